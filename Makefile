@@ -1,0 +1,33 @@
+# trustlab — set-up and the two jobs the README promises.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+APT_PACKAGES := swtpm swtpm-tools tpm2-tools libtss2-dev pkg-config build-essential python3-venv python3-dev
+
+.PHONY: system setup test main benchmarks clean
+
+system:  ## Debian packages: swtpm (libtpms), tpm2-tools, the TSS headers tpm2-pytss builds against
+	@dpkg -s $(APT_PACKAGES) >/dev/null 2>&1 || { \
+	  $(SUDO) apt-get update && \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $(APT_PACKAGES); }
+
+$(BIN)/trustlab: pyproject.toml | system
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[tpm2,test]'
+	touch $@
+
+setup: system $(BIN)/trustlab
+
+test: setup  ## the whole test suite (a few minutes on 2 cores)
+	$(BIN)/pytest -n 2
+
+main: setup  ## the flagship run: regenerate the papers' tables
+	$(BIN)/trustlab estimate --all-profiles tpm1.2
+
+benchmarks: setup
+	$(BIN)/python -m benchmarks
+
+clean:
+	rm -rf $(VENV) out .pytest_cache

@@ -1,0 +1,56 @@
+"""The ``trustlab`` command.
+
+Subcommands live in modules of this package, each exposing
+``register(subparsers)``; experiments are added to ``trustlab run`` by the
+experiment registry. A new module is picked up without touching this file.
+Errors a user can fix are printed as one line, never as a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import pkgutil
+import sys
+from typing import Sequence
+
+from trustlab import __version__
+from trustlab.errors import TrustlabError
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="trustlab",
+        description="A what-if laboratory for trusted hardware: run protocols on TPMs, firmware TPMs "
+        "and smart cards at the speed of a real (or imagined) chip.",
+    )
+    parser.add_argument("--version", action="version", version=f"trustlab {__version__}")
+    sub = parser.add_subparsers(dest="subcommand", metavar="COMMAND", required=True)
+    package = sys.modules[__name__]
+    for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda i: i.name):
+        if info.name.startswith("_"):
+            continue
+        module = importlib.import_module(f"{__name__}.{info.name}")
+        register = getattr(module, "register", None)
+        if register is not None:
+            register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.handler(args) or 0)
+    except TrustlabError as exc:
+        print(f"trustlab: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("trustlab: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,93 @@
+"""``trustlab profiles``: list, show, import and export performance profiles."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from trustlab.cli._output import print_json, table
+from trustlab.errors import ProfileError
+from trustlab.timing import registry
+from trustlab.timing.pro_format import export_pro, load_pro
+from trustlab.timing.profile import load_toml
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("profiles", help="list, show, import and export performance profiles",
+                       description="Performance profiles: the measured component costs of a chip.")
+    psub = p.add_subparsers(dest="action", metavar="ACTION", required=True)
+
+    lst = psub.add_parser("list", help="list shipped and user profiles")
+    lst.add_argument("--family", help="only profiles of this family (tpm1.2, tpm2, card, ...)")
+    lst.add_argument("--json", action="store_true", help="machine-readable output")
+    lst.set_defaults(handler=_list)
+
+    show = psub.add_parser("show", help="show one profile's components with provenance")
+    show.add_argument("name", help="profile name or path to a .toml/.pro file")
+    show.add_argument("--json", action="store_true", help="machine-readable output")
+    show.set_defaults(handler=_show)
+
+    imp = psub.add_parser("import", help="import a .pro or .toml profile into your profile directory")
+    imp.add_argument("file", type=Path)
+    imp.add_argument("--name", required=True, help="name to store the profile under")
+    imp.set_defaults(handler=_import)
+
+    exp = psub.add_parser("export", help="print a profile as TOML or in the 2010 paper's .pro format")
+    exp.add_argument("name")
+    exp.add_argument("--format", choices=("pro", "toml"), default="toml")
+    exp.set_defaults(handler=_export)
+
+
+def _list(args: argparse.Namespace) -> int:
+    rows = []
+    for name in registry.names(args.family):
+        p = registry.load(name)
+        rows.append({"name": name, "family": p.family, "version": p.version, "description": p.description,
+                     "components": len(p.components), "source": p.provenance.describe()})
+    if args.json:
+        print_json(rows)
+    else:
+        print(table([[r["name"], r["family"], r["components"], r["description"]] for r in rows],
+                    ["profile", "family", "components", "description"]))
+    return 0
+
+
+def _show(args: argparse.Namespace) -> int:
+    p = registry.load(args.name)
+    if args.json:
+        print_json(p.to_toml_dict())
+        return 0
+    print(f"{p.name} ({p.family}, version {p.version})  {p.description}")
+    print(f"source: {p.provenance.describe()}\n")
+    rows = []
+    for c in p.components.values():
+        spread = f"sd {c.sd:g}" if c.sd else (f"{len(c.samples)} samples" if c.samples else "")
+        rows.append([c.name, c.mean, c.unit, spread, c.provenance.describe()])
+    print(table(rows, ["component", "ms", "per", "spread", "provenance"]))
+    return 0
+
+
+def _import(args: argparse.Namespace) -> int:
+    path: Path = args.file
+    if path.suffix == ".pro":
+        profile = load_pro(path, name=args.name)
+    elif path.suffix == ".toml":
+        from dataclasses import replace
+        profile = replace(load_toml(path), name=args.name)
+    else:
+        raise ProfileError(f"{path}: unknown profile format (expected .pro or .toml)")
+    dest = registry.install(profile)
+    print(f"imported {profile.name} ({len(profile.components)} components) -> {dest}")
+    return 0
+
+
+def _export(args: argparse.Namespace) -> int:
+    p = registry.load(args.name)
+    if args.format == "pro":
+        if p.family != "tpm1.2":
+            raise ProfileError(f"{p.name}: the .pro format holds TPM 1.2 profiles only (this one is {p.family})")
+        sys.stdout.write(export_pro(p))
+    else:
+        sys.stdout.write(p.to_toml())
+    return 0

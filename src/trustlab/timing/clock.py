@@ -1,0 +1,164 @@
+"""Virtual time with a ledger, and the paper's realtime mode as a mode of it.
+
+Every device charges named profile components to a :class:`Clock`; the clock
+turns counts into milliseconds and remembers who charged what. In *virtual*
+mode nothing sleeps, so a simulation runs as fast as the host's crypto allows.
+In *realtime* mode a command accumulates its modelled cost and, when it ends,
+sleeps once for ``modelled - actually elapsed`` (sleeping per charge fails: the
+emulators hash single bytes, and thousands of microsecond sleeps overshoot).
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections import defaultdict
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Callable, Iterator
+
+from trustlab.errors import ProfileError
+from trustlab.timing.profile import Component, Profile
+
+NO_COMMAND = "(outside commands)"
+
+
+@dataclass
+class CommandRecord:
+    """One completed (or running) command: its modelled cost and breakdown."""
+
+    name: str
+    start_ms: float
+    ms: float = 0.0
+    breakdown: dict[str, float] = field(default_factory=dict)
+    wall_ms: float = 0.0
+    slept_ms: float = 0.0
+
+
+class Clock:
+    """Virtual time driven by a profile.
+
+    ``seed`` makes spreads reproducible: two clocks with the same profile and
+    seed charged the same sequence report the same times.
+    """
+
+    def __init__(
+        self,
+        profile: Profile,
+        *,
+        seed: int = 0,
+        realtime: bool = False,
+        sleep: Callable[[float], None] = time.sleep,
+        wallclock: Callable[[], float] = time.perf_counter,
+    ) -> None:
+        self.profile = profile
+        self.realtime = realtime
+        self.now_ms = 0.0
+        self._rng = random.Random(seed)
+        self._sleep = sleep
+        self._wallclock = wallclock
+        self._stack: list[CommandRecord] = []
+        self.by_component: dict[str, float] = defaultdict(float)
+        self.by_command: dict[str, float] = defaultdict(float)
+        self.command_counts: dict[str, int] = defaultdict(int)
+        self.by_command_component: dict[tuple[str, str], float] = defaultdict(float)
+        self.last: CommandRecord | None = None
+
+    # ---- charging ---------------------------------------------------------
+
+    def cost(self, component: str) -> float:
+        """One draw of a component's per-unit cost (its mean if deterministic)."""
+        return self._draw(self.profile[component])
+
+    def _draw(self, c: Component) -> float:
+        if c.samples:
+            return self._rng.choice(c.samples)
+        if c.sd:
+            return max(0.0, self._rng.gauss(c.mean, c.sd))
+        return c.mean
+
+    def charge(self, component: str, count: float = 1.0) -> float:
+        """Advance time by ``count`` units of ``component``; returns the ms charged."""
+        if count < 0:
+            raise ValueError(f"cannot charge a negative count ({count}) of {component!r}")
+        if count == 0:
+            return 0.0
+        ms = count * self._draw(self.profile[component])
+        self.charge_ms(component, ms)
+        return ms
+
+    def charge_ms(self, component: str, ms: float) -> None:
+        """Advance time by an already computed amount attributed to ``component``."""
+        self.now_ms += ms
+        command = self._stack[-1].name if self._stack else NO_COMMAND
+        self.by_component[component] += ms
+        self.by_command_component[(command, component)] += ms
+        if self._stack:
+            top = self._stack[-1]
+            top.ms += ms
+            top.breakdown[component] = top.breakdown.get(component, 0.0) + ms
+        else:
+            self.by_command[NO_COMMAND] += ms
+
+    def require(self, *components: str) -> None:
+        """Fail early, naming the component, if the profile cannot time a device."""
+        missing = [c for c in components if c not in self.profile]
+        if missing:
+            raise ProfileError(
+                f"profile {self.profile.name!r} lacks component(s) {', '.join(missing)} needed here"
+            )
+
+    # ---- commands ---------------------------------------------------------
+
+    @contextmanager
+    def command(self, name: str) -> Iterator[CommandRecord]:
+        """Attribute charges to ``name``; in realtime mode, return only when due.
+
+        Nested commands (a command executed inside a transport session) are
+        charged to the innermost one and also count towards their parent.
+        """
+        record = CommandRecord(name=name, start_ms=self.now_ms)
+        started = self._wallclock()
+        self._stack.append(record)
+        try:
+            yield record
+        finally:
+            self._stack.pop()
+            if self._stack:  # a nested command's cost is also its parent's
+                parent = self._stack[-1]
+                parent.ms += record.ms
+                for comp, ms in record.breakdown.items():
+                    parent.breakdown[comp] = parent.breakdown.get(comp, 0.0) + ms
+            self.by_command[name] += record.ms
+            self.command_counts[name] += 1
+            record.wall_ms = (self._wallclock() - started) * 1000.0
+            if self.realtime and not self._stack:
+                record.slept_ms = self.hold(record.ms, started)
+            self.last = record
+
+    def hold(self, modelled_ms: float, started: float) -> float:
+        """Sleep until ``modelled_ms`` after ``started`` (a wallclock reading)."""
+        remaining = modelled_ms / 1000.0 - (self._wallclock() - started)
+        if remaining > 0:
+            self._sleep(remaining)
+            return remaining * 1000.0
+        return 0.0
+
+    # ---- reading the ledger ----------------------------------------------
+
+    def breakdown(self, command: str | None = None) -> dict[str, float]:
+        """ms per component, for one command name or for everything."""
+        if command is None:
+            return dict(self.by_component)
+        return {comp: ms for (cmd, comp), ms in self.by_command_component.items() if cmd == command}
+
+    def reset(self) -> None:
+        """Forget the ledger and return to time zero (the RNG keeps its state)."""
+        if self._stack:
+            raise RuntimeError("cannot reset a clock while a command is running")
+        self.now_ms = 0.0
+        self.by_component.clear()
+        self.by_command.clear()
+        self.command_counts.clear()
+        self.by_command_component.clear()
+        self.last = None

@@ -1,0 +1,1 @@
+"""Formula sets, one module per family or paper; each registers on import."""

@@ -1,0 +1,90 @@
+"""Reading measurement CSVs for :mod:`trustlab.timing.fit`.
+
+Two shapes are accepted. With a ``command`` column, each row's coefficients come
+from that command's formula (``variant`` picks e.g. the key type). Without it,
+every column other than ``ms`` and the descriptive ones is a component whose
+value is that row's coefficient. Descriptive columns (``sd``, ``n``,
+percentiles ...) are what ``trustlab measure`` writes beside the mean; they are
+carried, not fitted. Anything else is a typo and is refused, naming the column.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from pathlib import Path
+
+from trustlab.errors import FitError, FormulaError, TrustlabError
+from trustlab.timing import formulas
+from trustlab.timing.fit import Measurement
+
+DESCRIPTIVE = {"sd", "n", "min", "max", "p50", "p90", "p95", "p99", "median", "suite", "note", "family"}
+
+
+def _float(value: str, where: str) -> float:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise FitError(f"{where}: expected a number, got {value!r}") from None
+    if not math.isfinite(number):
+        raise FitError(f"{where}: expected a finite number, got {value!r}")
+    return number
+
+
+def read_measurements(path: Path, family: str | None = None,
+                      known_components: set[str] | None = None) -> list[Measurement]:
+    try:
+        handle = path.open(newline="", encoding="utf-8")
+    except OSError as exc:
+        raise TrustlabError(f"{path}: cannot read measurements: {exc.strerror}") from None
+    with handle:
+        reader = csv.DictReader(handle)
+        columns = [c.strip() for c in (reader.fieldnames or [])]
+        if "ms" not in columns:
+            raise FitError(f"{path}: needs an 'ms' column (found: {', '.join(columns) or 'nothing'})")
+        by_formula = "command" in columns
+        extra = set(columns) - DESCRIPTIVE - {"ms", "weight", "command", "variant"}
+        if by_formula and extra:
+            raise FitError(f"{path}: unknown column(s) {', '.join(sorted(extra))} "
+                           "(with a 'command' column only ms, weight, variant and descriptive columns are allowed)")
+        if not by_formula:
+            if not extra:
+                raise FitError(f"{path}: no component columns and no 'command' column")
+            if known_components is not None and extra - known_components:
+                raise FitError(f"{path}: unknown column(s) {', '.join(sorted(extra - known_components))} "
+                               f"(not a component of any shipped profile)")
+        rows: list[Measurement] = []
+        for lineno, raw in enumerate(reader, start=2):
+            row = {(k or "").strip(): (v or "").strip() for k, v in raw.items()}
+            where = f"{path}:{lineno}"
+            ms = _float(row.get("ms", ""), f"{where}: ms")
+            if ms < 0:
+                raise FitError(f"{where}: ms must not be negative")
+            weight = _float(row["weight"], f"{where}: weight") if row.get("weight") else 1.0
+            if by_formula:
+                command = row.get("command", "")
+                variant = row.get("variant") or None
+                terms = _formula_terms(command, variant, family or row.get("family") or None, where)
+                label = f"{command}[{variant}]" if variant else command
+            else:
+                terms = {c: _float(row[c], f"{where}: {c}") for c in sorted(extra) if row.get(c, "") != ""}
+                label = row.get("note") or f"row {lineno}"
+            rows.append(Measurement(label=label, terms=terms, ms=ms, weight=weight))
+    if not rows:
+        raise FitError(f"{path}: no measurement rows")
+    return rows
+
+
+def _formula_terms(command: str, variant: str | None, family: str | None, where: str) -> dict[str, float]:
+    if not command:
+        raise FitError(f"{where}: empty command")
+    candidates = [family] if family else formulas.families()
+    errors = []
+    for fam in candidates:
+        try:
+            return dict(formulas.lookup(fam, command, variant).terms)
+        except FormulaError as exc:
+            errors.append(str(exc))
+    if len(candidates) == 1:
+        raise FitError(f"{where}: {errors[0]}")
+    raise FitError(f"{where}: no formula for command {command!r} in any family ({', '.join(candidates)})")

@@ -1,0 +1,90 @@
+"""Finding profiles by name: shipped ones, the user's own, or a file path.
+
+Shipped profiles are TOML files anywhere under ``trustlab/timing/profiles``
+(subfolders group them by family). Imported profiles go to the user's profile
+directory, ``$TRUSTLAB_HOME/profiles`` (default ``~/.local/share/trustlab``), so
+that an import never writes into the installed package.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from importlib import resources
+from pathlib import Path
+
+from trustlab.errors import ProfileError
+from trustlab.timing.pro_format import load_pro
+from trustlab.timing.profile import Profile, load_toml, save_toml
+
+SHIPPED_DIR = Path(str(resources.files("trustlab.timing") / "profiles"))
+
+
+def user_dir() -> Path:
+    home = os.environ.get("TRUSTLAB_HOME")
+    base = Path(home) if home else Path.home() / ".local" / "share" / "trustlab"
+    return base / "profiles"
+
+
+@functools.cache
+def _shipped_index() -> dict[str, Path]:
+    index: dict[str, Path] = {}
+    for path in sorted(SHIPPED_DIR.rglob("*.toml")):
+        if path.stem in index:
+            raise ProfileError(f"two shipped profiles named {path.stem!r}: {index[path.stem]} and {path}")
+        index[path.stem] = path
+    return index
+
+
+def _user_index() -> dict[str, Path]:
+    d = user_dir()
+    return {p.stem: p for p in sorted(d.glob("*.toml"))} if d.is_dir() else {}
+
+
+def available() -> dict[str, Path]:
+    """Every profile name a user can pass to ``--profile``; user ones shadow nothing."""
+    index = dict(_user_index())
+    index.update(_shipped_index())
+    return index
+
+
+def names(family: str | None = None) -> list[str]:
+    out = []
+    for name in sorted(available()):
+        if family is None or load(name).family == family:
+            out.append(name)
+    return out
+
+
+@functools.cache
+def _load_shipped(name: str) -> Profile:
+    return load_toml(_shipped_index()[name])
+
+
+def load(name_or_path: str) -> Profile:
+    """A shipped or user profile by name, or a ``.toml`` / ``.pro`` file by path."""
+    if name_or_path in _shipped_index():
+        return _load_shipped(name_or_path)
+    user = _user_index()
+    if name_or_path in user:
+        return load_toml(user[name_or_path])
+    path = Path(name_or_path)
+    if path.suffix in (".toml", ".pro") or os.sep in name_or_path:
+        if not path.exists():
+            raise ProfileError(f"{path}: no such profile file")
+        return load_pro(path) if path.suffix == ".pro" else load_toml(path)
+    known = ", ".join(sorted(available()))
+    raise ProfileError(f"unknown profile {name_or_path!r} (known: {known}; or give a .toml/.pro path)")
+
+
+def install(profile: Profile) -> Path:
+    """Save a profile into the user's profile directory under its own name."""
+    if profile.name in _shipped_index():
+        raise ProfileError(f"{profile.name!r} is a shipped profile; choose another --name")
+    d = user_dir()
+    d.mkdir(parents=True, exist_ok=True)
+    path = d / f"{profile.name}.toml"
+    tmp = path.with_suffix(".toml.tmp")
+    save_toml(profile, tmp)
+    tmp.replace(path)  # atomic: an interrupted import never leaves half a profile
+    return path
