@@ -1,0 +1,1 @@
+"""Applications: the papers' protocols, built only from public device commands."""

@@ -1,0 +1,1 @@
+"""Importers for public measurement data (JCAlgTest, wolfTPM benchmarks)."""
