@@ -33,6 +33,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     imp.add_argument("--name", required=True, help="name to store the profile under")
     imp.set_defaults(handler=_import)
 
+    jc = psub.add_parser("import-jcalgtest",
+                         help="import a JCAlgTest performance CSV (TPM 2.0 or Java Card) as a profile")
+    jc.add_argument("file", type=Path)
+    jc.add_argument("--name", help="name to store the profile under (default: derived from the file)")
+    jc.add_argument("--print", dest="print_only", action="store_true", help="print the TOML instead of storing it")
+    jc.set_defaults(handler=_import_jcalgtest)
+
     exp = psub.add_parser("export", help="print a profile as TOML or in the 2010 paper's .pro format")
     exp.add_argument("name")
     exp.add_argument("--format", choices=("pro", "toml"), default="toml")
@@ -79,6 +86,18 @@ def _import(args: argparse.Namespace) -> int:
         raise ProfileError(f"{path}: unknown profile format (expected .pro or .toml)")
     dest = registry.install(profile)
     print(f"imported {profile.name} ({len(profile.components)} components) -> {dest}")
+    return 0
+
+
+def _import_jcalgtest(args: argparse.Namespace) -> int:
+    from trustlab.data.jcalgtest import import_jcalgtest
+
+    profile = import_jcalgtest(args.file, name=args.name)
+    if args.print_only:
+        sys.stdout.write(profile.to_toml())
+        return 0
+    dest = registry.install(profile)
+    print(f"imported {profile.name} ({profile.family}, {len(profile.components)} components) -> {dest}")
     return 0
 
 
