@@ -1,0 +1,87 @@
+import pytest
+
+from trustlab.timing.clock import Clock
+from trustlab.timing.profile import Component, Profile
+
+
+def profile(**spreads):
+    comps = {
+        "ohc": Component("ohc", 10.0),
+        "sha1_byte": Component("sha1_byte", 0.01, unit="byte"),
+        "keygen": Component("keygen", 100.0, **spreads),
+    }
+    return Profile(name="t", components=comps)
+
+
+def test_ledger_attributes_charges_to_commands_and_components():
+    clock = Clock(profile())
+    with clock.command("A") as a:
+        clock.charge("ohc")
+        clock.charge("sha1_byte", 1000)
+    with clock.command("B"):
+        clock.charge("ohc")
+    clock.charge("ohc")
+    assert a.ms == pytest.approx(20.0) and a.breakdown == pytest.approx({"ohc": 10.0, "sha1_byte": 10.0})
+    assert clock.now_ms == pytest.approx(40.0)
+    assert clock.by_component["ohc"] == pytest.approx(30.0)
+    assert clock.by_command["A"] == pytest.approx(20.0) and clock.command_counts["B"] == 1
+    assert clock.breakdown("A") == pytest.approx({"ohc": 10.0, "sha1_byte": 10.0})
+    assert clock.last.name == "B"
+
+
+def test_nested_commands_roll_up_into_the_parent():
+    clock = Clock(profile())
+    with clock.command("ExecuteTransport") as outer:
+        clock.charge("ohc")
+        with clock.command("IncrementCounter") as inner:
+            clock.charge("ohc", 2)
+    assert inner.ms == pytest.approx(20.0)
+    assert outer.ms == pytest.approx(30.0)
+    assert clock.now_ms == pytest.approx(30.0)
+
+
+def test_spread_sampling_is_seeded_and_reproducible():
+    a, b, c = (Clock(profile(sd=20.0), seed=s) for s in (7, 7, 8))
+    draws = [[clk.charge("keygen") for _ in range(50)] for clk in (a, b, c)]
+    assert draws[0] == draws[1] != draws[2]
+    assert all(d >= 0 for d in draws[0])
+    assert 80 < sum(draws[0]) / 50 < 120
+
+
+def test_empirical_samples_are_resampled():
+    clock = Clock(profile(samples=(90.0, 110.0, 300.0)), seed=1)
+    assert {clock.charge("keygen") for _ in range(100)} == {90.0, 110.0, 300.0}
+
+
+def test_negative_count_is_refused():
+    with pytest.raises(ValueError):
+        Clock(profile()).charge("ohc", -1)
+
+
+def test_realtime_sleeps_once_for_modelled_minus_elapsed():
+    now = [0.0]
+    slept = []
+
+    def fake_sleep(seconds):
+        slept.append(seconds)
+        now[0] += seconds
+
+    clock = Clock(profile(), realtime=True, sleep=fake_sleep, wallclock=lambda: now[0])
+    with clock.command("Seal") as rec:
+        for _ in range(100):  # many tiny charges, as an emulator hashing single bytes makes
+            clock.charge("sha1_byte", 1)
+        now[0] += 0.004  # the host itself took 4 ms
+        clock.charge("ohc")
+    assert len(slept) == 1
+    assert slept[0] == pytest.approx((rec.ms - 4.0) / 1000.0)
+    assert rec.slept_ms == pytest.approx(rec.ms - 4.0)
+
+
+def test_realtime_never_sleeps_when_host_was_slower():
+    now = [0.0]
+    slept = []
+    clock = Clock(profile(), realtime=True, sleep=slept.append, wallclock=lambda: now[0])
+    with clock.command("X"):
+        clock.charge("ohc")
+        now[0] += 1.0
+    assert slept == []

@@ -1,0 +1,97 @@
+import pytest
+
+from trustlab.errors import ProfileError
+from trustlab.timing import registry
+from trustlab.timing.pro_format import export_pro, parse_pro
+from trustlab.timing.profile import load_toml, profile_from_toml_dict
+
+PAPER_LISTING = """# Infineon profile
+overconst: 19.225
+overinrate: 0.0025
+overoutrate: 0.001
+
+decrypt: 304.16 encrypt: 160.76 sign: 308.88
+
+hashrate: 0.0001
+"""
+
+
+def test_shipped_tpm12_profiles_are_complete_and_sourced():
+    names = registry.names("tpm1.2")
+    for expected in ("atmel-2010", "winbond-2010", "infineon-2010", "stm-2010", "sim-2010"):
+        assert expected in names
+    for name in names:
+        p = registry.load(name)
+        for c in p.components.values():
+            assert c.provenance.source, (name, c.name)
+        assert {"ohc", "ohir", "ohor", "rsa_dec", "rsa_enc", "rsa_sign", "sha1_byte"} <= set(p.components)
+
+
+def test_infineon_is_at_full_precision_of_the_paper_listing():
+    shipped = registry.load("infineon-2010")
+    listed = parse_pro(PAPER_LISTING, name="x", origin="paper")
+    for comp in listed.components:
+        assert shipped.mean(comp) == listed.mean(comp)
+
+
+def test_pro_round_trip():
+    p = registry.load("atmel-2010")
+    back = parse_pro(export_pro(p), name="atmel-2010", origin="export")
+    assert {k: c.mean for k, c in back.components.items()} == {k: p.mean(k) for k in back.components}
+
+
+def test_toml_round_trip(tmp_path):
+    p = registry.load("stm-2010")
+    path = tmp_path / "p.toml"
+    path.write_text(p.to_toml())
+    q = load_toml(path)
+    assert q.components == p.components and q.provenance == p.provenance
+
+
+@pytest.mark.parametrize("text,needle", [
+    ("overconst: 1\nbogus: 2\n", ":2: unknown key 'bogus'"),
+    ("overconst: abc\n", ":1: overconst must be a number"),
+    ("overconst: -1\n", ":1: overconst must be a non-negative number"),
+    ("overconst: 1 overconst: 2\n", "repeated"),
+    ("overconst: 1\n", "missing key(s) overinrate"),
+    ("overconst: 1 garbage\n", ":1: cannot parse 'garbage'"),
+])
+def test_pro_errors_name_file_and_line(text, needle):
+    with pytest.raises(ProfileError) as err:
+        parse_pro(text, name="x", origin="chip.pro")
+    assert "chip.pro" in str(err.value) and needle in str(err.value)
+
+
+@pytest.mark.parametrize("doc,needle", [
+    ({"components": {"a": {"mean": 1}}}, "missing 'name'"),
+    ({"name": "x"}, "missing [components]"),
+    ({"name": "x", "components": {"a": {"unit": "call"}}}, "[components.a]: missing 'mean'"),
+    ({"name": "x", "components": {"a": {"mean": -3}}}, "must not be negative"),
+    ({"name": "x", "components": {"a": {"mean": "fast"}}}, "expected a number"),
+    ({"name": "x", "components": {"a": {"mean": 1, "unit": "furlong"}}}, "unit must be one of"),
+    ({"name": "x", "components": {"a": {"mean": 1, "colour": 2}}}, "unknown key(s) colour"),
+    ({"name": "x", "components": {"a": {"mean": 1, "sd": -1}}}, "sd must be"),
+])
+def test_toml_errors_are_specific(doc, needle):
+    with pytest.raises(ProfileError) as err:
+        profile_from_toml_dict(doc, "f.toml")
+    assert needle in str(err.value) and "f.toml" in str(err.value)
+
+
+def test_malformed_toml_names_file_and_line(tmp_path):
+    path = tmp_path / "bad.toml"
+    path.write_text('name = "x"\n[components.a\nmean = 1\n')
+    with pytest.raises(ProfileError) as err:
+        load_toml(path)
+    assert "bad.toml" in str(err.value) and "line 2" in str(err.value)
+
+
+def test_unknown_profile_lists_known_ones():
+    with pytest.raises(ProfileError) as err:
+        registry.load("no-such-chip")
+    assert "infineon-2010" in str(err.value)
+
+
+def test_missing_component_is_named():
+    with pytest.raises(ProfileError, match="no component 'ecc_sign'"):
+        registry.load("atmel-2010")["ecc_sign"]
