@@ -70,7 +70,10 @@ def _show(args: argparse.Namespace) -> int:
     rows = []
     for c in p.components.values():
         spread = f"sd {c.sd:g}" if c.sd else (f"{len(c.samples)} samples" if c.samples else "")
-        rows.append([c.name, c.mean, c.unit, spread, c.provenance.describe()])
+        prov = c.provenance
+        own = [x for x in (prov.source if prov.source != p.provenance.source else "",
+                           prov.table if prov.table != p.provenance.table else "", prov.note) if x]
+        rows.append([c.name, c.mean, c.unit, spread, "; ".join(own)])
     print(table(rows, ["component", "ms", "per", "spread", "provenance"]))
     return 0
 
