@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 
 from trustlab.cli._output import print_json
-from trustlab.experiments.registry import all_experiments, run_experiment
+from trustlab.experiments.registry import add_common_arguments, all_experiments, run_experiment
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -18,10 +17,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     for name, spec in all_experiments().items():
         ep = esub.add_parser(name, help=spec.help, description=spec.help)
         spec.add_arguments(ep)
-        if not any(a.dest == "json" for a in ep._actions):
-            ep.add_argument("--json", action="store_true", help="machine-readable output")
-        ep.add_argument("--save", type=Path, metavar="RESULT.json",
-                        help="also write the full result record (data, references, provenance) for 'trustlab report'")
+        add_common_arguments(ep)
         ep.set_defaults(handler=_run)
 
 

@@ -1,22 +1,43 @@
 """The experiment registry and the result record every experiment returns.
 
 Results are flat records with their provenance (trustlab version, profiles with
-their sources, seed, tool versions, wall time), so that a report made months
-later still says where each number came from.
+their versions and sources, seed, tool versions, wall time), so that a report
+made months later still says where each number came from.
+
+An experiment is a class registered with :func:`experiment`; it declares its
+parameters with argparse (``add_arguments``), so the same declaration serves
+``trustlab run NAME``, sweeps (a sweep point is an experiment name plus
+parameters, turned into argv by :mod:`trustlab.experiments._params`) and the
+flagship run (the class's ``flagship`` argv lists).
+
+Extra experiment modules outside the package (a user's own study, a test's
+instrumented one) are loaded from ``$TRUSTLAB_EXPERIMENT_MODULES``: module
+names or ``.py`` paths separated by ``os.pathsep``. Being an environment
+variable, it reaches worker processes of sweeps too.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib
+import importlib.util
+import json
+import os
 import pkgutil
 import platform
+import shutil
+import subprocess
+import sys
 import time
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable, Protocol
+from pathlib import Path
+from typing import Any, Callable, Protocol, Sequence
 
 from trustlab import __version__
 from trustlab.errors import TrustlabError
+
+EXTRA_MODULES_ENV = "TRUSTLAB_EXPERIMENT_MODULES"
 
 
 @dataclass
@@ -71,6 +92,8 @@ def experiment(name: str, help: str) -> Callable[[type], type]:
 
     def decorate(cls: type) -> type:
         if name in _EXPERIMENTS:
+            if type(_EXPERIMENTS[name]).__qualname__ == cls.__qualname__:
+                return cls  # the same module imported twice (e.g. by path and by name)
             raise RuntimeError(f"experiment {name!r} registered twice")
         instance = cls()
         instance.name = name
@@ -82,6 +105,29 @@ def experiment(name: str, help: str) -> Callable[[type], type]:
 
 
 _LOADED = False
+_IMPORT_ERRORS: dict[str, str] = {}
+
+
+def _load_extra_modules() -> None:
+    """Import the modules named in ``$TRUSTLAB_EXPERIMENT_MODULES``."""
+    for entry in filter(None, os.environ.get(EXTRA_MODULES_ENV, "").split(os.pathsep)):
+        try:
+            if entry.endswith(".py"):
+                path = Path(entry)
+                if not path.is_file():
+                    raise TrustlabError(f"${EXTRA_MODULES_ENV}: {entry}: no such file")
+                mod_name = f"trustlab_extra_{path.stem}"
+                if mod_name in sys.modules:
+                    continue
+                spec = importlib.util.spec_from_file_location(mod_name, path)
+                assert spec is not None and spec.loader is not None
+                module = importlib.util.module_from_spec(spec)
+                sys.modules[mod_name] = module
+                spec.loader.exec_module(module)
+            else:
+                importlib.import_module(entry)
+        except ImportError as exc:
+            raise TrustlabError(f"${EXTRA_MODULES_ENV}: cannot import {entry!r}: {exc}") from exc
 
 
 def all_experiments() -> dict[str, ExperimentSpec]:
@@ -92,8 +138,18 @@ def all_experiments() -> dict[str, ExperimentSpec]:
 
         for info in pkgutil.iter_modules(pkg.__path__):
             if info.name not in ("registry",) and not info.name.startswith("_"):
-                importlib.import_module(f"{pkg.__name__}.{info.name}")
+                try:
+                    importlib.import_module(f"{pkg.__name__}.{info.name}")
+                except Exception as exc:  # one broken study must not hide the others
+                    _IMPORT_ERRORS[info.name] = f"{type(exc).__name__}: {exc}"
+        _load_extra_modules()
     return dict(sorted(_EXPERIMENTS.items()))
+
+
+def import_errors() -> dict[str, str]:
+    """Experiment modules that failed to import: module name -> error (reported by the flagship)."""
+    all_experiments()
+    return dict(_IMPORT_ERRORS)
 
 
 def get(name: str) -> ExperimentSpec:
@@ -103,17 +159,88 @@ def get(name: str) -> ExperimentSpec:
     return experiments[name]
 
 
+def flagship_runs(spec: ExperimentSpec) -> list[list[str]]:
+    """The argv lists the flagship report runs for ``spec`` (default: one run, no arguments)."""
+    runs = getattr(spec, "flagship", None)
+    if runs is None:
+        return [[]]
+    return [list(map(str, argv)) for argv in runs]
+
+
+class _RaisingParser(argparse.ArgumentParser):
+    """An argparse parser that raises instead of exiting, for argv built by programs."""
+
+    def error(self, message: str) -> Any:  # type: ignore[override]
+        raise TrustlabError(f"{self.prog}: {message}")
+
+    def exit(self, status: int = 0, message: str | None = None) -> Any:  # type: ignore[override]
+        raise TrustlabError(f"{self.prog}: {message.strip() if message else f'exit {status}'}")
+
+
+def add_common_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--json`` (unless the experiment declared it) and ``--save``, on every experiment."""
+    if not any(a.dest == "json" for a in parser._actions):
+        parser.add_argument("--json", action="store_true", help="machine-readable output")
+    if not any(a.dest == "save" for a in parser._actions):
+        parser.add_argument("--save", type=Path, metavar="RESULT.json",
+                            help="also write the full result record (data, references, provenance) "
+                            "for 'trustlab report'")
+
+
+def experiment_parser(name: str) -> argparse.ArgumentParser:
+    """A parser for one experiment's parameters that raises :class:`TrustlabError` on bad argv."""
+    spec = get(name)
+    parser = _RaisingParser(prog=f"trustlab run {name}", description=spec.help, add_help=False)
+    spec.add_arguments(parser)
+    add_common_arguments(parser)
+    return parser
+
+
+def parse_args(name: str, argv: Sequence[str]) -> argparse.Namespace:
+    args = experiment_parser(name).parse_args(list(argv))
+    args.experiment = name
+    return args
+
+
+def run_argv(name: str, argv: Sequence[str]) -> Result:
+    """Run experiment ``name`` as ``trustlab run NAME ARGV...`` would (without printing)."""
+    return run_experiment(name, parse_args(name, argv))
+
+
+def swtpm_capabilities() -> dict[str, Any] | None:
+    """``swtpm socket --print-capabilities`` (features and version), or None without swtpm."""
+    caps = _swtpm_capabilities()
+    return None if caps is None else json.loads(json.dumps(caps))
+
+
+@functools.cache
+def _swtpm_capabilities() -> dict[str, Any] | None:
+    swtpm = shutil.which("swtpm")
+    if not swtpm:
+        return None
+    try:
+        out = subprocess.run([swtpm, "socket", "--print-capabilities"], capture_output=True,
+                             text=True, timeout=5).stdout
+        return json.loads(out)
+    except (OSError, subprocess.SubprocessError, ValueError):
+        return {"error": "swtpm --print-capabilities failed"}
+
+
 def tool_versions() -> dict[str, str]:
-    """Versions of the real parts a result depends on."""
-    import cryptography
-    import numpy
-    import scipy
+    """Versions of the real parts a result depends on (a fresh copy per call)."""
+    return dict(_tool_versions())
 
-    versions = {"python": platform.python_version(), "cryptography": cryptography.__version__,
-                "numpy": numpy.__version__, "scipy": scipy.__version__}
-    import shutil
-    import subprocess
 
+@functools.cache
+def _tool_versions() -> dict[str, str]:
+    from importlib import metadata
+
+    versions = {"python": platform.python_version(), "platform": platform.platform()}
+    for dist in ("cryptography", "numpy", "scipy", "matplotlib", "tpm2-pytss", "pycryptodome"):
+        try:
+            versions[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            pass
     swtpm = shutil.which("swtpm")
     if swtpm:
         try:
@@ -122,6 +249,26 @@ def tool_versions() -> dict[str, str]:
         except (OSError, subprocess.SubprocessError):
             versions["swtpm"] = "unavailable"
     return versions
+
+
+def profile_versions(names: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """Version, family and provenance of each named profile a result used.
+
+    Names that are not loadable profiles (an experiment may key ``profiles`` by a
+    platform label) are recorded as such rather than failing the run.
+    """
+    from trustlab.timing import registry as profiles
+
+    out: dict[str, dict[str, Any]] = {}
+    for name in names:
+        try:
+            p = profiles.load(name)
+        except TrustlabError:
+            out[name] = {"loadable": False}
+            continue
+        out[name] = {"version": p.version, "family": p.family,
+                     "provenance": p.provenance.to_dict(), "components": len(p.components)}
+    return out
 
 
 def run_experiment(name: str, args: argparse.Namespace) -> Result:
@@ -133,6 +280,8 @@ def run_experiment(name: str, args: argparse.Namespace) -> Result:
         "wall_s": time.perf_counter() - started,
         "seed": getattr(args, "seed", None),
         "tools": tool_versions(),
+        "swtpm_capabilities": swtpm_capabilities(),
+        "profile_versions": profile_versions(list(result.profiles)),
         "finished_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     })
     return result

@@ -1,0 +1,73 @@
+"""Typed parameters for programs that drive experiments (sweeps, the flagship).
+
+An experiment declares its parameters once, with argparse. A sweep point is
+the experiment's name plus a mapping ``{dest: value}``; this module turns the
+mapping into the argv the experiment's own parser accepts, so values are
+converted and validated by the same declaration a person uses on the command
+line, and an unknown parameter is an error naming the ones that exist.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any, Mapping
+
+from trustlab.errors import TrustlabError
+from trustlab.experiments.registry import experiment_parser
+
+_RESERVED = {"json", "save", "help"}
+
+
+def parameters(name: str) -> dict[str, argparse.Action]:
+    """The experiment's parameters by name (argparse ``dest``), excluding output flags."""
+    parser = experiment_parser(name)
+    return {a.dest: a for a in parser._actions if a.dest not in _RESERVED and a.dest != argparse.SUPPRESS}
+
+
+def _flag(action: argparse.Action) -> str:
+    longs = [o for o in action.option_strings if o.startswith("--")]
+    return (longs or action.option_strings)[0]
+
+
+def argv_from_params(name: str, params: Mapping[str, Any]) -> list[str]:
+    """argv for experiment ``name`` from ``{parameter: value}``.
+
+    ``True``/``False`` switch a flag on/off, a list fills an ``nargs`` option or
+    repeats an ``append`` option, ``None`` leaves the default. Keys may use
+    ``-`` or ``_`` (``fit-noise`` and ``fit_noise`` are the same parameter).
+    """
+    actions = parameters(name)
+    argv: list[str] = []
+    positionals: list[str] = []
+    for key, value in params.items():
+        dest = key.replace("-", "_")
+        action = actions.get(dest)
+        if action is None:
+            known = ", ".join(sorted(actions)) or "none"
+            raise TrustlabError(f"experiment {name!r} has no parameter {key!r} (known: {known})")
+        if value is None:
+            continue
+        if not action.option_strings:
+            positionals += [str(v) for v in (value if isinstance(value, list) else [value])]
+            continue
+        flag = _flag(action)
+        if isinstance(action, (argparse._StoreTrueAction, argparse._StoreFalseAction)):
+            if not isinstance(value, bool):
+                raise TrustlabError(f"experiment {name!r}: parameter {key!r} is a switch; give true or false")
+            # store_true: the flag sets True; store_false: the flag sets False
+            if value != action.default:
+                argv.append(flag)
+            continue
+        if isinstance(value, bool):
+            raise TrustlabError(f"experiment {name!r}: parameter {key!r} takes a value, not {value}")
+        if isinstance(value, list):
+            if isinstance(action, argparse._AppendAction):
+                for v in value:
+                    argv += [flag, str(v)]
+            elif action.nargs in ("*", "+") or isinstance(action.nargs, int):
+                argv += [flag, *map(str, value)]
+            else:
+                raise TrustlabError(f"experiment {name!r}: parameter {key!r} takes one value, got a list")
+            continue
+        argv += [flag, str(value)]
+    return positionals + argv
