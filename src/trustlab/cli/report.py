@@ -1,0 +1,35 @@
+"""``trustlab report``: result records in, an HTML report with plots, CSV and JSON out."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from trustlab.report import write_report
+from trustlab.report.records import collect
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "report", help="write an HTML report (tables, plots, CSV/JSON) from saved results",
+        description="Collect result records (from 'trustlab run NAME --save FILE', a sweep's points "
+        "directory or a flagship run) and write one self-contained HTML page with the published "
+        "figures beside model and simulation, plots, data tables and provenance, plus CSV/JSON files.",
+        epilog="example: trustlab run timing-model --save out/r/tm.json && trustlab report out/r --out out/report",
+    )
+    p.add_argument("results", nargs="+", type=Path, metavar="RESULTS",
+                   help="result JSON files, or directories holding them")
+    p.add_argument("--out", type=Path, default=Path("out/report"), metavar="DIR",
+                   help="report directory (default out/report)")
+    p.add_argument("--title", default="trustlab report")
+    p.add_argument("--link-images", action="store_true",
+                   help="link the PNG files beside the page instead of embedding them")
+    p.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    records = collect(args.results)
+    index = write_report(records, args.out, title=args.title, inline=not args.link_images)
+    failed = sum(1 for r in records if "data" not in r)
+    print(f"{index} ({len(records)} runs, {failed} failed)")
+    return 1 if failed else 0

@@ -1,0 +1,121 @@
+"""Render the plot specs experiments return into PNG files with matplotlib.
+
+A spec is plain data (so it survives JSON and can be re-rendered later):
+``{"kind": "line"|"bar"|"loglog", "title", "xlabel", "ylabel", "logx", "logy",
+"series": [{"label", "x", "y", "style"?: "points"|"line"}]}``. The Agg canvas
+is used directly (no pyplot state), so rendering is safe in any process.
+A malformed spec raises :class:`PlotError` naming the problem; the report
+shows that message in place of the figure rather than failing.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from trustlab.errors import TrustlabError
+
+KINDS = ("line", "bar", "loglog")
+
+
+class PlotError(TrustlabError):
+    """A plot spec that cannot be drawn."""
+
+
+def _number(v: Any) -> float:
+    if v is None:
+        return math.nan
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise PlotError(f"non-numeric value {v!r}")
+    return float(v)
+
+
+def validate(spec: Any) -> dict[str, Any]:
+    if not isinstance(spec, dict):
+        raise PlotError("plot spec is not an object")
+    kind = spec.get("kind", "line")
+    if kind not in KINDS:
+        raise PlotError(f"unknown plot kind {kind!r} (known: {', '.join(KINDS)})")
+    series = spec.get("series")
+    if not isinstance(series, list) or not series:
+        raise PlotError("plot has no series")
+    for i, s in enumerate(series):
+        if not isinstance(s, dict) or not isinstance(s.get("x"), list) or not isinstance(s.get("y"), list):
+            raise PlotError(f"series {i} needs lists 'x' and 'y'")
+        if len(s["x"]) != len(s["y"]):
+            raise PlotError(f"series {i} ({s.get('label', '')}): {len(s['x'])} x values but {len(s['y'])} y values")
+        for v in s["y"]:
+            try:
+                _number(v)
+            except PlotError as exc:
+                raise PlotError(f"series {i} ({s.get('label', '')}) y: {exc}") from None
+    return spec
+
+
+def _categorical(series: list[dict]) -> bool:
+    return any(isinstance(x, str) for s in series for x in s["x"])
+
+
+def render(spec: dict[str, Any], path: Path, dpi: int = 100) -> Path:
+    """Draw ``spec`` into ``path`` (PNG)."""
+    spec = validate(spec)
+    kind = spec.get("kind", "line")
+    series = spec["series"]
+    fig = Figure(figsize=(7.5, 4.2), dpi=dpi, layout="constrained")
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot()
+    logx = bool(spec.get("logx")) or kind == "loglog"
+    logy = bool(spec.get("logy")) or kind == "loglog"
+    if kind == "bar":
+        _bars(ax, series)
+    else:
+        _lines(ax, series, logx, logy)
+    if logy:
+        ax.set_yscale("log")
+    if logx and kind != "bar" and not _categorical(series):
+        ax.set_xscale("log")
+    ax.set_title(str(spec.get("title", "")), fontsize=10)
+    ax.set_xlabel(str(spec.get("xlabel", "")))
+    ax.set_ylabel(str(spec.get("ylabel", "")))
+    ax.grid(True, which="major", alpha=0.3)
+    if any(s.get("label") for s in series):
+        ax.legend(fontsize=8)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, format="png")
+    return path
+
+
+def _bars(ax: Any, series: list[dict]) -> None:
+    categories: list = []
+    for s in series:
+        for x in s["x"]:
+            if x not in categories:
+                categories.append(x)
+    width = 0.8 / len(series)
+    for i, s in enumerate(series):
+        lookup = dict(zip(s["x"], s["y"]))
+        ys = [_number(lookup.get(c)) for c in categories]
+        xs = [j + (i - (len(series) - 1) / 2) * width for j in range(len(categories))]
+        ax.bar(xs, ys, width=width, label=str(s.get("label", "")))
+    ax.set_xticks(range(len(categories)))
+    ax.set_xticklabels([str(c) for c in categories], rotation=30 if len(categories) > 4 else 0,
+                       ha="right" if len(categories) > 4 else "center", fontsize=8)
+
+
+def _lines(ax: Any, series: list[dict], logx: bool, logy: bool) -> None:
+    categorical = _categorical(series)
+    for s in series:
+        xs = [str(x) for x in s["x"]] if categorical else [_number(x) for x in s["x"]]
+        ys = [_number(y) for y in s["y"]]
+        pairs = [(x, y) for x, y in zip(xs, ys)
+                 if not (logy and not y > 0) and (categorical or not (logx and not x > 0))]
+        if not pairs:
+            continue
+        style = s.get("style", "line")
+        fmt = "o" if style == "points" else "-o" if len(pairs) < 30 else "-"
+        ax.plot([p[0] for p in pairs], [p[1] for p in pairs], fmt, label=str(s.get("label", "")),
+                markersize=4)

@@ -1,0 +1,95 @@
+"""Result records on disk: what ``trustlab run --save``, sweeps and the flagship write.
+
+A record is :meth:`Result.to_record` as JSON. A *failure* record stands for a
+run that raised: ``{"experiment", "argv", "error"}`` and no ``data``; reports
+show it instead of silently dropping the study.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Iterable
+
+from trustlab.errors import TrustlabError
+
+REQUIRED = ("experiment", "data")
+
+
+def is_failure(record: dict[str, Any]) -> bool:
+    return "error" in record and "data" not in record
+
+
+def failure(experiment: str, argv: list[str], error: str) -> dict[str, Any]:
+    return {"experiment": experiment, "argv": list(argv), "error": error}
+
+
+def check(record: Any, where: str) -> dict[str, Any]:
+    """The record if it has the shape of a result (or failure) record, else a one-line error."""
+    if not isinstance(record, dict):
+        raise TrustlabError(f"{where}: not a result record (expected a JSON object)")
+    if is_failure(record):
+        if not isinstance(record.get("experiment"), str):
+            raise TrustlabError(f"{where}: failure record without an experiment name")
+        return record
+    missing = [k for k in REQUIRED if k not in record]
+    if missing:
+        raise TrustlabError(f"{where}: not a result record (missing {', '.join(missing)}); "
+                            "make one with 'trustlab run NAME --save FILE'")
+    if not isinstance(record["experiment"], str):
+        raise TrustlabError(f"{where}: 'experiment' must be a string")
+    for key, kind in (("references", list), ("plots", list), ("profiles", dict), ("meta", dict),
+                      ("params", dict)):
+        if key in record and not isinstance(record[key], kind):
+            raise TrustlabError(f"{where}: '{key}' must be a JSON {kind.__name__}")
+    return record
+
+
+def load(path: Path) -> list[dict[str, Any]]:
+    """The records in one JSON file: a single record, or a list of them (e.g. a results.json)."""
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise TrustlabError(f"{path}: no such result file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise TrustlabError(f"{path}: cannot read ({exc})") from None
+    except json.JSONDecodeError as exc:
+        raise TrustlabError(f"{path}: not JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
+    if isinstance(doc, list):
+        return [check(r, f"{path}[{i}]") for i, r in enumerate(doc)]
+    if isinstance(doc, dict) and isinstance(doc.get("records"), list):
+        return [check(r, f"{path} records[{i}]") for i, r in enumerate(doc["records"])]
+    return [check(doc, str(path))]
+
+
+def collect(paths: Iterable[Path]) -> list[dict[str, Any]]:
+    """Records from files and directories (every ``*.json`` directly inside, sorted)."""
+    out: list[dict[str, Any]] = []
+    for path in paths:
+        if path.is_dir():
+            files = sorted(path.glob("*.json"))
+            if not files:
+                raise TrustlabError(f"{path}: directory holds no *.json result files")
+            for f in files:
+                out += load(f)
+        else:
+            out += load(path)
+    return out
+
+
+def write_json_atomic(path: Path, doc: Any) -> None:
+    """Write JSON so that a reader (or a resumed sweep) never sees half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(doc, fh, indent=2, default=str)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

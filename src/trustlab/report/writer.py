@@ -1,0 +1,132 @@
+"""Assemble a report directory from result records.
+
+Layout of ``out_dir``::
+
+    index.html            the page (images embedded unless inline=False)
+    results.json          every record, failures included
+    references.csv        every published figure beside model/simulation, with error and source
+    plots/<run>-<n>.png   each figure, also usable on its own
+    tables/<run>-<t>.csv  each data table
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any, Sequence
+
+from trustlab import __version__
+from trustlab.report import html as h
+from trustlab.report.export import slug, write_csv, write_json
+from trustlab.report.plots import PlotError, render
+from trustlab.report.records import is_failure
+from trustlab.report.tables import MAX_ROWS, columns, data_tables, profile_rows, reference_rows
+
+REF_COLS = ["label", "model", "simulated", "reference", "error", "error_pct", "unit", "source"]
+
+
+def _run_ids(records: Sequence[dict[str, Any]]) -> list[str]:
+    seen: dict[str, int] = {}
+    ids = []
+    for r in records:
+        base = slug(str(r.get("experiment", "run")))
+        seen[base] = seen.get(base, 0) + 1
+        ids.append(f"{base}-{seen[base]}")
+    return ids
+
+
+def _describe_params(record: dict[str, Any]) -> str:
+    if is_failure(record):
+        return " ".join(record.get("argv") or []) or "(defaults)"
+    params = record.get("params") or {}
+    return ", ".join(f"{k}={v}" for k, v in params.items()) or "(defaults)"
+
+
+def _max_err(rows: list[dict[str, Any]]) -> float | None:
+    errs = [abs(r["error_pct"]) for r in rows if isinstance(r.get("error_pct"), (int, float))]
+    return max(errs) if errs else None
+
+
+def write_report(records: Sequence[dict[str, Any]], out_dir: Path, title: str = "trustlab report",
+                 inline: bool = True, notes: Sequence[str] = ()) -> Path:
+    """Write the report for ``records`` into ``out_dir``; returns the path of index.html."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    ids = _run_ids(records)
+    all_refs: list[dict[str, Any]] = []
+    summary_rows: list[dict[str, Any]] = []
+    sections: list[str] = []
+    for run_id, record in zip(ids, records):
+        if is_failure(record):
+            summary_rows.append({"run": run_id, "experiment": record["experiment"],
+                                 "parameters": _describe_params(record), "status": "FAILED",
+                                 "references": None, "max |error| %": None, "wall s": None})
+            sections.append(
+                f'<h2 id="{run_id}">{h.esc(record["experiment"])} — failed</h2>'
+                f'<div class="fail"><p>argv: <code>{h.esc(_describe_params(record))}</code></p>'
+                f'{h.pre(str(record.get("error", "")))}</div>')
+            continue
+        refs = reference_rows(record)
+        all_refs += [dict(r, run=run_id) for r in refs]
+        meta = record.get("meta") or {}
+        summary_rows.append({"run": run_id, "experiment": record["experiment"],
+                             "parameters": _describe_params(record), "status": "ok",
+                             "references": len(refs), "max |error| %": _max_err(refs),
+                             "wall s": meta.get("wall_s")})
+        sections.append(_section(run_id, record, refs, out_dir, inline))
+    write_json(out_dir / "results.json", list(records))
+    if all_refs:
+        write_csv(out_dir / "references.csv", all_refs)
+    failed = sum(1 for r in summary_rows if r["status"] != "ok")
+    status = (f'<p class="bad">{failed} of {len(records)} runs failed; see below.</p>' if failed
+              else f'<p class="ok">All {len(records)} runs finished.</p>')
+    notes_html = "".join(f"<p>{h.esc(n)}</p>" for n in notes)
+    toc_rows = [dict(r, run=r["run"]) for r in summary_rows]
+    intro = (f'<p class="small">trustlab {h.esc(__version__)} · generated '
+             f'{h.esc(time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()))} · '
+             'files: <a href="results.json">results.json</a>'
+             + (' · <a href="references.csv">references.csv</a>' if all_refs else "") + "</p>"
+             + notes_html + status
+             + "<p>Published figures appear beside what trustlab computed: <b>model</b> is the analytic "
+             "estimate from cost formulas and profiles, <b>simulated</b> comes from actually running the "
+             "protocol on timed devices, <b>error</b> = (simulated, or model when there is no simulation) "
+             "minus reference.</p>"
+             + h.table(toc_rows, ["run", "experiment", "parameters", "status", "references",
+                                  "max |error| %", "wall s"]))
+    index = out_dir / "index.html"
+    index.write_text(h.page(title, intro, sections), encoding="utf-8")
+    return index
+
+
+def _section(run_id: str, record: dict[str, Any], refs: list[dict[str, Any]], out_dir: Path,
+             inline: bool) -> str:
+    parts = [f'<h2 id="{run_id}">{h.esc(record["experiment"])} <span class="small">'
+             f'{h.esc(_describe_params(record))}</span></h2>']
+    if refs:
+        parts.append("<h3>Reference comparison</h3>")
+        parts.append(h.table(refs, REF_COLS))
+    for n, spec in enumerate(record.get("plots") or [], start=1):
+        title = spec.get("title", f"figure {n}") if isinstance(spec, dict) else f"figure {n}"
+        png = out_dir / "plots" / f"{run_id}-{n}.png"
+        try:
+            render(spec, png)
+        except PlotError as exc:
+            parts.append(f'<p class="bad">Figure {n} ({h.esc(title)}) could not be drawn: {h.esc(exc)}</p>')
+            continue
+        parts.append(f'<figure>{h.image(png, out_dir, title, inline)}<figcaption>Figure {n}: '
+                     f'{h.esc(title)} · <a href="plots/{png.name}">PNG</a></figcaption></figure>')
+    profiles = profile_rows(record)
+    if profiles:
+        parts.append("<h3>Profiles (provenance)</h3>" + h.table(profiles, ["profile", "version", "family",
+                                                                          "provenance"]))
+    for name, rows in data_tables(record.get("data")):
+        csv_path = write_csv(out_dir / "tables" / f"{run_id}-{slug(name)}.csv", rows)
+        parts.append(f'<h3>{h.esc(name)} <span class="small"><a href="tables/{csv_path.name}">CSV</a>'
+                     "</span></h3>" + h.table(rows, columns(rows), limit=MAX_ROWS))
+    if record.get("text"):
+        parts.append(h.details("Text output", h.pre(record["text"])))
+    meta = record.get("meta") or {}
+    if meta:
+        parts.append(h.details("Run record: seed, versions, tools, wall time",
+                               h.json_pre({"params": record.get("params"), **meta})))
+    return "".join(parts)

@@ -1,0 +1,86 @@
+"""Reports: HTML with embedded plots, CSV/JSON, failures shown, bad input refused."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import pytest
+
+from trustlab.cli import main
+from trustlab.experiments.registry import run_argv
+from trustlab.report import write_report
+from trustlab.report.plots import PlotError, render
+from trustlab.report.records import failure
+
+
+@pytest.fixture(scope="module")
+def tm_record():
+    return run_argv("timing-model", ["--profile", "infineon-2010", "--profile", "atmel-2010"]).to_record()
+
+
+def test_report_has_references_plots_tables_and_provenance(tmp_path, tm_record):
+    index = write_report([tm_record], tmp_path)
+    page = index.read_text()
+    assert page.count("<img ") == len(tm_record["plots"]) >= 3
+    assert "data:image/png;base64," in page  # self-contained
+    assert "Reference comparison" in page and "Table II" in page and "infineon-2010" in page
+    rows = list(csv.DictReader((tmp_path / "references.csv").open()))
+    assert len(rows) == 16
+    seal = next(r for r in rows if r["label"] == "TPM_Seal on infineon-2010")
+    assert float(seal["reference"]) == 180.8 and abs(float(seal["error"])) < 0.1 and "Table II" in seal["source"]
+    assert json.loads((tmp_path / "results.json").read_text())[0]["experiment"] == "timing-model"
+    assert sorted(p.name for p in (tmp_path / "plots").iterdir())[0].endswith(".png")
+
+
+def test_report_renders_in_chromium_without_broken_images(tmp_path, tm_record, image_check):
+    bad_plot = dict(tm_record, plots=tm_record["plots"] + [{"kind": "pie", "series": []}])
+    records = [bad_plot, failure("ghost", ["--x", "1"], "RuntimeError: boom")]
+    for inline in (True, False):
+        out = tmp_path / f"inline-{inline}"
+        result = image_check(write_report(records, out, inline=inline))
+        assert result["images"] == len(tm_record["plots"]) and result["broken"] == []
+
+
+def test_chromium_check_detects_a_broken_image(tmp_path, tm_record, image_check):
+    index = write_report([tm_record], tmp_path, inline=False)
+    victim = sorted((tmp_path / "plots").iterdir())[0]
+    victim.write_bytes(b"not a png")
+    assert len(image_check(index)["broken"]) == 1
+
+
+def test_failures_and_bad_plots_are_shown_not_fatal(tmp_path, tm_record):
+    records = [dict(tm_record, plots=[{"kind": "pie", "series": []}]),
+               failure("ghost", ["--x", "1"], "RuntimeError: <boom>")]
+    page = write_report(records, tmp_path).read_text()
+    assert "could not be drawn" in page and "unknown plot kind" in page
+    assert "ghost — failed" in page and "RuntimeError: &lt;boom&gt;" in page  # escaped
+    assert "1 of 2 runs failed" in page
+
+
+@pytest.mark.parametrize("spec, message", [
+    ({"kind": "line", "series": [{"x": [1, 2], "y": [1]}]}, "2 x values but 1 y"),
+    ({"kind": "bar", "series": [{"x": ["a"], "y": ["tall"]}]}, "non-numeric"),
+    ({"kind": "line"}, "no series"),
+])
+def test_bad_plot_specs_raise_plot_error(tmp_path, spec, message):
+    with pytest.raises(PlotError, match=message):
+        render(spec, tmp_path / "x.png")
+
+
+def test_loglog_drops_nonpositive_points(tmp_path):
+    spec = {"kind": "loglog", "series": [{"label": "s", "x": [0, 1, 10], "y": [1, 0, 5]}]}
+    assert render(spec, tmp_path / "x.png").stat().st_size > 1000
+
+
+def test_cli_report_and_errors(tmp_path, tm_record, capsys):
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "a.json").write_text(json.dumps(tm_record))
+    assert main(["report", str(tmp_path / "in"), "--out", str(tmp_path / "out")]) == 0
+    assert (tmp_path / "out" / "index.html").exists()
+    (tmp_path / "bad.json").write_text("{not json")
+    assert main(["report", str(tmp_path / "bad.json"), "--out", str(tmp_path / "o2")]) == 2
+    err = capsys.readouterr().err
+    assert "bad.json: not JSON (line 1" in err and "Traceback" not in err
+    (tmp_path / "empty").mkdir()
+    assert main(["report", str(tmp_path / "empty")]) == 2
