@@ -1,0 +1,172 @@
+"""Where the proxy's commands really run: a swtpm, a TCP TPM, or a device node.
+
+All backends speak raw TPM 2.0 frames (``transact``). Those with a swtpm
+control channel also expose ``ctrl_address`` so the proxy can relay control
+traffic (``CMD_INIT``, ``CMD_SET_LOCALITY`` ...) unchanged.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import socket
+import threading
+from pathlib import Path
+
+from trustlab.devices.tpm2 import wire
+from trustlab.devices.tpm2.commands import TPM_RC_FAILURE
+from trustlab.devices.tpm2.swtpm import Swtpm, read_response
+from trustlab.errors import TrustlabError
+
+
+class BackendError(TrustlabError):
+    """The TPM behind the proxy cannot be reached or answered nonsense."""
+
+
+class Backend:
+    ctrl_address: tuple[str, int] | str | None = None
+
+    def transact(self, command: bytes) -> bytes:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def close(self) -> None:
+        pass
+
+    def describe(self) -> str:
+        return type(self).__name__
+
+
+class SocketBackend(Backend):
+    """A raw TPM 2.0 data channel (swtpm's) with one persistent connection.
+
+    A command that fails mid-way (the TPM process died, the connection broke,
+    a reply timed out) is answered with TPM_RC_FAILURE and the connection is
+    re-opened for the next command, so one bad exchange never desynchronises
+    the stream.
+    """
+
+    def __init__(self, address: tuple[str, int] | str, ctrl_address=None, timeout: float = 120.0,
+                 owned: Swtpm | None = None) -> None:
+        self.address = address
+        self.ctrl_address = ctrl_address
+        self.timeout = timeout
+        self.owned = owned
+        self._sock: socket.socket | None = None
+        self._lock = threading.Lock()
+
+    def _connect(self) -> socket.socket:
+        family = socket.AF_UNIX if isinstance(self.address, str) else socket.AF_INET
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        sock.settimeout(self.timeout)
+        try:
+            sock.connect(self.address)
+        except OSError as exc:
+            sock.close()
+            raise BackendError(f"backend {self.describe()}: cannot connect: {exc}") from None
+        if family == socket.AF_INET:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        return sock
+
+    def transact(self, command: bytes) -> bytes:
+        with self._lock:
+            for attempt in (0, 1):
+                if self._sock is None:
+                    self._sock = self._connect()
+                try:
+                    if attempt == 0 and self._stale():
+                        raise ConnectionError("peer closed idle connection")
+                    self._sock.sendall(command)
+                    return read_response(self._sock)
+                except (OSError, ConnectionError, wire.WireError):
+                    self._drop()
+                    if attempt == 1:
+                        return wire.error_response(TPM_RC_FAILURE)
+            return wire.error_response(TPM_RC_FAILURE)
+
+    def _stale(self) -> bool:
+        """True if the idle connection was closed by the peer (readable with EOF)."""
+        assert self._sock is not None
+        ready, _, _ = select.select([self._sock], [], [], 0)
+        if not ready:
+            return False
+        try:
+            return self._sock.recv(1, socket.MSG_PEEK) == b""
+        except OSError:
+            return True
+
+    def _drop(self) -> None:
+        if self._sock is not None:
+            try:
+                self._sock.close()
+            finally:
+                self._sock = None
+
+    def close(self) -> None:
+        with self._lock:
+            self._drop()
+        if self.owned is not None:
+            self.owned.stop()
+
+    def describe(self) -> str:
+        if isinstance(self.address, str):
+            return f"unix:{self.address}"
+        return f"tcp:{self.address[0]}:{self.address[1]}"
+
+
+class DeviceBackend(Backend):
+    """A kernel TPM character device (``/dev/tpmrm0``): write a command, read a response."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        try:
+            self._fd = os.open(path, os.O_RDWR)
+        except OSError as exc:
+            raise BackendError(f"backend device:{path}: cannot open: {exc.strerror}") from None
+        self._lock = threading.Lock()
+
+    def transact(self, command: bytes) -> bytes:
+        with self._lock:
+            try:
+                os.write(self._fd, command)
+                return os.read(self._fd, 8192)
+            except OSError:
+                return wire.error_response(TPM_RC_FAILURE)
+
+    def close(self) -> None:
+        try:
+            os.close(self._fd)
+        except OSError:
+            pass
+
+    def describe(self) -> str:
+        return f"device:{self.path}"
+
+
+def swtpm_backend(tpm: Swtpm, owned: bool = False) -> SocketBackend:
+    if tpm.unix:
+        return SocketBackend(str(tpm.data_path), str(tpm.ctrl_path), owned=tpm if owned else None)
+    assert tpm.port is not None
+    return SocketBackend((tpm.host, tpm.port), (tpm.host, tpm.port + 1), owned=tpm if owned else None)
+
+
+def open_backend(spec: "str | Swtpm | Backend") -> Backend:
+    """``swtpm`` (a fresh one, owned), ``tcp:HOST:PORT``, ``device:PATH``, a Swtpm or a Backend."""
+    if isinstance(spec, Backend):
+        return spec
+    if isinstance(spec, Swtpm):
+        return swtpm_backend(spec.start())
+    if spec == "swtpm":
+        return swtpm_backend(Swtpm().start(), owned=True)
+    kind, _, rest = spec.partition(":")
+    if kind == "tcp":
+        host, _, port = rest.rpartition(":")
+        if not host or not port.isdigit() or not 0 < int(port) < 65535:
+            raise BackendError(f"--backend {spec!r}: expected tcp:HOST:PORT")
+        return SocketBackend((host, int(port)), (host, int(port) + 1))
+    if kind == "device":
+        if not rest:
+            raise BackendError(f"--backend {spec!r}: expected device:/dev/tpmrm0")
+        if not Path(rest).exists():
+            raise BackendError(f"--backend {spec!r}: {rest} does not exist")
+        return DeviceBackend(rest)
+    raise BackendError(f"--backend {spec!r}: expected swtpm, tcp:HOST:PORT or device:PATH")

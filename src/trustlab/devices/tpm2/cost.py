@@ -1,0 +1,80 @@
+"""A TPM 2.0 command's modelled cost, from the bytes that crossed the wire.
+
+The proxy knows only frames. This module turns (command frame, response
+frame, objects seen so far) into the terms of the family-``tpm2`` formula
+(:mod:`trustlab.timing.formula_sets.tpm2`): input/output sizes, the key
+variant behind the handle a command names, and the number of hashed bytes.
+Commands the rule table does not know are timed as overhead + bytes and
+reported as unmodelled; so are terms whose component the profile lacks.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass, field
+
+from trustlab.devices.tpm2 import objects
+from trustlab.devices.tpm2.commands import command_name
+from trustlab.devices.tpm2.wire import HEADER_SIZE
+from trustlab.timing.formula_sets import tpm2 as rules
+from trustlab.timing.profile import Profile
+
+
+@dataclass(frozen=True)
+class CommandCost:
+    """What one command is charged, before drawing from any spread."""
+
+    command: str
+    code: int
+    variant: str | None
+    terms: dict[str, float]
+    in_bytes: int
+    out_bytes: int
+    rc: int
+    modelled: bool
+    missing: tuple[str, ...] = field(default=())
+
+
+def hashed_bytes(command: bytes, code: int) -> int:
+    """Size of the data buffer a hashing command digests (0 if unreadable)."""
+    r = objects.parameters(command, code)
+    if r is None:
+        return 0
+    try:
+        return len(r.tpm2b())
+    except ValueError:
+        return 0
+
+
+def key_variant_for(name: str, code: int, command: bytes, table: objects.ObjectTable) -> str | None:
+    """The key algorithm a command uses: from its template, or its key handle."""
+    if name in rules.KEYGEN:
+        return objects.template_variant(command, code)
+    if name in ("TPM2_Load", "TPM2_LoadExternal"):
+        return objects.template_variant(command, code)
+    use = rules.KEY_USE.get(name)
+    if use is None:
+        return None
+    try:
+        n = objects.COMMAND_HANDLES.get(code, use[1] + 1)
+        handle = objects.handles(command, n)[use[1]]
+    except (ValueError, struct.error):
+        return None
+    return table.variant(handle)
+
+
+def assess(command: bytes, response: bytes, table: objects.ObjectTable,
+           profile: Profile | None = None) -> CommandCost:
+    """Terms for one exchanged command/response pair (table is not updated here)."""
+    code = struct.unpack_from(">I", command, 6)[0] if len(command) >= HEADER_SIZE else 0
+    rc = struct.unpack_from(">I", response, 6)[0] if len(response) >= HEADER_SIZE else 0x101
+    name = command_name(code)
+    variant = key_variant_for(name, code, command, table)
+    n_hash = hashed_bytes(command, code) if name in rules.HASHING else 0
+    terms = rules.command_terms(name, variant, len(command), len(response), n_hash, ok=(rc == 0))
+    missing: tuple[str, ...] = ()
+    if profile is not None:
+        missing = tuple(c for c in terms if c not in profile)
+        terms = {c: n for c, n in terms.items() if c in profile}
+    modelled = rules.is_modelled(name) and not missing
+    return CommandCost(name, code, variant, terms, len(command), len(response), rc, modelled, missing)

@@ -1,0 +1,363 @@
+"""The timing proxy: a TPM 2.0 that answers as slowly as a real chip.
+
+``TimingProxy`` listens with swtpm's protocol — raw TPM 2.0 frames on the
+data port P, the control channel on P+1 — so ``swtpm:port=P`` TCTIs (tpm2-tools,
+tpm2-pytss, Keylime) work unmodified; the data port also accepts the MS
+simulator's ``TPM_SEND_COMMAND`` framing (``mssim:port=P``). Each command is
+forwarded to the backend; its cost is modelled from the wire (see
+:mod:`.cost`); in realtime mode the response is held until the modelled time
+has passed since the TPM started on it (the backend's own time is therefore
+subtracted). With ``virtual=True`` nothing sleeps and the time is recorded.
+
+One TPM serves one command at a time: commands from concurrent clients queue
+on a lock, and a command's modelled time starts when the TPM takes it up.
+
+    with Swtpm() as tpm, TimingProxy(load("nuvoton-npct75x-jcalgtest"), tpm) as proxy:
+        ESAPI(TCTILdr("swtpm", f"port={proxy.port}"))
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import struct
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import IO, Callable
+
+from trustlab.devices.tpm2 import cost, objects, wire
+from trustlab.devices.tpm2.backend import Backend, open_backend
+from trustlab.devices.tpm2.swtpm import Swtpm, free_port_pair
+from trustlab.timing.clock import Clock
+from trustlab.timing.profile import Profile
+
+IDLE_PARTIAL_TIMEOUT = 10.0
+"""Seconds a client may stall in the middle of a frame before it is dropped."""
+
+
+@dataclass
+class TraceRecord:
+    """One command as the proxy saw and timed it (one JSONL line of ``--trace``)."""
+
+    seq: int
+    command: str
+    code: str
+    variant: str | None
+    framing: str
+    in_bytes: int
+    out_bytes: int
+    rc: int
+    modelled_ms: float
+    backend_ms: float
+    held_ms: float
+    unmodelled: bool
+    missing: list[str] = field(default_factory=list)
+    breakdown: dict[str, float] = field(default_factory=dict)
+
+
+def precise_sleep_until(deadline: float) -> None:
+    """Sleep until ``time.perf_counter() >= deadline``; the last 0.3 ms by yielding.
+
+    ``time.sleep`` alone overshoots by up to ~0.1 ms plus scheduler noise; a
+    short final yield loop keeps the error well under the 2 ms budget without
+    burning a core for the whole wait.
+    """
+    while True:
+        remaining = deadline - time.perf_counter()
+        if remaining <= 0:
+            return
+        if remaining > 0.0006:
+            time.sleep(remaining - 0.0003)
+        else:
+            time.sleep(0)
+
+
+def _quickack(conn: socket.socket) -> None:
+    """Acknowledge at once: TSS clients write a frame in pieces, and Nagle on
+    their side plus delayed ACKs on ours would add ~40 ms to such a command."""
+    try:
+        conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_QUICKACK, 1)
+    except (OSError, AttributeError):
+        pass
+
+
+class TimingProxy:
+    """Serve ``backend`` on ``host:port`` (data) and ``port+1`` (control), timed by ``profile``.
+
+    ``backend``: ``"swtpm"`` (start and own a fresh swtpm), ``"tcp:HOST:PORT"``,
+    ``"device:/dev/tpmrm0"``, a :class:`Swtpm`, or a :class:`Backend`.
+    ``trace``: a path or text stream for JSONL records, or a callable taking a
+    :class:`TraceRecord`. ``control``: ``"swtpm"`` relays swtpm's control
+    channel; ``"mssim"`` answers the MS simulator's platform port instead.
+    The proxy starts serving in background threads on construction.
+    """
+
+    def __init__(self, profile: Profile, backend: "str | Swtpm | Backend" = "swtpm", *,
+                 virtual: bool = False, trace: "str | Path | IO[str] | Callable[[TraceRecord], None] | None" = None,
+                 host: str = "127.0.0.1", port: int = 0, seed: int = 0, control: str = "swtpm",
+                 keep_records: int = 100_000) -> None:
+        if control not in ("swtpm", "mssim"):
+            raise ValueError(f"control must be 'swtpm' or 'mssim', not {control!r}")
+        self.profile = profile
+        self.virtual = virtual
+        self.control = control
+        self.backend = open_backend(backend)
+        self.clock = Clock(profile, seed=seed, realtime=False)
+        self.objects = objects.ObjectTable()
+        self.records: list[TraceRecord] = []
+        self._keep = keep_records
+        self._seq = 0
+        self._tpm_lock = threading.Lock()
+        self._trace_lock = threading.Lock()
+        self._trace_file: IO[str] | None = None
+        self._trace_close = False
+        self._trace_fn: Callable[[TraceRecord], None] | None = None
+        if callable(trace):
+            self._trace_fn = trace
+        elif isinstance(trace, (str, Path)):
+            self._trace_file = open(trace, "a", encoding="utf-8")  # noqa: SIM115 - closed in stop()
+            self._trace_close = True
+        elif trace is not None:
+            self._trace_file = trace
+        self.host = host
+        self._stopping = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self._conns: set[socket.socket] = set()
+        self._conns_lock = threading.Lock()
+        try:
+            self._data_srv, self._ctrl_srv = self._listen(host, port)
+        except BaseException:
+            self.backend.close()
+            raise
+        self.port = self._data_srv.getsockname()[1]
+        self.ctrl_port = self._ctrl_srv.getsockname()[1]
+        for srv, handler in ((self._data_srv, self._serve_data), (self._ctrl_srv, self._serve_ctrl)):
+            t = threading.Thread(target=self._accept_loop, args=(srv, handler), daemon=True,
+                                 name=f"trustlab-proxy-{self.port}-accept")
+            t.start()
+            self._threads.append(t)
+
+    # ---- addresses ---------------------------------------------------------
+
+    @property
+    def tcti(self) -> str:
+        return f"swtpm:host={self.host},port={self.port}"
+
+    @property
+    def tcti_conf(self) -> str:
+        return f"host={self.host},port={self.port}"
+
+    @property
+    def mssim_tcti(self) -> str:
+        return f"mssim:host={self.host},port={self.port}"
+
+    # ---- life cycle --------------------------------------------------------
+
+    @staticmethod
+    def _listen(host: str, port: int) -> tuple[socket.socket, socket.socket]:
+        for _attempt in range(20):
+            p = port or free_port_pair(host)
+            socks = []
+            try:
+                for q in (p, p + 1):
+                    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+                    socks.append(s)
+                    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                    s.bind((host, q))
+                    s.listen(16)
+                return socks[0], socks[1]
+            except OSError as exc:
+                for s in socks:
+                    s.close()
+                if port:
+                    from trustlab.errors import TrustlabError
+                    raise TrustlabError(f"cannot listen on {host}:{port}/{port + 1}: {exc.strerror}") from None
+        raise OSError("no free port pair for the proxy")
+
+    def stop(self) -> None:
+        """Close listeners and connections, the backend (and its swtpm if owned), the trace."""
+        if self._stopping.is_set():
+            return
+        self._stopping.set()
+        for srv in (self._data_srv, self._ctrl_srv):
+            try:
+                srv.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            srv.close()
+        with self._conns_lock:
+            for c in list(self._conns):
+                try:
+                    c.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+        for t in self._threads:
+            t.join(timeout=2)
+        with self._tpm_lock:
+            self.backend.close()
+        if self._trace_file is not None and self._trace_close:
+            self._trace_file.close()
+
+    def __enter__(self) -> "TimingProxy":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # ---- serving -----------------------------------------------------------
+
+    def _accept_loop(self, srv: socket.socket, handler: Callable[[socket.socket], None]) -> None:
+        while not self._stopping.is_set():
+            try:
+                conn, _ = srv.accept()
+            except OSError:
+                return
+            conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            _quickack(conn)
+            with self._conns_lock:
+                self._conns.add(conn)
+            t = threading.Thread(target=self._guarded, args=(handler, conn), daemon=True)
+            t.start()
+
+    def _guarded(self, handler: Callable[[socket.socket], None], conn: socket.socket) -> None:
+        """Whatever a client does, only its own connection ends."""
+        try:
+            handler(conn)
+        except (OSError, ConnectionError, wire.WireError, struct.error):
+            pass
+        finally:
+            with self._conns_lock:
+                self._conns.discard(conn)
+            try:
+                conn.close()
+            except OSError:
+                pass
+
+    def _serve_data(self, conn: socket.socket) -> None:
+        reader = wire.FrameReader(max_frame=4096)
+        while not self._stopping.is_set():
+            conn.settimeout(IDLE_PARTIAL_TIMEOUT if reader.buffered else None)
+            try:
+                chunk = conn.recv(65536)
+            except socket.timeout:
+                return
+            if not chunk:
+                return
+            _quickack(conn)
+            reader.feed(chunk)
+            while True:
+                event = reader.next_event()
+                if event is wire.NEED_DATA:
+                    break
+                if isinstance(event, wire.Reject):
+                    conn.sendall(event.reply)
+                    return
+                if isinstance(event, wire.SessionEnd):
+                    return
+                if isinstance(event, wire.Handshake):
+                    conn.sendall(wire.handshake_reply())
+                    continue
+                assert isinstance(event, wire.Command)
+                response = self.execute(event.payload, event.framing)
+                conn.sendall(wire.frame_reply(response, event.framing))
+
+    def execute(self, command: bytes, framing: str = "raw") -> bytes:
+        """Run one complete command frame on the backend and hold it for its modelled time."""
+        with self._tpm_lock:
+            started = time.perf_counter()
+            response = self.backend.transact(command)
+            backend_ms = (time.perf_counter() - started) * 1000.0
+            assessed = cost.assess(command, response, self.objects, self.profile)
+            self.objects.observe(assessed.code, command, response, assessed.rc)
+            with self.clock.command(assessed.command) as rec:
+                for component, count in assessed.terms.items():
+                    self.clock.charge(component, count)
+            modelled = rec.ms
+            if not self.virtual:
+                precise_sleep_until(started + modelled / 1000.0)
+            held_ms = (time.perf_counter() - started) * 1000.0 - backend_ms
+            self._record(assessed, framing, modelled, backend_ms, held_ms, rec.breakdown)
+        return response
+
+    def _record(self, a: cost.CommandCost, framing: str, modelled: float, backend_ms: float,
+                held_ms: float, breakdown: dict[str, float]) -> None:
+        self._seq += 1
+        record = TraceRecord(seq=self._seq, command=a.command, code=f"{a.code:#x}", variant=a.variant,
+                             framing=framing, in_bytes=a.in_bytes, out_bytes=a.out_bytes, rc=a.rc,
+                             modelled_ms=modelled, backend_ms=backend_ms, held_ms=held_ms,
+                             unmodelled=not a.modelled, missing=list(a.missing), breakdown=dict(breakdown))
+        if len(self.records) >= self._keep:
+            del self.records[: self._keep // 2]
+        self.records.append(record)
+        if self._trace_fn is not None:
+            self._trace_fn(record)
+        if self._trace_file is not None:
+            with self._trace_lock:
+                self._trace_file.write(json.dumps(asdict(record)) + "\n")
+                self._trace_file.flush()
+
+    # ---- control channel ---------------------------------------------------
+
+    def _serve_ctrl(self, conn: socket.socket) -> None:
+        if self.control == "mssim":
+            return self._serve_mssim_platform(conn)
+        address = self.backend.ctrl_address
+        if address is None:
+            return self._serve_ctrl_emulated(conn)
+        family = socket.AF_UNIX if isinstance(address, str) else socket.AF_INET
+        with socket.socket(family, socket.SOCK_STREAM) as up:
+            up.settimeout(10)
+            up.connect(address)
+            conn.settimeout(None)
+            while not self._stopping.is_set():
+                request = conn.recv(65536)
+                if not request:
+                    return
+                self._observe_ctrl(request)
+                up.sendall(request)
+                up.settimeout(10)
+                reply = up.recv(65536)
+                if not reply:
+                    return
+                conn.sendall(reply)
+
+    def _observe_ctrl(self, request: bytes) -> None:
+        if len(request) >= 4 and struct.unpack(">I", request[:4])[0] == wire.CMD_INIT:
+            with self._tpm_lock:
+                self.objects.clear_transient()
+
+    def _serve_ctrl_emulated(self, conn: socket.socket) -> None:
+        """No control channel behind us (a device): acknowledge, report no capabilities."""
+        while True:
+            request = conn.recv(65536)
+            if len(request) < 4:
+                return
+            code = struct.unpack(">I", request[:4])[0]
+            if code == wire.CMD_GET_CAPABILITY:
+                conn.sendall(struct.pack(">II", 0, 0))
+            elif code == wire.CMD_GET_TPMESTABLISHED:
+                conn.sendall(struct.pack(">II", 0, 0))
+            else:
+                conn.sendall(struct.pack(">I", 0))
+
+    def _serve_mssim_platform(self, conn: socket.socket) -> None:
+        """MS simulator platform port: every signal is acknowledged with 0.
+
+        Power and NV signals do not reset the backend (a ``tcti-mssim`` sends
+        POWER_ON on every connect; resetting would wipe state between tool
+        invocations). Use the Swtpm's ``reset()`` for a deliberate power cycle.
+        """
+        buf = b""
+        while True:
+            chunk = conn.recv(4096)
+            if not chunk:
+                return
+            buf += chunk
+            while len(buf) >= 4:
+                code = struct.unpack(">I", buf[:4])[0]
+                if code in (wire.MS_SESSION_END, wire.MS_STOP):
+                    return
+                buf = buf[4:]
+                conn.sendall(struct.pack(">I", 0))

@@ -1,0 +1,297 @@
+"""A swtpm (libtpms) process per use: start, wait, reset, clean up.
+
+Every test and every sweep point gets its own TPM, so state never leaks from
+one run into the next: a fresh temporary state directory, free ports (or unix
+sockets), and a process that dies with its parent (``PR_SET_PDEATHSIG``) even
+when the parent crashes.
+
+    with Swtpm() as tpm:                      # CMD_INIT + TPM2_Startup(CLEAR) done
+        tpm.tcti                              # "swtpm:host=127.0.0.1,port=P"
+        rsp = tpm.send(startup_command())     # raw TPM 2.0 frame in, frame out
+        tpm.reset()                           # power cycle: CMD_INIT + Startup
+"""
+
+from __future__ import annotations
+
+import atexit
+import ctypes
+import os
+import random
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import weakref
+from pathlib import Path
+
+from trustlab.devices.tpm2 import wire
+from trustlab.errors import TrustlabError
+
+SWTPM_BINARY = "swtpm"
+_LIVE: "weakref.WeakSet[Swtpm]" = weakref.WeakSet()
+
+
+class SwtpmError(TrustlabError):
+    """swtpm is missing, did not start, or did not answer."""
+
+
+def _die_with_parent() -> None:  # runs in the child between fork and exec
+    try:
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except OSError:
+        pass
+
+
+def _port_free(port: int, host: str = "127.0.0.1") -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        try:
+            s.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+def free_port_pair(host: str = "127.0.0.1", tries: int = 200) -> int:
+    """A port P with P and P+1 both free (swtpm's data + control convention)."""
+    rng = random.Random(os.getpid() ^ time.monotonic_ns())
+    for _ in range(tries):
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            s.bind((host, 0))
+            port = s.getsockname()[1]
+        if port < 65535 and _port_free(port + 1, host):
+            return port
+        port = rng.randrange(20000, 60000)
+        if _port_free(port, host) and _port_free(port + 1, host):
+            return port
+    raise SwtpmError("no free pair of consecutive TCP ports found")
+
+
+def recv_exact(sock: socket.socket, n: int) -> bytes:
+    """Read exactly ``n`` bytes or raise ConnectionError on EOF."""
+    chunks = bytearray()
+    while len(chunks) < n:
+        chunk = sock.recv(n - len(chunks))
+        if not chunk:
+            raise ConnectionError(f"connection closed after {len(chunks)} of {n} bytes")
+        chunks += chunk
+    return bytes(chunks)
+
+
+def read_response(sock: socket.socket) -> bytes:
+    """One TPM 2.0 response frame from a raw data channel."""
+    head = recv_exact(sock, wire.HEADER_SIZE)
+    size = wire.response_length(head)
+    return head + recv_exact(sock, size - wire.HEADER_SIZE)
+
+
+class Swtpm:
+    """One swtpm process (``swtpm socket --tpm2``) with its own state.
+
+    ``unix=True`` uses unix sockets in the state directory instead of TCP
+    ports. ``startup=False`` leaves the TPM initialised but not started (for
+    callers that send TPM2_Startup themselves, as tpm2-tools' ``tpm2_startup``).
+    """
+
+    def __init__(self, *, host: str = "127.0.0.1", port: int | None = None, unix: bool = False,
+                 state_dir: Path | None = None, startup: bool = True, timeout: float = 10.0,
+                 binary: str = SWTPM_BINARY) -> None:
+        self.host = host
+        self.unix = unix
+        self.startup = startup
+        self.timeout = timeout
+        self.binary = binary
+        self._requested_port = port
+        self._own_state = state_dir is None
+        self._state_dir = state_dir
+        self.port: int | None = None
+        self.proc: subprocess.Popen | None = None
+
+    # ---- addresses ---------------------------------------------------------
+
+    @property
+    def state_dir(self) -> Path:
+        if self._state_dir is None:
+            raise SwtpmError("swtpm not started")
+        return self._state_dir
+
+    @property
+    def ctrl_port(self) -> int | None:
+        return None if self.port is None else self.port + 1
+
+    @property
+    def data_path(self) -> Path:
+        return self.state_dir / "data.sock"
+
+    @property
+    def ctrl_path(self) -> Path:
+        return self.state_dir / "ctrl.sock"
+
+    @property
+    def tcti(self) -> str:
+        """TCTI string for tpm2-tools (``TPM2TOOLS_TCTI``) and tpm2-pytss."""
+        if self.unix:
+            return f"swtpm:path={self.data_path}"
+        return f"swtpm:host={self.host},port={self.port}"
+
+    @property
+    def tcti_conf(self) -> str:
+        """The part after ``swtpm:``, for ``TCTILdr("swtpm", conf)``."""
+        return self.tcti.split(":", 1)[1]
+
+    # ---- life cycle --------------------------------------------------------
+
+    def start(self) -> "Swtpm":
+        if self.proc is not None:
+            return self
+        if shutil.which(self.binary) is None:
+            raise SwtpmError(f"{self.binary!r} not found on PATH: install the swtpm package (apt install swtpm)")
+        if self._state_dir is None:
+            self._state_dir = Path(tempfile.mkdtemp(prefix="trustlab-swtpm-"))
+        last_error = ""
+        for _attempt in range(5):  # a port may be taken between probing and binding
+            if not self.unix:
+                self.port = self._requested_port or free_port_pair(self.host)
+            try:
+                self._spawn()
+                self._wait_ready()
+                break
+            except SwtpmError as exc:
+                last_error = str(exc)
+                self._kill()
+                if self._requested_port or self.unix:
+                    break
+        if self.proc is None:
+            self._cleanup_dir()
+            raise SwtpmError(f"swtpm did not start: {last_error}")
+        _LIVE.add(self)
+        self.reset()
+        return self
+
+    def _spawn(self) -> None:
+        if self.unix:
+            server = f"type=unixio,path={self.data_path}"
+            ctrl = f"type=unixio,path={self.ctrl_path}"
+        else:
+            server = f"type=tcp,port={self.port},bindaddr={self.host}"
+            ctrl = f"type=tcp,port={self.ctrl_port},bindaddr={self.host}"
+        argv = [self.binary, "socket", "--tpm2", "--tpmstate", f"dir={self.state_dir}",
+                "--server", server, "--ctrl", ctrl,
+                "--log", f"file={self.state_dir / 'swtpm.log'},level=1"]
+        self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.PIPE, preexec_fn=_die_with_parent)
+
+    def _wait_ready(self) -> None:
+        deadline = time.monotonic() + self.timeout
+        while time.monotonic() < deadline:
+            assert self.proc is not None
+            if self.proc.poll() is not None:
+                err = (self.proc.stderr.read() or b"").decode(errors="replace").strip() if self.proc.stderr else ""
+                self.proc = None
+                raise SwtpmError(f"exited with {self.proc_rc_text(err)}")
+            try:
+                reply = self.ctrl(wire.ctrl_request(wire.CMD_GET_CAPABILITY), reply_size=8)
+                if wire.ctrl_result(reply) == 0:
+                    return
+            except OSError:
+                time.sleep(0.01)
+        raise SwtpmError(f"no answer on the control channel within {self.timeout:.0f} s")
+
+    @staticmethod
+    def proc_rc_text(err: str) -> str:
+        return f"an error: {err.splitlines()[-1] if err else 'no message'}"
+
+    def reset(self) -> None:
+        """Power-cycle: ``CMD_INIT`` then ``TPM2_Startup(CLEAR)`` (unless startup=False)."""
+        rc = wire.ctrl_result(self.ctrl(wire.ctrl_init(), reply_size=4))
+        if rc != 0:
+            raise SwtpmError(f"CMD_INIT failed with result {rc:#x}")
+        if self.startup:
+            rsp = self.send(wire.startup_command())
+            rc = wire.response_code(rsp)
+            if rc not in (0, 0x100):  # TPM_RC_INITIALIZE: already started
+                raise SwtpmError(f"TPM2_Startup failed with {rc:#x}")
+
+    def stop(self) -> None:
+        """Stop the process and delete the temporary state (idempotent)."""
+        if self.proc is not None:
+            try:
+                self.ctrl(wire.ctrl_request(wire.CMD_SHUTDOWN), reply_size=4)
+            except OSError:
+                pass
+            self._kill()
+        self._cleanup_dir()
+        _LIVE.discard(self)
+
+    def _kill(self) -> None:
+        proc, self.proc = self.proc, None
+        if proc is None:
+            return
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=3)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        if proc.stderr:
+            proc.stderr.close()
+
+    def _cleanup_dir(self) -> None:
+        if self._own_state and self._state_dir is not None:
+            shutil.rmtree(self._state_dir, ignore_errors=True)
+            self._state_dir = None
+
+    @property
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def __enter__(self) -> "Swtpm":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # ---- talking to it -----------------------------------------------------
+
+    def connect_data(self, timeout: float | None = None) -> socket.socket:
+        """A new connection to the data channel (swtpm serves one at a time)."""
+        return self._connect(self.data_path if self.unix else (self.host, self.port), timeout)
+
+    def connect_ctrl(self, timeout: float | None = None) -> socket.socket:
+        return self._connect(self.ctrl_path if self.unix else (self.host, self.ctrl_port), timeout)
+
+    def _connect(self, address, timeout: float | None) -> socket.socket:
+        family = socket.AF_UNIX if self.unix else socket.AF_INET
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        sock.settimeout(timeout if timeout is not None else self.timeout)
+        try:
+            sock.connect(str(address) if self.unix else address)
+        except OSError:
+            sock.close()
+            raise
+        if not self.unix:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        return sock
+
+    def send(self, command: bytes) -> bytes:
+        """Send one raw TPM 2.0 command on a fresh connection; return the response."""
+        with self.connect_data() as sock:
+            sock.sendall(command)
+            return read_response(sock)
+
+    def ctrl(self, request: bytes, reply_size: int = 4) -> bytes:
+        """One control-channel request; ``reply_size`` bytes of reply."""
+        with self.connect_ctrl(timeout=2.0) as sock:
+            sock.sendall(request)
+            return recv_exact(sock, reply_size)
+
+
+@atexit.register
+def _stop_all() -> None:
+    for tpm in list(_LIVE):
+        try:
+            tpm.stop()
+        except Exception:  # noqa: BLE001 - best effort at interpreter exit
+            pass

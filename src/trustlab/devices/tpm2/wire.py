@@ -1,0 +1,325 @@
+"""TPM 2.0 wire framing, without sockets (h11 style: bytes in, events out).
+
+Three framings meet at the proxy's data port:
+
+- *raw* TPM 2.0 frames, as swtpm's data port and ``tcti-swtpm`` speak them:
+  ``tag(2) size(4) code(4) ...`` with ``size`` covering the whole frame;
+- the Microsoft/IBM simulator framing (``tcti-mssim``): a 4-byte platform
+  code, for ``TPM_SEND_COMMAND`` followed by ``locality(1) length(4) command``;
+  the reply is ``length(4) response ack(4)=0``;
+- swtpm's control channel (``CMD_INIT`` ...) is a separate port; the builders
+  for the requests we send live here too.
+
+A TPM 2.0 tag always starts with ``0x80`` and every simulator code is a small
+big-endian integer, so one leading byte tells the two apart per frame.
+
+The reader never trusts a length field beyond ``max_frame``: a lying size is
+answered with ``TPM_RC_COMMAND_SIZE`` and the stream is closed, because after
+it the framing is lost.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+from trustlab.devices.tpm2.commands import (
+    TPM_RC_BAD_TAG,
+    TPM_RC_COMMAND_SIZE,
+    TPM_ST_NO_SESSIONS,
+    TPM_ST_SESSIONS,
+)
+
+HEADER_SIZE = 10
+MAX_FRAME = 4096 + 1024
+"""Largest command accepted. libtpms buffers 4096 bytes; a little slack lets
+the TPM itself reject slightly oversized frames with its own error."""
+
+# MS simulator platform/data codes (TpmTcpProtocol.h)
+MS_SIGNAL_POWER_ON = 1
+MS_SIGNAL_POWER_OFF = 2
+MS_SIGNAL_PHYS_PRES_ON = 3
+MS_SIGNAL_PHYS_PRES_OFF = 4
+MS_SEND_COMMAND = 8
+MS_SIGNAL_CANCEL_ON = 9
+MS_SIGNAL_CANCEL_OFF = 10
+MS_SIGNAL_NV_ON = 11
+MS_SIGNAL_NV_OFF = 12
+MS_REMOTE_HANDSHAKE = 15
+MS_SESSION_END = 20
+MS_STOP = 21
+MS_SIGNAL_RESET = 17
+MS_SIGNAL_RESTART = 18
+
+# swtpm control channel (swtpm's tpm_ioctl.h, PTM_* / CMD_* codes)
+CMD_GET_CAPABILITY = 1
+CMD_INIT = 2
+CMD_SHUTDOWN = 3
+CMD_GET_TPMESTABLISHED = 4
+CMD_SET_LOCALITY = 5
+CMD_HASH_START = 6
+CMD_HASH_DATA = 7
+CMD_HASH_END = 8
+CMD_CANCEL_TPM_CMD = 9
+CMD_STORE_VOLATILE = 10
+CMD_RESET_TPMESTABLISHED = 11
+CMD_GET_STATEBLOB = 12
+CMD_SET_STATEBLOB = 13
+CMD_STOP = 14
+CMD_GET_CONFIG = 15
+CMD_SET_DATAFD = 16
+CMD_SET_BUFFERSIZE = 17
+CMD_GET_INFO = 18
+PTM_INIT_FLAG_DELETE_VOLATILE = 1
+
+CONTROL_NAMES = {
+    CMD_GET_CAPABILITY: "CMD_GET_CAPABILITY", CMD_INIT: "CMD_INIT", CMD_SHUTDOWN: "CMD_SHUTDOWN",
+    CMD_GET_TPMESTABLISHED: "CMD_GET_TPMESTABLISHED", CMD_SET_LOCALITY: "CMD_SET_LOCALITY",
+    CMD_HASH_START: "CMD_HASH_START", CMD_HASH_DATA: "CMD_HASH_DATA", CMD_HASH_END: "CMD_HASH_END",
+    CMD_CANCEL_TPM_CMD: "CMD_CANCEL_TPM_CMD", CMD_STORE_VOLATILE: "CMD_STORE_VOLATILE",
+    CMD_RESET_TPMESTABLISHED: "CMD_RESET_TPMESTABLISHED", CMD_GET_STATEBLOB: "CMD_GET_STATEBLOB",
+    CMD_SET_STATEBLOB: "CMD_SET_STATEBLOB", CMD_STOP: "CMD_STOP", CMD_GET_CONFIG: "CMD_GET_CONFIG",
+    CMD_SET_DATAFD: "CMD_SET_DATAFD", CMD_SET_BUFFERSIZE: "CMD_SET_BUFFERSIZE", CMD_GET_INFO: "CMD_GET_INFO",
+}
+
+TPM_SU_CLEAR = 0x0000
+TPM_SU_STATE = 0x0001
+
+
+class WireError(ValueError):
+    """A frame that cannot be parsed; carries the TPM response code to answer with."""
+
+    def __init__(self, message: str, rc: int = TPM_RC_COMMAND_SIZE) -> None:
+        super().__init__(message)
+        self.rc = rc
+
+
+@dataclass(frozen=True)
+class Header:
+    tag: int
+    size: int
+    code: int  # command code in a command, response code in a response
+
+
+def parse_header(frame: bytes) -> Header:
+    """The 10-byte header of a TPM 2.0 command or response."""
+    if len(frame) < HEADER_SIZE:
+        raise WireError(f"frame of {len(frame)} bytes is shorter than a TPM 2.0 header")
+    tag, size, code = struct.unpack(">HII", frame[:HEADER_SIZE])
+    return Header(tag, size, code)
+
+
+def build_command(code: int, body: bytes = b"", tag: int = TPM_ST_NO_SESSIONS) -> bytes:
+    return struct.pack(">HII", tag, HEADER_SIZE + len(body), code) + body
+
+
+def error_response(rc: int) -> bytes:
+    """A minimal TPM 2.0 error response, as a TPM sends for a rejected frame."""
+    return struct.pack(">HII", TPM_ST_NO_SESSIONS, HEADER_SIZE, rc)
+
+
+def startup_command(startup_type: int = TPM_SU_CLEAR) -> bytes:
+    return build_command(0x144, struct.pack(">H", startup_type))
+
+
+def response_code(frame: bytes) -> int:
+    return parse_header(frame).code
+
+
+# ---- data port: incoming frames -------------------------------------------
+
+@dataclass(frozen=True)
+class Command:
+    """A complete TPM command. ``framing`` is ``"raw"`` or ``"mssim"``."""
+
+    payload: bytes
+    framing: str = "raw"
+    locality: int = 0
+
+    @property
+    def code(self) -> int:
+        return parse_header(self.payload).code
+
+
+@dataclass(frozen=True)
+class Handshake:
+    """MS simulator ``REMOTE_HANDSHAKE`` (client version)."""
+
+    client_version: int
+
+
+@dataclass(frozen=True)
+class SessionEnd:
+    """The client says goodbye (``TPM_SESSION_END`` / ``TPM_STOP``)."""
+
+
+@dataclass(frozen=True)
+class Reject:
+    """Input that cannot be framed: answer ``reply`` then close."""
+
+    reason: str
+    reply: bytes
+
+
+class NeedData:
+    """Sentinel: the buffer holds only part of a frame."""
+
+
+NEED_DATA = NeedData()
+Event = Command | Handshake | SessionEnd | Reject | NeedData
+
+
+class FrameReader:
+    """Splits a byte stream into :class:`Command` / control events.
+
+    Feed bytes with :meth:`feed`, pull events with :meth:`next_event` until it
+    returns :data:`NEED_DATA`. After a :class:`Reject` the reader is dead (the
+    stream is out of sync); further calls return the same reject.
+    """
+
+    def __init__(self, max_frame: int = MAX_FRAME) -> None:
+        self._buf = bytearray()
+        self.max_frame = max_frame
+        self._dead: Reject | None = None
+
+    def feed(self, data: bytes) -> None:
+        if self._dead is None:
+            self._buf += data
+
+    @property
+    def buffered(self) -> int:
+        return len(self._buf)
+
+    def _reject(self, reason: str, rc: int) -> Reject:
+        self._dead = Reject(reason, error_response(rc))
+        self._buf.clear()
+        return self._dead
+
+    def next_event(self) -> Event:
+        if self._dead is not None:
+            return self._dead
+        buf = self._buf
+        if not buf:
+            return NEED_DATA
+        if buf[0] == 0x80:
+            return self._raw()
+        if buf[0] != 0:
+            return self._reject(f"first byte {buf[0]:#04x} is neither a TPM 2.0 tag nor a simulator code",
+                                TPM_RC_BAD_TAG)
+        if len(buf) < 4:
+            return NEED_DATA
+        (code,) = struct.unpack(">I", buf[:4])
+        if code == MS_SEND_COMMAND:
+            if len(buf) < 9:
+                return NEED_DATA
+            locality = buf[4]
+            (length,) = struct.unpack(">I", buf[5:9])
+            if length < HEADER_SIZE or length > self.max_frame:
+                return self._reject(f"TPM_SEND_COMMAND length {length} out of range", TPM_RC_COMMAND_SIZE)
+            if len(buf) < 9 + length:
+                return NEED_DATA
+            payload = bytes(buf[9:9 + length])
+            del buf[:9 + length]
+            err = _check_command(payload)
+            if err:
+                return self._reject(err.args[0], err.rc)
+            return Command(payload, "mssim", locality)
+        if code == MS_REMOTE_HANDSHAKE:
+            if len(buf) < 8:
+                return NEED_DATA
+            (version,) = struct.unpack(">I", buf[4:8])
+            del buf[:8]
+            return Handshake(version)
+        if code in (MS_SESSION_END, MS_STOP):
+            del buf[:4]
+            return SessionEnd()
+        return self._reject(f"unknown simulator code {code}", TPM_RC_BAD_TAG)
+
+    def _raw(self) -> Event:
+        buf = self._buf
+        if len(buf) < HEADER_SIZE:
+            return NEED_DATA
+        header = parse_header(bytes(buf[:HEADER_SIZE]))
+        err = _check_header(header, self.max_frame)
+        if err:
+            return self._reject(err.args[0], err.rc)
+        if len(buf) < header.size:
+            return NEED_DATA
+        payload = bytes(buf[:header.size])
+        del buf[:header.size]
+        return Command(payload, "raw")
+
+
+def _check_header(header: Header, max_frame: int = MAX_FRAME) -> WireError | None:
+    if header.tag not in (TPM_ST_NO_SESSIONS, TPM_ST_SESSIONS):
+        return WireError(f"tag {header.tag:#06x} is not a TPM 2.0 command tag", TPM_RC_BAD_TAG)
+    if header.size < HEADER_SIZE or header.size > max_frame:
+        return WireError(f"size field {header.size} out of range [{HEADER_SIZE}, {max_frame}]",
+                         TPM_RC_COMMAND_SIZE)
+    return None
+
+
+def _check_command(payload: bytes) -> WireError | None:
+    header = parse_header(payload)
+    err = _check_header(header)
+    if err is None and header.size != len(payload):
+        err = WireError(f"size field {header.size} disagrees with the {len(payload)}-byte frame")
+    return err
+
+
+def frame_reply(response: bytes, framing: str) -> bytes:
+    """The bytes a client expects for ``response`` in its framing."""
+    if framing == "mssim":
+        return struct.pack(">I", len(response)) + response + b"\0\0\0\0"
+    return response
+
+
+def handshake_reply(server_version: int = 1, flags: int = 0x7) -> bytes:
+    """``REMOTE_HANDSHAKE`` answer: version, flags (powered, locality, NV available), ack."""
+    return struct.pack(">III", server_version, flags, 0)
+
+
+# ---- responses coming back from a backend ---------------------------------
+
+def response_length(head: bytes) -> int:
+    """Total length of a response given at least its 10-byte header."""
+    header = parse_header(head)
+    if header.size < HEADER_SIZE or header.size > MAX_FRAME * 4:
+        raise WireError(f"backend response size {header.size} out of range")
+    return header.size
+
+
+# ---- swtpm control channel -------------------------------------------------
+
+def ctrl_request(code: int, payload: bytes = b"") -> bytes:
+    return struct.pack(">I", code) + payload
+
+
+def ctrl_init(flags: int = 0) -> bytes:
+    """``CMD_INIT``: (re)initialise the TPM, like a power cycle."""
+    return ctrl_request(CMD_INIT, struct.pack(">I", flags))
+
+
+def ctrl_result(reply: bytes) -> int:
+    """The 4-byte result code at the start of every control reply."""
+    if len(reply) < 4:
+        raise WireError(f"control reply of {len(reply)} bytes has no result code")
+    return struct.unpack(">I", reply[:4])[0]
+
+
+def ctrl_request_length(buf: bytes) -> int | None:
+    """Length of the control request at the start of ``buf`` (None = need more).
+
+    Used by the proxy to trace control traffic it relays; codes with a
+    variable or unknown layout are relayed as whatever arrived in one read.
+    """
+    if len(buf) < 4:
+        return None
+    code = struct.unpack(">I", buf[:4])[0]
+    fixed = {CMD_INIT: 4, CMD_SET_LOCALITY: 1, CMD_RESET_TPMESTABLISHED: 1, CMD_SET_BUFFERSIZE: 4,
+             CMD_GET_INFO: 16}
+    if code == CMD_HASH_DATA:
+        if len(buf) < 8:
+            return None
+        return 8 + struct.unpack(">I", buf[4:8])[0]
+    return 4 + fixed.get(code, 0)
