@@ -1,0 +1,375 @@
+"""The host side: :class:`Tpm12`, one method per TPM command, authorization handled.
+
+Applications talk to the TPM only through these methods (or raw frames via
+:meth:`Tpm12.execute`). Each method marshals its parameters, adds the
+authorization trailers computed by :class:`HostSession` objects, sends the
+frame to the engine, checks the response HMACs and unmarshals the result —
+what a TSS does. An ``auth=`` argument may be a :class:`HostSession` (reuse
+it, e.g. an OSAP session) or simply the 20-byte secret, in which case a fresh
+OIAP session is opened and closed for that one command (charged, as on a chip).
+
+Inside ``with tpm.through(transport):`` every command is wrapped in
+TPM_ExecuteTransport and recorded in ``transport.entries`` so a verifier can
+recompute the signed log digest.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac as _hmac
+import os
+import struct
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Iterator, Sequence, Union
+
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.asymmetric import padding, rsa
+
+from trustlab.devices.tpm12 import constants as C
+from trustlab.devices.tpm12 import transport_log as L
+from trustlab.devices.tpm12.engine import AUTH_OUT, HEADER, Engine
+from trustlab.devices.tpm12.errors import TpmError
+from trustlab.devices.tpm12.keys import Key12, KeyParms, pubkey_modulus, rsa_public
+from trustlab.devices.tpm12.nvstore import NVStore
+from trustlab.devices.tpm12.wire import Reader, Writer
+from trustlab.timing.clock import Clock
+
+
+def _sha1(*parts: bytes) -> bytes:
+    return hashlib.sha1(b"".join(parts)).digest()
+
+
+def _hmac1(key: bytes, *parts: bytes) -> bytes:
+    return _hmac.new(key, b"".join(parts), hashlib.sha1).digest()
+
+
+def secret(text: str | bytes) -> bytes:
+    """A 20-byte TPM authorization secret from a passphrase (SHA-1, as TSS 1.2 does)."""
+    return _sha1(text.encode() if isinstance(text, str) else text)
+
+
+@dataclass
+class HostSession:
+    """The caller's half of an OIAP/OSAP session: handle, nonces, and the HMAC key."""
+
+    handle: int
+    nonce_even: bytes
+    key: bytes
+    kind: str = "OIAP"
+    cont: bool = True
+    open: bool = True
+    next_odd: bytes = field(default_factory=lambda: os.urandom(20))
+
+    def encrypt_auth(self, new_secret: bytes, odd: bool = False) -> bytes:
+        """ADIP: hide a new secret under the OSAP shared secret (Part 1, 13.8)."""
+        if self.kind != "OSAP":
+            raise TpmError("TPM_AUTHFAIL", "new secrets must be sent under an OSAP session")
+        pad = _sha1(self.key, self.next_odd if odd else self.nonce_even)
+        return bytes(a ^ b for a, b in zip(new_secret, pad))
+
+    def trailer(self, in_digest: bytes) -> bytes:
+        if not self.open:
+            raise TpmError("TPM_INVALID_AUTHHANDLE", f"host session {self.handle:#010x} is closed")
+        odd, self._sent_odd = self.next_odd, self.next_odd
+        self.next_odd = os.urandom(20)
+        c = bytes([1 if self.cont else 0])
+        return (Writer().u32(self.handle).raw(odd).raw(c)
+                .raw(_hmac1(self.key, in_digest, self.nonce_even, odd, c)).bytes())
+
+    def accept(self, out_digest: bytes, trailer: Reader) -> None:
+        even, cont, res = trailer.raw(20), trailer.u8(), trailer.raw(20)
+        expect = _hmac1(self.key, out_digest, even, self._sent_odd, bytes([cont]))
+        if not _hmac.compare_digest(expect, res):
+            raise TpmError("TPM_AUTHFAIL", "response authorization does not verify (tampered response?)")
+        self.nonce_even = even
+        self.open = bool(cont)
+
+
+@dataclass
+class HostTransport(HostSession):
+    """A transport session as the host sees it, with the log it must later verify."""
+
+    kind: str = "TRANSPORT"
+    tick_nonce: bytes = b""
+    entries: list[L.LogEntry] = field(default_factory=list)
+
+
+Auth = Union[HostSession, bytes]
+
+
+def key_template(usage: int, *, migratable: bool = False, auth: bool = True,
+                 sig_scheme: int | None = None) -> Key12:
+    """A TPM_KEY12 template for TPM_CreateWrapKey (no public key, no private part)."""
+    if sig_scheme is None:
+        sig_scheme = C.TPM_SS_RSASSAPKCS1v15_SHA1 if usage in (C.TPM_KEY_SIGNING, C.TPM_KEY_IDENTITY) else C.TPM_SS_NONE
+    enc = C.TPM_ES_RSAESOAEP_SHA1_MGF1 if usage in (C.TPM_KEY_STORAGE, C.TPM_KEY_BIND) else C.TPM_ES_NONE
+    return Key12(usage, C.TPM_KEY_FLAG_MIGRATABLE if migratable else 0,
+                 C.TPM_AUTH_ALWAYS if auth else C.TPM_AUTH_NEVER,
+                 KeyParms(C.TPM_ALG_RSA, enc, sig_scheme), b"")
+
+
+@dataclass(frozen=True)
+class TransportRelease:
+    signature: bytes
+    ticks: bytes
+    anti_replay: bytes
+    trans_digest: bytes  # recomputed by the host from what it saw
+
+
+class Tpm12:
+    """A TPM 1.2 as an application sees it. ``Tpm12(clock, nv=FileNVStore(path))``."""
+
+    def __init__(self, clock: Clock, nv: NVStore | None = None) -> None:
+        self.clock = clock
+        self.engine = Engine(clock, nv)
+        self._through: HostTransport | None = None
+        self.last_in_digest = b""
+        self.last_out_digest = b""
+
+    # ---- raw access ---------------------------------------------------------
+    def execute(self, frame: bytes) -> bytes:
+        """Send marshalled command bytes, get response bytes (no checking)."""
+        return self.engine.execute(frame)
+
+    def restart(self) -> None:
+        """Power cycle: a new engine from the same NV store, then TPM_Startup(ST_CLEAR)."""
+        self.engine = Engine(self.clock, self.engine.nv)
+        self._through = None
+
+    # ---- framing --------------------------------------------------------------
+    def _session(self, auth: Auth) -> HostSession:
+        if isinstance(auth, HostSession):
+            return auth
+        s = self.TPM_OIAP(auth)
+        s.cont = False
+        return s
+
+    def call(self, name: str, *, handles: Sequence[int] = (), params: bytes = b"",
+             auth: Sequence[Auth] = (), out_handles: int = 0) -> tuple[list[int], Reader]:
+        """Build, send and check one command; returns output handles and a parameter reader."""
+        sessions = [self._session(a) for a in auth]
+        ordinal = C.ORD[name]
+        ord_b = struct.pack(">I", ordinal)
+        in_digest = _sha1(ord_b, params)
+        trailers = b"".join(s.trailer(in_digest) for s in sessions)
+        tag = {0: C.TPM_TAG_RQU_COMMAND, 1: C.TPM_TAG_RQU_AUTH1_COMMAND, 2: C.TPM_TAG_RQU_AUTH2_COMMAND}[len(sessions)]
+        body = b"".join(struct.pack(">I", h) for h in handles) + params + trailers
+        frame = struct.pack(">HII", tag, HEADER + len(body), ordinal) + body
+        rsp = self._send(frame, in_digest)
+        _tag, size, rc = struct.unpack(">HII", rsp[:HEADER])
+        if rc != C.TPM_SUCCESS:
+            for s in sessions:
+                s.open = False
+            raise TpmError(C.RC_NAME.get(rc, f"TPM_rc_{rc:#x}"), f"{name} failed")
+        out = rsp[HEADER:]
+        n_trail = AUTH_OUT * len(sessions)
+        out_h = list(struct.unpack(f">{out_handles}I", out[:4 * out_handles]))
+        out_params = out[4 * out_handles:len(out) - n_trail]
+        out_digest = _sha1(struct.pack(">I", rc), ord_b, out_params)
+        self.last_in_digest, self.last_out_digest = in_digest, out_digest
+        trailer = Reader(out[len(out) - n_trail:], f"{name} response authorization")
+        for s in sessions:
+            s.accept(out_digest, trailer)
+        if self._through is not None:
+            t = self._through
+            t.entries.append(L.LogEntry(in_digest, out_digest, self._inner_ticks))
+        return out_h, Reader(out_params, f"{name} response")
+
+    def _send(self, frame: bytes, in_digest: bytes) -> bytes:
+        t = self._through
+        if t is None:
+            return self.engine.execute(frame)
+        self._through = None  # the wrapper itself is not logged as an inner command
+        try:
+            _, r = self.call("TPM_ExecuteTransport", params=Writer().sized(frame).bytes(), auth=[t])
+        finally:
+            self._through = t
+        ticks_us = struct.unpack(">Q", r.raw(8))[0]
+        r.u32()
+        inner = r.sized(1 << 16)
+        self._inner_ticks = ticks_us
+        if struct.unpack(">I", inner[6:10])[0] != C.TPM_SUCCESS:
+            t.entries.append(L.LogEntry(_sha1(frame[6:10], frame[10:]), _sha1(inner[6:10], frame[6:10]), ticks_us))
+        return inner
+
+    @contextmanager
+    def through(self, transport: HostTransport) -> Iterator[HostTransport]:
+        """Send every command inside the block through ``transport``."""
+        previous, self._through = self._through, transport
+        try:
+            yield transport
+        finally:
+            self._through = previous
+
+    # ---- sessions ---------------------------------------------------------------
+    def TPM_OIAP(self, secret_: bytes) -> HostSession:
+        _, r = self.call("TPM_OIAP")
+        return HostSession(r.u32(), r.raw(20), secret_, "OIAP")
+
+    def TPM_OSAP(self, entity_type: int, entity_value: int, secret_: bytes) -> HostSession:
+        odd = os.urandom(20)
+        _, r = self.call("TPM_OSAP", params=Writer().u16(entity_type).u32(entity_value).raw(odd).bytes())
+        handle, even, even_osap = r.u32(), r.raw(20), r.raw(20)
+        return HostSession(handle, even, _hmac1(secret_, even_osap, odd), "OSAP")
+
+    # ---- admin --------------------------------------------------------------------
+    def TPM_Startup(self, kind: int = C.TPM_ST_CLEAR) -> None:
+        self.call("TPM_Startup", params=Writer().u16(kind).bytes())
+
+    def TPM_ReadPubek(self) -> rsa.RSAPublicKey:
+        nonce = os.urandom(20)
+        _, r = self.call("TPM_ReadPubek", params=nonce)
+        body = r.rest()
+        pub, checksum = body[:-20], body[-20:]
+        if _sha1(pub, nonce) != checksum:
+            raise TpmError("TPM_FAIL", "TPM_ReadPubek checksum mismatch")
+        return rsa_public(pubkey_modulus(pub)[1])
+
+    def TPM_TakeOwnership(self, owner_auth: bytes, srk_auth: bytes) -> rsa.RSAPublicKey:
+        ek = self.TPM_ReadPubek()
+        oaep = padding.OAEP(padding.MGF1(hashes.SHA1()), hashes.SHA1(), b"TCPA")
+        srk_t = Key12(C.TPM_KEY_STORAGE, 0, C.TPM_AUTH_ALWAYS,
+                      KeyParms(C.TPM_ALG_RSA, C.TPM_ES_RSAESOAEP_SHA1_MGF1, C.TPM_SS_NONE), b"")
+        params = (Writer().u16(0x0005).sized(ek.encrypt(owner_auth, oaep)).sized(ek.encrypt(srk_auth, oaep))
+                  .raw(srk_t.marshal()).bytes())
+        _, r = self.call("TPM_TakeOwnership", params=params, auth=[owner_auth])
+        return rsa_public(Key12.unmarshal(r).pub)
+
+    def TPM_GetRandom(self, n: int) -> bytes:
+        _, r = self.call("TPM_GetRandom", params=Writer().u32(n).bytes())
+        return r.sized()
+
+    def TPM_Extend(self, pcr: int, digest: bytes) -> bytes:
+        _, r = self.call("TPM_Extend", params=Writer().u32(pcr).raw(digest).bytes())
+        return r.raw(20)
+
+    def TPM_PCRRead(self, pcr: int) -> bytes:
+        _, r = self.call("TPM_PCRRead", params=Writer().u32(pcr).bytes())
+        return r.raw(20)
+
+    def TPM_FlushSpecific(self, handle: int, resource: int = C.TPM_RT_KEY) -> None:
+        self.call("TPM_FlushSpecific", handles=[handle], params=Writer().u32(resource).bytes())
+
+    def TPM_GetPubKey(self, handle: int, auth: Auth | None = None) -> bytes:
+        _, r = self.call("TPM_GetPubKey", handles=[handle], auth=[auth] if auth is not None else [])
+        return r.rest()
+
+    # ---- keys -----------------------------------------------------------------------
+    def TPM_CreateWrapKey(self, parent: int, parent_auth: bytes, template: Key12,
+                          usage_auth: bytes, migration_auth: bytes | None = None) -> bytes:
+        """Returns the wrapped TPM_KEY12 blob (load it with TPM_LoadKey2)."""
+        entity = (C.TPM_ET_SRK, C.TPM_KH_SRK) if parent == C.TPM_KH_SRK else (C.TPM_ET_KEYHANDLE, parent)
+        s = self.TPM_OSAP(*entity, parent_auth)
+        s.cont = False
+        params = (Writer().raw(s.encrypt_auth(usage_auth))
+                  .raw(s.encrypt_auth(migration_auth or b"\x00" * 20, odd=True)).raw(template.marshal()).bytes())
+        _, r = self.call("TPM_CreateWrapKey", handles=[parent], params=params, auth=[s])
+        return r.rest()
+
+    def TPM_LoadKey2(self, parent: int, blob: bytes, parent_auth: Auth | None = None) -> int:
+        _, _r = self.call("TPM_LoadKey2", handles=[parent], params=blob,
+                          auth=[parent_auth] if parent_auth is not None else [], out_handles=1)
+        return _[0]
+
+    def TPM_MakeIdentity(self, owner_auth: bytes, srk_auth: bytes, aik_auth: bytes,
+                         label_ca_digest: bytes = b"\x00" * 20) -> tuple[bytes, bytes]:
+        """Create an AIK; returns (TPM_KEY12 blob, identity binding signature)."""
+        owner = self.TPM_OSAP(C.TPM_ET_OWNER, C.TPM_KH_OWNER, owner_auth)
+        owner.cont = False
+        template = key_template(C.TPM_KEY_IDENTITY)
+        params = Writer().raw(owner.encrypt_auth(aik_auth)).raw(label_ca_digest).raw(template.marshal()).bytes()
+        _, r = self.call("TPM_MakeIdentity", params=params, auth=[srk_auth, owner])
+        blob = Key12.unmarshal(r)
+        return blob.marshal(), r.sized()
+
+    def TPM_CertifyKey2(self, key: int, cert_key: int, nonce: bytes, msa_digest: bytes,
+                        key_auth: Auth | None, cert_auth: Auth) -> tuple[bytes, bytes]:
+        """Returns (TPM_CERTIFY_INFO2 bytes, signature)."""
+        auths = [key_auth, cert_auth] if key_auth is not None else [cert_auth]
+        _, r = self.call("TPM_CertifyKey2", handles=[key, cert_key],
+                         params=msa_digest + nonce, auth=auths)
+        body = r.rest()
+        sig_len = struct.unpack(">I", body[-260:-256])[0] if len(body) >= 260 else 0
+        if sig_len != 256:
+            raise TpmError("TPM_FAIL", "unexpected CertifyKey2 signature size")
+        return body[:-260], body[-256:]
+
+    # ---- signing ------------------------------------------------------------------
+    def TPM_Sign(self, key: int, data: bytes, auth: Auth | None) -> bytes:
+        _, r = self.call("TPM_Sign", handles=[key], params=Writer().sized(data).bytes(),
+                         auth=[auth] if auth is not None else [])
+        return r.sized()
+
+    def TPM_Quote(self, key: int, nonce: bytes, pcrs: Sequence[int], auth: Auth | None) -> tuple[bytes, bytes]:
+        """Returns (TPM_PCR_COMPOSITE bytes, signature over TPM_QUOTE_INFO)."""
+        bits = bytearray(3)
+        for i in pcrs:
+            bits[i // 8] |= 1 << (i % 8)
+        _, r = self.call("TPM_Quote", handles=[key], params=nonce + Writer().u16(3).raw(bytes(bits)).bytes(),
+                         auth=[auth] if auth is not None else [])
+        sel = r.raw(5)
+        values = r.sized()
+        return sel + Writer().sized(values).bytes(), r.sized()
+
+    # ---- counters ---------------------------------------------------------------------
+    def TPM_CreateCounter(self, owner_auth: bytes, counter_auth: bytes, label: bytes = b"CNTR") -> tuple[int, int]:
+        """Returns (countID, start value)."""
+        s = self.TPM_OSAP(C.TPM_ET_OWNER, C.TPM_KH_OWNER, owner_auth)
+        s.cont = False
+        _, r = self.call("TPM_CreateCounter", params=s.encrypt_auth(counter_auth) + label.ljust(4, b"\0")[:4],
+                         auth=[s])
+        cid = r.u32()
+        r.u16(), r.raw(4)
+        return cid, r.u32()
+
+    def TPM_IncrementCounter(self, count_id: int, auth: Auth) -> int:
+        _, r = self.call("TPM_IncrementCounter", params=Writer().u32(count_id).bytes(), auth=[auth])
+        r.u16(), r.raw(4)
+        return r.u32()
+
+    def TPM_ReadCounter(self, count_id: int) -> int:
+        _, r = self.call("TPM_ReadCounter", params=Writer().u32(count_id).bytes())
+        r.u16(), r.raw(4)
+        return r.u32()
+
+    def TPM_ReleaseCounter(self, count_id: int, auth: Auth) -> None:
+        self.call("TPM_ReleaseCounter", params=Writer().u32(count_id).bytes(), auth=[auth])
+
+    # ---- transport sessions -------------------------------------------------------------
+    def TPM_EstablishTransport(self, transport_secret: bytes, *, exclusive: bool = True,
+                               logged: bool = True) -> HostTransport:
+        attrs = (C.TPM_TRANSPORT_LOG if logged else 0) | (C.TPM_TRANSPORT_EXCLUSIVE if exclusive else 0)
+        pub = Writer().u16(C.TPM_TAG_TRANSPORT_PUBLIC).u32(attrs).u32(0).u16(0).bytes()
+        params = pub + Writer().sized(transport_secret).bytes()
+        if self._through is not None:
+            raise TpmError("TPM_BAD_PARAMETER", "cannot establish a transport inside a transport")
+        (handle,), r = self.call("TPM_EstablishTransport", handles=[C.TPM_KH_TRANSPORT], params=params,
+                                 out_handles=1)
+        r.u32()
+        ticks = r.raw(32)
+        even = r.raw(20)
+        t = HostTransport(handle, even, transport_secret, tick_nonce=ticks[12:32])
+        t.entries.append(L.LogEntry(self.last_in_digest, self.last_out_digest,
+                                    struct.unpack(">Q", ticks[2:10])[0]))
+        return t
+
+    def TPM_ReleaseTransportSigned(self, key: int, anti_replay: bytes, transport: HostTransport,
+                                   key_auth: Auth | None) -> TransportRelease:
+        """Close ``transport`` and get the key's signature over its log digest and nonce."""
+        if key_auth is not None and not isinstance(key_auth, HostSession):
+            with self.through(transport):  # an OIAP opened outside would end exclusivity
+                key_auth = self._session(key_auth)
+        auths: list[Auth] = ([key_auth] if key_auth is not None else []) + [transport]
+        transport.cont = False
+        previous, self._through = self._through, None
+        try:
+            _, r = self.call("TPM_ReleaseTransportSigned", handles=[key], params=anti_replay, auth=auths)
+        finally:
+            self._through = previous if previous is not transport else None
+        r.u32()
+        ticks = r.raw(32)
+        sig = r.sized()
+        d = L.replay(transport.entries, transport.tick_nonce)
+        d = L.extend(L.release_input(d, self.last_in_digest), L.log_out(ticks, self.last_in_digest))
+        return TransportRelease(sig, ticks, anti_replay, d)

@@ -1,0 +1,1 @@
+"""Shipped TPM 1.2 commands; every module here registers its handlers on import."""

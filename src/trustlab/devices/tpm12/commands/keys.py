@@ -1,0 +1,167 @@
+"""Key creation and loading: TPM_CreateWrapKey, TPM_LoadKey2, TPM_MakeIdentity, TPM_CertifyKey2.
+
+Wrapping (Part 1, 11): ``pubDataDigest = SHA1(public part of TPM_KEY12)``
+(1 block for the 51-byte HMAC key, 5 for an RSA key) goes into the
+TPM_STORE_ASYMKEY with the secrets and the private key; the whole is
+OAEP-encrypted under the parent (``rsa_enc`` + 17 blocks). Loading reverses
+it (``rsa_dec`` + 17 blocks) and re-checks pubDataDigest. TPM_LoadKey2 on the
+HMAC CMK of the oracle study is thus 6 (parameter digest over 315 bytes) + 5
+(request HMAC) + 17 (OAEP) + 1 (pubDataDigest) + 1 (output digest) + 5
+(response HMAC) = 35 blocks = 2240 bytes, the paper's coefficient.
+"""
+
+from __future__ import annotations
+
+import hmac as _hmac
+
+from trustlab.devices.tpm12 import constants as C
+from trustlab.devices.tpm12.errors import TpmError
+from trustlab.devices.tpm12.keys import (Key12, KeyParms, LoadedKey, StoreAsymkey, modulus_of,
+                                         prime_of, rsa_from_prime)
+from trustlab.devices.tpm12.registry import Request, Response, tpm_command
+from trustlab.devices.tpm12.wire import Reader, Writer
+
+KEY_SLOTS = 32
+
+
+def storage_parent(tpm, handle: int) -> LoadedKey:
+    parent = tpm.key(handle)
+    if parent.blob.usage != C.TPM_KEY_STORAGE:
+        raise TpmError("TPM_INVALID_KEYUSAGE", f"key {handle:#010x} is not a storage key")
+    return parent
+
+
+def wrap(tpm, parent: LoadedKey, public: Key12, usage_auth: bytes, migration_auth: bytes,
+         priv: bytes, payload: int = C.TPM_PT_ASYM, pub_digest: bytes | None = None) -> Key12:
+    """Seal a key's secret half under ``parent`` (OAEP), returning the full TPM_KEY12."""
+    digest = pub_digest if pub_digest is not None else tpm.crypto.sha1(public.public_part())
+    store = StoreAsymkey(payload, usage_auth, migration_auth, digest, priv)
+    return public.with_enc(tpm.crypto.rsa_encrypt(parent.public, store.marshal()))
+
+
+def unwrap(tpm, parent: LoadedKey, blob: Key12) -> StoreAsymkey:
+    """Decrypt a key's secret half and check it belongs to this public part."""
+    store = StoreAsymkey.from_bytes(tpm.crypto.rsa_decrypt(parent.private, blob.enc))
+    if not _hmac.compare_digest(store.pub_digest, tpm.crypto.sha1(blob.public_part())):
+        raise TpmError("TPM_DECRYPT_ERROR", "key blob's public part was altered")
+    return store
+
+
+def loaded(blob: Key12, store: StoreAsymkey, parent: int) -> LoadedKey:
+    if blob.parms.algorithm == C.TPM_ALG_RSA:
+        return LoadedKey(blob, store.usage_auth, store.migration_auth, store.pub_digest,
+                         private=rsa_from_prime(blob.pub, store.priv), parent=parent)
+    return LoadedKey(blob, store.usage_auth, store.migration_auth, store.pub_digest,
+                     hmac_secret=store.priv, parent=parent)
+
+
+def check_template(t: Key12) -> None:
+    allowed = {C.TPM_KEY_SIGNING, C.TPM_KEY_STORAGE, C.TPM_KEY_BIND, C.TPM_KEY_LEGACY}
+    if t.usage not in allowed or t.parms.algorithm != C.TPM_ALG_RSA:
+        raise TpmError("TPM_INVALID_KEYUSAGE", f"cannot create an RSA key of usage {t.usage:#x} here")
+    if t.is_cmk:
+        raise TpmError("TPM_INVALID_KEYUSAGE", "certified migratable keys need TPM_CMK_CreateKey")
+    if t.usage == C.TPM_KEY_STORAGE and t.parms.enc_scheme != C.TPM_ES_RSAESOAEP_SHA1_MGF1:
+        raise TpmError("TPM_BAD_SCHEME", "storage keys use RSAESOAEP_SHA1_MGF1")
+
+
+@tpm_command("TPM_CreateWrapKey", handles=1, auth=(1,))
+def create_wrap_key(tpm, req: Request) -> Response:
+    parent_h = req.handles[0]
+    enc_usage, enc_mig = req.params.raw(20), req.params.raw(20)
+    template = Key12.unmarshal(req.params)
+    req.params.end()
+    parent = storage_parent(tpm, parent_h)
+    req.auth.check(0, parent.usage_auth, (C.TPM_ET_KEYHANDLE, parent_h))
+    check_template(template)
+    usage_auth = req.auth.decrypt_auth(0, enc_usage)
+    mig_auth = (req.auth.decrypt_auth(0, enc_mig, odd=True) if template.migratable
+                else tpm.state.tpm_proof)
+    key = tpm.crypto.rsa_generate()
+    public = Key12(template.usage, template.flags, template.auth_usage, template.parms,
+                   modulus_of(key), pcr_info=template.pcr_info)
+    return Response(params=wrap(tpm, parent, public, usage_auth, mig_auth, prime_of(key)).marshal())
+
+
+@tpm_command("TPM_LoadKey2", handles=1, auth=(0, 1))
+def load_key2(tpm, req: Request) -> Response:
+    parent_h = req.handles[0]
+    blob = Key12.unmarshal(req.params)
+    req.params.end()
+    parent = storage_parent(tpm, parent_h)
+    if len(req.auth):
+        req.auth.check(0, parent.usage_auth, (C.TPM_ET_KEYHANDLE, parent_h))
+    elif parent.blob.auth_usage != C.TPM_AUTH_NEVER:
+        raise TpmError("TPM_AUTHFAIL", "the parent key needs authorization")
+    store = unwrap(tpm, parent, blob)
+    if len(tpm.keys) >= KEY_SLOTS:
+        raise TpmError("TPM_RESOURCES", f"all {KEY_SLOTS} key slots are in use")
+    handle = tpm.new_handle("key")
+    tpm.keys[handle] = loaded(blob, store, parent_h)
+    return Response(handles=Writer().u32(handle).bytes())
+
+
+@tpm_command("TPM_MakeIdentity", auth=(2,))
+def make_identity(tpm, req: Request) -> Response:
+    """Create an AIK (Part 3, 15.1); the identity binding is signed by the new AIK.
+
+    The privacy-CA round trip (TPM_ActivateIdentity) is out of scope: the
+    host verifier trusts the AIK's public key as certified.
+    """
+    enc_auth, label_ca = req.params.raw(20), req.params.raw(20)
+    template = Key12.unmarshal(req.params)
+    req.params.end()
+    req.auth.check(0, tpm.state.srk_auth, (C.TPM_ET_KEYHANDLE, C.TPM_KH_SRK))
+    req.auth.check(1, tpm.owner_auth(), (C.TPM_ET_OWNER, C.TPM_KH_OWNER))
+    if template.usage != C.TPM_KEY_IDENTITY or template.migratable:
+        raise TpmError("TPM_INVALID_KEYUSAGE", "an identity key is a non-migratable TPM_KEY_IDENTITY")
+    usage_auth = req.auth.decrypt_auth(1, enc_auth)
+    key = tpm.crypto.rsa_generate()
+    parms = KeyParms(C.TPM_ALG_RSA, C.TPM_ES_NONE, C.TPM_SS_RSASSAPKCS1v15_SHA1)
+    public = Key12(C.TPM_KEY_IDENTITY, 0, C.TPM_AUTH_ALWAYS, parms, modulus_of(key))
+    blob = wrap(tpm, tpm.srk_loaded(), public, usage_auth, tpm.state.tpm_proof, prime_of(key))
+    # TPM_IDENTITY_CONTENTS: version, ordinal, labelPrivCADigest, identityPubKey
+    contents = Writer().raw(C.STRUCT_VER).u32(C.ORD["TPM_MakeIdentity"]).raw(label_ca).raw(public.pubkey()).bytes()
+    binding = tpm.crypto.rsa_sign(key, tpm.crypto.sha1(contents))
+    return Response(params=blob.marshal() + Writer().sized(binding).bytes())
+
+
+def certify_info2(tpm, key: LoadedKey, nonce: bytes, msa_digest: bytes) -> bytes:
+    """TPM_CERTIFY_INFO2 (Part 2, 11.2) describing ``key``."""
+    b = key.blob
+    payload = C.TPM_PT_MIGRATE_RESTRICTED if b.is_cmk else C.TPM_PT_ASYM
+    ma = msa_digest if b.is_cmk else b""
+    return (Writer().u16(C.TPM_TAG_CERTIFY_INFO2).u8(0).u8(payload).u16(b.usage).u32(b.flags)
+            .u8(b.auth_usage).raw(b.parms.marshal()).raw(tpm.crypto.sha1(b.pubkey())).raw(nonce)
+            .u8(0).sized(b.pcr_info).sized(ma).bytes())
+
+
+@tpm_command("TPM_CertifyKey2", handles=2, auth=(0, 1, 2))
+def certify_key2(tpm, req: Request) -> Response:
+    """Certify ``keyHandle`` with the identity/signing key ``certHandle``.
+
+    Sessions: #1 authorizes the key being certified, #2 the certifying key
+    (with one session, only the certifying key; Part 3, 12.2).
+    """
+    key_h, cert_h = req.handles
+    msa_digest, nonce = req.params.raw(20), req.params.raw(20)
+    req.params.end()
+    key, cert = tpm.key(key_h), tpm.key(cert_h)
+    if len(req.auth) == 2:
+        req.auth.check(0, key.usage_auth, (C.TPM_ET_KEYHANDLE, key_h))
+        req.auth.check(1, cert.usage_auth, (C.TPM_ET_KEYHANDLE, cert_h))
+    elif len(req.auth) == 1:
+        req.auth.check(0, cert.usage_auth, (C.TPM_ET_KEYHANDLE, cert_h))
+    if cert.blob.usage not in (C.TPM_KEY_IDENTITY, C.TPM_KEY_SIGNING):
+        raise TpmError("TPM_INVALID_KEYUSAGE", "the certifying key must be an identity or signing key")
+    if key.blob.is_cmk and not _hmac.compare_digest(
+            key.migration_auth, tpm.crypto.hmac(tpm.state.tpm_proof, cmk_migauth(tpm, key.blob, msa_digest))):
+        raise TpmError("TPM_MA_SOURCE", "migrationPubDigest is not this CMK's approved list")
+    info = certify_info2(tpm, key, nonce, msa_digest)
+    sig = tpm.crypto.rsa_sign(cert.private, tpm.crypto.sha1(info))
+    return Response(params=info + Writer().sized(sig).bytes())
+
+
+def cmk_migauth(tpm, blob: Key12, msa_digest: bytes) -> bytes:
+    """TPM_CMK_MIGAUTH (Part 2, 5.16): tag, msaDigest, SHA1(TPM_PUBKEY)."""
+    return Writer().u16(0x0034).raw(msa_digest).raw(tpm.crypto.sha1(blob.pubkey())).bytes()

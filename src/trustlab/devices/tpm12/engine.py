@@ -1,0 +1,293 @@
+"""The TPM 1.2 engine: state, key slots, sessions and the timed dispatcher.
+
+``Engine.execute(frame)`` takes a marshalled TPM 1.2 command and returns the
+marshalled response, exactly as a chip on the LPC bus would. Timing happens
+in two places only (Gunupudi & Tate 2010, Sec. V-C):
+
+* the dispatcher charges ``ohc`` once per command, ``ohir`` per byte of the
+  request frame and ``ohor`` per byte of the response frame;
+* the primitives (:mod:`.primitives`) charge ``rsa_enc``/``rsa_dec``/
+  ``rsa_sign`` and ``sha1_byte`` for the blocks they hash, including the
+  dispatcher's parameter digests and session HMACs.
+
+A command wrapped in TPM_ExecuteTransport crossed the bus once, inside the
+outer command; the inner dispatch therefore charges no overhead of its own,
+only its crypto (charged to the inner command's name, rolled up to the outer).
+
+Persistent state (owner secret, tpmProof, EK, SRK, monotonic counters,
+hash-tree root) is saved through an :class:`~.nvstore.NVStore` before the
+response of any command that changed it; everything else (PCRs, loaded keys,
+sessions) is volatile and lost at TPM_Startup, as on a chip.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+from dataclasses import dataclass, field
+
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
+
+from trustlab.devices.tpm12 import constants as C
+from trustlab.devices.tpm12 import registry
+from trustlab.devices.tpm12.errors import TpmError
+from trustlab.devices.tpm12.keys import LoadedKey
+from trustlab.devices.tpm12.nvstore import MemoryNVStore, NVStore
+from trustlab.devices.tpm12.primitives import Primitives
+from trustlab.devices.tpm12.registry import Request, Response
+from trustlab.devices.tpm12.sessions import AuthContext, Session, SessionUse
+from trustlab.devices.tpm12.wire import Reader, Writer
+from trustlab.errors import TrustlabError
+from trustlab.timing.clock import Clock
+
+HEADER = 10
+AUTH_IN = 45   # authHandle 4 + nonceOdd 20 + continue 1 + authValue 20
+AUTH_OUT = 41  # nonceEven 20 + continue 1 + resAuth 20
+STATE_VERSION = 1
+
+
+def _der(key: rsa.RSAPrivateKey) -> str:
+    return key.private_bytes(serialization.Encoding.DER, serialization.PrivateFormat.PKCS8,
+                             serialization.NoEncryption()).hex()
+
+
+def _undo_der(hexed: str) -> rsa.RSAPrivateKey:
+    key = serialization.load_der_private_key(bytes.fromhex(hexed), password=None)
+    assert isinstance(key, rsa.RSAPrivateKey)
+    return key
+
+
+@dataclass
+class Counter:
+    label: bytes
+    auth: bytes
+    value: int
+
+
+@dataclass
+class PersistentState:
+    """Everything a power cycle must not lose."""
+
+    ek: rsa.RSAPrivateKey | None = None
+    owner_auth: bytes | None = None
+    tpm_proof: bytes | None = None
+    srk: rsa.RSAPrivateKey | None = None
+    srk_auth: bytes = b"\x00" * 20
+    counters: dict[int, Counter] = field(default_factory=dict)
+    next_counter_id: int = 1
+    hashtree_root: bytes | None = None
+    extra: dict[str, str] = field(default_factory=dict)
+
+    def to_bytes(self) -> bytes:
+        doc = {
+            "version": STATE_VERSION,
+            "ek": _der(self.ek) if self.ek else None,
+            "owner_auth": self.owner_auth.hex() if self.owner_auth else None,
+            "tpm_proof": self.tpm_proof.hex() if self.tpm_proof else None,
+            "srk": _der(self.srk) if self.srk else None,
+            "srk_auth": self.srk_auth.hex(),
+            "counters": {str(k): [c.label.hex(), c.auth.hex(), c.value] for k, c in self.counters.items()},
+            "next_counter_id": self.next_counter_id,
+            "hashtree_root": self.hashtree_root.hex() if self.hashtree_root else None,
+            "extra": self.extra,
+        }
+        return json.dumps(doc, sort_keys=True).encode()
+
+    @classmethod
+    def from_bytes(cls, data: bytes, where: str) -> "PersistentState":
+        try:
+            doc = json.loads(data)
+            if doc.get("version") != STATE_VERSION:
+                raise ValueError(f"unknown state version {doc.get('version')!r}")
+            h = lambda v: bytes.fromhex(v) if v else None  # noqa: E731
+            return cls(
+                ek=_undo_der(doc["ek"]) if doc["ek"] else None,
+                owner_auth=h(doc["owner_auth"]), tpm_proof=h(doc["tpm_proof"]),
+                srk=_undo_der(doc["srk"]) if doc["srk"] else None,
+                srk_auth=bytes.fromhex(doc["srk_auth"]),
+                counters={int(k): Counter(bytes.fromhex(a), bytes.fromhex(b), int(v))
+                          for k, (a, b, v) in doc["counters"].items()},
+                next_counter_id=int(doc["next_counter_id"]),
+                hashtree_root=h(doc["hashtree_root"]), extra=dict(doc.get("extra", {})),
+            )
+        except (ValueError, KeyError, TypeError) as e:
+            raise TrustlabError(f"TPM state in {where} is corrupt: {e}") from None
+
+
+class Engine:
+    """A TPM 1.2 chip: call :meth:`execute` with command bytes."""
+
+    def __init__(self, clock: Clock, nv: NVStore | None = None) -> None:
+        clock.require("ohc", "ohir", "ohor", "rsa_dec", "rsa_enc", "rsa_sign", "sha1_byte")
+        self.clock = clock
+        self.crypto = Primitives(clock)
+        self.nv: NVStore = nv if nv is not None else MemoryNVStore()
+        data = self.nv.load()
+        if data is None:
+            # manufacturing: the EK is created once, outside any timed command
+            self.state = PersistentState(ek=rsa.generate_private_key(public_exponent=65537, key_size=2048))
+            self.nv.save(self.state.to_bytes())
+        else:
+            self.state = PersistentState.from_bytes(data, type(self.nv).__name__)
+        self._dirty = False
+        self.startup()
+
+    # ---- volatile state -------------------------------------------------------
+    def startup(self) -> None:
+        """TPM_Startup(ST_CLEAR): PCRs zeroed, key slots, sessions and per-boot flags cleared."""
+        self.pcrs = [b"\x00" * 20 for _ in range(C.NUM_PCRS)]
+        self.keys: dict[int, LoadedKey] = {}
+        self.sessions: dict[int, Session] = {}
+        self.exclusive: int | None = None
+        self.counter_this_boot: int | None = None
+        self.tick_nonce = os.urandom(20)
+        self._next_handle = {"key": 0x01000000, "auth": 0x02000000, "trans": 0x05000000}
+
+    def new_handle(self, kind: str) -> int:
+        h = self._next_handle[kind]
+        self._next_handle[kind] += 1
+        return h
+
+    def key(self, handle: int) -> LoadedKey:
+        if handle == C.TPM_KH_SRK:
+            if self.state.srk is None:
+                raise TpmError("TPM_NOSRK", "the TPM has no owner (TPM_TakeOwnership first)")
+            return self.srk_loaded()
+        try:
+            return self.keys[handle]
+        except KeyError:
+            raise TpmError("TPM_INVALID_KEYHANDLE", f"no key loaded at handle {handle:#010x}") from None
+
+    def srk_loaded(self) -> LoadedKey:
+        from trustlab.devices.tpm12.keys import Key12, KeyParms, modulus_of
+
+        srk = self.state.srk
+        assert srk is not None
+        blob = Key12(C.TPM_KEY_STORAGE, 0, C.TPM_AUTH_ALWAYS,
+                     KeyParms(C.TPM_ALG_RSA, C.TPM_ES_RSAESOAEP_SHA1_MGF1, C.TPM_SS_NONE),
+                     modulus_of(srk))
+        return LoadedKey(blob, self.state.srk_auth, self.state.tpm_proof or b"\x00" * 20,
+                         b"", private=srk)
+
+    def owner_auth(self) -> bytes:
+        if self.state.owner_auth is None:
+            raise TpmError("TPM_NOSRK", "the TPM has no owner")
+        return self.state.owner_auth
+
+    def mark_dirty(self) -> None:
+        """Persist the state before this command's response leaves the TPM."""
+        self._dirty = True
+
+    def current_ticks(self) -> bytes:
+        """TPM_CURRENT_TICKS (Part 2, 15.1): tag, ticks in µs of modelled time, rate, nonce."""
+        return (Writer().u16(0x0014).raw(struct.pack(">Q", int(self.clock.now_ms * 1000)))
+                .u16(1).raw(self.tick_nonce).bytes())
+
+    # ---- dispatch -------------------------------------------------------------
+    def execute(self, frame: bytes) -> bytes:
+        """Run one marshalled command; always returns a response frame."""
+        name = self._peek_name(frame)
+        with self.clock.command(name):
+            self.clock.charge("ohc")
+            self.clock.charge("ohir", len(frame))
+            response, _, _ = self.dispatch(frame, outer=True)
+            self.clock.charge("ohor", len(response))
+        return response
+
+    def _peek_name(self, frame: bytes) -> str:
+        if len(frame) >= HEADER:
+            spec = registry.by_ordinal(struct.unpack(">I", frame[6:10])[0])
+            if spec is not None:
+                return spec.name
+        return "TPM_(malformed)"
+
+    def dispatch(self, frame: bytes, *, outer: bool, transport: int | None = None
+                 ) -> tuple[bytes, bytes, bytes]:
+        """Parse, authorize, run and answer one command (no bus overhead charged here).
+
+        Returns the response frame and the SHA-1 input/output parameter
+        digests (the transport log records them).
+        """
+        ordinal = 0
+        uses: list[SessionUse] = []
+        try:
+            if len(frame) < HEADER:
+                raise TpmError("TPM_BAD_PARAM_SIZE", f"frame of {len(frame)} bytes is shorter than a header")
+            tag, size, ordinal = struct.unpack(">HII", frame[:HEADER])
+            if size != len(frame):
+                raise TpmError("TPM_BAD_PARAM_SIZE", f"paramSize {size} but frame has {len(frame)} bytes")
+            if tag not in C.REQUEST_TAGS:
+                raise TpmError("TPM_BADTAG", f"tag {tag:#06x}")
+            spec = registry.by_ordinal(ordinal)
+            if spec is None:
+                raise TpmError("TPM_BAD_ORDINAL", f"ordinal {ordinal:#x}")
+            n_auth = C.REQUEST_TAGS[tag]
+            if n_auth not in spec.auth:
+                raise TpmError("TPM_BADTAG", f"{spec.name} takes {spec.auth} authorization session(s), not {n_auth}")
+            if outer and self.exclusive is not None and not self._inside_exclusive(spec.name, frame):
+                self.sessions.pop(self.exclusive, None)  # Part 1, 24.3: exclusivity is lost
+                self.exclusive = None
+            body = frame[HEADER:len(frame) - AUTH_IN * n_auth]
+            if len(body) < 4 * spec.handles:
+                raise TpmError("TPM_BAD_PARAM_SIZE", f"{spec.name} needs {spec.handles} handle(s)")
+            handles = list(struct.unpack(f">{spec.handles}I", body[:4 * spec.handles]))
+            params = body[4 * spec.handles:]
+            ord_bytes = frame[6:10]
+            in_digest = self.crypto.sha1(ord_bytes, params) if (n_auth or transport) else b""
+            trailer = Reader(frame[len(frame) - AUTH_IN * n_auth:], f"{spec.name} authorization")
+            for _ in range(n_auth):
+                handle, odd, cont, value = trailer.u32(), trailer.raw(20), trailer.u8(), trailer.raw(20)
+                session = self.sessions.get(handle)
+                if session is None:
+                    raise TpmError("TPM_INVALID_AUTHHANDLE", f"{spec.name}: no session {handle:#010x}")
+                uses.append(SessionUse(session, odd, cont, value))
+            auth = AuthContext(self.crypto, in_digest, uses)
+            req = Request(spec.name, ordinal, handles, Reader(params, spec.name), params, auth, in_digest)
+            with self.clock.command(spec.name) if not outer else _null():
+                result = spec.handler(self, req)
+                unchecked = [i for i, u in enumerate(uses) if u.key is None]
+                if unchecked:
+                    raise TpmError("TPM_FAIL", f"{spec.name}: session #{unchecked[0] + 1} was never checked")
+                out_digest = (self.crypto.sha1(struct.pack(">I", C.TPM_SUCCESS), ord_bytes, result.params)
+                              if (n_auth or transport) else b"")
+                w = Writer()
+                trailer_out = Writer()
+                for u in uses:
+                    u.session.nonce_even = self.crypto.random(20)
+                    trailer_out.raw(u.session.nonce_even).u8(u.cont).raw(
+                        self.crypto.hmac(u.key, out_digest, u.session.nonce_even, u.nonce_odd, bytes([u.cont])))
+                    if not u.cont and u.session.kind != "TRANSPORT":
+                        self.sessions.pop(u.session.handle, None)
+                payload = result.handles + result.params + trailer_out.bytes()
+                w.u16(C.RESPONSE_TAG[n_auth]).u32(HEADER + len(payload)).u32(C.TPM_SUCCESS).raw(payload)
+                if self._dirty:
+                    self.nv.save(self.state.to_bytes())
+                    self._dirty = False
+            return w.bytes(), in_digest, out_digest
+        except TpmError as e:
+            for u in uses:  # a failed command ends its authorization sessions (Part 1, 13.2)
+                if u.session.kind != "TRANSPORT":
+                    self.sessions.pop(u.session.handle, None)
+            if self._dirty:  # a handler that changed state before failing still persists it
+                self.nv.save(self.state.to_bytes())
+                self._dirty = False
+            err = struct.pack(">HII", C.TPM_TAG_RSP_COMMAND, HEADER, e.rc)
+            return err, b"", b""
+
+    def _inside_exclusive(self, name: str, frame: bytes) -> bool:
+        """Commands that keep an exclusive transport session alive: its own wrapper/release."""
+        if name not in ("TPM_ExecuteTransport", "TPM_ReleaseTransportSigned"):
+            return False
+        # the transport session is the last authorization trailer
+        handle = struct.unpack(">I", frame[len(frame) - AUTH_IN:len(frame) - AUTH_IN + 4])[0]
+        return handle == self.exclusive
+
+
+class _null:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None

@@ -1,0 +1,203 @@
+"""TPM 1.2 key structures (TPM_KEY12, TPM_PUBKEY, TPM_STORE_ASYMKEY) and loaded keys.
+
+A key leaves the TPM only as a TPM_KEY12 blob: public part in clear, private
+part (TPM_STORE_ASYMKEY: usage secret, migration secret, digest of the public
+part, private key) RSAES-OAEP-encrypted under the parent storage key. Sizes
+follow Part 2 exactly; they are what the dispatcher charges per wire byte. A
+2048-bit RSA key blob is 559 bytes; the what-if HMAC key (TPM_ALG_HMAC, no RSA
+parameters, a 20-byte public *key identifier* in place of a modulus) is 311
+bytes, which is what makes TPM_LoadKey2's 370 input bytes in the paper's
+oracle study (10 header + 4 parent handle + 311 + 45 authorization).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field, replace
+
+from cryptography.hazmat.primitives.asymmetric import rsa
+
+from trustlab.devices.tpm12 import constants as C
+from trustlab.devices.tpm12.errors import TpmError
+from trustlab.devices.tpm12.wire import Reader, Writer
+
+RSA_EXPONENT = 65537
+
+
+@dataclass(frozen=True)
+class KeyParms:
+    """TPM_KEY_PARMS; for RSA the parms are TPM_RSA_KEY_PARMS (keyLength, numPrimes, exponent)."""
+
+    algorithm: int = C.TPM_ALG_RSA
+    enc_scheme: int = C.TPM_ES_NONE
+    sig_scheme: int = C.TPM_SS_NONE
+    key_bits: int = 2048
+
+    def marshal(self) -> bytes:
+        if self.algorithm == C.TPM_ALG_RSA:
+            parms = Writer().u32(self.key_bits).u32(2).sized(b"").bytes()  # default exponent
+        else:
+            parms = b""
+        return (Writer().u32(self.algorithm).u16(self.enc_scheme).u16(self.sig_scheme)
+                .sized(parms).bytes())
+
+    @classmethod
+    def unmarshal(cls, r: Reader) -> "KeyParms":
+        alg, enc, sig = r.u32(), r.u16(), r.u16()
+        parms = Reader(r.sized(1024), "TPM_KEY_PARMS")
+        bits = 0
+        if alg == C.TPM_ALG_RSA:
+            bits = parms.u32()
+            parms.u32()
+            if parms.sized(16) not in (b"", b"\x01\x00\x01"):
+                raise TpmError("TPM_BAD_KEY_PROPERTY", "only exponent 65537 is supported")
+            if bits != 2048:
+                raise TpmError("TPM_BAD_KEY_PROPERTY", f"only 2048-bit RSA keys, not {bits}")
+        elif alg != C.TPM_ALG_HMAC:
+            raise TpmError("TPM_BAD_KEY_PROPERTY", f"unknown algorithm {alg:#x}")
+        return cls(alg, enc, sig, bits)
+
+
+@dataclass(frozen=True)
+class Key12:
+    """TPM_KEY12 (Part 2, 10.3)."""
+
+    usage: int
+    flags: int
+    auth_usage: int
+    parms: KeyParms
+    pub: bytes  # RSA modulus, or the HMAC key identifier
+    enc: bytes = b""
+    pcr_info: bytes = b""
+
+    def public_part(self) -> bytes:
+        """Everything but encSize/encData: what pubDataDigest covers."""
+        return (Writer().u16(C.TPM_TAG_KEY12).u16(0).u16(self.usage).u32(self.flags)
+                .u8(self.auth_usage).raw(self.parms.marshal()).sized(self.pcr_info)
+                .sized(self.pub).bytes())
+
+    def marshal(self) -> bytes:
+        return self.public_part() + Writer().sized(self.enc).bytes()
+
+    @classmethod
+    def unmarshal(cls, r: Reader) -> "Key12":
+        if r.u16() != C.TPM_TAG_KEY12:
+            raise TpmError("TPM_INVALID_STRUCTURE", "not a TPM_KEY12 (tag)")
+        r.u16()
+        usage, flags, auth_usage = r.u16(), r.u32(), r.u8()
+        parms = KeyParms.unmarshal(r)
+        pcr = r.sized(512)
+        pub = r.sized(512)
+        enc = r.sized(1024)
+        return cls(usage, flags, auth_usage, parms, pub, enc, pcr)
+
+    @classmethod
+    def from_bytes(cls, blob: bytes) -> "Key12":
+        r = Reader(blob, "TPM_KEY12")
+        k = cls.unmarshal(r)
+        r.end()
+        return k
+
+    def pubkey(self) -> bytes:
+        """TPM_PUBKEY: algorithm parameters + public key (Part 2, 10.5)."""
+        return self.parms.marshal() + Writer().sized(self.pub).bytes()
+
+    def with_enc(self, enc: bytes) -> "Key12":
+        return replace(self, enc=enc)
+
+    @property
+    def is_cmk(self) -> bool:
+        return bool(self.flags & C.TPM_KEY_FLAG_MIGRATE_AUTHORITY)
+
+    @property
+    def migratable(self) -> bool:
+        return bool(self.flags & C.TPM_KEY_FLAG_MIGRATABLE)
+
+
+@dataclass(frozen=True)
+class StoreAsymkey:
+    """TPM_STORE_ASYMKEY (Part 2, 10.6): the secret half, encrypted under the parent."""
+
+    payload: int
+    usage_auth: bytes
+    migration_auth: bytes
+    pub_digest: bytes
+    priv: bytes  # RSA prime p, or the HMAC key
+
+    def marshal(self) -> bytes:
+        return (Writer().u8(self.payload).raw(self.usage_auth).raw(self.migration_auth)
+                .raw(self.pub_digest).sized(self.priv).bytes())
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> "StoreAsymkey":
+        r = Reader(data, "TPM_STORE_ASYMKEY")
+        v = cls(r.u8(), r.raw(20), r.raw(20), r.raw(20), r.sized(512))
+        r.end()
+        return v
+
+
+def pubkey_modulus(pubkey: bytes) -> tuple[KeyParms, bytes]:
+    """Parse a TPM_PUBKEY into its parameters and key bytes."""
+    r = Reader(pubkey, "TPM_PUBKEY")
+    parms = KeyParms.unmarshal(r)
+    key = r.sized(512)
+    r.end()
+    return parms, key
+
+
+def rsa_public(modulus: bytes) -> rsa.RSAPublicKey:
+    return rsa.RSAPublicNumbers(RSA_EXPONENT, int.from_bytes(modulus, "big")).public_key()
+
+
+def rsa_from_prime(modulus: bytes, p_bytes: bytes) -> rsa.RSAPrivateKey:
+    """Rebuild an RSA private key from n and p, as TPM 1.2 stores only one prime."""
+    n = int.from_bytes(modulus, "big")
+    p = int.from_bytes(p_bytes, "big")
+    if p <= 1 or n % p:
+        raise TpmError("TPM_DECRYPT_ERROR", "stored prime does not divide the modulus")
+    q = n // p
+    d = pow(RSA_EXPONENT, -1, (p - 1) * (q - 1))
+    return rsa.RSAPrivateNumbers(
+        p, q, d, rsa.rsa_crt_dmp1(d, p), rsa.rsa_crt_dmq1(d, q), rsa.rsa_crt_iqmp(p, q),
+        rsa.RSAPublicNumbers(RSA_EXPONENT, n)).private_key()
+
+
+def modulus_of(key: rsa.RSAPrivateKey | rsa.RSAPublicKey) -> bytes:
+    pub = key.public_key() if isinstance(key, rsa.RSAPrivateKey) else key
+    n = pub.public_numbers().n
+    return n.to_bytes((n.bit_length() + 7) // 8, "big")
+
+
+def prime_of(key: rsa.RSAPrivateKey) -> bytes:
+    p = key.private_numbers().p
+    return p.to_bytes((p.bit_length() + 7) // 8, "big")
+
+
+def hmac_key_id(secret: bytes) -> bytes:
+    """Public identifier of a what-if HMAC key: SHA-1 over a domain label and the key.
+
+    It plays the modulus's role in certification and migration checks (it
+    binds the public part to one secret) without revealing the secret.
+    Host-side convention, so plain hashlib (nothing is charged).
+    """
+    return hashlib.sha1(b"TPM_HMAC key id" + secret).digest()
+
+
+@dataclass
+class LoadedKey:
+    """A key in a TPM key slot: its blob, its secrets, and the usable private key."""
+
+    blob: Key12
+    usage_auth: bytes
+    migration_auth: bytes
+    pub_digest: bytes
+    private: rsa.RSAPrivateKey | None = None
+    hmac_secret: bytes | None = None
+    parent: int | None = None
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def public(self) -> rsa.RSAPublicKey:
+        if self.private is None:
+            raise TpmError("TPM_INAPPROPRIATE_ENC", "key has no RSA public key")
+        return self.private.public_key()

@@ -1,0 +1,24 @@
+"""Shared fixtures: an owned TPM 1.2 engine on a deterministic profile."""
+
+from __future__ import annotations
+
+import pytest
+
+from trustlab.devices.tpm12 import MemoryNVStore, Tpm12, secret
+from trustlab.timing.clock import Clock
+from trustlab.timing.registry import load
+
+OWNER = secret("owner")
+SRK = secret("srk")
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock(load("infineon-2010"))
+
+
+@pytest.fixture
+def tpm(clock: Clock) -> Tpm12:
+    t = Tpm12(clock, nv=MemoryNVStore())
+    t.TPM_TakeOwnership(OWNER, SRK)
+    return t

@@ -1,0 +1,59 @@
+"""Exclusive logged transport sessions: the signed log verifies; tampering does not."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from trustlab.devices.tpm12 import Tpm12, TpmError, secret
+from trustlab.devices.tpm12 import constants as C
+from trustlab.devices.tpm12 import transport_log as L
+from trustlab.devices.tpm12.keys import Key12, rsa_public
+
+from .conftest import OWNER, SRK
+
+AIK = secret("aik")
+
+
+@pytest.fixture
+def setup(tpm: Tpm12):
+    blob, _binding = tpm.TPM_MakeIdentity(OWNER, SRK, AIK)
+    aik = tpm.TPM_LoadKey2(C.TPM_KH_SRK, blob, SRK)
+    cid, _ = tpm.TPM_CreateCounter(OWNER, secret("c"))
+    return tpm, aik, rsa_public(Key12.from_bytes(blob).pub), cid
+
+
+def test_signed_log_verifies_and_tampering_fails(setup) -> None:
+    tpm, aik, pub, cid = setup
+    t = tpm.TPM_EstablishTransport(secret("t"))
+    with tpm.through(t):
+        value = tpm.TPM_IncrementCounter(cid, secret("c"))
+        assert tpm.TPM_ReadCounter(cid) == value
+    nonce = b"\x42" * 20
+    rel = tpm.TPM_ReleaseTransportSigned(aik, nonce, t, AIK)
+    assert L.verify_release(pub, nonce, rel.trans_digest, rel.signature)
+    assert not L.verify_release(pub, b"\x43" * 20, rel.trans_digest, rel.signature)  # replayed nonce
+    # drop, reorder or alter a logged command: the recomputed digest no longer verifies
+    variants = [t.entries[:1] + t.entries[2:], [t.entries[0], t.entries[2], t.entries[1]] + t.entries[3:],
+                [t.entries[0], dataclasses.replace(t.entries[1], out_digest=b"\x00" * 20)] + t.entries[2:]]
+    for entries in variants:
+        d = L.replay(entries, t.tick_nonce)
+        d = L.extend(L.release_input(d, tpm.last_in_digest), L.log_out(rel.ticks, tpm.last_in_digest))
+        assert not L.verify_release(pub, nonce, d, rel.signature)
+
+
+def test_command_outside_an_exclusive_session_ends_it(setup) -> None:
+    tpm, aik, _pub, cid = setup
+    t = tpm.TPM_EstablishTransport(secret("t"))
+    tpm.TPM_ReadCounter(cid)  # outside the session
+    with pytest.raises(TpmError, match="TPM_INVALID_AUTHHANDLE"):
+        tpm.TPM_ReleaseTransportSigned(aik, b"\x00" * 20, t, AIK)
+
+
+def test_wrong_transport_secret_is_refused(setup) -> None:
+    tpm, aik, _pub, cid = setup
+    t = tpm.TPM_EstablishTransport(secret("t"))
+    t.key = secret("not t")
+    with pytest.raises(TpmError, match="TPM_AUTHFAIL"), tpm.through(t):
+        tpm.TPM_ReadCounter(cid)
