@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -13,6 +14,15 @@ import pytest
 
 HERE = Path(__file__).parent
 COUNTING = HERE / "counting_experiment.py"
+
+# Register the counting experiment here and in every worker process these tests start.
+from trustlab.experiments import registry as _registry  # noqa: E402
+
+_mods = [m for m in os.environ.get(_registry.EXTRA_MODULES_ENV, "").split(os.pathsep) if m]
+if str(COUNTING) not in _mods:
+    os.environ[_registry.EXTRA_MODULES_ENV] = os.pathsep.join(_mods + [str(COUNTING)])
+if _registry._LOADED:
+    _registry._load_extra_modules()
 
 _PROBE = """
 <script>

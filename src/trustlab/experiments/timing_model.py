@@ -81,7 +81,7 @@ class TimingModel:
                 raise TrustlabError(f"profile {p.name!r} is family {p.family!r}; the timing model is TPM 1.2")
         rows, references = _table_ii(profiles, commands)
         fits = [_round_trip(p, args.noise, args.repeats, args.seed + i) for i, p in enumerate(profiles)]
-        data = {"table_ii": rows, "fit_round_trip": fits,
+        data = {"table_ii": rows, "fit_round_trip": fits, "summary": _summary(rows, fits),
                 "noise": args.noise, "repeats": args.repeats, "seed": args.seed}
         return Result(
             experiment="timing-model",
@@ -190,3 +190,17 @@ def _plots(rows: list[dict], fits: list[dict], names: list[str]) -> list[dict]:
 
 def _free(component: dict) -> bool:
     return not component["fixed"] and component["rel_error"] is not None
+
+
+def _summary(rows: list[dict], fits: list[dict]) -> dict:
+    """A few scalars per run, so a sweep's results table can compare runs at a glance."""
+    vs_paper = [abs(r["model_ms"] - r["paper_model_ms"]) / r["paper_model_ms"] * 100
+                for r in rows if r["paper_model_ms"]]
+
+    def worst(pred) -> float | None:
+        errs = [abs(c["rel_error"]) for f in fits for c in f["components"] if _free(c) and pred(c["component"])]
+        return max(errs) if errs else None
+
+    return {"max_pct_vs_paper_model": max(vs_paper) if vs_paper else None,
+            "fit_max_rel_error_rsa": worst(lambda c: c.startswith("rsa_")),
+            "fit_max_rel_error_other": worst(lambda c: not c.startswith("rsa_"))}

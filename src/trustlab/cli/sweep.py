@@ -1,0 +1,54 @@
+"""``trustlab sweep``: run a grid of experiment parameters, resumably, locally or on Dask."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+from trustlab.errors import TrustlabError
+from trustlab.sweep import load, run_sweep
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "sweep", help="run the cartesian product of experiment parameters (resumable, parallel)",
+        description="Run every point of a sweep spec (experiment x grid of parameters). Finished points "
+        "are cached under OUT/NAME/points, so an interrupted sweep resumes where it stopped. Points run "
+        "on local worker processes (joblib), or on a Dask distributed cluster with --scheduler.",
+        epilog="example: trustlab sweep examples/sweeps/fit-noise.toml --jobs 2 --out out/sweeps",
+    )
+    p.add_argument("spec", type=Path, metavar="SPEC.toml")
+    p.add_argument("--jobs", "-j", type=int, default=os.cpu_count() or 1, metavar="N",
+                   help="local worker processes (default: one per CPU; 1 runs in this process)")
+    p.add_argument("--scheduler", metavar="ADDRESS",
+                   help="Dask scheduler address, e.g. tcp://127.0.0.1:8786 (overrides --jobs)")
+    p.add_argument("--out", type=Path, default=Path("out/sweeps"), metavar="DIR",
+                   help="output directory; results go to DIR/NAME (default out/sweeps)")
+    p.add_argument("--dry-run", action="store_true", help="list the points and which are cached; run nothing")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.jobs < 1:
+        raise TrustlabError(f"--jobs {args.jobs}: need at least 1")
+    spec = load(args.spec)
+    if args.dry_run:
+        from trustlab.sweep.cache import PointCache
+
+        cache = PointCache(args.out / spec.name / "points")
+        for point in spec.points():
+            state = "cached" if cache.get(point.key) is not None else "pending"
+            print(f"{point.key}  {state:7}  {point.experiment} {' '.join(point.argv)}")
+        return 0
+    outcome = run_sweep(spec, args.out, jobs=args.jobs, scheduler=args.scheduler,
+                        progress=not args.no_progress)
+    total = len({p.key for p in outcome.points})
+    print(f"{outcome.out_dir}: {total} points, {outcome.cached} from cache, {outcome.executed} run, "
+          f"{len(outcome.failed)} failed")
+    for key in outcome.failed:
+        first = str(outcome.records[key].get("error", "")).splitlines()
+        print(f"  failed {key}: {first[0] if first else ''}")
+    print(f"results: {outcome.out_dir / 'results.csv'}; report: trustlab report {outcome.out_dir / 'points'}")
+    return 1 if outcome.failed else 0

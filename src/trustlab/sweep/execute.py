@@ -1,0 +1,61 @@
+"""Running sweep points: in-process, on local worker processes (joblib), or on Dask.
+
+Every backend calls the same :func:`run_point` on the worker, which runs the
+experiment exactly as ``trustlab run`` would and returns its record (or a
+failure record). Results stream back in completion order and are cached by the
+caller as they arrive; the final ordering is the spec's, so 1 job, N jobs and
+a cluster give identical result files. Experiments that need a TPM start their
+own swtpm inside the run, so each point — wherever it runs — has its own.
+"""
+
+from __future__ import annotations
+
+import traceback
+from typing import Any, Iterator, Sequence
+
+from trustlab.errors import TrustlabError
+from trustlab.sweep.spec import Point
+
+
+def run_point(key: str, experiment: str, argv: Sequence[str]) -> tuple[str, dict[str, Any]]:
+    """Run one point (on a worker); never raises, so one bad point cannot sink a sweep."""
+    from trustlab.experiments.registry import run_argv
+    from trustlab.report.records import failure
+
+    try:
+        return key, run_argv(experiment, list(argv)).to_record()
+    except TrustlabError as exc:
+        return key, failure(experiment, list(argv), str(exc))
+    except Exception as exc:  # an experiment's bug: keep the traceback for the report
+        tb = traceback.format_exc(limit=8)
+        return key, failure(experiment, list(argv), f"{type(exc).__name__}: {exc}\n{tb}")
+
+
+def serial(points: Sequence[Point]) -> Iterator[tuple[str, dict[str, Any]]]:
+    for p in points:
+        yield run_point(p.key, p.experiment, p.argv)
+
+
+def local_processes(points: Sequence[Point], jobs: int) -> Iterator[tuple[str, dict[str, Any]]]:
+    """joblib's process pool (loky); results as they complete."""
+    from joblib import Parallel, delayed
+
+    parallel = Parallel(n_jobs=jobs, backend="loky", return_as="generator_unordered")
+    yield from parallel(delayed(run_point)(p.key, p.experiment, p.argv) for p in points)
+
+
+def dask(points: Sequence[Point], address: str) -> Iterator[tuple[str, dict[str, Any]]]:
+    """A Dask distributed cluster at ``address`` (e.g. ``tcp://127.0.0.1:8786``)."""
+    from distributed import Client, as_completed
+
+    try:
+        client = Client(address, timeout="15s", set_as_default=False)
+    except (OSError, TimeoutError, ValueError) as exc:
+        raise TrustlabError(f"--scheduler {address}: cannot connect to a Dask scheduler ({exc})") from None
+    try:
+        futures = [client.submit(run_point, p.key, p.experiment, list(p.argv), pure=False, key=f"point-{p.key}")
+                   for p in points]
+        for fut in as_completed(futures, loop=client.loop):
+            yield fut.result()
+    finally:
+        client.close()

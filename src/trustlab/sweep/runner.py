@@ -1,0 +1,110 @@
+"""A whole sweep: points, cache, backend, progress bar, and the result files.
+
+Output layout under ``out/<name>/``::
+
+    points/<key>.json   the cache: one result record per finished point
+    results.json        [{key, experiment, params, argv, record}] in spec order
+    results.csv         one row per point: parameters, then the scalar fields of its data
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from tqdm import tqdm
+
+from trustlab.report.export import write_csv, write_json
+from trustlab.sweep import execute
+from trustlab.sweep.cache import PointCache
+from trustlab.sweep.spec import Point, SweepSpec
+
+
+@dataclass
+class SweepOutcome:
+    spec: SweepSpec
+    points: list[Point]
+    records: dict[str, dict[str, Any]]
+    cached: int = 0
+    executed: int = 0
+    failed: list[str] = field(default_factory=list)
+    out_dir: Path = Path(".")
+
+    def ordered(self) -> list[dict[str, Any]]:
+        return [{"key": p.key, "experiment": p.experiment, "params": p.params, "argv": list(p.argv),
+                 "record": self.records.get(p.key)} for p in self.points]
+
+
+def run_sweep(spec: SweepSpec, out_dir: Path, jobs: int = 1, scheduler: str | None = None,
+              progress: bool = True, on_result: Callable[[str, dict[str, Any]], None] | None = None
+              ) -> SweepOutcome:
+    points = spec.points()
+    unique = list({p.key: p for p in points}.values())
+    out_dir = Path(out_dir) / spec.name
+    cache = PointCache(out_dir / "points")
+    records: dict[str, dict[str, Any]] = {}
+    for p in unique:
+        rec = cache.get(p.key)
+        if rec is not None:
+            records[p.key] = rec
+    pending = [p for p in unique if p.key not in records]
+    outcome = SweepOutcome(spec, points, records, cached=len(records), out_dir=out_dir)
+    if scheduler:
+        stream = execute.dask(pending, scheduler)
+    elif jobs > 1 and len(pending) > 1:
+        stream = execute.local_processes(pending, jobs)
+    else:
+        stream = execute.serial(pending)
+    bar = tqdm(total=len(unique), initial=outcome.cached, desc=spec.name, unit="pt", disable=not progress,
+               dynamic_ncols=True)
+    try:
+        for key, record in stream:
+            outcome.executed += 1
+            if "data" in record:
+                cache.put(key, record)
+            else:
+                outcome.failed.append(key)
+            records[key] = record
+            if on_result is not None:
+                on_result(key, record)
+            bar.update(1)
+    finally:
+        bar.close()
+        close = getattr(stream, "close", None)
+        if close is not None:
+            close()
+    _write_results(outcome)
+    return outcome
+
+
+def _scalars(data: Any, prefix: str = "") -> dict[str, Any]:
+    """Scalar leaves of nested dicts, as dotted columns (lists are left to results.json)."""
+    out: dict[str, Any] = {}
+    if isinstance(data, dict):
+        for k, v in data.items():
+            out.update(_scalars(v, f"{prefix}{k}."))
+    elif isinstance(data, (int, float, str, bool)) or data is None:
+        out[prefix.rstrip(".") or "value"] = data
+    return out
+
+
+def _write_results(outcome: SweepOutcome) -> None:
+    rows = outcome.ordered()
+    write_json(outcome.out_dir / "results.json", rows)
+    table = []
+    for r in rows:
+        row: dict[str, Any] = {"experiment": r["experiment"]}
+        row.update({k: json.dumps(v) if isinstance(v, list) else v for k, v in r["params"].items()})
+        rec = r["record"]
+        if rec is None:
+            row["status"] = "not run"
+        elif "data" not in rec:
+            row["status"] = "failed"
+            row["error"] = str(rec.get("error", "")).splitlines()[0] if rec.get("error") else ""
+        else:
+            row["status"] = "ok"
+            row.update({f"data.{k}": v for k, v in _scalars(rec["data"]).items()})
+        table.append(row)
+    write_csv(outcome.out_dir / "results.csv", table)

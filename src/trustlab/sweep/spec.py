@@ -1,0 +1,117 @@
+"""Sweep specifications: which experiment, which parameters, which grid.
+
+A spec is a TOML file::
+
+    name = "fit-noise"                  # optional; default: the file's stem
+    experiment = "timing-model"         # or a list: a grid dimension of its own
+    [fixed]                             # parameters of every point
+    repeats = 5
+    [grid]                              # cartesian product, in the order written
+    noise = [0.0, 0.01, 0.05]
+    seed = [0, 1, 2]
+
+Parameter names are the experiment's own (``trustlab run NAME --help``); a
+value that is itself a list (``profile = [["a", "b"], ["c"]]``) is passed whole
+to a repeatable or multi-value option. Every point is checked against the
+experiment's declaration before anything runs, so a typo fails at once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from trustlab import __version__
+from trustlab.errors import TrustlabError
+from trustlab.experiments._params import argv_from_params
+from trustlab.experiments.registry import get, parse_args
+
+
+@dataclass(frozen=True)
+class Point:
+    """One run of a sweep: an experiment, its parameters, and the argv they become."""
+
+    experiment: str
+    params: dict[str, Any]
+    argv: tuple[str, ...]
+    key: str  # identifies the run for the cache: same experiment + argv + trustlab version
+
+
+@dataclass
+class SweepSpec:
+    name: str
+    experiments: list[str]
+    fixed: dict[str, Any] = field(default_factory=dict)
+    grid: dict[str, list[Any]] = field(default_factory=dict)
+    source: str = ""
+
+    def points(self) -> list[Point]:
+        dims = list(self.grid)
+        out = []
+        for experiment in self.experiments:
+            for combo in itertools.product(*(self.grid[d] for d in dims)):
+                params = dict(self.fixed)
+                params.update(zip(dims, combo))
+                try:
+                    argv = tuple(argv_from_params(experiment, params))
+                    parse_args(experiment, argv)  # convert and validate every value now
+                except TrustlabError as exc:
+                    raise TrustlabError(f"{self.source or self.name}: {exc}") from None
+                out.append(Point(experiment, params, argv, point_key(experiment, argv)))
+        return out
+
+
+def point_key(experiment: str, argv: tuple[str, ...] | list[str]) -> str:
+    doc = json.dumps({"experiment": experiment, "argv": list(argv), "trustlab": __version__})
+    return hashlib.sha256(doc.encode()).hexdigest()[:20]
+
+
+_TOP = {"name", "experiment", "fixed", "grid", "description"}
+
+
+def parse(doc: dict[str, Any], source: str, default_name: str = "sweep") -> SweepSpec:
+    unknown = sorted(set(doc) - _TOP)
+    if unknown:
+        raise TrustlabError(f"{source}: unknown key(s) {', '.join(unknown)} (allowed: {', '.join(sorted(_TOP))})")
+    exp = doc.get("experiment")
+    experiments = [exp] if isinstance(exp, str) else exp
+    if not experiments or not isinstance(experiments, list) or not all(isinstance(e, str) for e in experiments):
+        raise TrustlabError(f"{source}: 'experiment' must name a registered experiment (or a list of them)")
+    for e in experiments:
+        try:
+            get(e)
+        except TrustlabError as exc:
+            raise TrustlabError(f"{source}: {exc}") from None
+    fixed = doc.get("fixed", {})
+    grid = doc.get("grid", {})
+    if not isinstance(fixed, dict):
+        raise TrustlabError(f"{source}: [fixed] must be a table of parameter = value")
+    if not isinstance(grid, dict):
+        raise TrustlabError(f"{source}: [grid] must be a table of parameter = [values]")
+    for k, v in grid.items():
+        if not isinstance(v, list) or not v:
+            raise TrustlabError(f"{source}: grid.{k} must be a non-empty list of values")
+    both = sorted(set(fixed) & set(grid))
+    if both:
+        raise TrustlabError(f"{source}: parameter(s) {', '.join(both)} both fixed and in the grid")
+    name = doc.get("name", default_name)
+    if not isinstance(name, str) or not name or "/" in name or name.startswith("."):
+        raise TrustlabError(f"{source}: 'name' must be a plain name (it becomes a directory)")
+    return SweepSpec(name=name, experiments=experiments, fixed=dict(fixed), grid=dict(grid), source=source)
+
+
+def load(path: Path) -> SweepSpec:
+    try:
+        doc = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise TrustlabError(f"{path}: no such sweep spec") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise TrustlabError(f"{path}: cannot read ({exc})") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise TrustlabError(f"{path}: not valid TOML ({exc})") from None
+    return parse(doc, str(path), default_name=path.stem)

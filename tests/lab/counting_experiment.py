@@ -1,0 +1,53 @@
+"""A test-only experiment that logs every execution, so tests can count recomputation.
+
+Loaded through $TRUSTLAB_EXPERIMENT_MODULES (see conftest), which also reaches
+joblib and Dask worker processes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+
+import numpy as np
+
+from trustlab.errors import TrustlabError
+from trustlab.experiments.registry import Result, experiment
+
+
+@experiment("lab-counting", help="test experiment: logs each execution; value = x^2 + y + noise(seed)")
+class Counting:
+    flagship = [["--x", "2"]]
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("--x", type=int, default=0)
+        parser.add_argument("--y", type=float, default=0.0)
+        parser.add_argument("--seed", type=int, default=0)
+        parser.add_argument("--log", default=None)
+        parser.add_argument("--sleep", type=float, default=0.0)
+        parser.add_argument("--fail-on", type=int, default=None)
+        parser.add_argument("--user-error-on", type=int, default=None)
+
+    def run(self, args: argparse.Namespace) -> Result:
+        if args.log:
+            line = json.dumps({"x": args.x, "y": args.y, "seed": args.seed, "pid": os.getpid()}) + "\n"
+            fd = os.open(args.log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            try:
+                os.write(fd, line.encode())
+            finally:
+                os.close(fd)
+        if args.sleep:
+            time.sleep(args.sleep)
+        if args.fail_on is not None and args.x == args.fail_on:
+            raise RuntimeError(f"deliberate failure at x={args.x}")
+        if args.user_error_on is not None and args.x == args.user_error_on:
+            raise TrustlabError(f"--x {args.x}: deliberately refused")
+        noise = float(np.random.default_rng(args.seed).random())
+        value = args.x ** 2 + args.y + noise
+        return Result(experiment="lab-counting", params={"x": args.x, "y": args.y, "seed": args.seed},
+                      data={"x": args.x, "y": args.y, "seed": args.seed, "value": value},
+                      text=f"value = {value}",
+                      plots=[{"kind": "line", "title": "x^2", "xlabel": "x", "ylabel": "y",
+                              "series": [{"label": "x^2", "x": [0, 1, 2], "y": [0, 1, 4]}]}])

@@ -1,0 +1,165 @@
+"""Sweeps: grid expansion, resumable cache (counted executions), same results on 1, N jobs and Dask."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from trustlab.cli import main
+from trustlab.errors import TrustlabError
+from trustlab.sweep import parse, run_sweep
+
+
+def _spec(log: Path, **extra) -> dict:
+    return {"name": "count", "experiment": "lab-counting",
+            "fixed": {"log": str(log), **extra},
+            "grid": {"x": [0, 1, 2, 3], "y": [0.5, 1.5], "seed": [7, 8]}}
+
+
+def _executions(log: Path) -> list[dict]:
+    return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+
+
+def _values(outcome) -> list:
+    return [r["record"]["data"] for r in outcome.ordered()]
+
+
+def test_grid_is_the_cartesian_product_in_spec_order(tmp_path):
+    points = parse(_spec(tmp_path / "log"), "t").points()
+    assert len(points) == 16 and len({p.key for p in points}) == 16
+    assert points[0].params == {"log": str(tmp_path / "log"), "x": 0, "y": 0.5, "seed": 7}
+    assert points[1].params["seed"] == 8 and points[2].params["y"] == 1.5
+    assert "--x" in points[0].argv
+
+
+def test_same_results_serial_processes_and_dask(tmp_path):
+    serial = run_sweep(parse(_spec(tmp_path / "l1"), "t"), tmp_path / "a", jobs=1, progress=False)
+    procs = run_sweep(parse(_spec(tmp_path / "l2"), "t"), tmp_path / "b", jobs=2, progress=False)
+    assert serial.executed == procs.executed == 16
+    assert _values(serial) == _values(procs)
+    assert len({e["pid"] for e in _executions(tmp_path / "l2")}) >= 2  # really ran in worker processes
+
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+                                  dashboard_address=None, silence_logs=40) as cluster:
+        on_dask = run_sweep(parse(_spec(tmp_path / "l3"), "t"), tmp_path / "c",
+                            scheduler=cluster.scheduler_address, progress=False)
+    assert on_dask.executed == 16 and _values(on_dask) == _values(serial)
+    assert os.getpid() not in {e["pid"] for e in _executions(tmp_path / "l3")}
+    # the result files are byte-identical in their data, whatever ran them
+    files = [json.loads((tmp_path / d / "count" / "results.json").read_text()) for d in "abc"]
+    assert [[r["record"]["data"] for r in f] for f in files[1:]] == [[r["record"]["data"] for r in files[0]]] * 2
+
+
+def test_interrupted_sweep_resumes_without_recomputing(tmp_path):
+    """Kill a running sweep halfway (SIGKILL: no clean-up), resume, and count executions."""
+    log = tmp_path / "log"
+    spec_path = tmp_path / "count.toml"
+    spec_path.write_text(
+        f'name = "count"\nexperiment = "lab-counting"\n[fixed]\nlog = "{log}"\nsleep = 0.25\n'
+        '[grid]\nx = [0, 1, 2, 3]\ny = [0.5, 1.5]\nseed = [7, 8]\n')
+    points_dir = tmp_path / "out" / "count" / "points"
+    proc = subprocess.Popen([sys.executable, "-c", "import sys; from trustlab.cli import main; sys.exit(main())",
+                             "sweep", str(spec_path), "--jobs", "1",
+                             "--out", str(tmp_path / "out"), "--no-progress"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=os.environ.copy())
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if points_dir.is_dir() and len(list(points_dir.glob("*.json"))) >= 5:
+                break
+            assert proc.poll() is None, proc.stderr.read().decode()[-1000:]
+            time.sleep(0.05)
+        os.kill(proc.pid, signal.SIGKILL)
+    finally:
+        proc.wait(timeout=30)
+    cached_before = {p.stem for p in points_dir.glob("*.json")}
+    assert 5 <= len(cached_before) < 16, "the sweep should have been killed halfway"
+    first_run = len(_executions(log))
+
+    # the same points as the TOML file (sleep is a parameter, so it is part of each key)
+    spec = parse({**_spec(log), "fixed": {"log": str(log), "sleep": 0.25}}, "t")
+    keys = {p.key for p in spec.points()}
+    assert cached_before <= keys
+    executed_keys: list[str] = []
+    outcome = run_sweep(spec, tmp_path / "out", jobs=2, progress=False,
+                        on_result=lambda key, record: executed_keys.append(key))
+    assert outcome.cached == len(cached_before)
+    assert outcome.executed == 16 - len(cached_before) == len(_executions(log)) - first_run
+    assert set(executed_keys).isdisjoint(cached_before)
+    assert set(executed_keys) | cached_before == keys
+    assert all(r["record"] is not None and "data" in r["record"] for r in outcome.ordered())
+    again = run_sweep(spec, tmp_path / "out", jobs=2, progress=False)
+    assert again.executed == 0 and again.cached == 16
+
+
+def test_failed_points_are_reported_not_cached_and_retried(tmp_path, capsys):
+    log = tmp_path / "log"
+    spec = tmp_path / "s.toml"
+    spec.write_text(f'name = "f"\nexperiment = "lab-counting"\n[fixed]\nlog = "{log}"\nfail-on = 2\n'
+                    'user-error-on = 3\n[grid]\nx = [1, 2, 3]\n')
+    assert main(["sweep", str(spec), "--jobs", "1", "--out", str(tmp_path), "--no-progress"]) == 1
+    out = capsys.readouterr().out
+    assert "2 failed" in out and "deliberate failure at x=2" in out and "deliberately refused" in out
+    assert len(list((tmp_path / "f" / "points").glob("*.json"))) == 1
+    assert main(["sweep", str(spec), "--jobs", "1", "--out", str(tmp_path), "--no-progress"]) == 1
+    assert [e["x"] for e in _executions(log)] == [1, 2, 3, 2, 3]  # only the failures re-ran
+    csv_text = (tmp_path / "f" / "results.csv").read_text()
+    assert "failed" in csv_text and "ok" in csv_text
+
+
+def test_damaged_cache_file_is_recomputed(tmp_path):
+    spec = parse(_spec(tmp_path / "log"), "t")
+    run_sweep(spec, tmp_path, jobs=1, progress=False)
+    victim = sorted((tmp_path / "count" / "points").glob("*.json"))[3]
+    victim.write_text('{"experiment": "lab-counting", "da')
+    again = run_sweep(spec, tmp_path, jobs=1, progress=False)
+    assert again.executed == 1 and again.cached == 15
+
+
+@pytest.mark.parametrize("doc, message", [
+    ({"experiment": "nope"}, "unknown experiment 'nope'"),
+    ({"experiment": "lab-counting", "grid": {"z": [1]}}, "no parameter 'z'"),
+    ({"experiment": "lab-counting", "grid": {"x": 3}}, "grid.x must be a non-empty list"),
+    ({"experiment": "lab-counting", "grid": {"x": ["a"]}}, "invalid int value"),
+    ({"experiment": "lab-counting", "colour": 1}, "unknown key(s) colour"),
+    ({"experiment": "lab-counting", "fixed": {"x": 1}, "grid": {"x": [1]}}, "both fixed and in the grid"),
+    ({"experiment": "lab-counting", "name": "../up"}, "plain name"),
+])
+def test_bad_specs_fail_before_running(doc, message):
+    with pytest.raises(TrustlabError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        parse(doc, "spec.toml").points()
+
+
+def test_cli_errors_are_one_line(tmp_path, capsys):
+    bad = tmp_path / "bad.toml"
+    bad.write_text("experiment = [")
+    assert main(["sweep", str(bad)]) == 2
+    assert main(["sweep", str(tmp_path / "missing.toml")]) == 2
+    assert main(["sweep", str(bad), "--jobs", "0"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 3 and "not valid TOML" in err[0] and "no such sweep spec" in err[1]
+
+
+def test_dry_run_and_unreachable_scheduler(tmp_path, capsys):
+    spec = tmp_path / "s.toml"
+    spec.write_text('experiment = "lab-counting"\n[grid]\nx = [1, 2]\n')
+    assert main(["sweep", str(spec), "--dry-run", "--out", str(tmp_path)]) == 0
+    assert capsys.readouterr().out.count("pending") == 2
+    assert main(["sweep", str(spec), "--out", str(tmp_path), "--scheduler", "tcp://127.0.0.1:9",
+                 "--no-progress"]) == 2
+    assert "cannot connect to a Dask scheduler" in capsys.readouterr().err
+
+
+def test_example_specs_parse():
+    for path in sorted(Path(__file__).parents[2].joinpath("examples", "sweeps").glob("*.toml")):
+        from trustlab.sweep import load
+
+        assert load(path).points(), path
