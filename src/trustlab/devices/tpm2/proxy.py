@@ -55,6 +55,7 @@ class TraceRecord:
     unmodelled: bool
     missing: list[str] = field(default_factory=list)
     breakdown: dict[str, float] = field(default_factory=dict)
+    terms: dict[str, float] = field(default_factory=dict)
 
 
 def precise_sleep_until(deadline: float) -> None:
@@ -287,7 +288,8 @@ class TimingProxy:
         record = TraceRecord(seq=self._seq, command=a.command, code=f"{a.code:#x}", variant=a.variant,
                              framing=framing, in_bytes=a.in_bytes, out_bytes=a.out_bytes, rc=a.rc,
                              modelled_ms=modelled, backend_ms=backend_ms, held_ms=held_ms,
-                             unmodelled=not a.modelled, missing=list(a.missing), breakdown=dict(breakdown))
+                             unmodelled=not a.modelled, missing=list(a.missing), breakdown=dict(breakdown),
+                             terms=dict(a.terms))
         if len(self.records) >= self._keep:
             del self.records[: self._keep // 2]
         self.records.append(record)

@@ -1,0 +1,66 @@
+"""``trustlab serve``: a TPM 2.0 at a real chip's speed, for unmodified TSS clients."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+
+from trustlab.errors import TrustlabError
+from trustlab.timing import registry
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "serve", help="serve a TPM 2.0 (swtpm) through a timing proxy",
+        description="Listen with swtpm's protocol (data port P, control port P+1; the data port also "
+        "accepts MS-simulator TPM_SEND_COMMAND frames), forward each command to the backend and hold "
+        "the response until the profile's modelled time for it has passed.",
+        epilog="example: trustlab serve --profile nuvoton-npct75x-7.2.0.1-jcalgtest --port 2321 & "
+        "TPM2TOOLS_TCTI=swtpm:port=2321 tpm2_getrandom 8",
+    )
+    p.add_argument("--profile", required=True, metavar="NAME", help="tpm2 profile name or .toml path")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=2321, help="data port P (control is P+1); 0 picks free ports")
+    p.add_argument("--backend", default="swtpm", metavar="SPEC",
+                   help="swtpm (start a fresh one), tcp:HOST:PORT (a swtpm-protocol TPM), device:/dev/tpmrm0")
+    p.add_argument("--virtual", action="store_true", help="do not sleep; only record modelled times")
+    p.add_argument("--trace", metavar="FILE.jsonl", help="append one JSON line per command")
+    p.add_argument("--control", choices=("swtpm", "mssim"), default="swtpm",
+                   help="protocol of port P+1: swtpm's control channel (default) or the MS simulator's "
+                   "platform port (for mssim: TCTIs)")
+    p.add_argument("--seed", type=int, default=0, help="seed for drawing from spreads (key generation)")
+    p.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from trustlab.devices.tpm2.proxy import TimingProxy
+
+    profile = registry.load(args.profile)
+    if profile.family != "tpm2":
+        raise TrustlabError(f"profile {profile.name!r} is of family {profile.family!r}; serve needs a tpm2 profile "
+                            f"(see 'trustlab profiles list')")
+    if not 0 <= args.port < 65535:
+        raise TrustlabError(f"--port {args.port}: expected 0..65534")
+    try:
+        proxy = TimingProxy(profile, args.backend, virtual=args.virtual, trace=args.trace, host=args.host,
+                            port=args.port, seed=args.seed, control=args.control)
+    except OSError as exc:
+        raise TrustlabError(f"cannot start the proxy: {exc}") from None
+    done = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: done.set())
+    mode = "virtual" if args.virtual else "realtime"
+    print(f"trustlab serve: {profile.name} ({mode}) on {args.host}:{proxy.port} (control {proxy.ctrl_port}), "
+          f"backend {proxy.backend.describe()}", flush=True)
+    tcti = proxy.mssim_tcti if args.control == "mssim" else proxy.tcti
+    print(f"TPM2TOOLS_TCTI={tcti}", flush=True)
+    try:
+        done.wait()
+    finally:
+        proxy.stop()
+        n = len(proxy.records)
+        print(f"trustlab serve: stopped after {n} command(s), {proxy.clock.now_ms:.1f} ms modelled",
+              file=sys.stderr, flush=True)
+    return 0

@@ -1,0 +1,404 @@
+"""The measurement suite: time TPM 2.0 commands over any TCTI (tpm2-pytss).
+
+This is how a real chip becomes a profile, as the 2010 paper did for TPM 1.2:
+each command is repeated, the wall time of each call is taken on the host, and
+error-aborted variants (a handle that does not exist, a wrong password) time
+the command path without its cryptography, which isolates the overheads.
+The rows go straight into ``trustlab fit``: ``command,variant,ms`` plus sd, n
+and percentiles; every (command, variant) has a registered formula in family
+``tpm2`` whose coefficients are the suite's wire sizes.
+
+Each timed step issues exactly one TPM command (setup and clean-up are not
+timed); a test checks that against the proxy's trace.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import os
+import struct
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterable
+
+from trustlab.errors import TrustlabError
+
+SUITES = ("small", "full")
+
+NV_DATA_INDEX = 0x01500010
+NV_BIG_INDEX = 0x01500011
+NV_COUNTER_INDEX = 0x01500012
+NV_SCRATCH_INDEX = 0x01500013
+
+
+@dataclass(frozen=True)
+class Row:
+    """Summary of one (command, variant) over its repetitions; a ``trustlab fit`` row."""
+
+    command: str
+    variant: str
+    ms: float
+    sd: float
+    n: int
+    min: float
+    max: float
+    p50: float
+    p90: float
+    p95: float
+    p99: float
+
+    @staticmethod
+    def of(command: str, variant: str, samples: list[float]) -> "Row":
+        xs = sorted(samples)
+        n = len(xs)
+        mean = sum(xs) / n
+        sd = math.sqrt(sum((x - mean) ** 2 for x in xs) / (n - 1)) if n > 1 else 0.0
+        return Row(command, variant, mean, sd, n, xs[0], xs[-1], _pct(xs, 50), _pct(xs, 90), _pct(xs, 95),
+                   _pct(xs, 99))
+
+
+def _pct(xs: list[float], p: float) -> float:
+    """Linear-interpolated percentile of sorted samples (numpy's default method)."""
+    if len(xs) == 1:
+        return xs[0]
+    k = (len(xs) - 1) * p / 100.0
+    lo = math.floor(k)
+    hi = min(lo + 1, len(xs) - 1)
+    return xs[lo] + (xs[hi] - xs[lo]) * (k - lo)
+
+
+FIELDS = ["command", "variant", "ms", "sd", "n", "min", "max", "p50", "p90", "p95", "p99"]
+
+
+def write_csv(rows: Iterable[Row], path: Path) -> None:
+    with path.open("w", newline="", encoding="utf-8") as fh:
+        w = csv.writer(fh)
+        w.writerow(FIELDS)
+        for r in rows:
+            w.writerow([r.command, r.variant] + [f"{getattr(r, f):.6g}" if isinstance(getattr(r, f), float)
+                                                 else getattr(r, f) for f in FIELDS[2:]])
+
+
+def open_tcti(spec: str):
+    """``swtpm:port=P``, ``mssim:host=H,port=P``, ``device:/dev/tpmrm0`` ... -> a TCTILdr.
+
+    The TSS logs every TPM error to stderr; the suite provokes errors on
+    purpose, so its logging is silenced unless the user set ``TSS2_LOG``.
+    """
+    os.environ.setdefault("TSS2_LOG", "all+NONE")
+    from tpm2_pytss import TCTILdr
+    from tpm2_pytss.TSS2_Exception import TSS2_Exception
+
+    name, _, conf = spec.partition(":")
+    if not name:
+        raise TrustlabError(f"--tcti {spec!r}: expected NAME[:CONF], e.g. swtpm:port=2321 or device:/dev/tpmrm0")
+    try:
+        return TCTILdr(name, conf or None)
+    except TSS2_Exception as exc:
+        raise TrustlabError(f"--tcti {spec!r}: cannot open: {exc}") from None
+
+
+Step = tuple[str, str, Callable[[], object]]
+
+
+class Suite:
+    """Objects the suite needs (keys, NV indices, sessions), created untimed."""
+
+    def __init__(self, esys) -> None:
+        from tpm2_pytss.constants import ESYS_TR, TPM2_ALG, TPM2_ECC, TPM2_SE, TPMA_NV, TPMA_OBJECT
+        from tpm2_pytss.types import (
+            TPM2B_NV_PUBLIC,
+            TPM2B_PUBLIC,
+            TPM2B_SENSITIVE_CREATE,
+            TPMS_NV_PUBLIC,
+            TPMS_SENSITIVE_CREATE,
+            TPMT_RSA_DECRYPT,
+            TPMT_SIG_SCHEME,
+        )
+
+        self.esys = esys
+        self.ESYS_TR, self.TPM2_ALG, self.TPM2_SE = ESYS_TR, TPM2_ALG, TPM2_SE
+        self.TPM2B_PUBLIC, self.TPM2B_SENSITIVE_CREATE = TPM2B_PUBLIC, TPM2B_SENSITIVE_CREATE
+        self.TPMS_SENSITIVE_CREATE = TPMS_SENSITIVE_CREATE
+        sign_attrs = (TPMA_OBJECT.SIGN_ENCRYPT | TPMA_OBJECT.USERWITHAUTH | TPMA_OBJECT.SENSITIVEDATAORIGIN
+                      | TPMA_OBJECT.FIXEDTPM | TPMA_OBJECT.FIXEDPARENT | TPMA_OBJECT.NODA)
+        dec_attrs = (TPMA_OBJECT.DECRYPT | TPMA_OBJECT.USERWITHAUTH | TPMA_OBJECT.SENSITIVEDATAORIGIN
+                     | TPMA_OBJECT.FIXEDTPM | TPMA_OBJECT.FIXEDPARENT | TPMA_OBJECT.NODA)
+        self.templates = {
+            "rsa2048": TPM2B_PUBLIC.parse("rsa2048:rsassa-sha256:null", objectAttributes=sign_attrs),
+            "ecc256": TPM2B_PUBLIC.parse("ecc256:ecdsa-sha256:null", objectAttributes=sign_attrs),
+            "rsa2048-decrypt": TPM2B_PUBLIC.parse("rsa2048:null:null", objectAttributes=dec_attrs),
+            "ecc256-decrypt": TPM2B_PUBLIC.parse("ecc256:null:null", objectAttributes=dec_attrs),
+            "hmac": TPM2B_PUBLIC.parse("hmac:sha256", objectAttributes=sign_attrs),
+            "seal": TPM2B_PUBLIC.parse(
+                "keyedhash", objectAttributes=(TPMA_OBJECT.USERWITHAUTH | TPMA_OBJECT.FIXEDTPM
+                                                     | TPMA_OBJECT.FIXEDPARENT | TPMA_OBJECT.NODA)),
+        }
+        self.scheme = {
+            "rsa2048": TPMT_SIG_SCHEME(scheme=TPM2_ALG.RSASSA),
+            "ecc256": TPMT_SIG_SCHEME(scheme=TPM2_ALG.ECDSA),
+        }
+        self.scheme["rsa2048"].details.any.hashAlg = TPM2_ALG.SHA256
+        self.scheme["ecc256"].details.any.hashAlg = TPM2_ALG.SHA256
+        self.oaep = TPMT_RSA_DECRYPT(scheme=TPM2_ALG.OAEP)
+        self.oaep.details.oaep.hashAlg = TPM2_ALG.SHA256
+        self.digest = bytes(range(32))
+
+        # the storage parent: an ECC primary (fast to create on every chip)
+        self.parent, *_ = esys.create_primary(None, "ecc256:aes128cfb")
+        self.blobs = {}
+        for kind in ("rsa2048", "ecc256", "rsa2048-decrypt", "ecc256-decrypt", "hmac"):
+            priv, pub, *_ = esys.create(self.parent, None, self.templates[kind])
+            self.blobs[kind] = (priv, pub)
+        sealed = TPM2B_SENSITIVE_CREATE(TPMS_SENSITIVE_CREATE(data=b"trustlab sealed secret 32 bytes!"))
+        self.sealed_in = sealed
+        priv, pub, *_ = esys.create(self.parent, sealed, self.templates["seal"])
+        self.blobs["seal"] = (priv, pub)
+        self.keys: dict[str, object] = {}  # kind -> ESYS_TR of the loaded copy (few slots: see ensure())
+        self.signatures = {}
+        for k in ("rsa2048", "ecc256"):
+            self.ensure(k)
+            self.signatures[k] = esys.sign(self.keys[k], self.digest, self.scheme[k])
+        self.ensure("rsa2048-decrypt")
+        self.ciphertext = esys.rsa_encrypt(self.keys["rsa2048-decrypt"], self.digest, self.oaep)
+
+        nv_attrs = TPMA_NV.OWNERWRITE | TPMA_NV.OWNERREAD | TPMA_NV.AUTHWRITE | TPMA_NV.AUTHREAD | TPMA_NV.NO_DA
+        self.nv_public = {}
+        for index, size, extra in ((NV_DATA_INDEX, 32, 0), (NV_BIG_INDEX, 512, 0), (NV_SCRATCH_INDEX, 32, 0),
+                                   (NV_COUNTER_INDEX, 8, TPM2_NT_COUNTER << 4)):
+            self.nv_public[index] = TPM2B_NV_PUBLIC(TPMS_NV_PUBLIC(
+                nvIndex=index, nameAlg=TPM2_ALG.SHA256, attributes=nv_attrs | extra, dataSize=size))
+        self.nv = {}
+        for index in (NV_DATA_INDEX, NV_BIG_INDEX, NV_COUNTER_INDEX):
+            self._undefine_if_present(index)
+            self.nv[index] = esys.nv_define_space(b"", self.nv_public[index])
+        self._undefine_if_present(NV_SCRATCH_INDEX)
+        esys.nv_write(self.nv[NV_DATA_INDEX], b"\x5a" * 32)
+        esys.nv_write(self.nv[NV_BIG_INDEX], b"\xa5" * 512)
+        esys.nv_increment(self.nv[NV_COUNTER_INDEX])
+        self.ECC = TPM2_ECC
+        self.pcrs = "sha256:0,1,2,3"
+        self._pending: list = []
+
+    def ensure(self, *kinds: str) -> None:
+        """Have exactly ``kinds`` (plus the parent) loaded, untimed.
+
+        A TPM holds only a few transient objects (libtpms: 3) and the suite
+        talks to the TPM without a resource manager, so keys are loaded on
+        demand before a step and flushed when another step needs the slots.
+        """
+        for kind in [k for k in self.keys if k not in kinds]:
+            self.esys.flush_context(self.keys.pop(kind))
+        for kind in kinds:
+            if kind not in self.keys:
+                self.keys[kind] = self.esys.load(self.parent, *self.blobs[kind])
+
+    def _undefine_if_present(self, index: int) -> None:
+        try:
+            handle = self.esys.tr_from_tpmpublic(index)
+        except Exception:  # noqa: BLE001 - not defined (TPM_RC_HANDLE) is the usual case
+            return
+        self.esys.nv_undefine_space(handle)
+
+    def close(self) -> None:
+        esys = self.esys
+        for index, handle in list(self.nv.items()):
+            try:
+                esys.nv_undefine_space(handle)
+            except Exception:  # noqa: BLE001 - clean-up is best effort
+                pass
+        for handle in list(self.keys.values()) + [self.parent]:
+            try:
+                esys.flush_context(handle)
+            except Exception:  # noqa: BLE001
+                pass
+
+    # ---- steps: (command, variant, keys needed, timed call, untimed clean-up) ----
+
+    def steps(self, suite: str) -> list[tuple[str, str, tuple[str, ...], Callable[[], object],
+                                              Callable[[object], None] | None]]:
+        e = self.esys
+        k = self.keys
+        flush = e.flush_context
+        sha256 = self.TPM2_ALG.SHA256
+        s: list = [
+            ("TPM2_GetRandom", "32", (), lambda: e.get_random(32), None),
+            ("TPM2_Hash", "32", (), lambda: e.hash(b"\x11" * 32, sha256, self.ESYS_TR.OWNER), None),
+            ("TPM2_Hash", "1024", (), lambda: e.hash(b"\x22" * 1024, sha256, self.ESYS_TR.OWNER), None),
+            ("TPM2_NV_Write", "32", (), lambda: e.nv_write(self.nv[NV_DATA_INDEX], b"\x33" * 32), None),
+            ("TPM2_NV_Write", "512", (), lambda: e.nv_write(self.nv[NV_BIG_INDEX], b"\x44" * 512), None),
+            ("TPM2_NV_Read", "32", (), lambda: e.nv_read(self.nv[NV_DATA_INDEX], 32), None),
+            ("TPM2_NV_Read", "512", (), lambda: e.nv_read(self.nv[NV_BIG_INDEX], 512), None),
+            ("TPM2_NV_Increment", "counter", (), lambda: e.nv_increment(self.nv[NV_COUNTER_INDEX]), None),
+            ("TPM2_Sign", "ecc256", ("ecc256",), lambda: e.sign(k["ecc256"], self.digest, self.scheme["ecc256"]),
+             None),
+            ("TPM2_Sign", "bad-handle", (), self._raw_sign_bad_handle, None),
+        ]
+        if suite == "small":
+            return s
+        s += [
+            ("TPM2_CreatePrimary", "rsa2048", (), lambda: e.create_primary(None, self.templates["rsa2048"])[0],
+             flush),
+            ("TPM2_CreatePrimary", "ecc256", (), lambda: e.create_primary(None, self.templates["ecc256"])[0],
+             flush),
+            ("TPM2_Create", "rsa2048", (), lambda: e.create(self.parent, None, self.templates["rsa2048"]), None),
+            ("TPM2_Create", "ecc256", (), lambda: e.create(self.parent, None, self.templates["ecc256"]), None),
+            ("TPM2_Create", "seal", (), lambda: e.create(self.parent, self.sealed_in, self.templates["seal"]),
+             None),
+            ("TPM2_Load", "rsa2048", (), lambda: e.load(self.parent, *self.blobs["rsa2048"]), flush),
+            ("TPM2_Load", "ecc256", (), lambda: e.load(self.parent, *self.blobs["ecc256"]), flush),
+            ("TPM2_FlushContext", "ecc256", (), self._timed_flush, None),
+            ("TPM2_Sign", "rsa2048", ("rsa2048",),
+             lambda: e.sign(k["rsa2048"], self.digest, self.scheme["rsa2048"]), None),
+            ("TPM2_VerifySignature", "rsa2048", ("rsa2048",),
+             lambda: e.verify_signature(k["rsa2048"], self.digest, self.signatures["rsa2048"]), None),
+            ("TPM2_VerifySignature", "ecc256", ("ecc256",),
+             lambda: e.verify_signature(k["ecc256"], self.digest, self.signatures["ecc256"]), None),
+            ("TPM2_RSA_Encrypt", "rsa2048", ("rsa2048-decrypt",),
+             lambda: e.rsa_encrypt(k["rsa2048-decrypt"], self.digest, self.oaep), None),
+            ("TPM2_RSA_Decrypt", "rsa2048", ("rsa2048-decrypt",),
+             lambda: e.rsa_decrypt(k["rsa2048-decrypt"], self.ciphertext, self.oaep), None),
+            ("TPM2_HMAC", "32", ("hmac",), lambda: e.hmac(k["hmac"], b"\x55" * 32, sha256), None),
+            ("TPM2_HMAC", "1024", ("hmac",), lambda: e.hmac(k["hmac"], b"\x66" * 1024, sha256), None),
+            ("TPM2_NV_DefineSpace", "32", (), lambda: e.nv_define_space(b"", self.nv_public[NV_SCRATCH_INDEX]),
+             lambda h: e.nv_undefine_space(h)),
+            ("TPM2_Quote", "ecc256", ("ecc256",), lambda: e.quote(k["ecc256"], self.pcrs, b"nonce-0123456789",
+                                                                 self.scheme["ecc256"]), None),
+            ("TPM2_Quote", "rsa2048", ("rsa2048",), lambda: e.quote(k["rsa2048"], self.pcrs, b"nonce-0123456789",
+                                                                   self.scheme["rsa2048"]), None),
+            ("TPM2_StartAuthSession", "unsalted", (), lambda: e.start_auth_session(
+                self.ESYS_TR.NONE, self.ESYS_TR.NONE, self.TPM2_SE.HMAC, "aes128cfb", sha256), flush),
+            ("TPM2_StartAuthSession", "ecc256-salted", ("ecc256-decrypt",), lambda: e.start_auth_session(
+                k["ecc256-decrypt"], self.ESYS_TR.NONE, self.TPM2_SE.HMAC, "aes128cfb", sha256), flush),
+            ("TPM2_StartAuthSession", "rsa2048-salted", ("rsa2048-decrypt",), lambda: e.start_auth_session(
+                k["rsa2048-decrypt"], self.ESYS_TR.NONE, self.TPM2_SE.HMAC, "aes128cfb", sha256), flush),
+            ("TPM2_PolicyPCR", "sha256", (), self._timed_policy_pcr, None),
+            ("TPM2_Unseal", "seal", ("seal",), lambda: e.unseal(k["seal"]), None),
+            ("TPM2_Sign", "bad-auth", ("ecc256",), self._sign_bad_auth, None),
+            ("TPM2_NV_Read", "bad-auth", (), self._nv_read_bad_auth, None),
+        ]
+        return s
+
+    # ---- steps that need more than one call --------------------------------
+
+    def _raw_sign_bad_handle(self) -> object:
+        """TPM2_Sign on a handle that does not exist, sent as a raw frame (ESAPI would refuse)."""
+        body = struct.pack(">I", 0x80FFFFF0)  # keyHandle
+        body += struct.pack(">I", 9) + struct.pack(">IHBH", 0x40000009, 0, 1, 0)  # password session
+        body += struct.pack(">H", 32) + self.digest + struct.pack(">HH", 0x0018, 0x000B)
+        body += struct.pack(">HIH", 0x8024, 0x40000007, 0)  # validation: TPMT_TK_HASHCHECK NULL ticket
+        frame = struct.pack(">HII", 0x8002, 10 + len(body), 0x15D) + body
+        tcti = self.esys.tcti
+        tcti.transmit(frame)
+        return tcti.receive()
+
+    def _timed_flush(self) -> None:
+        raise _Split(lambda: self.esys.load(self.parent, *self.blobs["ecc256"]), self.esys.flush_context)
+
+    def _timed_policy_pcr(self) -> None:
+        def start():
+            return self.esys.start_auth_session(self.ESYS_TR.NONE, self.ESYS_TR.NONE, self.TPM2_SE.POLICY,
+                                                "aes128cfb", self.TPM2_ALG.SHA256)
+        raise _Split(start, lambda s: self.esys.policy_pcr(s, b"", self.pcrs), self.esys.flush_context)
+
+    def _sign_bad_auth(self) -> None:
+        key = self.keys["ecc256"]
+
+        def wrong():
+            self.esys.tr_set_auth(key, b"wrong password")
+
+        def attempt(_):
+            try:
+                self.esys.sign(key, self.digest, self.scheme["ecc256"])
+            except Exception:  # noqa: BLE001 - the failure is what is measured
+                return
+            raise TrustlabError("TPM2_Sign with a wrong password succeeded")
+
+        raise _Split(wrong, attempt, lambda _: self.esys.tr_set_auth(key, b""))
+
+    def _nv_read_bad_auth(self) -> None:
+        handle = self.nv[NV_DATA_INDEX]
+
+        def wrong():
+            self.esys.tr_set_auth(handle, b"wrong password")
+
+        def attempt(_):
+            try:
+                self.esys.nv_read(handle, 32, auth_handle=handle)
+            except Exception:  # noqa: BLE001
+                return
+            raise TrustlabError("TPM2_NV_Read with a wrong password succeeded")
+
+        raise _Split(wrong, attempt, lambda _: self.esys.tr_set_auth(handle, b""))
+
+
+TPM2_NT_COUNTER = 0x1
+
+
+class _Split(Exception):
+    """A step made of untimed set-up, the timed call, and untimed clean-up."""
+
+    def __init__(self, setup, timed=None, cleanup=None) -> None:
+        super().__init__("split step")
+        self.setup, self.timed, self.cleanup = setup, timed, cleanup
+
+
+def _run_once(fn: Callable[[], object], cleanup: Callable[[object], None] | None) -> float:
+    """Wall time (ms) of one timed call; set-up and clean-up are not timed."""
+    try:
+        t0 = time.perf_counter()
+        out = fn()
+        ms = (time.perf_counter() - t0) * 1000.0
+    except _Split as split:
+        prepared = split.setup()
+        if split.timed is None:  # a flush: setup made the object, clean-up is the timed call
+            t0 = time.perf_counter()
+            split.cleanup(prepared)
+            return (time.perf_counter() - t0) * 1000.0
+        t0 = time.perf_counter()
+        split.timed(prepared)
+        ms = (time.perf_counter() - t0) * 1000.0
+        if split.cleanup is not None:
+            split.cleanup(prepared)
+        return ms
+    if cleanup is not None:
+        cleanup(out)
+    return ms
+
+
+def measure(tcti_spec: str, suite: str = "small", repeat: int = 10, warmup: int = 1,
+            progress: Callable[[str, str], None] | None = None, tcti=None) -> list[Row]:
+    """Run ``suite`` ``repeat`` times per step against the TPM at ``tcti_spec``."""
+    from tpm2_pytss import ESAPI
+    from tpm2_pytss.TSS2_Exception import TSS2_Exception
+
+    if suite not in SUITES:
+        raise TrustlabError(f"--suite {suite!r}: expected one of {', '.join(SUITES)}")
+    if repeat < 1:
+        raise TrustlabError(f"--repeat {repeat}: must be at least 1")
+    tcti = tcti or open_tcti(tcti_spec)
+    try:
+        esys = ESAPI(tcti)
+    except TSS2_Exception as exc:
+        raise TrustlabError(f"--tcti {tcti_spec!r}: cannot talk to the TPM: {exc}") from None
+    rows: list[Row] = []
+    try:
+        s = Suite(esys)
+        try:
+            for command, variant, needs, fn, cleanup in s.steps(suite):
+                s.ensure(*needs)
+                if progress:
+                    progress(command, variant)
+                for _ in range(warmup):
+                    _run_once(fn, cleanup)
+                samples = [_run_once(fn, cleanup) for _ in range(repeat)]
+                rows.append(Row.of(command, variant, samples))
+        finally:
+            s.close()
+    except TSS2_Exception as exc:
+        raise TrustlabError(f"measurement on {tcti_spec!r} failed: {exc}") from None
+    finally:
+        esys.close()
+    return rows
