@@ -163,6 +163,8 @@ class CardCrypto:
             des_key = key[:8] if c.startswith("des") else key[:24] if len(key) >= 24 else key[:16]
             if len(des_key) not in (8, 16, 24):
                 raise TrustlabError(f"{c} needs an 8, 16 or 24-byte key, got {len(key)}")
+            if len(des_key) == 8:  # single DES = EDE with K1 = K2 = K3
+                des_key = des_key * 3
             e, d = _ecb(TripleDES(des_key))
             return KeyedCipher(c, e, d)
         except ValueError as exc:
