@@ -336,6 +336,22 @@ class Tpm12:
     def TPM_ReleaseCounter(self, count_id: int, auth: Auth) -> None:
         self.call("TPM_ReleaseCounter", params=Writer().u32(count_id).bytes(), auth=[auth])
 
+    # ---- what-if: hash tree ----------------------------------------------------------
+    def TPM_ExecuteHashTree(self, key: int, mode: int, index: int, old_leaf: bytes,
+                            new_leaf: bytes, siblings: Sequence[bytes], nonce: bytes,
+                            auth: Auth) -> tuple[bytes, bytes]:
+        """Returns (root now held by the TPM, signature over TPM_HASHTREE_INFO; empty for INIT).
+
+        ``mode``: 0 INIT (``auth`` is the owner secret, ``new_leaf`` the root),
+        1 READ, 2 UPDATE; leaves are leaf *hashes* (see ``merkle.leaf_hash``).
+        """
+        w = (Writer().u8(mode).u32(index >> 32).u32(index & 0xFFFFFFFF).raw(old_leaf).raw(new_leaf)
+             .raw(nonce).u32(len(siblings)))
+        for s in siblings:
+            w.raw(s)
+        _, r = self.call("TPM_ExecuteHashTree", handles=[key], params=w.bytes(), auth=[auth])
+        return r.raw(20), r.sized()
+
     # ---- transport sessions -------------------------------------------------------------
     def TPM_EstablishTransport(self, transport_secret: bytes, *, exclusive: bool = True,
                                logged: bool = True) -> HostTransport:
@@ -373,3 +389,4 @@ class Tpm12:
         d = L.replay(transport.entries, transport.tick_nonce)
         d = L.extend(L.release_input(d, self.last_in_digest), L.log_out(ticks, self.last_in_digest))
         return TransportRelease(sig, ticks, anti_replay, d)
+
