@@ -69,6 +69,7 @@ class FirmwareTpm:
         self._boot_physical = 0.0
         self._clock_base = 0
         self.last_frames = 0
+        self.commit_log: list[FtpmState] = []  # every state committed, in order (crash testing)
 
     # ---- time ----------------------------------------------------------------
 
@@ -95,24 +96,39 @@ class FirmwareTpm:
             raise
         self.last_frames = self.nv.last_frames
         self.state = new
+        self.commit_log.append(new)
 
     def _refuse_unpersisted(self, why: str) -> TpmRefused:
         return TpmRefused(why, "TPM_RC_NV_UNAVAILABLE")
 
     # ---- the clock, first thing in every command (fate sharing) ---------------------
 
+    def _decayed(self, s: FtpmState, now: int) -> FtpmState:
+        """TPM 2.0 self-healing: one failed try forgiven per ``recovery_ms`` of TPM clock."""
+        if s.failed_tries == 0 or self.recovery_ms <= 0 or now < s.da_clock:
+            return s
+        k = (now - s.da_clock) // self.recovery_ms
+        if k == 0:
+            return s
+        failed = max(0, s.failed_tries - k)
+        return replace(s, failed_tries=failed, da_clock=s.da_clock + k * self.recovery_ms if failed else 0)
+
     def _tick(self) -> None:
         if not self.started:
             raise TpmRefused("TPM2_Startup has not run", "TPM_RC_INITIALIZE")
         now = self.tpm_clock()
-        s = self.state
-        if s.lockout_until and now >= s.lockout_until and s.failed_tries >= self.max_tries:
-            s = replace(s, failed_tries=0, lockout_until=0)
-        if now // self.period > s.nv_clock // self.period or s != self.state:
+        s = self._decayed(self.state, now)
+        if now // self.period > s.nv_clock // self.period:
+            # fate sharing: no service until the clock is persisted
             try:
                 self._persist(replace(s, nv_clock=now, clock_safe=True))
             except (StorageUnavailable, RpmbError) as exc:
                 raise self._refuse_unpersisted(f"NVClock could not be persisted ({exc})") from None
+        elif s != self.state:
+            try:  # opportunistic: losing a decrement only keeps the counter higher
+                self._persist(s)
+            except (StorageUnavailable, RpmbError):
+                self.state = s
 
     # ---- boot ----------------------------------------------------------------------
 
@@ -134,15 +150,15 @@ class FirmwareTpm:
             self._boot_physical = self.clock.now_ms
             safe = s.clock_safe and s.orderly
             failed = s.failed_tries
-            lockout_until = s.lockout_until
+            da_clock = s.da_clock
             if self.policy == "dirty-bit" and s.dirty:
                 # rebooted inside a dark period: indistinguishable from a rollback attack
-                failed, lockout_until = self.max_tries, s.nv_clock + self.recovery_ms
+                failed, da_clock = self.max_tries, s.nv_clock
             if self.policy == "tpm2-nonorderly" and not s.orderly and not first_boot:
+                if failed == 0:
+                    da_clock = s.nv_clock
                 failed = min(self.max_tries, failed + 1)
-                if failed >= self.max_tries:
-                    lockout_until = max(lockout_until, s.nv_clock + self.recovery_ms)
-            new = replace(s, failed_tries=failed, lockout_until=lockout_until, clock_safe=safe,
+            new = replace(s, failed_tries=failed, da_clock=da_clock, clock_safe=safe,
                           orderly=False, boot_count=s.boot_count + 1,
                           dirty=self.policy == "dirty-bit")
             try:
@@ -194,15 +210,15 @@ class FirmwareTpm:
 
     def _record_failure(self) -> None:
         s = self.state
-        failed = min(self.max_tries, s.failed_tries + 1)
-        lockout_until = self.tpm_clock() + self.recovery_ms if failed >= self.max_tries else s.lockout_until
-        new = replace(s, failed_tries=failed, lockout_until=lockout_until)
+        now = self.tpm_clock()
+        new = replace(s, failed_tries=min(self.max_tries, s.failed_tries + 1),
+                      da_clock=s.da_clock if s.failed_tries else now)
         try:
             self._persist(new)
         except (StorageUnavailable, RpmbError):
             # a dark period: the failure cannot be recorded to storage
             if self.policy == "tpm2-nonorderly":
-                new = replace(s, failed_tries=self.max_tries, lockout_until=self.tpm_clock() + self.recovery_ms)
+                new = replace(s, failed_tries=self.max_tries, da_clock=now)
             self.state = new  # RAM only; the dirty bit (if any) covers a reboot
 
     # ---- sealed objects ------------------------------------------------------------------

@@ -73,9 +73,9 @@ class NormalWorld:
             self.clock.charge("rpmb_request")
             if b.delay_ms:
                 self.clock.charge_ms("os_delay", b.delay_ms)
-        self._send(request)
+        self._send(request, "request")
         if is_write:
-            self._send([rf.Frame(req_resp=rf.REQ_RESULT_READ).to_bytes()])
+            self._send([rf.Frame(req_resp=rf.REQ_RESULT_READ).to_bytes()], "result-read")
         response = self._receive()
         if not is_write:
             past = self.capture.read_responses.setdefault(kind, [])
@@ -86,15 +86,19 @@ class NormalWorld:
 
     # ---- the bus, with crash points --------------------------------------------
 
-    def _send(self, frames: list[bytes]) -> None:
+    def _send(self, frames: list[bytes], what: str) -> None:
+        kind = rf.Frame.from_bytes(frames[0]).req_resp
+        name = {rf.REQ_AUTH_WRITE: "write", rf.REQ_AUTH_READ: "read", rf.REQ_READ_COUNTER: "counter",
+                rf.REQ_KEY_PROGRAM: "key", rf.REQ_RESULT_READ: "write"}.get(kind, "other")
         for i, _ in enumerate(frames):
-            if self.rail.point(f"before request frame {i}"):
+            label = f"{name} {what} frame {i}"
+            if self.rail.point(f"before {label}"):
                 self.device.power_loss()
-                self.rail.lose_power(f"before request frame {i}")
-            if self.rail.point(f"mid request frame {i}"):
+                self.rail.lose_power(f"before {label}")
+            if self.rail.point(f"mid {label}"):
                 self.device.transfer_partial(rf.FRAME_SIZE // 2)
                 self.device.power_loss()
-                self.rail.lose_power(f"mid request frame {i}")
+                self.rail.lose_power(f"mid {label}")
         self.device.transfer_in(frames)
 
     def _receive(self) -> list[bytes]:

@@ -31,6 +31,7 @@ class Platform:
     seed: int = 0
     clock: Clock | None = None
     size_blocks: int | None = None
+    store_class: type[AtomicStore] = AtomicStore
     device: RpmbDevice = field(init=False)
     capture: Capture = field(init=False)  # the attacker's recordings survive reboots
     keys: StorageKeys = field(init=False)
@@ -44,7 +45,7 @@ class Platform:
         self.device = RpmbDevice(self.size_blocks or max(probe.physical_blocks, 4), clock=self.clock)
 
     def _store_for(self, client: RpmbClient | None) -> AtomicStore:
-        return AtomicStore(client, self.keys.aead_key, self.n_blocks,  # type: ignore[arg-type]
+        return self.store_class(client, self.keys.aead_key, self.n_blocks,  # type: ignore[arg-type]
                            levels=self.levels, fanout=self.fanout, clock=self.clock)
 
     def boot(self, *, behaviour: OsBehaviour | None = None, rail: PowerRail | None = None

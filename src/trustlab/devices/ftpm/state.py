@@ -37,7 +37,7 @@ class FtpmState:
     clock_safe: bool = True      # TPMS_CLOCK_INFO.safe
     boot_count: int = 0          # TPMS_CLOCK_INFO.resetCount analogue
     nv_clock: int = 0            # NVClock: last persisted TPM clock (ms)
-    lockout_until: int = 0       # TPM clock (ms) at which lockout ends
+    da_clock: int = 0       # TPM clock (ms) the next self-healing decrement counts from
     storage_seed: bytes = bytes(32)
     nv: tuple[tuple[int, NvIndex], ...] = ()
 
@@ -49,7 +49,7 @@ class FtpmState:
 
     def encode(self) -> bytes:
         out = [_HEAD.pack(MAGIC, 1, self.failed_tries, self.dirty, self.orderly, self.clock_safe,
-                          self.boot_count, self.nv_clock, self.lockout_until, self.storage_seed, len(self.nv))]
+                          self.boot_count, self.nv_clock, self.da_clock, self.storage_seed, len(self.nv))]
         for index, entry in self.nv:
             out.append(_NV.pack(index, entry.counter, entry.size, entry.written))
             out.append(entry.data.ljust(entry.size, b"\0")[:entry.size])
@@ -58,7 +58,7 @@ class FtpmState:
     @classmethod
     def decode(cls, raw: bytes) -> "FtpmState":
         try:
-            (magic, version, failed, dirty, orderly, safe, boots, nv_clock, lockout_until, seed,
+            (magic, version, failed, dirty, orderly, safe, boots, nv_clock, da_clock, seed,
              count) = _HEAD.unpack_from(raw, 0)
             if magic != MAGIC or version != 1:
                 raise StorageCorrupt("fTPM state: bad magic or version")
@@ -75,5 +75,5 @@ class FtpmState:
         except struct.error:
             raise StorageCorrupt("fTPM state: truncated") from None
         return cls(failed_tries=failed, dirty=bool(dirty), orderly=bool(orderly), clock_safe=bool(safe),
-                   boot_count=boots, nv_clock=nv_clock, lockout_until=lockout_until, storage_seed=seed,
+                   boot_count=boots, nv_clock=nv_clock, da_clock=da_clock, storage_seed=seed,
                    nv=tuple(nv))
