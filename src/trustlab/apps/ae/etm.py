@@ -4,12 +4,17 @@ Encryption: CTR mode (ISO/IEC 10116) under key ``K`` from a full-block
 starting value ``S`` (the nonce), counter incremented modulo 2^128.
 MAC: ISO/IEC 9797-1 MAC algorithm 1 (CBC-MAC) under a separate key ``K'``,
 padding method 1 (zeros), initial transformation 1, output transformation 1
-(none), truncated to the leftmost 64 bits -- computed over the ciphertext, as
-the paper's Figure 3 shows. (ISO/IEC 19772 also feeds the starting variable
-to the MAC; the paper's configuration and its Table I count, ``2m``, do not,
-so neither do we.) No associated data: the mechanism as configured has none.
+(none), truncated to the leftmost 64 bits.
 
-Cost: ``m`` counter encryptions plus ``m`` CBC-MAC encryptions = ``2m``.
+What the MAC covers: ISO/IEC 19772 mechanism 5 MACs the starting variable
+and the ciphertext, ``MAC_K'(S || C)`` -- that is ``ETM`` (``mac_nonce=True``,
+cost ``m`` counter + ``m + 1`` CBC-MAC encryptions = ``2m + 1``). The paper's
+Figure 3 and Table I (``2m``) MAC the ciphertext alone; that configuration is
+``ETM(mac_nonce=False)``, registered as mode ``etm-paper``. It is weaker: the
+nonce is not authenticated, so changing it yields a different plaintext that
+still verifies (``tests/card/test_ae_crosscheck.py`` shows it). We model both
+so the paper's figure can be compared and the standard's cost is known.
+No associated data: the mechanism as configured has none.
 """
 
 from __future__ import annotations
@@ -45,7 +50,8 @@ class ETM(AEMode):
     default_tag_len = 8
 
     def __init__(self, crypto: CardCrypto, key: bytes, *, mac_key: bytes | None = None,
-                 tag_len: int | None = None) -> None:
+                 tag_len: int | None = None, mac_nonce: bool = True) -> None:
+        self.mac_nonce = mac_nonce
         if mac_key is None:
             raise TrustlabError("etm: needs a separate MAC key (mac_key=...), ISO/IEC 19772 mechanism 5")
         if mac_key == key:
@@ -58,11 +64,15 @@ class ETM(AEMode):
             raise TrustlabError("etm: mechanism 5 as configured has no associated data")
         self._check_nonce(nonce)
         ctext = ctr_crypt(self.crypto, self.kc, nonce, plaintext)
-        return ctext, cbc_mac(self.crypto, self.mac_kc, ctext, self.tag_len)
+        return ctext, self._mac(nonce, ctext)
+
+    def _mac(self, nonce: bytes, ctext: bytes) -> bytes:
+        data = nonce + ctext if self.mac_nonce else ctext
+        return cbc_mac(self.crypto, self.mac_kc, data, self.tag_len)
 
     def decrypt(self, nonce: bytes, ciphertext: bytes, tag: bytes, aad: bytes = b"") -> bytes:
         if aad:
             raise TrustlabError("etm: mechanism 5 as configured has no associated data")
         self._check_nonce(nonce)
-        check_tag(cbc_mac(self.crypto, self.mac_kc, ciphertext, self.tag_len), tag)
+        check_tag(self._mac(nonce, ciphertext), tag)
         return ctr_crypt(self.crypto, self.kc, nonce, ciphertext)

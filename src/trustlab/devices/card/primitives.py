@@ -165,6 +165,8 @@ class CardCrypto:
                 raise TrustlabError(f"{c} needs an 8, 16 or 24-byte key, got {len(key)}")
             if len(des_key) == 8:  # single DES = EDE with K1 = K2 = K3
                 des_key = des_key * 3
+            elif len(des_key) == 16:  # two-key TDES = K1 K2 K1
+                des_key = des_key + des_key[:8]
             e, d = _ecb(TripleDES(des_key))
             return KeyedCipher(c, e, d)
         except ValueError as exc:
