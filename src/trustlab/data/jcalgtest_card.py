@@ -42,7 +42,7 @@ import numpy as np
 from trustlab.errors import ProfileError
 from trustlab.timing.profile import Component, Profile, Provenance
 
-SOURCE = "JCAlgTest (crocs-muni/jcalgtest_results, MIT), ../shared/data/jcalgtest/javacard"
+SOURCE = "JCAlgTest (crocs-muni/jcalgtest_results, MIT)"
 
 _HEADER_KEYS = {
     "Card name": "card",
@@ -157,7 +157,7 @@ def parse_card_text(text: str, where: str, name: str | None = None) -> Profile:
     if not measurements:
         raise ProfileError(f"{where}: no usable measurements (every entry failed or was unsupported)")
     stem = Path(where).stem
-    table = f"{Path(where).name}" + (f" (card {header['card']})" if "card" in header else "")
+    table = Path(where).name
     components: dict[str, Component] = {}
 
     def add(cname: str, mean: float, unit: str, note: str) -> None:
@@ -176,7 +176,7 @@ def parse_card_text(text: str, where: str, name: str | None = None) -> Profile:
         lengths = sorted({m.length for m in ms if m.length is not None})
         def note(m: Measurement) -> str:
             size = f"data length {m.length} B; " if m.length is not None else ""
-            return f"{size}avg of min {m.min:g} / max {m.max:g} ms per op; line {m.line}; includes transport"
+            return f"{size}min {m.min:g} max {m.max:g}; line {m.line}"
         if len(lengths) <= 1:
             for m in ms:
                 add(component_name(method), m.avg, "call", note(m))
@@ -191,8 +191,7 @@ def parse_card_text(text: str, where: str, name: str | None = None) -> Profile:
         x = np.array([m.length for m in ms if m.length is not None], dtype=float)
         y = np.array([m.avg for m in ms if m.length is not None], dtype=float)
         slope, intercept = np.polyfit(x, y, 1)
-        fit_note = (f"least-squares line over data lengths {', '.join(map(str, lengths))} B "
-                    f"({len(x)} measurements)")
+        fit_note = f"least-squares line over data lengths {', '.join(map(str, lengths))} B"
         add(component_name(method) + ":per_byte", max(0.0, float(slope)), "byte", fit_note)
         add(component_name(method) + ":base", max(0.0, float(intercept)), "call", fit_note)
     desc_bits = [header.get("card", stem), "Java Card", "JCAlgTest " + ("variable-length" if variable else "fixed-length")]
@@ -206,7 +205,8 @@ def parse_card_text(text: str, where: str, name: str | None = None) -> Profile:
         description=", ".join(desc_bits),
         provenance=Provenance(
             source=SOURCE, table=table,
-            note="; ".join(f"{k} {v}" for k, v in header.items() if k in ("atr", "date", "applet")),
+            note="; ".join([f"{k} {v}" for k, v in header.items() if k in ("card", "atr", "date", "applet")]
+                           + ["ms per operation measured from the host: includes reader and APDU transport"]),
         ),
     )
 
