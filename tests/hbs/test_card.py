@@ -6,13 +6,23 @@ from __future__ import annotations
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from trustlab.apps.hbs import apdu as A
-from trustlab.apps.hbs.applet import CLA, INS_SIGN_BEGIN, INS_SIGN_NEXT, STAGES, stage_chains
+from trustlab.apps.hbs.applet import (CLA, INS_SIGN_BEGIN, INS_SIGN_NEXT, STAGES, SW_EXHAUSTED, SW_NO_SESSION,
+                                      stage_chains)
 from trustlab.apps.hbs.costs import CardTear
 from trustlab.apps.hbs.host import CardError, CardSigner, personalize
 from trustlab.apps.hbs.keys import SecretSeeds, reference_sign
 from trustlab.apps.hbs.params import XMSSParams
 from trustlab.apps.hbs.verify import Verifier
+from trustlab.devices.card.apdu import SW_OK, CommandAPDU, ResponseAPDU
+
+
+def cmd(ins: int, p1: int = 0, data: bytes = b"") -> bytes:
+    return CommandAPDU(CLA, ins, p1, 0, data, 65536).encode(extended=True)
+
+
+def split(resp: bytes) -> tuple[bytes, int]:
+    r = ResponseAPDU.parse(resp)
+    return r.data, r.sw
 
 P = XMSSParams(4, 2, 4)  # small and fast: 16 signatures, two layers of 4-leaf subtrees
 
@@ -58,12 +68,9 @@ def test_reused_index_is_refused_and_wrong_stage_is_refused():
     with pytest.raises(CardError, match="6A80"):
         signer.sign(b"b", expect_index=7)
     # a stage out of order ends the session; a replayed stage is refused
-    raw = A.Command(CLA, INS_SIGN_BEGIN, 0, 0, b"c", 65536).encode()
-    assert A.split_response(card.transmit(raw))[1] == A.SW_OK
-    bad = A.Command(CLA, INS_SIGN_NEXT, 3, 0, b"", 65536).encode()
-    assert A.split_response(card.transmit(bad))[1] == A.SW_NO_SESSION
-    again = A.Command(CLA, INS_SIGN_NEXT, 1, 0, b"", 65536).encode()
-    assert A.split_response(card.transmit(again))[1] == A.SW_NO_SESSION
+    assert split(card.transmit(cmd(INS_SIGN_BEGIN, 0, b"c")))[1] == SW_OK
+    assert split(card.transmit(cmd(INS_SIGN_NEXT, 3)))[1] == SW_NO_SESSION
+    assert split(card.transmit(cmd(INS_SIGN_NEXT, 1)))[1] == SW_NO_SESSION
     assert signer.index() == 2
 
 
@@ -79,8 +86,8 @@ def test_signing_without_preparation_is_refused_not_wrong():
 
 
 def _exposed_index(resp: bytes) -> int | None:
-    body, sw = A.split_response(resp)
-    return int.from_bytes(body[:P.idx_bytes], "big") if sw == A.SW_OK else None
+    body, sw = split(resp)
+    return int.from_bytes(body[:P.idx_bytes], "big") if sw == SW_OK else None
 
 
 def _run_with_tears(tears: list[tuple[int, int]]) -> None:
@@ -100,19 +107,18 @@ def _run_with_tears(tears: list[tuple[int, int]]) -> None:
         step += 1
         try:
             signer.prepare()
-            raw = A.Command(CLA, INS_SIGN_BEGIN, 0, 0, b"m", 65536).encode()
-            resp = card.transmit(raw)
-            body, sw = A.split_response(resp)
-            if sw == A.SW_EXHAUSTED:
+            resp = card.transmit(cmd(INS_SIGN_BEGIN, 0, b"m"))
+            body, sw = split(resp)
+            if sw == SW_EXHAUSTED:
                 break
-            assert sw == A.SW_OK, hex(sw)
+            assert sw == SW_OK, hex(sw)
             idx = _exposed_index(resp)
             assert idx not in exposed, f"index {idx} handed out twice"
             exposed.append(idx)
             parts = [body]
             for stage in range(1, STAGES):
-                b2, sw2 = A.split_response(card.transmit(A.Command(CLA, INS_SIGN_NEXT, stage, 0, b"", 65536).encode()))
-                assert sw2 == A.SW_OK
+                b2, sw2 = split(card.transmit(cmd(INS_SIGN_NEXT, stage)))
+                assert sw2 == SW_OK
                 parts.append(b2)
             assert v.verify(pk.to_bytes(), b"m", b"".join(parts))
             completed += 1

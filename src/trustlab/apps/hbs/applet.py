@@ -30,10 +30,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from trustlab.apps.hbs import apdu as A
 from trustlab.apps.hbs import wots
 from trustlab.apps.hbs.address import OTS, Address
 from trustlab.apps.hbs.costs import CardMeter, CardTear
+from trustlab.devices.card import Card as DeviceCard
+from trustlab.devices.card import ContactLink
+from trustlab.devices.card.apdu import (SW_CONDITIONS_NOT_SATISFIED, SW_NOT_ENOUGH_MEMORY,
+                                       SW_SECURITY_NOT_SATISFIED, SW_WRONG_DATA, SW_WRONG_LENGTH, APDUError,
+                                       CommandAPDU)
 from trustlab.apps.hbs.hashes import Hasher
 from trustlab.apps.hbs.keys import oid, split_index
 from trustlab.apps.hbs.nvm import PersistentMemory
@@ -47,6 +51,16 @@ INS_SIGN_BEGIN, INS_SIGN_NEXT, INS_PREPARE, INS_GET_PUBLIC_KEY, INS_GET_INDEX = 
 INS_NAMES = {INS_SIGN_BEGIN: "SIGN_BEGIN", INS_SIGN_NEXT: "SIGN_NEXT", INS_PREPARE: "PREPARE",
              INS_GET_PUBLIC_KEY: "GET_PUBLIC_KEY", INS_GET_INDEX: "GET_INDEX"}
 STAGES = 8  # the paper splits the output over eight APDUs
+
+SW_KEY_USED = SW_SECURITY_NOT_SATISFIED  # 6982: that one-time key is used up
+SW_NO_SESSION = SW_CONDITIONS_NOT_SATISFIED  # 6985: no signing session / stage out of order
+SW_PREPARE_FIRST = 0x6986  # command not allowed: the preparation step is missing
+SW_EXHAUSTED = SW_NOT_ENOUGH_MEMORY  # 6A84: every one-time key is used
+
+# The reader link of the profile's card: ISO 7816-3 T=1; TA1=0x13 in the NXP J3D081 ATR
+# (JCAlgTest file) selects F=372, D=4; 4 MHz is an assumed reader clock.
+DEFAULT_LINK = ContactLink(f_hz=4e6, F=372, D=4, protocol="T=1", mode="char")
+MAX_MESSAGE = 4096
 
 
 def stage_chains(p: XMSSParams, stage: int) -> range:
@@ -124,45 +138,39 @@ class XMSSApplet:
     def _slot_off(self, slot: int, i: int = 0) -> int:
         return (slot * self.p.leaves_per_tree + i) * self.p.n
 
-    # ---- APDU dispatch ----------------------------------------------------
-    def process(self, raw: bytes) -> bytes:
-        cmd = A.Command.decode(raw)
-        if cmd.cla != CLA:
-            return A.response(b"", 0x6E00)
-        handler = {INS_SIGN_BEGIN: self._sign_begin, INS_SIGN_NEXT: self._sign_next,
-                   INS_PREPARE: self._prepare, INS_GET_PUBLIC_KEY: self._get_public_key,
-                   INS_GET_INDEX: self._get_index}.get(cmd.ins)
-        if handler is None:
-            return A.response(b"", A.SW_INS_NOT_SUPPORTED)
-        return handler(cmd)
+    def install(self, device: DeviceCard) -> None:
+        for ins, handler in ((INS_SIGN_BEGIN, self._sign_begin), (INS_SIGN_NEXT, self._sign_next),
+                             (INS_PREPARE, self._prepare), (INS_GET_PUBLIC_KEY, self._get_public_key),
+                             (INS_GET_INDEX, self._get_index)):
+            device.register(ins, lambda card, cmd, h=handler: h(cmd))
 
-    def _get_public_key(self, cmd: A.Command) -> bytes:
-        return A.response(oid(self.p).to_bytes(4, "big") + self._key(3) + self._key(2), A.SW_OK)
+    def _get_public_key(self, cmd: CommandAPDU) -> bytes:
+        return oid(self.p).to_bytes(4, "big") + self._key(3) + self._key(2)
 
-    def _get_index(self, cmd: A.Command) -> bytes:
-        return A.response(self._index().to_bytes(8, "big"), A.SW_OK)
+    def _get_index(self, cmd: CommandAPDU) -> bytes:
+        return self._index().to_bytes(8, "big")
 
     # ---- signing ----------------------------------------------------------
-    def _sign_begin(self, cmd: A.Command) -> bytes:
+    def _sign_begin(self, cmd: CommandAPDU) -> bytes:
         p = self.p
         self.session = None
         data = cmd.data
         idx = self._index()
         if cmd.p1 == 1:  # host names the index it expects to be used
             if len(data) < 8:
-                return A.response(b"", A.SW_WRONG_LENGTH)
+                raise APDUError(SW_WRONG_LENGTH, "SIGN_BEGIN with P1=1 needs the 8-byte index")
             wanted = int.from_bytes(data[:8], "big")
             data = data[8:]
             if wanted < idx:
-                return A.response(b"", A.SW_KEY_USED)
+                raise APDUError(SW_KEY_USED, f"one-time key {wanted} already used")
             if wanted != idx:
-                return A.response(b"", A.SW_WRONG_DATA)
+                raise APDUError(SW_WRONG_DATA, f"next unused index is {idx}, not {wanted}")
         if idx >= p.signatures:
-            return A.response(b"", A.SW_EXHAUSTED)
+            raise APDUError(SW_EXHAUSTED, "every one-time key is used")
         switching = rollover_layers(p, idx)
         for layer in switching:
             if self._fill(layer) < p.leaves_per_tree:
-                return A.response(b"", A.SW_PREPARE_FIRST)
+                raise APDUError(SW_PREPARE_FIRST, f"next subtree of layer {layer} not ready")
         # Reserve the one-time key before any output: index and subtree switches land together.
         self.nvm.begin()
         self.nvm.write("index", 0, (idx + 1).to_bytes(8, "big"))
@@ -179,7 +187,7 @@ class XMSSApplet:
         key_seed = self.hs.prf(self._key(0), adrs.to_bytes())
         self.session = _Session(idx, digest, key_seed, wots.message_digits(p, digest))
         out = idx.to_bytes(p.idx_bytes, "big") + r + self._chains(0)
-        return A.response(out, A.SW_OK)
+        return out
 
     def _chains(self, stage: int) -> bytes:
         """This stage's slice of the layer-0 WOTS+ signature on the message digest."""
@@ -197,17 +205,17 @@ class XMSSApplet:
             out.append(wots.chain(self.hs, x, 0, s.digits[i], seed, adrs))
         return b"".join(out)
 
-    def _sign_next(self, cmd: A.Command) -> bytes:
+    def _sign_next(self, cmd: CommandAPDU) -> bytes:
         s = self.session
         if s is None or cmd.p1 != s.stage:
             self.session = None
-            return A.response(b"", A.SW_NO_SESSION)
+            raise APDUError(SW_NO_SESSION, "no signing session at this stage")
         out = self._chains(s.stage)
         s.stage += 1
         if s.stage == STAGES:
             out += self._tail(s.idx)
             self.session = None
-        return A.response(out, A.SW_OK)
+        return out
 
     def _auth(self, layer: int, idx: int) -> tuple[bytes, list[bytes]]:
         """Root and auth path of the current layer subtree, hashed up from the stored leaves."""
@@ -247,7 +255,7 @@ class XMSSApplet:
         self.nvm.commit()
 
     # ---- preparation --------------------------------------------------------
-    def _prepare(self, cmd: A.Command) -> bytes:
+    def _prepare(self, cmd: CommandAPDU) -> bytes:
         """Compute the leaves of the next subtrees the schedule requires by now."""
         p = self.p
         idx_next = self._index()
@@ -269,18 +277,24 @@ class XMSSApplet:
                 self.nvm.commit()
                 fill += 1
                 made += 1
-        return A.response(made.to_bytes(2, "big"), A.SW_OK)
+        return made.to_bytes(2, "big")
 
 
 class Card:
-    """A card in a reader: persistent memory, the applet, the link; tears on request."""
+    """A card in a reader: the device model's APDU card and link, this applet, its NVM; tears on request."""
 
-    def __init__(self, params: XMSSParams, clock: Clock | None = None) -> None:
+    def __init__(self, params: XMSSParams, clock: Clock | None = None, link: ContactLink = DEFAULT_LINK) -> None:
         self.params = params
         self.clock = clock
+        self.link = link
         self.meter = CardMeter(clock)
         self.nvm = PersistentMemory(XMSSApplet.layout(params), self.meter)
         self.applet = XMSSApplet(params, self.nvm, self.meter)
+        self._power_on()
+
+    def _power_on(self) -> None:
+        self.device = DeviceCard(self.clock, self.link, classes=(CLA,), extended=True, max_message=MAX_MESSAGE + 8)
+        self.applet.install(self.device)
 
     @property
     def persistent_state_bytes(self) -> int:
@@ -293,13 +307,17 @@ class Card:
         try:
             if self.clock is not None:
                 with self.clock.command(name):
-                    resp = self.applet.process(raw)
-                    self.meter.apdu(len(raw), len(resp))
+                    resp = self._exchange(raw)
             else:
-                resp = self.applet.process(raw)
-                self.meter.apdu(len(raw), len(resp))
+                resp = self._exchange(raw)
         except CardTear:
             self.nvm.tear()
             self.applet.session = None
+            self._power_on()  # next exchange meets a freshly reset card
             raise
+        return resp
+
+    def _exchange(self, raw: bytes) -> bytes:
+        resp = self.device.transmit(raw)  # charges the link time to the clock
+        self.meter.apdu(self.link.exchange_ms(len(raw), len(resp) - 2))
         return resp

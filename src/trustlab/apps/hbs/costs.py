@@ -23,13 +23,20 @@ COMPONENTS = {
     "nvm_read_byte": "byte",   # reading one byte of a persistent array
     "nvm_write_call": "call",  # fixed cost of one persistent write (page programming, transaction log)
     "nvm_write_byte": "byte",  # writing one byte of a persistent array
-    "apdu": "call",            # one command/response round trip on the link
-    "apdu_byte": "byte",       # one byte of command or response data on the link
+    "apdu": "call",            # one command/response round trip: reader, driver, applet dispatch
 }
+# Bytes on the wire are timed by the card's link model (trustlab.devices.card.link), not by the
+# profile; the meter tallies that time as "link_ms" so counts can be priced without a clock.
+LINK = "link_ms"
 
 
-class CardTear(Exception):
-    """The card lost power: RAM is gone, an open transaction is rolled back."""
+class CardTear(BaseException):
+    """The card lost power: RAM is gone, an open transaction is rolled back.
+
+    A BaseException on purpose: power loss is not an error the card's own code
+    can catch and answer (the device model turns every Exception from an
+    applet into status word 6F00); it ends the exchange with no response.
+    """
 
 
 class CardMeter:
@@ -60,6 +67,7 @@ class CardMeter:
     # -- Meter protocol used by Hasher ----------------------------------------
     def hash(self, kind: str, nbytes: int) -> None:
         self._event(f"hash {kind}")
+        self.counts[f"calls:{kind}"] += 1  # per-function tallies (not priced): F calls = chain steps
         self._charge("hash_call", 1)
         self._charge("hash_block", sha256_blocks(nbytes))
 
@@ -75,9 +83,10 @@ class CardMeter:
         self._charge("nvm_write_call", 1)
         self._charge("nvm_write_byte", nbytes)
 
-    def apdu(self, command_bytes: int, response_bytes: int) -> None:
+    def apdu(self, link_ms: float) -> None:
+        """One exchange: the profile's round-trip overhead; the link time is charged by the device."""
         self._charge("apdu", 1)
-        self._charge("apdu_byte", command_bytes + response_bytes)
+        self.counts[LINK] += link_ms
 
     def snapshot(self) -> Counter[str]:
         return Counter(self.counts)
@@ -85,4 +94,4 @@ class CardMeter:
 
 def price(counts: dict[str, float], means: dict[str, float]) -> float:
     """ms for a vector of operation counts under a profile's means."""
-    return sum(c * means[k] for k, c in counts.items())
+    return sum(c * means[k] for k, c in counts.items() if k in COMPONENTS) + counts.get(LINK, 0.0)

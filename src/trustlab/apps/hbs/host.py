@@ -8,9 +8,9 @@ then talks to the card only through APDUs.
 
 from __future__ import annotations
 
-from trustlab.apps.hbs import apdu as A
 from trustlab.apps.hbs.applet import (CLA, INS_GET_INDEX, INS_GET_PUBLIC_KEY, INS_PREPARE, INS_SIGN_BEGIN,
-                                      INS_SIGN_NEXT, STAGES, Card)
+                                      INS_SIGN_NEXT, MAX_MESSAGE, STAGES, Card)
+from trustlab.devices.card.apdu import SW_OK, CommandAPDU, ResponseAPDU, sw_text
 from trustlab.apps.hbs.hashes import Hasher
 from trustlab.apps.hbs.keys import PublicKey, SecretSeeds, subtree_leaves, wots_sign_at
 from trustlab.apps.hbs.params import XMSSParams
@@ -18,16 +18,17 @@ from trustlab.apps.hbs.tree import tree_from_leaves
 from trustlab.errors import TrustlabError
 from trustlab.timing.clock import Clock
 
-SW_TEXT = {A.SW_KEY_USED: "one-time key already used", A.SW_NO_SESSION: "no signing session",
-           A.SW_PREPARE_FIRST: "preparation step missing", A.SW_EXHAUSTED: "every one-time key is used",
-           A.SW_WRONG_DATA: "wrong data", A.SW_WRONG_LENGTH: "wrong length"}
+
+_MEANING = {0x6986: "preparation step missing", 0x6A84: "every one-time key is used",
+            0x6982: "one-time key already used", 0x6985: "no signing session at this stage"}
 
 
 class CardError(TrustlabError):
     """The card answered with an error status word."""
 
     def __init__(self, sw: int, what: str) -> None:
-        super().__init__(f"card refused {what}: SW {sw:04X} ({SW_TEXT.get(sw, 'error')})")
+        text = _MEANING.get(sw) or sw_text(sw)
+        super().__init__(f"card refused {what}: SW {sw:04X} ({text})")
         self.sw = sw
 
 
@@ -58,11 +59,11 @@ class CardSigner:
         self.card = card
 
     def _send(self, ins: int, p1: int = 0, data: bytes = b"", what: str = "") -> bytes:
-        raw = A.Command(CLA, ins, p1, 0, data, 65536).encode()
-        body, sw = A.split_response(self.card.transmit(raw))
-        if sw != A.SW_OK:
-            raise CardError(sw, what or f"INS {ins:02X}")
-        return body
+        raw = CommandAPDU(CLA, ins, p1, 0, data, 65536).encode(extended=True)
+        resp = ResponseAPDU.parse(self.card.transmit(raw))
+        if resp.sw != SW_OK:
+            raise CardError(resp.sw, what or f"INS {ins:02X}")
+        return resp.data
 
     def public_key(self) -> bytes:
         return self._send(INS_GET_PUBLIC_KEY, what="GET_PUBLIC_KEY")
@@ -71,8 +72,8 @@ class CardSigner:
         return int.from_bytes(self._send(INS_GET_INDEX, what="GET_INDEX"), "big")
 
     def sign(self, message: bytes, expect_index: int | None = None) -> bytes:
-        if len(message) > 4096:
-            raise TrustlabError(f"message of {len(message)} bytes: the applet takes at most 4096 (hash longer ones first)")
+        if len(message) > MAX_MESSAGE:
+            raise TrustlabError(f"message of {len(message)} bytes: the applet takes at most {MAX_MESSAGE} (hash longer ones first)")
         data = message if expect_index is None else expect_index.to_bytes(8, "big") + message
         parts = [self._send(INS_SIGN_BEGIN, 0 if expect_index is None else 1, data, "SIGN_BEGIN")]
         for stage in range(1, STAGES):

@@ -1,0 +1,289 @@
+"""Lifetime time and memory of XMSS^MT on the card, from counted operations.
+
+Nothing here is a formula for time. The applet's own code is run, on a
+scratch card with the real NVM layout for (h, d, w), once per *cost class*:
+
+* a signature's cost depends only on how many subtrees switch at its index
+  (k = 0 .. d−1: every 2^(h/d)-th signature re-signs one root, every
+  2^(2h/d)-th two, ...) and on the digits of the signed digests;
+* a preparation's cost depends only on which layers compute a leaf and which
+  layers still have a next subtree.
+
+Each class's operation counts (hash calls, blocks, NVM bytes, APDUs ...) are
+measured by running the real APDUs; chain steps are then set to their exact
+expectation over uniformly random digests (WOTS+ cost varies with the
+message). How many of the 2^h indices fall in each class is exact
+combinatorics (signatures) or an exact vectorised pass over every index
+(preparations). Pricing the counts with a profile gives best/avg/worst; since
+time is linear in the component means, sensitivities are exact too.
+
+The functional simulation and this model agree exactly on small keys when the
+profile has no spread (tests/hbs/test_model.py runs every index of a key).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections import Counter
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from trustlab.apps.hbs import wots
+from trustlab.apps.hbs.address import Address
+from trustlab.apps.hbs.applet import Card, next_fill_target, rollover_layers
+from trustlab.apps.hbs.costs import COMPONENTS, CardMeter, price
+from trustlab.apps.hbs.hashes import Hasher
+from trustlab.apps.hbs.host import CardSigner
+from trustlab.apps.hbs.keys import split_index
+from trustlab.apps.hbs.params import XMSSParams
+from trustlab.errors import TrustlabError
+from trustlab.timing.profile import Profile
+
+MESSAGE_BYTES = 32  # the host sends a SHA-256 digest of the document, as the paper's host does
+MAX_ANALYSIS_H = 26  # the exact per-index pass over preparations; beyond that it takes too long
+
+
+def expected_sign_steps(p: XMSSParams) -> float:
+    """Exact E[sum of the l base-w digits] for a uniformly random n-byte digest."""
+    w = p.w
+    # distribution of the checksum = sum(w-1-m_i) over len1 uniform digits
+    dist = np.zeros(1)
+    dist[0] = 1.0
+    one = np.full(w, 1.0 / w)
+    for _ in range(p.len1):
+        dist = np.convolve(dist, one)
+    expected_csum_digits = 0.0
+    for csum, prob in enumerate(dist):
+        if prob == 0.0:
+            continue
+        shifted = csum << (8 - ((p.len2 * p.log_w) % 8))
+        nbytes = (p.len2 * p.log_w + 7) // 8
+        expected_csum_digits += prob * sum(wots.base_w(shifted.to_bytes(nbytes, "big"), w, p.len2))
+    return p.len1 * (w - 1) / 2 + expected_csum_digits
+
+
+def _counts_of(fn) -> Counter:
+    meter = CardMeter()
+    fn(meter)
+    return meter.snapshot()
+
+
+def step_counts(p: XMSSParams) -> Counter:
+    """Operations of one WOTS+ chain step (two PRF calls, one F, a 32-byte XOR)."""
+    def run(meter: CardMeter) -> None:
+        Hasher(meter).chain_step(bytes(p.n), bytes(p.n), Address())
+    return _counts_of(run)
+
+
+def _scratch(p: XMSSParams, idx: int) -> Card:
+    """A card with the real layout, random keys, its index at ``idx`` and consistent tags."""
+    card = Card(p)
+    card.nvm.load("keys", 0, os.urandom(4 * p.n))
+    card.nvm.load("index", 0, idx.to_bytes(8, "big"))
+    for layer in range(p.d - 1):
+        tree, _ = split_index(p, idx, layer)
+        card.nvm.load("sigtag", 8 * layer, (tree + 1).to_bytes(8, "big"))
+    return card
+
+
+def _adjust_steps(c: Counter, steps_expected: float, step: Counter) -> Counter:
+    """Replace the chain steps a run happened to take by their expectation."""
+    delta = steps_expected - c["calls:F"]
+    out = Counter(c)
+    for k, v in step.items():
+        out[k] += delta * v
+    return out
+
+
+def sign_class_counts(p: XMSSParams, k: int, steps: float | None = None) -> Counter:
+    """Operations of one signature at which k subtrees switch (APDUs included)."""
+    if not 0 <= k <= p.d - 1:
+        raise ValueError(k)
+    idx = 1 if k == 0 else 1 << (p.tree_height * k)
+    card = _scratch(p, idx)
+    for layer in rollover_layers(p, idx):
+        card.nvm.load("fill", 4 * layer, p.leaves_per_tree.to_bytes(4, "big"))
+        card.nvm.load("sigtag", 8 * layer, bytes(8))  # stale: the root below just changed
+    before = card.meter.snapshot()
+    CardSigner(card).sign(os.urandom(MESSAGE_BYTES))
+    c = card.meter.snapshot()
+    c.subtract(before)
+    expected = (1 + k) * (expected_sign_steps(p) if steps is None else steps)
+    return _adjust_steps(c, expected, step_counts(p))
+
+
+def _prepare_state(p: XMSSParams, j: int) -> Card:
+    """The card as it is right after signing index ``j`` on the schedule, before PREPARE."""
+    card = _scratch(p, j + 1)
+    switched = set(rollover_layers(p, j))
+    for layer in range(p.d - 1):
+        fill = 0 if layer in switched else next_fill_target(p, j, layer)
+        card.nvm.load("fill", 4 * layer, fill.to_bytes(4, "big"))
+    return card
+
+
+def prepare_counts_at(p: XMSSParams, j: int) -> Counter:
+    """Operations of the PREPARE that follows signature ``j`` (APDU included)."""
+    card = _prepare_state(p, j)
+    before = card.meter.snapshot()
+    CardSigner(card).prepare()
+    c = card.meter.snapshot()
+    c.subtract(before)
+    return c
+
+
+def prepare_classes(p: XMSSParams) -> dict[tuple[int, ...], tuple[int, int]]:
+    """{per-layer state: (how many indices j, first such j)} over the whole lifetime.
+
+    Per layer i < d−1: 0 = no next subtree any more, 1 = nothing due, 2 = one leaf due
+    (due iff 2^(i·h/d) divides j).
+    """
+    if p.h > MAX_ANALYSIS_H:
+        raise TrustlabError(f"hbs analysis: h={p.h} too large for the exact per-index pass (at most {MAX_ANALYSIS_H})")
+    t = p.tree_height
+    found: dict[int, list[int]] = {}
+    chunk = 1 << 20
+    for start in range(0, p.signatures, chunk):
+        j = np.arange(start, min(start + chunk, p.signatures), dtype=np.int64)
+        code = np.zeros_like(j)
+        for layer in range(p.d - 1):
+            bits = t * (layer + 1)
+            exists = ((j >> bits) + 1) < (1 << (p.h - bits))
+            due = (j % (1 << (t * layer))) == 0
+            state = np.where(exists, np.where(due, 2, 1), 0)
+            code = code * 3 + state
+        values, first, counts = np.unique(code, return_index=True, return_counts=True)
+        for v, f, c in zip(values.tolist(), first.tolist(), counts.tolist()):
+            if v in found:
+                found[v][0] += c
+            else:
+                found[v] = [c, start + f]
+    out = {}
+    for v, (count, first) in found.items():
+        states = []
+        for _ in range(p.d - 1):
+            states.append(v % 3)
+            v //= 3
+        out[tuple(reversed(states))] = (count, first)
+    return out
+
+
+def sign_class_sizes(p: XMSSParams) -> dict[int, int]:
+    """{k: number of indices at which exactly k subtrees switch} — exact."""
+    total = p.signatures
+    at_least = [total] + [(total - 1) >> (p.tree_height * m) for m in range(1, p.d)]
+    return {k: at_least[k] - (at_least[k + 1] if k + 1 < p.d else 0) for k in range(p.d)}
+
+
+@dataclass
+class Stats:
+    best: float
+    avg: float
+    worst: float
+
+    def scaled(self, f: float) -> dict[str, float]:
+        return {"best": self.best * f, "avg": self.avg * f, "worst": self.worst * f}
+
+
+@dataclass
+class Analysis:
+    params: XMSSParams
+    profile: str
+    sign_ms: Stats
+    prepare_ms: Stats
+    sign_classes: list[dict] = field(default_factory=list)
+    prepare_classes: list[dict] = field(default_factory=list)
+    sign_counts: dict[str, Counter] = field(default_factory=dict)     # best/avg/worst operation counts
+    prepare_counts: dict[str, Counter] = field(default_factory=dict)
+
+    def record(self) -> dict:
+        p = self.params
+        return {"h": p.h, "d": p.d, "w": p.w,
+                "sign_s": self.sign_ms.scaled(1e-3), "prepare_s": self.prepare_ms.scaled(1e-3),
+                "persistent_bytes": p.persistent_bytes, "signature_bytes": p.signature_bytes,
+                "signatures": p.signatures}
+
+
+def _means(profile: Profile) -> dict[str, float]:
+    return {c: profile.mean(c) for c in COMPONENTS}
+
+
+def _avg_counts(weighted: list[tuple[int, Counter]]) -> Counter:
+    total = sum(n for n, _ in weighted)
+    out: Counter = Counter()
+    for n, c in weighted:
+        for k, v in c.items():
+            out[k] += v * n / total
+    return out
+
+
+def analyse(p: XMSSParams, profile: Profile) -> Analysis:
+    """Sign and prepare time over the key's lifetime on ``profile``."""
+    means = _means(profile)
+    sizes = sign_class_sizes(p)
+    sign_rows, sign_weighted = [], []
+    for k, n in sizes.items():
+        if n == 0:
+            continue
+        c = sign_class_counts(p, k)
+        ms = price(c, means)
+        sign_rows.append({"switching_subtrees": k, "indices": n, "ms": ms, "counts": c})
+        sign_weighted.append((n, c))
+    prep_rows, prep_weighted = [], []
+    for states, (n, first) in sorted(prepare_classes(p).items()):
+        c = prepare_counts_at(p, first)
+        prep_rows.append({"layers": states, "leaves": sum(1 for s in states if s == 2), "indices": n,
+                          "example_index": first, "ms": price(c, means), "counts": c})
+        prep_weighted.append((n, c))
+    sign_avg = _avg_counts(sign_weighted)
+    prep_avg = _avg_counts(prep_weighted) if prep_weighted else Counter()
+    best_s = min(sign_rows, key=lambda r: r["ms"])
+    worst_s = max(sign_rows, key=lambda r: r["ms"])
+    # Preparation's best case is taken in the steady state (at least one leaf due); the
+    # idle preparations at the very end of the key's life would make it trivially zero.
+    busy = [r for r in prep_rows if r["leaves"] > 0] or prep_rows or [{"ms": 0.0, "counts": Counter()}]
+    best_p = min(busy, key=lambda r: r["ms"])
+    worst_p = max(busy, key=lambda r: r["ms"])
+    return Analysis(
+        params=p, profile=profile.name,
+        sign_ms=Stats(best_s["ms"], price(sign_avg, means), worst_s["ms"]),
+        prepare_ms=Stats(best_p["ms"], price(prep_avg, means), worst_p["ms"]),
+        sign_classes=sign_rows, prepare_classes=prep_rows,
+        sign_counts={"best": best_s["counts"], "avg": sign_avg, "worst": worst_s["counts"]},
+        prepare_counts={"best": best_p["counts"], "avg": prep_avg, "worst": worst_p["counts"]},
+    )
+
+
+def sensitivity(a: Analysis, profile: Profile, rel: float = 0.10) -> list[dict]:
+    """Change of each figure when one component's mean moves by ±rel (exact: time is linear)."""
+    rows = []
+    for comp in COMPONENTS:
+        mean = profile.mean(comp)
+        row = {"component": comp, "mean": mean}
+        for what, counts in (("sign", a.sign_counts), ("prepare", a.prepare_counts)):
+            for case in ("best", "avg", "worst"):
+                row[f"{what}_{case}_ms_per_10pct"] = counts[case].get(comp, 0.0) * mean * rel
+        rows.append(row)
+    return rows
+
+
+# ---- the paper's two stated figures, as operation counts of the applet's code -------------
+
+def wots_signature_counts(p: XMSSParams) -> Counter:
+    """A WOTS+ signature on the card: key derivation, chains (expected steps), 8 APDUs out."""
+    meter = CardMeter()
+    hs = Hasher(meter)
+    adrs = Address()
+    sk = wots.secret_key(hs, p, bytes(p.n), adrs)
+    sig = wots.sign(hs, p, os.urandom(p.n), sk, bytes(p.n), adrs)
+    for stage in range(8):
+        meter.apdu(7, len(sig) * p.n // 8 + 2)
+    return _adjust_steps(meter.snapshot(), expected_sign_steps(p), step_counts(p))
+
+
+def wots_keygen_counts(p: XMSSParams) -> Counter:
+    """A WOTS+ key generation as the preparation step does it (PREPARE with one leaf due)."""
+    q = XMSSParams(2 * p.tree_height if p.d == 1 else p.h, max(p.d, 2) if p.d == 1 else p.d, p.w)
+    return prepare_counts_at(q, 1)  # after signature 1 exactly one leaf (layer 0) is due
