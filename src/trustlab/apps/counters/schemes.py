@@ -1,0 +1,138 @@
+"""Assemble a ready-to-run scheme: provisioned TPM, prover, verifier, and its model.
+
+The model of each operation is the paper's formula (:mod:`.model`) with the
+profile's per-operation means. One term is structural rather than a chip
+figure: how many SHA-1 blocks the TPM hashes in an operation besides the tree
+levels (authorisation HMACs, transport-log extends, the signed structure).
+That count is a property of the TPM 1.2 command sequence, the same on every
+chip, so it is counted once per process by running the operation on a *probe*
+TPM whose profile charges 1 ms per hashed block and nothing else
+(:func:`hash_blocks`); the per-level hashes of the tree formulas are not
+probed but taken from the paper's formula, and a test checks that the probed
+constant does not change with the depth.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from dataclasses import dataclass, field
+
+from trustlab.apps.counters import model as M
+from trustlab.apps.counters.base import Prover, Verifier
+from trustlab.apps.counters.device import provision
+from trustlab.apps.counters.hashtree import TreeProver, TreeVerifier
+from trustlab.apps.counters.logbased import LogProver, LogVerifier
+from trustlab.apps.workloads import INCREMENT, READ
+from trustlab.errors import TrustlabError
+from trustlab.timing.clock import Clock
+from trustlab.timing.profile import Component, Profile, Provenance
+
+SCHEMES = ("log", "hashtree")
+NEEDED = ("sha1_byte", "rsa_sign", "counter_inc", "counter_read", "transport", "host_verify")
+
+
+def _probe_profile() -> Profile:
+    comps = {n: Component(n, 0.0, unit="byte" if n in ("ohir", "ohor") else "call")
+             for n in ("ohc", "ohir", "ohor", "rsa_dec", "rsa_enc", "rsa_sign", "counter_inc",
+                       "counter_read", "transport", "host_verify", "host_hash")}
+    comps["sha1_byte"] = Component("sha1_byte", 1.0 / 64.0, unit="byte")
+    return Profile("probe-hash-blocks", comps, provenance=Provenance(note="1 ms per SHA-1 block, nothing else"))
+
+
+@functools.cache
+def hash_blocks(scheme: str, depth: int = 1, command: str = "counter") -> dict[str, int]:
+    """TPM SHA-1 blocks one INCREMENT / READ hashes, beyond the tree levels' own hashes."""
+    clock = Clock(_probe_profile())
+    if scheme == "log":
+        dev = provision(clock)
+        prover = LogProver(dev, 2)
+        out = {}
+        for op, fn in ((INCREMENT, prover.increment), (READ, prover.read)):
+            before = clock.now_ms
+            fn(0, b"\x01" * 20)
+            out[op] = round(clock.now_ms - before)
+        return out
+    dev = provision(clock, physical_counter=False)
+    prover = TreeProver(dev, 1 << depth, depth=depth, command=command)
+    out = {}
+    for op, fn, levels in ((INCREMENT, prover.increment, 2 * depth), (READ, prover.read, depth)):
+        before = clock.now_ms
+        fn(0, b"\x01" * 20)
+        out[op] = round(clock.now_ms - before) - levels
+    if command == "counter":  # batch mode: operations whose signature is skipped
+        prover = TreeProver(dev, 1 << depth, depth=depth, command=command, attest_every=1 << 30)
+        prover.read(0, b"\x01" * 20)  # the first operation of a batch is signed
+        for op, fn, levels in ((INCREMENT, prover.increment, 2 * depth), (READ, prover.read, depth)):
+            before = clock.now_ms
+            fn(0, b"\x01" * 20)
+            out[op + "-nosign"] = round(clock.now_ms - before) - levels
+    return out
+
+
+@dataclass
+class BuiltScheme:
+    """What the runner drives."""
+
+    name: str
+    profile: Profile
+    counters: int
+    clock: Clock
+    prover: Prover
+    verifier: Verifier
+    terms: M.Terms
+    accounting: M.Accounting
+    depth: int = 0
+    extra: dict = field(default_factory=dict)
+
+    def updates_since(self, counter: int) -> int:
+        return self.prover.updates_since(counter)
+
+    def model_ms(self, op: str, counter: int, ut: int) -> float:
+        """The paper's formula for this request (``ut`` = |Ut| before it)."""
+        t, acc = self.terms, self.accounting
+        if self.name == "log":
+            if op == INCREMENT:
+                return M.log_increment_ms(t, acc)
+            incremented = counter in self.prover.last
+            return M.log_read_ms(t, ut, acc, own_cert=incremented)
+        if op == INCREMENT:
+            return M.tree_increment_ms(t, self.depth, acc, signed=self._signed_next())
+        return M.tree_read_ms(t, self.depth, acc, signed=self._signed_next())
+
+    def _signed_next(self) -> bool:
+        p = self.prover
+        return p.ops % p.attest_every == 0
+
+
+def build(scheme: str, profile: Profile, counters: int, *, seed: int = 0, attest_every: int = 1,
+          command: str = "counter") -> BuiltScheme:
+    """A fresh TPM provisioned for ``scheme`` with ``counters`` virtual counters."""
+    if scheme not in SCHEMES:
+        raise TrustlabError(f"unknown scheme {scheme!r} (known: {', '.join(SCHEMES)})")
+    if counters < 1:
+        raise TrustlabError(f"need at least one counter, got {counters}")
+    clock = Clock(profile, seed=seed)
+    clock.require(*NEEDED)
+    terms = M.Terms.from_profile(profile)
+    if scheme == "log":
+        dev = provision(clock)
+        prover = LogProver(dev, counters)
+        verifier = LogVerifier(dev.aik_public, dev.counter_id, dev.counter_start, clock)
+        blocks = hash_blocks("log")
+        acc = M.Accounting(log_inc_hash_blocks=blocks[INCREMENT], log_read_hash_blocks=blocks[READ],
+                           read_extra_certs=1, own_cert_verifies=1, inc_verifies=1)
+        return BuiltScheme("log", profile, counters, clock, prover, verifier, terms, acc)
+    depth = max(1, (counters - 1).bit_length())
+    dev = provision(clock, physical_counter=False)
+    prover = TreeProver(dev, counters, depth=depth, command=command, attest_every=attest_every)
+    verifier = TreeVerifier(dev.aik_public, depth, clock, command=command)
+    blocks = hash_blocks("hashtree", depth, command)
+    acc = M.Accounting(tree_inc_hash_blocks=blocks[INCREMENT], tree_read_hash_blocks=blocks[READ], inc_verifies=1,
+                       tree_inc_hash_blocks_nosign=blocks.get(INCREMENT + "-nosign", 0),
+                       tree_read_hash_blocks_nosign=blocks.get(READ + "-nosign", 0))
+    return BuiltScheme("hashtree", profile, counters, clock, prover, verifier, terms, acc, depth=depth)
+
+
+def nonce() -> bytes:
+    return os.urandom(20)

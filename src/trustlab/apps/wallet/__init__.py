@@ -1,0 +1,1 @@
+"""The offline digital wallet built on virtual counters (paper Table I, with the ordering fixed)."""
