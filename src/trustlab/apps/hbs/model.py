@@ -33,7 +33,7 @@ import numpy as np
 from trustlab.apps.hbs import wots
 from trustlab.apps.hbs.address import Address
 from trustlab.apps.hbs.applet import Card, next_fill_target, rollover_layers
-from trustlab.apps.hbs.costs import COMPONENTS, CardMeter, price
+from trustlab.apps.hbs.costs import COMPONENTS, LINK, CardMeter, price
 from trustlab.apps.hbs.hashes import Hasher
 from trustlab.apps.hbs.host import CardSigner
 from trustlab.apps.hbs.keys import split_index
@@ -248,8 +248,8 @@ def analyse(p: XMSSParams, profile: Profile) -> Analysis:
     worst_p = max(busy, key=lambda r: r["ms"])
     return Analysis(
         params=p, profile=profile.name,
-        sign_ms=Stats(best_s["ms"], price(sign_avg, means), worst_s["ms"]),
-        prepare_ms=Stats(best_p["ms"], price(prep_avg, means), worst_p["ms"]),
+        sign_ms=Stats(float(best_s["ms"]), float(price(sign_avg, means)), float(worst_s["ms"])),
+        prepare_ms=Stats(float(best_p["ms"]), float(price(prep_avg, means)), float(worst_p["ms"])),
         sign_classes=sign_rows, prepare_classes=prep_rows,
         sign_counts={"best": best_s["counts"], "avg": sign_avg, "worst": worst_s["counts"]},
         prepare_counts={"best": best_p["counts"], "avg": prep_avg, "worst": worst_p["counts"]},
@@ -259,12 +259,12 @@ def analyse(p: XMSSParams, profile: Profile) -> Analysis:
 def sensitivity(a: Analysis, profile: Profile, rel: float = 0.10) -> list[dict]:
     """Change of each figure when one component's mean moves by ±rel (exact: time is linear)."""
     rows = []
-    for comp in COMPONENTS:
-        mean = profile.mean(comp)
-        row = {"component": comp, "mean": mean}
+    for comp in list(COMPONENTS) + [LINK]:
+        mean = profile.mean(comp) if comp != LINK else 1.0  # link time: counted in ms already
+        row = {"component": "link" if comp == LINK else comp, "mean": mean if comp != LINK else None}
         for what, counts in (("sign", a.sign_counts), ("prepare", a.prepare_counts)):
             for case in ("best", "avg", "worst"):
-                row[f"{what}_{case}_ms_per_10pct"] = counts[case].get(comp, 0.0) * mean * rel
+                row[f"{what}_{case}_ms_per_10pct"] = float(counts[case].get(comp, 0.0) * mean * rel)
         rows.append(row)
     return rows
 
