@@ -8,8 +8,9 @@ That count is a property of the TPM 1.2 command sequence, the same on every
 chip, so it is counted once per process by running the operation on a *probe*
 TPM whose profile charges 1 ms per hashed block and nothing else
 (:func:`hash_blocks`); the per-level hashes of the tree formulas are not
-probed but taken from the paper's formula, and a test checks that the probed
-constant does not change with the depth.
+probed but taken from the paper's formula; the remainder grows only with the
+input-parameter digest over the sibling path (20 bytes per level), which a
+test checks.
 """
 
 from __future__ import annotations
