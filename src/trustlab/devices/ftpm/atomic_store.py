@@ -110,6 +110,7 @@ class AtomicStore:
         self._root_bits = bytearray(ROOT_BITS // 8)
         self._bits = bytearray(-(-n_blocks // 8))  # data-copy selection bits
         self._committed: dict[int, bytes] = {}     # plaintext cache of committed blocks
+        self._raw: dict[int, bytes] = {}           # prefetched ciphertext of committed blocks
         self._pending: dict[int, bytes] | None = None
         self._mounted = False
         self.commits = 0
@@ -149,6 +150,7 @@ class AtomicStore:
         self.generation = 0
         self.client.write(self.base, [self._root_block(0, self._root_bits)])
         self._committed.clear()
+        self._raw = {}
         self._pending = None
         self._mounted = True
 
@@ -179,6 +181,20 @@ class AtomicStore:
         self._committed.clear()
         self._pending = None
         self._mounted = True
+        self._prefetch()
+
+    PREFETCH_FRAMES = 64
+
+    def _prefetch(self) -> None:
+        """Read both copies of every data block in one multi-block authenticated read.
+
+        Small states (the fTPM's few KB) are read once at mount instead of one
+        RPMB round trip per block; larger stores fall back to reading on demand.
+        """
+        if 2 * self.n > self.PREFETCH_FRAMES:
+            return
+        raws = self.client.read(self._data_addr(0, 0), 2 * self.n)
+        self._raw = {i: raws[_get_bit(self._bits, i) * self.n + i] for i in range(self.n)}
 
     def _ensure_mounted(self) -> None:
         if not self._mounted:
@@ -193,7 +209,9 @@ class AtomicStore:
         if i in self._committed:
             return self._committed[i]
         copy = _get_bit(self._bits, i)
-        raw = self.client.read(self._data_addr(i, copy))[0]
+        raw = self._raw.pop(i, None)
+        if raw is None:
+            raw = self.client.read(self._data_addr(i, copy))[0]
         if raw == bytes(DATA_SIZE):
             plain = bytes(PAYLOAD)  # never written: only the TEE can write RPMB
         else:
@@ -283,6 +301,7 @@ class AtomicStore:
         except BaseException:
             self._mounted = False  # resynchronise from the device on next access
             self._committed.clear()
+            self._raw.clear()
             raise
         self.generation += 1
         self._bits = new_bits
