@@ -32,7 +32,7 @@ import numpy as np
 
 from trustlab.apps.hbs import wots
 from trustlab.apps.hbs.address import Address
-from trustlab.apps.hbs.applet import Card, next_fill_target, rollover_layers
+from trustlab.apps.hbs.applet import DEFAULT_LINK, STAGES, Card, next_fill_target, rollover_layers, stage_chains
 from trustlab.apps.hbs.costs import COMPONENTS, LINK, CardMeter, price
 from trustlab.apps.hbs.hashes import Hasher
 from trustlab.apps.hbs.host import CardSigner
@@ -277,9 +277,9 @@ def wots_signature_counts(p: XMSSParams) -> Counter:
     hs = Hasher(meter)
     adrs = Address()
     sk = wots.secret_key(hs, p, bytes(p.n), adrs)
-    sig = wots.sign(hs, p, os.urandom(p.n), sk, bytes(p.n), adrs)
-    for stage in range(8):
-        meter.apdu(7, len(sig) * p.n // 8 + 2)
+    wots.sign(hs, p, os.urandom(p.n), sk, bytes(p.n), adrs)
+    for stage in range(STAGES):  # each stage's share of the chains goes out in one response
+        meter.apdu(DEFAULT_LINK.exchange_ms(9, len(stage_chains(p, stage)) * p.n))
     return _adjust_steps(meter.snapshot(), expected_sign_steps(p), step_counts(p))
 
 
