@@ -175,6 +175,8 @@ class TreeVerifier:
             raise VerificationError("bad-nonce", "certificate answers another challenge (replay?)")
         if answer.value != cert.new:
             raise VerificationError("value-mismatch", f"claimed {answer.value}, certificate says {cert.new}")
+        if not (0 <= cert.old <= T.MAX_VALUE and 0 <= cert.new <= T.MAX_VALUE):
+            raise VerificationError("bad-value", f"counter values must be 64-bit unsigned, got {cert.old}, {cert.new}")
         if len(cert.siblings) != self.depth:
             raise VerificationError("bad-path", f"path of {len(cert.siblings)} siblings, tree depth {self.depth}")
         if not cert.signature:
