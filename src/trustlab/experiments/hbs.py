@@ -1,0 +1,181 @@
+"""Hash-based signatures on a Java Card: XMSS^MT signing time, preparation and memory.
+
+For one parameter set (``--h --d --w``) it prices, on a Java Card profile,
+the operation counts of the simulated applet over the key's whole lifetime
+(trustlab.apps.hbs.model): signing best / average / worst (every
+2^(h/d)-th signature re-signs one subtree root, every 2^(2h/d)-th two, ...),
+the preparation step that keeps the next subtrees' leaves coming, the
+persistent memory (32·l·(d−1) + 32·(2d−1)·2^(h/d) bytes), the signature size
+and the number of signatures — and how much each profile parameter moves the
+time (±10 %). ``--grid`` tabulates and plots the h/d/w trade-off.
+
+The paper's two stated figures (WOTS+ signature ~33 s, WOTS+ key generation
+~1 min) calibrated the profile's hash-call cost; they are shown as references
+beside what the calibrated model gives. The paper's h = 20 signing and
+preparation times are withheld and are not used.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from trustlab.apps.hbs.applet import Card
+from trustlab.apps.hbs.costs import COMPONENTS
+from trustlab.apps.hbs.model import Analysis, analyse, sensitivity, wots_keygen_counts, wots_signature_counts
+from trustlab.apps.hbs.costs import price
+from trustlab.apps.hbs.params import XMSSParams
+from trustlab.cli._output import table
+from trustlab.errors import TrustlabError
+from trustlab.experiments.registry import Reference, Result, experiment
+from trustlab.timing import registry
+from trustlab.timing.profile import Profile
+
+PAPER = "van der Laan et al. (2018), Java Card hash-based signatures, excerpt 'Memory Usage and Benchmarks'"
+MAX_TREE_HEIGHT = 12  # the scratch card hashes a whole subtree per layer and signature
+
+
+def _profile(name: str) -> Profile:
+    prof = registry.load(name)
+    missing = [c for c in COMPONENTS if c not in prof]
+    if missing:
+        raise TrustlabError(f"profile {name!r} lacks the Java Card HBS component(s) {', '.join(missing)} "
+                            f"(it is a {prof.family!r} profile; try jcop-2018)")
+    return prof
+
+
+def _params(h: int, d: int, w: int) -> XMSSParams:
+    p = XMSSParams(h, d, w)
+    if p.tree_height > MAX_TREE_HEIGHT:
+        raise TrustlabError(f"--h {h} --d {d}: subtrees of height {p.tree_height} are beyond this analysis "
+                            f"(at most {MAX_TREE_HEIGHT}; use a larger d)")
+    return p
+
+
+def _grid_points(hs: list[int], ws: list[int]) -> list[XMSSParams]:
+    return [XMSSParams(h, d, w) for h in hs for w in ws for d in range(1, h + 1)
+            if h % d == 0 and 2 <= h // d <= 10]
+
+
+@experiment("hbs", help="XMSS^MT on a Java Card: signing/preparation time over the key's lifetime, "
+            "persistent memory, signature size, sensitivity; --grid for the h/d/w trade-off")
+class HBS:
+    flagship = [
+        ["--profile", "jcop-2018", "--h", "20", "--d", "4"],
+        ["--profile", "jcop-2018", "--h", "20", "--d", "5"],
+        ["--profile", "jcop-2018", "--grid"],
+    ]
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("--profile", default="jcop-2018", metavar="NAME",
+                            help="Java Card profile (default jcop-2018)")
+        parser.add_argument("--h", type=int, default=20, help="total tree height (default 20)")
+        parser.add_argument("--d", type=int, default=4, help="layers; must divide h (default 4)")
+        parser.add_argument("--w", type=int, default=16, choices=(4, 16), help="Winternitz parameter (default 16)")
+        parser.add_argument("--grid", action="store_true",
+                            help="trade-off table and plots over --grid-h x --grid-w x every d with 2 <= h/d <= 10")
+        parser.add_argument("--grid-h", type=int, nargs="+", default=[10, 20], metavar="H")
+        parser.add_argument("--grid-w", type=int, nargs="+", default=[4, 16], metavar="W")
+        parser.add_argument("--sensitivity", type=float, default=0.10, metavar="REL",
+                            help="relative change of each profile parameter in the sensitivity table (default 0.10)")
+
+    def run(self, args: argparse.Namespace) -> Result:
+        prof = _profile(args.profile)
+        if not 0 < args.sensitivity < 1:
+            raise TrustlabError(f"--sensitivity {args.sensitivity}: give a fraction in (0, 1)")
+        provenance = {prof.name: prof.provenance.describe()}
+        if args.grid:
+            return self._grid(args, prof, provenance)
+        p = _params(args.h, args.d, args.w)
+        a = analyse(p, prof)
+        sens = sensitivity(a, prof, args.sensitivity)
+        return Result(
+            experiment="hbs",
+            params={"profile": prof.name, "h": p.h, "d": p.d, "w": p.w, "sensitivity": args.sensitivity},
+            data=a.record(), text=_text(a, sens, args.sensitivity), references=_references(p, prof),
+            profiles=provenance, plots=[_sensitivity_plot(a, sens, args.sensitivity)])
+
+    def _grid(self, args: argparse.Namespace, prof: Profile, provenance: dict) -> Result:
+        for w in args.grid_w:
+            if w not in (4, 16):
+                raise TrustlabError(f"--grid-w {w}: RFC 8391 allows w = 4 or 16")
+        points = _grid_points(args.grid_h, args.grid_w)
+        if not points:
+            raise TrustlabError("--grid-h: no h has a divisor d with 2 <= h/d <= 10")
+        records = [analyse(p, prof).record() for p in points]
+        rows = [[r["h"], r["d"], r["w"], r["sign_s"]["best"], r["sign_s"]["avg"], r["sign_s"]["worst"],
+                 r["prepare_s"]["best"], r["prepare_s"]["avg"], r["prepare_s"]["worst"],
+                 r["persistent_bytes"], r["signature_bytes"], r["signatures"]] for r in records]
+        text = (f"XMSS^MT trade-off on {prof.name} (times in s over each key's lifetime)\n"
+                + table(rows, ["h", "d", "w", "sign best", "sign avg", "sign worst", "prep best", "prep avg",
+                               "prep worst", "NVM bytes", "sig bytes", "signatures"]))
+        plots = []
+        for key, title, ylabel, logy in (
+                (lambda r: r["sign_s"]["avg"], "average signing time vs layers", "s", False),
+                (lambda r: r["prepare_s"]["avg"], "average preparation time vs layers", "s", False),
+                (lambda r: r["persistent_bytes"], "persistent memory vs layers", "bytes", True),
+                (lambda r: r["signature_bytes"], "signature size vs layers", "bytes", False)):
+            series = []
+            for h in args.grid_h:
+                for w in args.grid_w:
+                    pts = [r for r in records if r["h"] == h and r["w"] == w]
+                    if pts:
+                        series.append({"label": f"h={h}, w={w}", "x": [r["d"] for r in pts],
+                                       "y": [key(r) for r in pts]})
+            plots.append({"kind": "line", "title": f"{title} ({prof.name})", "xlabel": "d (layers)",
+                          "ylabel": ylabel, "logx": False, "logy": logy, "series": series})
+        return Result(experiment="hbs", params={"profile": prof.name, "grid_h": args.grid_h, "grid_w": args.grid_w},
+                      data=records, text=text, profiles=provenance, plots=plots)
+
+
+def _text(a: Analysis, sens: list[dict], rel: float) -> str:
+    p = a.params
+    s, q = a.sign_ms, a.prepare_ms
+    head = table([["sign", s.best / 1e3, s.avg / 1e3, s.worst / 1e3],
+                  ["prepare", q.best / 1e3, q.avg / 1e3, q.worst / 1e3]], ["step (s)", "best", "avg", "worst"])
+    l = p.wots_len
+    mem = (f"persistent memory: 32·l·(d−1) + 32·(2d−1)·2^(h/d) = {32 * l * (p.d - 1)} + "
+           f"{32 * (2 * p.d - 1) * p.leaves_per_tree} = {p.persistent_bytes} bytes "
+           f"({p.persistent_bytes / 1024:.2f} KiB; plus {p.key_state_bytes} bytes of keys and index)\n"
+           f"signature: {p.signature_bytes} bytes; signatures per key: {p.signatures}")
+    classes = table([[r["switching_subtrees"], r["indices"], r["ms"] / 1e3] for r in a.sign_classes],
+                    ["subtrees switching", "signatures", "sign s"])
+    prep = table([[r["leaves"], "".join(".-+"[x] for x in r["layers"]) or "-", r["indices"], r["ms"] / 1e3]
+                  for r in a.prepare_classes],
+                 ["leaves computed", "layers (+ leaf, - idle, . none left)", "preparations", "prepare s"])
+    pct = f"{rel:.0%}"
+    srows = [[r["component"], r["mean"], r["sign_best_ms_per_10pct"] / 1e3, r["sign_avg_ms_per_10pct"] / 1e3,
+              r["sign_worst_ms_per_10pct"] / 1e3, r["prepare_best_ms_per_10pct"] / 1e3,
+              r["prepare_avg_ms_per_10pct"] / 1e3] for r in sens]
+    sens_t = table(srows, ["parameter", "mean (ms/unit)", f"sign best ±s", f"sign avg ±s", f"sign worst ±s",
+                           f"prep best ±s", f"prep avg ±s"])
+    return (f"XMSS^MT h={p.h} d={p.d} w={p.w} (l={l}) on {a.profile}: counted operations of the simulated "
+            f"applet, priced with the profile\n{head}\n\n{mem}\n\nsignature cost classes over the lifetime\n"
+            f"{classes}\n\npreparation cost classes\n{prep}\n\n"
+            f"sensitivity: change in seconds when one parameter changes by {pct} (time is linear in each)\n{sens_t}")
+
+
+def _references(p: XMSSParams, prof: Profile) -> list[Reference]:
+    means = {c: prof.mean(c) for c in COMPONENTS}
+    refs = [
+        Reference("WOTS+ signature, average (calibration figure)", 33.0,
+                  model=price(wots_signature_counts(p), means) / 1e3, unit="s", source=PAPER),
+        Reference("WOTS+ key generation = best-case preparation (calibration figure)", 60.0,
+                  model=price(wots_keygen_counts(p), means) / 1e3, unit="s", source=PAPER),
+    ]
+    paper_memory = {(20, 4, 16): 6432 + 7168, (20, 5, 16): 8576 + 4608}
+    if (p.h, p.d, p.w) in paper_memory:
+        refs.append(Reference(f"persistent memory, h={p.h} d={p.d}", paper_memory[(p.h, p.d, p.w)],
+                              model=p.persistent_bytes, simulated=Card(p).persistent_state_bytes,
+                              unit="bytes", source=PAPER))
+    return refs
+
+
+def _sensitivity_plot(a: Analysis, sens: list[dict], rel: float) -> dict:
+    p = a.params
+    names = [r["component"] for r in sens]
+    return {"kind": "bar", "title": f"h={p.h} d={p.d} w={p.w} on {a.profile}: +{rel:.0%} per parameter",
+            "xlabel": "profile parameter", "ylabel": "change (s)", "logx": False, "logy": False,
+            "series": [{"label": "sign avg", "x": names, "y": [r["sign_avg_ms_per_10pct"] / 1e3 for r in sens]},
+                       {"label": "sign worst", "x": names, "y": [r["sign_worst_ms_per_10pct"] / 1e3 for r in sens]},
+                       {"label": "prepare avg", "x": names,
+                        "y": [r["prepare_avg_ms_per_10pct"] / 1e3 for r in sens]}]}
