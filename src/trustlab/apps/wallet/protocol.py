@@ -40,7 +40,7 @@ from trustlab.apps.counters.base import Answer, Prover, VerificationError, Verif
 from trustlab.apps.wallet.tokens import Directory, Signer, Token
 from trustlab.timing.clock import Clock
 
-ORDERINGS = ("paper", "fixed")
+ORDERINGS = ("paper", "fixed", "arithmetic")
 VERIFY_COMPONENTS = ("host_verify", "host_hash")
 
 CHEATS = ("skip-increment", "replay-old-token", "forge-balance")
@@ -87,6 +87,15 @@ class BuyerDevice:
             return None
         return self.prover.increment(self.counter, nonce)
 
+    def add(self, delta: int, nonce: bytes) -> Answer | None:
+        """Raise an arithmetic counter by ``delta`` (hash-tree scheme only)."""
+        if "skip-increment" in self.cheats:
+            return None
+        add = getattr(self.prover, "add", None)
+        if add is None:
+            raise VerificationError("unsupported", f"the {self.prover.scheme} scheme has no arithmetic counters")
+        return add(self.counter, delta, nonce)
+
     def store(self, token: Token) -> None:
         self.tokens.append(token)
 
@@ -106,6 +115,10 @@ class Issuer(Signer):
         token = self.sign_token(buyer.counter, value, credit)
         buyer.store(token)
         return token
+
+    # In the arithmetic wallet the issuer's token is (counter, base value, credit
+    # limit) and the TPM-held counter is the amount spent: balance = credit -
+    # (counter - base). No merchant ever signs a token.
 
 
 @dataclass
@@ -170,12 +183,25 @@ class Merchant(Signer):
         n1 = os.urandom(20)                                             # round 2
         current = self.verifier.check_read(buyer.read(n1), token.counter, n1)   # round 3
         sale.events.append(f"read {current}")
-        if current != token.value:                                      # round 4
+        if self.ordering != "arithmetic" and current != token.value:   # round 4
             raise VerificationError("stale-token",
                                     f"token says counter {token.counter} = {token.value}, TPM attests {current}")
         new_balance = token.balance - price
         if new_balance < 0:
             raise VerificationError("insufficient-balance", f"balance {token.balance} < price {price}")
+        if self.ordering == "arithmetic":
+            if token.signer != self.directory.issuer_name:
+                raise VerificationError("unknown-signer", "arithmetic wallets carry the issuer's token only")
+            balance = token.balance - (current - token.value)
+            if price > balance:
+                raise VerificationError("insufficient-balance", f"balance {balance} < price {price}")
+            n2 = os.urandom(20)
+            answer = buyer.add(price, n2)
+            if answer is None:
+                raise VerificationError("no-increment", "buyer did not add the price to its counter")
+            spent = self.verifier.check_increment(answer, token.counter, n2, after=current, delta=price)
+            sale.events.append(f"spent counter {current} -> {spent}")
+            return token
         if self.ordering == "paper":
             s1 = self.sign_token(token.counter, current + 1, new_balance)
             buyer.store(s1)                                             # round 5
