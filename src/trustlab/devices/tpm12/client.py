@@ -109,6 +109,29 @@ def key_template(usage: int, *, migratable: bool = False, auth: bool = True,
                  KeyParms(C.TPM_ALG_RSA, enc, sig_scheme), b"")
 
 
+def hmac_key_template(auth: bool = True) -> Key12:
+    """Template of the what-if HMAC CMK (TPM_ALG_HMAC, migratable, certified)."""
+    return Key12(C.TPM_KEY_HMAC, C.TPM_KEY_FLAG_MIGRATABLE | C.TPM_KEY_FLAG_MIGRATE_AUTHORITY,
+                 C.TPM_AUTH_ALWAYS if auth else C.TPM_AUTH_NEVER,
+                 KeyParms(C.TPM_ALG_HMAC, C.TPM_ES_NONE, C.TPM_SS_NONE, 0), b"")
+
+
+def msa_composite(digests: Sequence[bytes]) -> bytes:
+    """TPM_MSA_COMPOSITE: the approved list of a CMK (digests of TPM_PUBKEYs)."""
+    return Writer().u32(len(digests)).raw(b"".join(digests)).bytes()
+
+
+def pubkey_digest(pubkey: bytes) -> bytes:
+    """SHA1 of a TPM_PUBKEY, the form keys take on an msaList."""
+    return _sha1(pubkey)
+
+
+def bind(pubkey: bytes, data: bytes) -> bytes:
+    """Host-side Tspi_Data_Bind: OAEP-encrypt TPM_BOUND_DATA to a bind key's TPM_PUBKEY."""
+    oaep = padding.OAEP(padding.MGF1(hashes.SHA1()), hashes.SHA1(), b"TCPA")
+    return rsa_public(pubkey_modulus(pubkey)[1]).encrypt(C.STRUCT_VER + b"\x02" + data, oaep)
+
+
 @dataclass(frozen=True)
 class TransportRelease:
     signature: bytes
@@ -335,6 +358,87 @@ class Tpm12:
 
     def TPM_ReleaseCounter(self, count_id: int, auth: Auth) -> None:
         self.call("TPM_ReleaseCounter", params=Writer().u32(count_id).bytes(), auth=[auth])
+
+    # ---- protected storage ------------------------------------------------------------
+    def _osap_key(self, handle: int, auth: bytes) -> HostSession:
+        entity = (C.TPM_ET_SRK, C.TPM_KH_SRK) if handle == C.TPM_KH_SRK else (C.TPM_ET_KEYHANDLE, handle)
+        s = self.TPM_OSAP(*entity, auth)
+        s.cont = False
+        return s
+
+    def TPM_Seal(self, key: int, key_auth: bytes, data: bytes, data_auth: bytes,
+                 pcr_info: bytes = b"") -> bytes:
+        """Returns TPM_STORED_DATA. ``pcr_info``: a TPM_PCR_INFO to bind the data to PCRs."""
+        s = self._osap_key(key, key_auth)
+        params = Writer().raw(s.encrypt_auth(data_auth)).sized(pcr_info).sized(data).bytes()
+        _, r = self.call("TPM_Seal", handles=[key], params=params, auth=[s])
+        return r.rest()
+
+    def TPM_Unseal(self, key: int, stored: bytes, key_auth: Auth, data_auth: Auth) -> bytes:
+        _, r = self.call("TPM_Unseal", handles=[key], params=stored, auth=[key_auth, data_auth])
+        return r.sized()
+
+    def TPM_UnBind(self, key: int, enc: bytes, auth: Auth | None) -> bytes:
+        _, r = self.call("TPM_UnBind", handles=[key], params=Writer().sized(enc).bytes(),
+                         auth=[auth] if auth is not None else [])
+        return r.sized()
+
+    def TPM_ChangeAuth(self, parent: int, parent_auth: bytes, entity_type: int, enc: bytes,
+                       old_auth: Auth, new_auth: bytes) -> bytes:
+        """Re-encrypt a key's or sealed blob's encData with a new secret; returns the new encData."""
+        s = self._osap_key(parent, parent_auth)
+        params = Writer().u16(0x0001).raw(s.encrypt_auth(new_auth)).u16(entity_type).sized(enc).bytes()
+        _, r = self.call("TPM_ChangeAuth", handles=[parent], params=params, auth=[s, old_auth])
+        return r.sized()
+
+    # ---- migration ----------------------------------------------------------------------
+    def TPM_CMK_ApproveMA(self, owner_auth: Auth, msa_digest: bytes) -> bytes:
+        _, r = self.call("TPM_CMK_ApproveMA", params=msa_digest, auth=[owner_auth])
+        return r.raw(20)
+
+    def TPM_CMK_CreateKey(self, parent: int, parent_auth: bytes, template: Key12, usage_auth: bytes,
+                          approval: bytes, msa_digest: bytes) -> bytes:
+        s = self._osap_key(parent, parent_auth)
+        params = s.encrypt_auth(usage_auth) + template.marshal() + approval + msa_digest
+        _, r = self.call("TPM_CMK_CreateKey", handles=[parent], params=params, auth=[s])
+        return r.rest()
+
+    def TPM_AuthorizeMigrationKey(self, owner_auth: Auth, pubkey: bytes,
+                                  scheme: int = C.TPM_MS_RESTRICT_MIGRATE) -> bytes:
+        """Returns TPM_MIGRATIONKEYAUTH (the owner's approval of a destination key)."""
+        _, r = self.call("TPM_AuthorizeMigrationKey", params=Writer().u16(scheme).raw(pubkey).bytes(),
+                         auth=[owner_auth])
+        return r.rest()
+
+    def TPM_CMK_CreateBlob(self, parent: int, parent_auth: Auth, migration_key_auth: bytes,
+                           source_digest: bytes, msa_list: bytes, enc: bytes) -> tuple[bytes, bytes]:
+        """Direct CMK migration; returns (random r1, outData for the destination)."""
+        params = (Writer().u16(C.TPM_MS_RESTRICT_MIGRATE).raw(migration_key_auth).raw(source_digest)
+                  .sized(msa_list).sized(b"").sized(b"").sized(enc).bytes())
+        _, r = self.call("TPM_CMK_CreateBlob", handles=[parent], params=params, auth=[parent_auth])
+        return r.sized(), r.sized()
+
+    def TPM_CMK_ConvertMigration(self, parent: int, parent_auth: Auth, restrict_ticket: bytes,
+                                 migrated_key: bytes, msa_list: bytes, random: bytes) -> bytes:
+        """Returns the new encData; the loadable key is the migrated TPM_KEY12 with it."""
+        params = (restrict_ticket + b"\x00" * 20 + migrated_key
+                  + Writer().sized(msa_list).sized(random).bytes())
+        _, r = self.call("TPM_CMK_ConvertMigration", handles=[parent], params=params, auth=[parent_auth])
+        return r.sized()
+
+    def TPM_CreateMigrationBlob(self, parent: int, parent_auth: Auth, migration_key_auth: bytes,
+                                enc: bytes, migration_auth: Auth,
+                                scheme: int = C.TPM_MS_MIGRATE) -> tuple[bytes, bytes]:
+        params = Writer().u16(scheme).raw(migration_key_auth).sized(enc).bytes()
+        _, r = self.call("TPM_CreateMigrationBlob", handles=[parent], params=params,
+                         auth=[parent_auth, migration_auth])
+        return r.sized(), r.sized()
+
+    # ---- what-if: HMAC oracle -----------------------------------------------------------
+    def TPM_HMAC(self, key: int, data: bytes, auth: Auth, output_blocks: int = 1) -> bytes:
+        _, r = self.call("TPM_HMAC", handles=[key], params=Writer().sized(data).u32(output_blocks).bytes(),
+                         auth=[auth])
+        return r.sized()
 
     # ---- what-if: hash tree ----------------------------------------------------------
     def TPM_ExecuteHashTree(self, key: int, mode: int, index: int, old_leaf: bytes,

@@ -22,6 +22,7 @@ digest (1 block) + the request HMAC (5) + the output-parameter digest over the
 from __future__ import annotations
 
 import hashlib
+import hmac
 import hmac as _hmac
 import os
 
@@ -126,3 +127,43 @@ class Primitives:
         """Charge a component only a richer profile defines (counters, transport)."""
         if component in self.clock.profile:
             self.clock.charge(component, count)
+
+
+def mgf1(sha1, seed: bytes, length: int) -> bytes:
+    out = b""
+    counter = 0
+    while len(out) < length:
+        out += sha1(seed, counter.to_bytes(4, "big"))
+        counter += 1
+    return out[:length]
+
+
+def oaep_encode(sha1, message: bytes, phash: bytes, seed: bytes, length: int) -> bytes:
+    """OAEP encoding without RSA, as TPM 1.2 migration does to a 198-byte block (Part 3, 11.3).
+
+    ``phash`` is the 20-byte parameter hash, ``seed`` a 20-byte seed (the
+    first 20 bytes of the private key, so the migrated blob carries them).
+    Hashing is charged through ``sha1`` (MGF1 over seed and data block).
+    """
+    db_len = length - DIGEST - 1
+    if len(message) > db_len - DIGEST - 1:
+        raise TpmError("TPM_BAD_DATASIZE", f"{len(message)} bytes do not fit a {length}-byte OAEP block")
+    db = phash + b"\x00" * (db_len - DIGEST - 1 - len(message)) + b"\x01" + message
+    masked_db = bytes(a ^ b for a, b in zip(db, mgf1(sha1, seed, db_len)))
+    masked_seed = bytes(a ^ b for a, b in zip(seed, mgf1(sha1, masked_db, DIGEST)))
+    return b"\x00" + masked_seed + masked_db
+
+
+def oaep_decode(sha1, block: bytes, phash: bytes) -> tuple[bytes, bytes]:
+    """Inverse of :func:`oaep_encode`; returns (message, seed) or raises TPM_DECRYPT_ERROR."""
+    if len(block) < 2 * DIGEST + 2 or block[0] != 0:
+        raise TpmError("TPM_DECRYPT_ERROR", "migration block is not OAEP-encoded")
+    masked_seed, masked_db = block[1:1 + DIGEST], block[1 + DIGEST:]
+    seed = bytes(a ^ b for a, b in zip(masked_seed, mgf1(sha1, masked_db, DIGEST)))
+    db = bytes(a ^ b for a, b in zip(masked_db, mgf1(sha1, seed, len(masked_db))))
+    if not hmac.compare_digest(db[:DIGEST], phash):
+        raise TpmError("TPM_DECRYPT_ERROR", "migration block was made for other parameters")
+    rest = db[DIGEST:].lstrip(b"\x00")
+    if not rest or rest[0] != 1:
+        raise TpmError("TPM_DECRYPT_ERROR", "bad OAEP padding in the migration block")
+    return rest[1:], seed

@@ -126,13 +126,13 @@ def make_identity(tpm, req: Request) -> Response:
     return Response(params=blob.marshal() + Writer().sized(binding).bytes())
 
 
-def certify_info2(tpm, key: LoadedKey, nonce: bytes, msa_digest: bytes) -> bytes:
+def certify_info2(key: LoadedKey, nonce: bytes, msa_digest: bytes, pubkey_digest: bytes) -> bytes:
     """TPM_CERTIFY_INFO2 (Part 2, 11.2) describing ``key``."""
     b = key.blob
     payload = C.TPM_PT_MIGRATE_RESTRICTED if b.is_cmk else C.TPM_PT_ASYM
     ma = msa_digest if b.is_cmk else b""
     return (Writer().u16(C.TPM_TAG_CERTIFY_INFO2).u8(0).u8(payload).u16(b.usage).u32(b.flags)
-            .u8(b.auth_usage).raw(b.parms.marshal()).raw(tpm.crypto.sha1(b.pubkey())).raw(nonce)
+            .u8(b.auth_usage).raw(b.parms.marshal()).raw(pubkey_digest).raw(nonce)
             .u8(0).sized(b.pcr_info).sized(ma).bytes())
 
 
@@ -154,10 +154,12 @@ def certify_key2(tpm, req: Request) -> Response:
         req.auth.check(0, cert.usage_auth, (C.TPM_ET_KEYHANDLE, cert_h))
     if cert.blob.usage not in (C.TPM_KEY_IDENTITY, C.TPM_KEY_SIGNING):
         raise TpmError("TPM_INVALID_KEYUSAGE", "the certifying key must be an identity or signing key")
-    if key.blob.is_cmk and not _hmac.compare_digest(
-            key.migration_auth, tpm.crypto.hmac(tpm.state.tpm_proof, cmk_migauth(tpm, key.blob, msa_digest))):
-        raise TpmError("TPM_MA_SOURCE", "migrationPubDigest is not this CMK's approved list")
-    info = certify_info2(tpm, key, nonce, msa_digest)
+    pk_digest = tpm.crypto.sha1(key.blob.pubkey())
+    if key.blob.is_cmk:  # Part 3, 12.2: the certified list must be the CMK's own (+4 blocks)
+        migauth = Writer().u16(0x0034).raw(msa_digest).raw(pk_digest).bytes()
+        if not _hmac.compare_digest(key.migration_auth, tpm.crypto.hmac(tpm.state.tpm_proof, migauth)):
+            raise TpmError("TPM_MA_SOURCE", "migrationPubDigest is not this CMK's approved list")
+    info = certify_info2(key, nonce, msa_digest, pk_digest)
     sig = tpm.crypto.rsa_sign(cert.private, tpm.crypto.sha1(info))
     return Response(params=info + Writer().sized(sig).bytes())
 

@@ -1,0 +1,226 @@
+"""Key migration: certified migratable keys (CMKs) and plain migration (Part 3, 11 and 14).
+
+What-if semantics (Gunupudi & Tate 2010, Sec. VI-A): *direct migration* — a
+CMK's approved list (msaList) holds digests of destination **storage keys**;
+TPM_CMK_CreateBlob with TPM_MS_RESTRICT_MIGRATE migrates the key only to a
+key whose TPM_PUBKEY digest is on that list, with no migration-authority
+signature. The CMK's ``migrationAuth`` is ``HMAC(tpmProof, TPM_CMK_MIGAUTH(
+msaDigest, SHA1(TPM_PUBKEY)))``, so neither the list nor the key can be
+swapped after creation.
+
+Migration blobs follow TPM 1.2: the key's secret is OAEP-encoded (no RSA) to a
+198-byte block ``o1`` whose seed is the first 20 bytes of the private key, XOR
+masked with a fresh random ``r1`` (returned to the caller), and the masked
+block is OAEP-encrypted under the destination key. The encoding parameter is
+msaDigest for CMKs and migrationAuth for ordinary keys.
+
+Hash accounting differs from the paper's formulas for the two CMK blob
+commands by a few blocks; see ``tests/tpm12/test_formulas.py`` for the
+measured difference and its reason (the paper's engine source is not public).
+"""
+
+from __future__ import annotations
+
+import hmac as _hmac
+
+from trustlab.devices.tpm12 import constants as C
+from trustlab.devices.tpm12.commands.keys import cmk_migauth, storage_parent
+from trustlab.devices.tpm12.errors import TpmError
+from trustlab.devices.tpm12.keys import Key12, KeyParms, StoreAsymkey, modulus_of, prime_of
+from trustlab.devices.tpm12.primitives import oaep_decode, oaep_encode
+from trustlab.devices.tpm12.registry import Request, Response, tpm_command
+from trustlab.devices.tpm12.wire import Reader, Writer
+
+MIGRATION_BLOCK = 198  # Part 3, 11.3: the OAEP encoding of TPM_MIGRATE_ASYMKEY for 2048-bit keys
+TAG_MA_APPROVAL = C.TPM_TAG_CMK_MA_APPROVAL
+HMAC_KEY_LABEL = b"TPM_HMAC key id"
+
+
+def _xor(a: bytes, b: bytes) -> bytes:
+    return bytes(x ^ y for x, y in zip(a, b))
+
+
+def msa_digests(msa_list: bytes) -> list[bytes]:
+    """TPM_MSA_COMPOSITE: UINT32 count, then count 20-byte digests."""
+    r = Reader(msa_list, "TPM_MSA_COMPOSITE")
+    n = r.u32()
+    if n == 0 or n > 64:
+        raise TpmError("TPM_INVALID_STRUCTURE", f"msaList of {n} entries")
+    out = [r.raw(20) for _ in range(n)]
+    r.end()
+    return out
+
+
+def _owner(tpm, req: Request) -> None:
+    req.auth.check(0, tpm.owner_auth(), (C.TPM_ET_OWNER, C.TPM_KH_OWNER))
+
+
+@tpm_command("TPM_CMK_ApproveMA", auth=(1,))
+def cmk_approve_ma(tpm, req: Request) -> Response:
+    msa_digest = req.params.raw(20)
+    req.params.end()
+    _owner(tpm, req)
+    return Response(params=tpm.crypto.hmac(tpm.state.tpm_proof, Writer().u16(TAG_MA_APPROVAL).raw(msa_digest).bytes()))
+
+
+@tpm_command("TPM_CMK_CreateKey", handles=1, auth=(1,))
+def cmk_create_key(tpm, req: Request) -> Response:
+    parent_h = req.handles[0]
+    enc_auth = req.params.raw(20)
+    template = Key12.unmarshal(req.params)
+    approval, msa_digest = req.params.raw(20), req.params.raw(20)
+    req.params.end()
+    parent = storage_parent(tpm, parent_h)
+    req.auth.check(0, parent.usage_auth, (C.TPM_ET_KEYHANDLE, parent_h))
+    expect = tpm.crypto.hmac(tpm.state.tpm_proof, Writer().u16(TAG_MA_APPROVAL).raw(msa_digest).bytes())
+    if not _hmac.compare_digest(expect, approval):
+        raise TpmError("TPM_AUTHFAIL", "msaList was not approved by the owner")
+    if not template.is_cmk or not template.migratable:
+        raise TpmError("TPM_INVALID_KEYUSAGE", "a CMK template sets migratable and migrateAuthority")
+    usage_auth = req.auth.decrypt_auth(0, enc_auth)
+    if template.parms.algorithm == C.TPM_ALG_HMAC:
+        if template.usage != C.TPM_KEY_HMAC:
+            raise TpmError("TPM_INVALID_KEYUSAGE", "an HMAC key has usage TPM_KEY_HMAC")
+        priv = tpm.crypto.random(20)
+        pub = tpm.crypto.sha1(HMAC_KEY_LABEL, priv)
+    else:
+        if template.usage not in (C.TPM_KEY_SIGNING, C.TPM_KEY_BIND, C.TPM_KEY_STORAGE):
+            raise TpmError("TPM_INVALID_KEYUSAGE", f"usage {template.usage:#x}")
+        key = tpm.crypto.rsa_generate()
+        priv, pub = prime_of(key), modulus_of(key)
+    public = Key12(template.usage, template.flags, template.auth_usage, template.parms, pub,
+                   pcr_info=template.pcr_info)
+    mig_auth = tpm.crypto.hmac(tpm.state.tpm_proof, cmk_migauth(tpm, public, msa_digest))
+    pub_digest = tpm.crypto.sha1(public.public_part())
+    store = StoreAsymkey(C.TPM_PT_MIGRATE_RESTRICTED, usage_auth, mig_auth, pub_digest, priv)
+    return Response(params=public.with_enc(tpm.crypto.rsa_encrypt(parent.public, store.marshal())).marshal())
+
+
+@tpm_command("TPM_AuthorizeMigrationKey", auth=(1,))
+def authorize_migration_key(tpm, req: Request) -> Response:
+    scheme = req.params.u16()
+    pubkey = req.params.rest()
+    parms, key = KeyParms.unmarshal(Reader(pubkey[:24], "TPM_PUBKEY")), pubkey[24:]
+    _owner(tpm, req)
+    if parms.algorithm != C.TPM_ALG_RSA or len(key) != 4 + 256:
+        raise TpmError("TPM_BAD_KEY_PROPERTY", "the migration key must be a 2048-bit RSA key")
+    digest = tpm.crypto.sha1(pubkey, scheme.to_bytes(2, "big"), tpm.state.tpm_proof)
+    return Response(params=pubkey + scheme.to_bytes(2, "big") + digest)
+
+
+def _read_mka(tpm, req: Request) -> tuple[bytes, int]:
+    """TPM_MIGRATIONKEYAUTH: check the owner authorized this destination and scheme."""
+    p = req.params
+    start = p.pos
+    parms = KeyParms.unmarshal(p)
+    key = p.sized(512)
+    pubkey = req.param_bytes[start:p.pos]
+    scheme, digest = p.u16(), p.raw(20)
+    if parms.algorithm != C.TPM_ALG_RSA or len(key) != 256:
+        raise TpmError("TPM_BAD_KEY_PROPERTY", "migration key must be RSA-2048")
+    if not _hmac.compare_digest(digest, tpm.crypto.sha1(pubkey, scheme.to_bytes(2, "big"), tpm.state.tpm_proof)):
+        raise TpmError("TPM_MIGRATEFAIL", "migration key was not authorized by this TPM's owner")
+    return pubkey, scheme
+
+
+def _blob(tpm, pubkey: bytes, store: StoreAsymkey, payload: int, phash: bytes) -> tuple[bytes, bytes]:
+    """Mask the key (198-byte OAEP block XOR random) and encrypt it to the destination."""
+    from trustlab.devices.tpm12.keys import rsa_public
+
+    seed, rest = store.priv[:20].ljust(20, b"\x00"), store.priv[20:]
+    m1 = (Writer().u8(payload).raw(store.usage_auth).raw(store.pub_digest)
+          .sized(rest).u8(len(store.priv)).bytes())
+    o1 = oaep_encode(tpm.crypto.sha1, m1, phash, seed, MIGRATION_BLOCK)
+    r1 = tpm.crypto.random(MIGRATION_BLOCK)
+    out = tpm.crypto.rsa_encrypt(rsa_public(pubkey[28:]), _xor(o1, r1))
+    return r1, out
+
+
+@tpm_command("TPM_CMK_CreateBlob", handles=1, auth=(1,))
+def cmk_create_blob(tpm, req: Request) -> Response:
+    parent_h = req.handles[0]
+    mtype = req.params.u16()
+    pubkey, scheme = _read_mka(tpm, req)
+    source_digest = req.params.raw(20)
+    msa_list, _restrict, _sig = req.params.sized(4 + 64 * 20), req.params.sized(256), req.params.sized(256)
+    enc = req.params.sized(512)
+    req.params.end()
+    parent = storage_parent(tpm, parent_h)
+    req.auth.check(0, parent.usage_auth, (C.TPM_ET_KEYHANDLE, parent_h))
+    if mtype != C.TPM_MS_RESTRICT_MIGRATE or scheme != C.TPM_MS_RESTRICT_MIGRATE:
+        raise TpmError("TPM_BAD_PARAMETER", "only direct migration (TPM_MS_RESTRICT_MIGRATE) is implemented")
+    store = StoreAsymkey.from_bytes(tpm.crypto.rsa_decrypt(parent.private, enc))
+    if store.payload != C.TPM_PT_MIGRATE_RESTRICTED:
+        raise TpmError("TPM_INVALID_KEYUSAGE", "not a certified migratable key")
+    msa_digest = tpm.crypto.sha1(msa_list)
+    migauth = Writer().u16(0x0034).raw(msa_digest).raw(source_digest).bytes()
+    if not _hmac.compare_digest(store.migration_auth, tpm.crypto.hmac(tpm.state.tpm_proof, migauth)):
+        raise TpmError("TPM_MA_SOURCE", "msaList or source key digest is not this CMK's")
+    if tpm.crypto.sha1(pubkey) not in msa_digests(msa_list):
+        raise TpmError("TPM_MA_DESTINATION", "the destination key is not on the CMK's approved list")
+    r1, out = _blob(tpm, pubkey, store, C.TPM_PT_CMK_MIGRATE, msa_digest)
+    return Response(params=Writer().sized(r1).sized(out).bytes())
+
+
+@tpm_command("TPM_CMK_ConvertMigration", handles=1, auth=(1,))
+def cmk_convert_migration(tpm, req: Request) -> Response:
+    parent_h = req.handles[0]
+    p = req.params
+    ma_digest, dest_digest, source_digest = p.raw(20), p.raw(20), p.raw(20)  # TPM_CMK_AUTH
+    _sig_ticket = p.raw(20)
+    migrated = Key12.unmarshal(p)
+    msa_list, random = p.sized(4 + 64 * 20), p.sized(512)
+    p.end()
+    parent = storage_parent(tpm, parent_h)
+    req.auth.check(0, parent.usage_auth, (C.TPM_ET_KEYHANDLE, parent_h))
+    if not migrated.is_cmk:
+        raise TpmError("TPM_INVALID_KEYUSAGE", "not a certified migratable key")
+    msa_digest = tpm.crypto.sha1(msa_list)
+    o1 = _xor(tpm.crypto.rsa_decrypt(parent.private, migrated.enc), random)
+    if len(random) != MIGRATION_BLOCK or len(o1) != MIGRATION_BLOCK:
+        raise TpmError("TPM_BAD_PARAMETER", f"the random must be {MIGRATION_BLOCK} bytes")
+    m1, seed = oaep_decode(tpm.crypto.sha1, o1, msa_digest)
+    r = Reader(m1, "TPM_MIGRATE_ASYMKEY")
+    payload, usage_auth, pub_digest, rest, priv_len = r.u8(), r.raw(20), r.raw(20), r.sized(512), r.u8()
+    r.end()
+    if payload != C.TPM_PT_CMK_MIGRATE:
+        raise TpmError("TPM_DECRYPT_ERROR", "not a CMK migration blob")
+    if not _hmac.compare_digest(pub_digest, tpm.crypto.sha1(migrated.public_part())):
+        raise TpmError("TPM_DECRYPT_ERROR", "the migrated key's public part was altered")
+    if ma_digest != msa_digest or dest_digest not in msa_digests(msa_list):
+        raise TpmError("TPM_MA_DESTINATION", "restrictTicket does not match the approved list")
+    if not _hmac.compare_digest(dest_digest, tpm.crypto.sha1(parent.blob.pubkey())):
+        raise TpmError("TPM_MA_DESTINATION", "this parent is not the approved destination")
+    key_digest = tpm.crypto.sha1(migrated.pubkey())
+    if not _hmac.compare_digest(source_digest, key_digest):
+        raise TpmError("TPM_MA_SOURCE", "restrictTicket names another source key")
+    mig_auth = tpm.crypto.hmac(tpm.state.tpm_proof, Writer().u16(0x0034).raw(msa_digest).raw(key_digest).bytes())
+    priv = (seed + rest)[:priv_len]
+    store = StoreAsymkey(C.TPM_PT_MIGRATE_RESTRICTED, usage_auth, mig_auth, pub_digest, priv)
+    return Response(params=Writer().sized(tpm.crypto.rsa_encrypt(parent.public, store.marshal())).bytes())
+
+
+@tpm_command("TPM_CreateMigrationBlob", handles=1, auth=(2,))
+def create_migration_blob(tpm, req: Request) -> Response:
+    parent_h = req.handles[0]
+    mtype = req.params.u16()
+    pubkey, scheme = _read_mka(tpm, req)
+    enc = req.params.sized(512)
+    req.params.end()
+    parent = storage_parent(tpm, parent_h)
+    req.auth.check(0, parent.usage_auth, (C.TPM_ET_KEYHANDLE, parent_h))
+    if mtype not in (C.TPM_MS_MIGRATE, C.TPM_MS_REWRAP) or scheme != mtype:
+        raise TpmError("TPM_BAD_PARAMETER", "migrationType must match the authorized scheme")
+    store = StoreAsymkey.from_bytes(tpm.crypto.rsa_decrypt(parent.private, enc))
+    if store.payload != C.TPM_PT_ASYM:
+        raise TpmError("TPM_INVALID_KEYUSAGE", "CMKs migrate with TPM_CMK_CreateBlob")
+    req.auth.check(1, store.migration_auth)
+    if _hmac.compare_digest(store.migration_auth, tpm.state.tpm_proof):
+        raise TpmError("TPM_INVALID_KEYUSAGE", "the key is not migratable")
+    if mtype == C.TPM_MS_REWRAP:
+        from trustlab.devices.tpm12.keys import rsa_public
+
+        out = tpm.crypto.rsa_encrypt(rsa_public(pubkey[28:]), store.marshal())
+        return Response(params=Writer().sized(b"").sized(out).bytes())
+    r1, out = _blob(tpm, pubkey, store, C.TPM_PT_MIGRATE, store.migration_auth)
+    return Response(params=Writer().sized(r1).sized(out).bytes())
