@@ -1,0 +1,95 @@
+"""`trustlab run hbs`: the JSON contract, the paper's memory figures, clear errors; the profile's derivation."""
+
+from __future__ import annotations
+
+import json
+import runpy
+from pathlib import Path
+
+import pytest
+
+from trustlab.cli import main
+from trustlab.experiments.registry import get
+from trustlab.timing import registry
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_json_has_exactly_the_issue_keys(capsys):
+    code, out, _ = run(capsys, "run", "hbs", "--profile", "jcop-2018", "--h", "20", "--d", "4", "--json")
+    assert code == 0
+    data = json.loads(out)
+    assert list(data) == ["h", "d", "w", "sign_s", "prepare_s", "persistent_bytes", "signature_bytes", "signatures"]
+    assert (data["h"], data["d"], data["w"]) == (20, 4, 16)
+    for key in ("sign_s", "prepare_s"):
+        assert list(data[key]) == ["best", "avg", "worst"]
+        assert 0 < data[key]["best"] <= data[key]["avg"] <= data[key]["worst"]
+    assert data["persistent_bytes"] == 13600
+    assert data["signature_bytes"] == 9251 and data["signatures"] == 2 ** 20
+
+
+def test_d5_signs_faster_in_the_best_case_but_worst_case_grows(capsys):
+    """The paper: d = 5 gives a slightly shorter signing time, but needs new WOTS+ signatures more often."""
+    _, out4, _ = run(capsys, "run", "hbs", "--h", "20", "--d", "4", "--json")
+    _, out5, _ = run(capsys, "run", "hbs", "--h", "20", "--d", "5", "--json")
+    d4, d5 = json.loads(out4), json.loads(out5)
+    assert d5["sign_s"]["best"] < d4["sign_s"]["best"]
+    assert d5["sign_s"]["best"] > 0.8 * d4["sign_s"]["best"]  # "slightly"
+    assert d5["persistent_bytes"] == 8576 + 4608
+
+
+def test_result_references_memory_and_calibration(capsys):
+    import argparse
+    spec = get("hbs")
+    args = argparse.Namespace(profile="jcop-2018", h=20, d=5, w=16, grid=False, grid_h=[10, 20], grid_w=[4, 16],
+                              sensitivity=0.1)
+    res = spec.run(args)
+    mem = [r for r in res.references if r.unit == "bytes"][0]
+    assert mem.reference == mem.model == mem.simulated == 13184
+    calib = [r for r in res.references if r.unit == "s"]
+    assert len(calib) == 2 and all(abs(r.error) / r.reference < 0.15 for r in calib)
+    assert "jcop-2018" in res.profiles
+    assert res.plots and res.plots[0]["kind"] == "bar"
+
+
+def test_grid_is_a_list_of_records_with_plots(capsys):
+    code, out, _ = run(capsys, "run", "hbs", "--grid", "--grid-h", "8", "--grid-w", "16", "--json")
+    assert code == 0
+    rows = json.loads(out)
+    assert [r["d"] for r in rows] == [1, 2, 4]
+    assert all(r["persistent_bytes"] == 32 * 67 * (r["d"] - 1) + 32 * (2 * r["d"] - 1) * 2 ** (8 // r["d"])
+               for r in rows)
+
+
+@pytest.mark.parametrize("argv,needle", [
+    (["--h", "20", "--d", "3"], "d must divide h"),
+    (["--profile", "infineon-2010"], "lacks the Java Card HBS component"),
+    (["--profile", "no-such-profile"], "no-such-profile"),
+    (["--h", "24", "--d", "1"], "beyond this analysis"),
+    (["--sensitivity", "2"], "--sensitivity"),
+])
+def test_bad_input_is_one_line_exit_2(capsys, argv, needle):
+    code, out, err = run(capsys, "run", "hbs", *argv)
+    assert code == 2
+    assert needle in err and len(err.strip().splitlines()) == 1
+
+
+def test_shipped_profile_is_what_the_calibration_tool_derives():
+    data = ROOT.parent / "shared" / "data" / "jcalgtest" / "javacard"
+    if not data.exists():
+        pytest.skip("shared JCAlgTest data not present")
+    tool = runpy.run_path(str(ROOT / "tools" / "calibrate_jcop_2018.py"))
+    derived, report = tool["derive"](data)
+    shipped = registry.load("jcop-2018")
+    assert shipped.family == "javacard"
+    for name, comp in derived.components.items():
+        assert shipped.mean(name) == pytest.approx(comp.mean, rel=1e-6), name
+        assert shipped[name].provenance.source  # every parameter says where it came from
+    # one free parameter, two paper figures: both reproduced within 10 %
+    assert all(abs(r["residual_ms"]) / r["measured_ms"] < 0.10 for r in report["fit"]["rows"])
