@@ -45,7 +45,8 @@ SW_CLA_NOT_SUPPORTED = 0x6E00
 SW_UNKNOWN = 0x6F00
 
 INS_GET_RESPONSE = 0xC0
-CLA_CHAINING = 0x10  # ISO 7816-4 §5.1.1.1: b5 of an inter-industry CLA = "more commands follow"
+CLA_CHAINING = 0x10  # ISO 7816-4 §5.1.1.1: b5 = "more commands follow"; GlobalPlatform and Java Card
+#                     (APDU.isCommandChainingCLA) read b5 the same way in the proprietary 0x80 classes
 
 _TEXT = {
     SW_OK: "success",
@@ -111,8 +112,8 @@ class CommandAPDU:
 
     @property
     def chained(self) -> bool:
-        """True if CLA says more commands of the chain follow (inter-industry classes only)."""
-        return self.cla & 0x80 == 0 and bool(self.cla & CLA_CHAINING)
+        """True if CLA says more commands of the chain follow (b5; CLA FF is invalid, never chained)."""
+        return self.cla != 0xFF and bool(self.cla & CLA_CHAINING)
 
     def encode(self, extended: bool | None = None) -> bytes:
         """Bytes on the wire; short form unless the lengths need (or the caller asks for) extended."""
@@ -202,8 +203,8 @@ def chain(cla: int, ins: int, p1: int, p2: int, data: bytes, *, max_data: int = 
     Every command but the last carries CLA b5 = 1; the last asks for the
     response (``ne``). An empty message is one command.
     """
-    if cla & 0x80:
-        raise ValueError(f"CLA {cla:02X} is proprietary; chaining needs an inter-industry class")
+    if cla == 0xFF or cla & CLA_CHAINING:
+        raise ValueError(f"CLA {cla:02X} cannot start a chain (FF is invalid; b5 is the chaining bit)")
     if max_data < 1:
         raise ValueError("max_data must be positive")
     parts = [data[i:i + max_data] for i in range(0, len(data), max_data)] or [b""]

@@ -114,7 +114,7 @@ class Card:
             cmd = CommandAPDU.parse(raw)
             if cmd.needs_extended and not self.extended:
                 raise APDUError(SW_WRONG_LENGTH, "extended length APDUs are not supported by this card")
-            base_cla = cmd.cla & ~CLA_CHAINING & 0xFF if cmd.cla & 0x80 == 0 else cmd.cla
+            base_cla = cmd.cla & ~CLA_CHAINING & 0xFF if cmd.chained else cmd.cla
             if base_cla not in self.classes:
                 raise APDUError(SW_CLA_NOT_SUPPORTED, f"class {cmd.cla:02X} not supported")
             if cmd.ins == INS_GET_RESPONSE and self._chain is None:

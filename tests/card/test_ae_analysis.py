@@ -1,0 +1,131 @@
+"""Workload counts, predictions (simulation == analytic model), TIGA, the experiment and the CLI."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from trustlab.apps.ae.analysis import (
+    PAPER_MODES, PAPER_SIZES, analytic_ms, coprocessor_tiga_s3cc9e8, payload, predict, tiga, workload,
+)
+from trustlab.devices.card.platforms import FLAGSHIP, platform
+from trustlab.errors import TrustlabError
+
+# Table I of Mayes (2017), used only as a reference in these tests.
+TABLE_I = {8: (1, 3, 1, 2, 2, 3, 2), 16: (1, 3, 1, 2, 2, 3, 2), 20: (2, 4, 1, 3, 3, 5, 4),
+           32: (2, 4, 1, 3, 3, 5, 4), 40: (3, 5, 1, 4, 4, 7, 6), 64: (4, 6, 1, 5, 5, 9, 8),
+           128: (8, 10, 1, 9, 9, 17, 16), 192: (12, 14, 1, 13, 13, 25, 24)}
+
+
+@pytest.mark.parametrize("n", PAPER_SIZES)
+def test_counted_workload_against_table_i(n):
+    blks, ocb_e, ocb_init, gcm_e, gcm_mul, ccm_e, etm_e = TABLE_I[n]
+    assert workload("ocb3", n)["blocks"] == blks
+    assert (workload("ocb3", n)["E"], workload("ocb3", n)["E_init"]) == (ocb_e, ocb_init)
+    assert workload("ocb2", n)["E"] == ocb_e and workload("ocb2", n)["E_init"] == 0  # no AD: no E_K(0)
+    assert (workload("gcm", n)["E"], workload("gcm", n)["gfmul"]) == (gcm_e, gcm_mul)
+    assert workload("etm-paper", n)["E"] == etm_e
+    assert workload("etm", n)["E"] == etm_e + 1      # ISO 19772 MACs S || C
+    assert workload("ccm", n)["E"] == ccm_e + 1      # B0 + m, Ctr0 + m: the paper lists one fewer
+
+
+def test_workload_counts_scale_with_multi_apdu_messages():
+    assert workload("ocb3", 1024)["E"] == 64 + 2
+    assert workload("ccm", 1000)["E"] == 2 * 63 + 2
+
+
+def test_payload_padding():
+    assert len(payload("ccm", 20)) == 32 and len(payload("ocb3", 20)) == 20
+    assert len(payload("etm", 20, pad=False)) == 20
+    with pytest.raises(TrustlabError):
+        payload("ccm", -1)
+
+
+@pytest.mark.parametrize("name", FLAGSHIP + ("sle78-tdes", "s3cc9e8-original"))
+def test_simulation_equals_analytic_model(name):
+    plat = platform(name)
+    prof = plat.profile()
+    for row in predict(plat, PAPER_MODES, (8, 40, 192)):
+        assert row.predicted_ms == pytest.approx(analytic_ms(prof, plat.cipher, row.ops, plat.mask), rel=1e-12)
+        assert row.predicted_ms == pytest.approx(row.setup_ms + row.message_ms)
+        assert set(row.limited_by.values()) <= {"processing", "communication"}
+        for rate, tx in row.tx_ms.items():
+            assert row.limited_by[rate] == ("processing" if row.predicted_ms > tx else "communication")
+
+
+def test_predictions_follow_the_profile_and_setup_option():
+    plat = platform("multos-sle78")
+    once = {(r.mode, r.bytes): r for r in predict(plat, ("ocb3",), (64,), setup_per_message=False)}
+    each = {(r.mode, r.bytes): r for r in predict(plat, ("ocb3",), (64,))}
+    assert once[("ocb3", 64)].setup_ms == 0
+    assert each[("ocb3", 64)].predicted_ms - once[("ocb3", 64)].predicted_ms == pytest.approx(each[("ocb3", 64)].setup_ms)
+    # one more block encryption costs exactly the profile's block encrypt (3.3 ms on MULTOS)
+    r = {x.bytes: x.predicted_ms for x in predict(plat, ("etm-paper",), (16, 32))}
+    assert r[32] - r[16] == pytest.approx(2 * 3.3 + 0.73 * 2)  # 2 E + XOR (CTR) + XOR (CBC chaining)
+
+
+def test_multi_apdu_and_char_link():
+    rows = predict(platform("sle78-aes"), ("ocb3",), (600,), link_mode="char", protocol="T=0")
+    assert rows[0].apdus == 3 and rows[0].card_link_ms > 0
+    paper = predict(platform("sle78-aes"), ("ocb3",), (600,))[0]
+    assert rows[0].predicted_ms == pytest.approx(paper.predicted_ms)
+    assert all(rows[0].tx_ms[r] > paper.tx_ms[r] for r in paper.tx_ms)
+
+
+def test_tiga_values():
+    assert tiga(platform("multos-sle78")).tiga_pct == pytest.approx(8.72, abs=0.01)
+    assert tiga(platform("s3cc9e8")).tiga_pct == pytest.approx(19.80, abs=0.05)
+    assert tiga(platform("multos-sle78"), "benchmark").tiga_pct == pytest.approx(22.1, abs=0.1)
+    co = coprocessor_tiga_s3cc9e8(platform("s3cc9e8").profile())
+    assert 90 < co["tiga_des_pct"] < 105 and 30 < co["tiga_3des_pct"] < 35
+    with pytest.raises(TrustlabError, match="no scope figures"):
+        tiga(platform("s3cc9e8-original"), "scope")
+
+
+def test_unknown_platform_and_custom_profile(tmp_path):
+    with pytest.raises(TrustlabError, match="unknown platform"):
+        platform("nope")
+    with pytest.raises(TrustlabError, match="unknown cipher"):
+        platform("sle78-native:rot13")
+    plat = platform("sle78-native:tdes(m1)||m2")
+    assert plat.cipher == "tdes(m1)||m2"
+
+
+def _cli(*argv: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "trustlab", *argv], capture_output=True, text=True, timeout=120)
+
+
+def test_experiment_json_rows_and_report():
+    from argparse import Namespace
+
+    from trustlab.experiments.ae import AEExperiment
+
+    exp = AEExperiment()
+    args = Namespace(platform=["multos-sle78,sle78-aes"], mode=PAPER_MODES, bytes=PAPER_SIZES, link="paper",
+                     protocol="T=1", no_pad=False, key_setup="message")
+    res = exp.run(args)
+    assert len(res.data) == 2 * 5 * 8
+    row = res.data[0]
+    assert set(row) >= {"platform", "mode", "bytes", "predicted_ms", "ops", "tx_ms", "limited_by"}
+    assert "Fastest mode by size" in res.text and "Workload" in res.text and "OCB2 is broken" in res.text
+    labels = {r.label for r in res.references}
+    assert "TIGA multos-sle78" in labels and "Table I 8 B CCM E" in labels
+    xii = [r for r in res.references if r.label.startswith("Table XII")]
+    assert xii and all(abs(r.error) < 0.011 for r in xii if "38.09" not in r.source)
+    assert json.dumps(res.to_record(), default=str)
+
+
+def test_cli_run_and_tiga():
+    out = _cli("run", "ae", "--platform", "s3cc9e8", "--mode", "etm,ccm", "--bytes", "8,300", "--json")
+    assert out.returncode == 0, out.stderr
+    rows = json.loads(out.stdout)
+    assert {r["bytes"] for r in rows} == {8, 300} and rows[-1]["apdus"] == 2
+    out = _cli("tiga", "--platform", "multos-sle78", "--json")
+    assert out.returncode == 0 and json.loads(out.stdout)[0]["tiga_pct"] == pytest.approx(8.718, abs=0.001)
+    bad = _cli("run", "ae", "--platform", "nope")
+    assert bad.returncode == 2 and "unknown platform" in bad.stderr and "Traceback" not in bad.stderr
+    bad = _cli("tiga", "--platform", "s3cc9e8-original", "--source", "scope")
+    assert bad.returncode == 2 and "no scope figures" in bad.stderr
