@@ -51,3 +51,16 @@ class Counting:
                       text=f"value = {value}",
                       plots=[{"kind": "line", "title": "x^2", "xlabel": "x", "ylabel": "y",
                               "series": [{"label": "x^2", "x": [0, 1, 2], "y": [0, 1, 4]}]}])
+
+
+@experiment("lab-broken", help="test experiment: its flagship runs fail (an exception, a hang)")
+class Broken:
+    flagship = [[], ["--hang"]]
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("--hang", action="store_true")
+
+    def run(self, args: argparse.Namespace) -> Result:
+        if args.hang:
+            time.sleep(120)
+        raise RuntimeError("this study is broken on purpose")

@@ -1,0 +1,194 @@
+"""``trustlab flagship``: regenerate every paper's tables and figures into one report.
+
+Runs each registered experiment's ``flagship`` argv lists (the timing model's
+own validation among them), each in its own ``trustlab run`` process so that
+a crash, a hang or a stray swtpm in one study cannot take the others down;
+saves every record; writes ``OUT/index.html``. A failed run is shown in the
+report with its error, and the command exits non-zero at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from pathlib import Path
+from typing import Any
+
+from tqdm import tqdm
+
+from trustlab.errors import TrustlabError
+from trustlab.experiments.registry import all_experiments, flagship_runs, import_errors
+from trustlab.report import write_report
+from trustlab.report.export import slug
+from trustlab.report.records import check, failure
+
+_ENTRY = "import sys; from trustlab.cli import main; sys.exit(main())"
+_LIVE: set[subprocess.Popen] = set()  # running children, killed if the flagship itself is interrupted
+_LIVE_LOCK = threading.Lock()
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "flagship", help="run every experiment's flagship configuration and write the full report",
+        description="Regenerate the papers' tables and figures: every registered experiment's flagship "
+        "runs, each in its own process, then one HTML report (OUT/index.html) with CSV/JSON beside it. "
+        "A failing study is recorded in the report and makes the exit status non-zero.",
+        epilog="example: trustlab flagship --out out/report --jobs 2",
+    )
+    p.add_argument("--out", type=Path, default=Path("out/report"), metavar="DIR")
+    p.add_argument("--jobs", "-j", type=int, default=os.cpu_count() or 1, metavar="N",
+                   help="runs in parallel (default: one per CPU)")
+    p.add_argument("--timeout", type=float, default=900.0, metavar="S",
+                   help="seconds one run may take before it is stopped and recorded as failed (default 900)")
+    p.add_argument("--only", action="append", metavar="NAME", help="run only these experiments (repeatable)")
+    p.add_argument("--skip", action="append", metavar="NAME", help="leave these experiments out (repeatable)")
+    p.add_argument("--list", action="store_true", help="print the runs and exit")
+    p.add_argument("--no-progress", action="store_true")
+    p.set_defaults(handler=run)
+
+
+def planned_runs(only: list[str] | None, skip: list[str] | None) -> list[tuple[str, list[str]]]:
+    experiments = all_experiments()
+    for name in (only or []) + (skip or []):
+        if name not in experiments:
+            raise TrustlabError(f"unknown experiment {name!r} (known: {', '.join(experiments)})")
+    runs = []
+    for name, spec in experiments.items():
+        if (only and name not in only) or (skip and name in skip):
+            continue
+        try:
+            argvs = flagship_runs(spec)
+        except (TypeError, ValueError) as exc:
+            raise TrustlabError(f"experiment {name!r}: malformed 'flagship' attribute ({exc})") from None
+        runs += [(name, argv) for argv in argvs]
+    return runs
+
+
+def _child_env(jobs: int) -> dict[str, str]:
+    env = os.environ.copy()
+    env.setdefault("MPLBACKEND", "Agg")
+    if jobs > 1:  # parallel runs, not parallel BLAS inside each: the machine has few cores
+        for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+            env.setdefault(var, "1")
+    return env
+
+
+def run_one(name: str, argv: list[str], save: Path, timeout: float, env: dict[str, str]) -> dict[str, Any]:
+    """One ``trustlab run NAME ARGV --save FILE`` in its own process; a record or a failure record."""
+    save.unlink(missing_ok=True)
+    cmd = [sys.executable, "-c", _ENTRY, "run", name, *argv, "--save", str(save)]
+    started = time.perf_counter()
+    # A session of its own: on timeout the whole group goes (swtpm children included).
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                            text=True, env=env, start_new_session=True)
+    with _LIVE_LOCK:
+        _LIVE.add(proc)
+    try:
+        _, stderr = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _kill_group(proc)
+        return failure(name, argv, f"timed out after {timeout:g} s")
+    finally:
+        if proc.poll() is None:
+            _kill_group(proc)
+        with _LIVE_LOCK:
+            _LIVE.discard(proc)
+    wall = time.perf_counter() - started
+    tail = "\n".join((stderr or "").strip().splitlines()[-30:])
+    if proc.returncode != 0:
+        return failure(name, argv, f"exit status {proc.returncode} after {wall:.1f} s\n{tail}")
+    try:
+        record = check(json.loads(save.read_text(encoding="utf-8")), str(save))
+    except (OSError, ValueError, TrustlabError) as exc:
+        return failure(name, argv, f"no usable result record ({exc})\n{tail}")
+    record.setdefault("meta", {})["argv"] = argv
+    record["meta"]["process_wall_s"] = wall
+    return record
+
+
+def _terminate_as_interrupt() -> Any:
+    """SIGTERM raises KeyboardInterrupt, so the children are killed on the way out."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+
+    def handler(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    return signal.signal(signal.SIGTERM, handler)
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.communicate()
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.jobs < 1:
+        raise TrustlabError(f"--jobs {args.jobs}: need at least 1")
+    runs = planned_runs(args.only, args.skip)
+    broken = {} if args.only else import_errors()
+    if args.list:
+        for name, argv in runs:
+            print(f"{name} {' '.join(argv)}".rstrip())
+        for module, error in broken.items():
+            print(f"(module {module} does not import: {error})")
+        return 0
+    records_dir = args.out / "records"
+    records_dir.mkdir(parents=True, exist_ok=True)
+    env = _child_env(args.jobs)
+    started = time.perf_counter()
+    results: list[dict[str, Any] | None] = [None] * len(runs)
+    pool = ThreadPoolExecutor(max_workers=args.jobs)
+    previous = _terminate_as_interrupt()
+    try:
+        with tqdm(total=len(runs), desc="flagship", unit="run", disable=args.no_progress) as bar:
+            futures = {pool.submit(run_one, name, argv, records_dir / f"{i:02d}-{slug(name)}.json",
+                                   args.timeout, env): i
+                       for i, (name, argv) in enumerate(runs)}
+            for fut in as_completed(futures):
+                i = futures[fut]
+                results[i] = fut.result()
+                bar.set_postfix_str(runs[i][0])
+                bar.update(1)
+    except BaseException:
+        pool.shutdown(wait=False, cancel_futures=True)
+        with _LIVE_LOCK:
+            live = list(_LIVE)
+        for proc in live:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        raise
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+    pool.shutdown()
+    records = [r for r in results if r is not None]
+    for module, error in broken.items():
+        records.append(failure(f"module {module}", [], f"experiment module does not import: {error}"))
+    for i, record in enumerate(records):  # failures too, so the records directory is the whole run
+        if "data" not in record:
+            (records_dir / f"{i:02d}-{slug(record['experiment'])}.failed.json").write_text(
+                json.dumps(record, indent=2), encoding="utf-8")
+    wall = time.perf_counter() - started
+    notes = [f"Flagship run: {len(runs)} runs of {len({n for n, _ in runs})} experiments, "
+             f"{args.jobs} parallel, {wall:.0f} s wall clock. Regenerate with: trustlab flagship --out {args.out}"]
+    index = write_report(records, args.out, title="trustlab — the papers' tables and figures, regenerated",
+                         notes=notes)
+    failed = [r for r in records if "data" not in r]
+    print(f"{index}: {len(records)} runs, {len(failed)} failed, {wall:.0f} s")
+    for r in failed:
+        first = str(r.get("error", "")).strip().splitlines()
+        print(f"  FAILED {r['experiment']} {' '.join(r.get('argv') or [])}: {first[-1] if first else ''}")
+    return 1 if failed else 0

@@ -1,0 +1,45 @@
+"""The flagship run: every flagship argv list, isolated processes, failures shown, report renders."""
+
+from __future__ import annotations
+
+import json
+
+from trustlab.cli import main
+
+
+def test_flagship_tolerates_failing_and_hanging_studies(tmp_path, capsys, image_check):
+    out = tmp_path / "report"
+    rc = main(["flagship", "--out", str(out), "--jobs", "2", "--timeout", "8", "--no-progress",
+               "--only", "timing-model", "--only", "lab-counting", "--only", "lab-broken"])
+    assert rc == 1
+    printed = capsys.readouterr().out
+    assert "2 failed" in printed and "timed out after 8 s" in printed
+    results = json.loads((out / "results.json").read_text())
+    ok = [r["experiment"] for r in results if "data" in r]
+    assert sorted(ok) == ["lab-counting", "timing-model", "timing-model"]
+    broken = [r for r in results if "data" not in r]
+    assert any("this study is broken on purpose" in r["error"] for r in broken)
+    page = (out / "index.html").read_text()
+    assert "lab-broken — failed" in page and "Table II" in page and "2 of 5 runs failed" in page
+    assert len(list((out / "records").glob("*.json"))) == 5
+    check = image_check(out / "index.html")
+    assert check["broken"] == [] and check["images"] >= 5
+
+
+def test_flagship_list_and_errors(capsys):
+    assert main(["flagship", "--list", "--only", "timing-model"]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert lines[0] == "timing-model" and len(lines) == 2
+    assert main(["flagship", "--only", "nope"]) == 2
+    assert main(["flagship", "--jobs", "0"]) == 2
+    err = capsys.readouterr().err
+    assert "unknown experiment 'nope'" in err and "--jobs 0" in err
+
+
+def test_every_registered_experiment_declares_runnable_flagship_argv():
+    """Each experiment's flagship argv must parse with its own declaration (no run needed)."""
+    from trustlab.experiments.registry import all_experiments, flagship_runs, parse_args
+
+    for name, spec in all_experiments().items():
+        for argv in flagship_runs(spec):
+            parse_args(name, argv)
