@@ -148,21 +148,11 @@ class Suite:
 
         # the storage parent: an ECC primary (fast to create on every chip)
         self.parent, *_ = esys.create_primary(None, "ecc256:aes128cfb")
-        self.blobs = {}
-        for kind in ("rsa2048", "ecc256", "rsa2048-decrypt", "ecc256-decrypt", "hmac"):
-            priv, pub, *_ = esys.create(self.parent, None, self.templates[kind])
-            self.blobs[kind] = (priv, pub)
-        sealed = TPM2B_SENSITIVE_CREATE(TPMS_SENSITIVE_CREATE(data=b"trustlab sealed secret 32 bytes!"))
-        self.sealed_in = sealed
-        priv, pub, *_ = esys.create(self.parent, sealed, self.templates["seal"])
-        self.blobs["seal"] = (priv, pub)
+        self.sealed_in = TPM2B_SENSITIVE_CREATE(TPMS_SENSITIVE_CREATE(data=b"trustlab sealed secret 32 bytes!"))
+        self._blobs: dict[str, tuple] = {}
         self.keys: dict[str, object] = {}  # kind -> ESYS_TR of the loaded copy (few slots: see ensure())
-        self.signatures = {}
-        for k in ("rsa2048", "ecc256"):
-            self.ensure(k)
-            self.signatures[k] = esys.sign(self.keys[k], self.digest, self.scheme[k])
-        self.ensure("rsa2048-decrypt")
-        self.ciphertext = esys.rsa_encrypt(self.keys["rsa2048-decrypt"], self.digest, self.oaep)
+        self.signatures: dict[str, object] = {}
+        self.ciphertext = None
 
         nv_attrs = TPMA_NV.OWNERWRITE | TPMA_NV.OWNERREAD | TPMA_NV.AUTHWRITE | TPMA_NV.AUTHREAD | TPMA_NV.NO_DA
         self.nv_public = {}
@@ -182,6 +172,28 @@ class Suite:
         self.pcrs = "sha256:0,1,2,3"
         self._pending: list = []
 
+    @property
+    def blobs(self) -> "_Blobs":
+        return _Blobs(self)
+
+    def blob(self, kind: str) -> tuple:
+        """(private, public) of a key of ``kind`` under the parent, created once, untimed."""
+        if kind not in self._blobs:
+            sensitive = self.sealed_in if kind == "seal" else None
+            priv, pub, *_ = self.esys.create(self.parent, sensitive, self.templates[kind])
+            self._blobs[kind] = (priv, pub)
+        return self._blobs[kind]
+
+    def _prepare_data(self, what: str) -> None:
+        """Inputs some steps consume (a signature to verify, a ciphertext to decrypt), made untimed."""
+        if what == "signatures" and not self.signatures:
+            for kind in ("rsa2048", "ecc256"):
+                self.ensure(kind)
+                self.signatures[kind] = self.esys.sign(self.keys[kind], self.digest, self.scheme[kind])
+        elif what == "ciphertext" and self.ciphertext is None:
+            self.ensure("rsa2048-decrypt")
+            self.ciphertext = self.esys.rsa_encrypt(self.keys["rsa2048-decrypt"], self.digest, self.oaep)
+
     def ensure(self, *kinds: str) -> None:
         """Have exactly ``kinds`` (plus the parent) loaded, untimed.
 
@@ -189,11 +201,18 @@ class Suite:
         talks to the TPM without a resource manager, so keys are loaded on
         demand before a step and flushed when another step needs the slots.
         """
+        for what in ("signatures", "ciphertext"):
+            if what in kinds:
+                self._prepare_data(what)
+        for kind in kinds:
+            if kind.startswith("blob:"):
+                self.blob(kind[5:])
+        kinds = tuple(k for k in kinds if k not in ("signatures", "ciphertext") and not k.startswith("blob:"))
         for kind in [k for k in self.keys if k not in kinds]:
             self.esys.flush_context(self.keys.pop(kind))
         for kind in kinds:
             if kind not in self.keys:
-                self.keys[kind] = self.esys.load(self.parent, *self.blobs[kind])
+                self.keys[kind] = self.esys.load(self.parent, *self.blob(kind))
 
     def _undefine_if_present(self, index: int) -> None:
         try:
@@ -247,18 +266,18 @@ class Suite:
             ("TPM2_Create", "ecc256", (), lambda: e.create(self.parent, None, self.templates["ecc256"]), None),
             ("TPM2_Create", "seal", (), lambda: e.create(self.parent, self.sealed_in, self.templates["seal"]),
              None),
-            ("TPM2_Load", "rsa2048", (), lambda: e.load(self.parent, *self.blobs["rsa2048"]), flush),
-            ("TPM2_Load", "ecc256", (), lambda: e.load(self.parent, *self.blobs["ecc256"]), flush),
+            ("TPM2_Load", "rsa2048", ("blob:rsa2048",), lambda: e.load(self.parent, *self.blobs["rsa2048"]), flush),
+            ("TPM2_Load", "ecc256", ("blob:ecc256",), lambda: e.load(self.parent, *self.blobs["ecc256"]), flush),
             ("TPM2_FlushContext", "ecc256", (), self._timed_flush, None),
             ("TPM2_Sign", "rsa2048", ("rsa2048",),
              lambda: e.sign(k["rsa2048"], self.digest, self.scheme["rsa2048"]), None),
-            ("TPM2_VerifySignature", "rsa2048", ("rsa2048",),
+            ("TPM2_VerifySignature", "rsa2048", ("signatures", "rsa2048"),
              lambda: e.verify_signature(k["rsa2048"], self.digest, self.signatures["rsa2048"]), None),
-            ("TPM2_VerifySignature", "ecc256", ("ecc256",),
+            ("TPM2_VerifySignature", "ecc256", ("signatures", "ecc256"),
              lambda: e.verify_signature(k["ecc256"], self.digest, self.signatures["ecc256"]), None),
             ("TPM2_RSA_Encrypt", "rsa2048", ("rsa2048-decrypt",),
              lambda: e.rsa_encrypt(k["rsa2048-decrypt"], self.digest, self.oaep), None),
-            ("TPM2_RSA_Decrypt", "rsa2048", ("rsa2048-decrypt",),
+            ("TPM2_RSA_Decrypt", "rsa2048", ("ciphertext", "rsa2048-decrypt"),
              lambda: e.rsa_decrypt(k["rsa2048-decrypt"], self.ciphertext, self.oaep), None),
             ("TPM2_HMAC", "32", ("hmac",), lambda: e.hmac(k["hmac"], b"\x55" * 32, sha256), None),
             ("TPM2_HMAC", "1024", ("hmac",), lambda: e.hmac(k["hmac"], b"\x66" * 1024, sha256), None),
@@ -335,6 +354,16 @@ class Suite:
 
 
 TPM2_NT_COUNTER = 0x1
+
+
+class _Blobs:
+    """``suite.blobs[kind]``: lazily created key blobs."""
+
+    def __init__(self, suite: Suite) -> None:
+        self._suite = suite
+
+    def __getitem__(self, kind: str) -> tuple:
+        return self._suite.blob(kind)
 
 
 class _Split(Exception):

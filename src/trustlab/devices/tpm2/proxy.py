@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import socket
 import struct
+import sys
 import threading
 import time
 from dataclasses import asdict, dataclass, field
@@ -122,6 +123,11 @@ class TimingProxy:
             self._trace_close = True
         elif trace is not None:
             self._trace_file = trace
+        if not virtual and sys.getswitchinterval() > 0.001:
+            # A held response must go out within ~0.1 ms of its due time; with
+            # Python's default 5 ms GIL switch interval a busy thread elsewhere
+            # in the process could delay the waking proxy thread by that much.
+            sys.setswitchinterval(0.001)
         self.host = host
         self._stopping = threading.Event()
         self._threads: list[threading.Thread] = []

@@ -1,0 +1,47 @@
+"""``trustlab measure``: time a TPM 2.0 over any TCTI and write rows ``trustlab fit`` reads."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from trustlab.cli._output import print_json, table
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "measure", help="run the TPM 2.0 benchmark suite over a TCTI",
+        description="Repeat each command of a suite (tpm2-pytss) against a TPM and write per-command mean, "
+        "sd and percentiles, including error-aborted variants that isolate the overheads. The CSV feeds "
+        "'trustlab fit --family tpm2' directly.",
+        epilog="example: trustlab measure --tcti swtpm:port=2321 --suite full --repeat 20 --out chip.csv",
+    )
+    p.add_argument("--tcti", required=True, metavar="TCTI",
+                   help="swtpm:port=P, mssim:port=P, device:/dev/tpmrm0 ...")
+    p.add_argument("--suite", default="small", choices=("small", "full"))
+    p.add_argument("--repeat", type=int, default=10, metavar="N", help="timed repetitions per command")
+    p.add_argument("--warmup", type=int, default=1, metavar="N", help="untimed repetitions first")
+    p.add_argument("--out", type=Path, required=True, metavar="FILE.csv")
+    p.add_argument("--json", action="store_true", help="also print the rows as JSON")
+    p.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from trustlab.devices.tpm2 import harness
+    from trustlab.errors import TrustlabError
+
+    if args.out.parent and not args.out.parent.exists():
+        raise TrustlabError(f"--out {args.out}: directory {args.out.parent} does not exist")
+    if args.warmup < 0:
+        raise TrustlabError(f"--warmup {args.warmup}: must not be negative")
+    rows = harness.measure(args.tcti, suite=args.suite, repeat=args.repeat, warmup=args.warmup,
+                           progress=lambda c, v: print(f"  {c}[{v}]", file=sys.stderr, flush=True))
+    harness.write_csv(rows, args.out)
+    if args.json:
+        print_json([r.__dict__ for r in rows])
+    else:
+        print(table([[r.command, r.variant, r.ms, r.sd, r.n, r.p50, r.p99] for r in rows],
+                    ["command", "variant", "mean ms", "sd", "n", "p50", "p99"]))
+        print(f"wrote {args.out}")
+    return 0
