@@ -183,7 +183,7 @@ class AtomicStore:
         self._mounted = True
         self._prefetch()
 
-    PREFETCH_FRAMES = 64
+    PREFETCH_FRAMES = 256
 
     def _prefetch(self) -> None:
         """Read both copies of every data block in one multi-block authenticated read.
