@@ -1,0 +1,167 @@
+"""The TPM random oracle (Gunupudi & Tate 2007; timed in their 2010 paper, Sec. VI).
+
+n parties share one secret HMAC key that exists only inside TPMs: the source
+TPM creates a certified migratable HMAC key whose approved list (msaList)
+holds exactly the destinations' storage keys, certifies it with its AIK, and
+migrates it directly to each destination; each destination converts and loads
+it; then every party answers oracle queries with TPM_HMAC and all answers
+agree. Everything goes through public :class:`~trustlab.devices.tpm12.Tpm12`
+commands; each party's TPM has its own clock, so the source's and the
+destinations' TPM time are measured separately, and authorization-session
+commands (TPM_OIAP/TPM_OSAP) are totalled apart, as the paper found they
+matter.
+
+Host-side verification (step 2a of the paper) is done for real: the
+destination checks the AIK's signature on TPM_CERTIFY_INFO2 and that the
+certified approved list is exactly the list of TPM-bound storage keys.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.asymmetric import padding, utils
+
+from trustlab.devices.tpm12 import MemoryNVStore, Tpm12, TpmError, secret
+from trustlab.devices.tpm12 import constants as C
+from trustlab.devices.tpm12.client import hmac_key_template, msa_composite, pubkey_digest
+from trustlab.devices.tpm12.keys import Key12, rsa_public
+from trustlab.errors import TrustlabError
+from trustlab.timing.clock import Clock
+from trustlab.timing.profile import Profile
+
+SESSION_COMMANDS = ("TPM_OIAP", "TPM_OSAP")
+# the paper's operations, in its order (Sec. VI-B)
+OPERATIONS = [("T1", "TPM_CMK_ApproveMA"), ("T2", "TPM_CMK_CreateKey"), ("T3", "TPM_LoadKey2"),
+              ("T4", "TPM_CertifyKey2"), ("T5", "TPM_CMK_CreateBlob"),
+              ("T6", "TPM_AuthorizeMigrationKey"), ("T7", "TPM_CMK_ConvertMigration")]
+SOURCE_OPS = {"TPM_CMK_ApproveMA", "TPM_CMK_CreateKey", "TPM_LoadKey2", "TPM_CertifyKey2",
+              "TPM_CMK_CreateBlob", "TPM_AuthorizeMigrationKey"}
+DEST_OPS = {"TPM_CMK_ConvertMigration", "TPM_LoadKey2"}
+
+OWNER, SRK, AIK, KEY = secret("owner"), secret("srk"), secret("aik"), secret("oracle key")
+
+
+@dataclass
+class Party:
+    name: str
+    tpm: Tpm12
+    clock: Clock
+    key_handle: int | None = None
+
+
+@dataclass
+class OracleRun:
+    """Ledgers of one protocol run: per-party command times (ms) and the answers."""
+
+    profile: str
+    parties: int
+    calls: dict[str, list[tuple[str, float]]] = field(default_factory=dict)  # party -> [(command, ms)]
+    answers: list[list[bytes]] = field(default_factory=list)  # per query, per party
+    query_ms: list[float] = field(default_factory=list)
+
+    def ms(self, party: str, commands: set[str] | tuple[str, ...]) -> float:
+        return sum(ms for cmd, ms in self.calls.get(party, []) if cmd in commands)
+
+    def per_call(self, command: str, parties: list[str]) -> list[float]:
+        return [ms for p in parties for cmd, ms in self.calls.get(p, []) if cmd == command]
+
+
+def _make_party(name: str, profile: Profile, realtime: bool, seed: int) -> Party:
+    clock = Clock(profile, seed=seed, realtime=False)
+    tpm = Tpm12(clock, nv=MemoryNVStore())
+    tpm.TPM_TakeOwnership(OWNER, SRK)  # provisioning, before the timed protocol
+    clock.reset()
+    clock.realtime = realtime
+    return Party(name, tpm, clock)
+
+
+def _track(party: Party, log: list[tuple[str, float]]):
+    """Wrap the party's engine so each top-level command's modelled ms is logged."""
+    engine = party.tpm.engine
+    execute = engine.execute
+
+    def traced(frame: bytes) -> bytes:
+        rsp = execute(frame)
+        rec = party.clock.last
+        if rec is not None:
+            log.append((rec.name, rec.ms))
+        return rsp
+
+    engine.execute = traced  # type: ignore[method-assign]
+
+
+def verify_certificate(aik_pub, info: bytes, signature: bytes, msa_digest: bytes, cmk: Key12) -> None:
+    """Step 2a: the AIK certified this CMK, restricted to exactly this approved list."""
+    try:
+        aik_pub.verify(signature, hashlib.sha1(info).digest(), padding.PKCS1v15(), utils.Prehashed(hashes.SHA1()))
+    except InvalidSignature:
+        raise TrustlabError("oracle: the CMK certificate's AIK signature does not verify") from None
+    if pubkey_digest(cmk.pubkey()) not in info or not info.endswith(b"\x00\x00\x00\x14" + msa_digest):
+        raise TrustlabError("oracle: the certificate is not for this CMK and approved list")
+
+
+def run(profile: Profile, parties: int, *, input_blocks: int = 3, output_blocks: int = 1,
+        queries: int = 3, realtime: bool = False, seed: int = 0) -> OracleRun:
+    """Run setup, migration to ``parties - 1`` destinations, and ``queries`` HMAC queries."""
+    if parties < 2:
+        raise TrustlabError(f"oracle: --parties must be at least 2, not {parties}")
+    if input_blocks < 1 or output_blocks < 1:
+        raise TrustlabError("oracle: --input-blocks and --output-blocks must be at least 1")
+    source = _make_party("source", profile, realtime, seed)
+    dests = [_make_party(f"dest{i}", profile, realtime, seed + i) for i in range(1, parties)]
+    out = OracleRun(profile.name, parties)
+    for p in [source, *dests]:
+        out.calls[p.name] = []
+        _track(p, out.calls[p.name])
+
+    # destinations publish their storage root's public key (host-side, owner-authorized read)
+    dest_pubs = [d.tpm.TPM_GetPubKey(C.TPM_KH_SRK, SRK) for d in dests]
+    # the AIK exists before the protocol (provisioning); its creation is not part of the study
+    aik_blob, _binding = source.tpm.TPM_MakeIdentity(OWNER, SRK, AIK)
+    for p in [source, *dests]:
+        del out.calls[p.name][:]
+        p.clock.reset()
+    aik_pub = rsa_public(Key12.from_bytes(aik_blob).pub)
+
+    # ---- Step 1 at the source ----
+    s = source.tpm
+    msa = msa_composite([pubkey_digest(pub) for pub in dest_pubs])
+    msa_digest = hashlib.sha1(msa).digest()
+    approval = s.TPM_CMK_ApproveMA(OWNER, msa_digest)                                     # 1a T1
+    cmk = Key12.from_bytes(s.TPM_CMK_CreateKey(C.TPM_KH_SRK, SRK, hmac_key_template(), KEY,
+                                               approval, msa_digest))                     # 1b T2
+    source.key_handle = s.TPM_LoadKey2(C.TPM_KH_SRK, cmk.marshal(), SRK)                  # 1c T3
+    aik = s.TPM_LoadKey2(C.TPM_KH_SRK, aik_blob, SRK)                                      #    T3
+    nonce = hashlib.sha1(b"oracle certification").digest()
+    info, cert_sig = s.TPM_CertifyKey2(source.key_handle, aik, nonce, msa_digest, KEY, AIK)   # T4
+    blobs = []
+    for pub in dest_pubs:                                                                  # 1d
+        mka = s.TPM_AuthorizeMigrationKey(OWNER, pub)                                      # T6
+        blobs.append(s.TPM_CMK_CreateBlob(C.TPM_KH_SRK, SRK, mka, pubkey_digest(cmk.pubkey()),
+                                          msa, cmk.enc))                                   # T5
+
+    # ---- Step 2 at each destination ----
+    for d, pub, (random, blob) in zip(dests, dest_pubs, blobs):
+        verify_certificate(aik_pub, info, cert_sig, msa_digest, cmk)                       # 2a (host)
+        ticket = msa_digest + pubkey_digest(pub) + pubkey_digest(cmk.pubkey())
+        enc = d.tpm.TPM_CMK_ConvertMigration(C.TPM_KH_SRK, SRK, ticket, cmk.with_enc(blob).marshal(),
+                                             msa, random)                                  # 2b T7
+        d.key_handle = d.tpm.TPM_LoadKey2(C.TPM_KH_SRK, cmk.with_enc(enc).marshal(), SRK)  # 2c T3
+
+    # ---- Step 3: oracle queries ----
+    length = 64 * input_blocks - 9  # the longest input that HMAC hashes in b_i blocks after the key block
+    for q in range(queries):
+        data = hashlib.sha1(f"query {q}".encode()).digest() * (length // 20 + 1)
+        answers = []
+        for p in [source, *dests]:
+            try:
+                answers.append(p.tpm.TPM_HMAC(p.key_handle, data[:length], KEY, output_blocks))
+            except TpmError as e:
+                raise TrustlabError(f"oracle: {p.name} could not answer: {e}") from None
+            out.query_ms.append(p.clock.last.ms)
+        out.answers.append(answers)
+    return out

@@ -1,0 +1,119 @@
+"""``trustlab run oracle``: the TPM random-oracle study of Gunupudi & Tate (2010, Sec. VI).
+
+Model column: the paper's formulas evaluated on the profile (the analytic
+model). Simulated column: what the engine charged while actually running the
+protocol (apps.oracle). The paper's printed Infineon figures (T1-T7,
+``672 + 508 n`` for the source, ``T7 + T3`` for a destination, and the
+``4.5 (b_i + 3) b_o`` ms query estimate) appear only as references.
+"""
+
+from __future__ import annotations
+
+import argparse
+from statistics import mean
+
+from trustlab.apps import oracle
+from trustlab.cli._output import table
+from trustlab.experiments.registry import Reference, Result, experiment
+from trustlab.timing import formulas, registry
+
+PAPER = "Gunupudi & Tate 2010, Sec. VI-B"
+# printed model values for the Infineon profile (Sec. VI-B table; the simulator column is withheld)
+PAPER_INFINEON = {"T1": 20, "T2": 181, "T3": 325, "T4": 329, "T5": 487, "T6": 21, "T7": 487}
+
+
+@experiment("oracle", help="TPM random oracle: CMK setup, direct migration to n-1 parties, HMAC queries")
+class OracleStudy:
+    flagship = [["--profile", "infineon-2010", "--parties", "2"],
+                ["--profile", "infineon-2010", "--parties", "5"],
+                ["--profile", "atmel-2010", "--parties", "2"],
+                ["--profile", "winbond-2010", "--parties", "2"],
+                ["--profile", "stm-2010", "--parties", "2"],
+                ["--profile", "sim-2010", "--parties", "2"]]
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("--profile", default="infineon-2010", help="tpm1.2 profile (default infineon-2010)")
+        parser.add_argument("--parties", type=int, default=2, metavar="N", help="parties incl. the source")
+        parser.add_argument("--input-blocks", type=int, default=3, metavar="BI",
+                            help="SHA-1 blocks of a query input (default 3 = 1024-bit inputs)")
+        parser.add_argument("--output-blocks", type=int, default=1, metavar="BO",
+                            help="160-bit output blocks per query (default 1)")
+        parser.add_argument("--queries", type=int, default=3, help="queries answered by every party")
+        parser.add_argument("--realtime", action="store_true",
+                            help="each TPM command returns after its modelled time")
+        parser.add_argument("--seed", type=int, default=0)
+
+    def run(self, args: argparse.Namespace) -> Result:
+        profile = registry.load(args.profile)
+        run = oracle.run(profile, args.parties, input_blocks=args.input_blocks,
+                         output_blocks=args.output_blocks, queries=args.queries,
+                         realtime=args.realtime, seed=args.seed)
+        n = args.parties
+        dests = [p for p in run.calls if p != "source"]
+        model = {cmd: formulas.estimate(profile, cmd)[0] for _, cmd in oracle.OPERATIONS}
+        rows = []
+        for ref, cmd in oracle.OPERATIONS:
+            where = ["source"] if cmd in oracle.SOURCE_OPS - {"TPM_LoadKey2"} else dests
+            sims = run.per_call(cmd, where)
+            rows.append({"ref": ref, "command": cmd, "model_ms": model[cmd],
+                         "simulated_ms": mean(sims), "calls": len(sims)})
+        m = {r["ref"]: r["model_ms"] for r in rows}
+        source_model = m["T1"] + m["T2"] + 2 * m["T3"] + m["T4"] + (n - 1) * (m["T5"] + m["T6"])
+        dest_model = m["T7"] + m["T3"]
+        source_sim = run.ms("source", oracle.SOURCE_OPS)
+        dest_sim = mean(run.ms(d, oracle.DEST_OPS) for d in dests)
+        setup_auth = {p: sum(ms for cmd, ms in run.calls[p][: self._setup_len(run, p)]
+                             if cmd in oracle.SESSION_COMMANDS) for p in run.calls}
+        identical = all(len(set(a)) == 1 for a in run.answers)
+        data = {
+            "profile": profile.name, "parties": n,
+            "operations": [{k: r[k] for k in ("ref", "command", "model_ms", "simulated_ms")} for r in rows],
+            "source_total_ms": source_sim, "source_model_ms": source_model,
+            "destination_total_ms": dest_sim, "destination_model_ms": dest_model,
+            "auth_session_ms": {"source": setup_auth["source"],
+                                "destination": mean(setup_auth[d] for d in dests)},
+            "query_ms": mean(run.query_ms), "queries": args.queries,
+            "input_blocks": args.input_blocks, "output_blocks": args.output_blocks,
+            "answers_identical": identical, "realtime": bool(args.realtime),
+        }
+        refs = []
+        if profile.name == "infineon-2010":
+            for r in rows:
+                refs.append(Reference(f"{r['ref']} {r['command']}", PAPER_INFINEON[r["ref"]],
+                                      model=r["model_ms"], simulated=r["simulated_ms"], source=PAPER))
+            refs.append(Reference(f"source total, n={n} (672 + 508n)", 672 + 508 * n,
+                                  model=source_model, simulated=source_sim, source=PAPER))
+            refs.append(Reference("destination total (T7 + T3)", PAPER_INFINEON["T7"] + PAPER_INFINEON["T3"],
+                                  model=dest_model, simulated=dest_sim, source=PAPER))
+        refs.append(Reference(f"query, b_i={args.input_blocks} b_o={args.output_blocks} (4.5(b_i+3)b_o)",
+                              4.5 * (args.input_blocks + 3) * args.output_blocks,
+                              simulated=data["query_ms"], source=f"{PAPER}, 3) TPM-Oracle Queries"))
+        text_rows = [[r["ref"], r["command"], f"{r['model_ms']:.1f}", f"{r['simulated_ms']:.1f}"] for r in rows]
+        text_rows += [["", "source total", f"{source_model:.1f}", f"{source_sim:.1f}"],
+                      ["", "destination total", f"{dest_model:.1f}", f"{dest_sim:.1f}"],
+                      ["", "auth sessions (source)", "", f"{data['auth_session_ms']['source']:.1f}"],
+                      ["", "auth sessions (destination)", "", f"{data['auth_session_ms']['destination']:.1f}"],
+                      ["", "query (TPM_HMAC)", "", f"{data['query_ms']:.1f}"]]
+        text = (f"TPM oracle on {profile.name}, n={n} parties (ms)\n"
+                + table(text_rows, ["ref", "operation", "model", "simulated"])
+                + f"\nall parties' answers identical: {identical}")
+        plots = [{"kind": "bar", "title": f"TPM oracle operations on {profile.name}", "xlabel": "operation",
+                  "ylabel": "ms", "logx": False, "logy": False,
+                  "series": [{"label": "model", "x": [r["ref"] for r in rows], "y": [r["model_ms"] for r in rows]},
+                             {"label": "simulated", "x": [r["ref"] for r in rows],
+                              "y": [r["simulated_ms"] for r in rows]}]}]
+        return Result("oracle", vars_params(args), data, text, refs,
+                      {profile.name: profile.provenance.describe()}, plots)
+
+    @staticmethod
+    def _setup_len(run: oracle.OracleRun, party: str) -> int:
+        """Commands before the first query: the setup part of a party's ledger."""
+        calls = run.calls[party]
+        for i, (cmd, _) in enumerate(calls):
+            if cmd == "TPM_HMAC":
+                return max(0, i - 1)  # the OIAP that authorizes the first query belongs to the queries
+        return len(calls)
+
+
+def vars_params(args: argparse.Namespace) -> dict:
+    return {k: v for k, v in vars(args).items() if k not in ("handler", "json", "save")}
