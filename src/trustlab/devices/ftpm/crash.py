@@ -207,7 +207,7 @@ def run_campaign(n_commands: int, seed: int = 0, *, progress: Callable[[int], No
                                    clock_period_ms=CLOCK_PERIOD_MS)
             rebooted.startup()
             for request in platform.capture.write_requests + previous_capture:
-                if rf.Frame.from_bytes(request[0]).req_resp != rf.REQ_AUTH_WRITE:
+                if rf.frame_type(request[0]) != rf.REQ_AUTH_WRITE:
                     continue
                 report.replays_attempted += 1
                 if rebooted.store.client.os.inject(request) == rf.RES_OK:

@@ -59,7 +59,7 @@ class NormalWorld:
         b = self.behaviour
         if not b.available:
             raise StorageUnavailable("no RPMB driver in the normal world (dark period)")
-        kind = rf.Frame.from_bytes(request[0]).req_resp
+        kind = rf.frame_type(request[0])
         is_write = kind in (rf.REQ_AUTH_WRITE, rf.REQ_KEY_PROGRAM)
         if is_write:
             self.capture.write_requests.append(list(request))
@@ -87,7 +87,7 @@ class NormalWorld:
     # ---- the bus, with crash points --------------------------------------------
 
     def _send(self, frames: list[bytes], what: str) -> None:
-        kind = rf.Frame.from_bytes(frames[0]).req_resp
+        kind = rf.frame_type(frames[0])
         name = {rf.REQ_AUTH_WRITE: "write", rf.REQ_AUTH_READ: "read", rf.REQ_READ_COUNTER: "counter",
                 rf.REQ_KEY_PROGRAM: "key", rf.REQ_RESULT_READ: "write"}.get(kind, "other")
         for i, _ in enumerate(frames):
@@ -121,14 +121,14 @@ class NormalWorld:
         """Send a captured write request straight to the device (a replay)."""
         self.device.transfer_in(request)
         self.device.transfer_in([rf.Frame(req_resp=rf.REQ_RESULT_READ).to_bytes()])
-        return rf.Frame.from_bytes(self.device.transfer_out()[0]).result
+        return int.from_bytes(self.device.transfer_out()[0][508:510], "big")
 
     def replay_all_writes(self) -> tuple[int, int]:
         """Replay every write request ever captured: (attempts, accepted)."""
         accepted = 0
         requests = list(self.capture.write_requests)
         for request in requests:
-            if rf.Frame.from_bytes(request[0]).req_resp != rf.REQ_AUTH_WRITE:
+            if rf.frame_type(request[0]) != rf.REQ_AUTH_WRITE:
                 continue
             if self.inject(request) == rf.RES_OK:
                 accepted += 1

@@ -109,6 +109,11 @@ class Frame:
                    write_counter=counter, address=address, block_count=count, result=result)
 
 
+def frame_type(raw: bytes) -> int:
+    """The request/response type of an encoded frame, without decoding the rest."""
+    return int.from_bytes(raw[510:512], "big")
+
+
 def mac_frames(key: bytes, frames: list[bytes]) -> bytes:
     """HMAC-SHA256 over bytes 228..511 of each frame, as the spec defines it."""
     h = hmac.HMAC(key, hashes.SHA256())
