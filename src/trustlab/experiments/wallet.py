@@ -1,0 +1,153 @@
+"""``trustlab run wallet``: the offline digital wallet, purchase by purchase, under attack.
+
+An issuer enrols buyers (each a virtual counter on one TPM device), certified
+merchants sell to them offline (merchant chosen by the workload), and a
+fraction of purchases are double-spend attempts: the buyer skips its increment
+and later pays with its previous token. Each purchase's latency is split into
+TPM time (modelled by the profile through the engine), verification time
+(the merchant's modelled signature checks: ``host_verify`` per AIK/token
+signature) and host time (the wall-clock time this machine spent running
+both parties' real software and cryptography). The result counts the double
+spends attempted, caught, and undetected - the last is non-zero only with the
+paper's ordering (``--ordering paper``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+from collections import Counter
+
+from trustlab.apps import workloads
+from trustlab.apps.counters import schemes
+from trustlab.apps.counters.runner import describe
+from trustlab.apps.wallet.protocol import BuyerDevice, Issuer, Merchant
+from trustlab.cli._output import table
+from trustlab.errors import TrustlabError
+from trustlab.experiments.registry import Result, experiment
+from trustlab.timing import registry
+
+
+@experiment("wallet", help="offline digital wallet on virtual counters (paper Table I, ordering fixed): "
+            "per-purchase TPM/host/verification time, double spends attempted and caught")
+class WalletExperiment:
+    flagship = [
+        ["--profile", "atmel-counters-2010", "--merchants", "8", "--purchases", "30", "--workload", "zipf",
+         "--scheme", "hashtree", "--cheat-rate", "0.2", "--seed", "1"],
+        ["--profile", "atmel-counters-2010", "--merchants", "8", "--purchases", "30", "--workload", "zipf",
+         "--scheme", "log", "--cheat-rate", "0.2", "--seed", "1"],
+        ["--profile", "atmel-counters-2010", "--merchants", "8", "--purchases", "30", "--scheme", "hashtree",
+         "--ordering", "paper", "--cheat-rate", "0.2", "--seed", "1"],
+    ]
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("--profile", default="atmel-counters-2010", metavar="NAME")
+        parser.add_argument("--merchants", type=int, default=8, metavar="M")
+        parser.add_argument("--purchases", type=int, default=50, metavar="P")
+        parser.add_argument("--buyers", type=int, default=4, metavar="B",
+                            help="wallets on the one device (each its own virtual counter; default 4)")
+        parser.add_argument("--workload", choices=list(workloads.DISTRIBUTIONS), default="uniform",
+                            help="how purchases pick merchants and buyers (zipf: a few are very popular)")
+        parser.add_argument("--scheme", choices=["log", "hashtree"], default="hashtree")
+        parser.add_argument("--ordering", choices=["fixed", "paper", "arithmetic"], default="fixed",
+                            help="fixed (ours, default), paper (Table I as printed: exploitable), or "
+                            "arithmetic (hash-tree only: the counter is the amount spent)")
+        parser.add_argument("--cheat-rate", type=float, default=0.1, metavar="F",
+                            help="fraction of purchases that start a double-spend attempt (default 0.1)")
+        parser.add_argument("--credit", type=int, default=None, help="credit per buyer (default: ample)")
+        parser.add_argument("--seed", type=int, default=0)
+        parser.add_argument("--deterministic", action="store_true", help="drop the profile's spreads")
+
+    def run(self, args: argparse.Namespace) -> Result:
+        for name in ("merchants", "purchases", "buyers"):
+            if getattr(args, name) < 1:
+                raise TrustlabError(f"--{name} {getattr(args, name)}: must be at least 1")
+        if not 0 <= args.cheat_rate <= 1:
+            raise TrustlabError(f"--cheat-rate {args.cheat_rate}: must be in [0, 1]")
+        if args.ordering == "arithmetic" and args.scheme != "hashtree":
+            raise TrustlabError("--ordering arithmetic needs --scheme hashtree (log-based counters are not arithmetic)")
+        profile = registry.load(args.profile)
+        if args.deterministic:
+            profile = profile.without_spread()
+        rng = random.Random(args.seed)
+        built = schemes.build(args.scheme, profile, args.buyers, seed=args.seed)
+        issuer = Issuer()
+        credit = args.credit if args.credit is not None else 100 * args.purchases
+        buyers = []
+        for b in range(args.buyers):
+            buyer = BuyerDevice(built.prover, b)
+            issuer.enrol(buyer, built.verifier, credit)
+            buyers.append(buyer)
+        built.clock.reset()
+        merchants = [Merchant(f"merchant-{i}", issuer.directory, built.verifier, args.ordering, clock=built.clock)
+                     for i in range(args.merchants)]
+        who = workloads.counter_ids(args.workload, args.merchants, args.purchases, seed=args.seed)
+        whom = workloads.counter_ids(args.workload, args.buyers, args.purchases, seed=args.seed + 1)
+        sales, reasons = [], Counter()
+        attempted = caught = undetected = 0
+        pending: dict[int, int] = {}  # buyer -> purchase index of a skipped increment
+        for i in range(args.purchases):
+            buyer = buyers[int(whom[i])]
+            merchant = merchants[int(who[i])]
+            price = rng.randint(1, 100)
+            cheat = None
+            if buyer.counter in pending:
+                cheat = "replay-old-token"  # second half of a double spend: pay with the old token
+            elif rng.random() < args.cheat_rate and len(buyer.tokens) >= 1:
+                cheat = "skip-increment"
+            buyer.cheats = {cheat} if cheat else set()
+            sale = merchant.sell(buyer, price)
+            buyer.cheats = set()
+            reasons[sale.reason] += 1
+            if cheat == "skip-increment":
+                attempted += 1
+                if sale.accepted:
+                    pending[buyer.counter] = i      # got goods and a new token without incrementing
+                else:
+                    caught += 1
+            elif cheat == "replay-old-token":
+                del pending[buyer.counter]
+                if sale.accepted:
+                    undetected += 1
+                else:
+                    caught += 1
+            sales.append({"purchase": i, "merchant": merchant.name, "buyer": buyer.counter, "price": price,
+                          "cheat": cheat, "accepted": sale.accepted, "reason": sale.reason,
+                          "tpm_s": sale.tpm_ms / 1000, "verification_s": sale.verify_ms / 1000,
+                          "host_s": sale.host_ms / 1000})
+        attempted -= len(pending)  # attempts whose replay never came are not double spends yet
+        honest = [s for s in sales if s["cheat"] is None and s["accepted"]]
+        data = {
+            "profile": profile.name, "scheme": args.scheme, "ordering": args.ordering,
+            "merchants": args.merchants, "buyers": args.buyers, "purchases": args.purchases,
+            "workload": args.workload, "seed": args.seed,
+            "per_purchase_s": {part: describe([1000 * s[f"{part}_s"] for s in honest])
+                               for part in ("tpm", "verification", "host")},
+            "total_tpm_s": sum(s["tpm_s"] for s in sales),
+            "accepted": sum(s["accepted"] for s in sales),
+            "rejections": {k: v for k, v in reasons.items() if k != "ok"},
+            "double_spends": {"attempted": attempted, "caught": caught, "undetected": undetected},
+            "sales": sales,
+        }
+        return Result(
+            experiment="wallet",
+            params={k: v for k, v in vars(args).items() if k not in ("handler", "json", "save", "experiment")},
+            data=data, text=_text(data), profiles={profile.name: profile.provenance.describe()},
+            plots=[{"kind": "bar", "title": "per-purchase latency split (honest purchases, mean)",
+                    "xlabel": "part", "ylabel": "seconds", "logx": False, "logy": False,
+                    "series": [{"label": f"{args.scheme}/{args.ordering}", "x": ["tpm", "verification", "host"],
+                                "y": [data["per_purchase_s"][p]["avg"] for p in ("tpm", "verification", "host")]}]}],
+        )
+
+
+def _text(d: dict) -> str:
+    rows = [[part, *(d["per_purchase_s"][part][k] for k in ("min", "max", "avg", "median", "sd"))]
+            for part in ("tpm", "verification", "host")]
+    ds = d["double_spends"]
+    head = (f"wallet: {d['scheme']} counters, {d['ordering']} ordering, profile {d['profile']}, "
+            f"{d['merchants']} merchants, {d['buyers']} buyers, {d['purchases']} purchases ({d['workload']})\n")
+    tail = (f"\naccepted {d['accepted']}/{d['purchases']}; rejections: "
+            + (", ".join(f"{k} {v}" for k, v in sorted(d["rejections"].items())) or "none")
+            + f"\ndouble spends attempted {ds['attempted']}, caught {ds['caught']}, undetected {ds['undetected']}"
+            + "\n(tpm and verification: modelled by the profile; host: wall time of the real software here)")
+    return head + table(rows, ["per purchase (s)", "min", "max", "avg", "median", "sd"]) + tail
