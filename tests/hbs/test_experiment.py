@@ -48,7 +48,7 @@ def test_result_references_memory_and_calibration(capsys):
     import argparse
     spec = get("hbs")
     args = argparse.Namespace(profile="jcop-2018", h=20, d=5, w=16, grid=False, grid_h=[10, 20], grid_w=[4, 16],
-                              sensitivity=0.1)
+                              sensitivity=0.1, check=False)
     res = spec.run(args)
     mem = [r for r in res.references if r.unit == "bytes"][0]
     assert mem.reference == mem.model == mem.simulated == 13184
@@ -93,3 +93,18 @@ def test_shipped_profile_is_what_the_calibration_tool_derives():
         assert shipped[name].provenance.source  # every parameter says where it came from
     # one free parameter, two paper figures: both reproduced within 10 %
     assert all(abs(r["residual_ms"]) / r["measured_ms"] < 0.10 for r in report["fit"]["rows"])
+
+
+def test_check_runs_the_card_for_real_and_json_stays_the_same(capsys):
+    import argparse
+    spec = get("hbs")
+    args = argparse.Namespace(profile="jcop-2018", h=20, d=4, w=16, grid=False, grid_h=[10, 20], grid_w=[4, 16],
+                              sensitivity=0.1, check=True)
+    res = spec.run(args)
+    checks = {r.label: r for r in res.references if r.label.startswith("functional check")}
+    assert len(checks) == 2
+    for r in checks.values():
+        assert r.simulated == r.reference and r.reference > 0
+    assert "torn mid-signature" in res.text and "ACCEPTED" not in res.text
+    assert list(res.data) == ["h", "d", "w", "sign_s", "prepare_s", "persistent_bytes", "signature_bytes",
+                              "signatures"]

@@ -60,8 +60,8 @@ def _grid_points(hs: list[int], ws: list[int]) -> list[XMSSParams]:
             "persistent memory, signature size, sensitivity; --grid for the h/d/w trade-off")
 class HBS:
     flagship = [
-        ["--profile", "jcop-2018", "--h", "20", "--d", "4"],
-        ["--profile", "jcop-2018", "--h", "20", "--d", "5"],
+        ["--profile", "jcop-2018", "--h", "20", "--d", "4", "--check"],
+        ["--profile", "jcop-2018", "--h", "20", "--d", "5", "--check"],
         ["--profile", "jcop-2018", "--grid"],
     ]
 
@@ -75,6 +75,10 @@ class HBS:
                             help="trade-off table and plots over --grid-h x --grid-w x every d with 2 <= h/d <= 10")
         parser.add_argument("--grid-h", type=int, nargs="+", default=[10, 20], metavar="H")
         parser.add_argument("--grid-w", type=int, nargs="+", default=[4, 16], metavar="W")
+        parser.add_argument("--check", action="store_true",
+                            help="also run the applet for real on a small key with the same d and w (h = 2d): "
+                            "sign across a subtree switch, tear the card mid-signature, verify every signature "
+                            "off-card, try to reuse a one-time key")
         parser.add_argument("--sensitivity", type=float, default=0.10, metavar="REL",
                             help="relative change of each profile parameter in the sensitivity table (default 0.10)")
 
@@ -88,10 +92,16 @@ class HBS:
         p = _params(args.h, args.d, args.w)
         a = analyse(p, prof)
         sens = sensitivity(a, prof, args.sensitivity)
+        text, refs = _text(a, sens, args.sensitivity), _references(p, prof)
+        if args.check:
+            check_text, check_refs = functional_check(XMSSParams(2 * p.d, p.d, p.w), prof)
+            text += "\n\n" + check_text
+            refs += check_refs
         return Result(
             experiment="hbs",
-            params={"profile": prof.name, "h": p.h, "d": p.d, "w": p.w, "sensitivity": args.sensitivity},
-            data=a.record(), text=_text(a, sens, args.sensitivity), references=_references(p, prof),
+            params={"profile": prof.name, "h": p.h, "d": p.d, "w": p.w, "sensitivity": args.sensitivity,
+                    "check": args.check},
+            data=a.record(), text=text, references=refs,
             profiles=provenance, plots=[_sensitivity_plot(a, sens, args.sensitivity)])
 
     def _grid(self, args: argparse.Namespace, prof: Profile, provenance: dict) -> Result:
@@ -179,3 +189,59 @@ def _sensitivity_plot(a: Analysis, sens: list[dict], rel: float) -> dict:
                        {"label": "sign worst", "x": names, "y": [r["sign_worst_ms_per_10pct"] / 1e3 for r in sens]},
                        {"label": "prepare avg", "x": names,
                         "y": [r["prepare_avg_ms_per_10pct"] / 1e3 for r in sens]}]}
+
+
+def functional_check(p: XMSSParams, prof: Profile) -> tuple[str, list[Reference]]:
+    """Run the applet for real: sign past the first subtree switch with a tear mid-signature.
+
+    Every completed signature must verify with the independent verifier; the index a torn
+    signature had reserved must stay used; asking for an already used index must be refused.
+    """
+    from trustlab.apps.hbs.costs import CardTear
+    from trustlab.apps.hbs.host import CardError, CardSigner, personalize
+    from trustlab.apps.hbs.keys import SecretSeeds
+    from trustlab.apps.hbs.verify import Verifier
+    from trustlab.timing.clock import Clock
+
+    clock = Clock(prof)
+    card, pk = personalize(p, SecretSeeds.random(), clock)
+    signer, verifier = CardSigner(card), Verifier(p.h, p.d, p.w)
+    lines, verified, signed, indices = [], 0, 0, []
+    target = p.leaves_per_tree + 2  # past the first switch of the bottom subtree
+    torn_at = 1
+    while signer.index() < target:
+        if signer.index() == torn_at:
+            card.meter.tear_after = 500  # power cut in the middle of the WOTS+ chains
+            try:
+                signer.sign(b"torn")
+            except CardTear:
+                lines.append(f"index {torn_at}: card torn mid-signature; index now {signer.index()} (not rolled back)")
+            card.meter.tear_after = None
+            signer.prepare()
+            continue
+        msg = b"document %d" % signer.index()
+        t0 = clock.now_ms
+        sig = signer.sign(msg)
+        ms = clock.now_ms - t0
+        idx = int.from_bytes(sig[:p.idx_bytes], "big")
+        ok = verifier.verify(pk.to_bytes(), msg, sig)
+        indices.append(idx)
+        signed += 1
+        verified += ok
+        lines.append(f"index {idx}: {len(sig)}-byte signature in {ms / 1e3:.1f} s (8 APDUs), "
+                     f"off-card verify: {'ok' if ok else 'FAILED'}")
+        signer.prepare()
+    for attempt in (torn_at, indices[-1]):
+        try:
+            signer.sign(b"replay", expect_index=attempt)
+            lines.append(f"reuse of index {attempt}: ACCEPTED (bug)")
+        except CardError as exc:
+            lines.append(f"reuse of index {attempt}: refused ({exc})")
+    refused = sum("refused" in line for line in lines)
+    text = (f"functional check on the card (h={p.h} d={p.d} w={p.w}, fresh random key, {prof.name}):\n  "
+            + "\n  ".join(lines))
+    refs = [Reference("functional check: completed signatures that verify off-card", signed, simulated=verified,
+                      unit="signatures", source="trustlab.apps.hbs.verify (independent verifier)"),
+            Reference("functional check: reuse attempts refused (incl. the torn index)", 2, simulated=refused,
+                      unit="attempts", source="applet SIGN_BEGIN with P1=1")]
+    return text, refs
