@@ -9,21 +9,21 @@ from trustlab.cli import main
 
 def test_flagship_tolerates_failing_and_hanging_studies(tmp_path, capsys, image_check):
     out = tmp_path / "report"
-    rc = main(["flagship", "--out", str(out), "--jobs", "2", "--timeout", "8", "--no-progress",
-               "--only", "timing-model", "--only", "lab-counting", "--only", "lab-broken"])
+    rc = main(["flagship", "--out", str(out), "--jobs", "2", "--timeout", "12", "--no-progress",
+               "--only", "lab-counting", "--only", "lab-broken"])
     assert rc == 1
     printed = capsys.readouterr().out
-    assert "2 failed" in printed and "timed out after 8 s" in printed
+    assert "2 failed" in printed and "timed out after 12 s" in printed
     results = json.loads((out / "results.json").read_text())
     ok = [r["experiment"] for r in results if "data" in r]
-    assert sorted(ok) == ["lab-counting", "timing-model", "timing-model"]
+    assert ok == ["lab-counting"]
     broken = [r for r in results if "data" not in r]
     assert any("this study is broken on purpose" in r["error"] for r in broken)
     page = (out / "index.html").read_text()
-    assert "lab-broken — failed" in page and "Table II" in page and "2 of 5 runs failed" in page
-    assert len(list((out / "records").glob("*.json"))) == 5
+    assert "lab-broken — failed" in page and "2 of 3 runs failed" in page
+    assert len(list((out / "records").glob("*.json"))) == 3
     check = image_check(out / "index.html")
-    assert check["broken"] == [] and check["images"] >= 5
+    assert check["broken"] == [] and check["images"] == 1
 
 
 def test_flagship_list_and_errors(capsys):

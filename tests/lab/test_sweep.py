@@ -39,23 +39,35 @@ def test_grid_is_the_cartesian_product_in_spec_order(tmp_path):
     assert "--x" in points[0].argv
 
 
-def test_same_results_serial_processes_and_dask(tmp_path):
-    serial = run_sweep(parse(_spec(tmp_path / "l1"), "t"), tmp_path / "a", jobs=1, progress=False)
-    procs = run_sweep(parse(_spec(tmp_path / "l2"), "t"), tmp_path / "b", jobs=2, progress=False)
-    assert serial.executed == procs.executed == 16
-    assert _values(serial) == _values(procs)
-    assert len({e["pid"] for e in _executions(tmp_path / "l2")}) >= 2  # really ran in worker processes
+def _small(log: Path) -> dict:
+    return dict(_spec(log), grid={"x": [0, 1, 2, 3], "y": [0.5], "seed": [7, 8]})
 
+
+@pytest.fixture(scope="module")
+def serial_values(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("serial")
+    outcome = run_sweep(parse(_small(tmp / "log"), "t"), tmp, jobs=1, progress=False)
+    assert outcome.executed == 8 and len(_executions(tmp / "log")) == 8
+    return _values(outcome)
+
+
+def test_same_results_serial_and_local_processes(tmp_path, serial_values):
+    procs = run_sweep(parse(_small(tmp_path / "log"), "t"), tmp_path, jobs=2, progress=False)
+    assert procs.executed == 8 and _values(procs) == serial_values
+    assert os.getpid() not in {e["pid"] for e in _executions(tmp_path / "log")}  # ran in worker processes
+    on_disk = json.loads((tmp_path / "count" / "results.json").read_text())
+    assert [r["record"]["data"] for r in on_disk] == serial_values  # spec order, whatever finished first
+
+
+def test_same_results_on_a_local_dask_cluster(tmp_path, serial_values):
     distributed = pytest.importorskip("distributed")
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
                                   dashboard_address=None, silence_logs=40) as cluster:
-        on_dask = run_sweep(parse(_spec(tmp_path / "l3"), "t"), tmp_path / "c",
+        assert cluster.scheduler_address.startswith("tcp://127.0.0.1:")
+        on_dask = run_sweep(parse(_small(tmp_path / "log"), "t"), tmp_path,
                             scheduler=cluster.scheduler_address, progress=False)
-    assert on_dask.executed == 16 and _values(on_dask) == _values(serial)
-    assert os.getpid() not in {e["pid"] for e in _executions(tmp_path / "l3")}
-    # the result files are byte-identical in their data, whatever ran them
-    files = [json.loads((tmp_path / d / "count" / "results.json").read_text()) for d in "abc"]
-    assert [[r["record"]["data"] for r in f] for f in files[1:]] == [[r["record"]["data"] for r in files[0]]] * 2
+    assert on_dask.executed == 8 and _values(on_dask) == serial_values
+    assert os.getpid() not in {e["pid"] for e in _executions(tmp_path / "log")}
 
 
 def test_interrupted_sweep_resumes_without_recomputing(tmp_path):

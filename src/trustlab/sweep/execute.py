@@ -48,6 +48,7 @@ def dask(points: Sequence[Point], address: str) -> Iterator[tuple[str, dict[str,
     """A Dask distributed cluster at ``address`` (e.g. ``tcp://127.0.0.1:8786``)."""
     from distributed import Client, as_completed
 
+    _probe(address)
     try:
         client = Client(address, timeout="15s", set_as_default=False)
     except (OSError, TimeoutError, ValueError) as exc:
@@ -59,3 +60,20 @@ def dask(points: Sequence[Point], address: str) -> Iterator[tuple[str, dict[str,
             yield fut.result()
     finally:
         client.close()
+
+
+def _probe(address: str, timeout: float = 3.0) -> None:
+    """Fail fast, with a clear message, when nothing listens at a tcp:// scheduler address."""
+    import socket
+    from urllib.parse import urlsplit
+
+    if "://" not in address:
+        address = "tcp://" + address
+    parts = urlsplit(address)
+    if parts.scheme not in ("tcp", "tls") or not parts.hostname:
+        return  # other transports: let Dask judge
+    try:
+        with socket.create_connection((parts.hostname, parts.port or 8786), timeout=timeout):
+            pass
+    except OSError as exc:
+        raise TrustlabError(f"--scheduler {address}: cannot connect to a Dask scheduler ({exc})") from None
