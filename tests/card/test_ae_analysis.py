@@ -94,8 +94,13 @@ def test_unknown_platform_and_custom_profile(tmp_path):
     assert plat.cipher == "tdes(m1)||m2"
 
 
-def _cli(*argv: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "trustlab", *argv], capture_output=True, text=True, timeout=120)
+def _cli(capsys, *argv: str) -> tuple[int, str, str]:
+    """The real CLI entry point, in-process (a subprocess per call costs seconds of imports)."""
+    from trustlab.cli import main
+
+    rc = main(list(argv))
+    out = capsys.readouterr()
+    return rc, out.out, out.err
 
 
 def test_experiment_json_rows_and_report():
@@ -118,14 +123,29 @@ def test_experiment_json_rows_and_report():
     assert json.dumps(res.to_record(), default=str)
 
 
-def test_cli_run_and_tiga():
-    out = _cli("run", "ae", "--platform", "s3cc9e8", "--mode", "etm,ccm", "--bytes", "8,300", "--json")
-    assert out.returncode == 0, out.stderr
-    rows = json.loads(out.stdout)
+def test_cli_run_and_tiga(capsys):
+    rc, out, err = _cli(capsys, "run", "ae", "--platform", "s3cc9e8", "--mode", "etm,ccm", "--bytes", "8,300",
+                        "--json")
+    assert rc == 0, err
+    rows = json.loads(out)
     assert {r["bytes"] for r in rows} == {8, 300} and rows[-1]["apdus"] == 2
-    out = _cli("tiga", "--platform", "multos-sle78", "--json")
-    assert out.returncode == 0 and json.loads(out.stdout)[0]["tiga_pct"] == pytest.approx(8.718, abs=0.001)
-    bad = _cli("run", "ae", "--platform", "nope")
-    assert bad.returncode == 2 and "unknown platform" in bad.stderr and "Traceback" not in bad.stderr
-    bad = _cli("tiga", "--platform", "s3cc9e8-original", "--source", "scope")
-    assert bad.returncode == 2 and "no scope figures" in bad.stderr
+    rc, out, err = _cli(capsys, "tiga", "--platform", "multos-sle78", "--json")
+    assert rc == 0 and json.loads(out)[0]["tiga_pct"] == pytest.approx(8.718, abs=0.001)
+    rc, out, err = _cli(capsys, "run", "ae", "--platform", "nope")
+    assert rc == 2 and "unknown platform" in err
+    rc, out, err = _cli(capsys, "tiga", "--platform", "s3cc9e8-original", "--source", "scope")
+    assert rc == 2 and "no scope figures" in err
+
+
+def test_cli_bad_arguments_exit_cleanly(capsys):
+    for argv in (["run", "ae", "--bytes", "x"], ["run", "ae", "--mode", "eax"]):
+        with pytest.raises(SystemExit) as exc:
+            _cli(capsys, *argv)
+        assert exc.value.code == 2
+    assert "unknown mode eax" in capsys.readouterr().err
+
+
+def test_subprocess_entry_point_smoke():
+    out = subprocess.run([sys.executable, "-m", "trustlab", "tiga", "--platform", "sle78-aes"],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and "sle78-aes" in out.stdout
