@@ -64,3 +64,23 @@ class Broken:
         if args.hang:
             time.sleep(120)
         raise RuntimeError("this study is broken on purpose")
+
+
+@experiment("lab-swtpm", help="test experiment: starts its own swtpm, asks it for random bytes")
+class WithSwtpm:
+    flagship = [[]]
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("--point", type=int, default=0)
+
+    def run(self, args: argparse.Namespace) -> Result:
+        import struct
+
+        from trustlab.devices.tpm2 import wire
+        from trustlab.devices.tpm2.swtpm import Swtpm
+
+        with Swtpm() as tpm:
+            rsp = tpm.send(wire.build_command(0x0000017B, struct.pack(">H", 16)))  # TPM2_GetRandom
+            info = {"point": args.point, "swtpm_pid": tpm.proc.pid, "port": tpm.port,
+                    "state_dir": str(tpm.state_dir), "rc": wire.response_code(rsp), "random_len": len(rsp) - 12}
+        return Result(experiment="lab-swtpm", params={"point": args.point}, data=info)

@@ -175,3 +175,24 @@ def test_example_specs_parse():
         from trustlab.sweep import load
 
         assert load(path).points(), path
+
+
+@pytest.mark.swtpm
+def test_each_swtpm_backed_point_gets_its_own_swtpm(tmp_path):
+    import shutil
+
+    if shutil.which("swtpm") is None:
+        pytest.skip("swtpm is not installed")
+    spec = parse({"name": "tpm", "experiment": "lab-swtpm", "grid": {"point": [1, 2, 3, 4]}}, "t")
+    outcome = run_sweep(spec, tmp_path, jobs=2, progress=False)
+    data = _values(outcome)
+    assert [d["rc"] for d in data] == [0, 0, 0, 0] and all(d["random_len"] == 16 for d in data)
+    assert len({d["swtpm_pid"] for d in data}) == 4 and len({d["state_dir"] for d in data}) == 4
+    for d in data:  # each TPM went away with its point: no process, no state left behind
+        assert not Path(d["state_dir"]).exists()
+        try:
+            os.kill(d["swtpm_pid"], 0)
+            alive = Path(f"/proc/{d['swtpm_pid']}/cmdline").read_bytes().startswith(b"swtpm")
+        except ProcessLookupError:
+            alive = False
+        assert not alive
