@@ -46,6 +46,25 @@ def test_botan_kat_verifies_and_tampering_fails():
         assert not v.verify(pk, msg, bytes(bad)), pos
 
 
+def test_botan_signing_kat_from_the_reference_implementation():
+    """Botan's xmss_sig.vec (generated with the XMSS reference implementation): our key derivation,
+    message key, digest and WOTS+ signature reproduce its leaf-0 signature byte for byte, and the
+    whole signature verifies. (The 10-high tree is not rebuilt here: that is 1024 leaves.)"""
+    from trustlab.apps.hbs.keys import message_digest, message_key, wots_sign_at
+    (vec,) = _vectors("botan_xmss_sig.vec")
+    sk, sig, msg = (bytes.fromhex(vec[k]) for k in ("PrivateKey", "Signature", "Msg"))
+    oid, root, seed = sk[:4], sk[4:36], sk[36:68]
+    assert sk[68:72] == bytes(4)  # leaf index 0
+    seeds = SecretSeeds(sk_seed=sk[104:136], sk_prf=sk[72:104], seed=seed)
+    p, hs = XMSSParams(10), Hasher()
+    r = message_key(hs, p, seeds, 0)
+    assert sig[:4] == bytes(4) and sig[4:36] == r
+    m = message_digest(hs, p, r, root, 0, msg)
+    assert b"".join(wots_sign_at(hs, p, seeds, 0, 0, 0, m)) == sig[36:36 + 67 * 32]
+    assert Verifier(10).verify(oid + root + seed, msg, sig)  # RFC 4-byte index encoding here
+    assert not Verifier(10).verify(oid + root + seed, msg + b"\0", sig)
+
+
 def test_wots_lengths_match_rfc():
     assert (XMSSParams(10).len1, XMSSParams(10).len2, XMSSParams(10).wots_len) == (64, 3, 67)
     assert XMSSParams(10, w=4).wots_len == 133
@@ -74,7 +93,7 @@ def test_wots_pk_from_sig_recovers_pk(m, w):
     p = XMSSParams(2, 1, w)
     hs = Hasher()
     adrs = Address()
-    sk = wots.secret_key(hs, p, b"k" * 32, adrs)
+    sk = wots.secret_key(hs, p, b"k" * 32, b"s" * 32, adrs)
     pk = wots.public_key(hs, p, sk, b"s" * 32, adrs.copy())
     sig = wots.sign(hs, p, m, sk, b"s" * 32, adrs.copy())
     assert wots.pk_from_sig(hs, p, m, sig, b"s" * 32, adrs.copy()) == pk

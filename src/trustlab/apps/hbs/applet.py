@@ -91,7 +91,6 @@ def rollover_layers(p: XMSSParams, idx: int) -> list[int]:
 class _Session:
     idx: int
     digest: bytes
-    key_seed: bytes
     digits: list[int]
     stage: int = 1
 
@@ -180,12 +179,7 @@ class XMSSApplet:
         self.nvm.commit()
         r = self.hs.prf(self._key(1), idx.to_bytes(32, "big"))
         digest = self.hs.h_msg(r + self._key(3) + idx.to_bytes(p.n, "big"), data)
-        tree, leaf = split_index(p, idx, 0)
-        adrs = Address(0, tree)
-        adrs.set_type(OTS)
-        adrs.set_ots(leaf)
-        key_seed = self.hs.prf(self._key(0), adrs.to_bytes())
-        self.session = _Session(idx, digest, key_seed, wots.message_digits(p, digest))
+        self.session = _Session(idx, digest, wots.message_digits(p, digest))
         out = idx.to_bytes(p.idx_bytes, "big") + r + self._chains(0)
         return out
 
@@ -197,10 +191,10 @@ class XMSSApplet:
         adrs = Address(0, tree)
         adrs.set_type(OTS)
         adrs.set_ots(leaf)
-        seed = self._key(2)
+        seed, sk_seed = self._key(2), self._key(0)
         out = []
         for i in stage_chains(self.p, stage):
-            x = self.hs.prf(s.key_seed, i.to_bytes(32, "big"))
+            x = wots.chain_start(self.hs, sk_seed, seed, adrs, i)
             adrs.set_chain(i)
             out.append(wots.chain(self.hs, x, 0, s.digits[i], seed, adrs))
         return b"".join(out)
@@ -247,7 +241,7 @@ class XMSSApplet:
         adrs = Address(layer, tree)
         adrs.set_type(OTS)
         adrs.set_ots(leaf)
-        sk = wots.secret_key(self.hs, p, self._key(0), adrs)
+        sk = wots.secret_key(self.hs, p, self._key(0), self._key(2), adrs)
         sig = b"".join(wots.sign(self.hs, p, root_below, sk, self._key(2), adrs))
         self.nvm.begin()
         self.nvm.write("sigs", (layer - 1) * p.wots_sig_bytes, sig)

@@ -1,4 +1,4 @@
-"""The four keyed SHA-256 functions of RFC 8391 (F, H, H_msg, PRF), metered.
+"""The keyed SHA-256 functions of RFC 8391 (F, H, H_msg, PRF) and PRF_keygen, metered.
 
 A ``Meter`` sees every call with its input length, so the same scheme code
 runs on the host (no meter) and on the simulated card (a meter that charges
@@ -14,7 +14,7 @@ from cryptography.hazmat.primitives import hashes
 from trustlab.apps.hbs.address import Address
 
 N = 32
-_PAD = {i: i.to_bytes(32, "big") for i in range(4)}
+_PAD = {i: i.to_bytes(32, "big") for i in range(5)}
 
 
 def sha256_blocks(nbytes: int) -> int:
@@ -50,6 +50,10 @@ class Hasher:
 
     def prf(self, key: bytes, m: bytes) -> bytes:
         return self._call("PRF", _PAD[3] + key + m)
+
+    def prf_keygen(self, key: bytes, m: bytes) -> bytes:
+        """PRF_keygen of NIST SP 800-208 / the XMSS reference implementation (padding 4)."""
+        return self._call("PRF_keygen", _PAD[4] + key + m)
 
     def f(self, key: bytes, m: bytes) -> bytes:
         return self._call("F", _PAD[0] + key + m)

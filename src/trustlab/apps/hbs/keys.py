@@ -85,7 +85,7 @@ def wots_sign_at(hs: Hasher, p: XMSSParams, s: SecretSeeds, layer: int, tree: in
     adrs = Address(layer, tree)
     adrs.set_type(OTS)
     adrs.set_ots(leaf)
-    sk = wots.secret_key(hs, p, s.sk_seed, adrs)
+    sk = wots.secret_key(hs, p, s.sk_seed, s.seed, adrs)
     return wots.sign(hs, p, m, sk, s.seed, adrs, chains)
 
 

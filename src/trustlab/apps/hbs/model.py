@@ -276,7 +276,7 @@ def wots_signature_counts(p: XMSSParams) -> Counter:
     meter = CardMeter()
     hs = Hasher(meter)
     adrs = Address()
-    sk = wots.secret_key(hs, p, bytes(p.n), adrs)
+    sk = wots.secret_key(hs, p, bytes(p.n), bytes(p.n), adrs)
     wots.sign(hs, p, os.urandom(p.n), sk, bytes(p.n), adrs)
     for stage in range(STAGES):  # each stage's share of the chains goes out in one response
         meter.apdu(DEFAULT_LINK.exchange_ms(9, len(stage_chains(p, stage)) * p.n))

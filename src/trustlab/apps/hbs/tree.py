@@ -35,7 +35,7 @@ def leaf(hs: Hasher, p: XMSSParams, sk_seed: bytes, seed: bytes, layer: int, tre
     adrs = Address(layer, tree)
     adrs.set_type(OTS)
     adrs.set_ots(index)
-    sk = wots.secret_key(hs, p, sk_seed, adrs)
+    sk = wots.secret_key(hs, p, sk_seed, seed, adrs)
     pk = wots.public_key(hs, p, sk, seed, adrs)
     ladrs = Address(layer, tree)
     ladrs.set_type(LTREE)

@@ -1,9 +1,11 @@
 """WOTS+ (RFC 8391 section 3.1): the one-time signature under every XMSS leaf.
 
-Secret keys are derived as in the XMSS reference implementation: a per-key
-seed ``PRF(SK_SEED, ADRS)`` (chain, hash and keyAndMask words zero), expanded
-to ``l`` chain starts with ``PRF(seed, toByte(i, 32))``. The card holds only
-SK_SEED, so a one-time key costs ``1 + l`` PRF calls to recreate.
+Secret keys are derived as in the current XMSS reference implementation and
+NIST SP 800-208: chain ``i`` starts at ``PRF_keygen(SK_SEED, SEED || ADRS)``
+with the chain address ``i`` (hash and keyAndMask words zero). The card holds
+only SK_SEED, so a one-time key costs ``l`` PRF_keygen calls to recreate, and
+any chain's start can be derived on its own (the card derives each APDU
+stage's chains when it needs them). Botan's signing vector checks this.
 """
 
 from __future__ import annotations
@@ -44,14 +46,18 @@ def chain(hs: Hasher, x: bytes, start: int, steps: int, seed: bytes, adrs: Addre
     return x
 
 
-def secret_key(hs: Hasher, p: XMSSParams, sk_seed: bytes, adrs: Address) -> list[bytes]:
-    """The l chain starts of the one-time key at ``adrs`` (type OTS, OTS address set)."""
+def chain_start(hs: Hasher, sk_seed: bytes, seed: bytes, adrs: Address, i: int) -> bytes:
+    """Secret start of chain ``i`` of the one-time key at ``adrs`` (type OTS, OTS address set)."""
     a = adrs.copy()
-    a.set_chain(0)
+    a.set_chain(i)
     a.set_hash(0)
     a.key_and_mask = 0
-    key_seed = hs.prf(sk_seed, a.to_bytes())
-    return [hs.prf(key_seed, i.to_bytes(32, "big")) for i in range(p.wots_len)]
+    return hs.prf_keygen(sk_seed, seed + a.to_bytes())
+
+
+def secret_key(hs: Hasher, p: XMSSParams, sk_seed: bytes, seed: bytes, adrs: Address) -> list[bytes]:
+    """The l chain starts of the one-time key at ``adrs``."""
+    return [chain_start(hs, sk_seed, seed, adrs, i) for i in range(p.wots_len)]
 
 
 def public_key(hs: Hasher, p: XMSSParams, sk: list[bytes], seed: bytes, adrs: Address) -> list[bytes]:
