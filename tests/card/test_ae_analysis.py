@@ -67,6 +67,19 @@ def test_predictions_follow_the_profile_and_setup_option():
     assert r[32] - r[16] == pytest.approx(2 * 3.3 + 0.73 * 2)  # 2 E + XOR (CTR) + XOR (CBC chaining)
 
 
+def test_nvm_buffers_cost_more_and_match_the_model():
+    plat = platform("multos-sle78")
+    ram = predict(plat, ("etm", "ccm"), (32,))
+    nvm = predict(plat, ("etm", "ccm"), (32,), dest="nvm")
+    for r, n in zip(ram, nvm):
+        assert n.ops == r.ops and n.predicted_ms > r.predicted_ms
+        assert n.predicted_ms == pytest.approx(analytic_ms(plat.profile(), plat.cipher, n.ops, dest="nvm"))
+    from trustlab.errors import ProfileError
+
+    with pytest.raises(ProfileError, match="block_encrypt.aes128.nvm"):
+        predict(platform("sle78-aes"), ("etm",), (16,), dest="nvm")
+
+
 def test_multi_apdu_and_char_link():
     rows = predict(platform("sle78-aes"), ("ocb3",), (600,), link_mode="char", protocol="T=0")
     assert rows[0].apdus == 3 and rows[0].card_link_ms > 0
@@ -110,7 +123,7 @@ def test_experiment_json_rows_and_report():
 
     exp = AEExperiment()
     args = Namespace(platform=["multos-sle78,sle78-aes"], mode=PAPER_MODES, bytes=PAPER_SIZES, link="paper",
-                     protocol="T=1", no_pad=False, key_setup="message")
+                     protocol="T=1", no_pad=False, key_setup="message", buffers="ram")
     res = exp.run(args)
     assert len(res.data) == 2 * 5 * 8
     row = res.data[0]

@@ -70,9 +70,9 @@ class OracleRun:
         return [ms for p in parties for cmd, ms in self.calls.get(p, []) if cmd == command]
 
 
-def _make_party(name: str, profile: Profile, realtime: bool, seed: int) -> Party:
+def _make_party(name: str, profile: Profile, realtime: bool, seed: int, keygen=None) -> Party:
     clock = Clock(profile, seed=seed, realtime=False)
-    tpm = Tpm12(clock, nv=MemoryNVStore())
+    tpm = Tpm12(clock, nv=MemoryNVStore(), keygen=keygen)
     tpm.TPM_TakeOwnership(OWNER, SRK)  # provisioning, before the timed protocol
     clock.reset()
     clock.realtime = realtime
@@ -105,14 +105,14 @@ def verify_certificate(aik_pub, info: bytes, signature: bytes, msa_digest: bytes
 
 
 def run(profile: Profile, parties: int, *, input_blocks: int = 3, output_blocks: int = 1,
-        queries: int = 3, realtime: bool = False, seed: int = 0) -> OracleRun:
+        queries: int = 3, realtime: bool = False, seed: int = 0, keygen=None) -> OracleRun:
     """Run setup, migration to ``parties - 1`` destinations, and ``queries`` HMAC queries."""
     if parties < 2:
         raise TrustlabError(f"oracle: --parties must be at least 2, not {parties}")
     if input_blocks < 1 or output_blocks < 1:
         raise TrustlabError("oracle: --input-blocks and --output-blocks must be at least 1")
-    source = _make_party("source", profile, realtime, seed)
-    dests = [_make_party(f"dest{i}", profile, realtime, seed + i) for i in range(1, parties)]
+    source = _make_party("source", profile, realtime, seed, keygen)
+    dests = [_make_party(f"dest{i}", profile, realtime, seed + i, keygen) for i in range(1, parties)]
     out = OracleRun(profile.name, parties)
     for p in [source, *dests]:
         out.calls[p.name] = []

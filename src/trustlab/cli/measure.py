@@ -22,6 +22,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--suite", default="small", choices=("small", "full"))
     p.add_argument("--repeat", type=int, default=10, metavar="N", help="timed repetitions per command")
     p.add_argument("--warmup", type=int, default=1, metavar="N", help="untimed repetitions first")
+    p.add_argument("--center", choices=("mean", "median"), default="mean",
+                   help="what the ms column holds (median resists a busy host's hiccups)")
     p.add_argument("--out", type=Path, required=True, metavar="FILE.csv")
     p.add_argument("--json", action="store_true", help="also print the rows as JSON")
     p.set_defaults(handler=run)
@@ -35,7 +37,7 @@ def run(args: argparse.Namespace) -> int:
         raise TrustlabError(f"--out {args.out}: directory {args.out.parent} does not exist")
     if args.warmup < 0:
         raise TrustlabError(f"--warmup {args.warmup}: must not be negative")
-    rows = harness.measure(args.tcti, suite=args.suite, repeat=args.repeat, warmup=args.warmup,
+    rows = harness.measure(args.tcti, suite=args.suite, repeat=args.repeat, warmup=args.warmup, center=args.center,
                            progress=lambda c, v: print(f"  {c}[{v}]", file=sys.stderr, flush=True))
     harness.write_csv(rows, args.out)
     if args.json:

@@ -91,15 +91,18 @@ def workload(mode: str, nbytes: int, cipher: str = "aes128", pad: bool = True) -
     return out
 
 
-def analytic_ms(profile: Profile, cipher: str, ops: dict[str, int], mask: bool = False) -> float:
-    """Price an op count with a profile's means (RAM destinations)."""
+def analytic_ms(profile: Profile, cipher: str, ops: dict[str, int], mask: bool = False,
+                dest: str = "ram") -> float:
+    """Price an op count with a profile's means (all results to ``dest``)."""
     total = 0.0
-    enc = cipher_component(cipher, mask)
+    enc = cipher_component(cipher, mask, dest=dest)
     for key, n in ops.items():
         op = key.removesuffix("_init")
         if op not in OP_COMPONENT:
             continue
         comp = enc if op in ("E", "D") else OP_COMPONENT[op]
+        if dest == "nvm" and op in ("xor", "copy", "shift"):
+            comp += ".nvm"
         if comp == "counter_inc" and comp not in profile:
             continue
         total += n * profile.mean(comp)
@@ -131,11 +134,12 @@ class Row:
 
 def predict(plat: Platform, modes: tuple[str, ...] = PAPER_MODES, sizes: tuple[int, ...] = PAPER_SIZES, *,
             link_mode: str = "paper", protocol: str = "T=1", pad: bool = True,
-            setup_per_message: bool = True) -> list[Row]:
+            setup_per_message: bool = True, dest: str = "ram") -> list[Row]:
     """Run every mode and size on the platform's card; one :class:`Row` each.
 
     ``setup_per_message=False`` treats the key-dependent set-up as done once
     per key (personalisation): its time and ops are left out of the rows.
+    ``dest="nvm"`` writes every primitive's result to NVM instead of RAM.
     """
     for m in modes:
         if m not in MODES:
@@ -146,7 +150,7 @@ def predict(plat: Platform, modes: tuple[str, ...] = PAPER_MODES, sizes: tuple[i
     for mode in modes:
         clock = Clock(profile)
         card = Card(clock, ContactLink(5e6, 512, 8, protocol=protocol, mode=link_mode), classes=(0x00, 0x80))
-        crypto = plat.crypto(clock)
+        crypto = plat.crypto(clock, dest)
         AEApplet(card, crypto, (mode,))
         setup_ms = clock.now_ms if setup_per_message else 0.0
         setup_ops = Counter(crypto.ops) if setup_per_message else Counter()

@@ -104,6 +104,13 @@ class TreeProver:
         if clock.now_ms != before:  # set-up is not part of any measured operation
             clock.reset()
 
+    def _aik_session(self):
+        """One continued OIAP session for the AIK, reopened only after it closes (as a TSS does)."""
+        s = getattr(self, "_aik_s", None)
+        if s is None or not s.open:
+            s = self._aik_s = self.dev.tpm.TPM_OIAP(self.dev.aik_auth)
+        return s
+
     def value(self, counter: int) -> int:
         return struct.unpack(">Q", self.tree.leaf(counter))[0]
 
@@ -116,8 +123,7 @@ class TreeProver:
         siblings = self.tree.siblings(counter)
         new = old + delta if kind == INC else old
         tpm, d = self.dev.tpm, self.dev
-        aik_s = tpm.TPM_OIAP(d.aik_auth)
-        aik_s.cont = False
+        aik_s = self._aik_session()
         if self.command == "counter":
             mode = T.MODE_ADD if kind == INC else T.MODE_READ
             root, sig = T.call(tpm, d.aik, aik_s, mode, counter, old, delta, nonce, siblings, sign=sign)

@@ -102,14 +102,10 @@ class LogProver:
         if not 0 <= counter < self.counters:
             raise VerificationError("no-such-counter", f"counter {counter} outside 0..{self.counters - 1}")
         tpm, d = self.dev.tpm, self.dev
-        # authorization sessions are opened before the exclusive session: any
-        # command outside it would end it
-        aik_s = tpm.TPM_OIAP(d.aik_auth)
-        aik_s.cont = False
-        ctr_s = None
-        if kind == INC:
-            ctr_s = tpm.TPM_OIAP(d.counter_auth)
-            ctr_s.cont = False
+        # authorization sessions are opened before the exclusive session (any
+        # command outside it would end it) and continued across operations
+        aik_s = self._oiap("aik", d.aik_auth)
+        ctr_s = self._oiap("counter", d.counter_auth) if kind == INC else None
         tr = tpm.TPM_EstablishTransport(self._secret, exclusive=True, logged=True)
         establish_params, establish_out = _establish_fields(self._secret, tr)
         establish_out += tr.nonce_even  # the response's nonceEven, before the session rolls it
@@ -122,6 +118,14 @@ class LogProver:
         rel = tpm.TPM_ReleaseTransportSigned(d.aik, anti_replay(kind, counter, nonce), tr, aik_s)
         return LogCert(kind, counter, nonce, value, establish_params, establish_out,
                        inner_ticks, rel.ticks, rel.signature)
+
+    def _oiap(self, which: str, secret: bytes):
+        """Continued OIAP sessions, reopened only after they close (as a TSS does)."""
+        sessions = self.__dict__.setdefault("_oiap_sessions", {})
+        s = sessions.get(which)
+        if s is None or not s.open:
+            s = sessions[which] = self.dev.tpm.TPM_OIAP(secret)
+        return s
 
     def increment(self, counter: int, nonce: bytes) -> Answer:
         cert = self._session(INC, counter, nonce)

@@ -16,7 +16,7 @@ Example::
     from trustlab.timing.clock import Clock
     from trustlab.devices.card import Card, ContactLink, CommandAPDU
 
-    clock = Clock(registry.load("sle78-native-aes"))
+    clock = Clock(registry.load("sle78-native"))
     card = Card(clock, ContactLink(F=512, D=8))
     card.register(0x10, lambda card, apdu: apdu.data[::-1])
     print(card.send(0x00, 0x10, 0, 0, b"hello"), clock.now_ms)

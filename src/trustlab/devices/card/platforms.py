@@ -5,7 +5,7 @@ Public API (stable)::
     PLATFORMS                      name -> Platform
     platform(name) -> Platform     also "PROFILE:CIPHER" for any card-family profile or .toml path
     Platform.profile()             the loaded Profile
-    Platform.crypto(clock=None)    CardCrypto for this platform
+    Platform.crypto(clock=None, dest="ram")    CardCrypto for this platform
 
 ``FLAGSHIP`` are the paper's three chips: MULTOS on SLE78 (AES), native
 S3CC9E8 (TDES(M1)||M2 after optimisation) and native SLE78 (AES).
@@ -33,8 +33,8 @@ class Platform:
     def profile(self) -> Profile:
         return registry.load(self.profile_name)
 
-    def crypto(self, clock: Clock | None = None) -> CardCrypto:
-        return CardCrypto(clock, self.cipher, mask=self.mask)
+    def crypto(self, clock: Clock | None = None, dest: str = "ram") -> CardCrypto:
+        return CardCrypto(clock, self.cipher, mask=self.mask, dest=dest)
 
 
 PLATFORMS: dict[str, Platform] = {p.name: p for p in [

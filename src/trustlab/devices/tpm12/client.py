@@ -21,7 +21,7 @@ import os
 import struct
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Iterator, Sequence, Union
+from typing import Callable, Iterator, Sequence, Union
 
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
@@ -143,9 +143,10 @@ class TransportRelease:
 class Tpm12:
     """A TPM 1.2 as an application sees it. ``Tpm12(clock, nv=FileNVStore(path))``."""
 
-    def __init__(self, clock: Clock, nv: NVStore | None = None) -> None:
+    def __init__(self, clock: Clock, nv: NVStore | None = None,
+                 keygen: Callable[[int], rsa.RSAPrivateKey] | None = None) -> None:
         self.clock = clock
-        self.engine = Engine(clock, nv)
+        self.engine = Engine(clock, nv, keygen)
         self._through: HostTransport | None = None
         self.last_in_digest = b""
         self.last_out_digest = b""
@@ -157,7 +158,7 @@ class Tpm12:
 
     def restart(self) -> None:
         """Power cycle: a new engine from the same NV store, then TPM_Startup(ST_CLEAR)."""
-        self.engine = Engine(self.clock, self.engine.nv)
+        self.engine = Engine(self.clock, self.engine.nv, self.engine.keygen)
         self._through = None
 
     # ---- framing --------------------------------------------------------------

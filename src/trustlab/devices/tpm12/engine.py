@@ -26,6 +26,7 @@ import json
 import os
 import struct
 from dataclasses import dataclass, field
+from typing import Callable
 
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
@@ -119,15 +120,17 @@ class PersistentState:
 class Engine:
     """A TPM 1.2 chip: call :meth:`execute` with command bytes."""
 
-    def __init__(self, clock: Clock, nv: NVStore | None = None) -> None:
+    def __init__(self, clock: Clock, nv: NVStore | None = None,
+                 keygen: Callable[[int], rsa.RSAPrivateKey] | None = None) -> None:
         clock.require("ohc", "ohir", "ohor", "rsa_dec", "rsa_enc", "rsa_sign", "sha1_byte")
         self.clock = clock
-        self.crypto = Primitives(clock)
+        self.keygen = keygen
+        self.crypto = Primitives(clock, keygen)
         self.nv: NVStore = nv if nv is not None else MemoryNVStore()
         data = self.nv.load()
         if data is None:
             # manufacturing: the EK is created once, outside any timed command
-            self.state = PersistentState(ek=rsa.generate_private_key(public_exponent=65537, key_size=2048))
+            self.state = PersistentState(ek=self.crypto.make_key(2048))
             self.nv.save(self.state.to_bytes())
         else:
             self.state = PersistentState.from_bytes(data, type(self.nv).__name__)
