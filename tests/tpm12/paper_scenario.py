@@ -21,8 +21,8 @@ OWNER, SRK, K, D = secret("owner"), secret("srk"), secret("k"), secret("d")
 DATA = b"eleven byte"  # the paper's 11-byte payloads (Seal, UnBind, Unseal)
 
 
-def run(clock: Clock, dest: Tpm12 | None = None) -> dict[str, CommandRecord]:
-    tpm = Tpm12(clock, nv=MemoryNVStore())
+def run(clock: Clock, keygen=None) -> dict[str, CommandRecord]:
+    tpm = Tpm12(clock, nv=MemoryNVStore(), keygen=keygen)
     tpm.TPM_TakeOwnership(OWNER, SRK)
     out: dict[str, CommandRecord] = {}
 
@@ -60,9 +60,8 @@ def run(clock: Clock, dest: Tpm12 | None = None) -> dict[str, CommandRecord]:
     rec("TPM_ChangeAuth")
 
     # plain migration of a migratable RSA key to another TPM's storage key
-    dest = dest or Tpm12(clock, nv=MemoryNVStore())
-    if dest.engine.state.owner_auth is None:
-        dest.TPM_TakeOwnership(OWNER, SRK)
+    dest = Tpm12(clock, nv=MemoryNVStore(), keygen=keygen)
+    dest.TPM_TakeOwnership(OWNER, SRK)
     dest_blob = Key12.from_bytes(dest.TPM_CreateWrapKey(srk_h, SRK, key_template(C.TPM_KEY_STORAGE), K))
     dest_pub = dest_blob.pubkey()
     mka = tpm.TPM_AuthorizeMigrationKey(oiap(OWNER), dest_pub, C.TPM_MS_MIGRATE)

@@ -28,6 +28,7 @@ from trustlab.timing import formulas, registry
 from trustlab.timing.clock import Clock
 
 from . import paper_scenario
+from .conftest import POOL
 
 DEVIATIONS = {  # command: {component: engine count - paper count}
     "TPM_CertifyKey2": {"ohor": 8, "sha1_byte": 4 * 64},
@@ -42,7 +43,7 @@ def test_engine_charges_equal_the_formulas(profile_name: str) -> None:
     if any(profile[c].sd or profile[c].samples for c in ("ohc", "ohir", "ohor", "rsa_dec", "rsa_enc",
                                                           "rsa_sign", "sha1_byte")):
         profile = profile.without_spread()
-    records = paper_scenario.run(Clock(profile))
+    records = paper_scenario.run(Clock(profile), keygen=POOL)
     paper_commands = {formulas.lookup("tpm1.2", c, None).command for c in formulas.commands("tpm1.2")}
     assert paper_commands <= set(records), f"no engine call for {paper_commands - set(records)}"
     for name, record in records.items():
@@ -59,7 +60,7 @@ def test_engine_charges_equal_the_formulas(profile_name: str) -> None:
 
 def test_infineon_table_ii_estimates_reproduced() -> None:
     """Table II's model column (Infineon) from real calls, to the table's 0.1 ms."""
-    records = paper_scenario.run(Clock(registry.load("infineon-2010")))
+    records = paper_scenario.run(Clock(registry.load("infineon-2010")), keygen=POOL)
     table_ii = {"TPM_Seal": 180.8, "TPM_UnBind": 324.5, "TPM_Sign": 328.7, "TPM_Quote": 329.3,
                 "TPM_Unseal": 324.7, "TPM_AuthorizeMigrationKey": 20.6,
                 "TPM_CreateMigrationBlob": 486.9, "TPM_ChangeAuth": 485.9}

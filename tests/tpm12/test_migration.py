@@ -12,14 +12,14 @@ from trustlab.devices.tpm12 import constants as C
 from trustlab.devices.tpm12.client import hmac_key_template, msa_composite, pubkey_digest
 from trustlab.devices.tpm12.keys import Key12
 
-from .conftest import OWNER, SRK
+from .conftest import OWNER, POOL, SRK
 
 K = secret("k")
 SRK_H = C.TPM_KH_SRK
 
 
 def _party(clock) -> tuple[Tpm12, Key12, int]:
-    t = Tpm12(clock, nv=MemoryNVStore())
+    t = Tpm12(clock, nv=MemoryNVStore(), keygen=POOL)
     t.TPM_TakeOwnership(OWNER, SRK)
     blob = Key12.from_bytes(t.TPM_CreateWrapKey(SRK_H, SRK, key_template(C.TPM_KEY_STORAGE), K))
     return t, blob, t.TPM_LoadKey2(SRK_H, blob.marshal(), SRK)

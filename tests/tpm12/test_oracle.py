@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
 
@@ -41,12 +39,13 @@ def test_other_profiles_run_and_have_no_infineon_references() -> None:
     assert all("672" not in r.label for r in result.references)
 
 
-def test_cli_json_and_bad_input() -> None:
-    ok = subprocess.run([sys.executable, "-m", "trustlab", "run", "oracle", "--profile", "sim-2010",
-                         "--parties", "2", "--queries", "1", "--json"], capture_output=True, text=True)
-    assert ok.returncode == 0, ok.stderr
-    data = json.loads(ok.stdout)
+def test_cli_json_and_bad_input(capsys) -> None:
+    from trustlab.cli import main
+
+    assert main(["run", "oracle", "--profile", "sim-2010", "--parties", "2", "--queries", "1", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
     assert {"operations", "source_total_ms", "destination_total_ms", "auth_session_ms", "query_ms"} <= set(data)
-    bad = subprocess.run([sys.executable, "-m", "trustlab", "run", "oracle", "--parties", "1"],
-                         capture_output=True, text=True)
-    assert bad.returncode != 0 and "Traceback" not in bad.stderr and "parties" in bad.stderr
+    assert main(["run", "oracle", "--parties", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "parties" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert main(["run", "oracle", "--profile", "no-such-profile"]) == 2
