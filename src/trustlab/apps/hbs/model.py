@@ -23,7 +23,6 @@ profile has no spread (tests/hbs/test_model.py runs every index of a key).
 
 from __future__ import annotations
 
-import math
 import os
 from collections import Counter
 from dataclasses import dataclass, field
@@ -285,5 +284,5 @@ def wots_signature_counts(p: XMSSParams) -> Counter:
 
 def wots_keygen_counts(p: XMSSParams) -> Counter:
     """A WOTS+ key generation as the preparation step does it (PREPARE with one leaf due)."""
-    q = XMSSParams(2 * p.tree_height if p.d == 1 else p.h, max(p.d, 2) if p.d == 1 else p.d, p.w)
+    q = p if p.d > 1 else XMSSParams(2, 2, p.w)  # a single tree has no preparation step; borrow one
     return prepare_counts_at(q, 1)  # after signature 1 exactly one leaf (layer 0) is due
