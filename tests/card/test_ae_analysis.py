@@ -162,3 +162,16 @@ def test_subprocess_entry_point_smoke():
     out = subprocess.run([sys.executable, "-m", "trustlab", "tiga", "--platform", "sle78-aes"],
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0 and "sle78-aes" in out.stdout
+
+
+def test_flagship_argv_lists_run():
+    from trustlab.experiments.ae import AEExperiment
+    from trustlab.experiments.registry import experiment_parser
+
+    seen = set()
+    for argv in AEExperiment.flagship:
+        args = experiment_parser("ae").parse_args(argv)
+        res = AEExperiment().run(args)
+        seen |= {r["platform"] for r in res.data}
+        assert res.plots and res.references
+    assert {"multos-sle78", "s3cc9e8", "sle78-aes"} <= seen
