@@ -9,7 +9,7 @@ Inputs:
   bytecode XOR (J3D081 has no SWAlgs run).
     - hash_block          slope of SHA-256 doFinal time over compression blocks (16..512 B)
     - nvm_write_call/byte line through Util.arrayCopy RAM->EEPROM (atomic) over length
-    - nvm_read_byte       slope of Util.arrayCopy EEPROM->RAM over length (>= 0)
+    - nvm_read_call/byte  line through Util.arrayCopy EEPROM->RAM over length (slope >= 0)
     - ram_byte            SWAlgs_xor (a bytecode XOR loop) over its 16 bytes
     - apdu                mean AlgTest baseline: one APDU round trip with no operation
 * The paper's two stated figures (javacard-hash-signatures excerpt): a WOTS+
@@ -101,7 +101,7 @@ def derive(data: Path) -> tuple[Profile, dict]:
     x, y = _series(j3d, "UTIL Util_arrayCopy_RAM2EEPROM()")
     wr_call, wr_byte = _line(x, y)
     x, y = _series(j3d, "UTIL Util_arrayCopy_EEPROM2RAM()")
-    _, rd_byte = _line(x, y)
+    rd_call, rd_byte = _line(x, y)
     rd_byte = max(rd_byte, 0.0)
     xor = [m for m in j21 if m.method == "SWALGS SWAlgs_xor()"]
     if not xor:
@@ -111,7 +111,7 @@ def derive(data: Path) -> tuple[Profile, dict]:
     apdu = float(np.mean(base))
 
     fixed = {"hash_block": sha_block, "nvm_write_call": wr_call, "nvm_write_byte": wr_byte,
-             "nvm_read_byte": rd_byte, "ram_byte": ram_byte, "apdu": apdu, "link": 1.0}
+             "nvm_read_call": rd_call, "nvm_read_byte": rd_byte, "ram_byte": ram_byte, "apdu": apdu, "link": 1.0}
     rows = []
     for label, counts, ms in (("WOTS+ signature (avg)", wots_signature_counts(PAPER_PARAMS), PAPER_SIGN_MS),
                               ("WOTS+ key generation (PREPARE, one leaf)", wots_keygen_counts(PAPER_PARAMS),
@@ -139,6 +139,8 @@ def derive(data: Path) -> tuple[Profile, dict]:
                            "slope of ms over SHA-256 compression blocks (least squares)"),
         "ram_byte": comp("ram_byte", ram_byte, f"JCAlgTest {JCOP21} (NXP JCOP21 v2.4.2R3)", "SWALGS SWAlgs_xor()",
                          f"bytecode XOR loop, {xor[0].avg} ms over {xor[0].length or 16} bytes, all per byte"),
+        "nvm_read_call": comp("nvm_read_call", rd_call, src, "UTIL Util_arrayCopy_EEPROM2RAM(), 16..256 B",
+                              "intercept of ms over length: one copy out of EEPROM"),
         "nvm_read_byte": comp("nvm_read_byte", rd_byte, src, "UTIL Util_arrayCopy_EEPROM2RAM(), 16..256 B",
                               "slope of ms over length (least squares, clamped at 0)"),
         "nvm_write_call": comp("nvm_write_call", wr_call, src, "UTIL Util_arrayCopy_RAM2EEPROM(), 16..256 B",

@@ -20,7 +20,8 @@ from trustlab.timing.profile import Component, Profile
 
 def profile() -> Profile:
     """Distinct, deterministic costs, so a mis-attributed operation shows up."""
-    means = dict(zip(COMPONENTS, (1.7, 0.9, 0.013, 0.0021, 3.1, 0.07, 11.0)))
+    means = dict(zip(COMPONENTS, (1.7, 0.9, 0.013, 0.41, 0.0021, 3.1, 0.07, 11.0)))
+    assert len(means) == len(COMPONENTS)
     return Profile(name="test-card", family="javacard",
                    components={c: Component(name=c, mean=m, unit=COMPONENTS[c]) for c, m in means.items()})
 

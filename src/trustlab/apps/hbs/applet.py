@@ -215,8 +215,10 @@ class XMSSApplet:
         """Root and auth path of the current layer subtree, hashed up from the stored leaves."""
         p = self.p
         tree, leaf = split_index(p, idx, layer)
-        raw = self.nvm.read("leaves", self._slot_off(self._slot(layer, True)), p.leaves_per_tree * p.n)
-        leaves = [raw[i * p.n:(i + 1) * p.n] for i in range(p.leaves_per_tree)]
+        slot = self._slot(layer, True)
+        # one copy per node into the RAM hash buffer, as the applet must do: this is the
+        # persistent-memory traffic the paper notes for authentication paths
+        leaves = [self.nvm.read("leaves", self._slot_off(slot, i), p.n) for i in range(p.leaves_per_tree)]
         return tree_from_leaves(self.hs, leaves, self._key(2), layer, tree, leaf)
 
     def _tail(self, idx: int) -> bytes:

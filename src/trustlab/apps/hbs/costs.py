@@ -20,6 +20,7 @@ COMPONENTS = {
     "hash_call": "call",       # fixed cost of one MessageDigest.doFinal from the applet, incl. its Java glue
     "hash_block": "block",     # one SHA-256 compression (64-byte block)
     "ram_byte": "byte",        # XOR / copy of one byte in transient RAM (bytecode)
+    "nvm_read_call": "call",   # fixed cost of one copy out of a persistent array (Util.arrayCopy)
     "nvm_read_byte": "byte",   # reading one byte of a persistent array
     "nvm_write_call": "call",  # fixed cost of one persistent write (page programming, transaction log)
     "nvm_write_byte": "byte",  # writing one byte of a persistent array
@@ -76,6 +77,7 @@ class CardMeter:
 
     # -- persistent memory and link ------------------------------------------
     def nvm_read(self, nbytes: int) -> None:
+        self._charge("nvm_read_call", 1)
         self._charge("nvm_read_byte", nbytes)
 
     def nvm_write(self, nbytes: int) -> None:
