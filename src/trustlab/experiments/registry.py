@@ -153,6 +153,15 @@ def import_errors() -> dict[str, str]:
 
 
 def get(name: str) -> ExperimentSpec:
+    if name not in _EXPERIMENTS and not _LOADED:
+        # Fast path for one run (a sweep worker, a flagship child): the module
+        # named like the experiment, without importing every other study.
+        try:
+            importlib.import_module(f"trustlab.experiments.{name.replace('-', '_')}")
+        except Exception:  # not there or broken: the full scan below reports it properly
+            pass
+    if name in _EXPERIMENTS:
+        return _EXPERIMENTS[name]
     experiments = all_experiments()
     if name not in experiments:
         raise TrustlabError(f"unknown experiment {name!r} (known: {', '.join(experiments)})")
