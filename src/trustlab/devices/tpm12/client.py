@@ -41,7 +41,7 @@ def _sha1(*parts: bytes) -> bytes:
 
 
 def _hmac1(key: bytes, *parts: bytes) -> bytes:
-    return _hmac.new(key, b"".join(parts), hashlib.sha1).digest()
+    return _hmac.digest(key, b"".join(parts), "sha1")
 
 
 def secret(text: str | bytes) -> bytes:

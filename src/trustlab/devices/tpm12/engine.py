@@ -49,9 +49,17 @@ AUTH_OUT = 41  # nonceEven 20 + continue 1 + resAuth 20
 STATE_VERSION = 1
 
 
+_DER_CACHE: dict[int, tuple[rsa.RSAPrivateKey, str]] = {}
+
+
 def _der(key: rsa.RSAPrivateKey) -> str:
-    return key.private_bytes(serialization.Encoding.DER, serialization.PrivateFormat.PKCS8,
-                             serialization.NoEncryption()).hex()
+    """PKCS#8 DER (hex) of a key; cached, since the state is saved after every counter bump."""
+    hit = _DER_CACHE.get(id(key))
+    if hit is None or hit[0] is not key:
+        hit = (key, key.private_bytes(serialization.Encoding.DER, serialization.PrivateFormat.PKCS8,
+                                      serialization.NoEncryption()).hex())
+        _DER_CACHE[id(key)] = hit
+    return hit[1]
 
 
 def _undo_der(hexed: str) -> rsa.RSAPrivateKey:
@@ -84,7 +92,7 @@ class PersistentState:
     def to_bytes(self) -> bytes:
         doc = {
             "version": STATE_VERSION,
-            "ek": _der(self.ek) if self.ek else None,
+            "ek": _der(self.ek) if self.ek else None,  # cached: saving after a counter bump stays cheap
             "owner_auth": self.owner_auth.hex() if self.owner_auth else None,
             "tpm_proof": self.tpm_proof.hex() if self.tpm_proof else None,
             "srk": _der(self.srk) if self.srk else None,

@@ -52,8 +52,13 @@ def oaep_blocks(modulus_bytes: int) -> int:
     return label + db_mask + seed_mask
 
 
+_OAEP = padding.OAEP(mgf=padding.MGF1(hashes.SHA1()), algorithm=hashes.SHA1(), label=OAEP_LABEL)
+_PKCS1 = padding.PKCS1v15()
+_PREHASHED = utils.Prehashed(hashes.SHA1())
+
+
 def _oaep() -> padding.OAEP:
-    return padding.OAEP(mgf=padding.MGF1(hashes.SHA1()), algorithm=hashes.SHA1(), label=OAEP_LABEL)
+    return _OAEP
 
 
 class Primitives:
@@ -77,7 +82,7 @@ class Primitives:
         if len(key) > SHA1_BLOCK:  # RFC 2104: long keys are hashed first
             key = self.sha1(key)
         self.charge_hash_blocks(sha1_blocks(SHA1_BLOCK + len(msg)) + sha1_blocks(SHA1_BLOCK + DIGEST))
-        return _hmac.new(key, msg, hashlib.sha1).digest()
+        return _hmac.digest(key, msg, "sha1")
 
     # ---- RSA ----------------------------------------------------------------
     def rsa_encrypt(self, public: rsa.RSAPublicKey, plaintext: bytes) -> bytes:
@@ -106,7 +111,7 @@ class Primitives:
         if len(digest) != DIGEST:
             raise TpmError("TPM_BAD_DATASIZE", f"sign needs a 20-byte digest, got {len(digest)}")
         self.clock.charge("rsa_sign")
-        return private.sign(digest, padding.PKCS1v15(), utils.Prehashed(hashes.SHA1()))
+        return private.sign(digest, _PKCS1, _PREHASHED)
 
     def rsa_generate(self, bits: int = 2048) -> rsa.RSAPrivateKey:
         """Key generation; charged as ``rsa_keygen`` when the profile has it.

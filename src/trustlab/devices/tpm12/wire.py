@@ -46,7 +46,7 @@ class Reader:
     """Consumes a TPM structure; a short or oversized read is TPM_BAD_PARAM_SIZE."""
 
     def __init__(self, data: bytes, what: str = "command") -> None:
-        self._data = memoryview(bytes(data))
+        self._data = bytes(data)
         self._pos = 0
         self._what = what
 
@@ -55,7 +55,7 @@ class Reader:
             raise TpmError("TPM_BAD_PARAM_SIZE",
                            f"{self._what}: needs {n} byte(s) at offset {self._pos}, "
                            f"only {len(self._data) - self._pos} left")
-        b = bytes(self._data[self._pos:self._pos + n])
+        b = self._data[self._pos:self._pos + n]
         self._pos += n
         return b
 
@@ -63,10 +63,10 @@ class Reader:
         return self._take(1)[0]
 
     def u16(self) -> int:
-        return struct.unpack(">H", self._take(2))[0]
+        return int.from_bytes(self._take(2), "big")
 
     def u32(self) -> int:
-        return struct.unpack(">I", self._take(4))[0]
+        return int.from_bytes(self._take(4), "big")
 
     def raw(self, n: int) -> bytes:
         return self._take(n)
