@@ -1,0 +1,59 @@
+"""Lab bench benchmark: sweep throughput, resume cost, report rendering.
+
+Figures (measured in one run):
+
+* ``sweep_points_per_s_1job`` / ``sweep_points_per_s_2jobs``: points of the
+  timing-model fit-noise grid per wall second, in-process and on two joblib
+  worker processes (worker start-up included, as a user sees it);
+  ``parallel_speedup`` is their ratio.
+* ``resume_s_per_cached_point``: cost of a resumed sweep per point found in
+  the cache (reading and checking its record), i.e. what resuming costs.
+* ``report_s_per_plot``: wall seconds per figure to write a report of the
+  timing-model runs (matplotlib PNG + embedded data URI + tables + CSV).
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from trustlab.experiments.registry import run_argv
+from trustlab.report import write_report
+from trustlab.sweep import parse, run_sweep
+
+
+def _spec(n_seeds: int) -> Any:
+    return parse({"name": "bench", "experiment": "timing-model", "fixed": {"repeats": 3},
+                  "grid": {"profile": ["infineon-2010", "stm-2010"], "noise": [0.0, 0.02],
+                           "seed": list(range(n_seeds))}}, "bench")
+
+
+def run(quick: bool = False) -> dict[str, Any]:
+    n_seeds = 2 if quick else 8
+    figures: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory(prefix="bench-lab-") as tmp:
+        root = Path(tmp)
+        spec = _spec(n_seeds)
+        n = len(spec.points())
+        t = time.perf_counter()
+        run_sweep(spec, root / "serial", jobs=1, progress=False)
+        serial = time.perf_counter() - t
+        t = time.perf_counter()
+        run_sweep(spec, root / "par", jobs=2, progress=False)
+        par = time.perf_counter() - t
+        t = time.perf_counter()
+        again = run_sweep(spec, root / "par", jobs=2, progress=False)
+        resume = time.perf_counter() - t
+        assert again.executed == 0
+        figures.update(points=n, sweep_points_per_s_1job=n / serial, sweep_points_per_s_2jobs=n / par,
+                       parallel_speedup=serial / par, resume_s_per_cached_point=resume / n)
+        records = [run_argv("timing-model", argv).to_record()
+                   for argv in ([], ["--noise", "0.02"])[: 1 if quick else 2]]
+        plots = sum(len(r["plots"]) for r in records)
+        t = time.perf_counter()
+        write_report(records, root / "report")
+        figures["report_s_per_plot"] = (time.perf_counter() - t) / plots
+        figures["report_plots"] = plots
+    return figures
