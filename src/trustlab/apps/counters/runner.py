@@ -33,7 +33,7 @@ class Scheme(Protocol):
     verifier: Verifier
     clock: Clock
 
-    def model_ms(self, op: str, counter: int, ut: int) -> float: ...
+    def model_ms(self, op: str, counter: int, ut: int) -> float | None: ...
     def updates_since(self, counter: int) -> int: ...
 
 
@@ -46,7 +46,7 @@ class OpRecord:
     op: str
     ut: int
     ms: float
-    model_ms: float
+    model_ms: float | None
     verify_ms: float
 
 
@@ -107,6 +107,7 @@ def summarize(records: Sequence[OpRecord], *, scheme: str, op: str, profile: str
         "total_s": sum(r.ms for r in chosen) / 1000.0,
         "per_op_s": describe([r.ms for r in chosen]),
         "max_gap": max((r.ut for r in chosen), default=0),
-        "model_s": sum(r.model_ms for r in chosen) / 1000.0,
+        "model_s": (None if any(r.model_ms is None for r in chosen)
+                    else sum(r.model_ms for r in chosen) / 1000.0),
         "verify_s": sum(r.verify_ms for r in chosen) / 1000.0,
     }

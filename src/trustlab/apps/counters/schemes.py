@@ -29,7 +29,7 @@ from trustlab.errors import TrustlabError
 from trustlab.timing.clock import Clock
 from trustlab.timing.profile import Component, Profile, Provenance
 
-SCHEMES = ("log", "hashtree")
+SCHEMES = ("log", "hashtree", "log-tpm2")
 NEEDED = ("sha1_byte", "rsa_sign", "counter_inc", "counter_read", "transport", "host_verify")
 
 
@@ -89,8 +89,16 @@ class BuiltScheme:
     def updates_since(self, counter: int) -> int:
         return self.prover.updates_since(counter)
 
-    def model_ms(self, op: str, counter: int, ut: int) -> float:
+    def close(self) -> None:
+        """Release the device (the TPM 2.0 scheme owns a swtpm process)."""
+        close = getattr(self.prover, "close", None)
+        if close is not None:
+            close()
+
+    def model_ms(self, op: str, counter: int, ut: int) -> float | None:
         """The paper's formula for this request (``ut`` = |Ut| before it)."""
+        if self.name == "log-tpm2":
+            return None  # the paper's model is of TPM 1.2 operations; the proxy times TPM 2.0 commands
         t, acc = self.terms, self.accounting
         if self.name == "log":
             if op == INCREMENT:
@@ -113,6 +121,14 @@ def build(scheme: str, profile: Profile, counters: int, *, seed: int = 0, attest
         raise TrustlabError(f"unknown scheme {scheme!r} (known: {', '.join(SCHEMES)})")
     if counters < 1:
         raise TrustlabError(f"need at least one counter, got {counters}")
+    if scheme == "log-tpm2":
+        from trustlab.apps.counters.tpm2_log import Tpm2LogProver
+
+        if profile.family != "tpm2":
+            raise TrustlabError(f"scheme log-tpm2 needs a TPM 2.0 profile; {profile.name!r} is {profile.family!r}")
+        prover2 = Tpm2LogProver(profile, counters)
+        return BuiltScheme("log-tpm2", profile, counters, prover2.clock, prover2, prover2.verifier(),
+                           M.Terms(0, 0, 0, 0, 0, 0, 0), M.Accounting())
     clock = Clock(profile, seed=seed)
     clock.require(*NEEDED)
     terms = M.Terms.from_profile(profile)
