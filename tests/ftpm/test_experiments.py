@@ -1,19 +1,33 @@
 """The two experiments end to end through the CLI, and the measured storage costs."""
 
+import contextlib
+import io
 import json
 import shutil
-import subprocess
-import sys
+from dataclasses import dataclass
 
 import pytest
 
+from trustlab.cli import main
 from trustlab.experiments.ftpm_vs_dtpm import kind_of
 
-CLI = [sys.executable, "-m", "trustlab"]
+
+@dataclass
+class Done:
+    returncode: int
+    stdout: str
+    stderr: str
 
 
-def run(*argv):
-    return subprocess.run(CLI + list(argv), capture_output=True, text=True, timeout=300)
+def run(*argv) -> Done:
+    """The CLI in-process (same code path as the console script, without the start-up cost)."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            rc = main(list(argv))
+        except SystemExit as exc:  # argparse usage errors
+            rc = exc.code if isinstance(exc.code, int) else 2
+    return Done(rc, out.getvalue(), err.getvalue())
 
 
 def test_ftpm_crash_json_has_exactly_the_issue_keys():

@@ -3,7 +3,7 @@
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from trustlab.devices.ftpm.atomic_store import PAYLOAD, ROOT_BITS, AtomicStore, capacity
+from trustlab.devices.ftpm.atomic_store import PAYLOAD, ROOT_BITS, capacity
 from trustlab.devices.ftpm.blob import RpmbNVStore
 from trustlab.devices.ftpm.errors import FtpmError, StorageCorrupt, StorageUnavailable
 from trustlab.devices.ftpm.keys import DeviceSecrets, derive_keys

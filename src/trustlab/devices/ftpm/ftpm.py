@@ -35,7 +35,9 @@ import os
 from dataclasses import replace
 
 from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+from cryptography.hazmat.primitives.kdf.hkdf import HKDFExpand
 
 from trustlab.devices.ftpm.atomic_store import AtomicStore
 from trustlab.devices.ftpm.blob import RpmbNVStore
@@ -224,7 +226,10 @@ class FirmwareTpm:
     # ---- sealed objects ------------------------------------------------------------------
 
     def _seal_key(self) -> AESGCM:
-        return AESGCM(hashlib.sha256(b"seal" + self.state.storage_seed).digest())
+        """The storage key protecting sealed blobs, expanded from the persistent storage seed."""
+        key = HKDFExpand(algorithm=hashes.SHA256(), length=32, info=b"fTPM sealed data object key"
+                         ).derive(self.state.storage_seed)
+        return AESGCM(key)
 
     def create_sealed(self, data: bytes, auth: bytes) -> bytes:
         """TPM2_Create of a sealed data object with an authValue; returns the blob."""
