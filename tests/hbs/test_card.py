@@ -72,6 +72,12 @@ def test_reused_index_is_refused_and_wrong_stage_is_refused():
     assert split(card.transmit(cmd(INS_SIGN_NEXT, 3)))[1] == SW_NO_SESSION
     assert split(card.transmit(cmd(INS_SIGN_NEXT, 1)))[1] == SW_NO_SESSION
     assert signer.index() == 2
+    # malformed or unknown commands get a status word, never a crash, and consume nothing
+    assert split(card.transmit(cmd(INS_SIGN_BEGIN, 2, b"x")))[1] == 0x6B00
+    assert split(card.transmit(b"\x80"))[1] == 0x6700
+    assert split(card.transmit(bytes([CLA, 0x77, 0, 0])))[1] == 0x6D00
+    assert split(card.transmit(bytes([0x00, INS_SIGN_BEGIN, 0, 0])))[1] == 0x6E00
+    assert signer.index() == 2
 
 
 def test_signing_without_preparation_is_refused_not_wrong():

@@ -33,17 +33,17 @@ from dataclasses import dataclass
 from trustlab.apps.hbs import wots
 from trustlab.apps.hbs.address import OTS, Address
 from trustlab.apps.hbs.costs import CardMeter, CardTear
-from trustlab.devices.card import Card as DeviceCard
-from trustlab.devices.card import ContactLink
-from trustlab.devices.card.apdu import (SW_CONDITIONS_NOT_SATISFIED, SW_NOT_ENOUGH_MEMORY,
-                                       SW_SECURITY_NOT_SATISFIED, SW_WRONG_DATA, SW_WRONG_LENGTH, APDUError,
-                                       CommandAPDU)
 from trustlab.apps.hbs.hashes import Hasher
 from trustlab.apps.hbs.keys import oid, split_index
 from trustlab.apps.hbs.nvm import PersistentMemory
 from trustlab.apps.hbs.params import XMSSParams
 from trustlab.apps.hbs.tree import leaf as compute_leaf
 from trustlab.apps.hbs.tree import tree_from_leaves
+from trustlab.devices.card import Card as DeviceCard
+from trustlab.devices.card import ContactLink
+from trustlab.devices.card.apdu import (SW_CONDITIONS_NOT_SATISFIED, SW_NOT_ENOUGH_MEMORY,
+                                       SW_SECURITY_NOT_SATISFIED, SW_WRONG_DATA, SW_WRONG_LENGTH, SW_WRONG_P1P2,
+                                       APDUError, CommandAPDU)
 from trustlab.timing.clock import Clock
 
 CLA = 0x80
@@ -96,6 +96,8 @@ class _Session:
 
 
 class XMSSApplet:
+    """The applet's instruction handlers over its persistent fields (see the module docstring)."""
+
     def __init__(self, params: XMSSParams, nvm: PersistentMemory, meter: CardMeter) -> None:
         self.p = params
         self.nvm = nvm
@@ -155,6 +157,8 @@ class XMSSApplet:
         self.session = None
         data = cmd.data
         idx = self._index()
+        if cmd.p1 not in (0, 1):
+            raise APDUError(SW_WRONG_P1P2, "SIGN_BEGIN: P1 is 0 (next index) or 1 (expected index given)")
         if cmd.p1 == 1:  # host names the index it expects to be used
             if len(data) < 8:
                 raise APDUError(SW_WRONG_LENGTH, "SIGN_BEGIN with P1=1 needs the 8-byte index")
