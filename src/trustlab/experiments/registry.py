@@ -291,6 +291,23 @@ def run_experiment(name: str, args: argparse.Namespace) -> Result:
         "tools": tool_versions(),
         "swtpm_capabilities": swtpm_capabilities(),
         "profile_versions": profile_versions(list(result.profiles)),
+        "args": _jsonable_args(args),
         "finished_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     })
     return result
+
+
+def _jsonable_args(args: argparse.Namespace) -> dict[str, Any]:
+    """The parsed parameters, so a record says exactly how to run it again."""
+    out: dict[str, Any] = {}
+    for key, value in vars(args).items():
+        if key in ("handler", "save", "json", "subcommand") or callable(value):
+            continue
+        if isinstance(value, Path):
+            value = str(value)
+        try:
+            json.dumps(value)
+        except (TypeError, ValueError):
+            value = repr(value)
+        out[key] = value
+    return out

@@ -40,10 +40,18 @@ def cell(v: Any) -> str:
     return f'<td class="num">{esc(format_cell(v))}</td>'
 
 
-def table(rows: Sequence[dict[str, Any]], cols: Sequence[str], limit: int | None = None) -> str:
+def table(rows: Sequence[dict[str, Any]], cols: Sequence[str], limit: int | None = None,
+          anchor: str | None = None) -> str:
+    """An HTML table; with ``anchor``, that column's cells link to the section of the same id."""
     shown = rows if limit is None else rows[:limit]
     head = "".join(f"<th>{esc(c)}</th>" for c in cols)
-    body = "".join("<tr>" + "".join(cell(r.get(c)) for c in cols) + "</tr>" for r in shown)
+
+    def td(r: dict[str, Any], c: str) -> str:
+        if c == anchor and r.get(c):
+            return f'<td><a href="#{esc(r[c])}">{esc(r[c])}</a></td>'
+        return cell(r.get(c))
+
+    body = "".join("<tr>" + "".join(td(r, c) for c in cols) + "</tr>" for r in shown)
     more = (f'<p class="small">{len(rows) - len(shown)} more rows in the CSV file.</p>'
             if len(shown) < len(rows) else "")
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>{more}"

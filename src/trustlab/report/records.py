@@ -58,6 +58,9 @@ def load(path: Path) -> list[dict[str, Any]]:
     except json.JSONDecodeError as exc:
         raise TrustlabError(f"{path}: not JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
     if isinstance(doc, list):
+        # a sweep's results.json wraps each record as {"key", "params", "record"}; unwrap it
+        doc = [r["record"] if isinstance(r, dict) and isinstance(r.get("record"), dict) else r
+               for r in doc if not (isinstance(r, dict) and "record" in r and r["record"] is None)]
         return [check(r, f"{path}[{i}]") for i, r in enumerate(doc)]
     if isinstance(doc, dict) and isinstance(doc.get("records"), list):
         return [check(r, f"{path} records[{i}]") for i, r in enumerate(doc["records"])]

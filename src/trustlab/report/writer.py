@@ -81,7 +81,7 @@ def write_report(records: Sequence[dict[str, Any]], out_dir: Path, title: str = 
     status = (f'<p class="bad">{failed} of {len(records)} runs failed; see below.</p>' if failed
               else f'<p class="ok">All {len(records)} runs finished.</p>')
     notes_html = "".join(f"<p>{h.esc(n)}</p>" for n in notes)
-    toc_rows = [dict(r, run=r["run"]) for r in summary_rows]
+    toc_rows = summary_rows
     intro = (f'<p class="small">trustlab {h.esc(__version__)} · generated '
              f'{h.esc(time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()))} · '
              'files: <a href="results.json">results.json</a>'
@@ -92,7 +92,7 @@ def write_report(records: Sequence[dict[str, Any]], out_dir: Path, title: str = 
              "protocol on timed devices, <b>error</b> = (simulated, or model when there is no simulation) "
              "minus reference.</p>"
              + h.table(toc_rows, ["run", "experiment", "parameters", "status", "references",
-                                  "max |error| %", "wall s"]))
+                                  "max |error| %", "wall s"], anchor="run"))
     index = out_dir / "index.html"
     index.write_text(h.page(title, intro, sections), encoding="utf-8")
     return index

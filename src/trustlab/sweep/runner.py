@@ -5,6 +5,7 @@ Output layout under ``out/<name>/``::
     points/<key>.json   the cache: one result record per finished point
     results.json        [{key, experiment, params, argv, record}] in spec order
     results.csv         one row per point: parameters, then the scalar fields of its data
+    report/index.html   with [[plot]] in the spec: the sweep's figures and table
 """
 
 from __future__ import annotations
@@ -108,3 +109,10 @@ def _write_results(outcome: SweepOutcome) -> None:
             row.update({f"data.{k}": v for k, v in _scalars(rec["data"]).items()})
         table.append(row)
     write_csv(outcome.out_dir / "results.csv", table)
+    if outcome.spec.plots:
+        from trustlab.report import write_report
+        from trustlab.sweep.summary import summary_record
+
+        summary = summary_record(outcome.spec.name, rows, outcome.spec.plots, outcome.spec.grid)
+        failures = [r["record"] for r in rows if r["record"] is not None and "data" not in r["record"]]
+        write_report([summary, *failures], outcome.out_dir / "report", title=f"sweep {outcome.spec.name}")

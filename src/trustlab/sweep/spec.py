@@ -9,6 +9,9 @@ A spec is a TOML file::
     [grid]                              # cartesian product, in the order written
     noise = [0.0, 0.01, 0.05]
     seed = [0, 1, 2]
+    [[plot]]                            # optional figures of the sweep (trustlab.sweep.summary)
+    x = "noise"
+    y = "summary.fit_max_rel_error_rsa"
 
 Parameter names are the experiment's own (``trustlab run NAME --help``); a
 value that is itself a list (``profile = [["a", "b"], ["c"]]``) is passed whole
@@ -30,6 +33,7 @@ from trustlab import __version__
 from trustlab.errors import TrustlabError
 from trustlab.experiments._params import argv_from_params
 from trustlab.experiments.registry import get, parse_args
+from trustlab.sweep.summary import check_plots
 
 
 @dataclass(frozen=True)
@@ -49,6 +53,7 @@ class SweepSpec:
     fixed: dict[str, Any] = field(default_factory=dict)
     grid: dict[str, list[Any]] = field(default_factory=dict)
     source: str = ""
+    plots: list[dict[str, Any]] = field(default_factory=list)  # [[plot]]: see trustlab.sweep.summary
 
     def points(self) -> list[Point]:
         dims = list(self.grid)
@@ -71,7 +76,7 @@ def point_key(experiment: str, argv: tuple[str, ...] | list[str]) -> str:
     return hashlib.sha256(doc.encode()).hexdigest()[:20]
 
 
-_TOP = {"name", "experiment", "fixed", "grid", "description"}
+_TOP = {"name", "experiment", "fixed", "grid", "description", "plot"}
 
 
 def parse(doc: dict[str, Any], source: str, default_name: str = "sweep") -> SweepSpec:
@@ -102,7 +107,9 @@ def parse(doc: dict[str, Any], source: str, default_name: str = "sweep") -> Swee
     name = doc.get("name", default_name)
     if not isinstance(name, str) or not name or "/" in name or name.startswith("."):
         raise TrustlabError(f"{source}: 'name' must be a plain name (it becomes a directory)")
-    return SweepSpec(name=name, experiments=experiments, fixed=dict(fixed), grid=dict(grid), source=source)
+    plots = check_plots(doc.get("plot"), grid, source)
+    return SweepSpec(name=name, experiments=experiments, fixed=dict(fixed), grid=dict(grid), source=source,
+                     plots=plots)
 
 
 def load(path: Path) -> SweepSpec:

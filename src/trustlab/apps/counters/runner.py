@@ -48,6 +48,7 @@ class OpRecord:
     ms: float
     model_ms: float | None
     verify_ms: float
+    paper_ms: float | None = None
 
 
 def run(scheme: Scheme, requests: Iterable[Request], seed: int = 0,
@@ -61,6 +62,7 @@ def run(scheme: Scheme, requests: Iterable[Request], seed: int = 0,
         nonce = rng.randbytes(20)
         ut = scheme.updates_since(req.counter)
         model = scheme.model_ms(req.op, req.counter, ut)
+        paper = scheme.paper_model_ms(req.op, req.counter, ut) if hasattr(scheme, "paper_model_ms") else None
         t0 = clock.now_ms
         v0 = clock.by_component.get("host_verify", 0.0) + clock.by_component.get("host_hash", 0.0)
         if req.op == INCREMENT:
@@ -80,7 +82,7 @@ def run(scheme: Scheme, requests: Iterable[Request], seed: int = 0,
         last_value[req.counter] = value
         if req.timed:
             verify = clock.by_component.get("host_verify", 0.0) + clock.by_component.get("host_hash", 0.0) - v0
-            records.append(OpRecord(i, req.counter, req.op, ut, clock.now_ms - t0, model, verify))
+            records.append(OpRecord(i, req.counter, req.op, ut, clock.now_ms - t0, model, verify, paper))
         if progress is not None:
             progress(i)
     return records
@@ -110,4 +112,6 @@ def summarize(records: Sequence[OpRecord], *, scheme: str, op: str, profile: str
         "model_s": (None if any(r.model_ms is None for r in chosen)
                     else sum(r.model_ms for r in chosen) / 1000.0),
         "verify_s": sum(r.verify_ms for r in chosen) / 1000.0,
+        "paper_formula_s": (None if any(r.paper_ms is None for r in chosen)
+                            else sum(r.paper_ms for r in chosen) / 1000.0),
     }

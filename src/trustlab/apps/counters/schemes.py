@@ -109,6 +109,17 @@ class BuiltScheme:
             return M.tree_increment_ms(t, self.depth, acc, signed=self._signed_next())
         return M.tree_read_ms(t, self.depth, acc, signed=self._signed_next())
 
+    def paper_model_ms(self, op: str, counter: int, ut: int) -> float | None:
+        """The formula exactly as printed (one Tth, |Ut| verifications, no host terms)."""
+        if self.name == "log-tpm2":
+            return None
+        t, paper = self.terms, M.Accounting.paper()
+        if self.name == "log":
+            return M.log_increment_ms(t, paper) if op == INCREMENT else M.log_read_ms(t, ut, paper)
+        if op == INCREMENT:
+            return M.tree_increment_ms(t, self.depth, paper)
+        return M.tree_read_ms(t, self.depth, paper)
+
     def _signed_next(self) -> bool:
         p = self.prover
         return p.ops % p.attest_every == 0

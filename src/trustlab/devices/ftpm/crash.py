@@ -12,7 +12,8 @@ and after the command:
   that first persists NVClock -- fate sharing -- and then its own change runs
   two transactions; recovering the first one's result counts as new);
 * ``torn`` -- anything else (a mix of old and new blocks);
-* ``lost_committed`` -- an even older state: an acknowledged commit was lost;
+* ``lost_committed`` -- a state older than the last commit acknowledged before
+  the crash (in this command or an earlier one): a durable write was lost;
 * ``rollbacks_accepted`` -- after the reboot the fTPM starts up (its boot-time
   write fences any request the OS still holds) and the OS replays every write
   request it captured during the crashed command and the one before; each
@@ -164,13 +165,24 @@ def run_campaign(n_commands: int, seed: int = 0, *, progress: Callable[[int], No
         rail = PowerRail()
         platform.capture = Capture()
         ref = runner.tpm(None, clock_base)
+        # the idle point between commands is a crash point too: storage must hold the last commit
+        report.crash_points += 1
+        report.points_by_label["between commands"] = report.points_by_label.get("between commands", 0) + 1
+        resumed = ref.state.encode()
+        if resumed != old:
+            if resumed in history:
+                report.lost_committed += 1
+            else:
+                report.torn += 1
+            break  # storage no longer holds what the workload committed; nothing sound follows
+        report.recovered_old += 1
         ref.store.client.os.rail = rail
         written_before = platform.device.stats.frames_written
         _apply(ref, op, sealed)
         report.frames_written += platform.device.stats.frames_written - written_before
         new = ref.state.encode()
         # a command may commit twice (NVClock first -- fate sharing -- then its own change)
-        intermediate = {st.encode() for st in ref.commit_log[:-1]}
+        sequence = [old] + [st.encode() for st in ref.commit_log]
         next_base = ref.tpm_clock()
         after_snap = platform.device.snapshot()
         after_now = clock.now_ms
@@ -194,11 +206,15 @@ def run_campaign(n_commands: int, seed: int = 0, *, progress: Callable[[int], No
             # reboot and look at what storage says is committed, before anything writes
             _, store2 = platform.boot()
             recovered = RpmbNVStore(store2).load() or b""
-            if (recovered == new and new != old) or recovered in intermediate:
+            acked = len(victim.commit_log)  # commits acknowledged to the fTPM before the crash
+            if recovered == sequence[acked]:
+                if acked == 0:
+                    report.recovered_old += 1
+                else:
+                    report.recovered_new += 1
+            elif acked + 1 < len(sequence) and recovered == sequence[acked + 1]:
                 report.recovered_new += 1
-            elif recovered == old:
-                report.recovered_old += 1
-            elif recovered in history:
+            elif recovered in sequence[:acked] or recovered in history:
                 report.lost_committed += 1
             else:
                 report.torn += 1

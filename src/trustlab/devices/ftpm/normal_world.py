@@ -28,7 +28,7 @@ class OsBehaviour:
     refuse_writes: bool = False     # drop authenticated writes, report an error
     hold_writes: bool = False       # keep write requests, report an error, deliver later
     delay_ms: float = 0.0           # extra latency per request (advances physical time)
-    replay_responses: bool = False  # answer reads with a captured older response
+    replay_responses: bool = False  # answer with captured older responses (reads and writes)
 
 
 @dataclass
@@ -36,6 +36,7 @@ class Capture:
     """Everything the OS saw on the bus: raw material for replay attacks."""
 
     write_requests: list[list[bytes]] = field(default_factory=list)
+    write_responses: list[list[bytes]] = field(default_factory=list)
     read_responses: dict[int, list[list[bytes]]] = field(default_factory=dict)  # by request type
 
 
@@ -63,6 +64,9 @@ class NormalWorld:
         is_write = kind in (rf.REQ_AUTH_WRITE, rf.REQ_KEY_PROGRAM)
         if is_write:
             self.capture.write_requests.append(list(request))
+            if b.replay_responses and self.capture.write_responses:
+                # drop the write and answer with an old success response
+                return self.capture.write_responses[-1]
             if b.refuse_writes:
                 raise StorageUnavailable("the OS refused to carry an RPMB write")
             if b.hold_writes:
@@ -77,7 +81,9 @@ class NormalWorld:
         if is_write:
             self._send([rf.Frame(req_resp=rf.REQ_RESULT_READ).to_bytes()], "result-read")
         response = self._receive()
-        if not is_write:
+        if is_write:
+            self.capture.write_responses.append(response)
+        else:
             past = self.capture.read_responses.setdefault(kind, [])
             if b.replay_responses and past:
                 response = past[0]  # the oldest one the OS kept

@@ -78,3 +78,16 @@ def assess(command: bytes, response: bytes, table: objects.ObjectTable,
         terms = {c: n for c, n in terms.items() if c in profile}
     modelled = rules.is_modelled(name) and not missing
     return CommandCost(name, code, variant, terms, len(command), len(response), rc, modelled, missing)
+
+
+def zero_profile() -> Profile:
+    """A family-``tpm2`` profile where everything is free: proxy latency and overhead baselines."""
+    from trustlab.timing.profile import Component, Provenance
+
+    names = ["ohc", "ohir", "ohor", "sha256_byte", "hmac", "nv_write", "nv_increment"]
+    for v in ("rsa2048", "ecc256"):
+        names += [f"{v}_{op}" for op in ("sign", "verify", "enc", "dec", "ecdh", "keygen")]
+    comps = {n: Component(n, 0.0, "byte" if n in ("ohir", "ohor", "sha256_byte") else "call",
+                          provenance=Provenance(source="zero-cost baseline")) for n in names}
+    return Profile(name="zero", components=comps, family="tpm2",
+                   provenance=Provenance(source="zero-cost baseline", note="every component costs nothing"))
