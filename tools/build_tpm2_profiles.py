@@ -25,14 +25,9 @@ DATA = Path("/work/shared/data") if Path("/work/shared/data").is_dir() else ROOT
 
 
 def _zero_profile():
-    from trustlab.timing.formula_sets.tpm2 import SIZES, command_terms  # noqa: F401
-    from trustlab.timing.profile import Component, Profile, Provenance
+    from trustlab.devices.tpm2.cost import zero_profile
 
-    names = ["ohc", "ohir", "ohor", "sha256_byte", "hmac", "nv_write", "nv_increment"]
-    for v in ("rsa2048", "ecc256"):
-        names += [f"{v}_{op}" for op in ("sign", "verify", "enc", "dec", "ecdh", "keygen")]
-    comps = {n: Component(n, 0.0, "byte" if n in ("ohir", "ohor", "sha256_byte") else "call") for n in names}
-    return Profile(name="zero", components=comps, family="tpm2", provenance=Provenance(source="zero-cost"))
+    return zero_profile()
 
 
 def wire_sizes(repeat: int = 1) -> dict[tuple[str, str], tuple[int, int, int, bool]]:
