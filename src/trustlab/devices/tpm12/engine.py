@@ -143,6 +143,7 @@ class Engine:
         else:
             self.state = PersistentState.from_bytes(data, type(self.nv).__name__)
         self._dirty = False
+        self.last_internal_error: Exception | None = None  # set if a handler raised a non-TPM error
         self.startup()
 
     # ---- volatile state -------------------------------------------------------
@@ -277,7 +278,10 @@ class Engine:
                     self.nv.save(self.state.to_bytes())
                     self._dirty = False
             return w.bytes(), in_digest, out_digest
-        except TpmError as e:
+        except Exception as e:  # a chip answers every frame; a handler bug becomes TPM_FAIL
+            if not isinstance(e, TpmError):
+                self.last_internal_error = e
+                e = TpmError("TPM_FAIL", f"internal error: {type(e).__name__}: {e}")
             for u in uses:  # a failed command ends its authorization sessions (Part 1, 13.2)
                 if u.session.kind != "TRANSPORT":
                     self.sessions.pop(u.session.handle, None)
