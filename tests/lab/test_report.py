@@ -84,3 +84,18 @@ def test_cli_report_and_errors(tmp_path, tm_record, capsys):
     assert "bad.json: not JSON (line 1" in err and "Traceback" not in err
     (tmp_path / "empty").mkdir()
     assert main(["report", str(tmp_path / "empty")]) == 2
+
+
+def test_report_accepts_a_sweep_results_file_and_links_runs(tmp_path):
+    from trustlab.sweep import parse, run_sweep
+
+    spec = parse({"name": "s", "experiment": "lab-counting", "grid": {"x": [1, 2]}}, "t")
+    run_sweep(spec, tmp_path, jobs=1, progress=False)
+    assert main(["report", str(tmp_path / "s" / "results.json"), "--out", str(tmp_path / "r")]) == 0
+    page = (tmp_path / "r" / "index.html").read_text()
+    assert 'href="#lab-counting-2"' in page and 'id="lab-counting-2"' in page
+
+
+def test_record_meta_says_how_to_run_it_again(tm_record):
+    args = tm_record["meta"]["args"]
+    assert args["profile"] == ["infineon-2010", "atmel-2010"] and args["noise"] == 0.0

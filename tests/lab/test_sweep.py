@@ -196,3 +196,33 @@ def test_each_swtpm_backed_point_gets_its_own_swtpm(tmp_path):
         except ProcessLookupError:
             alive = False
         assert not alive
+
+
+def test_sweep_plots_aggregate_points_into_a_report(tmp_path, image_check):
+    import numpy as np
+
+    doc = {"name": "fig", "experiment": "lab-counting", "grid": {"x": [0, 1, 2], "y": [0.0, 10.0], "seed": [7, 8]},
+           "plot": [{"x": "x", "y": "value", "series": "y", "aggregate": "mean", "title": "value vs x"},
+                    {"x": "x", "y": "no.such.path", "kind": "bar"}]}
+    outcome = run_sweep(parse(doc, "t"), tmp_path, jobs=1, progress=False)
+    assert outcome.executed == 12
+    summary = json.loads((tmp_path / "fig" / "report" / "results.json").read_text())[0]
+    assert summary["experiment"] == "sweep:fig" and len(summary["data"]) == 12
+    noise = np.mean([np.random.default_rng(s).random() for s in (7, 8)])
+    first = summary["plots"][0]["series"]
+    assert [s["label"] for s in first] == ["y=0.0", "y=10.0"]
+    assert first[1]["y"] == pytest.approx([x * x + 10.0 + noise for x in (0, 1, 2)])
+    assert "no.such.path: no numeric values" in summary["text"]
+    page = tmp_path / "fig" / "report" / "index.html"
+    assert image_check(page)["broken"] == []
+
+
+@pytest.mark.parametrize("plot, message", [
+    ({"x": "z", "y": "value"}, "'z' is not a grid parameter"),
+    ({"x": "x"}, "'y' must be given"),
+    ({"x": "x", "y": "value", "aggregate": "sum"}, "aggregate must be one of"),
+    ({"x": "x", "y": "value", "colour": "red"}, "unknown key"),
+])
+def test_bad_sweep_plots_are_refused(plot, message):
+    with pytest.raises(TrustlabError, match=message):
+        parse({"experiment": "lab-counting", "grid": {"x": [1]}, "plot": [plot]}, "spec.toml")

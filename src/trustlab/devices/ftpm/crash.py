@@ -37,6 +37,7 @@ from trustlab.devices.ftpm.faults import PowerRail
 from trustlab.devices.ftpm.ftpm import FirmwareTpm
 from trustlab.devices.ftpm.normal_world import Capture
 from trustlab.devices.ftpm.platform import Platform
+from trustlab.devices.ftpm.state import FtpmState
 from trustlab.timing.clock import Clock
 
 AUTH = b"correct horse"
@@ -153,7 +154,8 @@ def run_campaign(n_commands: int, seed: int = 0, *, progress: Callable[[int], No
     sealed = t.create_sealed(b"volume master key", AUTH)
     runner = _Runner(platform, clock, b"")
     report = CrashReport()
-    history: dict[bytes, int] = {}
+    # states that were once current; "no state at all" counts as the oldest of them
+    history: dict[bytes, int] = {b"": -1, FtpmState().encode(): -1}
     old = t.state.encode()
     history[old] = 0
     clock_base = t.tpm_clock()
