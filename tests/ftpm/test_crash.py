@@ -62,11 +62,25 @@ class RootFirstStore(AtomicStore):
         return len(pending) + 1
 
 
+class WriteBackStore(AtomicStore):
+    """A broken store that acknowledges commits but keeps them in a RAM cache (write-back)."""
+
+    def commit(self):
+        pending, self._pending = self._pending, None
+        self._committed.update(pending)
+        return 0
+
+
 @pytest.mark.parametrize("broken", [InPlaceStore, RootFirstStore])
 def test_the_harness_catches_a_non_atomic_store(broken):
     """The checker is not vacuous: stores without the shadow/bit-vector protocol tear."""
     r = run_campaign(8, seed=2, store_class=broken)
     assert r.torn > 0
+
+
+def test_the_harness_catches_lost_acknowledged_commits():
+    r = run_campaign(8, seed=2, store_class=WriteBackStore)
+    assert r.lost_committed > 0
 
 
 def test_held_write_survives_a_crash_until_startup_fences_it():

@@ -164,3 +164,15 @@ def test_held_write_delivered_later_is_accepted_only_until_the_counter_moves():
     client.write(0, [b"next" * 64])          # the TEE moves on
     assert os_.release_held() == [rf.RES_COUNTER_FAILURE]
     assert dev.peek(0) == b"next" * 64
+
+
+def test_replayed_write_response_cannot_fake_a_successful_write():
+    dev, os_, client = setup()
+    client.write(6, [b"real" * 64])
+    os_.behaviour.replay_responses = True  # the OS drops the next write and replays the old "OK"
+    with pytest.raises(RpmbError, match="does not confirm"):
+        client.write(6, [b"fake" * 64])
+    assert dev.peek(6) == b"real" * 64
+    os_.behaviour.replay_responses = False
+    client.write(6, [b"next" * 64])  # the driver re-synchronised its counter
+    assert dev.peek(6) == b"next" * 64
