@@ -49,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
                            center=args.center, subtract=subtract, progress=lambda c, v: print(f"  {c}[{v}]", file=sys.stderr, flush=True))
     harness.write_csv(rows, args.out)
     if args.json:
-        print_json([r.__dict__ for r in rows])
+        print_json([{k: v for k, v in r.__dict__.items() if k != "samples"} for r in rows])
     else:
         print(table([[r.command, r.variant, r.ms, r.sd, r.n, r.p50, r.p99] for r in rows],
                     ["command", "variant", "mean ms", "sd", "n", "p50", "p99"]))

@@ -19,7 +19,7 @@ import math
 import os
 import struct
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Mapping
 
@@ -49,6 +49,7 @@ class Row:
     p90: float
     p95: float
     p99: float
+    samples: tuple[float, ...] = field(default=(), repr=False, compare=False)
 
     @staticmethod
     def of(command: str, variant: str, samples: list[float], center: str = "mean") -> "Row":
@@ -64,7 +65,7 @@ class Row:
         sd = math.sqrt(sum((x - mean) ** 2 for x in xs) / (n - 1)) if n > 1 else 0.0
         ms = {"median": _pct(xs, 50), "min": xs[0]}.get(center, mean)
         return Row(command, variant, ms, sd, n, xs[0], xs[-1], _pct(xs, 50), _pct(xs, 90), _pct(xs, 95),
-                   _pct(xs, 99))
+                   _pct(xs, 99), tuple(samples))
 
 
 def _pct(xs: list[float], p: float) -> float:
