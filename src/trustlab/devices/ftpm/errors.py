@@ -1,8 +1,8 @@
 """What can go wrong in the fTPM model, as exception types.
 
 ``PowerLoss`` is not an error a user made: it is the fault injector cutting
-power, and it deliberately does not derive from :class:`TrustlabError` so that
-no handler can mistake a crash for bad input and carry on.
+power, and it deliberately derives from neither :class:`TrustlabError` nor
+``Exception``, so that no handler can mistake a crash for an error and carry on.
 """
 
 from __future__ import annotations
@@ -38,5 +38,10 @@ class TpmRefused(FtpmError):
         self.rc = rc
 
 
-class PowerLoss(Exception):
-    """Injected power failure: the TEE's memory is gone, only the RPMB survives."""
+class PowerLoss(BaseException):
+    """Injected power failure: the TEE's memory is gone, only the RPMB survives.
+
+    A ``BaseException`` (like ``SystemExit``): code that answers every error
+    with a response -- the TPM 1.2 engine turns handler exceptions into
+    TPM_FAIL -- must not be able to catch the power going out and keep writing.
+    """

@@ -58,6 +58,8 @@ class NormalWorld:
     def rpmb(self, request: list[bytes], response_frames: int = 1) -> list[bytes]:
         """Run one RPMB operation and return the device's response frames."""
         b = self.behaviour
+        if self.rail.tripped:  # nothing runs after the power went out in this boot
+            self.rail.lose_power("after power loss")
         if not b.available:
             raise StorageUnavailable("no RPMB driver in the normal world (dark period)")
         kind = rf.frame_type(request[0])
