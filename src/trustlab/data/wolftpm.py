@@ -172,7 +172,7 @@ def _profile(row: dict, where: str, single_runs: set[str]) -> Profile:
         ms = _num(row, column, where)
         if ms is not None:
             note = f"{what} TPM2_Create + TPM2_Load: {ms} ms - 2 ohc"
-            if comp == "rsa2048_keygen" and chip in single_runs:
+            if comp == "rsa2048_keygen" and any(s in chip for s in single_runs):
                 note += "; the source marks this figure as a single run (n=1)"
             comps[comp] = keygen_component(comp, max(ms - 2 * ohc, 0.0), prov(column, note))
     return Profile(
