@@ -116,7 +116,8 @@ class FtpmVsDtpmExperiment:
                   "ylabel": "ms (log)", "logx": False, "logy": True,
                   "series": [{"label": f"{short[d['profile']]} ({d['kind']})",
                               "x": [label for label, _, _ in PAPER_COMMANDS],
-                              "y": [d["total_ms"][label] for label, _, _ in PAPER_COMMANDS]} for d in devices]},
+                              "y": [d["total_ms"][label] for label, _, _ in PAPER_COMMANDS]} for d in devices
+                             if all(d["total_ms"][label] is not None for label, _, _ in PAPER_COMMANDS)]},
                  {"kind": "bar", "title": "RPMB frames written per command (fTPM)", "xlabel": "command",
                   "ylabel": "frames", "logx": False, "logy": False,
                   "series": [{"label": storage.name, "x": [s["label"] for s in summary],
