@@ -73,6 +73,9 @@ def test_grid_is_a_list_of_records_with_plots(capsys):
     (["--profile", "no-such-profile"], "no-such-profile"),
     (["--h", "24", "--d", "1"], "beyond this analysis"),
     (["--sensitivity", "2"], "--sensitivity"),
+    (["--set", "hash_cal=1"], "COMPONENT=MS"),
+    (["--set", "hash_call=fast"], "not a number"),
+    (["--set", "hash_call=-1"], "non-negative"),
 ])
 def test_bad_input_is_one_line_exit_2(capsys, argv, needle):
     code, out, err = run(capsys, "run", "hbs", *argv)
@@ -108,3 +111,13 @@ def test_check_runs_the_card_for_real_and_json_stays_the_same(capsys):
     assert "torn mid-signature" in res.text and "ACCEPTED" not in res.text
     assert list(res.data) == ["h", "d", "w", "sign_s", "prepare_s", "persistent_bytes", "signature_bytes",
                               "signatures"]
+
+
+def test_what_if_override_changes_time_not_memory(capsys):
+    _, base, _ = run(capsys, "run", "hbs", "--json")
+    _, fast, _ = run(capsys, "run", "hbs", "--json", "--set", "hash_call=0")
+    _, text, _ = run(capsys, "run", "hbs", "--set", "hash_call=0")
+    b, f = json.loads(base), json.loads(fast)
+    assert f["sign_s"]["avg"] < b["sign_s"]["avg"]
+    assert f["persistent_bytes"] == b["persistent_bytes"]
+    assert "jcop-2018+hash_call=0" in text

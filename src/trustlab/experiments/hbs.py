@@ -18,6 +18,7 @@ preparation times are withheld and are not used.
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 
 from trustlab.apps.hbs.applet import Card
 from trustlab.apps.hbs.costs import COMPONENTS
@@ -28,7 +29,7 @@ from trustlab.cli._output import table
 from trustlab.errors import TrustlabError
 from trustlab.experiments.registry import Reference, Result, experiment
 from trustlab.timing import registry
-from trustlab.timing.profile import Profile
+from trustlab.timing.profile import Profile, Provenance
 
 PAPER = "van der Laan et al. (2018), Java Card hash-based signatures, excerpt 'Memory Usage and Benchmarks'"
 MAX_TREE_HEIGHT = 12  # the scratch card hashes a whole subtree per layer and signature
@@ -41,6 +42,30 @@ def _profile(name: str) -> Profile:
         raise TrustlabError(f"profile {name!r} lacks the Java Card HBS component(s) {', '.join(missing)} "
                             f"(it is a {prof.family!r} profile; try jcop-2018)")
     return prof
+
+
+def _what_if(prof: Profile, settings: list[str]) -> Profile:
+    """The profile with ``COMPONENT=MS`` overrides, named so that results say they are hypothetical."""
+    if not settings:
+        return prof
+    means: dict[str, float] = {}
+    for item in settings:
+        name, sep, value = item.partition("=")
+        name = name.strip()
+        if not sep or name not in COMPONENTS:
+            raise TrustlabError(f"--set {item!r}: give COMPONENT=MS with COMPONENT one of {', '.join(COMPONENTS)}")
+        try:
+            ms = float(value)
+        except ValueError:
+            raise TrustlabError(f"--set {item!r}: {value.strip()!r} is not a number") from None
+        if not ms >= 0 or ms == float("inf"):
+            raise TrustlabError(f"--set {item!r}: a cost must be a finite non-negative number")
+        means[name] = ms
+    label = ",".join(f"{k}={v:g}" for k, v in means.items())
+    tweaked = prof.with_means(means, Provenance("what-if", "--set", f"set on the command line: {label}"))
+    return replace(tweaked, name=f"{prof.name}+{label}",
+                   provenance=Provenance(prof.provenance.source, prof.provenance.table,
+                                         f"{prof.provenance.note}; what-if overrides {label}".strip("; ")))
 
 
 def _params(h: int, d: int, w: int) -> XMSSParams:
@@ -75,6 +100,9 @@ class HBS:
                             help="trade-off table and plots over --grid-h x --grid-w x every d with 2 <= h/d <= 10")
         parser.add_argument("--grid-h", type=int, nargs="+", default=[10, 20], metavar="H")
         parser.add_argument("--grid-w", type=int, nargs="+", default=[4, 16], metavar="W")
+        parser.add_argument("--set", action="append", default=[], metavar="COMPONENT=MS",
+                            help="what-if: replace one profile cost (repeatable), e.g. --set hash_call=2.7 "
+                            f"(components: {', '.join(COMPONENTS)})")
         parser.add_argument("--check", action="store_true",
                             help="also run the applet for real on a small key with the same d and w (h = 2d): "
                             "sign across a subtree switch, tear the card mid-signature, verify every signature "
@@ -83,7 +111,7 @@ class HBS:
                             help="relative change of each profile parameter in the sensitivity table (default 0.10)")
 
     def run(self, args: argparse.Namespace) -> Result:
-        prof = _profile(args.profile)
+        prof = _what_if(_profile(args.profile), getattr(args, "set", []) or [])
         if not 0 < args.sensitivity < 1:
             raise TrustlabError(f"--sensitivity {args.sensitivity}: give a fraction in (0, 1)")
         provenance = {prof.name: prof.provenance.describe()}
@@ -100,7 +128,7 @@ class HBS:
         return Result(
             experiment="hbs",
             params={"profile": prof.name, "h": p.h, "d": p.d, "w": p.w, "sensitivity": args.sensitivity,
-                    "check": args.check},
+                    "check": args.check, "set": list(getattr(args, "set", []) or [])},
             data=a.record(), text=text, references=refs,
             profiles=provenance, plots=[_sensitivity_plot(a, sens, args.sensitivity)])
 
