@@ -76,3 +76,16 @@ def test_cli_errors_are_one_line(argv, message, capsys):
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err
     assert len([line for line in err.splitlines() if "error" in line]) == 1
+
+
+def test_counters_trace_replay_and_mix(tmp_path):
+    trace = tmp_path / "t.trace"
+    trace.write_text("increment 1\nincrement 2\nread 1\nincrement 1\nread 2\n")
+    r = run_argv("counters", ["--scheme", "log", "--profile", "stm-counters-2010", "--counters", "4",
+                              "--trace", str(trace), "--op", "read", "--deterministic"])
+    (row,) = r.data
+    assert row["requests"] == 2 and row["workload"] == "trace" and row["max_gap"] == 1
+    r = run_argv("counters", ["--scheme", "hashtree", "--profile", "stm-counters-2010", "--counters", "8",
+                              "--workload", "uniform", "--read-fraction", "0.5", "--requests", "20"])
+    assert {row["op"] for row in r.data} == {"read", "increment"}
+    assert sum(row["requests"] for row in r.data) == 20
