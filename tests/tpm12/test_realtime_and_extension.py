@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import statistics
+import struct
 import time
 
 from trustlab.devices.tpm12 import MemoryNVStore, Response, Tpm12, TpmError, key_template, secret, tpm_command
@@ -17,22 +18,19 @@ K = secret("k")
 
 
 def test_realtime_command_returns_after_its_modelled_time() -> None:
-    clock = Clock(load("sim-2010"))
+    """Infineon TPM_GetRandom (~19.3 ms modelled) answered through the raw frame interface."""
+    clock = Clock(load("infineon-2010"), realtime=True)
     tpm = Tpm12(clock, nv=MemoryNVStore(), keygen=POOL)
-    tpm.TPM_TakeOwnership(OWNER, SRK)
-    h = tpm.TPM_LoadKey2(C.TPM_KH_SRK, tpm.TPM_CreateWrapKey(C.TPM_KH_SRK, SRK,
-                                                              key_template(C.TPM_KEY_SIGNING), K), SRK)
-    clock.realtime = True
+    frame = struct.pack(">HIII", 0xC1, 14, C.ORD["TPM_GetRandom"], 16)
     errors = []
-    for _ in range(5):
-        session = tpm.TPM_OIAP(K)
-        session.cont = False
-        frame_start = time.perf_counter()
-        tpm.TPM_Sign(h, b"\x01" * 20, session)
-        wall_ms = (time.perf_counter() - frame_start) * 1000
-        assert clock.last.name == "TPM_Sign" and clock.last.ms > 14  # sim-2010: T_sign = 14.7 ms
+    for _ in range(7):
+        started = time.perf_counter()
+        rsp = tpm.execute(frame)
+        wall_ms = (time.perf_counter() - started) * 1000
+        assert struct.unpack(">I", rsp[6:10])[0] == 0 and clock.last.ms > 19
+        assert wall_ms >= clock.last.ms - 0.1  # never early
         errors.append(wall_ms - clock.last.ms)
-    assert abs(statistics.median(errors)) <= 2.0, errors
+    assert statistics.median(errors) <= 2.0, errors
 
 
 def test_a_new_command_is_timed_without_timing_code() -> None:

@@ -204,7 +204,10 @@ class Engine:
         with self.clock.command(name):
             self.clock.charge("ohc")
             self.clock.charge("ohir", len(frame))
-            response, _, _ = self.dispatch(frame, outer=True)
+            try:
+                response, _, _ = self.dispatch(frame, outer=True)
+            finally:
+                self.crypto.flush()
             self.clock.charge("ohor", len(response))
         return response
 
@@ -258,7 +261,12 @@ class Engine:
             auth = AuthContext(self.crypto, in_digest, uses)
             req = Request(spec.name, ordinal, handles, Reader(params, spec.name), params, auth, in_digest)
             with self.clock.command(spec.name) if not outer else _null():
-                result = spec.handler(self, req)
+                try:
+                    result = spec.handler(self, req)
+                except BaseException:
+                    if not outer:  # charge an inner command's hashing to it even when it fails
+                        self.crypto.flush()
+                    raise
                 unchecked = [i for i, u in enumerate(uses) if u.key is None]
                 if unchecked:
                     raise TpmError("TPM_FAIL", f"{spec.name}: session #{unchecked[0] + 1} was never checked")
@@ -277,6 +285,8 @@ class Engine:
                 if self._dirty:
                     self.nv.save(self.state.to_bytes())
                     self._dirty = False
+                if not outer:
+                    self.crypto.flush()
             return w.bytes(), in_digest, out_digest
         except Exception as e:  # a chip answers every frame; a handler bug becomes TPM_FAIL
             if not isinstance(e, TpmError):
