@@ -20,10 +20,11 @@ import argparse
 
 from trustlab.cli._output import table
 from trustlab.devices.ftpm import DEFAULT_STORAGE_PROFILE
+from trustlab.devices.ftpm.atomic_store import capacity
 from trustlab.devices.ftpm.crash import run_campaign
 from trustlab.devices.ftpm.usability import BootMix, compare
 from trustlab.errors import TrustlabError
-from trustlab.experiments.registry import Result, experiment
+from trustlab.experiments.registry import Reference, Result, experiment
 from trustlab.timing import registry
 from trustlab.timing.clock import Clock
 
@@ -103,8 +104,20 @@ class FtpmCrashExperiment:
                           "xlabel": "policy", "ylabel": "boots with lockout (fraction)", "logx": False,
                           "logy": False, "series": [{"label": "lockout rate", "x": [o.policy for o in outcomes],
                                                      "y": [o.lockout_rate for o in outcomes]}]})
+        direct, two = capacity(1), capacity(2)
+        references = [
+            Reference(label="RPMB partition addressable by one bit-vector block", reference=256.0,
+                      model=direct.physical_blocks * 256 / 1024, unit="KB",
+                      source="fTPM paper Sec. 9.1 ('limits the size of the RPMB partition to 256KB'); model: "
+                             f"{direct.logical_blocks} bits after a {256 - direct.logical_blocks // 8}-byte header, "
+                             "two copies per block"),
+            Reference(label="blocks addressable with one extra level of indirection", reference=1_048_576.0,
+                      model=float(two.logical_blocks), unit="blocks",
+                      source="fTPM paper Sec. 9.1 ('256*8*256*8 = 1,048,576 blocks'; the product is 4,194,304); "
+                             f"the 16-bit RPMB address field allows only {two.address_limited_blocks} of them"),
+        ]
         return Result(experiment="ftpm-crash",
                       params={"commands": args.commands, "seed": args.seed, "profile": profile.name,
                               "boots": args.boots},
-                      data=data, text="\n".join(text), references=[],
+                      data=data, text="\n".join(text), references=references,
                       profiles={profile.name: profile.provenance.describe()}, plots=plots)

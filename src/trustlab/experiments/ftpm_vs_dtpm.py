@@ -59,8 +59,9 @@ class FtpmVsDtpmExperiment:
     flagship = [["--reps", "2"]]
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
-        parser.add_argument("--profiles", default=",".join(DEFAULT_PROFILES), metavar="NAME[,NAME...]|all",
-                            help="TPM 2.0 profiles to compare ('all' = every tpm2 profile)")
+        parser.add_argument("--profiles", default=None, metavar="NAME[,NAME...]|all",
+                            help="TPM 2.0 profiles to compare ('all' = every tpm2 profile; default: three "
+                            "firmware and five discrete TPMs, those of them that are installed)")
         parser.add_argument("--storage-profile", default=DEFAULT_STORAGE_PROFILE,
                             help=f"eMMC RPMB cost profile for the fTPM's storage (default {DEFAULT_STORAGE_PROFILE})")
         parser.add_argument("--reps", type=int, default=3, help="repetitions per command on swtpm (default 3)")
@@ -69,15 +70,20 @@ class FtpmVsDtpmExperiment:
     def run(self, args: argparse.Namespace) -> Result:
         if args.reps < 1:
             raise TrustlabError(f"--reps must be at least 1, got {args.reps}")
-        names = registry.names("tpm2") if args.profiles == "all" else \
-            [n.strip() for n in args.profiles.split(",") if n.strip()]
+        if args.profiles is None:
+            known = set(registry.names("tpm2"))
+            names = [n for n in DEFAULT_PROFILES if n in known] or sorted(known)
+        elif args.profiles == "all":
+            names = registry.names("tpm2")
+        else:
+            names = [n.strip() for n in args.profiles.split(",") if n.strip()]
         if not names:
             raise TrustlabError("--profiles: no profile named")
         profiles = [registry.load(n) for n in names]
         for p in profiles:
             if p.family != "tpm2":
                 raise TrustlabError(f"--profiles: {p.name!r} is a {p.family!r} profile, not tpm2")
-        if args.profiles == "all":
+        if args.profiles in (None, "all"):
             profiles = [p for p in profiles if kind_of(p.name) != "software"]
         storage = registry.load(args.storage_profile)
         costs = {c.label: c for c in measure(storage, reps=args.reps, seed=args.seed)}
