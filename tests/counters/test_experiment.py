@@ -3,7 +3,6 @@
 import json
 import pytest
 
-from trustlab.errors import TrustlabError
 from trustlab.experiments.registry import get, run_argv
 
 ROW_KEYS = {"scheme", "op", "profile", "counters", "total_s", "per_op_s", "max_gap", "model_s"}

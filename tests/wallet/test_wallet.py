@@ -1,12 +1,10 @@
 """The digital wallet: honest purchases, the paper's ordering exploited, ours not."""
 
-import dataclasses
 
 import pytest
 from hypothesis import given, settings, strategies as st
 
 from trustlab.apps.counters import schemes
-from trustlab.apps.counters.base import VerificationError
 from trustlab.apps.wallet.protocol import BuyerDevice, Issuer, Merchant
 from trustlab.apps.wallet.tokens import Signer
 from trustlab.timing import registry
