@@ -42,11 +42,17 @@ def _probe_profile() -> Profile:
 
 
 @functools.cache
+def _probe_device(physical_counter: bool):
+    """One provisioned probe TPM per process (key generation is the slow part)."""
+    return provision(Clock(_probe_profile()), physical_counter=physical_counter)
+
+
+@functools.cache
 def hash_blocks(scheme: str, depth: int = 1, command: str = "counter") -> dict[str, int]:
     """TPM SHA-1 blocks one INCREMENT / READ hashes, beyond the tree levels' own hashes."""
-    clock = Clock(_probe_profile())
     if scheme == "log":
-        dev = provision(clock)
+        dev = _probe_device(True)
+        clock = dev.tpm.clock
         prover = LogProver(dev, 2)
         out = {}
         for op, fn in ((INCREMENT, prover.increment), (READ, prover.read)):
@@ -54,8 +60,9 @@ def hash_blocks(scheme: str, depth: int = 1, command: str = "counter") -> dict[s
             fn(0, b"\x01" * 20)
             out[op] = round(clock.now_ms - before)
         return out
-    dev = provision(clock, physical_counter=False)
-    prover = TreeProver(dev, 1 << depth, depth=depth, command=command)
+    dev = _probe_device(False)
+    clock = dev.tpm.clock
+    prover = TreeProver(dev, 1 << depth, depth=depth, command=command)  # INIT: a fresh tree of this depth
     out = {}
     for op, fn, levels in ((INCREMENT, prover.increment, 2 * depth), (READ, prover.read, depth)):
         before = clock.now_ms
