@@ -43,3 +43,16 @@ def test_every_registered_experiment_declares_runnable_flagship_argv():
     for name, spec in all_experiments().items():
         for argv in flagship_runs(spec):
             parse_args(name, argv)
+
+
+def test_every_experiment_offers_json_and_save_on_the_cli(capsys):
+    import pytest
+
+    from trustlab.experiments.registry import all_experiments
+
+    for name in all_experiments():
+        with pytest.raises(SystemExit) as exit_:
+            main(["run", name, "--help"])
+        assert exit_.value.code == 0
+        text = capsys.readouterr().out
+        assert "--json" in text and "--save" in text, name
