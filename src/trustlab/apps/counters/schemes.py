@@ -158,6 +158,9 @@ def build(scheme: str, profile: Profile, counters: int, *, seed: int = 0, attest
         acc = M.Accounting(log_inc_hash_blocks=blocks[INCREMENT], log_read_hash_blocks=blocks[READ],
                            read_extra_certs=1, own_cert_verifies=1, inc_verifies=1)
         return BuiltScheme("log", profile, counters, clock, prover, verifier, terms, acc)
+    if command == "generic" and attest_every != 1:
+        raise TrustlabError("batch attestation (--attest-every > 1) needs the counter command; "
+                            "TPM_ExecuteHashTree always signs")
     depth = max(1, (counters - 1).bit_length())
     dev = provision(clock, physical_counter=False)
     prover = TreeProver(dev, counters, depth=depth, command=command, attest_every=attest_every)
