@@ -37,7 +37,7 @@ from trustlab.devices.tpm12.errors import TpmError
 from trustlab.devices.tpm12.keys import LoadedKey
 from trustlab.devices.tpm12.nvstore import MemoryNVStore, NVStore
 from trustlab.devices.tpm12.primitives import Primitives
-from trustlab.devices.tpm12.registry import Request, Response
+from trustlab.devices.tpm12.registry import Request
 from trustlab.devices.tpm12.sessions import AuthContext, Session, SessionUse
 from trustlab.devices.tpm12.wire import Reader, Writer
 from trustlab.errors import TrustlabError

@@ -22,6 +22,7 @@ from trustlab.devices.tpm12.errors import TpmError
 from trustlab.devices.tpm12.wire import Reader, Writer
 
 RSA_EXPONENT = 65537
+HMAC_KEY_LABEL = b"TPM_HMAC key id"  # domain label of the HMAC key identifier (TPM_CMK_CreateKey)
 
 
 @dataclass(frozen=True)
@@ -180,7 +181,7 @@ def hmac_key_id(secret: bytes) -> bytes:
     binds the public part to one secret) without revealing the secret.
     Host-side convention, so plain hashlib (nothing is charged).
     """
-    return hashlib.sha1(b"TPM_HMAC key id" + secret).digest()
+    return hashlib.sha1(HMAC_KEY_LABEL + secret).digest()
 
 
 @dataclass

@@ -22,7 +22,6 @@ digest (1 block) + the request HMAC (5) + the output-parameter digest over the
 from __future__ import annotations
 
 import hashlib
-import hmac
 import hmac as _hmac
 import os
 from typing import Callable
@@ -184,7 +183,7 @@ def oaep_decode(sha1, block: bytes, phash: bytes) -> tuple[bytes, bytes]:
     masked_seed, masked_db = block[1:1 + DIGEST], block[1 + DIGEST:]
     seed = bytes(a ^ b for a, b in zip(masked_seed, mgf1(sha1, masked_db, DIGEST)))
     db = bytes(a ^ b for a, b in zip(masked_db, mgf1(sha1, seed, len(masked_db))))
-    if not hmac.compare_digest(db[:DIGEST], phash):
+    if not _hmac.compare_digest(db[:DIGEST], phash):
         raise TpmError("TPM_DECRYPT_ERROR", "migration block was made for other parameters")
     rest = db[DIGEST:].lstrip(b"\x00")
     if not rest or rest[0] != 1:

@@ -19,7 +19,7 @@ from trustlab.devices.tpm12.errors import TpmError
 from trustlab.devices.tpm12.keys import (Key12, KeyParms, LoadedKey, StoreAsymkey, modulus_of,
                                          prime_of, rsa_from_prime)
 from trustlab.devices.tpm12.registry import Request, Response, tpm_command
-from trustlab.devices.tpm12.wire import Reader, Writer
+from trustlab.devices.tpm12.wire import Writer
 
 KEY_SLOTS = 32
 

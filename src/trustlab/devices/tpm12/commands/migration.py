@@ -26,14 +26,13 @@ import hmac as _hmac
 from trustlab.devices.tpm12 import constants as C
 from trustlab.devices.tpm12.commands.keys import cmk_migauth, storage_parent
 from trustlab.devices.tpm12.errors import TpmError
-from trustlab.devices.tpm12.keys import Key12, KeyParms, StoreAsymkey, modulus_of, prime_of
+from trustlab.devices.tpm12.keys import HMAC_KEY_LABEL, Key12, KeyParms, StoreAsymkey, modulus_of, prime_of
 from trustlab.devices.tpm12.primitives import oaep_decode, oaep_encode
 from trustlab.devices.tpm12.registry import Request, Response, tpm_command
 from trustlab.devices.tpm12.wire import Reader, Writer
 
 MIGRATION_BLOCK = 198  # Part 3, 11.3: the OAEP encoding of TPM_MIGRATE_ASYMKEY for 2048-bit keys
 TAG_MA_APPROVAL = C.TPM_TAG_CMK_MA_APPROVAL
-HMAC_KEY_LABEL = b"TPM_HMAC key id"
 
 
 def _xor(a: bytes, b: bytes) -> bytes:
