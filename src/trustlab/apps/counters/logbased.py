@@ -35,6 +35,7 @@ from trustlab.apps.counters.base import Answer, VerificationError
 from trustlab.apps.counters.device import COUNTER_LABEL, ProvisionedTpm
 from trustlab.devices.tpm12 import constants as C
 from trustlab.devices.tpm12 import transport_log as L
+from trustlab.devices.tpm12.wire import Writer
 from trustlab.timing.clock import Clock
 
 INC, READ = "increment", "read"
@@ -150,8 +151,6 @@ class LogProver:
 
 def _establish_fields(secret: bytes, tr) -> tuple[bytes, bytes]:
     """The establish command's parameters and response parameters, as the log hashed them."""
-    from trustlab.devices.tpm12.wire import Writer
-
     attrs = C.TPM_TRANSPORT_LOG | C.TPM_TRANSPORT_EXCLUSIVE
     params = Writer().u16(C.TPM_TAG_TRANSPORT_PUBLIC).u32(attrs).u32(0).u16(0).bytes() + Writer().sized(secret).bytes()
     ticks = L.current_ticks(tr.entries[0].ticks_us, tr.tick_nonce)
