@@ -24,11 +24,17 @@ def test_every_crash_point_of_hundreds_of_commands_recovers_old_or_new():
     assert any(k.startswith("before write result-read") for k in r.points_by_label)
 
 
+def test_two_level_store_survives_every_crash_point_too():
+    r = run_campaign(60, seed=4, levels=2)
+    assert r.torn == 0 and r.lost_committed == 0 and r.rollbacks_accepted == 0
+    assert r.recovered_new > 0
+
+
 def test_workload_is_deterministic_and_varied():
     a, b = make_workload(300, 1), make_workload(300, 1)
     assert a == b
     assert {op.name for op in a} >= {"TPM2_NV_Write", "TPM2_NV_Increment", "TPM2_Unseal(bad auth)",
-                                     "TPM2_NV_DefineSpace", "TPM2_ReadClock"}
+                                     "TPM2_NV_DefineSpace", "TPM2_ReadClock", "reboot"}
 
 
 class InPlaceStore(AtomicStore):

@@ -54,6 +54,7 @@ def _probability(text: str) -> float:
 class FtpmCrashExperiment:
     flagship = [
         ["--commands", "120", "--seed", "1"],
+        ["--commands", "40", "--seed", "2", "--levels", "2"],
         ["--commands", "10", "--seed", "1", "--boots", "300"],
     ]
 
@@ -63,6 +64,8 @@ class FtpmCrashExperiment:
         parser.add_argument("--seed", type=int, default=0)
         parser.add_argument("--profile", default=DEFAULT_STORAGE_PROFILE,
                             help=f"eMMC RPMB storage cost profile (default {DEFAULT_STORAGE_PROFILE})")
+        parser.add_argument("--levels", type=int, choices=(1, 2), default=1,
+                            help="bit-vector levels of the atomic store (2 = the extra indirection)")
         parser.add_argument("--boots", type=int, default=0, metavar="N",
                             help="also simulate N boots per dark-period policy (usability vs attack)")
         parser.add_argument("--p-typo", type=_probability, default=0.1, help="P(first PIN entry wrong)")
@@ -76,10 +79,10 @@ class FtpmCrashExperiment:
             raise TrustlabError(f"--boots must not be negative, got {args.boots}")
         profile = registry.load(args.profile)
         clock = Clock(profile, seed=args.seed)
-        report = run_campaign(args.commands, args.seed, clock=clock)
+        report = run_campaign(args.commands, args.seed, clock=clock, levels=args.levels)
         data: dict = report.headline()
         rows = [[k, v] for k, v in data.items()]
-        text = [f"fTPM crash campaign: {args.commands} commands, seed {args.seed}, "
+        text = [f"fTPM crash campaign: {args.commands} commands, seed {args.seed}, {args.levels}-level bit vector, "
                 f"{report.replays_attempted} replayed write requests, {report.frames_written} RPMB frames "
                 f"committed by the workload ({report.frames_written * profile.mean('rpmb_frame_write') / 1000:.1f} s "
                 f"of eMMC writes at {profile.mean('rpmb_frame_write')} ms/frame, {profile.name})",
@@ -118,6 +121,7 @@ class FtpmCrashExperiment:
         ]
         return Result(experiment="ftpm-crash",
                       params={"commands": args.commands, "seed": args.seed, "profile": profile.name,
+                              "levels": args.levels,
                               "boots": args.boots},
                       data=data, text="\n".join(text), references=references,
                       profiles={profile.name: profile.provenance.describe()}, plots=plots)

@@ -71,9 +71,11 @@ def make_workload(n: int, seed: int) -> list[Op]:
             ops.append(Op("TPM2_NV_Increment", (0x01000001,), idle))
         elif r < 0.75:
             ops.append(Op("TPM2_Unseal(bad auth)", (), idle))
-        elif r < 0.85:
+        elif r < 0.82:
             ops.append(Op("TPM2_NV_UndefineSpace" if scratch else "TPM2_NV_DefineSpace", (SCRATCH,), idle))
             scratch = not scratch
+        elif r < 0.87:
+            ops.append(Op("reboot", (), idle))  # TPM2_Shutdown, TPM2_Startup (dirty bit), storage ready
         else:
             ops.append(Op("TPM2_ReadClock", (), idle or rng.uniform(2000, 5000)))
     return ops
@@ -130,6 +132,10 @@ def _apply(t: FirmwareTpm, op: Op, sealed: bytes) -> None:
             t.nv_undefine_space(op.args[0])
         elif op.name == "TPM2_ReadClock":
             t.read_clock()
+        elif op.name == "reboot":
+            t.shutdown()
+            t.startup()
+            t.storage_ready()
         else:
             raise ValueError(op.name)
     except TpmRefused as exc:
@@ -138,13 +144,16 @@ def _apply(t: FirmwareTpm, op: Op, sealed: bytes) -> None:
 
 
 def run_campaign(n_commands: int, seed: int = 0, *, progress: Callable[[int], None] | None = None,
-                 clock: Clock | None = None, store_class: type[AtomicStore] = AtomicStore) -> CrashReport:
-    """Crash at every point of every command of an ``n_commands`` workload."""
+                 clock: Clock | None = None, store_class: type[AtomicStore] = AtomicStore,
+                 levels: int = 1) -> CrashReport:
+    """Crash at every point of every command of an ``n_commands`` workload (``levels``: bit-vector depth)."""
     from trustlab.devices.ftpm import DEFAULT_STORAGE_PROFILE
     from trustlab.timing import registry
 
     clock = clock or Clock(registry.load(DEFAULT_STORAGE_PROFILE), seed=seed)
-    platform = Platform(n_blocks=8, seed=seed, clock=clock, store_class=store_class)
+    # two-level: a bitmap block per 3 data blocks, so commits really flip several bitmaps
+    platform = Platform(n_blocks=8, seed=seed, clock=clock, store_class=store_class, levels=levels,
+                        fanout=3 if levels == 2 else None)
     _, store = platform.boot()
     t = FirmwareTpm(store, clock, policy="dirty-bit", max_tries=1 << 15, clock_period_ms=CLOCK_PERIOD_MS)
     t.startup()
