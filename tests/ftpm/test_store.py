@@ -3,7 +3,7 @@
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from trustlab.devices.ftpm.atomic_store import PAYLOAD, ROOT_BITS, capacity
+from trustlab.devices.ftpm.atomic_store import PAYLOAD, ROOT_BITS, capacity, commit_terms
 from trustlab.devices.ftpm.blob import RpmbNVStore
 from trustlab.devices.ftpm.errors import FtpmError, StorageCorrupt, StorageUnavailable
 from trustlab.devices.ftpm.keys import DeviceSecrets, derive_keys
@@ -140,3 +140,27 @@ def test_nvstore_rejects_oversized_blob():
     _, s = p.boot()
     with pytest.raises(FtpmError, match="exceed"):
         RpmbNVStore(s).save(b"x" * (2 * PAYLOAD))
+
+
+@pytest.mark.parametrize("levels,fanout,blocks", [(1, None, [0]), (1, None, [0, 3, 7]), (2, 4, [0, 1]),
+                                                  (2, 4, [0, 5, 9, 15])])
+def test_commit_cost_model_equals_simulation(clock, levels, fanout, blocks):
+    """With a spread-free profile the analytic commit cost and the charged cost agree exactly."""
+    p = Platform(n_blocks=16, levels=levels, fanout=fanout, clock=clock)
+    _, s = p.boot()
+    with s.transaction():  # warm: every block cached, write counter known
+        for i in range(16):
+            s.write(i, b"warm")
+    before = dict(clock.by_component)
+    t0 = clock.now_ms
+    s.begin()
+    for i in blocks:
+        s.write(i, b"new value %d" % i)
+    frames = s.commit()
+    charged = {k: v - before.get(k, 0.0) for k, v in clock.by_component.items() if v - before.get(k, 0.0)}
+    bitmaps = len({i // fanout for i in blocks}) if levels == 2 else 0
+    terms = commit_terms(len(blocks), bitmaps)
+    assert frames == terms["rpmb_frame_write"]
+    model = {k: n * clock.profile.mean(k) for k, n in terms.items()}
+    assert charged == pytest.approx(model)
+    assert clock.now_ms - t0 == pytest.approx(sum(model.values()))

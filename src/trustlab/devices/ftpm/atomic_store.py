@@ -81,6 +81,21 @@ def capacity(levels: int, fanout: int | None = None) -> Capacity:
                     physical_blocks=meta + 2 * n, address_limited_blocks=fit)
 
 
+def commit_terms(data_blocks: int, bitmap_blocks: int = 0) -> dict[str, float]:
+    """Analytic cost of one commit, as ``{component: count}`` of the storage profile.
+
+    Each authenticated write is one RPMB request: the TEE MACs the request
+    frame, the eMMC programs it, the result frame is read back and its MAC
+    verified; data blocks are also AES-GCM sealed. A commit writes the changed
+    data blocks, the changed bitmap blocks (two-level store) and the root. The
+    functional store charges exactly these (a test holds them equal).
+    """
+    writes = data_blocks + bitmap_blocks + 1 if data_blocks else 0
+    terms = {"rpmb_request": writes, "rpmb_frame_write": writes, "rpmb_frame_read": writes,
+             "tee_hmac_frame": 2 * writes, "tee_aead_block": data_blocks}
+    return {k: float(v) for k, v in terms.items() if v}
+
+
 def _get_bit(bits: bytearray, i: int) -> int:
     return (bits[i >> 3] >> (i & 7)) & 1
 
