@@ -102,3 +102,28 @@ def test_corrupt_state_is_a_clear_error() -> None:
 
     with pytest.raises(TrustlabError, match="corrupt"):
         Tpm12(Clock(load("sim-2010")), nv=MemoryNVStore(b"{not json"))
+
+
+def test_a_failed_save_keeps_the_old_state(tmp_path, monkeypatch) -> None:
+    import os
+
+    path = tmp_path / "tpm.state"
+    clock = Clock(load("sim-2010"))
+    tpm = Tpm12(clock, nv=FileNVStore(path))
+    tpm.TPM_TakeOwnership(OWNER, SRK)
+    cid, start = tpm.TPM_CreateCounter(OWNER, secret("c"))
+    before = path.read_bytes()
+
+    def crash(*_a, **_k):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "replace", crash)
+    from trustlab.errors import TrustlabError
+
+    with pytest.raises(TrustlabError, match="cannot write"):
+        tpm.TPM_IncrementCounter(cid, secret("c"))
+    assert tpm.TPM_ReadCounter(cid) == start  # the failed increment did not happen in memory either
+    monkeypatch.undo()
+    assert path.read_bytes() == before
+    assert [p.name for p in tmp_path.iterdir()] == ["tpm.state"]  # no temp file left behind
+    assert Tpm12(clock, nv=FileNVStore(path)).TPM_ReadCounter(cid) == start

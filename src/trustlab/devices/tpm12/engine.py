@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import os
 import struct
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -139,11 +140,14 @@ class Engine:
         if data is None:
             # manufacturing: the EK is created once, outside any timed command
             self.state = PersistentState(ek=self.crypto.make_key(2048))
-            self.nv.save(self.state.to_bytes())
+            data = self.state.to_bytes()
+            self.nv.save(data)
         else:
             self.state = PersistentState.from_bytes(data, type(self.nv).__name__)
+        self._persisted = data  # the last state known to be durable
         self._dirty = False
         self.last_internal_error: Exception | None = None  # set if a handler raised a non-TPM error
+        self._storage_failure: BaseException | None = None
         self.startup()
 
     # ---- volatile state -------------------------------------------------------
@@ -260,7 +264,7 @@ class Engine:
                 uses.append(SessionUse(session, odd, cont, value))
             auth = AuthContext(self.crypto, in_digest, uses)
             req = Request(spec.name, ordinal, handles, Reader(params, spec.name), params, auth, in_digest)
-            with self.clock.command(spec.name) if not outer else _null():
+            with self.clock.command(spec.name) if not outer else nullcontext():
                 try:
                     result = spec.handler(self, req)
                 except BaseException:
@@ -282,24 +286,37 @@ class Engine:
                         self.sessions.pop(u.session.handle, None)
                 payload = result.handles + result.params + trailer_out.bytes()
                 w.u16(C.RESPONSE_TAG[n_auth]).u32(HEADER + len(payload)).u32(C.TPM_SUCCESS).raw(payload)
-                if self._dirty:
-                    self.nv.save(self.state.to_bytes())
-                    self._dirty = False
                 if not outer:
                     self.crypto.flush()
-            return w.bytes(), in_digest, out_digest
         except Exception as e:  # a chip answers every frame; a handler bug becomes TPM_FAIL
+            if e is self._storage_failure:  # NV failed inside a wrapped command: no answer at all
+                raise
             if not isinstance(e, TpmError):
                 self.last_internal_error = e
                 e = TpmError("TPM_FAIL", f"internal error: {type(e).__name__}: {e}")
             for u in uses:  # a failed command ends its authorization sessions (Part 1, 13.2)
                 if u.session.kind != "TRANSPORT":
                     self.sessions.pop(u.session.handle, None)
-            if self._dirty:  # a handler that changed state before failing still persists it
-                self.nv.save(self.state.to_bytes())
-                self._dirty = False
+            self._persist()  # a handler that changed state before failing still persists it
             err = struct.pack(">HII", C.TPM_TAG_RSP_COMMAND, HEADER, e.rc)
             return err, b"", b""
+        # outside the try: a storage failure (or injected power loss) is not a TPM answer
+        self._persist()
+        return w.bytes(), in_digest, out_digest
+
+    def _persist(self) -> None:
+        """Save changed state before the response; if saving fails, the command never happened."""
+        if not self._dirty:
+            return
+        self._dirty = False
+        data = self.state.to_bytes()
+        try:
+            self.nv.save(data)
+        except BaseException as e:
+            self.state = PersistentState.from_bytes(self._persisted, type(self.nv).__name__)
+            self._storage_failure = e
+            raise
+        self._persisted = data
 
     def _inside_exclusive(self, name: str, frame: bytes) -> bool:
         """Commands that keep an exclusive transport session alive: its own wrapper/release."""
@@ -309,10 +326,3 @@ class Engine:
         handle = struct.unpack(">I", frame[len(frame) - AUTH_IN:len(frame) - AUTH_IN + 4])[0]
         return handle == self.exclusive
 
-
-class _null:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: object) -> None:
-        return None
