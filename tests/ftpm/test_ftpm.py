@@ -121,6 +121,20 @@ def test_fate_sharing_refuses_boot_when_dirty_bit_cannot_be_persisted(clock):
         t.unseal(phone.sealed, PIN)
 
 
+def test_refusing_os_cannot_launder_ram_failures_through_a_failed_clock_write(clock):
+    """Failures kept in RAM while the OS refuses writes survive a refused NVClock persist."""
+    phone = Phone(clock, policy="dirty-bit", clock_period_ms=10_000)
+    t = phone.boot(dark=False)
+    phone.beh.refuse_writes = True
+    assert [phone.guess(t) for _ in range(3)] == ["TPM_RC_AUTH_FAIL"] * 3
+    clock.charge_ms("idle", 10_000)                    # cross the NVClock period
+    assert phone.guess(t, PIN) == "TPM_RC_NV_UNAVAILABLE"  # fate sharing: refused
+    phone.beh.refuse_writes = False
+    assert phone.guess(t, PIN) == "TPM_RC_LOCKOUT"     # still locked out, and now persisted
+    t = phone.boot(dark=False)
+    assert t.locked_out
+
+
 def test_tpm2_nonorderly_rule_locks_on_first_unrecordable_failure(clock):
     phone = Phone(clock, policy="tpm2-nonorderly")
     t = phone.boot(dark=True)

@@ -29,7 +29,9 @@ from trustlab.devices.ftpm import DEFAULT_STORAGE_PROFILE
 from trustlab.devices.ftpm.storage_cost import EXTRA_COMMANDS, PAPER_COMMANDS, measure
 from trustlab.errors import TrustlabError
 from trustlab.experiments.registry import Result, experiment
+from trustlab.devices.ftpm.platform import STORAGE_COMPONENTS
 from trustlab.timing import formulas, registry
+from trustlab.timing.clock import Clock
 
 DEFAULT_PROFILES = (
     "intel-ptt-302.12.0.0-jcalgtest", "intel-ptt-11.6.0.1126-jcalgtest", "nvidia-jetson-orin-op-tee-ftpm-wolftpm",
@@ -86,6 +88,7 @@ class FtpmVsDtpmExperiment:
         if args.profiles in (None, "all"):
             profiles = [p for p in profiles if kind_of(p.name) != "software"]
         storage = registry.load(args.storage_profile)
+        Clock(storage).require(*STORAGE_COMPONENTS)  # fail before starting swtpm
         costs = {c.label: c for c in measure(storage, reps=args.reps, seed=args.seed)}
         commands = PAPER_COMMANDS + EXTRA_COMMANDS
         devices = []

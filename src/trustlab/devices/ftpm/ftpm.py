@@ -86,15 +86,19 @@ class FirmwareTpm:
         return FtpmState.decode(raw) if raw is not None else FtpmState()
 
     def _persist(self, new: FtpmState) -> None:
-        """Commit ``new`` atomically; on failure reload what storage really holds."""
+        """Commit ``new`` atomically; ``self.state`` changes only once the commit is acknowledged.
+
+        On failure the RAM state stays what it was before the command (the
+        paper's "the command must roll back its in-memory data"). It is *not*
+        reloaded from storage: RAM may hold failed tries that storage never got
+        (a dark period, a refusing OS), and reloading would hand them back to
+        the attacker. If the commit landed although its response was lost, the
+        next commit of the full state supersedes it.
+        """
         try:
             self.nv.save(new.encode())
         except (StorageUnavailable, RpmbError):
             self.last_frames = 0
-            try:
-                self.state = self._load()
-            except (StorageUnavailable, RpmbError):
-                pass  # storage gone entirely: RAM stays as it was
             raise
         self.last_frames = self.nv.last_frames
         self.state = new
