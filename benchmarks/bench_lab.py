@@ -25,7 +25,7 @@ from trustlab.sweep import parse, run_sweep
 
 
 def _spec(n_seeds: int) -> Any:
-    return parse({"name": "bench", "experiment": "timing-model", "fixed": {"repeats": 3},
+    return parse({"name": "bench", "experiment": "timing-model", "fixed": {"repeats": 3, "simulate": False},
                   "grid": {"profile": ["infineon-2010", "stm-2010"], "noise": [0.0, 0.02],
                            "seed": list(range(n_seeds))}}, "bench")
 

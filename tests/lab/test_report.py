@@ -19,6 +19,7 @@ def tm_record():
     return run_argv("timing-model", ["--profile", "infineon-2010", "--profile", "atmel-2010"]).to_record()
 
 
+
 def test_report_has_references_plots_tables_and_provenance(tmp_path, tm_record):
     index = write_report([tm_record], tmp_path)
     page = index.read_text()
