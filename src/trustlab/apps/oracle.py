@@ -62,6 +62,11 @@ class OracleRun:
     calls: dict[str, list[tuple[str, float]]] = field(default_factory=dict)  # party -> [(command, ms)]
     answers: list[list[bytes]] = field(default_factory=list)  # per query, per party
     query_ms: list[float] = field(default_factory=list)
+    setup_calls: dict[str, int] = field(default_factory=dict)  # party -> commands before the queries
+
+    def setup_ms(self, party: str, commands: set[str] | tuple[str, ...]) -> float:
+        """ms of ``commands`` during setup and migration (steps 1-2), excluding queries."""
+        return sum(ms for cmd, ms in self.calls[party][: self.setup_calls[party]] if cmd in commands)
 
     def ms(self, party: str, commands: set[str] | tuple[str, ...]) -> float:
         return sum(ms for cmd, ms in self.calls.get(party, []) if cmd in commands)
@@ -153,6 +158,7 @@ def run(profile: Profile, parties: int, *, input_blocks: int = 3, output_blocks:
         d.key_handle = d.tpm.TPM_LoadKey2(C.TPM_KH_SRK, cmk.with_enc(enc).marshal(), SRK)  # 2c T3
 
     # ---- Step 3: oracle queries ----
+    out.setup_calls = {name: len(calls) for name, calls in out.calls.items()}
     length = 64 * input_blocks - 9  # the longest input that HMAC hashes in b_i blocks after the key block
     for q in range(queries):
         data = hashlib.sha1(f"query {q}".encode()).digest() * (length // 20 + 1)

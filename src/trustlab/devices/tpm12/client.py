@@ -292,9 +292,9 @@ class Tpm12:
         return r.rest()
 
     def TPM_LoadKey2(self, parent: int, blob: bytes, parent_auth: Auth | None = None) -> int:
-        _, _r = self.call("TPM_LoadKey2", handles=[parent], params=blob,
-                          auth=[parent_auth] if parent_auth is not None else [], out_handles=1)
-        return _[0]
+        (handle,), _ = self.call("TPM_LoadKey2", handles=[parent], params=blob,
+                                 auth=[parent_auth] if parent_auth is not None else [], out_handles=1)
+        return handle
 
     def TPM_MakeIdentity(self, owner_auth: bytes, srk_auth: bytes, aik_auth: bytes,
                          label_ca_digest: bytes = b"\x00" * 20) -> tuple[bytes, bytes]:
