@@ -176,3 +176,20 @@ def test_replayed_write_response_cannot_fake_a_successful_write():
     os_.behaviour.replay_responses = False
     client.write(6, [b"next" * 64])  # the driver re-synchronised its counter
     assert dev.peek(6) == b"next" * 64
+
+
+def test_os_redirecting_a_read_to_another_address_is_refused():
+    dev, os_, client = setup()
+    client.write(1, [b"one." * 64])
+    client.write(2, [b"two." * 64])
+
+    class Redirect(NormalWorld):
+        def rpmb(self, request, response_frames=1):
+            f = Frame.from_bytes(request[0])
+            if f.req_resp == rf.REQ_AUTH_READ:  # read requests carry no MAC: rewrite the address
+                from dataclasses import replace
+                request = [replace(f, address=2).to_bytes()]
+            return super().rpmb(request, response_frames)
+
+    with pytest.raises(RpmbError, match="does not answer"):
+        RpmbClient(Redirect(dev), KEY).read(1)

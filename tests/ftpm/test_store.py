@@ -164,3 +164,46 @@ def test_commit_cost_model_equals_simulation(clock, levels, fanout, blocks):
     model = {k: n * clock.profile.mean(k) for k, n in terms.items()}
     assert charged == pytest.approx(model)
     assert clock.now_ms - t0 == pytest.approx(sum(model.values()))
+
+
+def test_os_that_programs_its_own_key_first_gets_denial_of_service_not_control():
+    from trustlab.devices.ftpm import rpmb_frame as rf
+    from trustlab.devices.ftpm.errors import RpmbError
+    p = Platform(n_blocks=4)
+    p.device.transfer_in([rf.Frame(req_resp=rf.REQ_KEY_PROGRAM, key_mac=b"\x66" * 32).to_bytes()])
+    with pytest.raises(RpmbError, match="MAC"):
+        p.boot()  # the TEE notices that the eMMC does not hold its key and stores nothing
+
+
+def test_leaked_rpmb_key_allows_rollback_but_not_forgery():
+    """The threat-model boundary: RPMB's replay protection rests on the key staying secret.
+
+    An attacker who captured the key (it crosses the normal world once, at provisioning)
+    can write old ciphertext back -- a rollback the TEE cannot detect -- but AES-GCM under
+    the TEE-only key still stops forged or modified state.
+    """
+    from trustlab.devices.ftpm import rpmb_frame as rf
+    from trustlab.devices.ftpm.rpmb_frame import Frame
+    p = Platform(n_blocks=4)
+    os_, s = p.boot()
+    with s.transaction():
+        s.write(0, b"counter=1")
+    old_image = {a: p.device.peek(a) for a in range(p.device.size_blocks)}
+    with s.transaction():
+        s.write(0, b"counter=2")
+    key = p.keys.rpmb_key  # what the OS saw in the key-programming frame
+    for addr, data in old_image.items():  # rewrite the old image with fresh, valid counters
+        req = rf.seal(key, [Frame(req_resp=rf.REQ_AUTH_WRITE, data=data, write_counter=p.device.write_counter,
+                                  address=addr, block_count=1)])
+        assert os_.inject(req) == rf.RES_OK
+    _, s = p.boot()
+    assert s.read(0)[:9] == b"counter=1"  # rolled back
+    addr = s._data_addr(0, s._bits[0] & 1)  # the committed copy of block 0
+    forged = bytearray(p.device.peek(addr))
+    forged[20] ^= 1
+    req = rf.seal(key, [Frame(req_resp=rf.REQ_AUTH_WRITE, data=bytes(forged), write_counter=p.device.write_counter,
+                              address=addr, block_count=1)])
+    assert os_.inject(req) == rf.RES_OK
+    _, s = p.boot()
+    with pytest.raises(StorageCorrupt):
+        s.read(0)

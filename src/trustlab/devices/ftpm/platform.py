@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from trustlab.devices.ftpm import rpmb_frame as rf
 from trustlab.devices.ftpm.atomic_store import AtomicStore
+from trustlab.devices.ftpm.errors import RpmbError
 from trustlab.devices.ftpm.faults import PowerRail
 from trustlab.devices.ftpm.keys import DeviceSecrets, StorageKeys, derive_keys
 from trustlab.devices.ftpm.normal_world import Capture, NormalWorld, OsBehaviour
@@ -56,7 +58,13 @@ class Platform:
         os_.capture = self.capture
         client = RpmbClient(os_, self.keys.rpmb_key, clock=self.clock)
         store = self._store_for(client)
-        if not self.device.key_programmed:
+        try:
+            client.read_counter()  # authenticated: proves the eMMC holds *our* key
+        except RpmbError as exc:
+            if exc.result is None or exc.result & 0x7F != rf.RES_NO_KEY:
+                raise
+            # first boot: program the key derived from the SSK and lay out the store. The key
+            # crosses the normal world once, so provisioning must happen in a trusted setting.
             client.program_key()
             store.format()
         return os_, store
