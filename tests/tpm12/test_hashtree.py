@@ -91,3 +91,24 @@ def test_update_costs_2_depth_hashes_more_than_nothing(tpm: Tpm12, aik, clock) -
     extra_levels = 12 - 4
     assert blocks[12] - blocks[4] >= 2 * extra_levels
     assert blocks[12] - blocks[4] <= 2 * extra_levels + 4
+
+
+def test_increment_mode_cannot_roll_a_counter_back(tpm: Tpm12, aik) -> None:
+    handle, pub = aik
+    tree = merkle.SparseMerkleTree(6)
+    for i in range(tree.size):
+        tree.update(i, merkle.counter_leaf(0))
+    tpm.TPM_ExecuteHashTree(handle, 0, 0, b"\0" * 20, tree.root, [], b"\0" * 20, OWNER)
+    for value in range(3):
+        nonce = bytes([value]) * 20
+        root, sig = tpm.TPM_ExecuteHashTree(handle, 3, 9, value.to_bytes(8, "big") + bytes(12), b"\0" * 20,
+                                            tree.path(9), nonce, AIK)
+        assert root == tree.update(9, merkle.counter_leaf(value + 1))
+        digest = hashlib.sha1(merkle.hashtree_info(nonce, 9, merkle.counter_leaf(value + 1), root)).digest()
+        pub.verify(sig, digest, padding.PKCS1v15(), utils.Prehashed(hashes.SHA1()))
+    # claiming an older value does not match the root: INCREMENT never goes back
+    with pytest.raises(TpmError, match="TPM_BAD_HASHTREE"):
+        tpm.TPM_ExecuteHashTree(handle, 3, 9, (1).to_bytes(8, "big") + bytes(12), b"\0" * 20,
+                                tree.path(9), b"\0" * 20, AIK)
+    with pytest.raises(TpmError, match="TPM_BAD_PARAMETER"):
+        tpm.TPM_ExecuteHashTree(handle, 3, 9, b"\xff" * 20, b"\0" * 20, tree.path(9), b"\0" * 20, AIK)

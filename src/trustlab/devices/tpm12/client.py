@@ -448,7 +448,9 @@ class Tpm12:
         """Returns (root now held by the TPM, signature over TPM_HASHTREE_INFO; empty for INIT).
 
         ``mode``: 0 INIT (``auth`` is the owner secret, ``new_leaf`` the root),
-        1 READ, 2 UPDATE; leaves are leaf *hashes* (see ``merkle.leaf_hash``).
+        1 READ, 2 UPDATE (any new leaf), 3 INCREMENT (``old_leaf`` = UINT64
+        value padded to 20 bytes; the TPM installs ``counter_leaf(value + 1)``).
+        Leaves are leaf *hashes* (see ``merkle.leaf_hash``/``counter_leaf``).
         """
         w = (Writer().u8(mode).u32(index >> 32).u32(index & 0xFFFFFFFF).raw(old_leaf).raw(new_leaf)
              .raw(nonce).u32(len(siblings)))

@@ -35,6 +35,11 @@ def leaf_hash(data: bytes, h: Hash = sha1) -> bytes:
     return h(b"\x00", data)
 
 
+def counter_leaf(value: int, h: Hash = sha1) -> bytes:
+    """Leaf hash of a monotonic counter: ``leaf_hash(UINT64 value)`` (TPM_ExecuteHashTree INCREMENT)."""
+    return leaf_hash(value.to_bytes(8, "big"), h)
+
+
 def node_hash(left: bytes, right: bytes, h: Hash = sha1) -> bytes:
     return h(b"\x01", left, right)
 

@@ -7,7 +7,14 @@ untrusted host memory (see :mod:`..merkle` for the conventions). Modes:
 * ``READ``: check that ``leaf`` at ``index`` is under the held root (depth
   hashes), then sign TPM_HASHTREE_INFO(nonce, index, leaf, root);
 * ``UPDATE``: check ``old leaf`` as in READ, recompute the root with ``new
-  leaf`` over the same siblings (depth more hashes), store it, sign.
+  leaf`` over the same siblings (depth more hashes), store it, sign. This is
+  an authenticated *write*: whoever holds the key's secret may install any
+  leaf, including an older one — fine for data the key holder owns, wrong
+  for counters a host must not roll back;
+* ``INCREMENT``: the monotonic form: the first 8 bytes of ``old leaf`` carry
+  the counter's current value ``v``; the TPM checks ``counter_leaf(v)``
+  under the root and installs ``counter_leaf(v + 1)`` itself, so a host can
+  never move a counter backwards (2 more leaf hashes than UPDATE).
 
 So an update costs ``2 * depth`` node hashes + a signature, a read ``depth``
 + a signature — the paper's ``(2 log2 nc) Tth + Tts`` and ``(log2 nc) Tth +
@@ -25,7 +32,7 @@ from trustlab.devices.tpm12.errors import TpmError
 from trustlab.devices.tpm12.registry import Request, Response, tpm_command
 from trustlab.devices.tpm12.wire import Writer
 
-MODE_INIT, MODE_READ, MODE_UPDATE = 0, 1, 2
+MODE_INIT, MODE_READ, MODE_UPDATE, MODE_INCREMENT = 0, 1, 2, 3
 
 
 @tpm_command("TPM_ExecuteHashTree", handles=1, auth=(1,))
@@ -50,8 +57,14 @@ def execute_hash_tree(tpm, req: Request) -> Response:
     root = tpm.state.hashtree_root
     if root is None:
         raise TpmError("TPM_BAD_HASHTREE", "no hash tree root is set (INIT first)")
-    if mode not in (MODE_READ, MODE_UPDATE):
+    if mode not in (MODE_READ, MODE_UPDATE, MODE_INCREMENT):
         raise TpmError("TPM_BAD_PARAMETER", f"mode {mode}")
+    if mode == MODE_INCREMENT:
+        value = int.from_bytes(old_leaf[:8], "big")
+        if old_leaf[8:] != bytes(12) or value == (1 << 64) - 1:
+            raise TpmError("TPM_BAD_PARAMETER", "INCREMENT takes a UINT64 value below 2^64 - 1")
+        old_leaf = merkle.counter_leaf(value, tpm.crypto.sha1)
+        new_leaf = merkle.counter_leaf(value + 1, tpm.crypto.sha1)
     try:
         implied = merkle.root_from_path(index, old_leaf, siblings, tpm.crypto.sha1)
     except ValueError as e:
@@ -59,7 +72,7 @@ def execute_hash_tree(tpm, req: Request) -> Response:
     if not _hmac.compare_digest(implied, root):
         raise TpmError("TPM_BAD_HASHTREE", f"leaf {index} and path do not match the held root")
     leaf = old_leaf
-    if mode == MODE_UPDATE:
+    if mode in (MODE_UPDATE, MODE_INCREMENT):
         root = merkle.root_from_path(index, new_leaf, siblings, tpm.crypto.sha1)
         tpm.state.hashtree_root = root
         tpm.mark_dirty()
