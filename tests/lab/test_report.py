@@ -100,3 +100,15 @@ def test_report_accepts_a_sweep_results_file_and_links_runs(tmp_path):
 def test_record_meta_says_how_to_run_it_again(tm_record):
     args = tm_record["meta"]["args"]
     assert args["profile"] == ["infineon-2010", "atmel-2010"] and args["noise"] == 0.0
+
+
+def test_parallel_figure_drawing_gives_the_same_report(tmp_path):
+    records = [run_argv("lab-counting", ["--x", str(x)]).to_record() for x in range(8)]
+    records.append(dict(records[0], plots=[{"kind": "pie", "series": []}]))
+    one = write_report(records, tmp_path / "one", jobs=1)
+    two = write_report(records, tmp_path / "two", jobs=2)
+    pngs = sorted(p.name for p in (tmp_path / "one" / "plots").iterdir())
+    assert len(pngs) == 8 and pngs == sorted(p.name for p in (tmp_path / "two" / "plots").iterdir())
+    for name in pngs:
+        assert (tmp_path / "one" / "plots" / name).read_bytes() == (tmp_path / "two" / "plots" / name).read_bytes()
+    assert "unknown plot kind" in two.read_text() and one.read_text().count("<img") == 8

@@ -204,7 +204,7 @@ def run(args: argparse.Namespace) -> int:
     notes = [f"Flagship run: {len(runs)} runs of {len({n for n, _ in runs})} experiments, "
              f"{args.jobs} parallel, {wall:.0f} s wall clock. Regenerate with: trustlab flagship --out {args.out}"]
     index = write_report(records, args.out, title="trustlab — the papers' tables and figures, regenerated",
-                         notes=notes)
+                         notes=notes, jobs=args.jobs)
     failed = [r for r in records if "data" not in r]
     print(f"{index}: {len(records)} runs, {len(failed)} failed, {wall:.0f} s")
     for r in failed:

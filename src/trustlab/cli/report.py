@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from trustlab.errors import TrustlabError
 from trustlab.report import write_report
 from trustlab.report.records import collect
 
@@ -24,12 +25,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--title", default="trustlab report")
     p.add_argument("--link-images", action="store_true",
                    help="link the PNG files beside the page instead of embedding them")
+    p.add_argument("--jobs", "-j", type=int, default=1, metavar="N",
+                   help="draw figures on N processes (default 1)")
     p.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
     records = collect(args.results)
-    index = write_report(records, args.out, title=args.title, inline=not args.link_images)
+    if args.jobs < 1:
+        raise TrustlabError(f"--jobs {args.jobs}: need at least 1")
+    index = write_report(records, args.out, title=args.title, inline=not args.link_images, jobs=args.jobs)
     failed = sum(1 for r in records if "data" not in r)
     print(f"{index} ({len(records)} runs, {failed} failed)")
     return 1 if failed else 0

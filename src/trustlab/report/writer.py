@@ -11,7 +11,9 @@ Layout of ``out_dir``::
 
 from __future__ import annotations
 
+import multiprocessing
 import time
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -47,12 +49,40 @@ def _max_err(rows: list[dict[str, Any]]) -> float | None:
     return max(errs) if errs else None
 
 
+def _render_safe(spec: Any, png: Path) -> str | None:
+    """Render one figure; the error message instead of an exception (shown in the page)."""
+    try:
+        render(spec, png)
+    except PlotError as exc:
+        return str(exc)
+    return None
+
+
+def _render_all(records: Sequence[dict[str, Any]], ids: list[str], out_dir: Path,
+                jobs: int) -> dict[tuple[str, int], str | None]:
+    """Every figure of every run, on ``jobs`` forked processes when there are many."""
+    work = [((run_id, n), spec, out_dir / "plots" / f"{run_id}-{n}.png")
+            for run_id, record in zip(ids, records) if not is_failure(record)
+            for n, spec in enumerate(record.get("plots") or [], start=1)]
+    if jobs > 1 and len(work) >= 8 and "fork" in multiprocessing.get_all_start_methods():
+        # fork: the children inherit matplotlib already imported, so they start at once
+        with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("fork")) as pool:
+            errors = list(pool.map(_render_safe, [w[1] for w in work], [w[2] for w in work]))
+    else:
+        errors = [_render_safe(spec, png) for _, spec, png in work]
+    return {key: err for (key, _, _), err in zip(work, errors)}
+
+
 def write_report(records: Sequence[dict[str, Any]], out_dir: Path, title: str = "trustlab report",
-                 inline: bool = True, notes: Sequence[str] = ()) -> Path:
-    """Write the report for ``records`` into ``out_dir``; returns the path of index.html."""
+                 inline: bool = True, notes: Sequence[str] = (), jobs: int = 1) -> Path:
+    """Write the report for ``records`` into ``out_dir``; returns the path of index.html.
+
+    ``jobs`` > 1 draws the figures on that many processes (the slow part of a big report).
+    """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     ids = _run_ids(records)
+    rendered = _render_all(records, ids, out_dir, jobs)
     all_refs: list[dict[str, Any]] = []
     summary_rows: list[dict[str, Any]] = []
     sections: list[str] = []
@@ -73,7 +103,7 @@ def write_report(records: Sequence[dict[str, Any]], out_dir: Path, title: str = 
                              "parameters": _describe_params(record), "status": "ok",
                              "references": len(refs), "max |error| %": _max_err(refs),
                              "wall s": meta.get("wall_s")})
-        sections.append(_section(run_id, record, refs, out_dir, inline))
+        sections.append(_section(run_id, record, refs, out_dir, inline, rendered))
     write_json(out_dir / "results.json", list(records))
     if all_refs:
         write_csv(out_dir / "references.csv", all_refs)
@@ -99,7 +129,7 @@ def write_report(records: Sequence[dict[str, Any]], out_dir: Path, title: str = 
 
 
 def _section(run_id: str, record: dict[str, Any], refs: list[dict[str, Any]], out_dir: Path,
-             inline: bool) -> str:
+             inline: bool, rendered: dict[tuple[str, int], str | None]) -> str:
     parts = [f'<h2 id="{run_id}">{h.esc(record["experiment"])} <span class="small">'
              f'{h.esc(_describe_params(record))}</span></h2>']
     if refs:
@@ -108,10 +138,9 @@ def _section(run_id: str, record: dict[str, Any], refs: list[dict[str, Any]], ou
     for n, spec in enumerate(record.get("plots") or [], start=1):
         title = spec.get("title", f"figure {n}") if isinstance(spec, dict) else f"figure {n}"
         png = out_dir / "plots" / f"{run_id}-{n}.png"
-        try:
-            render(spec, png)
-        except PlotError as exc:
-            parts.append(f'<p class="bad">Figure {n} ({h.esc(title)}) could not be drawn: {h.esc(exc)}</p>')
+        error = rendered.get((run_id, n), "not drawn")
+        if error is not None:
+            parts.append(f'<p class="bad">Figure {n} ({h.esc(title)}) could not be drawn: {h.esc(error)}</p>')
             continue
         parts.append(f'<figure>{h.image(png, out_dir, title, inline)}<figcaption>Figure {n}: '
                      f'{h.esc(title)} · <a href="plots/{png.name}">PNG</a></figcaption></figure>')
