@@ -22,7 +22,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--jobs", "-j", type=int, default=os.cpu_count() or 1, metavar="N",
                    help="local worker processes (default: one per CPU; 1 runs in this process)")
     p.add_argument("--scheduler", metavar="ADDRESS",
-                   help="Dask scheduler address, e.g. tcp://127.0.0.1:8786 (overrides --jobs)")
+                   help="Dask scheduler address, e.g. tcp://127.0.0.1:8786; 'local' starts a cluster of "
+                   "--jobs workers on 127.0.0.1 for this sweep")
     p.add_argument("--out", type=Path, default=Path("out/sweeps"), metavar="DIR",
                    help="output directory; results go to DIR/NAME (default out/sweeps)")
     p.add_argument("--dry-run", action="store_true", help="list the points and which are cached; run nothing")

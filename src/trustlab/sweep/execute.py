@@ -44,8 +44,19 @@ def local_processes(points: Sequence[Point], jobs: int) -> Iterator[tuple[str, d
     yield from parallel(delayed(run_point)(p.key, p.experiment, p.argv) for p in points)
 
 
-def dask(points: Sequence[Point], address: str) -> Iterator[tuple[str, dict[str, Any]]]:
-    """A Dask distributed cluster at ``address`` (e.g. ``tcp://127.0.0.1:8786``)."""
+def dask(points: Sequence[Point], address: str, jobs: int = 1) -> Iterator[tuple[str, dict[str, Any]]]:
+    """A Dask distributed cluster at ``address`` (e.g. ``tcp://127.0.0.1:8786``).
+
+    ``local`` starts a throw-away cluster of ``jobs`` worker processes on
+    127.0.0.1 for this sweep (the same code path as a real cluster).
+    """
+    if address == "local":
+        from distributed import LocalCluster
+
+        with LocalCluster(n_workers=jobs, threads_per_worker=1, processes=True, host="127.0.0.1",
+                          dashboard_address=None, silence_logs=40) as cluster:
+            yield from dask(points, cluster.scheduler_address)
+        return
     from distributed import Client, as_completed
 
     _probe(address)

@@ -52,8 +52,10 @@ def run_sweep(spec: SweepSpec, out_dir: Path, jobs: int = 1, scheduler: str | No
             records[p.key] = rec
     pending = [p for p in unique if p.key not in records]
     outcome = SweepOutcome(spec, points, records, cached=len(records), out_dir=out_dir)
-    if scheduler:
-        stream = execute.dask(pending, scheduler)
+    if not pending:
+        stream = iter(())
+    elif scheduler:
+        stream = execute.dask(pending, scheduler, jobs)
     elif jobs > 1 and len(pending) > 1:
         stream = execute.local_processes(pending, jobs)
     else:
