@@ -32,12 +32,18 @@ class Backend:
     def close(self) -> None:
         pass
 
+    def release(self) -> None:
+        """Let go of any connection held between commands."""
+
     def describe(self) -> str:
         return type(self).__name__
 
 
 class SocketBackend(Backend):
     """A raw TPM 2.0 data channel (swtpm's) with one persistent connection.
+
+    swtpm serves one data connection at a time, so while a proxy fronts a
+    swtpm, other clients must go through the proxy (or call ``release()``).
 
     A command that fails mid-way (the TPM process died, the connection broke,
     a reply timed out) is answered with TPM_RC_FAILURE and the connection is
@@ -70,18 +76,21 @@ class SocketBackend(Backend):
     def transact(self, command: bytes) -> bytes:
         with self._lock:
             for attempt in (0, 1):
-                if self._sock is None:
-                    self._sock = self._connect()
                 try:
-                    if attempt == 0 and self._stale():
+                    if self._sock is None:
+                        self._sock = self._connect()
+                    elif attempt == 0 and self._stale():
                         raise ConnectionError("peer closed idle connection")
                     self._sock.sendall(command)
                     return read_response(self._sock)
-                except (OSError, ConnectionError, wire.WireError):
+                except (OSError, ConnectionError, wire.WireError, BackendError):
                     self._drop()
-                    if attempt == 1:
-                        return wire.error_response(TPM_RC_FAILURE)
             return wire.error_response(TPM_RC_FAILURE)
+
+    def release(self) -> None:
+        """Close the persistent connection (swtpm serves one data connection at a time)."""
+        with self._lock:
+            self._drop()
 
     def _stale(self) -> bool:
         """True if the idle connection was closed by the peer (readable with EOF)."""

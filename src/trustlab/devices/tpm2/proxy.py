@@ -195,6 +195,33 @@ class TimingProxy:
                     raise TrustlabError(f"cannot listen on {host}:{port}/{port + 1}: {exc.strerror}") from None
         raise OSError("no free port pair for the proxy")
 
+    def reset(self) -> None:
+        """Power-cycle the backend TPM between runs: CMD_INIT, then TPM2_Startup(CLEAR).
+
+        Use this rather than ``Swtpm.reset()`` while the proxy serves a swtpm:
+        the proxy holds swtpm's single data connection. The object table and
+        the clock's ledger are cleared too.
+        """
+        with self._tpm_lock:
+            address = self.backend.ctrl_address
+            if address is not None:
+                family = socket.AF_UNIX if isinstance(address, str) else socket.AF_INET
+                with socket.socket(family, socket.SOCK_STREAM) as ctrl:
+                    ctrl.settimeout(5)
+                    ctrl.connect(address)
+                    ctrl.sendall(wire.ctrl_init())
+                    reply = ctrl.recv(4)
+                if len(reply) < 4 or wire.ctrl_result(reply) != 0:
+                    from trustlab.errors import TrustlabError
+                    raise TrustlabError(f"backend {self.backend.describe()}: CMD_INIT failed")
+                self.backend.release()
+            rc = wire.response_code(self.backend.transact(wire.startup_command()))
+            if rc not in (0, 0x100):
+                from trustlab.errors import TrustlabError
+                raise TrustlabError(f"backend {self.backend.describe()}: TPM2_Startup failed with {rc:#x}")
+            self.objects = objects.ObjectTable()
+            self.clock.reset()
+
     def stop(self) -> None:
         """Close listeners and connections, the backend (and its swtpm if owned), the trace."""
         if self._stopping.is_set():

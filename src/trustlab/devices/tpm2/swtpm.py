@@ -203,7 +203,11 @@ class Swtpm:
         return f"an error: {err.splitlines()[-1] if err else 'no message'}"
 
     def reset(self) -> None:
-        """Power-cycle: ``CMD_INIT`` then ``TPM2_Startup(CLEAR)`` (unless startup=False)."""
+        """Power-cycle: ``CMD_INIT`` then ``TPM2_Startup(CLEAR)`` (unless startup=False).
+
+        swtpm serves one data connection at a time: while a ``TimingProxy``
+        fronts this swtpm it holds that connection, so call ``proxy.reset()``.
+        """
         rc = wire.ctrl_result(self.ctrl(wire.ctrl_init(), reply_size=4))
         if rc != 0:
             raise SwtpmError(f"CMD_INIT failed with result {rc:#x}")
