@@ -56,3 +56,14 @@ def test_every_experiment_offers_json_and_save_on_the_cli(capsys):
         assert exit_.value.code == 0
         text = capsys.readouterr().out
         assert "--json" in text and "--save" in text, name
+
+
+def test_flagship_replaces_stale_records_and_figures(tmp_path, capsys):
+    out = tmp_path / "report"
+    (out / "records").mkdir(parents=True)
+    (out / "plots").mkdir()
+    (out / "records" / "99-old.json").write_text("{}")
+    (out / "plots" / "old-1.png").write_bytes(b"x")
+    assert main(["flagship", "--out", str(out), "--jobs", "1", "--no-progress", "--only", "lab-counting"]) == 0
+    assert sorted(p.name for p in (out / "records").iterdir()) == ["00-lab-counting.json"]
+    assert sorted(p.name for p in (out / "plots").iterdir()) == ["lab-counting-1-1.png"]

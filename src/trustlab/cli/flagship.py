@@ -164,6 +164,8 @@ def run(args: argparse.Namespace) -> int:
         return 0
     records_dir = args.out / "records"
     records_dir.mkdir(parents=True, exist_ok=True)
+    for stale in records_dir.glob("*.json"):  # the directory must hold exactly this run's records
+        stale.unlink()
     env = _child_env(args.jobs)
     started = time.perf_counter()
     results: list[dict[str, Any] | None] = [None] * len(runs)

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import json
 
 from trustlab.cli._output import print_json
+from trustlab.errors import TrustlabError
 from trustlab.experiments.registry import add_common_arguments, all_experiments, run_experiment
+from trustlab.report.records import write_json_atomic
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -24,8 +25,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _run(args: argparse.Namespace) -> int:
     result = run_experiment(args.experiment, args)
     if args.save:
-        args.save.parent.mkdir(parents=True, exist_ok=True)
-        args.save.write_text(json.dumps(result.to_record(), indent=2, default=str), encoding="utf-8")
+        try:
+            write_json_atomic(args.save, result.to_record())
+        except OSError as exc:
+            raise TrustlabError(f"--save {args.save}: cannot write ({exc.strerror or exc})") from None
     if args.json:
         print_json(result.data)
     else:

@@ -81,6 +81,9 @@ def write_report(records: Sequence[dict[str, Any]], out_dir: Path, title: str = 
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
+    for sub, pattern in (("plots", "*.png"), ("tables", "*.csv")):  # no stale figures from an earlier report
+        for old in (out_dir / sub).glob(pattern):
+            old.unlink()
     ids = _run_ids(records)
     rendered = _render_all(records, ids, out_dir, jobs)
     all_refs: list[dict[str, Any]] = []
