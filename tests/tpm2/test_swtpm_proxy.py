@@ -97,3 +97,38 @@ def test_owned_backend_and_trace_file(tmp_path, zero_profile):
     rec = json.loads(line)
     assert rec["command"] == "TPM2_GetRandom" and rec["in_bytes"] == 12 and rec["out_bytes"] == 20
     assert {"modelled_ms", "backend_ms", "rc", "unmodelled"} <= set(rec)
+
+
+def test_control_channel_relay_and_proxy_reset(swtpm, zero_profile):
+    import struct
+
+    with TimingProxy(zero_profile, swtpm, virtual=True) as proxy:
+        with ESAPI(TCTILdr("swtpm", proxy.tcti_conf)) as esys:
+            handle, *_ = esys.create_primary(None, "ecc256")
+        assert len(proxy.objects.by_handle) == 1
+        with socket.create_connection(("127.0.0.1", proxy.ctrl_port)) as ctrl:
+            ctrl.sendall(struct.pack(">I", wire.CMD_GET_CAPABILITY))
+            reply = ctrl.recv(8)
+        assert len(reply) == 8 and wire.ctrl_result(reply) == 0
+        proxy.reset()
+        assert not proxy.objects.by_handle and proxy.clock.now_ms == 0
+        with socket.create_connection(("127.0.0.1", proxy.port)) as s:
+            s.sendall(GETRANDOM)
+            assert wire.response_code(s.recv(100)) == 0
+        with socket.create_connection(("127.0.0.1", proxy.ctrl_port)) as ctrl:
+            ctrl.sendall(wire.ctrl_init())
+            assert wire.ctrl_result(ctrl.recv(4)) == 0
+        with socket.create_connection(("127.0.0.1", proxy.port)) as s:
+            s.sendall(GETRANDOM)  # after CMD_INIT the TPM wants TPM2_Startup first
+            assert wire.response_code(s.recv(100)) == 0x100
+
+
+def test_timed_swtpm_helper():
+    from trustlab.devices.tpm2.proxy import timed_swtpm
+
+    with timed_swtpm("nuvoton-npct750-wolftpm", virtual=True) as proxy:
+        tpm = proxy.backend.owned
+        with ESAPI(TCTILdr("swtpm", proxy.tcti_conf)) as esys:
+            esys.get_random(8)
+        assert proxy.clock.now_ms == pytest.approx(proxy.profile.mean("ohc"))
+    assert not tpm.alive

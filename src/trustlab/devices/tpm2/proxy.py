@@ -27,7 +27,8 @@ import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import IO, Callable
+from contextlib import contextmanager
+from typing import IO, Callable, Iterator
 
 from trustlab.devices.tpm2 import cost, objects, wire
 from trustlab.devices.tpm2.backend import Backend, open_backend
@@ -410,3 +411,35 @@ class TimingProxy:
                     return
                 buf = buf[4:]
                 conn.sendall(struct.pack(">I", 0))
+
+
+@contextmanager
+def timed_swtpm(profile: "Profile | str", *, virtual: bool = False, trace=None, seed: int = 0,
+                unix: bool = False) -> Iterator[TimingProxy]:
+    """A fresh swtpm behind a timing proxy, both cleaned up on exit.
+
+    The one-liner for tests, sweeps and experiments::
+
+        with timed_swtpm("nuvoton-npct750-wolftpm", virtual=True) as proxy:
+            esys = ESAPI(TCTILdr("swtpm", proxy.tcti_conf))
+            ...
+            proxy.clock.now_ms      # modelled time so far
+
+    ``proxy.backend.owned`` is the :class:`Swtpm`.
+    """
+    if isinstance(profile, str):
+        from trustlab.timing import registry
+
+        profile = registry.load(profile)
+    tpm = Swtpm(unix=unix).start()
+    try:
+        from trustlab.devices.tpm2.backend import swtpm_backend
+
+        proxy = TimingProxy(profile, swtpm_backend(tpm, owned=True), virtual=virtual, trace=trace, seed=seed)
+    except BaseException:
+        tpm.stop()
+        raise
+    try:
+        yield proxy
+    finally:
+        proxy.stop()
