@@ -6,6 +6,9 @@ Figures (measured in one run):
   timing-model fit-noise grid per wall second, in-process and on two joblib
   worker processes (worker start-up included, as a user sees it);
   ``parallel_speedup`` is their ratio.
+* ``heavy_*``: the same for points that do real work (the random-oracle
+  protocol on the TPM 1.2 engine, RSA-2048 throughout): where parallel
+  workers pay for their start-up.
 * ``resume_s_per_cached_point``: cost of a resumed sweep per point found in
   the cache (reading and checking its record), i.e. what resuming costs.
 * ``report_s_per_plot``: wall seconds per figure to write a report of the
@@ -49,6 +52,18 @@ def run(quick: bool = False) -> dict[str, Any]:
         assert again.executed == 0
         figures.update(points=n, sweep_points_per_s_1job=n / serial, sweep_points_per_s_2jobs=n / par,
                        parallel_speedup=serial / par, resume_s_per_cached_point=resume / n)
+        heavy = parse({"name": "heavy", "experiment": "oracle", "fixed": {"queries": 1},
+                       "grid": {"profile": ["infineon-2010", "atmel-2010"],
+                                "parties": [2, 3] if quick else [2, 3, 4]}}, "bench")
+        hn = len(heavy.points())
+        t = time.perf_counter()
+        run_sweep(heavy, root / "heavy1", jobs=1, progress=False)
+        h1 = time.perf_counter() - t
+        t = time.perf_counter()
+        run_sweep(heavy, root / "heavy2", jobs=2, progress=False)
+        h2 = time.perf_counter() - t
+        figures.update(heavy_points=hn, heavy_points_per_s_1job=hn / h1, heavy_points_per_s_2jobs=hn / h2,
+                       heavy_parallel_speedup=h1 / h2)
         records = [run_argv("timing-model", argv).to_record()
                    for argv in ([], ["--noise", "0.02"])[: 1 if quick else 2]]
         plots = sum(len(r["plots"]) for r in records)
