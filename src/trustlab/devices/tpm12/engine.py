@@ -47,7 +47,7 @@ from trustlab.timing.clock import Clock
 HEADER = 10
 AUTH_IN = 45   # authHandle 4 + nonceOdd 20 + continue 1 + authValue 20
 AUTH_OUT = 41  # nonceEven 20 + continue 1 + resAuth 20
-STATE_VERSION = 1
+STATE_VERSION = 2
 
 
 _DER_CACHE: dict[int, tuple[rsa.RSAPrivateKey, str]] = {}
@@ -91,26 +91,37 @@ class PersistentState:
     extra: dict[str, str] = field(default_factory=dict)
 
     def to_bytes(self) -> bytes:
-        doc = {
-            "version": STATE_VERSION,
-            "ek": _der(self.ek) if self.ek else None,  # cached: saving after a counter bump stays cheap
-            "owner_auth": self.owner_auth.hex() if self.owner_auth else None,
-            "tpm_proof": self.tpm_proof.hex() if self.tpm_proof else None,
-            "srk": _der(self.srk) if self.srk else None,
-            "srk_auth": self.srk_auth.hex(),
+        """One JSON document; the part that changes only at ownership (keys, secrets) is cached.
+
+        Counters are saved after every increment, and re-encoding two RSA keys
+        each time would dominate a counter command's simulation cost.
+        """
+        static_id = (self.ek, self.srk, self.owner_auth, self.tpm_proof, self.srk_auth)
+        cached = getattr(self, "_static_json", None)  # (identity of the static fields, their JSON)
+        if cached is None or any(a is not b for a, b in zip(cached[0], static_id)):
+            static = json.dumps({
+                "ek": _der(self.ek) if self.ek else None,
+                "owner_auth": self.owner_auth.hex() if self.owner_auth else None,
+                "tpm_proof": self.tpm_proof.hex() if self.tpm_proof else None,
+                "srk": _der(self.srk) if self.srk else None,
+                "srk_auth": self.srk_auth.hex(),
+            }, sort_keys=True)
+            cached = self._static_json = (static_id, static)
+        dynamic = json.dumps({
             "counters": {str(k): [c.label.hex(), c.auth.hex(), c.value] for k, c in self.counters.items()},
             "next_counter_id": self.next_counter_id,
             "hashtree_root": self.hashtree_root.hex() if self.hashtree_root else None,
             "extra": self.extra,
-        }
-        return json.dumps(doc, sort_keys=True).encode()
+        }, sort_keys=True)
+        return f'{{"version": {STATE_VERSION}, "static": {cached[1]}, "dynamic": {dynamic}}}'.encode()
 
     @classmethod
     def from_bytes(cls, data: bytes, where: str) -> "PersistentState":
         try:
-            doc = json.loads(data)
-            if doc.get("version") != STATE_VERSION:
-                raise ValueError(f"unknown state version {doc.get('version')!r}")
+            outer = json.loads(data)
+            if not isinstance(outer, dict) or outer.get("version") != STATE_VERSION:
+                raise ValueError(f"unknown state version {outer.get('version') if isinstance(outer, dict) else None!r}")
+            doc = {**outer["static"], **outer["dynamic"]}
             h = lambda v: bytes.fromhex(v) if v else None  # noqa: E731
             return cls(
                 ek=_undo_der(doc["ek"]) if doc["ek"] else None,
