@@ -226,3 +226,13 @@ def test_sweep_plots_aggregate_points_into_a_report(tmp_path, image_check):
 def test_bad_sweep_plots_are_refused(plot, message):
     with pytest.raises(TrustlabError, match=message):
         parse({"experiment": "lab-counting", "grid": {"x": [1]}, "plot": [plot]}, "spec.toml")
+
+
+def test_fresh_recomputes_everything_and_records_carry_their_point(tmp_path):
+    log = tmp_path / "log"
+    spec = parse(dict(_spec(log), grid={"x": [1, 2]}), "t")
+    first = run_sweep(spec, tmp_path, jobs=1, progress=False)
+    meta = first.ordered()[1]["record"]["meta"]["sweep"]
+    assert meta["name"] == "count" and meta["params"]["x"] == 2 and meta["key"] == first.points[1].key
+    again = run_sweep(spec, tmp_path, jobs=1, progress=False, fresh=True)
+    assert again.executed == 2 and again.cached == 0 and len(_executions(log)) == 4

@@ -26,6 +26,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "--jobs workers on 127.0.0.1 for this sweep")
     p.add_argument("--out", type=Path, default=Path("out/sweeps"), metavar="DIR",
                    help="output directory; results go to DIR/NAME (default out/sweeps)")
+    p.add_argument("--fresh", action="store_true",
+                   help="forget this spec's cached points and run them all again")
     p.add_argument("--dry-run", action="store_true", help="list the points and which are cached; run nothing")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(handler=run)
@@ -44,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"{point.key}  {state:7}  {point.experiment} {' '.join(point.argv)}")
         return 0
     outcome = run_sweep(spec, args.out, jobs=args.jobs, scheduler=args.scheduler,
-                        progress=not args.no_progress)
+                        progress=not args.no_progress, fresh=args.fresh)
     total = len({p.key for p in outcome.points})
     print(f"{outcome.out_dir}: {total} points, {outcome.cached} from cache, {outcome.executed} run, "
           f"{len(outcome.failed)} failed")

@@ -39,16 +39,25 @@ class SweepOutcome:
 
 
 def run_sweep(spec: SweepSpec, out_dir: Path, jobs: int = 1, scheduler: str | None = None,
-              progress: bool = True, on_result: Callable[[str, dict[str, Any]], None] | None = None
-              ) -> SweepOutcome:
+              progress: bool = True, on_result: Callable[[str, dict[str, Any]], None] | None = None,
+              fresh: bool = False) -> SweepOutcome:
+    """Run the points of ``spec`` not yet in the cache under ``out_dir/NAME``.
+
+    ``fresh`` forgets this spec's cached points first (after changing an
+    experiment's code without changing trustlab's version, say).
+    """
     points = spec.points()
     unique = list({p.key: p for p in points}.values())
+    by_key = {p.key: p for p in unique}
     out_dir = Path(out_dir) / spec.name
     cache = PointCache(out_dir / "points")
     records: dict[str, dict[str, Any]] = {}
     for p in unique:
+        if fresh:
+            cache.path(p.key).unlink(missing_ok=True)
+            continue
         rec = cache.get(p.key)
-        if rec is not None:
+        if rec is not None and rec.get("experiment") == p.experiment:
             records[p.key] = rec
     pending = [p for p in unique if p.key not in records]
     outcome = SweepOutcome(spec, points, records, cached=len(records), out_dir=out_dir)
@@ -65,6 +74,8 @@ def run_sweep(spec: SweepSpec, out_dir: Path, jobs: int = 1, scheduler: str | No
     try:
         for key, record in stream:
             outcome.executed += 1
+            point = by_key[key]
+            record.setdefault("meta", {})["sweep"] = {"name": spec.name, "key": key, "params": point.params}
             if "data" in record:
                 cache.put(key, record)
             else:
