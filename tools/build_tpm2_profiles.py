@@ -44,9 +44,10 @@ def wire_sizes(repeat: int = 1) -> dict[tuple[str, str], tuple[int, int, int, bo
     sizes = {}
     ends = [m[2] for m in marks[1:]] + [len(records)]
     for (command, variant, start), end in zip(marks, ends):
-        # the timed command is the first of its name in the step (set-up precedes only split steps)
+        # the timed command is the first of its name in the run (set-up precedes only split steps)
         rec = next(r for r in records[start:end] if r.command == command)
-        sizes[(command, variant)] = (rec.in_bytes, rec.out_bytes, int(rec.terms.get("sha256_byte", 0)), rec.rc == 0)
+        sizes.setdefault((command, variant), (rec.in_bytes, rec.out_bytes, int(rec.terms.get("sha256_byte", 0)),
+                                              rec.rc == 0))
     return sizes
 
 

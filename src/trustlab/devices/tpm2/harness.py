@@ -203,12 +203,16 @@ class Suite:
             self.ensure("rsa2048-decrypt")
             self.ciphertext = self.esys.rsa_encrypt(self.keys["rsa2048-decrypt"], self.digest, self.oaep)
 
-    def ensure(self, *kinds: str) -> None:
-        """Have exactly ``kinds`` (plus the parent) loaded, untimed.
+    MAX_KEYS = 2
+    """Keys kept loaded besides the parent (libtpms holds 3 transient objects)."""
 
-        A TPM holds only a few transient objects (libtpms: 3) and the suite
-        talks to the TPM without a resource manager, so keys are loaded on
-        demand before a step and flushed when another step needs the slots.
+    def ensure(self, *kinds: str) -> None:
+        """Have ``kinds`` loaded (plus the parent), untimed.
+
+        A TPM holds only a few transient objects and the suite talks to it
+        without a resource manager, so keys are loaded on demand and the
+        least recently used is flushed when slots run out. ``"slot"`` asks
+        for a free slot (the step itself creates or loads an object).
         """
         for what in ("signatures", "ciphertext"):
             if what in kinds:
@@ -216,12 +220,22 @@ class Suite:
         for kind in kinds:
             if kind.startswith("blob:"):
                 self.blob(kind[5:])
-        kinds = tuple(k for k in kinds if k not in ("signatures", "ciphertext") and not k.startswith("blob:"))
-        for kind in [k for k in self.keys if k not in kinds]:
-            self.esys.flush_context(self.keys.pop(kind))
+        limit = self.MAX_KEYS - (1 if "slot" in kinds else 0)
+        kinds = tuple(k for k in kinds if k in self.templates)
+        for kind in kinds:
+            if kind in self.keys:
+                self.keys[kind] = self.keys.pop(kind)  # most recently used goes last
         for kind in kinds:
             if kind not in self.keys:
+                self._evict(limit - 1, keep=kinds)
                 self.keys[kind] = self.esys.load(self.parent, *self.blob(kind))
+        self._evict(limit, keep=kinds)
+
+    def _evict(self, limit: int, keep: tuple[str, ...]) -> None:
+        for kind in [k for k in self.keys if k not in keep]:
+            if len(self.keys) <= limit:
+                break
+            self.esys.flush_context(self.keys.pop(kind))
 
     def _undefine_if_present(self, index: int) -> None:
         try:
@@ -267,17 +281,17 @@ class Suite:
         if suite == "small":
             return s
         s += [
-            ("TPM2_CreatePrimary", "rsa2048", (), lambda: e.create_primary(None, self.templates["rsa2048"])[0],
+            ("TPM2_CreatePrimary", "rsa2048", ("slot",), lambda: e.create_primary(None, self.templates["rsa2048"])[0],
              flush),
-            ("TPM2_CreatePrimary", "ecc256", (), lambda: e.create_primary(None, self.templates["ecc256"])[0],
+            ("TPM2_CreatePrimary", "ecc256", ("slot",), lambda: e.create_primary(None, self.templates["ecc256"])[0],
              flush),
             ("TPM2_Create", "rsa2048", (), lambda: e.create(self.parent, None, self.templates["rsa2048"]), None),
             ("TPM2_Create", "ecc256", (), lambda: e.create(self.parent, None, self.templates["ecc256"]), None),
             ("TPM2_Create", "seal", (), lambda: e.create(self.parent, self.sealed_in, self.templates["seal"]),
              None),
-            ("TPM2_Load", "rsa2048", ("blob:rsa2048",), lambda: e.load(self.parent, *self.blobs["rsa2048"]), flush),
-            ("TPM2_Load", "ecc256", ("blob:ecc256",), lambda: e.load(self.parent, *self.blobs["ecc256"]), flush),
-            ("TPM2_FlushContext", "ecc256", (), self._timed_flush, None),
+            ("TPM2_Load", "rsa2048", ("blob:rsa2048", "slot"), lambda: e.load(self.parent, *self.blobs["rsa2048"]), flush),
+            ("TPM2_Load", "ecc256", ("blob:ecc256", "slot"), lambda: e.load(self.parent, *self.blobs["ecc256"]), flush),
+            ("TPM2_FlushContext", "ecc256", ("blob:ecc256", "slot"), self._timed_flush, None),
             ("TPM2_Sign", "rsa2048", ("rsa2048",),
              lambda: e.sign(k["rsa2048"], self.digest, self.scheme["rsa2048"]), None),
             ("TPM2_VerifySignature", "rsa2048", ("signatures", "rsa2048"),
@@ -434,17 +448,24 @@ def measure(tcti_spec: str, suite: str = "small", repeat: int = 10, warmup: int 
     try:
         s = Suite(esys)
         try:
-            for command, variant, needs, fn, cleanup in s.steps(suite):
-                s.ensure(*needs)
-                if progress:
-                    progress(command, variant)
-                for _ in range(warmup):
-                    _run_once(fn, cleanup)
-                samples = [_run_once(fn, cleanup) for _ in range(repeat)]
+            # Rounds over the whole suite rather than all repetitions of one
+            # command in a row: a burst of load on the host then spoils one
+            # sample of many commands, not every sample of one.
+            steps = s.steps(suite)
+            samples: list[list[float]] = [[] for _ in steps]
+            for rnd in range(warmup + repeat):
+                for i, (command, variant, needs, fn, cleanup) in enumerate(steps):
+                    s.ensure(*needs)
+                    if rnd >= warmup and progress:
+                        progress(command, variant)
+                    ms = _run_once(fn, cleanup)
+                    if rnd >= warmup:
+                        samples[i].append(ms)
+            for (command, variant, *_), xs in zip(steps, samples):
                 if subtract:
                     off = subtract.get((command, variant), 0.0)
-                    samples = [max(x - off, 0.0) for x in samples]
-                rows.append(Row.of(command, variant, samples, center))
+                    xs = [max(x - off, 0.0) for x in xs]
+                rows.append(Row.of(command, variant, xs, center))
         finally:
             s.close()
     except TSS2_Exception as exc:
@@ -476,9 +497,13 @@ def client_overhead(suite: str = "small", repeat: int = 10, warmup: int = 1,
                        progress=lambda c, v: marks.append((c, v, len(proxy.records))))
         records = list(proxy.records)
     ends = [m[2] for m in marks[1:]] + [len(records)]
+    backend: dict[tuple[str, str], list[float]] = {}
+    for (command, variant, start), end in zip(marks, ends):
+        backend.setdefault((command, variant), []).extend(
+            r.backend_ms for r in records[start:end] if r.command == command)
     overhead = {}
-    for row, (command, variant, start), end in zip(rows, marks, ends):
-        backend = [r.backend_ms for r in records[start:end] if r.command == command] or [0.0]
-        typical = {"median": statistics.median(backend), "min": min(backend)}.get(center, statistics.mean(backend))
-        overhead[(command, variant)] = max(row.ms - typical, 0.0)
+    for row in rows:
+        times = backend.get((row.command, row.variant)) or [0.0]
+        typical = {"median": statistics.median(times), "min": min(times)}.get(center, statistics.mean(times))
+        overhead[(row.command, row.variant)] = max(row.ms - typical, 0.0)
     return overhead
