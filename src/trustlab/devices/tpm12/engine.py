@@ -192,11 +192,16 @@ class Engine:
 
         srk = self.state.srk
         assert srk is not None
+        cached = getattr(self, "_srk_cache", None)
+        if cached is not None and cached[0] is srk and cached[1] == (self.state.srk_auth, self.state.tpm_proof):
+            return cached[2]
         blob = Key12(C.TPM_KEY_STORAGE, 0, C.TPM_AUTH_ALWAYS,
                      KeyParms(C.TPM_ALG_RSA, C.TPM_ES_RSAESOAEP_SHA1_MGF1, C.TPM_SS_NONE),
                      modulus_of(srk))
-        return LoadedKey(blob, self.state.srk_auth, self.state.tpm_proof or b"\x00" * 20,
-                         b"", private=srk)
+        loaded = LoadedKey(blob, self.state.srk_auth, self.state.tpm_proof or b"\x00" * 20,
+                           b"", private=srk)
+        self._srk_cache = (srk, (self.state.srk_auth, self.state.tpm_proof), loaded)
+        return loaded
 
     def owner_auth(self) -> bytes:
         if self.state.owner_auth is None:
