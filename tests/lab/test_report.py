@@ -23,7 +23,8 @@ def tm_record():
 def test_report_has_references_plots_tables_and_provenance(tmp_path, tm_record):
     index = write_report([tm_record], tmp_path)
     page = index.read_text()
-    assert page.count("<img ") == len(tm_record["plots"]) >= 3
+    assert page.count("<img ") == len(tm_record["plots"]) + 1 >= 4  # + the overview of all references
+    assert (tmp_path / "plots" / "overview.png").exists()
     assert "data:image/png;base64," in page  # self-contained
     assert "Reference comparison" in page and "Table II" in page and "infineon-2010" in page
     rows = list(csv.DictReader((tmp_path / "references.csv").open()))
@@ -40,7 +41,7 @@ def test_report_renders_in_chromium_without_broken_images(tmp_path, tm_record, i
     for inline in (True, False):
         out = tmp_path / f"inline-{inline}"
         result = image_check(write_report(records, out, inline=inline))
-        assert result["images"] == len(tm_record["plots"]) and result["broken"] == []
+        assert result["images"] == len(tm_record["plots"]) + 1 and result["broken"] == []
 
 
 def test_chromium_check_detects_a_broken_image(tmp_path, tm_record, image_check):

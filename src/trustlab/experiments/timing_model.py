@@ -283,7 +283,7 @@ def _plots(rows: list[dict], fits: list[dict], names: list[str]) -> list[dict]:
                                      {"label": f"{n} simulated (engine)", "x": paper,
                                       "y": [cell[(c, n)]["simulated_ms"] for c in commands], "style": "points"},
                                      {"label": "y = x", "x": [min(paper), max(paper)],
-                                      "y": [min(paper), max(paper)]}]})
+                                      "y": [min(paper), max(paper)], "style": "dashed"}]})
     if fits:
         plots.append({"kind": "bar", "title": "Fit round trip: relative error of recovered components",
                       "xlabel": "component", "ylabel": "|fitted - true| / true", "logy": True,

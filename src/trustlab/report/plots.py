@@ -2,7 +2,8 @@
 
 A spec is plain data (so it survives JSON and can be re-rendered later):
 ``{"kind": "line"|"bar"|"loglog", "title", "xlabel", "ylabel", "logx", "logy",
-"series": [{"label", "x", "y", "style"?: "points"|"line"}]}``. The Agg canvas
+"series": [{"label", "x", "y", "style"?: "line"|"points"|"dashed"}]}``
+(``dashed``: a reference line such as y = x). The Agg canvas
 is used directly (no pyplot state), so rendering is safe in any process.
 A malformed spec raises :class:`PlotError` naming the problem; the report
 shows that message in place of the figure rather than failing.
@@ -116,6 +117,10 @@ def _lines(ax: Any, series: list[dict], logx: bool, logy: bool) -> None:
         if not pairs:
             continue
         style = s.get("style", "line")
+        if style == "dashed":  # reference lines (y = x, a bound): no markers, muted
+            ax.plot([p[0] for p in pairs], [p[1] for p in pairs], "--", color="0.5", linewidth=1,
+                    label=str(s.get("label", "")))
+            continue
         fmt = "o" if style == "points" else "-o" if len(pairs) < 30 else "-"
         ax.plot([p[0] for p in pairs], [p[1] for p in pairs], fmt, label=str(s.get("label", "")),
                 markersize=4)

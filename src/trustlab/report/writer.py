@@ -126,9 +126,39 @@ def write_report(records: Sequence[dict[str, Any]], out_dir: Path, title: str = 
              "minus reference.</p>"
              + h.table(toc_rows, ["run", "experiment", "parameters", "status", "references",
                                   "max |error| %", "wall s"], anchor="run"))
+    overview = _overview(all_refs, out_dir, inline)
     index = out_dir / "index.html"
-    index.write_text(h.page(title, intro, sections), encoding="utf-8")
+    index.write_text(h.page(title, intro + overview, sections), encoding="utf-8")
     return index
+
+
+def _overview(refs: list[dict[str, Any]], out_dir: Path, inline: bool) -> str:
+    """One log-log figure of every published figure against what trustlab computed, per experiment."""
+    series: dict[str, dict[str, list[float]]] = {}
+    for r in refs:
+        got = r["simulated"] if r.get("simulated") is not None else r.get("model")
+        ref = r.get("reference")
+        if isinstance(got, (int, float)) and isinstance(ref, (int, float)) and got > 0 and ref > 0:
+            s = series.setdefault(str(r["experiment"]), {"x": [], "y": []})
+            s["x"].append(float(ref))
+            s["y"].append(float(got))
+    if not series:
+        return ""
+    lo = min(min(s["x"] + s["y"]) for s in series.values())
+    hi = max(max(s["x"] + s["y"]) for s in series.values())
+    spec = {"kind": "loglog", "title": "Every published figure vs trustlab (simulated, else model)",
+            "xlabel": "published value (paper's unit)", "ylabel": "trustlab value",
+            "series": [{"label": name, "x": s["x"], "y": s["y"], "style": "points"}
+                       for name, s in sorted(series.items())]
+            + [{"label": "y = x", "x": [lo, hi], "y": [lo, hi], "style": "dashed"}]}
+    png = out_dir / "plots" / "overview.png"
+    error = _render_safe(spec, png)
+    if error is not None:
+        return f'<p class="bad">Overview figure could not be drawn: {h.esc(error)}</p>'
+    n = sum(len(s["x"]) for s in series.values())
+    return (f'<figure>{h.image(png, out_dir, spec["title"], inline)}<figcaption>Overview: {n} published '
+            'figures (positive values) against trustlab; points on the diagonal agree. Details and '
+            'sources per run below · <a href="plots/overview.png">PNG</a></figcaption></figure>')
 
 
 def _section(run_id: str, record: dict[str, Any], refs: list[dict[str, Any]], out_dir: Path,
