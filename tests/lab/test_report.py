@@ -113,3 +113,14 @@ def test_parallel_figure_drawing_gives_the_same_report(tmp_path):
     for name in pngs:
         assert (tmp_path / "one" / "plots" / name).read_bytes() == (tmp_path / "two" / "plots" / name).read_bytes()
     assert "unknown plot kind" in two.read_text() and one.read_text().count("<img") == 8
+
+
+def test_hostile_records_cost_a_figure_not_the_report(tmp_path):
+    record = run_argv("lab-counting", ["--x", "1"]).to_record()
+    record["plots"] = ["not a dict", {"kind": "line", "logx": True, "series": [{"x": ["a", "b"], "y": [1, None]}]},
+                       {"kind": "bar", "series": [{"x": [[1]], "y": [1]}]}]
+    record["references"] = ["junk", {"label": "<script>", "reference": 0, "model": 1}]
+    record["params"] = {"big": list(range(10000))}
+    page = write_report([record], tmp_path).read_text()
+    assert "<script>" not in page and "&lt;script&gt;" in page
+    assert "could not be drawn" in page and len(page) < 200_000

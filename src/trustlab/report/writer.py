@@ -41,7 +41,8 @@ def _describe_params(record: dict[str, Any]) -> str:
     if is_failure(record):
         return " ".join(record.get("argv") or []) or "(defaults)"
     params = record.get("params") or {}
-    return ", ".join(f"{k}={v}" for k, v in params.items()) or "(defaults)"
+    text = ", ".join(f"{k}={v}" for k, v in params.items()) or "(defaults)"
+    return text if len(text) <= 400 else text[:400] + " …"
 
 
 def _max_err(rows: list[dict[str, Any]]) -> float | None:
@@ -55,6 +56,8 @@ def _render_safe(spec: Any, png: Path) -> str | None:
         render(spec, png)
     except PlotError as exc:
         return str(exc)
+    except Exception as exc:  # matplotlib refusing odd data must cost one figure, not the report
+        return f"{type(exc).__name__}: {exc}"
     return None
 
 
