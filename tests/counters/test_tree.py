@@ -46,3 +46,15 @@ def test_snapshot_restore_and_poke():
     assert t.leaf(3) == T.encode_value(7)
     t.poke(2, os.urandom(20))
     assert t.node(2, 3) != t.defaults[3]
+
+
+def test_inline_fast_path_equals_generic_path():
+    from trustlab.apps.counters.hashtree import _leaf_hash, _node_hash
+    from trustlab.apps.counters.tree import SparseTree
+
+    slow = SparseTree(6, _leaf_hash, _node_hash, T.encode_value(0))
+    fast = new_tree(6)
+    for i, v in ((5, 1), (63, 9), (5, 2), (0, 4)):
+        assert slow.set(i, T.encode_value(v)) == fast.set(i, T.encode_value(v))
+    assert slow.set_many({1: T.encode_value(3), 2: T.encode_value(4)}) == \
+        fast.set_many({1: T.encode_value(3), 2: T.encode_value(4)})

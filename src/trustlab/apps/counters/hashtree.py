@@ -52,7 +52,7 @@ def _node_hash(left: bytes, right: bytes) -> bytes:
 
 def new_tree(depth: int) -> SparseTree:
     """An all-zero counter tree with the engine's Merkle conventions."""
-    return SparseTree(depth, _leaf_hash, _node_hash, T.encode_value(0))
+    return SparseTree(depth, _leaf_hash, _node_hash, T.encode_value(0), inline=(hashlib.sha1, b"\x01"))
 
 
 @dataclass(frozen=True)
