@@ -24,7 +24,16 @@ Our ordering (``ordering="fixed"``): after step 3 the merchant sends a second
 nonce ``n2``; the buyer increments *first* and returns the increment
 certificate; the merchant verifies it (right counter, fresh nonce, value past
 ``currCtrVal``) and only then signs ``S1`` binding the value the certificate
-proves. The old token is dead before the new one exists.
+proves. The old token is dead before the new one exists. (If the merchant
+then fails to deliver ``S1`` the buyer's wallet is stuck until the issuer
+re-enrols it: a liveness loss, never a double spend.)
+
+``ordering="arithmetic"`` (hash-tree only) needs no merchant tokens at all: the
+issuer's token is (counter, base value, credit) and the TPM-held *arithmetic*
+counter is the amount spent, so balance = credit - (counter - base); the
+merchant reads it, has the buyer add the price under a fresh nonce, and checks
+the certified ``old + price``. Only the hash-tree scheme can do this (paper,
+Sec. III-B3).
 
 Every rejection raises :class:`~trustlab.apps.counters.base.VerificationError`
 with a reason; :meth:`Merchant.sell` turns it into a :class:`Sale` record.
@@ -115,10 +124,6 @@ class Issuer(Signer):
         token = self.sign_token(buyer.counter, value, credit)
         buyer.store(token)
         return token
-
-    # In the arithmetic wallet the issuer's token is (counter, base value, credit
-    # limit) and the TPM-held counter is the amount spent: balance = credit -
-    # (counter - base). No merchant ever signs a token.
 
 
 @dataclass
