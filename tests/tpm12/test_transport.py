@@ -57,3 +57,24 @@ def test_wrong_transport_secret_is_refused(setup) -> None:
     t.key = secret("not t")
     with pytest.raises(TpmError, match="TPM_AUTHFAIL"), tpm.through(t):
         tpm.TPM_ReadCounter(cid)
+
+
+def test_counter_and_transport_components_are_charged_when_the_profile_has_them() -> None:
+    from trustlab.devices.tpm12 import MemoryNVStore
+    from trustlab.timing.clock import Clock
+    from trustlab.timing.registry import load
+
+    from .conftest import POOL
+
+    profile = load("infineon-counters-2010").without_spread()
+    clock = Clock(profile)
+    tpm = Tpm12(clock, nv=MemoryNVStore(), keygen=POOL)
+    tpm.TPM_TakeOwnership(OWNER, SRK)
+    cid, _ = tpm.TPM_CreateCounter(OWNER, secret("c"))
+    t = tpm.TPM_EstablishTransport(secret("t"))
+    assert clock.last.breakdown["transport"] == profile.mean("transport")
+    with tpm.through(t):
+        tpm.TPM_IncrementCounter(cid, secret("c"))
+        assert clock.last.breakdown["counter_inc"] == profile.mean("counter_inc")
+        tpm.TPM_ReadCounter(cid)
+        assert clock.last.breakdown["counter_read"] == profile.mean("counter_read")
