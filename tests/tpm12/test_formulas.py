@@ -11,13 +11,13 @@ semantics it had to invent):
 
 * TPM_CertifyKey2 on the HMAC CMK: +8 output bytes (TPM_CERTIFY_INFO2 carries
   the 20-byte msaDigest as migrationAuthority for a CMK; the paper's 84-byte
-  info matches an RSA key's parameters without it) and +4 SHA-1 blocks (the
-  HMAC check that the certified list is the CMK's own, Part 3 12.2 — without
-  it a CMK could be certified with a forged approved list).
-* TPM_CMK_CreateBlob: +4 blocks — the destination-on-list check hashes the
-  destination TPM_PUBKEY (5 blocks) while the paper's count has room for one.
-* TPM_CMK_ConvertMigration: -2 blocks — direct migration checks the
-  restrictTicket against the list instead of verifying an MA ticket HMAC.
+  info matches a key without one) and +4 SHA-1 blocks (the HMAC check that
+  the certified list is the CMK's own, Part 3 12.2 — without it a CMK could
+  be certified with a forged approved list): 1 + 10 + 1 + 4 + 2 + 6 + 10 = 34
+  blocks against the paper's 30.
+* TPM_CMK_CreateBlob: 89 blocks against 85; TPM_CMK_ConvertMigration: 83
+  against 85 — itemized in trustlab.devices.tpm12.commands.migration. The
+  paper publishes totals only and its simulator source is not public.
 """
 
 from __future__ import annotations

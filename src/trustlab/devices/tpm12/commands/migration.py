@@ -14,9 +14,32 @@ masked with a fresh random ``r1`` (returned to the caller), and the masked
 block is OAEP-encrypted under the destination key. The encoding parameter is
 msaDigest for CMKs and migrationAuth for ordinary keys.
 
-Hash accounting differs from the paper's formulas for the two CMK blob
-commands by a few blocks; see ``tests/tpm12/test_formulas.py`` for the
-measured difference and its reason (the paper's engine source is not public).
+Coefficients at the oracle study's sizes (HMAC CMK, one-entry msaList):
+
+* TPM_AuthorizeMigrationKey: 341 in (10 + 2 + 284 TPM_PUBKEY + 45), 357 out
+  (10 + 306 TPM_MIGRATIONKEYAUTH + 41); blocks 5 (digest over 290 bytes) + 5
+  (HMAC) + 5 (SHA1(pubkey || scheme || tpmProof)) + 6 (output digest) + 5
+  = 26 = 1664 bytes: the paper's formula.
+* TPM_CMK_ApproveMA: 75 in, 71 out; 1 + 5 + 4 (HMAC(tpmProof, approval)) + 1
+  + 5 = 16 blocks = 1024: the paper's formula.
+* TPM_CMK_CreateKey: 154 in (the HMAC template is 35 bytes), 362 out (the
+  311-byte key blob); 2 + 5 + 4 (approval) + 1 (ADIP) + 1 (key identifier) +
+  1 (SHA1 of TPM_PUBKEY) + 4 (migrationAuth HMAC) + 1 (pubDataDigest) + 17
+  (OAEP) + 6 + 5 = 47 blocks = 3008: the paper's formula.
+* TPM_CreateMigrationBlob (RSA key, MIGRATE): 672 in, 554 out (198-byte
+  random); 10 + 10 + 17 + 5 (migration key authorization) + 12 (198-byte
+  OAEP encoding: MGF1 9 + 3) + 17 + 8 + 10 = 89 blocks = 5696: the formula.
+* TPM_CMK_CreateBlob: 683 in, 513 out as the paper; 10 + 5 + 17 + 1 (msaList
+  digest) + 4 (migrationAuth check) + 5 (migration key authorization) + 5
+  (destination TPM_PUBKEY digest, checked against the list) + 12 + 17 + 8 +
+  5 = 89 blocks, the paper counts 85.
+* TPM_CMK_ConvertMigration: 680 in, 311 out as the paper; 10 + 5 + 17 + 1 +
+  12 + 1 (pubDataDigest) + 5 (parent TPM_PUBKEY digest) + 1 (source key
+  digest) + 4 (new migrationAuth) + 17 + 5 + 5 = 83 blocks, the paper 85.
+
+The paper gives totals, not items, and its simulator's source is not
+public, so the last two differences (+4 and -2 blocks, 0.03 ms and -0.01 ms
+on Infineon) stay; ``tests/tpm12/test_formulas.py`` pins them.
 """
 
 from __future__ import annotations
