@@ -141,7 +141,12 @@ def certify_key2(tpm, req: Request) -> Response:
     """Certify ``keyHandle`` with the identity/signing key ``certHandle``.
 
     Sessions: #1 authorizes the key being certified, #2 the certifying key
-    (with one session, only the certifying key; Part 3, 12.2).
+    (with one session, only the certifying key; Part 3, 12.2). On the HMAC
+    CMK: 148 bytes in, 444 out (TPM_CERTIFY_INFO2 of 92 bytes with the
+    msaDigest); blocks 1 (parameter digest) + 10 (two HMACs) + 1 (SHA1 of
+    the 36-byte TPM_PUBKEY) + 4 (CMK list check) + 2 (certify info) + 6
+    (output digest) + 10 = 34 — the paper's formula has 436 bytes and 30
+    blocks (see tests/tpm12/test_formulas.py).
     """
     key_h, cert_h = req.handles
     msa_digest, nonce = req.params.raw(20), req.params.raw(20)
