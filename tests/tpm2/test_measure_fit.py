@@ -42,8 +42,18 @@ def test_suite_formulas_match_what_the_proxy_charges(virtual_proxy):
 
 
 def test_measure_then_fit_recovers_profile(swtpm, tmp_path, capsys):
+    """One retry: the shared 2-core host can spoil a whole round with a load burst."""
+    misses = []
+    for attempt in range(2):
+        miss = _measure_and_fit(swtpm, tmp_path / f"measured-{attempt}.csv", capsys)
+        if not miss:
+            return
+        misses.append(miss)
+    pytest.fail(f"fit missed 5 % twice: {misses}")
+
+
+def _measure_and_fit(swtpm, out, capsys) -> dict[str, tuple[float, float]]:
     profile = make_profile("loop", **TRUE)
-    out = tmp_path / "measured.csv"
     with TimingProxy(profile, swtpm) as proxy:
         assert main(["measure", "--tcti", proxy.tcti, "--suite", "small", "--repeat", "5",
                      "--center", "min", "--subtract-client-overhead", "--out", str(out)]) == 0
@@ -53,5 +63,5 @@ def test_measure_then_fit_recovers_profile(swtpm, tmp_path, capsys):
     capsys.readouterr()
     assert main(["fit", str(out), "--family", "tpm2", "--json"]) == 0
     fitted = json.loads(capsys.readouterr().out)["params"]
-    for name, true in TRUE.items():
-        assert fitted[name] == pytest.approx(true, rel=0.05), (name, fitted[name], true)
+    return {name: (fitted[name], true) for name, true in TRUE.items()
+            if fitted[name] != pytest.approx(true, rel=0.05)}
