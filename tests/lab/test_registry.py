@@ -12,7 +12,7 @@ from trustlab.experiments._params import argv_from_params
 def test_argv_from_params_uses_the_experiment_declaration():
     argv = argv_from_params("timing-model", {"profile": ["atmel-2010", "stm-2010"], "noise": 0.01,
                                              "seed": 4, "repeats": None})
-    assert argv == ["--profile", "atmel-2010", "--profile", "stm-2010", "--noise", "0.01", "--seed", "4"]
+    assert argv == ["--profile=atmel-2010", "--profile=stm-2010", "--noise=0.01", "--seed=4"]
     args = registry.parse_args("timing-model", argv)
     assert args.profile == ["atmel-2010", "stm-2010"] and args.noise == 0.01 and args.seed == 4
 

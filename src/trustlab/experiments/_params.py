@@ -62,12 +62,11 @@ def argv_from_params(name: str, params: Mapping[str, Any]) -> list[str]:
             raise TrustlabError(f"experiment {name!r}: parameter {key!r} takes a value, not {value}")
         if isinstance(value, list):
             if isinstance(action, argparse._AppendAction):
-                for v in value:
-                    argv += [flag, str(v)]
+                argv += [f"{flag}={v}" for v in value]
             elif action.nargs in ("*", "+") or isinstance(action.nargs, int):
                 argv += [flag, *map(str, value)]
             else:
                 raise TrustlabError(f"experiment {name!r}: parameter {key!r} takes one value, got a list")
             continue
-        argv += [flag, str(value)]
+        argv.append(f"{flag}={value}")  # '=' form: a value like -1e+16 is not taken for an option
     return positionals + argv
