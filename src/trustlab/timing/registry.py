@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 from importlib import resources
 from pathlib import Path
 
@@ -48,12 +49,21 @@ def available() -> dict[str, Path]:
     return index
 
 
+_FAMILY_LINE = re.compile(r'^family\s*=\s*"([^"]*)"\s*$', re.MULTILINE)
+
+
+def family_of(name: str) -> str:
+    """A profile's family without parsing the whole file (some hold ~800 components)."""
+    path = available()[name]
+    with path.open(encoding="utf-8") as fh:
+        head = fh.read(4096)
+    header = head.split("\n[", 1)[0]  # top-level keys come before the first table
+    match = _FAMILY_LINE.search(header)
+    return match.group(1) if match else load(name).family
+
+
 def names(family: str | None = None) -> list[str]:
-    out = []
-    for name in sorted(available()):
-        if family is None or load(name).family == family:
-            out.append(name)
-    return out
+    return [n for n in sorted(available()) if family is None or family_of(n) == family]
 
 
 @functools.cache
