@@ -9,8 +9,6 @@ from pathlib import Path
 from trustlab.cli._output import print_json, table
 from trustlab.errors import TrustlabError
 from trustlab.timing import registry
-from trustlab.timing.fit import fit
-from trustlab.timing.measurements import read_measurements
 from trustlab.timing.profile import Component, Profile, Provenance, save_toml
 
 
@@ -54,6 +52,9 @@ def _known_components() -> set[str]:
 
 
 def run(args: argparse.Namespace) -> int:
+    from trustlab.timing.fit import fit  # scipy is slow to import; only `fit` needs it
+    from trustlab.timing.measurements import read_measurements
+
     measurements = read_measurements(args.csv, args.family, _known_components())
     result = fit(measurements, _parse_fix(args.fix))
     if args.out:
