@@ -206,7 +206,7 @@ def fuzz(n: int) -> dict[str, Any]:
                     s.shutdown(socket.SHUT_WR)
                     while s.recv(65536):
                         pass
-            except (BrokenPipeError, ConnectionResetError):
+            except OSError:  # the proxy closed first (reset, broken pipe, not connected): allowed
                 pass
             finally:
                 s.close()

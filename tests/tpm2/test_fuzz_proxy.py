@@ -129,7 +129,10 @@ def send_and_collect(port: int, data: bytes, mode: str) -> bytes:
         if mode == "reset":
             s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
             return b""
-        s.shutdown(socket.SHUT_WR)
+        try:
+            s.shutdown(socket.SHUT_WR)
+        except OSError:  # the proxy already closed after a reject
+            pass
         chunks = []
         while True:
             try:

@@ -99,11 +99,9 @@ def parse_entries(path: Path) -> tuple[dict[str, str], list[Entry]]:
             info = dict(zip(fields[1::2], fields[2::2]))
             ok = int(_number(info.get("successful:", "0"), where))
             failed = int(_number(info.get("failed:", "0"), where))
-            error = info.get("error:", "")
             bad = any(w in line for w in ("NO_SUCH_ALGORITHM", "ILLEGAL_VALUE"))
             if command and stats and ok > 0 and stats[0] > 0 and not bad:
                 entries.append(Entry(command, dict(params), stats[0], stats[1], stats[2], ok, failed, stats[3]))
-            del error
             params, stats = {}, None
             continue
         if command and fields[0].endswith(":"):

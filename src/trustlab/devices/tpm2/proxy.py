@@ -12,8 +12,10 @@ subtracted). With ``virtual=True`` nothing sleeps and the time is recorded.
 One TPM serves one command at a time: commands from concurrent clients queue
 on a lock, and a command's modelled time starts when the TPM takes it up.
 
-    with Swtpm() as tpm, TimingProxy(load("nuvoton-npct75x-jcalgtest"), tpm) as proxy:
-        ESAPI(TCTILdr("swtpm", f"port={proxy.port}"))
+    with Swtpm() as tpm, TimingProxy(load("nuvoton-npct750-wolftpm"), tpm) as proxy:
+        ESAPI(TCTILdr("swtpm", proxy.tcti_conf))
+
+or simply ``with timed_swtpm("nuvoton-npct750-wolftpm") as proxy: ...``.
 """
 
 from __future__ import annotations
@@ -25,14 +27,15 @@ import struct
 import sys
 import threading
 import time
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from contextlib import contextmanager
 from typing import IO, Callable, Iterator
 
 from trustlab.devices.tpm2 import cost, objects, wire
 from trustlab.devices.tpm2.backend import Backend, open_backend
 from trustlab.devices.tpm2.swtpm import Swtpm, free_port_pair
+from trustlab.errors import TrustlabError
 from trustlab.timing.clock import Clock
 from trustlab.timing.profile import Profile
 
@@ -192,7 +195,6 @@ class TimingProxy:
                 for s in socks:
                     s.close()
                 if port:
-                    from trustlab.errors import TrustlabError
                     raise TrustlabError(f"cannot listen on {host}:{port}/{port + 1}: {exc.strerror}") from None
         raise OSError("no free port pair for the proxy")
 
@@ -213,12 +215,10 @@ class TimingProxy:
                     ctrl.sendall(wire.ctrl_init())
                     reply = ctrl.recv(4)
                 if len(reply) < 4 or wire.ctrl_result(reply) != 0:
-                    from trustlab.errors import TrustlabError
                     raise TrustlabError(f"backend {self.backend.describe()}: CMD_INIT failed")
                 self.backend.release()
             rc = wire.response_code(self.backend.transact(wire.startup_command()))
             if rc not in (0, 0x100):
-                from trustlab.errors import TrustlabError
                 raise TrustlabError(f"backend {self.backend.describe()}: TPM2_Startup failed with {rc:#x}")
             self.objects = objects.ObjectTable()
             self.clock.reset()
