@@ -55,15 +55,20 @@ class Counting:
 
 @experiment("lab-broken", help="test experiment: its flagship runs fail (an exception, a hang)")
 class Broken:
-    flagship = [[], ["--hang"]]
+    # Only the flagship argv fail: run with defaults it succeeds, so a test elsewhere that
+    # runs every registered experiment in the same process is not tripped by this one.
+    flagship = [["--fail"], ["--hang"]]
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("--fail", action="store_true")
         parser.add_argument("--hang", action="store_true")
 
     def run(self, args: argparse.Namespace) -> Result:
         if args.hang:
             time.sleep(120)
-        raise RuntimeError("this study is broken on purpose")
+        if args.fail:
+            raise RuntimeError("this study is broken on purpose")
+        return Result(experiment="lab-broken", params={}, data={"ok": True})
 
 
 @experiment("lab-swtpm", help="test experiment: starts its own swtpm, asks it for random bytes")
