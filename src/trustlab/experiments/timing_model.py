@@ -191,20 +191,20 @@ def _simulate(profile, seed: int) -> dict[str, float]:
     return out
 
 
-def _key_pool():
-    from trustlab.devices.tpm12.primitives import KeyPool
-
-    return KeyPool()
-
-
 class _LazyPool:
-    """RSA keys made once per process and reused per profile (host keygen is beside the point)."""
+    """RSA keys made once per process and reused per profile (host keygen is beside the point).
 
-    _pool = None
+    Lazy, so that listing experiments does not import the TPM 1.2 engine.
+    """
+
+    def __init__(self) -> None:
+        self._pool = None
 
     def __call__(self, bits: int = 2048):
         if self._pool is None:
-            self._pool = _key_pool()
+            from trustlab.devices.tpm12.primitives import KeyPool
+
+            self._pool = KeyPool()
         return self._pool(bits)
 
     def reset(self) -> None:
