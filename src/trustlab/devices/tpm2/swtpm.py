@@ -22,6 +22,7 @@ import signal
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 import weakref
 from pathlib import Path
@@ -179,8 +180,11 @@ class Swtpm:
         argv = [self.binary, "socket", "--tpm2", "--tpmstate", f"dir={self.state_dir}",
                 "--server", server, "--ctrl", ctrl,
                 "--log", f"file={self.state_dir / 'swtpm.log'},level=1"]
+        # PR_SET_PDEATHSIG fires when the *thread* that forked exits, so it is
+        # only armed from the main thread; other threads rely on atexit/stop().
+        main = threading.current_thread() is threading.main_thread()
         self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.PIPE, preexec_fn=_die_with_parent)
+                                     stderr=subprocess.PIPE, preexec_fn=_die_with_parent if main else None)
 
     def _wait_ready(self) -> None:
         deadline = time.monotonic() + self.timeout
