@@ -236,3 +236,10 @@ def test_fresh_recomputes_everything_and_records_carry_their_point(tmp_path):
     assert meta["name"] == "count" and meta["params"]["x"] == 2 and meta["key"] == first.points[1].key
     again = run_sweep(spec, tmp_path, jobs=1, progress=False, fresh=True)
     assert again.executed == 2 and again.cached == 0 and len(_executions(log)) == 4
+
+
+def test_params_lists_what_a_spec_may_set(capsys):
+    assert main(["sweep", "--params", "lab-counting"]) == 0
+    out = capsys.readouterr().out
+    assert "fail_on" in out and "int" in out
+    assert main(["sweep"]) == 2 and "give a sweep spec" in capsys.readouterr().err

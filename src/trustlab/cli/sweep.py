@@ -18,7 +18,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         "on local worker processes (joblib), or on a Dask distributed cluster with --scheduler.",
         epilog="example: trustlab sweep examples/sweeps/fit-noise.toml --jobs 2 --out out/sweeps",
     )
-    p.add_argument("spec", type=Path, metavar="SPEC.toml")
+    p.add_argument("spec", type=Path, metavar="SPEC.toml", nargs="?")
+    p.add_argument("--params", metavar="EXPERIMENT",
+                   help="list the parameters a spec may set for EXPERIMENT, and exit")
     p.add_argument("--jobs", "-j", type=int, default=os.cpu_count() or 1, metavar="N",
                    help="local worker processes (default: one per CPU; 1 runs in this process)")
     p.add_argument("--scheduler", metavar="ADDRESS",
@@ -34,6 +36,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.params:
+        return _print_params(args.params)
+    if args.spec is None:
+        raise TrustlabError("give a sweep spec (SPEC.toml); examples are in examples/sweeps/")
     if args.jobs < 1:
         raise TrustlabError(f"--jobs {args.jobs}: need at least 1")
     spec = load(args.spec)
@@ -55,3 +61,14 @@ def run(args: argparse.Namespace) -> int:
         print(f"  failed {key}: {first[0] if first else ''}")
     print(f"results: {outcome.out_dir / 'results.csv'}; report: trustlab report {outcome.out_dir / 'points'}")
     return 1 if outcome.failed else 0
+
+
+def _print_params(experiment: str) -> int:
+    from trustlab.cli._output import table
+    from trustlab.experiments._params import schema
+
+    rows = [[p["name"], p["type"], p["default"], ", ".join(map(str, p["choices"] or [])), p["help"]]
+            for p in schema(experiment)]
+    print(f"Parameters of {experiment!r} for [fixed] / [grid] in a sweep spec:")
+    print(table(rows, ["name", "type", "default", "choices", "help"]))
+    return 0

@@ -70,3 +70,21 @@ def argv_from_params(name: str, params: Mapping[str, Any]) -> list[str]:
             continue
         argv.append(f"{flag}={value}")  # '=' form: a value like -1e+16 is not taken for an option
     return positionals + argv
+
+
+def schema(name: str) -> list[dict[str, Any]]:
+    """The parameters a sweep spec may set for experiment ``name``: name, flag, type, default, help."""
+    out = []
+    for dest, action in parameters(name).items():
+        if isinstance(action, (argparse._StoreTrueAction, argparse._StoreFalseAction)):
+            kind = "bool"
+        elif isinstance(action, argparse._AppendAction) or action.nargs in ("*", "+"):
+            kind = "list"
+        else:
+            kind = getattr(action.type, "__name__", None) or "str"
+        default = action.default
+        out.append({"name": dest, "flag": _flag(action) if action.option_strings else None, "type": kind,
+                    "default": default if isinstance(default, (int, float, str, bool, list, type(None)))
+                    else str(default),
+                    "choices": list(action.choices) if action.choices else None, "help": action.help or ""})
+    return out
