@@ -51,6 +51,12 @@ def run(args: argparse.Namespace) -> int:
     done = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: done.set())
+    from trustlab.devices.tpm2.cost import zero_profile
+
+    lacking = [c for c in zero_profile().components if c not in profile]
+    if lacking:
+        print(f"trustlab serve: note: {profile.name} has no {', '.join(lacking)}; commands needing them are "
+              "timed as overhead + bytes and traced as unmodelled", file=sys.stderr, flush=True)
     mode = "virtual" if args.virtual else "realtime"
     print(f"trustlab serve: {profile.name} ({mode}) on {args.host}:{proxy.port} (control {proxy.ctrl_port}), "
           f"backend {proxy.backend.describe()}", flush=True)
