@@ -116,7 +116,7 @@ def write_report(records: Sequence[dict[str, Any]], out_dir: Path, title: str = 
     failed = sum(1 for r in summary_rows if r["status"] != "ok")
     status = (f'<p class="bad">{failed} of {len(records)} runs failed; see below.</p>' if failed
               else f'<p class="ok">All {len(records)} runs finished.</p>')
-    notes_html = "".join(f"<p>{h.esc(n)}</p>" for n in notes)
+    notes_html = "".join(f"<p>{h.esc(n)}</p>" for n in notes) + _environment(records)
     toc_rows = summary_rows
     intro = (f'<p class="small">trustlab {h.esc(__version__)} · generated '
              f'{h.esc(time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()))} · '
@@ -133,6 +133,18 @@ def write_report(records: Sequence[dict[str, Any]], out_dir: Path, title: str = 
     index = out_dir / "index.html"
     index.write_text(h.page(title, intro + overview, sections), encoding="utf-8")
     return index
+
+
+def _environment(records: Sequence[dict[str, Any]]) -> str:
+    """The tools the runs used (from their records), once for the page; per run under 'Run record'."""
+    tools: dict[str, set[str]] = {}
+    for r in records:
+        for k, v in ((r.get("meta") or {}).get("tools") or {}).items():
+            tools.setdefault(str(k), set()).add(str(v))
+    if not tools:
+        return ""
+    text = " · ".join(f"{k} {' / '.join(sorted(v))}" for k, v in sorted(tools.items()))
+    return f'<p class="small">Environment: {h.esc(text)}</p>'
 
 
 def _overview(refs: list[dict[str, Any]], out_dir: Path, inline: bool) -> str:
