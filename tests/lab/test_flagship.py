@@ -66,3 +66,12 @@ def test_flagship_replaces_stale_records_and_figures(tmp_path, capsys):
     assert main(["flagship", "--out", str(out), "--jobs", "1", "--no-progress", "--only", "lab-counting"]) == 0
     assert sorted(p.name for p in (out / "records").iterdir()) == ["00-lab-counting.json"]
     assert sorted(p.name for p in (out / "plots").iterdir()) == ["lab-counting-1-1.png"]
+
+
+def test_unwritable_out_is_a_one_line_error(tmp_path, capsys):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    assert main(["flagship", "--out", str(blocker), "--only", "lab-counting"]) == 2
+    assert main(["report", str(tmp_path), "--out", str(blocker / "r")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 2 and all("cannot create directory" in e or "no *.json" in e for e in err)

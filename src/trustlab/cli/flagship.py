@@ -27,7 +27,7 @@ from trustlab.errors import TrustlabError
 from trustlab.experiments.registry import all_experiments, flagship_runs, import_errors
 from trustlab.report import write_report
 from trustlab.report.export import slug
-from trustlab.report.records import check, failure
+from trustlab.report.records import check, ensure_dir, failure
 
 _ENTRY = "import sys; from trustlab.cli.flagship import child_main; sys.exit(child_main(sys.argv[1:]))"
 _LIVE: set[subprocess.Popen] = set()  # running children, killed if the flagship itself is interrupted
@@ -163,7 +163,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"(module {module} does not import: {error})")
         return 0
     records_dir = args.out / "records"
-    records_dir.mkdir(parents=True, exist_ok=True)
+    ensure_dir(records_dir, "--out")
     for stale in records_dir.glob("*.json"):  # the directory must hold exactly this run's records
         stale.unlink()
     env = _child_env(args.jobs)

@@ -82,6 +82,15 @@ def collect(paths: Iterable[Path]) -> list[dict[str, Any]]:
     return out
 
 
+def ensure_dir(path: Path, what: str) -> Path:
+    """Create a directory, or say in one line why it cannot be."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise TrustlabError(f"{what} {path}: cannot create directory ({exc.strerror or exc})") from None
+    return path
+
+
 def write_json_atomic(path: Path, doc: Any) -> None:
     """Write JSON so that a reader (or a resumed sweep) never sees half a file."""
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -21,7 +21,7 @@ from trustlab import __version__
 from trustlab.report import html as h
 from trustlab.report.export import slug, write_csv, write_json
 from trustlab.report.plots import PlotError, render
-from trustlab.report.records import is_failure
+from trustlab.report.records import ensure_dir, is_failure
 from trustlab.report.tables import MAX_ROWS, columns, data_tables, profile_rows, reference_rows
 
 REF_COLS = ["label", "model", "simulated", "reference", "error", "error_pct", "unit", "source"]
@@ -83,7 +83,7 @@ def write_report(records: Sequence[dict[str, Any]], out_dir: Path, title: str = 
     ``jobs`` > 1 draws the figures on that many processes (the slow part of a big report).
     """
     out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    ensure_dir(out_dir, "report directory")
     for sub, pattern in (("plots", "*.png"), ("tables", "*.csv")):  # no stale figures from an earlier report
         for old in (out_dir / sub).glob(pattern):
             old.unlink()

@@ -12,13 +12,13 @@ import json
 from pathlib import Path
 from typing import Any
 
-from trustlab.report.records import write_json_atomic
+from trustlab.report.records import ensure_dir, write_json_atomic
 
 
 class PointCache:
     def __init__(self, directory: Path) -> None:
         self.directory = Path(directory)
-        self.directory.mkdir(parents=True, exist_ok=True)
+        ensure_dir(self.directory, "sweep cache")
 
     def path(self, key: str) -> Path:
         return self.directory / f"{key}.json"
