@@ -30,6 +30,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--control", choices=("swtpm", "mssim"), default="swtpm",
                    help="protocol of port P+1: swtpm's control channel (default) or the MS simulator's "
                    "platform port (for mssim: TCTIs)")
+    p.add_argument("--no-rt-priority", action="store_true",
+                   help="do not ask for SCHED_FIFO for the threads that hold responses (realtime mode)")
     p.add_argument("--seed", type=int, default=0, help="seed for drawing from spreads (key generation)")
     p.set_defaults(handler=run)
 
@@ -45,7 +47,8 @@ def run(args: argparse.Namespace) -> int:
         raise TrustlabError(f"--port {args.port}: expected 0..65534")
     try:
         proxy = TimingProxy(profile, args.backend, virtual=args.virtual, trace=args.trace, host=args.host,
-                            port=args.port, seed=args.seed, control=args.control)
+                            port=args.port, seed=args.seed, control=args.control,
+                            rt_priority=not args.no_rt_priority)
     except OSError as exc:
         raise TrustlabError(f"cannot start the proxy: {exc}") from None
     done = threading.Event()
