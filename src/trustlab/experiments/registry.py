@@ -286,6 +286,7 @@ def run_experiment(name: str, args: argparse.Namespace) -> Result:
     result = spec.run(args)
     result.meta.update({
         "trustlab_version": __version__,
+        "description": spec.help,
         "wall_s": time.perf_counter() - started,
         "seed": getattr(args, "seed", None),
         "tools": tool_versions(),

@@ -180,6 +180,9 @@ def _section(run_id: str, record: dict[str, Any], refs: list[dict[str, Any]], ou
              inline: bool, rendered: dict[tuple[str, int], str | None]) -> str:
     parts = [f'<h2 id="{run_id}">{h.esc(record["experiment"])} <span class="small">'
              f'{h.esc(_describe_params(record))}</span></h2>']
+    description = (record.get("meta") or {}).get("description")
+    if description:
+        parts.append(f"<p><i>{h.esc(description)}</i></p>")
     if refs:
         parts.append("<h3>Reference comparison</h3>")
         parts.append(h.table(refs, REF_COLS))
