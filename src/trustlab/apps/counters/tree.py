@@ -48,6 +48,7 @@ class SparseTree:
         self.nodes: dict[int, bytes] = {}
         self.leaves: dict[int, bytes] = {}
         self._inline = inline
+        self._path_defaults = tuple(defaults[:depth])  # sibling default per height, leaf level first
         if inline is not None and node_hash(defaults[0], defaults[0]) != inline[0](inline[1] + defaults[0] * 2).digest():
             raise ValueError("inline hash does not match node_hash")
 
@@ -89,11 +90,11 @@ class SparseTree:
         if self._inline is not None:  # the hot loop of the 2^20-counter runs
             ctor, prefix = self._inline
             get = nodes.get
-            for height in range(self.depth):
+            for default in self._path_defaults:
                 if idx & 1:
-                    h = ctor(prefix + get(idx - 1, defaults[height]) + h).digest()
+                    h = ctor(prefix + get(idx - 1, default) + h).digest()
                 else:
-                    h = ctor(prefix + h + get(idx + 1, defaults[height])).digest()
+                    h = ctor(prefix + h + get(idx + 1, default)).digest()
                 idx >>= 1
                 nodes[idx] = h
             return h
