@@ -270,6 +270,9 @@ class TimingProxy:
     # ---- serving -----------------------------------------------------------
 
     def _accept_loop(self, srv: socket.socket, handler: Callable[[socket.socket], None]) -> None:
+        if handler == self._serve_data and not self.virtual and self.rt_priority:
+            # tcti-swtpm opens a connection per command: accepting late is holding late
+            _raise_thread_priority()
         while not self._stopping.is_set():
             try:
                 conn, _ = srv.accept()
