@@ -29,16 +29,27 @@ TRUE = dict(ohc=60.0, ohir=0.05, ohor=0.05, sha256_byte=0.05, nv_write=40.0, nv_
             ecc256_sign=60.0)
 
 
-def test_suite_formulas_match_what_the_proxy_charges(virtual_proxy):
-    """Analytic formulas and the proxy's wire-read terms agree exactly (small suite)."""
+def test_suite_formulas_match_what_the_proxy_charges(swtpm):
+    """Analytic model and simulation agree exactly (no spread): every step of the full suite."""
+    means = dict(ohc=3.0, ohir=0.011, ohor=0.013, sha256_byte=0.007, hmac=2.0, nv_write=5.0, nv_increment=4.0)
+    for v, base in (("rsa2048", 50.0), ("ecc256", 20.0)):
+        means.update({f"{v}_{op}": base + i for i, op in enumerate(("sign", "verify", "enc", "dec", "ecdh",
+                                                                   "keygen"))})
+    profile = make_profile("agree", **means)
     marks = []
-    harness.measure(virtual_proxy.tcti, suite="small", repeat=1, warmup=0,
-                    progress=lambda c, v: marks.append((c, v, len(virtual_proxy.records))))
-    records = virtual_proxy.records
+    with TimingProxy(profile, swtpm, virtual=True) as proxy:
+        harness.measure(proxy.tcti, suite="full", repeat=1, warmup=0,
+                        progress=lambda c, v: marks.append((c, v, len(proxy.records))))
+        records = list(proxy.records)
+    from trustlab.timing.formula_sets.tpm2 import SIZES
+
+    assert {(c, v) for c, v, _ in marks} == set(SIZES)  # every registered variant is exercised
     for command, variant, start in marks:
         rec = next(r for r in records[start:] if r.command == command)
         formula = formulas.lookup("tpm2", command, variant)
         assert dict(formula.terms) == rec.terms, (command, variant)
+        assert formula.evaluate(profile)[0] == pytest.approx(rec.modelled_ms, abs=1e-9), (command, variant)
+        assert not rec.unmodelled, (command, variant)
 
 
 def test_measure_then_fit_recovers_profile(swtpm, tmp_path, capsys):
