@@ -277,7 +277,7 @@ def _plots(rows: list[dict], fits: list[dict], names: list[str]) -> list[dict]:
         paper = [cell[(c, n)]["paper_model_ms"] for c in commands]
         if all(v is not None for v in paper):
             plots.append({"kind": "loglog", "title": f"{n}: trustlab model and simulation vs paper model (Table II)",
-                          "xlabel": "paper model (ms)", "ylabel": "trustlab model (ms)",
+                          "xlabel": "paper model (ms)", "ylabel": "trustlab (ms)",
                           "series": [{"label": f"{n} model", "x": paper,
                                       "y": [cell[(c, n)]["model_ms"] for c in commands], "style": "points"},
                                      {"label": f"{n} simulated (engine)", "x": paper,

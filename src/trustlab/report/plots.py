@@ -66,7 +66,7 @@ def render(spec: dict[str, Any], path: Path, dpi: int = 100) -> Path:
     spec = validate(spec)
     kind = spec.get("kind", "line")
     series = spec["series"]
-    fig = Figure(figsize=(7.5, 4.2), dpi=dpi, layout="constrained")
+    fig = Figure(figsize=(8.5, 4.2), dpi=dpi, layout="constrained")
     FigureCanvasAgg(fig)
     ax = fig.add_subplot()
     logx = bool(spec.get("logx")) or kind == "loglog"
@@ -84,7 +84,8 @@ def render(spec: dict[str, Any], path: Path, dpi: int = 100) -> Path:
     ax.set_ylabel(str(spec.get("ylabel", "")))
     ax.grid(True, which="major", alpha=0.3)
     if any(s.get("label") for s in series):
-        ax.legend(fontsize=8)
+        # outside the axes: a legend must never hide data
+        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, format="png")
     return path
@@ -109,6 +110,7 @@ def _bars(ax: Any, series: list[dict]) -> None:
 
 def _lines(ax: Any, series: list[dict], logx: bool, logy: bool) -> None:
     categorical = _categorical(series)
+    markers = iter(["o", "x", "s", "^", "D", "v", "+", "*"] * 4)  # coinciding point series stay visible
     for s in series:
         xs = [str(x) for x in s["x"]] if categorical else [_number(x) for x in s["x"]]
         ys = [_number(y) for y in s["y"]]
@@ -121,6 +123,12 @@ def _lines(ax: Any, series: list[dict], logx: bool, logy: bool) -> None:
             ax.plot([p[0] for p in pairs], [p[1] for p in pairs], "--", color="0.5", linewidth=1,
                     label=str(s.get("label", "")))
             continue
-        fmt = "o" if style == "points" else "-o" if len(pairs) < 30 else "-"
+        if style == "points":
+            marker = next(markers)
+            ax.plot([p[0] for p in pairs], [p[1] for p in pairs], marker, linestyle="none",
+                    label=str(s.get("label", "")), markersize=7 if marker in "x+*" else 5,
+                    fillstyle="none" if marker in "sD^v" else "full")
+            continue
+        fmt = "-o" if len(pairs) < 30 else "-"
         ax.plot([p[0] for p in pairs], [p[1] for p in pairs], fmt, label=str(s.get("label", "")),
                 markersize=4)
