@@ -6,14 +6,17 @@ import argparse
 
 from trustlab.cli._output import print_json
 from trustlab.errors import TrustlabError
-from trustlab.experiments.registry import add_common_arguments, all_experiments, run_experiment
+from trustlab.experiments.registry import add_common_arguments, all_experiments, import_errors, run_experiment
 from trustlab.report.records import write_json_atomic
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    broken = import_errors()
     p = sub.add_parser("run", help="run a named experiment (a study from the papers)",
                        description="Run one of the registered experiments. "
-                       "'trustlab run NAME --help' explains each one's parameters.")
+                       "'trustlab run NAME --help' explains each one's parameters.",
+                       epilog=("not available (module failed to import): "
+                               + "; ".join(f"{m}: {e}" for m, e in broken.items())) if broken else None)
     esub = p.add_subparsers(dest="experiment", metavar="EXPERIMENT", required=True)
     for name, spec in all_experiments().items():
         ep = esub.add_parser(name, help=spec.help, description=spec.help)

@@ -164,7 +164,9 @@ def get(name: str) -> ExperimentSpec:
         return _EXPERIMENTS[name]
     experiments = all_experiments()
     if name not in experiments:
-        raise TrustlabError(f"unknown experiment {name!r} (known: {', '.join(experiments)})")
+        broken = "; ".join(f"module {m} failed to import: {e}" for m, e in _IMPORT_ERRORS.items())
+        raise TrustlabError(f"unknown experiment {name!r} (known: {', '.join(experiments)})"
+                            + (f" [{broken}]" if broken else ""))
     return experiments[name]
 
 
