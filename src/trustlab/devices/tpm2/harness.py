@@ -2,8 +2,12 @@
 
 This is how a real chip becomes a profile, as the 2010 paper did for TPM 1.2:
 each command is repeated, the wall time of each call is taken on the host, and
-error-aborted variants (a handle that does not exist, a wrong password) time
-the command path without its cryptography, which isolates the overheads.
+error-aborted variants (a handle that does not exist, a wrong password, a key
+of the wrong type - the paper's bad-authentication and bind-key-for-signing
+tests) time the command path without its cryptography, which isolates the
+overheads. The paper timed right at the device read/write; the equivalent
+here is ``subtract=client_overhead(...)``, which takes this host's TSS and
+socket time off every sample.
 The rows go straight into ``trustlab fit``: ``command,variant,ms`` plus sd, n
 and percentiles; every (command, variant) has a registered formula in family
 ``tpm2`` whose coefficients are the suite's wire sizes.
@@ -319,6 +323,7 @@ class Suite:
             ("TPM2_PolicyPCR", "sha256", (), self._timed_policy_pcr, None),
             ("TPM2_Unseal", "seal", ("seal",), lambda: e.unseal(k["seal"]), None),
             ("TPM2_Sign", "bad-auth", ("ecc256",), self._sign_bad_auth, None),
+            ("TPM2_Sign", "wrong-key", ("rsa2048-decrypt",), self._sign_wrong_key, None),
             ("TPM2_NV_Read", "bad-auth", (), self._nv_read_bad_auth, None),
         ]
         return s
@@ -359,6 +364,14 @@ class Suite:
             raise TrustlabError("TPM2_Sign with a wrong password succeeded")
 
         raise _Split(wrong, attempt, lambda _: self.esys.tr_set_auth(key, b""))
+
+    def _sign_wrong_key(self) -> None:
+        """TPM2_Sign with a decryption key: refused after the key's attributes are checked."""
+        try:
+            self.esys.sign(self.keys["rsa2048-decrypt"], self.digest, self.scheme["rsa2048"])
+        except Exception:  # noqa: BLE001 - the failure is what is measured
+            return
+        raise TrustlabError("TPM2_Sign with a decryption key succeeded")
 
     def _nv_read_bad_auth(self) -> None:
         handle = self.nv[NV_DATA_INDEX]

@@ -145,6 +145,7 @@ SIZES: dict[tuple[str, str], tuple[int, int, int, bool]] = {
     ('TPM2_PolicyPCR', 'sha256'): (26, 10, 0, True),
     ('TPM2_Unseal', 'seal'): (27, 53, 0, True),
     ('TPM2_Sign', 'bad-auth'): (87, 10, 0, False),
+    ('TPM2_Sign', 'wrong-key'): (73, 10, 0, False),
     ('TPM2_NV_Read', 'bad-auth'): (49, 10, 0, False),
 }
 
