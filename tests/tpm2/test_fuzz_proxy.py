@@ -227,3 +227,22 @@ def test_abrupt_disconnect_mid_frame_and_concurrent_clients(served):
         t.join()
     assert results == [0] * 8
     assert_intact(tpm, proxy)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.one_of(
+    st.binary(min_size=1, max_size=64).filter(lambda b: b[:4] not in (b"\0\0\0\x02", b"\0\0\0\x03", b"\0\0\0\x0a")),
+    st.sampled_from([struct.pack(">I", wire.CMD_STOP), struct.pack(">I", wire.CMD_SET_STATEBLOB) + b"\0" * 20,
+                     struct.pack(">II", wire.CMD_HASH_DATA, 1 << 30), struct.pack(">I", 0xDEAD)])))
+def test_control_port_garbage_is_refused(served, data):
+    """Unknown, unsafe or malformed control requests are refused; the TPM keeps serving."""
+    tpm, proxy = served
+    with socket.create_connection(("127.0.0.1", proxy.ctrl_port), timeout=10) as s:
+        s.sendall(data)
+        s.shutdown(socket.SHUT_WR)
+        try:
+            while s.recv(4096):
+                pass
+        except ConnectionResetError:
+            pass
+    assert_intact(tpm, proxy)

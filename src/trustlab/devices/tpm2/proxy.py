@@ -377,18 +377,35 @@ class TimingProxy:
         with socket.socket(family, socket.SOCK_STREAM) as up:
             up.settimeout(10)
             up.connect(address)
-            conn.settimeout(None)
+            buf = b""
             while not self._stopping.is_set():
-                request = conn.recv(65536)
-                if not request:
+                conn.settimeout(IDLE_PARTIAL_TIMEOUT if buf else None)
+                try:
+                    chunk = conn.recv(65536)
+                except socket.timeout:
                     return
-                self._observe_ctrl(request)
-                up.sendall(request)
-                up.settimeout(10)
-                reply = up.recv(65536)
-                if not reply:
+                if not chunk:
                     return
-                conn.sendall(reply)
+                buf += chunk
+                while buf:
+                    n = wire.ctrl_request_length(buf)
+                    if n is None or len(buf) < n:
+                        if len(buf) > 4 + 8 + wire.MAX_FRAME:  # a lying CMD_HASH_DATA length
+                            conn.sendall(wire.ctrl_error())
+                            return
+                        break
+                    code = struct.unpack(">I", buf[:4])[0]
+                    if code not in wire.RELAYED_CONTROL:
+                        # state blobs, CMD_STOP, data fds and unknown codes are not for proxy clients
+                        conn.sendall(wire.ctrl_error())
+                        return
+                    request, buf = buf[:n], buf[n:]
+                    self._observe_ctrl(request)
+                    up.sendall(request)
+                    reply = up.recv(65536)
+                    if not reply:
+                        return
+                    conn.sendall(reply)
 
     def _observe_ctrl(self, request: bytes) -> None:
         if len(request) >= 4 and struct.unpack(">I", request[:4])[0] == wire.CMD_INIT:

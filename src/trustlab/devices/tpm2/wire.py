@@ -82,6 +82,17 @@ CONTROL_NAMES = {
     CMD_SET_DATAFD: "CMD_SET_DATAFD", CMD_SET_BUFFERSIZE: "CMD_SET_BUFFERSIZE", CMD_GET_INFO: "CMD_GET_INFO",
 }
 
+RELAYED_CONTROL = frozenset({
+    CMD_GET_CAPABILITY, CMD_INIT, CMD_SHUTDOWN, CMD_GET_TPMESTABLISHED, CMD_SET_LOCALITY, CMD_HASH_START,
+    CMD_HASH_DATA, CMD_HASH_END, CMD_CANCEL_TPM_CMD, CMD_STORE_VOLATILE, CMD_RESET_TPMESTABLISHED,
+    CMD_GET_CONFIG, CMD_SET_BUFFERSIZE, CMD_GET_INFO,
+})
+"""Control codes a proxy relays to swtpm: what TSS TCTIs and swtpm_ioctl send in normal use.
+State blobs (variable framing), CMD_STOP and CMD_SET_DATAFD are refused."""
+
+TPM_BAD_ORDINAL = 10
+"""The result code swtpm's control channel uses for a request it does not support."""
+
 TPM_SU_CLEAR = 0x0000
 TPM_SU_STATE = 0x0001
 
@@ -305,6 +316,11 @@ def ctrl_result(reply: bytes) -> int:
     if len(reply) < 4:
         raise WireError(f"control reply of {len(reply)} bytes has no result code")
     return struct.unpack(">I", reply[:4])[0]
+
+
+def ctrl_error(result: int = TPM_BAD_ORDINAL) -> bytes:
+    """A control reply carrying only a failing result code."""
+    return struct.pack(">I", result)
 
 
 def ctrl_request_length(buf: bytes) -> int | None:
