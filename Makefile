@@ -3,7 +3,7 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
-APT_PACKAGES := swtpm swtpm-tools tpm2-tools libtss2-dev pkg-config build-essential python3-venv python3-dev
+APT_PACKAGES := swtpm swtpm-tools tpm2-tools libtss2-dev pkg-config build-essential python3-venv python3-dev chromium
 
 .PHONY: system setup test main benchmarks clean
 
@@ -24,7 +24,7 @@ test: setup  ## the whole test suite (a few minutes on 2 cores)
 	$(BIN)/pytest -n 2
 
 main: setup  ## the flagship run: regenerate the papers' tables
-	$(BIN)/trustlab estimate --all-profiles tpm1.2
+	$(BIN)/trustlab flagship --out out/report --jobs 2
 
 benchmarks: setup
 	$(BIN)/python -m benchmarks
