@@ -35,6 +35,8 @@ def test_wolftpm_one_profile_per_chip_with_provenance():
         for c in p.components.values():
             assert c.provenance.source and c.provenance.table, (p.name, c.name)
     assert "single run" in by["st-st33tphf2xspi-wolftpm"]["rsa2048_keygen"].provenance.note
+    ecc = slb["ecc256_keygen"]
+    assert ecc.sd == pytest.approx(0.03 * ecc.mean, rel=1e-3) and not ecc.samples
     # a slow RNG (ATTPM20) must not inflate the overhead: the hash bound wins
     assert by["microchip-attpm20-wolftpm"].mean("ohc") == pytest.approx(1024 / 21.3 / 3, rel=1e-3)
 
@@ -52,6 +54,9 @@ def test_jcalgtest_nuvoton_components_and_ignored_entries():
     assert "line" in p["ecc256_sign"].provenance.table
     keygen = p["rsa2048_keygen"]
     assert min(keygen.samples) >= 800.53 - 11.01 - 1e-6 and max(keygen.samples) <= 24750.06 - 11.01 + 1e-6
+    ecc = p["ecc256_keygen"]  # ECC: a normal spread from the observed range
+    assert not ecc.samples and ecc.sd == pytest.approx((34.58 - 28.81) / 6, abs=1e-3)
+    assert p.mean("ecc384_sign") == pytest.approx(43.74 - 11.01, abs=1e-6)  # other key sizes too
     _, entries = parse_entries(JC / "NTC_NPCT75x6rls_7.2.0.1.csv")
     assert not any(e.command == "TPM2_EncryptDecrypt" for e in entries)  # all failed: ignored
 
@@ -60,7 +65,8 @@ def test_jcalgtest_nuvoton_components_and_ignored_entries():
 def test_jcalgtest_failed_rsa_keygen_ignored():
     p = parse_tpm_csv(JC / "INTC_Intel_11.8.50.3399.csv")
     assert p.name == "intel-ptt-11.8.50.3399-jcalgtest"
-    assert set(p.components) == {"ecc256_keygen"}  # RSA 2048 failed 1004 of 1004 times
+    assert "rsa2048_keygen" not in p.components  # RSA 2048 failed 1004 of 1004 times
+    assert set(p.components) == {"ecc256_keygen", "eccbn256_keygen", "rsa1024_keygen"}
     assert "overhead not subtracted" in p["ecc256_keygen"].provenance.note
 
 

@@ -32,6 +32,10 @@ from trustlab.timing.profile import Component, Profile, Provenance
 
 SOURCE = "JCAlgTest TPM performance results (crocs-muni/jcalgtest_results, MIT)"
 
+KEYS = {"rsa2048": "RSA 2048", "ecc256": "ECC 0x0003", "rsa1024": "RSA 1024", "ecc384": "ECC 0x0004",
+        "eccbn256": "ECC 0x0010"}
+"""Key variant (as the proxy names it) -> JCAlgTest's key parameters (TPM_ECC_CURVE ids)."""
+
 MODELS = {
     # (manufacturer, vendor string) -> profile name stem; the vendor strings name no model beyond these
     ("INTC", "intel"): "intel-ptt",
@@ -175,19 +179,22 @@ def parse_tpm_csv(path: Path, name: str | None = None) -> Profile:
                                              provenance=prov(e, f"{what}: {e.avg} ms - ohc{alt}{folded}"))
                 return
 
-    asym("rsa2048_dec", "TPM2_RSA_Decrypt", "RSA 2048", ("0x0010", "0x0017", "0x0015"), "RSA-2048 private op")
-    asym("rsa2048_enc", "TPM2_RSA_Encrypt", "RSA 2048", ("0x0010", "0x0017", "0x0015"), "RSA-2048 public op")
-    asym("rsa2048_sign", "TPM2_Sign", "RSA 2048", ("0x0014", "0x0016"), "RSASSA-2048 signature")
-    asym("ecc256_sign", "TPM2_Sign", "ECC 0x0003", ("0x0018", "0x001c"), "ECDSA P-256 signature")
-    asym("ecc256_verify", "TPM2_VerifySignature", "ECC 0x0003", ("0x0018", "0x001c"), "P-256 verification")
-    if "rsa2048_enc" not in comps:
-        asym("rsa2048_enc", "TPM2_VerifySignature", "RSA 2048", ("0x0014", "0x0016"),
-             "RSA-2048 public op (from TPM2_VerifySignature)")
-    for component, key in (("rsa2048_keygen", "RSA 2048"), ("ecc256_keygen", "ECC 0x0003")):
+    for v, key in KEYS.items():
+        if v.startswith("rsa"):
+            bits = v[3:]
+            asym(f"{v}_dec", "TPM2_RSA_Decrypt", key, ("0x0010", "0x0017", "0x0015"), f"RSA-{bits} private op")
+            asym(f"{v}_enc", "TPM2_RSA_Encrypt", key, ("0x0010", "0x0017", "0x0015"), f"RSA-{bits} public op")
+            asym(f"{v}_sign", "TPM2_Sign", key, ("0x0014", "0x0016"), f"RSASSA-{bits} signature")
+            if f"{v}_enc" not in comps:
+                asym(f"{v}_enc", "TPM2_VerifySignature", key, ("0x0014", "0x0016"),
+                     f"RSA-{bits} public op (from TPM2_VerifySignature)")
+        else:
+            asym(f"{v}_sign", "TPM2_Sign", key, ("0x0018", "0x001c"), f"ECDSA {key} signature")
+            asym(f"{v}_verify", "TPM2_VerifySignature", key, ("0x0018", "0x001c"), f"{key} verification")
         e = _find(entries, "TPM2_Create", **{"Key parameters": key})
         if e is not None:
-            comps[component] = keygen_component(
-                component, minus_ohc(e),
+            comps[f"{v}_keygen"] = keygen_component(
+                f"{v}_keygen", minus_ohc(e),
                 prov(e, f"TPM2_Create {key}: {e.avg} ms (min {e.min}, max {e.max}) - ohc{folded}"),
                 lo=max(e.min - ohc, 0.0), hi=max(e.max - ohc, 0.0))
     if not comps:
