@@ -80,3 +80,16 @@ def test_console_script_reports_malformed_profile_without_traceback(tmp_path):
                           capture_output=True, text=True)
     assert proc.returncode == 2
     assert "bad.toml" in proc.stderr and "negative" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_all_profiles_skips_commands_a_data_profile_cannot_price(capsys):
+    code, out, _ = run(capsys, "estimate", "--all-profiles", "tpm2", "--key", "ecc256", "--json")
+    rows = json.loads(out)
+    assert code == 0 and rows
+    for row in rows:  # each row priced only with components its profile really has
+        assert all(v >= 0 for v in row["breakdown"].values())
+
+
+def test_explicit_command_needing_a_missing_component_is_an_error(capsys):
+    code, _, err = run(capsys, "estimate", "--profile", "nuvoton-npct750-wolftpm", "TPM2_NV_Increment")
+    assert code == 2 and "has no component" in err and err.count("\n") == 1

@@ -5,8 +5,9 @@ from __future__ import annotations
 import argparse
 
 from trustlab.cli._output import print_json, table
-from trustlab.errors import TrustlabError
+from trustlab.errors import FormulaError, TrustlabError
 from trustlab.timing import formulas, registry
+from trustlab.timing.profile import Profile
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -26,15 +27,36 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=run)
 
 
-def estimates(profile_names: list[str], commands: list[str], key: str | None) -> list[dict]:
+def _priceable(profile: Profile, key: str | None) -> list[formulas.Formula]:
+    """Every formula of the profile's family that its components can price.
+
+    Data-derived profiles rarely cover a whole family (a benchmark that never
+    wrote NV has no NV cost), so "all commands" means all the ones it can time.
+    """
+    out = []
+    for command in formulas.commands(profile.family):
+        try:
+            formula = formulas.lookup(profile.family, command, key)
+        except FormulaError:
+            continue  # this command needs a variant other than `key`
+        if all(comp in profile for comp in formula.terms):
+            out.append(formula)
+    return out
+
+
+def estimates(profile_names: list[str], commands: list[str], key: str | None,
+              skip_unpriceable: bool = False) -> list[dict]:
     rows = []
     for name in profile_names:
         profile = registry.load(name)
-        wanted = commands or formulas.commands(profile.family)
-        if not wanted:
-            raise TrustlabError(f"profile {profile.name!r}: no formulas for family {profile.family!r}")
-        for command in wanted:
-            formula = formulas.lookup(profile.family, command, key)
+        if commands:
+            chosen = [formulas.lookup(profile.family, c, key) for c in commands]
+        else:
+            chosen = _priceable(profile, key)
+            if not chosen and not skip_unpriceable:
+                raise TrustlabError(f"profile {profile.name!r}: no {profile.family} formula"
+                                    f"{' for --key ' + key if key else ''} can be priced with its components")
+        for formula in chosen:
             ms, breakdown = formula.evaluate(profile)
             rows.append({"command": formula.command, "profile": profile.name, "ms": ms,
                          "breakdown": breakdown, "formula_source": formula.source,
@@ -48,13 +70,16 @@ def run(args: argparse.Namespace) -> int:
         names += registry.names(args.all_profiles)
     if not names:
         raise TrustlabError("give --profile NAME (or --all-profiles); see 'trustlab profiles list'")
-    rows = estimates(names, args.commands, args.key)
+    rows = estimates(names, args.commands, args.key, skip_unpriceable=bool(args.all_profiles))
     if args.json:
         print_json(rows)
         return 0
     profiles = list(dict.fromkeys(r["profile"] for r in rows))
     commands = list(dict.fromkeys(r["command"] for r in rows))
-    cell = {(r["command"], r["profile"]): r["ms"] for r in rows}
     print("Modelled time (ms)")
+    if len(profiles) > 6:  # a command x profile grid would not fit a terminal
+        print(table([[r["profile"], r["command"], r["ms"]] for r in rows], ["profile", "command", "ms"]))
+        return 0
+    cell = {(r["command"], r["profile"]): r["ms"] for r in rows}
     print(table([[c] + [cell.get((c, p)) for p in profiles] for c in commands], ["command"] + profiles))
     return 0
