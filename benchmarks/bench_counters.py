@@ -29,7 +29,6 @@ import time
 
 from trustlab.apps import workloads as w
 from trustlab.apps.counters import schemes
-from trustlab.apps.counters import tpm_command as T
 from trustlab.apps.counters.base import Answer, VerificationError
 from trustlab.apps.counters.hashtree import new_tree
 from trustlab.apps.counters.runner import run as run_requests, summarize
@@ -44,7 +43,7 @@ def merkle_rates(quick: bool) -> dict:
     depth, rounds, per_round = 20, 6 if quick else 30, 5000
     count = rounds * per_round
     ids = w.zipf_ycsb(1 << depth, count, seed=1, scrambled=True).tolist()
-    values = [T.encode_value(v) for v in range(16)]
+    values = [merkle.encode_value(v) for v in range(16)]
     single_tree, batched_tree = new_tree(depth), new_tree(depth)
     x = b"\x01" + os.urandom(40)
     sha256 = hashlib.sha256

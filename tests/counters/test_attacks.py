@@ -11,10 +11,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from trustlab.apps.counters import schemes
-from trustlab.apps.counters import tpm_command as T
 from trustlab.apps.counters.base import Answer, VerificationError
 from trustlab.apps.counters.hashtree import TreeProver, TreeVerifier
 from trustlab.apps.counters.device import provision
+from trustlab.devices.tpm12 import merkle
+from trustlab.devices.tpm12.commands.hashtree import MODE_INCREMENT, MODE_READ, MODE_UPDATE
 from trustlab.devices.tpm12.errors import TpmError
 from trustlab.timing import registry
 from trustlab.timing.clock import Clock
@@ -270,35 +271,52 @@ def test_tree_tpm_refuses_to_go_down(tree):
     v = p.value(4)
     for delta in (0,):
         with pytest.raises(TpmError, match="TPM_BAD_PARAMETER"):
-            T.call(d.tpm, d.aik, d.aik_auth, T.MODE_ADD, 4, v, delta, nonce(), p.tree.siblings(4))
+            d.tpm.TPM_ExecuteHashTree(d.aik, MODE_INCREMENT, 4, v, p.tree.siblings(4), nonce(), d.aik_auth,
+                                      delta=delta)
     with pytest.raises(VerificationError, match="not-monotonic"):
         p.add(4, -5, nonce())
-    # the generic TPM_ExecuteHashTree cannot touch the counter tree's root
-    d.tpm.TPM_ExecuteHashTree(d.aik, 0, 0, b"\0" * 20, os.urandom(20), [], b"\0" * 20, d.owner_auth)
     n = nonce()
     assert s.verifier.check_read(p.read(4, n), 4, n) == v
 
 
-def test_generic_execute_hash_tree_allows_rollback_through_the_tpm():
-    """Finding: with the generic command a host rolls a counter back and the TPM signs it."""
+def test_owner_reinitialising_the_tree_is_caught_by_the_epoch():
+    """Resetting every counter to zero by a fresh INIT yields certificates of a new epoch: refused."""
+    s = schemes.build("hashtree", PROFILE, 8)
+    s.prover.increment(3, nonce())
+    d, p = s.prover.dev, s.prover
+    assert p.value(3) > 0
+    fresh = TreeProver(d, 8, depth=p.depth)  # the hostile owner re-INITs: all counters back to 0
+    assert fresh.epoch == p.epoch + 1
+    n = nonce()
+    a = fresh.read(3, n)
+    assert a.value == 0
+    expect({"reinitialised"}, s.verifier.check_read, a, 3, n)
+
+
+def test_generic_update_is_refused_so_no_rollback_through_the_tpm():
+    """The earlier generic UPDATE let a host roll a counter back and get it signed; the TPM now refuses it."""
     clock = Clock(PROFILE)
     dev = provision(clock, physical_counter=False)
-    prover = TreeProver(dev, 4, command="generic")
-    verifier = TreeVerifier(dev.aik_public, prover.depth, command="generic")
+    prover = TreeProver(dev, 4)
+    verifier = TreeVerifier(dev.aik_public, prover.depth, prover.epoch)
     for _ in range(3):
         n = nonce()
         verifier.check_increment(prover.increment(1, n), 1, n)
     assert prover.value(1) == 3
-    # hostile host: UPDATE leaf 1 from value 3 back to value 1, through the TPM
-    from trustlab.devices.tpm12 import merkle
+    # hostile host: ask the TPM to UPDATE leaf 1 from value 3 back to value 1
     sib = prover.tree.siblings(1)
-    root, _ = dev.tpm.TPM_ExecuteHashTree(dev.aik, 2, 1, T.counter_leaf(3), T.counter_leaf(1), sib, nonce(),
-                                          dev.aik_auth)
-    prover.tree.set(1, T.encode_value(1))
-    assert prover.tree.root == root
+    with pytest.raises(TpmError, match="TPM_BAD_MODE"):
+        dev.tpm.TPM_ExecuteHashTree(dev.aik, MODE_UPDATE, 1, 3, sib, nonce(), dev.aik_auth, delta=1)
+    # nor can it claim the old value with the current path: the TPM's root disagrees
+    with pytest.raises(TpmError, match="TPM_BAD_HASHTREE"):
+        dev.tpm.TPM_ExecuteHashTree(dev.aik, MODE_READ, 1, 1, sib, nonce(), dev.aik_auth)
+    # a host that rewrites its own tree to value 1 is refused by the TPM on the next READ
+    prover.tree.set(1, merkle.encode_value(1))
+    with pytest.raises(TpmError, match="TPM_BAD_HASHTREE"):
+        prover.read(1, nonce())
+    prover.tree.set(1, merkle.encode_value(3))
     n = nonce()
-    assert verifier.check_read(prover.read(1, n), 1, n) == 1  # accepted: the rollback is invisible
-    assert merkle.root_from_path(1, T.counter_leaf(1), sib) == root
+    assert verifier.check_read(prover.read(1, n), 1, n) == 3
 
 
 @settings(max_examples=15, deadline=None)

@@ -36,7 +36,7 @@ def test_profile_spread_moves_simulation_not_model():
 def test_tree_hash_blocks_beyond_the_levels_are_the_parameter_digest():
     # Per level the TPM hashes what the paper's formula says (2 log2 nc, log2 nc); the
     # only depth-dependent rest is the input-parameter digest over the 20-byte siblings
-    # (TPM_HashTreeCounter parameters: 69 + 20 d bytes).
+    # (TPM_ExecuteHashTree parameters: 69 + 20 d bytes).
     from trustlab.devices.tpm12.primitives import sha1_blocks
 
     base = schemes.hash_blocks("hashtree", 1)

@@ -53,39 +53,50 @@ def aik(tpm: Tpm12):
     return tpm.TPM_LoadKey2(C.TPM_KH_SRK, blob, SRK), rsa_public(Key12.from_bytes(blob).pub)
 
 
+def _verify(pub, sig, epoch, nonce, index, old, new, root) -> None:
+    digest = hashlib.sha1(merkle.hashtree_info(epoch, nonce, index, old, new, root)).digest()
+    pub.verify(sig, digest, padding.PKCS1v15(), utils.Prehashed(hashes.SHA1()))
+
+
+def _counter_tree(depth: int) -> merkle.SparseMerkleTree:
+    """The host's copy of an all-zero counter tree (what INIT installs in the TPM)."""
+    tree = merkle.SparseMerkleTree(depth)
+    for i in range(tree.size):
+        tree.update(i, merkle.counter_leaf(0))
+    return tree
+
+
 def test_execute_hash_tree_update_read_and_rollback(tpm: Tpm12, aik) -> None:
     handle, pub = aik
-    tree = merkle.SparseMerkleTree(10)
-    root, _ = tpm.TPM_ExecuteHashTree(handle, 0, 0, b"\0" * 20, tree.root, [], b"\0" * 20, OWNER)
-    assert root == tree.root
-    old = tree.leaf(5)
-    path = tree.path(5)
-    new = merkle.leaf_hash((1).to_bytes(8, "big"))
+    depth = 10
+    defaults = merkle.counter_defaults(depth)
+    path0 = defaults[:depth]  # siblings of any leaf in the all-zero tree
+    root, epoch, sig = tpm.TPM_ExecuteHashTree(handle, 0, 0, depth, [], b"\0" * 20, OWNER)
+    assert root == merkle.empty_counter_root(depth) and sig == b"" and epoch >= 1
     nonce = b"\x07" * 20
-    root, sig = tpm.TPM_ExecuteHashTree(handle, 2, 5, old, new, path, nonce, AIK)
-    assert root == tree.update(5, new)
-    digest = hashlib.sha1(merkle.hashtree_info(nonce, 5, new, root)).digest()
-    pub.verify(sig, digest, padding.PKCS1v15(), utils.Prehashed(hashes.SHA1()))
-    # the TPM charged 2 * depth node hashes for the update (plus dispatcher/auth blocks)
-    root2, _ = tpm.TPM_ExecuteHashTree(handle, 1, 5, new, b"\0" * 20, tree.path(5), nonce, AIK)
+    root, epoch2, sig = tpm.TPM_ExecuteHashTree(handle, 3, 5, 0, path0, nonce, AIK, delta=1)
+    assert epoch2 == epoch
+    assert root == merkle.root_from_path(5, merkle.counter_leaf(1), path0)
+    _verify(pub, sig, epoch, nonce, 5, 0, 1, root)
+    # READ attests the value without changing the root
+    root2, _, sig = tpm.TPM_ExecuteHashTree(handle, 1, 5, 1, path0, nonce, AIK)
     assert root2 == root
-    # rollback: presenting the old leaf with its (now stale) path is refused
+    _verify(pub, sig, epoch, nonce, 5, 1, 1, root)
+    # rollback: presenting the old value with its (now stale) claim is refused
     with pytest.raises(TpmError, match="TPM_BAD_HASHTREE"):
-        tpm.TPM_ExecuteHashTree(handle, 2, 5, old, new, path, nonce, AIK)
+        tpm.TPM_ExecuteHashTree(handle, 3, 5, 0, path0, nonce, AIK, delta=1)
     # the root survives a power cycle
     tpm.restart()
     handle2 = tpm.TPM_LoadKey2(C.TPM_KH_SRK, tpm.TPM_MakeIdentity(OWNER, SRK, AIK)[0], SRK)
-    assert tpm.TPM_ExecuteHashTree(handle2, 1, 5, new, b"\0" * 20, tree.path(5), nonce, AIK)[0] == root
+    assert tpm.TPM_ExecuteHashTree(handle2, 1, 5, 1, path0, nonce, AIK)[0] == root
 
 
 def test_update_costs_2_depth_hashes_more_than_nothing(tpm: Tpm12, aik, clock) -> None:
     handle, _ = aik
     blocks = {}
     for depth in (4, 12):
-        tree = merkle.SparseMerkleTree(depth)
-        tpm.TPM_ExecuteHashTree(handle, 0, 0, b"\0" * 20, tree.root, [], b"\0" * 20, OWNER)
-        new = merkle.leaf_hash(b"1")
-        tpm.TPM_ExecuteHashTree(handle, 2, 3, tree.leaf(3), new, tree.path(3), b"\0" * 20, AIK)
+        tpm.TPM_ExecuteHashTree(handle, 0, 0, depth, [], b"\0" * 20, OWNER)
+        tpm.TPM_ExecuteHashTree(handle, 3, 3, 0, merkle.counter_defaults(depth)[:depth], b"\0" * 20, AIK, delta=1)
         blocks[depth] = round(clock.last.breakdown["sha1_byte"] / clock.profile.mean("sha1_byte") / 64)
     # 2 hashes per level for the update; each extra sibling adds 20 bytes to the parameter digest
     extra_levels = 12 - 4
@@ -95,20 +106,44 @@ def test_update_costs_2_depth_hashes_more_than_nothing(tpm: Tpm12, aik, clock) -
 
 def test_increment_mode_cannot_roll_a_counter_back(tpm: Tpm12, aik) -> None:
     handle, pub = aik
-    tree = merkle.SparseMerkleTree(6)
-    for i in range(tree.size):
-        tree.update(i, merkle.counter_leaf(0))
-    tpm.TPM_ExecuteHashTree(handle, 0, 0, b"\0" * 20, tree.root, [], b"\0" * 20, OWNER)
+    tree = _counter_tree(6)
+    _, epoch, _ = tpm.TPM_ExecuteHashTree(handle, 0, 0, 6, [], b"\0" * 20, OWNER)
     for value in range(3):
         nonce = bytes([value]) * 20
-        root, sig = tpm.TPM_ExecuteHashTree(handle, 3, 9, value.to_bytes(8, "big") + bytes(12), b"\0" * 20,
-                                            tree.path(9), nonce, AIK)
+        root, _, sig = tpm.TPM_ExecuteHashTree(handle, 3, 9, value, tree.path(9), nonce, AIK, delta=1)
         assert root == tree.update(9, merkle.counter_leaf(value + 1))
-        digest = hashlib.sha1(merkle.hashtree_info(nonce, 9, merkle.counter_leaf(value + 1), root)).digest()
-        pub.verify(sig, digest, padding.PKCS1v15(), utils.Prehashed(hashes.SHA1()))
+        _verify(pub, sig, epoch, nonce, 9, value, value + 1, root)
     # claiming an older value does not match the root: INCREMENT never goes back
     with pytest.raises(TpmError, match="TPM_BAD_HASHTREE"):
-        tpm.TPM_ExecuteHashTree(handle, 3, 9, (1).to_bytes(8, "big") + bytes(12), b"\0" * 20,
-                                tree.path(9), b"\0" * 20, AIK)
-    with pytest.raises(TpmError, match="TPM_BAD_PARAMETER"):
-        tpm.TPM_ExecuteHashTree(handle, 3, 9, b"\xff" * 20, b"\0" * 20, tree.path(9), b"\0" * 20, AIK)
+        tpm.TPM_ExecuteHashTree(handle, 3, 9, 1, tree.path(9), b"\0" * 20, AIK, delta=1)
+    with pytest.raises(TpmError, match="TPM_BAD_PARAMETER"):  # past 2^64 - 1
+        tpm.TPM_ExecuteHashTree(handle, 3, 9, 3, tree.path(9), b"\0" * 20, AIK, delta=(1 << 64) - 1)
+    with pytest.raises(TpmError, match="TPM_BAD_PARAMETER"):  # delta 0 is not an increment
+        tpm.TPM_ExecuteHashTree(handle, 3, 9, 3, tree.path(9), b"\0" * 20, AIK, delta=0)
+    # arithmetic counters: the TPM adds delta itself
+    root, _, sig = tpm.TPM_ExecuteHashTree(handle, 3, 9, 3, tree.path(9), b"\1" * 20, AIK, delta=40)
+    assert root == tree.update(9, merkle.counter_leaf(43))
+    _verify(pub, sig, epoch, b"\1" * 20, 9, 3, 43, root)
+
+
+def test_generic_update_is_refused_and_changes_nothing(tpm: Tpm12, aik) -> None:
+    handle, _ = aik
+    tree = _counter_tree(3)
+    tpm.TPM_ExecuteHashTree(handle, 0, 0, 3, [], b"\0" * 20, OWNER)
+    root, _, _ = tpm.TPM_ExecuteHashTree(handle, 3, 2, 0, tree.path(2), b"\0" * 20, AIK, delta=5)
+    tree.update(2, merkle.counter_leaf(5))
+    with pytest.raises(TpmError, match="TPM_BAD_MODE"):
+        tpm.TPM_ExecuteHashTree(handle, 2, 2, 5, tree.path(2), b"\0" * 20, AIK, delta=1)
+    with pytest.raises(TpmError, match="TPM_BAD_MODE"):
+        tpm.TPM_ExecuteHashTree(handle, 7, 2, 5, tree.path(2), b"\0" * 20, AIK)
+    assert tpm.TPM_ExecuteHashTree(handle, 1, 2, 5, tree.path(2), b"\0" * 20, AIK)[0] == root
+
+
+def test_reinit_bumps_the_epoch_across_restarts(tpm: Tpm12, aik) -> None:
+    handle, _ = aik
+    epochs = [tpm.TPM_ExecuteHashTree(handle, 0, 0, 2, [], b"\0" * 20, OWNER)[1] for _ in range(2)]
+    tpm.restart()
+    epochs.append(tpm.TPM_ExecuteHashTree(handle, 0, 0, 2, [], b"\0" * 20, OWNER)[1])
+    assert epochs == sorted(set(epochs)) and len(epochs) == 3
+    with pytest.raises(TpmError, match="TPM_AUTHFAIL"):
+        tpm.TPM_ExecuteHashTree(handle, 0, 0, 2, [], b"\0" * 20, AIK)

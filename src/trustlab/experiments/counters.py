@@ -93,10 +93,6 @@ class CountersExperiment:
         parser.add_argument("--trace", type=Path, default=None, help="replay a trace file instead")
         parser.add_argument("--deterministic", action="store_true",
                             help="drop the profile's spreads (the model then equals the simulation exactly)")
-        parser.add_argument("--tree-command", choices=["counter", "generic"], default="counter",
-                            help="hash-tree TPM command: counter (TPM_HashTreeCounter, executes the counter "
-                            "operation in the TPM; default) or generic (the engine's TPM_ExecuteHashTree, same "
-                            "cost, but it lets a hostile host roll counters back through the TPM)")
         parser.add_argument("--attest-every", type=int, default=1, metavar="K",
                             help="hash-tree only: sign the root on every K-th request (default 1 = every "
                             "request, as the paper); K>1 is the batch mode used at 2^20 counters")
@@ -122,8 +118,7 @@ class CountersExperiment:
             gap_info[n] = workloads.gap_stats(ids).to_dict() if ids is not None else {}
             for p in profiles:
                 for s in scheme_names:
-                    scheme = schemes.build(s, p, n, seed=args.seed, attest_every=args.attest_every,
-                                           command=args.tree_command)
+                    scheme = schemes.build(s, p, n, seed=args.seed, attest_every=args.attest_every)
                     try:
                         records = run(scheme, requests, seed=args.seed)
                     finally:

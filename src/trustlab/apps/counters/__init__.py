@@ -2,7 +2,7 @@
 
 Modules: :mod:`.base` (prover/verifier interface, rejection reasons),
 :mod:`.device` (provisioning), :mod:`.logbased`, :mod:`.hashtree` with
-:mod:`.tree` (host-held sparse Merkle tree) and :mod:`.tpm_command` (the
-counter-aware hash-tree command), :mod:`.model` (the paper's formulas),
+:mod:`.tree` (host-held sparse Merkle tree; the TPM side is the engine's
+TPM_ExecuteHashTree), :mod:`.model` (the paper's formulas),
 :mod:`.schemes` (assembly), :mod:`.runner` (workload execution).
 """

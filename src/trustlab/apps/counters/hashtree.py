@@ -9,15 +9,13 @@ value, the path and the signature, recomputes the root from the path and checks
 the signature - so a host that rolls back or forks its stored nodes is caught
 by the TPM (its root no longer matches) and a forged answer by the verifier.
 
-Two TPM commands can back the scheme (``command=``):
-
-* ``"counter"`` (default): :mod:`.tpm_command`'s TPM_HashTreeCounter, which
-  executes the counter operation inside the TPM (only ``+delta >= 1``). It also
-  gives the *arithmetic* counters the wallet uses for balances (:meth:`add`).
-* ``"generic"``: the engine's TPM_ExecuteHashTree (UPDATE installs any leaf the
-  host supplies). Timed identically, but the TPM does not know a leaf is a
-  counter, so a hostile host can roll a counter back *through the TPM* and get
-  a valid signature; kept to demonstrate exactly that.
+The TPM command is the engine's what-if ``TPM_ExecuteHashTree``
+(:mod:`trustlab.devices.tpm12.commands.hashtree`), which executes the counter
+operation inside the TPM (only ``+delta >= 1``; a generic UPDATE that would let
+a hostile host roll a counter back through the TPM is refused). It also gives
+the *arithmetic* counters the wallet uses for balances (:meth:`TreeProver.add`).
+Every certificate carries the tree's *epoch*: the verifier learns it when the
+tree is initialised and refuses answers from a re-initialised (reset) tree.
 """
 
 from __future__ import annotations
@@ -30,15 +28,14 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import padding, rsa, utils
 
-from trustlab.apps.counters import tpm_command as T
 from trustlab.apps.counters.base import Answer, VerificationError
 from trustlab.apps.counters.device import ProvisionedTpm
 from trustlab.apps.counters.tree import SparseTree, root_from_path
 from trustlab.devices.tpm12 import merkle
+from trustlab.devices.tpm12.commands.hashtree import MODE_INCREMENT, MODE_INIT, MODE_READ
 from trustlab.devices.tpm12.errors import TpmError
 from trustlab.timing.clock import Clock
 
-COMMANDS = ("counter", "generic")
 READ, INC = "read", "increment"
 
 
@@ -52,14 +49,14 @@ def _node_hash(left: bytes, right: bytes) -> bytes:
 
 def new_tree(depth: int) -> SparseTree:
     """An all-zero counter tree with the engine's Merkle conventions."""
-    return SparseTree(depth, _leaf_hash, _node_hash, T.encode_value(0), inline=(hashlib.sha1, b"\x01"))
+    return SparseTree(depth, _leaf_hash, _node_hash, merkle.encode_value(0), inline=(hashlib.sha1, b"\x01"))
 
 
 @dataclass(frozen=True)
 class TreeCert:
     """A hash-tree execution certificate."""
 
-    command: str
+    epoch: int
     index: int
     old: int
     new: int
@@ -70,8 +67,8 @@ class TreeCert:
 
     @property
     def size(self) -> int:
-        """The paper's Sc + log2(nc) Sh + Ss (plus the old value and root)."""
-        return 8 + 8 + 20 * len(self.siblings) + 20 + len(self.nonce) + len(self.signature)
+        """The paper's Sc + log2(nc) Sh + Ss (plus the old value, epoch and root)."""
+        return 8 + 8 + 4 + 20 * len(self.siblings) + 20 + len(self.nonce) + len(self.signature)
 
 
 class TreeProver:
@@ -80,15 +77,12 @@ class TreeProver:
     scheme = "hashtree"
 
     def __init__(self, dev: ProvisionedTpm, counters: int, depth: int | None = None,
-                 command: str = "counter", owner_auth: bytes | None = None, attest_every: int = 1) -> None:
-        if command not in COMMANDS:
-            raise ValueError(f"unknown hash-tree command {command!r} (known: {', '.join(COMMANDS)})")
+                 owner_auth: bytes | None = None, attest_every: int = 1) -> None:
         self.dev = dev
         self.counters = counters
         self.depth = depth if depth is not None else max(1, (counters - 1).bit_length())
         if counters > 1 << self.depth:
             raise ValueError(f"{counters} counters do not fit a tree of depth {self.depth}")
-        self.command = command
         self.tree = new_tree(self.depth)
         self.attest_every = attest_every
         self.ops = 0
@@ -97,10 +91,9 @@ class TreeProver:
         owner = owner_auth or dev.owner_auth
         clock = dev.tpm.clock
         before = clock.now_ms
-        if command == "counter":
-            T.call(dev.tpm, dev.aik, owner, T.MODE_INIT, 0, 0, 0, b"\x00" * 20, [b"\x00" * 20] * self.depth)
-        else:
-            dev.tpm.TPM_ExecuteHashTree(dev.aik, 0, 0, b"\x00" * 20, self.tree.root, [], b"\x00" * 20, owner)
+        root, self.epoch, _ = dev.tpm.TPM_ExecuteHashTree(dev.aik, MODE_INIT, 0, self.depth, [], bytes(20), owner)
+        if root != self.tree.root:
+            raise TpmError("TPM_BAD_HASHTREE", "the TPM's empty tree differs from the host's")
         if clock.now_ms != before:  # set-up is not part of any measured operation
             clock.reset()
 
@@ -124,21 +117,16 @@ class TreeProver:
         new = old + delta if kind == INC else old
         tpm, d = self.dev.tpm, self.dev
         aik_s = self._aik_session()
-        if self.command == "counter":
-            mode = T.MODE_ADD if kind == INC else T.MODE_READ
-            root, sig = T.call(tpm, d.aik, aik_s, mode, counter, old, delta, nonce, siblings, sign=sign)
-        else:
-            if delta != 1 and kind == INC:
-                raise VerificationError("unsupported", "the generic command has no arithmetic counters")
-            root, sig = tpm.TPM_ExecuteHashTree(d.aik, 2 if kind == INC else 1, counter,
-                                                T.counter_leaf(old), T.counter_leaf(new), siblings, nonce, aik_s)
+        mode = MODE_INCREMENT if kind == INC else MODE_READ
+        root, epoch, sig = tpm.TPM_ExecuteHashTree(d.aik, mode, counter, old, siblings, nonce, aik_s,
+                                                   delta=delta if kind == INC else 0, sign=sign)
         if kind == INC:
-            host_root = self.tree.set(counter, T.encode_value(new))
+            host_root = self.tree.set(counter, merkle.encode_value(new))
             if host_root != root:
                 raise TpmError("TPM_BAD_HASHTREE", "host tree and TPM root diverged")
             self.updates += 1
             self.last[counter] = self.updates
-        return TreeCert(self.command, counter, old, new, tuple(siblings), root, nonce, sig)
+        return TreeCert(epoch, counter, old, new, tuple(siblings), root, nonce, sig)
 
     def read(self, counter: int, nonce: bytes) -> Answer:
         cert = self._op(READ, counter, nonce, 0)
@@ -160,42 +148,39 @@ class TreeProver:
 
 
 class TreeVerifier:
-    """The merchant's side: the AIK's public key and the tree depth, nothing else."""
+    """The merchant's side: the AIK's public key, the tree depth and epoch, nothing else."""
 
-    def __init__(self, aik_public: rsa.RSAPublicKey, depth: int, clock: Clock | None = None,
-                 command: str = "counter") -> None:
+    def __init__(self, aik_public: rsa.RSAPublicKey, depth: int, epoch: int, clock: Clock | None = None) -> None:
         self.aik_public = aik_public
         self.depth = depth
+        self.epoch = epoch
         self.clock = clock
-        self.command = command
 
     def _check(self, answer: Answer, counter: int, nonce: bytes) -> TreeCert:
         cert = answer.evidence
         if not isinstance(cert, TreeCert):
             raise VerificationError("bad-evidence", "not a hash-tree certificate")
-        if cert.command != self.command:
-            raise VerificationError("bad-evidence", f"certificate from {cert.command}, expected {self.command}")
+        if cert.epoch != self.epoch:
+            raise VerificationError("reinitialised", f"certificate from tree epoch {cert.epoch}, expected "
+                                    f"{self.epoch} (the tree was reset)")
         if cert.index != counter:
             raise VerificationError("wrong-counter", f"certificate is for counter {cert.index}, not {counter}")
         if cert.nonce != nonce:
             raise VerificationError("bad-nonce", "certificate answers another challenge (replay?)")
         if answer.value != cert.new:
             raise VerificationError("value-mismatch", f"claimed {answer.value}, certificate says {cert.new}")
-        if not (0 <= cert.old <= T.MAX_VALUE and 0 <= cert.new <= T.MAX_VALUE):
+        if not (0 <= cert.old <= merkle.MAX_VALUE and 0 <= cert.new <= merkle.MAX_VALUE):
             raise VerificationError("bad-value", f"counter values must be 64-bit unsigned, got {cert.old}, {cert.new}")
         if len(cert.siblings) != self.depth:
             raise VerificationError("bad-path", f"path of {len(cert.siblings)} siblings, tree depth {self.depth}")
         if not cert.signature:
             raise VerificationError("unsigned", "the TPM did not attest this operation")
-        leaf = T.counter_leaf(cert.new)
+        leaf = merkle.counter_leaf(cert.new)
         if root_from_path(counter, leaf, list(cert.siblings), _node_hash) != cert.root:
             raise VerificationError("bad-path", f"value {cert.new} and path do not give the attested root")
         if self.clock is not None:
             self.clock.charge("host_verify")
-        if self.command == "counter":
-            info = T.counter_info(nonce, counter, cert.old, cert.new, cert.root)
-        else:
-            info = merkle.hashtree_info(nonce, counter, leaf, cert.root)
+        info = merkle.hashtree_info(cert.epoch, nonce, counter, cert.old, cert.new, cert.root)
         try:
             self.aik_public.verify(cert.signature, hashlib.sha1(info).digest(), padding.PKCS1v15(),
                                    utils.Prehashed(hashes.SHA1()))
@@ -212,10 +197,10 @@ class TreeVerifier:
     def check_increment(self, answer: Answer, counter: int, nonce: bytes, after: int | None = None,
                         delta: int | None = 1) -> int:
         cert = self._check(answer, counter, nonce)
-        if self.command == "counter" and delta is not None and cert.new != cert.old + delta:
+        if delta is not None and cert.new != cert.old + delta:
             raise VerificationError("not-monotonic", f"{cert.old} -> {cert.new} is not +{delta}")
         if after is not None and cert.new <= after:
             raise VerificationError("not-monotonic", f"value {cert.new} is not past {after}")
-        if self.command == "counter" and after is not None and cert.old != after:
+        if after is not None and cert.old != after:
             raise VerificationError("stale-base", f"incremented from {cert.old}, last seen {after}")
         return cert.new

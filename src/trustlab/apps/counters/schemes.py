@@ -48,7 +48,7 @@ def _probe_device(physical_counter: bool):
 
 
 @functools.cache
-def hash_blocks(scheme: str, depth: int = 1, command: str = "counter") -> dict[str, int]:
+def hash_blocks(scheme: str, depth: int = 1) -> dict[str, int]:
     """TPM SHA-1 blocks one INCREMENT / READ hashes, beyond the tree levels' own hashes."""
     if scheme == "log":
         dev = _probe_device(True)
@@ -62,19 +62,19 @@ def hash_blocks(scheme: str, depth: int = 1, command: str = "counter") -> dict[s
         return out
     dev = _probe_device(False)
     clock = dev.tpm.clock
-    prover = TreeProver(dev, 1 << depth, depth=depth, command=command)  # INIT: a fresh tree of this depth
+    prover = TreeProver(dev, 1 << depth, depth=depth)  # INIT: a fresh tree of this depth
     out = {}
     for op, fn, levels in ((INCREMENT, prover.increment, 2 * depth), (READ, prover.read, depth)):
         before = clock.now_ms
         fn(0, b"\x01" * 20)
         out[op] = round(clock.now_ms - before) - levels
-    if command == "counter":  # batch mode: operations whose signature is skipped
-        prover = TreeProver(dev, 1 << depth, depth=depth, command=command, attest_every=1 << 30)
-        prover.read(0, b"\x01" * 20)  # the first operation of a batch is signed
-        for op, fn, levels in ((INCREMENT, prover.increment, 2 * depth), (READ, prover.read, depth)):
-            before = clock.now_ms
-            fn(0, b"\x01" * 20)
-            out[op + "-nosign"] = round(clock.now_ms - before) - levels
+    # batch mode: operations whose signature is skipped
+    prover = TreeProver(dev, 1 << depth, depth=depth, attest_every=1 << 30)
+    prover.read(0, b"\x01" * 20)  # the first operation of a batch is signed
+    for op, fn, levels in ((INCREMENT, prover.increment, 2 * depth), (READ, prover.read, depth)):
+        before = clock.now_ms
+        fn(0, b"\x01" * 20)
+        out[op + "-nosign"] = round(clock.now_ms - before) - levels
     return out
 
 
@@ -132,8 +132,7 @@ class BuiltScheme:
         return p.ops % p.attest_every == 0
 
 
-def build(scheme: str, profile: Profile, counters: int, *, seed: int = 0, attest_every: int = 1,
-          command: str = "counter") -> BuiltScheme:
+def build(scheme: str, profile: Profile, counters: int, *, seed: int = 0, attest_every: int = 1) -> BuiltScheme:
     """A fresh TPM provisioned for ``scheme`` with ``counters`` virtual counters."""
     if scheme not in SCHEMES:
         raise TrustlabError(f"unknown scheme {scheme!r} (known: {', '.join(SCHEMES)})")
@@ -158,14 +157,11 @@ def build(scheme: str, profile: Profile, counters: int, *, seed: int = 0, attest
         acc = M.Accounting(log_inc_hash_blocks=blocks[INCREMENT], log_read_hash_blocks=blocks[READ],
                            read_extra_certs=1, own_cert_verifies=1, inc_verifies=1)
         return BuiltScheme("log", profile, counters, clock, prover, verifier, terms, acc)
-    if command == "generic" and attest_every != 1:
-        raise TrustlabError("batch attestation (--attest-every > 1) needs the counter command; "
-                            "TPM_ExecuteHashTree always signs")
     depth = max(1, (counters - 1).bit_length())
     dev = provision(clock, physical_counter=False)
-    prover = TreeProver(dev, counters, depth=depth, command=command, attest_every=attest_every)
-    verifier = TreeVerifier(dev.aik_public, depth, clock, command=command)
-    blocks = hash_blocks("hashtree", depth, command)
+    prover = TreeProver(dev, counters, depth=depth, attest_every=attest_every)
+    verifier = TreeVerifier(dev.aik_public, depth, prover.epoch, clock)
+    blocks = hash_blocks("hashtree", depth)
     acc = M.Accounting(tree_inc_hash_blocks=blocks[INCREMENT], tree_read_hash_blocks=blocks[READ], inc_verifies=1,
                        tree_inc_hash_blocks_nosign=blocks.get(INCREMENT + "-nosign", 0),
                        tree_read_hash_blocks_nosign=blocks.get(READ + "-nosign", 0))

@@ -442,22 +442,24 @@ class Tpm12:
         return r.sized()
 
     # ---- what-if: hash tree ----------------------------------------------------------
-    def TPM_ExecuteHashTree(self, key: int, mode: int, index: int, old_leaf: bytes,
-                            new_leaf: bytes, siblings: Sequence[bytes], nonce: bytes,
-                            auth: Auth) -> tuple[bytes, bytes]:
-        """Returns (root now held by the TPM, signature over TPM_HASHTREE_INFO; empty for INIT).
+    def TPM_ExecuteHashTree(self, key: int, mode: int, index: int, value: int, siblings: Sequence[bytes],
+                            nonce: bytes, auth: Auth, *, delta: int = 0,
+                            sign: bool = True) -> tuple[bytes, int, bytes]:
+        """Returns (root now held by the TPM, the tree's epoch, signature over TPM_HASHTREE_INFO).
 
-        ``mode``: 0 INIT (``auth`` is the owner secret, ``new_leaf`` the root),
-        1 READ, 2 UPDATE (any new leaf), 3 INCREMENT (``old_leaf`` = UINT64
-        value padded to 20 bytes; the TPM installs ``counter_leaf(value + 1)``).
-        Leaves are leaf *hashes* (see ``merkle.leaf_hash``/``counter_leaf``).
+        ``mode`` (see ``commands/hashtree.py``): 0 INIT (``auth`` = the owner
+        secret, ``value`` = the depth, no siblings; empty signature), 1 READ,
+        2 UPDATE (always refused), 3 INCREMENT by ``delta`` (>= 1). ``value`` is
+        the counter's current value; ``sign=False`` skips the signature (batch
+        attestation).
         """
-        w = (Writer().u8(mode).u32(index >> 32).u32(index & 0xFFFFFFFF).raw(old_leaf).raw(new_leaf)
+        w = (Writer().u8(mode | (0 if sign else 0x80)).u32(index >> 32).u32(index & 0xFFFFFFFF)
+             .u32(value >> 32).u32(value & 0xFFFFFFFF).u32(delta >> 32).u32(delta & 0xFFFFFFFF)
              .raw(nonce).u32(len(siblings)))
         for s in siblings:
             w.raw(s)
         _, r = self.call("TPM_ExecuteHashTree", handles=[key], params=w.bytes(), auth=[auth])
-        return r.raw(20), r.sized()
+        return r.raw(20), r.u32(), r.sized()
 
     # ---- transport sessions -------------------------------------------------------------
     def TPM_EstablishTransport(self, transport_secret: bytes, *, exclusive: bool = True,

@@ -35,9 +35,30 @@ def leaf_hash(data: bytes, h: Hash = sha1) -> bytes:
     return h(b"\x00", data)
 
 
+MAX_VALUE = (1 << 64) - 1
+
+
+def encode_value(value: int) -> bytes:
+    """A counter's leaf data: its value as a UINT64 (big-endian, as TPM structures are)."""
+    return struct.pack(">Q", value)
+
+
 def counter_leaf(value: int, h: Hash = sha1) -> bytes:
-    """Leaf hash of a monotonic counter: ``leaf_hash(UINT64 value)`` (TPM_ExecuteHashTree INCREMENT)."""
-    return leaf_hash(value.to_bytes(8, "big"), h)
+    """Leaf hash of a counter: ``leaf_hash(UINT64 value)`` (what TPM_ExecuteHashTree checks)."""
+    return leaf_hash(encode_value(value), h)
+
+
+def counter_defaults(depth: int, h: Hash = sha1) -> list[bytes]:
+    """``[leaf of value 0, ..., root of an all-zero counter tree]`` (depth + 1 entries)."""
+    nodes = [counter_leaf(0, h)]
+    for _ in range(depth):
+        nodes.append(node_hash(nodes[-1], nodes[-1], h))
+    return nodes
+
+
+def empty_counter_root(depth: int) -> bytes:
+    """Root of a tree of ``2**depth`` counters that are all zero (TPM_ExecuteHashTree INIT)."""
+    return counter_defaults(depth)[-1]
 
 
 def node_hash(left: bytes, right: bytes, h: Hash = sha1) -> bytes:
@@ -64,9 +85,14 @@ def default_nodes(depth: int, h: Hash = sha1) -> list[bytes]:
     return nodes
 
 
-def hashtree_info(nonce: bytes, index: int, leaf: bytes, root: bytes) -> bytes:
-    """TPM_HASHTREE_INFO, what TPM_ExecuteHashTree signs: tag "HTRE", nonce, index, leaf, root."""
-    return b"HTRE" + nonce + struct.pack(">Q", index) + leaf + root
+def hashtree_info(epoch: int, nonce: bytes, index: int, old: int, new: int, root: bytes) -> bytes:
+    """TPM_HASHTREE_INFO, what TPM_ExecuteHashTree signs.
+
+    Tag "HTRE", the tree's epoch (UINT32, bumped by every INIT so a re-initialised
+    tree cannot pass for the old one), the verifier's nonce, the counter index
+    and its old and new values (UINT64 each; equal for a READ), the new root.
+    """
+    return b"HTRE" + struct.pack(">I", epoch) + nonce + struct.pack(">QQQ", index, old, new) + root
 
 
 class SparseMerkleTree:

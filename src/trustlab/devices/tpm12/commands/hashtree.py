@@ -1,30 +1,50 @@
 """TPM_ExecuteHashTree: the what-if command of Sarmenta et al. for hash-tree counters.
 
-The TPM holds only the root (persisted in NV); leaves and inner nodes live in
-untrusted host memory (see :mod:`..merkle` for the conventions). Modes:
+The TPM holds only the root of a tree of ``2**depth`` UINT64 counters (root,
+depth and epoch persisted in NV); leaves and inner nodes live in untrusted
+host memory (see :mod:`..merkle` for the conventions; a leaf is
+``counter_leaf(value)``). The TPM *executes* the counter operation itself,
+as Sarmenta et al.'s design does: the host names a counter and its current
+value and hands over the sibling path, and the TPM computes the new value.
+Modes:
 
-* ``INIT`` (owner-authorized): set the root, e.g. the empty tree's root;
-* ``READ``: check that ``leaf`` at ``index`` is under the held root (depth
-  hashes), then sign TPM_HASHTREE_INFO(nonce, index, leaf, root);
-* ``UPDATE``: check ``old leaf`` as in READ, recompute the root with ``new
-  leaf`` over the same siblings (depth more hashes), store it, sign. This is
-  an authenticated *write*: whoever holds the key's secret may install any
-  leaf, including an older one — fine for data the key holder owns, wrong
-  for counters a host must not roll back;
-* ``INCREMENT``: the monotonic form: the first 8 bytes of ``old leaf`` carry
-  the counter's current value ``v``; the TPM checks ``counter_leaf(v)``
-  under the root and installs ``counter_leaf(v + 1)`` itself, so a host can
-  never move a counter backwards (2 more leaf hashes than UPDATE).
+* ``INIT`` (0, owner-authorized): install the all-zero tree of ``depth``
+  levels (passed in the ``value`` field) and bump the tree's *epoch*. The
+  epoch is signed with every answer, so an owner who re-initialises to reset
+  all counters produces certificates a verifier that knows the epoch rejects;
+* ``READ`` (1): check ``value`` at ``index`` against the held root (1 leaf +
+  ``depth`` node hashes), then sign
+  TPM_HASHTREE_INFO(epoch, nonce, index, value, value, root);
+* ``UPDATE`` (2) is **refused** (TPM_BAD_MODE). A generic "install this new
+  leaf" lets the host, which holds the key's authorization, roll a counter
+  back *through the TPM* and obtain a valid signature for the old value —
+  the earlier design had it and ``tests/counters/test_attacks.py`` kept the
+  exploit; now it keeps the refusal;
+* ``INCREMENT`` (3): as READ, then ``new = value + delta`` with
+  ``1 <= delta`` and ``new < 2**64`` (``delta`` 1: a monotonic counter; larger:
+  the paper's *arithmetic* counters), recompute the root over the same
+  siblings (as many hashes again), store it, sign (epoch, nonce, index,
+  value, new, root).
 
-So an update costs ``2 * depth`` node hashes + a signature, a read ``depth``
-+ a signature — the paper's ``(2 log2 nc) Tth + Tts`` and ``(log2 nc) Tth +
-Tts`` — plus the usual dispatcher and authorization costs, all charged by the
-primitives. A stale path (rollback, fork) fails with TPM_BAD_HASHTREE.
+So an INCREMENT costs ``2 (depth + 1)`` hashes + a signature, a READ
+``depth + 1`` + a signature — the paper's ``(2 log2 nc) Tth + Tts`` and
+``(log2 nc) Tth + Tts`` (the leaf hashes are the structural extra the
+counters app's model counts) — plus the usual dispatcher and authorization
+costs, all charged by the primitives. A stale path or a value that is not
+the current one (rollback, fork) fails with TPM_BAD_HASHTREE.
+
+``FLAG_NOSIGN`` (0x80 on the mode) skips the signature: only for the batch
+attestation of the 2^20-counter scale run, which signs every K-th request.
+
+Parameters: mode u8, index u64, value u64, delta u64, nonce 20, sibling
+count u32, siblings (20 each) — ``69 + 20 depth`` bytes. Response: root 20,
+epoch u32, sized signature.
 """
 
 from __future__ import annotations
 
 import hmac as _hmac
+import struct
 
 from trustlab.devices.tpm12 import constants as C
 from trustlab.devices.tpm12 import merkle
@@ -33,49 +53,65 @@ from trustlab.devices.tpm12.registry import Request, Response, tpm_command
 from trustlab.devices.tpm12.wire import Writer
 
 MODE_INIT, MODE_READ, MODE_UPDATE, MODE_INCREMENT = 0, 1, 2, 3
+FLAG_NOSIGN = 0x80
+DEPTH_KEY, EPOCH_KEY = "hashtree_depth", "hashtree_epoch"
+
+
+def _answer(root: bytes, epoch: int, sig: bytes) -> Response:
+    return Response(params=root + struct.pack(">I", epoch) + Writer().sized(sig).bytes())
 
 
 @tpm_command("TPM_ExecuteHashTree", handles=1, auth=(1,))
 def execute_hash_tree(tpm, req: Request) -> Response:
     p = req.params
-    mode, index = p.u8(), p.u32() << 32 | p.u32()
-    old_leaf, new_leaf, nonce = p.raw(20), p.raw(20), p.raw(20)
+    mode_flags = p.u8()
+    mode, sign = mode_flags & 0x7F, not mode_flags & FLAG_NOSIGN
+    index = p.u32() << 32 | p.u32()
+    value = p.u32() << 32 | p.u32()
+    delta = p.u32() << 32 | p.u32()
+    nonce = p.raw(20)
     count = p.u32()
     if count > merkle.MAX_DEPTH:
         raise TpmError("TPM_BAD_PARAMETER", f"path of {count} siblings exceeds depth {merkle.MAX_DEPTH}")
     siblings = [p.raw(20) for _ in range(count)]
     p.end()
+    st = tpm.state
     if mode == MODE_INIT:
         req.auth.check(0, tpm.owner_auth(), (C.TPM_ET_OWNER, C.TPM_KH_OWNER))
-        tpm.state.hashtree_root = new_leaf
+        if not 1 <= value <= merkle.MAX_DEPTH:
+            raise TpmError("TPM_BAD_PARAMETER", f"INIT depth {value} outside 1..{merkle.MAX_DEPTH}")
+        epoch = int(st.extra.get(EPOCH_KEY, "0")) + 1
+        st.hashtree_root = merkle.counter_defaults(value, tpm.crypto.sha1)[-1]
+        st.extra[DEPTH_KEY], st.extra[EPOCH_KEY] = str(value), str(epoch)
         tpm.mark_dirty()
-        return Response(params=new_leaf + Writer().sized(b"").bytes())
+        return _answer(st.hashtree_root, epoch, b"")
+    if mode == MODE_UPDATE:
+        raise TpmError("TPM_BAD_MODE", "UPDATE would install a host-chosen leaf (a counter rollback); "
+                                       "use INCREMENT, the TPM computes the new value")
+    if mode not in (MODE_READ, MODE_INCREMENT):
+        raise TpmError("TPM_BAD_MODE", f"TPM_ExecuteHashTree mode {mode}")
     key = tpm.key(req.handles[0])
     req.auth.check(0, key.usage_auth, (C.TPM_ET_KEYHANDLE, req.handles[0]))
     if key.blob.usage not in (C.TPM_KEY_IDENTITY, C.TPM_KEY_SIGNING) or key.private is None:
         raise TpmError("TPM_INVALID_KEYUSAGE", "TPM_ExecuteHashTree signs with an identity or signing key")
-    root = tpm.state.hashtree_root
-    if root is None:
-        raise TpmError("TPM_BAD_HASHTREE", "no hash tree root is set (INIT first)")
-    if mode not in (MODE_READ, MODE_UPDATE, MODE_INCREMENT):
-        raise TpmError("TPM_BAD_PARAMETER", f"mode {mode}")
+    root = st.hashtree_root
+    if root is None or DEPTH_KEY not in st.extra:
+        raise TpmError("TPM_BAD_HASHTREE", "no hash tree (INIT first)")
+    depth, epoch = int(st.extra[DEPTH_KEY]), int(st.extra[EPOCH_KEY])
+    if count != depth:
+        raise TpmError("TPM_BAD_PARAMETER", f"path has {count} siblings, the tree has depth {depth}")
+    if index >> depth:
+        raise TpmError("TPM_BAD_PARAMETER", f"counter {index} outside a tree of {1 << depth} counters")
+    h = tpm.crypto.sha1
+    if not _hmac.compare_digest(merkle.root_from_path(index, merkle.counter_leaf(value, h), siblings, h), root):
+        raise TpmError("TPM_BAD_HASHTREE", f"counter {index} = {value} and its path do not match the held root")
+    new = value
     if mode == MODE_INCREMENT:
-        value = int.from_bytes(old_leaf[:8], "big")
-        if old_leaf[8:] != bytes(12) or value == (1 << 64) - 1:
-            raise TpmError("TPM_BAD_PARAMETER", "INCREMENT takes a UINT64 value below 2^64 - 1")
-        old_leaf = merkle.counter_leaf(value, tpm.crypto.sha1)
-        new_leaf = merkle.counter_leaf(value + 1, tpm.crypto.sha1)
-    try:
-        implied = merkle.root_from_path(index, old_leaf, siblings, tpm.crypto.sha1)
-    except ValueError as e:
-        raise TpmError("TPM_BAD_PARAMETER", str(e)) from None
-    if not _hmac.compare_digest(implied, root):
-        raise TpmError("TPM_BAD_HASHTREE", f"leaf {index} and path do not match the held root")
-    leaf = old_leaf
-    if mode in (MODE_UPDATE, MODE_INCREMENT):
-        root = merkle.root_from_path(index, new_leaf, siblings, tpm.crypto.sha1)
-        tpm.state.hashtree_root = root
+        if delta < 1 or value + delta > merkle.MAX_VALUE:
+            raise TpmError("TPM_BAD_PARAMETER", f"delta {delta}: counters only go up, within 64 bits")
+        new = value + delta
+        root = st.hashtree_root = merkle.root_from_path(index, merkle.counter_leaf(new, h), siblings, h)
         tpm.mark_dirty()
-        leaf = new_leaf
-    sig = tpm.crypto.rsa_sign(key.private, tpm.crypto.sha1(merkle.hashtree_info(nonce, index, leaf, root)))
-    return Response(params=root + Writer().sized(sig).bytes())
+    sig = tpm.crypto.rsa_sign(key.private, h(merkle.hashtree_info(epoch, nonce, index, value, new, root))) \
+        if sign else b""
+    return _answer(root, epoch, sig)
