@@ -10,7 +10,7 @@ evidence the verifier checks on its own.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Callable, Protocol, Sequence
 
 from trustlab.errors import TrustlabError
 
@@ -44,3 +44,38 @@ class Prover(Protocol):
 class Verifier(Protocol):
     def check_read(self, answer: Answer, counter: int, nonce: bytes) -> int: ...
     def check_increment(self, answer: Answer, counter: int, nonce: bytes, after: int | None = None) -> int: ...
+
+
+# ---- the log-based schemes' shared verification logic (TPM 1.2 and TPM 2.0 ports) ----
+
+def check_incremented(claimed: int, certified: int, after: int | None) -> int:
+    """An increment answer claims what its certificate says and moves past ``after``."""
+    if claimed != certified:
+        raise VerificationError("value-mismatch", f"claimed {claimed}, certificate says {certified}")
+    if after is not None and certified <= after:
+        raise VerificationError("not-monotonic", f"value {certified} is not past {after}")
+    return certified
+
+
+def check_log_read(claimed: int, last: int, clock: int, since: Sequence[Any], counter: int,
+                   check_cert: Callable[[Any], None]) -> int:
+    """The log-based READ rule: the counter's value is ``last`` (its last increment, or the
+    genesis value) iff the increment certificates since then are exactly ``last + 1 ..
+    clock`` (contiguous, none lost or added) and none of them is for ``counter``.
+
+    ``since`` holds certificates with ``.value`` and ``.counter``; ``check_cert``
+    verifies each one's signature (scheme-specific).
+    """
+    if claimed != last:
+        raise VerificationError("value-mismatch", f"claimed {claimed}, the log proves {last}")
+    if clock < last:
+        raise VerificationError("bad-log", f"clock {clock} is before the last increment {last}")
+    if len(since) != clock - last:
+        raise VerificationError("log-gap", f"{clock - last} increments since {last} but {len(since)} certificates")
+    for i, cert in enumerate(since):
+        if cert.value != last + 1 + i:
+            raise VerificationError("log-gap", f"certificate #{i} has value {cert.value}, expected {last + 1 + i}")
+        if cert.counter == counter:
+            raise VerificationError("counter-changed", f"counter {counter} was incremented at {cert.value}")
+        check_cert(cert)
+    return last

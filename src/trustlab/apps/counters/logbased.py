@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from trustlab.apps.counters.base import Answer, VerificationError
+from trustlab.apps.counters.base import Answer, VerificationError, check_incremented, check_log_read
 from trustlab.apps.counters.device import COUNTER_LABEL, ProvisionedTpm
 from trustlab.devices.tpm12 import constants as C
 from trustlab.devices.tpm12 import transport_log as L
@@ -216,11 +216,7 @@ class LogVerifier:
         if cert.nonce != nonce:
             raise VerificationError("bad-nonce", "certificate answers another challenge (replay?)")
         self.check_cert(cert, INC)
-        if answer.value != cert.value:
-            raise VerificationError("value-mismatch", f"claimed {answer.value}, certificate says {cert.value}")
-        if after is not None and cert.value <= after:
-            raise VerificationError("not-monotonic", f"value {cert.value} is not past {after}")
-        return cert.value
+        return check_incremented(answer.value, cert.value, after)
 
     def check_read(self, answer: Answer, counter: int, nonce: bytes) -> int:
         ev = answer.evidence
@@ -240,17 +236,4 @@ class LogVerifier:
                                         f"last increment certificate is for counter {ev.own.counter}, not {counter}")
             self.check_cert(ev.own, INC)
             x = ev.own.value
-        if answer.value != x:
-            raise VerificationError("value-mismatch", f"claimed {answer.value}, the log proves {x}")
-        if clock.value < x:
-            raise VerificationError("bad-log", f"clock {clock.value} is before the last increment {x}")
-        if len(ev.since) != clock.value - x:
-            raise VerificationError("log-gap", f"{clock.value - x} increments since {x} but "
-                                    f"{len(ev.since)} certificates")
-        for i, cert in enumerate(ev.since):
-            if cert.value != x + 1 + i:
-                raise VerificationError("log-gap", f"certificate #{i} has value {cert.value}, expected {x + 1 + i}")
-            if cert.counter == counter:
-                raise VerificationError("counter-changed", f"counter {counter} was incremented at {cert.value}")
-            self.check_cert(cert, INC)
-        return x
+        return check_log_read(answer.value, x, clock.value, ev.since, counter, lambda c: self.check_cert(c, INC))

@@ -31,7 +31,7 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import ec, utils
 
-from trustlab.apps.counters.base import Answer, VerificationError
+from trustlab.apps.counters.base import Answer, VerificationError, check_incremented, check_log_read
 from trustlab.errors import TrustlabError
 from trustlab.timing.profile import Profile
 
@@ -147,11 +147,7 @@ class Tpm2LogVerifier:
         if not isinstance(cert, Attested):
             raise VerificationError("bad-evidence", "not an increment certificate")
         self._signed(cert, "increment", counter, nonce)
-        if answer.value != cert.value:
-            raise VerificationError("value-mismatch", f"claimed {answer.value}, certificate says {cert.value}")
-        if after is not None and cert.value <= after:
-            raise VerificationError("not-monotonic", f"value {cert.value} is not past {after}")
-        return cert.value
+        return check_incremented(answer.value, cert.value, after)
 
     def check_read(self, answer: Answer, counter: int, nonce: bytes) -> int:
         ev = answer.evidence
@@ -162,18 +158,8 @@ class Tpm2LogVerifier:
         if ev.own is not None:
             self._signed(ev.own, "increment", counter, None)
             x = ev.own.value
-        if answer.value != x:
-            raise VerificationError("value-mismatch", f"claimed {answer.value}, the log proves {x}")
-        if len(ev.since) != ev.clock.value - x:
-            raise VerificationError("log-gap", f"{ev.clock.value - x} increments since {x}, "
-                                    f"{len(ev.since)} certificates")
-        for i, cert in enumerate(ev.since):
-            if cert.value != x + 1 + i:
-                raise VerificationError("log-gap", f"certificate #{i} has value {cert.value}, expected {x + 1 + i}")
-            if cert.counter == counter:
-                raise VerificationError("counter-changed", f"counter {counter} was incremented at {cert.value}")
-            self._signed(cert, "increment", cert.counter, None)
-        return x
+        return check_log_read(answer.value, x, ev.clock.value, ev.since, counter,
+                              lambda c: self._signed(c, "increment", c.counter, None))
 
 
 class Tpm2LogProver:
