@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import struct
+from itertools import repeat
 from typing import Callable, Iterable, Sequence
 
 Hash = Callable[..., bytes]
@@ -95,11 +96,146 @@ def hashtree_info(epoch: int, nonce: bytes, index: int, old: int, new: int, root
     return b"HTRE" + struct.pack(">I", epoch) + nonce + struct.pack(">QQQ", index, old, new) + root
 
 
-class SparseMerkleTree:
-    """A host-side tree of ``2**depth`` leaves storing only non-default nodes.
+DENSE_MAX_DEPTH = 20
 
-    ``update`` costs ``depth`` hashes; ``path`` is a dictionary walk. Holds
-    2^20 counters in memory proportional to the leaves actually used.
+try:  # CPython's own SHA-1: for 41-byte node inputs it has less per-call overhead than OpenSSL's EVP
+    from _sha1 import sha1 as _node_sha1
+except ImportError:  # pragma: no cover - other interpreters
+    _node_sha1 = hashlib.sha1
+
+
+class HeapNodes:
+    """The node storage and the hot loops of every Merkle tree here (host, tests, benchmarks).
+
+    Heap-indexed: root 1, children ``2i`` and ``2i + 1``, leaf ``i`` at
+    ``2**depth + i``; ``defaults[h]`` is the hash of an untouched subtree of
+    height ``h``. Up to ``DENSE_MAX_DEPTH`` levels the nodes are one Python
+    list of *references* (to the shared default digests until written: 8
+    bytes per node, 16 MiB at 2^20 leaves), whose indexing is the cheapest
+    lookup Python has; deeper trees use a dict of the written nodes only.
+
+    ``node_hash=None`` means this module's convention ``SHA1(0x01 || l || r)``,
+    hashed inline in the loop (no Python call per level); anything else is
+    called per level.
+    """
+
+    def __init__(self, depth: int, defaults: Sequence[bytes],
+                 node_hash: Callable[[bytes, bytes], bytes] | None = None) -> None:
+        self.depth = depth
+        self.size = 1 << depth
+        self.defaults = list(defaults)
+        self.node_hash = node_hash
+        self.dense = depth <= DENSE_MAX_DEPTH
+        self._path_defaults = tuple(self.defaults[:depth])
+        if self.dense:
+            nodes: list[bytes] = [self.defaults[depth]]  # slot 0 unused
+            for height in range(depth, -1, -1):
+                nodes.extend(repeat(self.defaults[height], 1 << (depth - height)))
+            self.nodes: list[bytes] | dict[int, bytes] = nodes
+        else:
+            self.nodes = {}
+
+    def node(self, heap_index: int, height: int) -> bytes:
+        if self.dense:
+            return self.nodes[heap_index]  # type: ignore[index]
+        return self.nodes.get(heap_index, self.defaults[height])  # type: ignore[union-attr]
+
+    @property
+    def root(self) -> bytes:
+        return self.node(1, self.depth)
+
+    def siblings(self, index: int) -> list[bytes]:
+        """Sibling hashes from the leaf level up to just below the root."""
+        idx = self.size + index
+        nodes = self.nodes
+        if self.dense:
+            out = []
+            for _ in range(self.depth):
+                out.append(nodes[idx ^ 1])  # type: ignore[index]
+                idx >>= 1
+            return out
+        get = nodes.get  # type: ignore[union-attr]
+        out = []
+        for default in self._path_defaults:
+            out.append(get(idx ^ 1, default))
+            idx >>= 1
+        return out
+
+    def set_leaf(self, index: int, h: bytes) -> bytes:
+        """Write leaf hash ``h`` at ``index``, rehash its path (``depth`` hashes); returns the root."""
+        nodes = self.nodes
+        idx = self.size + index
+        nodes[idx] = h
+        if self.node_hash is None:
+            sha, p = _node_sha1, b"\x01"
+            if self.dense:  # the hot loop of the 2^20-counter runs
+                for _ in range(self.depth):
+                    if idx & 1:
+                        h = sha(p + nodes[idx - 1] + h).digest()
+                    else:
+                        h = sha(p + h + nodes[idx + 1]).digest()
+                    idx >>= 1
+                    nodes[idx] = h
+                return h
+            get = nodes.get  # type: ignore[union-attr]
+            for default in self._path_defaults:
+                if idx & 1:
+                    h = sha(p + get(idx - 1, default) + h).digest()
+                else:
+                    h = sha(p + h + get(idx + 1, default)).digest()
+                idx >>= 1
+                nodes[idx] = h
+            return h
+        node_hash, node = self.node_hash, self.node
+        for height in range(self.depth):
+            sib = node(idx ^ 1, height)
+            h = node_hash(sib, h) if idx & 1 else node_hash(h, sib)
+            idx >>= 1
+            nodes[idx] = h
+        return h
+
+    def set_leaves(self, leaves: dict[int, bytes]) -> bytes:
+        """Write many leaf hashes, then rehash each dirty inner node once; returns the root.
+
+        Equal to :meth:`set_leaf` for each in turn, but paths of a batch share
+        their upper levels: k random leaves cost about k (depth - log2 k) + 2k
+        hashes instead of k depth.
+        """
+        nodes, size = self.nodes, self.size
+        dirty = set()
+        for index, h in leaves.items():
+            nodes[size + index] = h
+            dirty.add((size + index) >> 1)
+        node, node_hash, sha, p = self.node, self.node_hash, _node_sha1, b"\x01"
+        for height in range(1, self.depth + 1):
+            for idx in dirty:
+                left, right = node(2 * idx, height - 1), node(2 * idx + 1, height - 1)
+                nodes[idx] = sha(p + left + right).digest() if node_hash is None else node_hash(left, right)
+            dirty = {idx >> 1 for idx in dirty}
+        return self.root
+
+    def stored(self) -> int:
+        """Nodes that differ from their default (what a sparse representation must keep)."""
+        if not self.dense:
+            return len(self.nodes)
+        nodes, count, start = self.nodes, 0, 1
+        for height in range(self.depth, -1, -1):
+            default, end = self.defaults[height], start + (1 << (self.depth - height))
+            count += sum(1 for i in range(start, end) if nodes[i] is not default and nodes[i] != default)
+            start = end
+        return count
+
+    def copy_nodes(self) -> list[bytes] | dict[int, bytes]:
+        return list(self.nodes) if self.dense else dict(self.nodes)  # type: ignore[arg-type]
+
+    def replace_nodes(self, nodes: list[bytes] | dict[int, bytes]) -> None:
+        self.nodes = list(nodes) if self.dense else dict(nodes)  # type: ignore[arg-type]
+
+
+class SparseMerkleTree:
+    """A tree of ``2**depth`` leaf *hashes* (empty leaf ``leaf_hash(b"")``) over :class:`HeapNodes`.
+
+    ``update`` costs ``depth`` hashes; ``path`` is ``depth`` lookups.
     """
 
     def __init__(self, depth: int, h: Hash = sha1) -> None:
@@ -107,8 +243,8 @@ class SparseMerkleTree:
             raise ValueError(f"tree depth must be 1..{MAX_DEPTH}, not {depth}")
         self.depth = depth
         self._h = h
-        self._default = default_nodes(depth, h)
-        self._nodes: dict[tuple[int, int], bytes] = {}  # (height, index at that height)
+        self._store = HeapNodes(depth, default_nodes(depth, h),
+                                None if h is sha1 else (lambda l, r: node_hash(l, r, h)))
 
     @property
     def size(self) -> int:
@@ -116,10 +252,11 @@ class SparseMerkleTree:
 
     @property
     def root(self) -> bytes:
-        return self._nodes.get((self.depth, 0), self._default[self.depth])
+        return self._store.root
 
     def node(self, height: int, index: int) -> bytes:
-        return self._nodes.get((height, index), self._default[height])
+        """The node at ``height`` (0: leaves) and position ``index`` within that level."""
+        return self._store.node((1 << (self.depth - height)) + index, height)
 
     def leaf(self, index: int) -> bytes:
         self._check(index)
@@ -130,40 +267,21 @@ class SparseMerkleTree:
             raise IndexError(f"leaf {index} outside a tree of {self.size} leaves")
 
     def path(self, index: int) -> list[bytes]:
-        """Sibling hashes from the leaf up (what TPM_ExecuteHashTree needs)."""
+        """Sibling hashes from the leaf up (what a verifier of ``root_from_path`` needs)."""
         self._check(index)
-        return [self.node(height, (index >> height) ^ 1) for height in range(self.depth)]
+        return self._store.siblings(index)
 
     def update(self, index: int, leaf: bytes) -> bytes:
         """Set a leaf *hash*; returns the new root."""
         self._check(index)
-        node = leaf
-        self._set(0, index, node)
-        for height in range(self.depth):
-            i = index >> height
-            sib = self.node(height, i ^ 1)
-            node = node_hash(sib, node, self._h) if i & 1 else node_hash(node, sib, self._h)
-            self._set(height + 1, i >> 1, node)
-        return node
-
-    def _set(self, height: int, index: int, value: bytes) -> None:
-        if value == self._default[height]:
-            self._nodes.pop((height, index), None)
-        else:
-            self._nodes[(height, index)] = value
+        return self._store.set_leaf(index, leaf)
 
     @classmethod
     def from_leaves(cls, depth: int, leaves: Iterable[bytes], h: Hash = sha1) -> "SparseMerkleTree":
-        """Dense construction bottom-up: each internal node hashed once."""
+        """Bulk construction: each dirty internal node hashed once."""
         tree = cls(depth, h)
-        level = {i: v for i, v in enumerate(leaves)}
+        level = dict(enumerate(leaves))
         if len(level) > tree.size:
             raise ValueError(f"{len(level)} leaves do not fit depth {depth}")
-        for height in range(depth + 1):
-            for i, v in level.items():
-                tree._set(height, i, v)
-            if height == depth:
-                break
-            parents = {i >> 1 for i in level}
-            level = {p: node_hash(tree.node(height, 2 * p), tree.node(height, 2 * p + 1), h) for p in parents}
+        tree._store.set_leaves(level)
         return tree
