@@ -36,12 +36,21 @@ from trustlab.devices.tpm12.wire import Reader, Writer
 from trustlab.timing.clock import Clock
 
 
+try:  # OpenSSL's one-shot HMAC without the stdlib wrapper's extra Python frame
+    from _hashlib import hmac_digest as _hmac_digest
+except ImportError:  # pragma: no cover - Python built without OpenSSL
+    _hmac_digest = _hmac.digest
+
+_U32 = struct.Struct(">I").pack
+_TAG = {0: C.TPM_TAG_RQU_COMMAND, 1: C.TPM_TAG_RQU_AUTH1_COMMAND, 2: C.TPM_TAG_RQU_AUTH2_COMMAND}
+
+
 def _sha1(*parts: bytes) -> bytes:
     return hashlib.sha1(b"".join(parts)).digest()
 
 
 def _hmac1(key: bytes, *parts: bytes) -> bytes:
-    return _hmac.digest(key, b"".join(parts), "sha1")
+    return _hmac_digest(key, b"".join(parts), "sha1")
 
 
 def secret(text: str | bytes) -> bytes:
@@ -73,9 +82,8 @@ class HostSession:
             raise TpmError("TPM_INVALID_AUTHHANDLE", f"host session {self.handle:#010x} is closed")
         odd, self._sent_odd = self.next_odd, self.next_odd
         self.next_odd = os.urandom(20)
-        c = bytes([1 if self.cont else 0])
-        return (Writer().u32(self.handle).raw(odd).raw(c)
-                .raw(_hmac1(self.key, in_digest, self.nonce_even, odd, c)).bytes())
+        c = b"\x01" if self.cont else b"\x00"
+        return b"".join((_U32(self.handle), odd, c, _hmac1(self.key, in_digest, self.nonce_even, odd, c)))
 
     def accept(self, out_digest: bytes, trailer: Reader) -> None:
         even, cont, res = trailer.raw(20), trailer.u8(), trailer.raw(20)
@@ -148,8 +156,7 @@ class Tpm12:
         self.clock = clock
         self.engine = Engine(clock, nv, keygen)
         self._through: HostTransport | None = None
-        self.last_in_digest = b""
-        self.last_out_digest = b""
+        self._last_digests: tuple[bytes, ...] = (b"", b"")
 
     # ---- raw access ---------------------------------------------------------
     def execute(self, frame: bytes) -> bytes:
@@ -175,11 +182,12 @@ class Tpm12:
         sessions = [self._session(a) for a in auth]
         ordinal = C.ORD[name]
         ord_b = struct.pack(">I", ordinal)
-        in_digest = _sha1(ord_b, params)
-        trailers = b"".join(s.trailer(in_digest) for s in sessions)
-        tag = {0: C.TPM_TAG_RQU_COMMAND, 1: C.TPM_TAG_RQU_AUTH1_COMMAND, 2: C.TPM_TAG_RQU_AUTH2_COMMAND}[len(sessions)]
-        body = b"".join(struct.pack(">I", h) for h in handles) + params + trailers
-        frame = struct.pack(">HII", tag, HEADER + len(body), ordinal) + body
+        # the parameter digests are needed only by sessions and transport logs; otherwise on demand
+        digests = bool(sessions) or self._through is not None
+        in_digest = _sha1(ord_b, params) if digests else b""
+        trailers = b"".join([s.trailer(in_digest) for s in sessions])
+        body = (struct.pack(f">{len(handles)}I", *handles) if handles else b"") + params + trailers
+        frame = struct.pack(">HII", _TAG[len(sessions)], HEADER + len(body), ordinal) + body
         rsp = self._send(frame, in_digest)
         _tag, size, rc = struct.unpack(">HII", rsp[:HEADER])
         if rc != C.TPM_SUCCESS:
@@ -190,15 +198,29 @@ class Tpm12:
         n_trail = AUTH_OUT * len(sessions)
         out_h = list(struct.unpack(f">{out_handles}I", out[:4 * out_handles]))
         out_params = out[4 * out_handles:len(out) - n_trail]
-        out_digest = _sha1(struct.pack(">I", rc), ord_b, out_params)
-        self.last_in_digest, self.last_out_digest = in_digest, out_digest
-        trailer = Reader(out[len(out) - n_trail:], f"{name} response authorization")
-        for s in sessions:
-            s.accept(out_digest, trailer)
-        if self._through is not None:
-            t = self._through
-            t.entries.append(L.LogEntry(in_digest, out_digest, self._inner_ticks))
+        if digests:
+            out_digest = _sha1(struct.pack(">I", rc), ord_b, out_params)
+            self._last_digests = (in_digest, out_digest)
+            trailer = Reader(out[len(out) - n_trail:], f"{name} response authorization")
+            for s in sessions:
+                s.accept(out_digest, trailer)
+            if self._through is not None:
+                self._through.entries.append(L.LogEntry(in_digest, out_digest, self._inner_ticks))
+        else:
+            self._last_digests = (ord_b, params, out_params)
         return out_h, Reader(out_params, f"{name} response")
+
+    @property
+    def last_in_digest(self) -> bytes:
+        """SHA-1(ordinal || parameters) of the last command (what its sessions and a transport log hash)."""
+        d = self._last_digests
+        return d[0] if len(d) == 2 else _sha1(d[0], d[1])
+
+    @property
+    def last_out_digest(self) -> bytes:
+        """SHA-1(returnCode || ordinal || output parameters) of the last command."""
+        d = self._last_digests
+        return d[1] if len(d) == 2 else _sha1(struct.pack(">I", C.TPM_SUCCESS), d[0], d[2])
 
     def _send(self, frame: bytes, in_digest: bytes) -> bytes:
         t = self._through

@@ -48,7 +48,21 @@ HEADER = 10
 AUTH_IN = 45   # authHandle 4 + nonceOdd 20 + continue 1 + authValue 20
 AUTH_OUT = 41  # nonceEven 20 + continue 1 + resAuth 20
 STATE_VERSION = 2
+_NO_COMMAND = nullcontext()  # reusable: an outer command's record is opened by execute()
+_HEADER_IN = struct.Struct(">HII").unpack_from
+_HEADER_OUT = struct.Struct(">HII").pack
+_U32 = struct.Struct(">I").unpack_from
+_AUTH_IN = struct.Struct(">I20sB20s").unpack_from  # authHandle, nonceOdd, continueAuthSession, authValue
+_HANDLES = [struct.Struct(f">{n}I") for n in range(4)]
+_BYTE = [bytes((i,)) for i in range(256)]
+_RC_SUCCESS = struct.pack(">I", C.TPM_SUCCESS)
 
+
+def _handles_struct(n: int) -> struct.Struct:
+    return _HANDLES[n] if n < len(_HANDLES) else struct.Struct(f">{n}I")
+
+
+_json_str = json.encoder.encode_basestring_ascii  # a JSON string literal, in C
 
 _DER_CACHE: dict[int, tuple[rsa.RSAPrivateKey, str]] = {}
 
@@ -107,12 +121,15 @@ class PersistentState:
                 "srk_auth": self.srk_auth.hex(),
             }, sort_keys=True)
             cached = self._static_json = (static_id, static)
-        dynamic = json.dumps({
-            "counters": {str(k): [c.label.hex(), c.auth.hex(), c.value] for k, c in self.counters.items()},
-            "next_counter_id": self.next_counter_id,
-            "hashtree_root": self.hashtree_root.hex() if self.hashtree_root else None,
-            "extra": self.extra,
-        }, sort_keys=True)
+        # The dynamic part is written by hand (same JSON as json.dumps with sorted keys, as
+        # from_bytes reads it): it is saved after every counter or hash-tree update, and the
+        # generic encoder was a tenth of such a command's simulation cost.
+        counters = ", ".join([f'"{k}": ["{c.label.hex()}", "{c.auth.hex()}", {int(c.value)}]'
+                              for k, c in sorted(self.counters.items())])
+        extra = ", ".join([f"{_json_str(str(k))}: {_json_str(str(v))}" for k, v in sorted(self.extra.items())])
+        root = f'"{self.hashtree_root.hex()}"' if self.hashtree_root else "null"
+        dynamic = (f'{{"counters": {{{counters}}}, "extra": {{{extra}}}, "hashtree_root": {root}, '
+                   f'"next_counter_id": {int(self.next_counter_id)}}}')
         return f'{{"version": {STATE_VERSION}, "static": {cached[1]}, "dynamic": {dynamic}}}'.encode()
 
     @classmethod
@@ -146,6 +163,7 @@ class Engine:
         self.clock = clock
         self.keygen = keygen
         self.crypto = Primitives(clock, keygen)
+        self._specs = registry.table()  # ordinal -> CommandSpec, live (later registrations appear)
         self.nv: NVStore = nv if nv is not None else MemoryNVStore()
         data = self.nv.load()
         if data is None:
@@ -233,7 +251,7 @@ class Engine:
 
     def _peek_name(self, frame: bytes) -> str:
         if len(frame) >= HEADER:
-            spec = registry.by_ordinal(struct.unpack(">I", frame[6:10])[0])
+            spec = self._specs.get(_U32(frame, 6)[0])
             if spec is not None:
                 return spec.name
         return "TPM_(malformed)"
@@ -250,12 +268,12 @@ class Engine:
         try:
             if len(frame) < HEADER:
                 raise TpmError("TPM_BAD_PARAM_SIZE", f"frame of {len(frame)} bytes is shorter than a header")
-            tag, size, ordinal = struct.unpack(">HII", frame[:HEADER])
+            tag, size, ordinal = _HEADER_IN(frame)
             if size != len(frame):
                 raise TpmError("TPM_BAD_PARAM_SIZE", f"paramSize {size} but frame has {len(frame)} bytes")
             if tag not in C.REQUEST_TAGS:
                 raise TpmError("TPM_BADTAG", f"tag {tag:#06x}")
-            spec = registry.by_ordinal(ordinal)
+            spec = self._specs.get(ordinal)
             if spec is None:
                 raise TpmError("TPM_BAD_ORDINAL", f"ordinal {ordinal:#x}")
             n_auth = C.REQUEST_TAGS[tag]
@@ -264,23 +282,24 @@ class Engine:
             if outer and self.exclusive is not None and not self._inside_exclusive(spec.name, frame):
                 self.sessions.pop(self.exclusive, None)  # Part 1, 24.3: exclusivity is lost
                 self.exclusive = None
+            if len(frame) < HEADER + AUTH_IN * n_auth:
+                raise TpmError("TPM_BAD_PARAM_SIZE", f"{spec.name}: frame too short for {n_auth} authorization(s)")
             body = frame[HEADER:len(frame) - AUTH_IN * n_auth]
             if len(body) < 4 * spec.handles:
                 raise TpmError("TPM_BAD_PARAM_SIZE", f"{spec.name} needs {spec.handles} handle(s)")
-            handles = list(struct.unpack(f">{spec.handles}I", body[:4 * spec.handles]))
+            handles = list(_handles_struct(spec.handles).unpack_from(body))
             params = body[4 * spec.handles:]
             ord_bytes = frame[6:10]
             in_digest = self.crypto.sha1(ord_bytes, params) if (n_auth or transport) else b""
-            trailer = Reader(frame[len(frame) - AUTH_IN * n_auth:], f"{spec.name} authorization")
-            for _ in range(n_auth):
-                handle, odd, cont, value = trailer.u32(), trailer.raw(20), trailer.u8(), trailer.raw(20)
+            for at in range(len(frame) - AUTH_IN * n_auth, len(frame), AUTH_IN):
+                handle, odd, cont, value = _AUTH_IN(frame, at)
                 session = self.sessions.get(handle)
                 if session is None:
                     raise TpmError("TPM_INVALID_AUTHHANDLE", f"{spec.name}: no session {handle:#010x}")
                 uses.append(SessionUse(session, odd, cont, value))
             auth = AuthContext(self.crypto, in_digest, uses)
             req = Request(spec.name, ordinal, handles, Reader(params, spec.name), params, auth, in_digest)
-            with self.clock.command(spec.name) if not outer else nullcontext():
+            with self.clock.command(spec.name) if not outer else _NO_COMMAND:
                 try:
                     result = spec.handler(self, req)
                 except BaseException:
@@ -290,18 +309,17 @@ class Engine:
                 unchecked = [i for i, u in enumerate(uses) if u.key is None]
                 if unchecked:
                     raise TpmError("TPM_FAIL", f"{spec.name}: session #{unchecked[0] + 1} was never checked")
-                out_digest = (self.crypto.sha1(struct.pack(">I", C.TPM_SUCCESS), ord_bytes, result.params)
+                out_digest = (self.crypto.sha1(_RC_SUCCESS, ord_bytes, result.params)
                               if (n_auth or transport) else b"")
-                w = Writer()
-                trailer_out = Writer()
+                trailer_out = []
                 for u in uses:
-                    u.session.nonce_even = self.crypto.random(20)
-                    trailer_out.raw(u.session.nonce_even).u8(u.cont).raw(
-                        self.crypto.hmac(u.key, out_digest, u.session.nonce_even, u.nonce_odd, bytes([u.cont])))
+                    even = u.session.nonce_even = self.crypto.random(20)
+                    cont = _BYTE[u.cont]
+                    trailer_out += (even, cont, self.crypto.hmac(u.key, out_digest, even, u.nonce_odd, cont))
                     if not u.cont and u.session.kind != "TRANSPORT":
                         self.sessions.pop(u.session.handle, None)
-                payload = result.handles + result.params + trailer_out.bytes()
-                w.u16(C.RESPONSE_TAG[n_auth]).u32(HEADER + len(payload)).u32(C.TPM_SUCCESS).raw(payload)
+                payload = b"".join([result.handles, result.params, *trailer_out])
+                response = _HEADER_OUT(C.RESPONSE_TAG[n_auth], HEADER + len(payload), C.TPM_SUCCESS) + payload
                 if not outer:
                     self.crypto.flush()
         except Exception as e:  # a chip answers every frame; a handler bug becomes TPM_FAIL
@@ -318,7 +336,7 @@ class Engine:
             return err, b"", b""
         # outside the try: a storage failure (or injected power loss) is not a TPM answer
         self._persist()
-        return w.bytes(), in_digest, out_digest
+        return response, in_digest, out_digest
 
     def _persist(self) -> None:
         """Save changed state before the response; if saving fails, the command never happened."""

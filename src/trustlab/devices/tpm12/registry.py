@@ -100,6 +100,12 @@ def by_ordinal(ordinal: int) -> CommandSpec | None:
     return _BY_ORDINAL.get(ordinal)
 
 
+def table() -> dict[int, CommandSpec]:
+    """The live ordinal -> command table (the dispatcher's lookup; registrations update it)."""
+    _ensure_loaded()
+    return _BY_ORDINAL
+
+
 def by_name(name: str) -> CommandSpec | None:
     _ensure_loaded()
     return _BY_NAME.get(name)

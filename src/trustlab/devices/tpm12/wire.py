@@ -42,31 +42,56 @@ class Writer:
         return b"".join(self._parts)
 
 
+_U16 = struct.Struct(">H").unpack_from
+_U32 = struct.Struct(">I").unpack_from
+
+
 class Reader:
-    """Consumes a TPM structure; a short or oversized read is TPM_BAD_PARAM_SIZE."""
+    """Consumes a TPM structure; a short or oversized read is TPM_BAD_PARAM_SIZE.
+
+    The fixed-size reads are inlined (no helper call per field): every command
+    and response is parsed through here, so this is part of the engine's hot path.
+    """
 
     def __init__(self, data: bytes, what: str = "command") -> None:
         self._data = bytes(data)
+        self._len = len(self._data)
         self._pos = 0
         self._what = what
 
+    def _short(self, n: int) -> TpmError:
+        return TpmError("TPM_BAD_PARAM_SIZE",
+                        f"{self._what}: needs {n} byte(s) at offset {self._pos}, "
+                        f"only {self._len - self._pos} left")
+
     def _take(self, n: int) -> bytes:
-        if n < 0 or self._pos + n > len(self._data):
-            raise TpmError("TPM_BAD_PARAM_SIZE",
-                           f"{self._what}: needs {n} byte(s) at offset {self._pos}, "
-                           f"only {len(self._data) - self._pos} left")
-        b = self._data[self._pos:self._pos + n]
-        self._pos += n
-        return b
+        pos = self._pos
+        end = pos + n
+        if n < 0 or end > self._len:
+            raise self._short(n)
+        self._pos = end
+        return self._data[pos:end]
 
     def u8(self) -> int:
-        return self._take(1)[0]
+        pos = self._pos
+        if pos >= self._len:
+            raise self._short(1)
+        self._pos = pos + 1
+        return self._data[pos]
 
     def u16(self) -> int:
-        return int.from_bytes(self._take(2), "big")
+        pos = self._pos
+        if pos + 2 > self._len:
+            raise self._short(2)
+        self._pos = pos + 2
+        return _U16(self._data, pos)[0]
 
     def u32(self) -> int:
-        return int.from_bytes(self._take(4), "big")
+        pos = self._pos
+        if pos + 4 > self._len:
+            raise self._short(4)
+        self._pos = pos + 4
+        return _U32(self._data, pos)[0]
 
     def raw(self, n: int) -> bytes:
         return self._take(n)
@@ -82,7 +107,7 @@ class Reader:
         return self._pos
 
     def remaining(self) -> int:
-        return len(self._data) - self._pos
+        return self._len - self._pos
 
     def rest(self) -> bytes:
         return self._take(self.remaining())
