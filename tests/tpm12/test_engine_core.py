@@ -127,3 +127,57 @@ def test_a_failed_save_keeps_the_old_state(tmp_path, monkeypatch) -> None:
     assert path.read_bytes() == before
     assert [p.name for p in tmp_path.iterdir()] == ["tpm.state"]  # no temp file left behind
     assert Tpm12(clock, nv=FileNVStore(path)).TPM_ReadCounter(cid) == start
+
+
+class _FlakyStore(MemoryNVStore):
+    """A store whose next save raises ``fail`` (storage error or injected power loss)."""
+
+    fail: BaseException | None = None
+
+    def save(self, data: bytes) -> None:
+        if self.fail is not None:
+            raise self.fail
+        super().save(data)
+
+
+def _register_half_done() -> None:
+    from trustlab.devices.tpm12 import tpm_command
+
+    @tpm_command("TPM_TestHalfDone", ordinal=0x20000F10, handles=0, auth=(0,))
+    def half_done(tpm, req):  # changes persistent state, then fails: the error path must persist
+        tpm.state.extra["half"] = "1"
+        tpm.mark_dirty()
+        raise TpmError("TPM_BAD_PARAMETER", "failed after changing state")
+
+
+def test_storage_failure_while_answering_an_error_is_a_tpm_fail_response() -> None:
+    from trustlab.devices.ftpm.errors import PowerLoss
+
+    _register_half_done()
+    store = _FlakyStore()
+    tpm = Tpm12(Clock(load("sim-2010")), nv=store)
+    # healthy storage: the handler's error is the answer and its state change is durable
+    with pytest.raises(TpmError, match="TPM_BAD_PARAMETER"):
+        tpm.call("TPM_TestHalfDone")
+    assert b'"half": "1"' in store.data
+    del tpm.engine.state.extra["half"]
+    tpm.engine.mark_dirty()
+    tpm.TPM_GetRandom(4)  # persist the removal
+    durable = store.data
+    # broken storage on the error path: a TPM_FAIL response, not an exception; nothing happened
+    store.fail = OSError(5, "I/O error")
+    frame = struct.pack(">HII", C.TPM_TAG_RQU_COMMAND, 10, 0x20000F10)
+    rsp = tpm.execute(frame)
+    assert struct.unpack(">HII", rsp) == (C.TPM_TAG_RSP_COMMAND, 10, C.RC["TPM_FAIL"])
+    assert "half" not in tpm.engine.state.extra and store.data == durable
+    assert isinstance(tpm.engine.last_internal_error, OSError)
+    with pytest.raises(TpmError, match="TPM_FAIL"):
+        tpm.call("TPM_TestHalfDone")
+    store.fail = None
+    assert len(tpm.TPM_GetRandom(8)) == 8  # the TPM keeps answering
+    # injected power loss is not an answer: it propagates (the fTPM's crash tests rely on it)
+    store.fail = PowerLoss()
+    with pytest.raises(PowerLoss):
+        tpm.call("TPM_TestHalfDone")
+    store.fail = None
+    assert Tpm12(Clock(load("sim-2010")), nv=store).engine.state.extra.get("half") is None

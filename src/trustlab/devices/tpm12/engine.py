@@ -18,6 +18,13 @@ Persistent state (owner secret, tpmProof, EK, SRK, monotonic counters,
 hash-tree root) is saved through an :class:`~.nvstore.NVStore` before the
 response of any command that changed it; everything else (PCRs, loaded keys,
 sessions) is volatile and lost at TPM_Startup, as on a chip.
+
+If saving fails, the in-memory state rolls back to the last durable one (the
+command never happened). After a *successful* command the failure propagates
+(the host must not read an acknowledgement that is not durable); after a
+*failed* command, whose error answer was already due, the chip answers
+TPM_FAIL instead. Injected power loss (a ``BaseException``, e.g. the fTPM's
+``PowerLoss``) always propagates: nothing may keep running after it.
 """
 
 from __future__ import annotations
@@ -331,8 +338,16 @@ class Engine:
             for u in uses:  # a failed command ends its authorization sessions (Part 1, 13.2)
                 if u.session.kind != "TRANSPORT":
                     self.sessions.pop(u.session.handle, None)
-            self._persist()  # a handler that changed state before failing still persists it
-            err = struct.pack(">HII", C.TPM_TAG_RSP_COMMAND, HEADER, e.rc)
+            try:
+                self._persist()  # a handler that changed state before failing still persists it
+            except Exception as store_error:  # noqa: BLE001 - storage broke while answering: still an answer
+                # The state was rolled back to the last durable one, so the command never
+                # happened; the chip answers TPM_FAIL rather than leaving the host without a
+                # response. Power loss (a BaseException, the fTPM's PowerLoss) is not caught.
+                self._storage_failure = None
+                self.last_internal_error = store_error
+                e = TpmError("TPM_FAIL", f"state not saved: {type(store_error).__name__}: {store_error}")
+            err = _HEADER_OUT(C.TPM_TAG_RSP_COMMAND, HEADER, e.rc)
             return err, b"", b""
         # outside the try: a storage failure (or injected power loss) is not a TPM answer
         self._persist()
