@@ -32,6 +32,7 @@ from trustlab.devices.tpm12.engine import AUTH_OUT, HEADER, Engine
 from trustlab.devices.tpm12.errors import TpmError
 from trustlab.devices.tpm12.keys import Key12, KeyParms, pubkey_modulus, rsa_public
 from trustlab.devices.tpm12.nvstore import NVStore
+from trustlab.devices.tpm12.primitives import xor
 from trustlab.devices.tpm12.wire import Reader, Writer
 from trustlab.timing.clock import Clock
 
@@ -75,7 +76,7 @@ class HostSession:
         if self.kind != "OSAP":
             raise TpmError("TPM_AUTHFAIL", "new secrets must be sent under an OSAP session")
         pad = _sha1(self.key, self.next_odd if odd else self.nonce_even)
-        return bytes(a ^ b for a, b in zip(new_secret, pad))
+        return xor(new_secret, pad)
 
     def trailer(self, in_digest: bytes) -> bytes:
         if not self.open:

@@ -43,6 +43,12 @@ SHA1_BLOCK = 64
 DIGEST = 20
 
 
+def xor(a: bytes, b: bytes) -> bytes:
+    """Bytewise XOR over the shorter length (as ``zip`` would), in one big-int operation."""
+    n = min(len(a), len(b))
+    return (int.from_bytes(a[:n], "big") ^ int.from_bytes(b[:n], "big")).to_bytes(n, "big")
+
+
 def sha1_blocks(length: int) -> int:
     """Compression-function calls SHA-1 makes for a message of ``length`` bytes."""
     return (length + 8) // SHA1_BLOCK + 1
@@ -178,8 +184,8 @@ def oaep_encode(sha1, message: bytes, phash: bytes, seed: bytes, length: int) ->
     if len(message) > db_len - DIGEST - 1:
         raise TpmError("TPM_BAD_DATASIZE", f"{len(message)} bytes do not fit a {length}-byte OAEP block")
     db = phash + b"\x00" * (db_len - DIGEST - 1 - len(message)) + b"\x01" + message
-    masked_db = bytes(a ^ b for a, b in zip(db, mgf1(sha1, seed, db_len)))
-    masked_seed = bytes(a ^ b for a, b in zip(seed, mgf1(sha1, masked_db, DIGEST)))
+    masked_db = xor(db, mgf1(sha1, seed, db_len))
+    masked_seed = xor(seed, mgf1(sha1, masked_db, DIGEST))
     return b"\x00" + masked_seed + masked_db
 
 
@@ -188,8 +194,8 @@ def oaep_decode(sha1, block: bytes, phash: bytes) -> tuple[bytes, bytes]:
     if len(block) < 2 * DIGEST + 2 or block[0] != 0:
         raise TpmError("TPM_DECRYPT_ERROR", "migration block is not OAEP-encoded")
     masked_seed, masked_db = block[1:1 + DIGEST], block[1 + DIGEST:]
-    seed = bytes(a ^ b for a, b in zip(masked_seed, mgf1(sha1, masked_db, DIGEST)))
-    db = bytes(a ^ b for a, b in zip(masked_db, mgf1(sha1, seed, len(masked_db))))
+    seed = xor(masked_seed, mgf1(sha1, masked_db, DIGEST))
+    db = xor(masked_db, mgf1(sha1, seed, len(masked_db)))
     if not _hmac.compare_digest(db[:DIGEST], phash):
         raise TpmError("TPM_DECRYPT_ERROR", "migration block was made for other parameters")
     rest = db[DIGEST:].lstrip(b"\x00")

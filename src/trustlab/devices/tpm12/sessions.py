@@ -17,7 +17,7 @@ import hmac as _hmac
 from dataclasses import dataclass, field
 
 from trustlab.devices.tpm12.errors import TpmError
-from trustlab.devices.tpm12.primitives import Primitives
+from trustlab.devices.tpm12.primitives import Primitives, xor
 
 
 @dataclass
@@ -92,4 +92,4 @@ class AuthContext:
                            "new secrets must be sent under an OSAP session")
         pad = self.crypto.sha1(use.session.shared_secret,
                                use.nonce_odd if odd else use.session.nonce_even)
-        return bytes(a ^ b for a, b in zip(enc_auth, pad))
+        return xor(enc_auth, pad)
