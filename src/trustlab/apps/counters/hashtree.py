@@ -4,7 +4,7 @@ The counters are leaves of a Merkle tree kept in the host's untrusted memory
 (:class:`~trustlab.apps.counters.tree.SparseTree`); the root lives in the TPM.
 Every READ or INCREMENT sends the TPM the counter's value and sibling path; the
 TPM checks them against its root, applies the operation, and signs
-(nonce, index, old value, new value, root) with the AIK. The verifier gets the
+(epoch, nonce, index, old value, new value, root) with the AIK. The verifier gets the
 value, the path and the signature, recomputes the root from the path and checks
 the signature - so a host that rolls back or forks its stored nodes is caught
 by the TPM (its root no longer matches) and a forged answer by the verifier.
