@@ -20,8 +20,9 @@ $(BIN)/trustlab: pyproject.toml | system
 
 setup: system $(BIN)/trustlab
 
-test: setup  ## the whole test suite (a few minutes on 2 cores)
-	$(BIN)/pytest -n 2
+test: setup  ## the whole test suite (a few minutes on 2 cores); wall-clock accuracy tests run alone
+	$(BIN)/pytest -n 2 -m "not realtime"
+	$(BIN)/pytest -p no:xdist -m realtime
 
 main: setup  ## the flagship run: regenerate the papers' tables
 	$(BIN)/trustlab flagship --out out/report --jobs 2

@@ -6,6 +6,8 @@ import statistics
 import struct
 import time
 
+import pytest
+
 from trustlab.devices.tpm12 import MemoryNVStore, Response, Tpm12, TpmError, key_template, secret, tpm_command
 from trustlab.devices.tpm12 import constants as C
 from trustlab.devices.tpm12.wire import Writer
@@ -17,6 +19,7 @@ from .conftest import OWNER, POOL, SRK
 K = secret("k")
 
 
+@pytest.mark.realtime
 def test_realtime_command_returns_after_its_modelled_time() -> None:
     """Infineon TPM_GetRandom (~19.3 ms modelled) answered through the raw frame interface."""
     clock = Clock(load("infineon-2010"), realtime=True)

@@ -31,6 +31,7 @@ PROFILE = make_profile("realtime-test", ohc=4.0, ohir=0.005, ohor=0.005, sha256_
 
 
 @pytest.mark.skipif(shutil.which("tpm2_createprimary") is None, reason="tpm2-tools not installed")
+@pytest.mark.realtime
 def test_tpm2_tools_session_through_serve(swtpm, tmp_path):
     with TimingProxy(PROFILE, swtpm) as proxy:
         env = dict(os.environ, TPM2TOOLS_TCTI=f"swtpm:port={proxy.port}", TSS2_LOG="all+NONE")
@@ -75,6 +76,7 @@ def test_tpm2_tools_session_through_serve(swtpm, tmp_path):
     assert min(errs) > -0.1 and statistics.median(errs) < 1.0, errs
 
 
+@pytest.mark.realtime
 def test_pytss_session_wall_time_matches_profile(swtpm):
     """Client-side wall time of each command vs the profile, realtime mode.
 

@@ -52,6 +52,7 @@ def test_suite_formulas_match_what_the_proxy_charges(swtpm):
         assert not rec.unmodelled, (command, variant)
 
 
+@pytest.mark.realtime
 def test_measure_then_fit_recovers_profile(swtpm, tmp_path, capsys):
     """One retry: the shared 2-core host can spoil a whole round with a load burst."""
     misses = []
