@@ -19,7 +19,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--tcti", required=True, metavar="TCTI",
                    help="swtpm:port=P, mssim:port=P, device:/dev/tpmrm0 ...")
-    p.add_argument("--suite", default="small", choices=("small", "full"))
+    p.add_argument("--suite", default="small", choices=("small", "full"),
+                   help="small: the commands 'trustlab fit' needs; full: every variant (default small)")
     p.add_argument("--repeat", type=int, default=10, metavar="N", help="timed repetitions per command")
     p.add_argument("--warmup", type=int, default=1, metavar="N", help="untimed repetitions first")
     p.add_argument("--center", choices=("mean", "median", "min"), default="mean",
@@ -28,7 +29,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--subtract-client-overhead", action="store_true",
                    help="first time this host's own TSS/socket overhead per command (a local swtpm behind a "
                    "virtual proxy) and take it off every sample")
-    p.add_argument("--out", type=Path, required=True, metavar="FILE.csv")
+    p.add_argument("--out", type=Path, required=True, metavar="FILE.csv",
+                   help="CSV to write (checked before measuring: not a directory, parent exists and is writable)")
     p.add_argument("--json", action="store_true", help="also print the rows as JSON")
     p.set_defaults(handler=run)
 
@@ -37,8 +39,9 @@ def run(args: argparse.Namespace) -> int:
     from trustlab.devices.tpm2 import harness
     from trustlab.errors import TrustlabError
 
-    if args.out.parent and not args.out.parent.exists():
-        raise TrustlabError(f"--out {args.out}: directory {args.out.parent} does not exist")
+    harness.check_output(args.out)
+    if args.repeat < 1:
+        raise TrustlabError(f"--repeat {args.repeat}: must be at least 1")
     if args.warmup < 0:
         raise TrustlabError(f"--warmup {args.warmup}: must not be negative")
     subtract = None

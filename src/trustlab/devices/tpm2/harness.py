@@ -85,13 +85,41 @@ def _pct(xs: list[float], p: float) -> float:
 FIELDS = ["command", "variant", "ms", "sd", "n", "min", "max", "p50", "p90", "p95", "p99"]
 
 
+def check_output(path: Path, flag: str = "--out") -> None:
+    """Refuse an output path that cannot be written, *before* a long benchmark runs.
+
+    A measurement takes minutes; finding out afterwards that ``--out`` names a
+    directory or an unwritable place loses all of it.
+    """
+    path = Path(path)
+    if path.is_dir():
+        raise TrustlabError(f"{flag} {path}: is a directory, expected a file name such as {path / 'chip.csv'}")
+    parent = path.parent if str(path.parent) else Path(".")
+    if not parent.is_dir():
+        raise TrustlabError(f"{flag} {path}: directory {parent} does not exist")
+    if path.exists() and not os.access(path, os.W_OK):
+        raise TrustlabError(f"{flag} {path}: file is not writable")
+    if not path.exists() and not os.access(parent, os.W_OK | os.X_OK):
+        raise TrustlabError(f"{flag} {path}: directory {parent} is not writable")
+
+
 def write_csv(rows: Iterable[Row], path: Path) -> None:
-    with path.open("w", newline="", encoding="utf-8") as fh:
-        w = csv.writer(fh)
-        w.writerow(FIELDS)
-        for r in rows:
-            w.writerow([r.command, r.variant] + [f"{getattr(r, f):.6g}" if isinstance(getattr(r, f), float)
-                                                 else getattr(r, f) for f in FIELDS[2:]])
+    """Write the rows ``trustlab fit`` reads; written to a sibling temp file and renamed,
+    so a failure never leaves a half-written CSV over an older good one."""
+    path = Path(path)
+    check_output(path)
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    try:
+        with tmp.open("w", newline="", encoding="utf-8") as fh:
+            w = csv.writer(fh)
+            w.writerow(FIELDS)
+            for r in rows:
+                w.writerow([r.command, r.variant] + [f"{getattr(r, f):.6g}" if isinstance(getattr(r, f), float)
+                                                     else getattr(r, f) for f in FIELDS[2:]])
+        os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise TrustlabError(f"--out {path}: cannot write: {exc.strerror or exc}") from None
 
 
 def open_tcti(spec: str):
