@@ -21,12 +21,25 @@ from statistics import mean
 
 from trustlab.apps import oracle
 from trustlab.cli._output import table
+from trustlab.errors import TrustlabError
 from trustlab.experiments.registry import Reference, Result, experiment
 from trustlab.timing import formulas, registry
 
 PAPER = "Gunupudi & Tate 2010, Sec. VI-B"
 # printed model values for the Infineon profile (Sec. VI-B table; the simulator column is withheld)
 PAPER_INFINEON = {"T1": 20, "T2": 181, "T3": 325, "T4": 329, "T5": 487, "T6": 21, "T7": 487}
+
+# Upper bounds keep a typo from turning into an hours-long (or endless) run:
+# each party costs a simulated TPM with its own RSA keys, each query block an HMAC.
+MAX_PARTIES = 1000
+MAX_QUERIES = 100_000
+MAX_BLOCKS = 4096
+
+
+def check_range(flag: str, value: int, lo: int, hi: int) -> None:
+    """One-line error naming the flag when ``value`` is outside ``lo..hi``."""
+    if not lo <= value <= hi:
+        raise TrustlabError(f"{flag} {value}: must be between {lo} and {hi}")
 
 
 @experiment("oracle", help="TPM random oracle: CMK setup, direct migration to n-1 parties, HMAC queries")
@@ -40,17 +53,24 @@ class OracleStudy:
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("--profile", default="infineon-2010", help="tpm1.2 profile (default infineon-2010)")
-        parser.add_argument("--parties", type=int, default=2, metavar="N", help="parties incl. the source")
+        parser.add_argument("--parties", type=int, default=2, metavar="N",
+                            help=f"parties incl. the source, 2..{MAX_PARTIES} (default 2)")
         parser.add_argument("--input-blocks", type=int, default=3, metavar="BI",
-                            help="SHA-1 blocks of a query input (default 3 = 1024-bit inputs)")
+                            help=f"SHA-1 blocks of a query input, 1..{MAX_BLOCKS} (default 3 = 1024-bit inputs)")
         parser.add_argument("--output-blocks", type=int, default=1, metavar="BO",
-                            help="160-bit output blocks per query (default 1)")
-        parser.add_argument("--queries", type=int, default=3, help="queries answered by every party")
+                            help=f"160-bit output blocks per query, 1..{MAX_BLOCKS} (default 1)")
+        parser.add_argument("--queries", type=int, default=3, metavar="Q",
+                            help=f"queries answered by every party, 1..{MAX_QUERIES} (default 3)")
         parser.add_argument("--realtime", action="store_true",
                             help="each TPM command returns after its modelled time")
-        parser.add_argument("--seed", type=int, default=0)
+        parser.add_argument("--seed", type=int, default=0,
+                            help="seed of the timing spread draws; party i uses SEED+i (default 0)")
 
     def run(self, args: argparse.Namespace) -> Result:
+        check_range("--parties", args.parties, 2, MAX_PARTIES)
+        check_range("--queries", args.queries, 1, MAX_QUERIES)
+        check_range("--input-blocks", args.input_blocks, 1, MAX_BLOCKS)
+        check_range("--output-blocks", args.output_blocks, 1, MAX_BLOCKS)
         profile = registry.load(args.profile)
         run = oracle.run(profile, args.parties, input_blocks=args.input_blocks,
                          output_blocks=args.output_blocks, queries=args.queries,
