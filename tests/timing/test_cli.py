@@ -93,3 +93,42 @@ def test_all_profiles_skips_commands_a_data_profile_cannot_price(capsys):
 def test_explicit_command_needing_a_missing_component_is_an_error(capsys):
     code, _, err = run(capsys, "estimate", "--profile", "nuvoton-npct750-wolftpm", "TPM2_NV_Increment")
     assert code == 2 and "has no component" in err and err.count("\n") == 1
+
+
+def test_fitted_profile_is_usable_by_estimate(tmp_path, capsys):
+    """`fit --out` keeps the formula family and the components' units, so the result prices commands."""
+    from trustlab.timing import formulas, registry
+    truth = registry.load("winbond-2010")
+    rows = ["command,ms"] + [f"{c},{formulas.estimate(truth, c)[0]!r}" for c in formulas.commands("tpm1.2")]
+    (tmp_path / "m.csv").write_text("\n".join(rows) + "\n")
+    out = tmp_path / "chip.toml"
+    assert run(capsys, "fit", str(tmp_path / "m.csv"), "--out", str(out))[0] == 0
+    fitted = registry.load(str(out))
+    assert fitted.family == "tpm1.2" and fitted["ohir"].unit == "byte"
+    code, text, _ = run(capsys, "estimate", "--profile", str(out), "TPM_Seal", "--json")
+    assert code == 0 and json.loads(text)[0]["ms"] == pytest.approx(formulas.estimate(truth, "TPM_Seal")[0])
+
+
+@pytest.mark.parametrize("argv,needle", [
+    (["fit", "m.csv", "--out", "."], "is a directory"),
+    (["fit", "m.csv", "--out", "/nonexistent/d/x.toml"], "does not exist"),
+    (["profiles", "list", "--family", "nonsense"], "no profiles of family 'nonsense'"),
+    (["estimate", "--all-profiles", "nonsense"], "no profiles of family 'nonsense'"),
+    (["estimate", "--all-profiles", "javacard"], "has no command formulas"),
+    (["estimate", "--profile", "infineon-2010", "TPM_Seal", "--key", "ecc256"], "--key does not apply"),
+    (["profiles", "import", "m.csv", "--name", "../../evil"], "invalid profile name"),
+    (["fit", "bin.csv"], "invalid UTF-8"),
+])
+def test_more_bad_input_gets_one_line_errors(capsys, tmp_path, monkeypatch, argv, needle):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("TRUSTLAB_HOME", str(tmp_path / "home"))
+    (tmp_path / "m.csv").write_text("ms,ohc\n1,1\n2,2\n")
+    (tmp_path / "bin.csv").write_bytes(b"\x00\xff\xfe")
+    code, _, err = run(capsys, *argv)
+    assert code == 2 and needle in err and err.count("\n") == 1, err
+
+
+def test_fit_json_never_prints_nan(tmp_path, capsys):
+    (tmp_path / "s.csv").write_text("ohc,ms\n1,10\n")  # one row, one parameter: no degrees of freedom
+    code, out, _ = run(capsys, "fit", str(tmp_path / "s.csv"), "--json")
+    assert code == 0 and "NaN" not in out and json.loads(out)["stderr"]["ohc"] is None

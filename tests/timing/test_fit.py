@@ -89,5 +89,5 @@ def test_csv_by_command(tmp_path):
 def test_csv_errors_are_specific(tmp_path, header, row, needle):
     path = write_csv(tmp_path / "m.csv", header, [row])
     with pytest.raises(FitError) as err:
-        read_measurements(path, known_components={"ohc", "rsa_enc"})
+        read_measurements(path, known_components=lambda: {"ohc", "rsa_enc"})
     assert needle in str(err.value)

@@ -86,10 +86,38 @@ def test_malformed_toml_names_file_and_line(tmp_path):
     assert "bad.toml" in str(err.value) and "line 2" in str(err.value)
 
 
-def test_unknown_profile_lists_known_ones():
+def test_unknown_profile_suggests_close_names():
     with pytest.raises(ProfileError) as err:
-        registry.load("no-such-chip")
-    assert "infineon-2010" in str(err.value)
+        registry.load("infineon-201")
+    assert "did you mean infineon-2010" in str(err.value)
+
+
+@pytest.mark.parametrize("name", ["../../evil", "", "a/b", ".hidden", "x.toml", "-rf"])
+def test_install_refuses_names_that_are_not_plain_file_names(tmp_path, monkeypatch, name):
+    monkeypatch.setenv("TRUSTLAB_HOME", str(tmp_path))
+    from dataclasses import replace
+    with pytest.raises(ProfileError, match="invalid profile name"):
+        registry.install(replace(registry.load("atmel-2010"), name=name))
+    assert not any(tmp_path.rglob("*.toml"))
+
+
+def test_one_broken_user_profile_does_not_hide_the_others(tmp_path, monkeypatch):
+    monkeypatch.setenv("TRUSTLAB_HOME", str(tmp_path))
+    (tmp_path / "profiles").mkdir()
+    (tmp_path / "profiles" / "broken.toml").write_bytes(b"\x00\xff[[[")
+    assert "infineon-2010" in registry.names("tpm1.2")
+    assert registry.family_of("broken") == registry.UNREADABLE
+    with pytest.raises(ProfileError, match="broken.toml"):
+        registry.load("broken")
+
+
+def test_non_utf8_profile_files_are_reported_not_raised(tmp_path):
+    from trustlab.timing.pro_format import load_pro
+    for suffix, loader in ((".pro", load_pro), (".toml", load_toml)):
+        path = tmp_path / f"bin{suffix}"
+        path.write_bytes(b"\x00\xff\xfe")
+        with pytest.raises(ProfileError, match="invalid UTF-8"):
+            loader(path)
 
 
 def test_missing_component_is_named():

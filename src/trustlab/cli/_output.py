@@ -3,12 +3,24 @@
 from __future__ import annotations
 
 import json
+import math
 import sys
 from typing import Any, Iterable, Sequence
 
 
+def json_safe(data: Any) -> Any:
+    """Replace NaN and infinities (not valid JSON) by null, recursively."""
+    if isinstance(data, float):
+        return data if math.isfinite(data) else None
+    if isinstance(data, dict):
+        return {k: json_safe(v) for k, v in data.items()}
+    if isinstance(data, (list, tuple)):
+        return [json_safe(v) for v in data]
+    return data
+
+
 def print_json(data: Any) -> None:
-    json.dump(data, sys.stdout, indent=2, sort_keys=False, default=str)
+    json.dump(json_safe(data), sys.stdout, indent=2, sort_keys=False, default=str, allow_nan=False)
     sys.stdout.write("\n")
 
 

@@ -50,6 +50,11 @@ def estimates(profile_names: list[str], commands: list[str], key: str | None,
     for name in profile_names:
         profile = registry.load(name)
         if commands:
+            if key is not None:
+                for c in commands:
+                    if not formulas.variants(profile.family, c):
+                        raise TrustlabError(f"{c} has no variants in family {profile.family!r}; "
+                                            "--key does not apply to it")
             chosen = [formulas.lookup(profile.family, c, key) for c in commands]
         else:
             chosen = _priceable(profile, key)
@@ -67,10 +72,20 @@ def estimates(profile_names: list[str], commands: list[str], key: str | None,
 def run(args: argparse.Namespace) -> int:
     names = list(args.profile or [])
     if args.all_profiles:
-        names += registry.names(args.all_profiles)
+        family_names = registry.names(args.all_profiles)
+        if not family_names:
+            raise TrustlabError(f"no profiles of family {args.all_profiles!r} "
+                                f"(families: {', '.join(registry.families())})")
+        if args.all_profiles not in formulas.families():
+            raise TrustlabError(f"family {args.all_profiles!r} has no command formulas to estimate "
+                                f"(families with formulas: {', '.join(formulas.families())})")
+        names += family_names
     if not names:
         raise TrustlabError("give --profile NAME (or --all-profiles); see 'trustlab profiles list'")
     rows = estimates(names, args.commands, args.key, skip_unpriceable=bool(args.all_profiles))
+    if not rows:
+        raise TrustlabError("none of the selected profiles can price any command"
+                            + (f" with --key {args.key}" if args.key else ""))
     if args.json:
         print_json(rows)
         return 0

@@ -5,11 +5,15 @@ from __future__ import annotations
 import argparse
 import math
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from trustlab.cli._output import print_json, table
-from trustlab.errors import TrustlabError
+from trustlab.errors import ProfileError, TrustlabError
 from trustlab.timing import registry
 from trustlab.timing.profile import Component, Profile, Provenance, save_toml
+
+if TYPE_CHECKING:
+    from trustlab.timing.fit import FitResult, Measurement
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -44,27 +48,53 @@ def _parse_fix(items: list[str]) -> dict[str, float]:
     return fixed
 
 
-def _known_components() -> set[str]:
-    known: set[str] = set()
-    for name in registry.names():
-        known |= set(registry.load(name).components)
-    return known
+def _shipped_components(family: str | None = None) -> dict[str, Component]:
+    """Every component of readable profiles (of one family): names for CSV checks, units for output."""
+    found: dict[str, Component] = {}
+    for name in registry.names(family):
+        try:
+            profile = registry.load(name)
+        except ProfileError:
+            continue
+        for comp in profile.components.values():
+            found.setdefault(comp.name, comp)
+    return found
+
+
+def _check_writable(path: Path) -> None:
+    """Refuse a bad --out before spending time on the fit."""
+    if path.is_dir():
+        raise TrustlabError(f"--out {path}: is a directory; give a file name such as chip.toml")
+    if not path.parent.is_dir():
+        raise TrustlabError(f"--out {path}: directory {path.parent} does not exist")
+
+
+def _fitted_profile(result: FitResult, measurements: list[Measurement], args: argparse.Namespace) -> Profile:
+    families = {m.family for m in measurements if m.family}
+    family = args.family or (families.pop() if len(families) == 1 else "fitted")
+    shipped = _shipped_components(family if family != "fitted" else None)
+    comps = {}
+    for c, v in result.params.items():
+        note = "held fixed" if c in result.fixed else f"fitted, stderr {result.stderr.get(c, math.nan):.3g} ms"
+        unit = shipped[c].unit if c in shipped else "call"
+        comps[c] = Component(name=c, mean=v, unit=unit, provenance=Provenance(source=str(args.csv), note=note))
+    prov = Provenance(source=str(args.csv), note="fitted by trustlab fit (bounded least squares)")
+    return Profile(name=args.name or args.csv.stem, components=comps, family=family, provenance=prov)
 
 
 def run(args: argparse.Namespace) -> int:
     from trustlab.timing.fit import fit  # scipy is slow to import; only `fit` needs it
     from trustlab.timing.measurements import read_measurements
 
-    measurements = read_measurements(args.csv, args.family, _known_components())
+    if args.out:
+        _check_writable(args.out)
+    measurements = read_measurements(args.csv, args.family, lambda: set(_shipped_components()))
     result = fit(measurements, _parse_fix(args.fix))
     if args.out:
-        name = args.name or args.csv.stem
-        prov = Provenance(source=str(args.csv), note="fitted by trustlab fit (bounded least squares)")
-        comps = {c: Component(name=c, mean=v, unit="call", provenance=Provenance(
-            source=str(args.csv), note=("held fixed" if c in result.fixed else
-                                         f"fitted, stderr {result.stderr.get(c, float('nan')):.3g} ms")))
-                 for c, v in result.params.items()}
-        save_toml(Profile(name=name, components=comps, family=args.family or "fitted", provenance=prov), args.out)
+        try:
+            save_toml(_fitted_profile(result, measurements, args), args.out)
+        except OSError as exc:
+            raise TrustlabError(f"--out {args.out}: cannot write: {exc.strerror}") from None
     if args.json:
         print_json(result.to_dict())
         return 0

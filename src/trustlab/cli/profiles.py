@@ -47,9 +47,16 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _list(args: argparse.Namespace) -> int:
-    rows = []
-    for name in registry.names(args.family):
-        p = registry.load(name)
+    names = registry.names(args.family)
+    if args.family and not names:
+        raise ProfileError(f"no profiles of family {args.family!r} (families: {', '.join(registry.families())})")
+    rows, broken = [], []
+    for name in names:
+        try:
+            p = registry.load(name)
+        except ProfileError as exc:  # one bad user file must not hide the rest
+            broken.append(str(exc))
+            continue
         rows.append({"name": name, "family": p.family, "version": p.version, "description": p.description,
                      "components": len(p.components), "source": p.provenance.describe()})
     if args.json:
@@ -57,6 +64,8 @@ def _list(args: argparse.Namespace) -> int:
     else:
         print(table([[r["name"], r["family"], r["components"], r["description"]] for r in rows],
                     ["profile", "family", "components", "description"]))
+    for message in broken:
+        print(f"trustlab: warning: skipped unreadable profile: {message}", file=sys.stderr)
     return 0
 
 
@@ -80,6 +89,7 @@ def _show(args: argparse.Namespace) -> int:
 
 def _import(args: argparse.Namespace) -> int:
     path: Path = args.file
+    registry.check_name(args.name)
     if path.suffix == ".pro":
         profile = load_pro(path, name=args.name)
     elif path.suffix == ".toml":
@@ -95,6 +105,8 @@ def _import(args: argparse.Namespace) -> int:
 def _import_jcalgtest(args: argparse.Namespace) -> int:
     from trustlab.data.jcalgtest import import_jcalgtest
 
+    if args.name is not None:
+        registry.check_name(args.name)
     profile = import_jcalgtest(args.file, name=args.name)
     if args.print_only:
         sys.stdout.write(profile.to_toml())

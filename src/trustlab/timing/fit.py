@@ -26,6 +26,7 @@ class Measurement:
     terms: Mapping[str, float]
     ms: float
     weight: float = 1.0
+    family: str | None = None  # the formula family the terms came from, if any
 
 
 @dataclass(frozen=True)

@@ -57,6 +57,13 @@ def commands(family: str) -> list[str]:
     return [c for c in _REGISTRY.get(family, {}) if "[" not in c]
 
 
+def variants(family: str, command: str) -> list[str]:
+    """The variant names registered for ``command`` (empty if it has none)."""
+    _load_builtin()
+    name = _ALIASES.get(family, {}).get(command, command)
+    return sorted(k[len(name) + 1:-1] for k in _REGISTRY.get(family, {}) if k.startswith(name + "["))
+
+
 def lookup(family: str, command: str, variant: str | None = None) -> Formula:
     """The formula for ``command`` (or its alias), with an optional variant."""
     _load_builtin()

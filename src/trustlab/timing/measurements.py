@@ -11,8 +11,10 @@ carried, not fitted. Anything else is a typo and is refused, naming the column.
 from __future__ import annotations
 
 import csv
+import io
 import math
 from pathlib import Path
+from typing import Callable
 
 from trustlab.errors import FitError, FormulaError, TrustlabError
 from trustlab.timing import formulas
@@ -32,57 +34,62 @@ def _float(value: str, where: str) -> float:
 
 
 def read_measurements(path: Path, family: str | None = None,
-                      known_components: set[str] | None = None) -> list[Measurement]:
+                      known_components: Callable[[], set[str]] | None = None) -> list[Measurement]:
+    """Rows of a measurement CSV; ``known_components`` is asked only for component-column CSVs."""
     try:
-        handle = path.open(newline="", encoding="utf-8")
+        text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise TrustlabError(f"{path}: cannot read measurements: {exc.strerror}") from None
-    with handle:
-        reader = csv.DictReader(handle)
-        columns = [c.strip() for c in (reader.fieldnames or [])]
-        if "ms" not in columns:
-            raise FitError(f"{path}: needs an 'ms' column (found: {', '.join(columns) or 'nothing'})")
-        by_formula = "command" in columns
-        extra = set(columns) - DESCRIPTIVE - {"ms", "weight", "command", "variant"}
-        if by_formula and extra:
-            raise FitError(f"{path}: unknown column(s) {', '.join(sorted(extra))} "
-                           "(with a 'command' column only ms, weight, variant and descriptive columns are allowed)")
-        if not by_formula:
-            if not extra:
-                raise FitError(f"{path}: no component columns and no 'command' column")
-            if known_components is not None and extra - known_components:
-                raise FitError(f"{path}: unknown column(s) {', '.join(sorted(extra - known_components))} "
-                               f"(not a component of any shipped profile)")
-        rows: list[Measurement] = []
-        for lineno, raw in enumerate(reader, start=2):
-            row = {(k or "").strip(): (v or "").strip() for k, v in raw.items()}
-            where = f"{path}:{lineno}"
-            ms = _float(row.get("ms", ""), f"{where}: ms")
-            if ms < 0:
-                raise FitError(f"{where}: ms must not be negative")
-            weight = _float(row["weight"], f"{where}: weight") if row.get("weight") else 1.0
-            if by_formula:
-                command = row.get("command", "")
-                variant = row.get("variant") or None
-                terms = _formula_terms(command, variant, family or row.get("family") or None, where)
-                label = f"{command}[{variant}]" if variant else command
-            else:
-                terms = {c: _float(row[c], f"{where}: {c}") for c in sorted(extra) if row.get(c, "") != ""}
-                label = row.get("note") or f"row {lineno}"
-            rows.append(Measurement(label=label, terms=terms, ms=ms, weight=weight))
+    except UnicodeDecodeError as exc:
+        raise TrustlabError(f"{path}: not a CSV text file (invalid UTF-8 at byte {exc.start})") from None
+    reader = csv.DictReader(io.StringIO(text, newline=""))
+    columns = [c.strip() for c in (reader.fieldnames or [])]
+    if "ms" not in columns:
+        raise FitError(f"{path}: needs an 'ms' column (found: {', '.join(columns) or 'nothing'})")
+    by_formula = "command" in columns
+    extra = set(columns) - DESCRIPTIVE - {"ms", "weight", "command", "variant"}
+    if by_formula and extra:
+        raise FitError(f"{path}: unknown column(s) {', '.join(sorted(extra))} "
+                       "(with a 'command' column only ms, weight, variant and descriptive columns are allowed)")
+    if not by_formula:
+        if not extra:
+            raise FitError(f"{path}: no component columns and no 'command' column")
+        unknown = extra - known_components() if known_components is not None else set()
+        if unknown:
+            raise FitError(f"{path}: unknown column(s) {', '.join(sorted(unknown))} "
+                           f"(not a component of any shipped profile)")
+    rows: list[Measurement] = []
+    for lineno, raw in enumerate(reader, start=2):
+        row = {(k or "").strip(): (v or "").strip() for k, v in raw.items()}
+        where = f"{path}:{lineno}"
+        ms = _float(row.get("ms", ""), f"{where}: ms")
+        if ms < 0:
+            raise FitError(f"{where}: ms must not be negative")
+        weight = _float(row["weight"], f"{where}: weight") if row.get("weight") else 1.0
+        if by_formula:
+            command = row.get("command", "")
+            variant = row.get("variant") or None
+            terms, row_family = _formula_terms(command, variant, family or row.get("family") or None, where)
+            label = f"{command}[{variant}]" if variant else command
+        else:
+            terms = {c: _float(row[c], f"{where}: {c}") for c in sorted(extra) if row.get(c, "") != ""}
+            label = row.get("note") or f"row {lineno}"
+            row_family = family
+        rows.append(Measurement(label=label, terms=terms, ms=ms, weight=weight, family=row_family))
     if not rows:
         raise FitError(f"{path}: no measurement rows")
     return rows
 
 
-def _formula_terms(command: str, variant: str | None, family: str | None, where: str) -> dict[str, float]:
+def _formula_terms(command: str, variant: str | None, family: str | None,
+                   where: str) -> tuple[dict[str, float], str]:
     if not command:
         raise FitError(f"{where}: empty command")
     candidates = [family] if family else formulas.families()
     errors = []
     for fam in candidates:
         try:
-            return dict(formulas.lookup(fam, command, variant).terms)
+            return dict(formulas.lookup(fam, command, variant).terms), fam
         except FormulaError as exc:
             errors.append(str(exc))
     if len(candidates) == 1:

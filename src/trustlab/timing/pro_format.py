@@ -80,6 +80,8 @@ def load_pro(path: Path, name: str | None = None) -> Profile:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ProfileError(f"{path}: cannot read profile: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise ProfileError(f"{path}: not a text profile (invalid UTF-8 at byte {exc.start})") from None
     return parse_pro(text, name=name or path.stem, origin=str(path))
 
 

@@ -8,6 +8,7 @@ that an import never writes into the installed package.
 
 from __future__ import annotations
 
+import difflib
 import functools
 import os
 import re
@@ -49,21 +50,38 @@ def available() -> dict[str, Path]:
     return index
 
 
+UNREADABLE = "(unreadable)"
 _FAMILY_LINE = re.compile(r'^family\s*=\s*"([^"]*)"\s*$', re.MULTILINE)
 
 
 def family_of(name: str) -> str:
-    """A profile's family without parsing the whole file (some hold ~800 components)."""
+    """A profile's family without parsing the whole file (some hold ~800 components).
+
+    A user profile that cannot be read has family ``"(unreadable)"``: one broken
+    file must not hide every other profile.
+    """
     path = available()[name]
-    with path.open(encoding="utf-8") as fh:
-        head = fh.read(4096)
+    try:
+        with path.open(encoding="utf-8") as fh:
+            head = fh.read(4096)
+    except (OSError, UnicodeDecodeError):
+        return UNREADABLE
     header = head.split("\n[", 1)[0]  # top-level keys come before the first table
     match = _FAMILY_LINE.search(header)
-    return match.group(1) if match else load(name).family
+    if match:
+        return match.group(1)
+    try:
+        return load(name).family
+    except ProfileError:
+        return UNREADABLE
 
 
 def names(family: str | None = None) -> list[str]:
     return [n for n in sorted(available()) if family is None or family_of(n) == family]
+
+
+def families() -> list[str]:
+    return sorted({family_of(n) for n in available()} - {UNREADABLE})
 
 
 @functools.cache
@@ -83,18 +101,35 @@ def load(name_or_path: str) -> Profile:
         if not path.exists():
             raise ProfileError(f"{path}: no such profile file")
         return load_pro(path) if path.suffix == ".pro" else load_toml(path)
-    known = ", ".join(sorted(available()))
-    raise ProfileError(f"unknown profile {name_or_path!r} (known: {known}; or give a .toml/.pro path)")
+    close = difflib.get_close_matches(name_or_path, list(available()), n=3, cutoff=0.5)
+    hint = f"did you mean {', '.join(close)}? " if close else ""
+    raise ProfileError(f"unknown profile {name_or_path!r} ({hint}see 'trustlab profiles list', "
+                       "or give a .toml/.pro path)")
+
+
+_SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+
+
+def check_name(name: str) -> str:
+    """A profile name is also a file name: refuse anything that could escape the directory."""
+    if not _SAFE_NAME.fullmatch(name) or name.endswith((".toml", ".pro")):
+        raise ProfileError(f"invalid profile name {name!r}: use letters, digits, '.', '_' and '-' "
+                           "(starting with a letter or digit, no extension)")
+    return name
 
 
 def install(profile: Profile) -> Path:
     """Save a profile into the user's profile directory under its own name."""
+    check_name(profile.name)
     if profile.name in _shipped_index():
         raise ProfileError(f"{profile.name!r} is a shipped profile; choose another --name")
     d = user_dir()
     d.mkdir(parents=True, exist_ok=True)
     path = d / f"{profile.name}.toml"
     tmp = path.with_suffix(".toml.tmp")
-    save_toml(profile, tmp)
-    tmp.replace(path)  # atomic: an interrupted import never leaves half a profile
+    try:
+        save_toml(profile, tmp)
+        tmp.replace(path)
+    except OSError as exc:
+        raise ProfileError(f"{path}: cannot write profile: {exc.strerror}") from None  # atomic: an interrupted import never leaves half a profile
     return path
