@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 
 from trustlab.errors import ProfileError
-from trustlab.timing.profile import Component, Profile, Provenance
+from trustlab.timing.profile import Component, Profile, Provenance, read_profile_text
 
 PRO_KEYS: dict[str, tuple[str, str]] = {
     "overconst": ("ohc", "call"),
@@ -76,13 +76,7 @@ def parse_pro(text: str, *, name: str, origin: str) -> Profile:
 
 
 def load_pro(path: Path, name: str | None = None) -> Profile:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ProfileError(f"{path}: cannot read profile: {exc.strerror}") from None
-    except UnicodeDecodeError as exc:
-        raise ProfileError(f"{path}: not a text profile (invalid UTF-8 at byte {exc.start})") from None
-    return parse_pro(text, name=name or path.stem, origin=str(path))
+    return parse_pro(read_profile_text(path), name=name or path.stem, origin=str(path))
 
 
 def export_pro(profile: Profile) -> str:

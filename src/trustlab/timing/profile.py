@@ -201,13 +201,18 @@ def _provenance(entry: object, where: str) -> Provenance:
     )
 
 
-def load_toml(path: Path) -> Profile:
+def read_profile_text(path: Path) -> str:
+    """A profile file's text, or a ProfileError naming the file (never an OSError/UnicodeError)."""
     try:
-        text = path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ProfileError(f"{path}: cannot read profile: {exc.strerror}") from None
     except UnicodeDecodeError as exc:
         raise ProfileError(f"{path}: not a text profile (invalid UTF-8 at byte {exc.start})") from None
+
+
+def load_toml(path: Path) -> Profile:
+    text = read_profile_text(path)
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
