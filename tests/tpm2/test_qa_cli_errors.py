@@ -7,6 +7,9 @@ import os
 import pytest
 
 from trustlab.cli import main
+from trustlab.errors import TrustlabError
+
+from .conftest import needs_swtpm
 
 
 def _one_line_error(capsys, *needles: str) -> str:
@@ -43,3 +46,34 @@ def test_measure_out_parent_missing_or_unwritable(tmp_path, capsys):
 def test_measure_repeat_zero_rejected(tmp_path, capsys):
     assert main(["measure", "--tcti", "swtpm:port=1", "--repeat", "0", "--out", str(tmp_path / "x.csv")]) == 2
     _one_line_error(capsys, "--repeat 0")
+
+
+def test_serve_dead_backend_fails_before_the_banner(capsys):
+    assert main(["serve", "--profile", "nuvoton-npct750-wolftpm", "--port", "0", "--virtual",
+                 "--backend", "tcp:127.0.0.1:1"]) == 2
+    captured = capsys.readouterr()
+    assert "TPM2TOOLS_TCTI" not in captured.out and "trustlab serve:" not in captured.out
+    err = captured.err
+    assert err.startswith("trustlab: error: backend tcp:127.0.0.1:1: not answering") and err.count("\n") == 1, err
+    assert "cannot connect" in err and "Traceback" not in err
+
+
+@needs_swtpm
+def test_backend_failure_while_serving_is_logged_once(swtpm, zero_profile):
+    from trustlab.devices.tpm2 import wire
+    from trustlab.devices.tpm2.backend import SocketBackend
+    from trustlab.devices.tpm2.proxy import TimingProxy
+
+    lines: list[str] = []
+    backend = SocketBackend((swtpm.host, swtpm.port), (swtpm.host, swtpm.port + 1))
+    with TimingProxy(zero_profile, backend, virtual=True, log=lines.append) as proxy:
+        proxy.check_backend()
+        get_random = wire.build_command(0x17B, b"\x00\x08")
+        assert wire.response_code(proxy.execute(get_random)) in (0, 0x100)
+        assert lines == []
+        swtpm.stop()
+        for _ in range(3):
+            assert wire.response_code(proxy.execute(get_random)) == 0x101
+        assert len(lines) == 1 and "TPM2_GetRandom" in lines[0] and f"tcp:{swtpm.host}" in lines[0]
+        with pytest.raises(TrustlabError, match="not answering"):
+            proxy.check_backend()

@@ -21,7 +21,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "TPM2TOOLS_TCTI=swtpm:port=2321 tpm2_getrandom 8",
     )
     p.add_argument("--profile", required=True, metavar="NAME", help="tpm2 profile name or .toml path")
-    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=2321, help="data port P (control is P+1); 0 picks free ports")
     p.add_argument("--backend", default="swtpm", metavar="SPEC",
                    help="swtpm (start a fresh one), tcp:HOST:PORT (a swtpm-protocol TPM), device:/dev/tpmrm0")
@@ -36,6 +36,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=run)
 
 
+def _log(message: str) -> None:
+    """Backend trouble while serving goes to stderr, one line each (clients only see TPM_RC_FAILURE)."""
+    print(f"trustlab serve: {message}", file=sys.stderr, flush=True)
+
+
 def run(args: argparse.Namespace) -> int:
     from trustlab.devices.tpm2.proxy import TimingProxy
 
@@ -48,9 +53,14 @@ def run(args: argparse.Namespace) -> int:
     try:
         proxy = TimingProxy(profile, args.backend, virtual=args.virtual, trace=args.trace, host=args.host,
                             port=args.port, seed=args.seed, control=args.control,
-                            rt_priority=not args.no_rt_priority)
+                            rt_priority=not args.no_rt_priority, log=_log)
     except OSError as exc:
         raise TrustlabError(f"cannot start the proxy: {exc}") from None
+    try:
+        proxy.check_backend()  # before the banner: a client must never be told a dead TPM is ready
+    except BaseException:
+        proxy.stop()
+        raise
     done = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: done.set())

@@ -33,7 +33,8 @@ from pathlib import Path
 from typing import IO, Callable, Iterator
 
 from trustlab.devices.tpm2 import cost, objects, wire
-from trustlab.devices.tpm2.backend import Backend, open_backend
+from trustlab.devices.tpm2.backend import Backend, SocketBackend, open_backend
+from trustlab.devices.tpm2.commands import TPM_RC_FAILURE, command_name
 from trustlab.devices.tpm2.swtpm import Swtpm, free_port_pair
 from trustlab.errors import TrustlabError
 from trustlab.timing.clock import Clock
@@ -41,6 +42,11 @@ from trustlab.timing.profile import Profile
 
 IDLE_PARTIAL_TIMEOUT = 10.0
 """Seconds a client may stall in the middle of a frame before it is dropped."""
+
+PROBE_TIMEOUT = 10.0
+"""Seconds :meth:`TimingProxy.check_backend` waits for the backend to connect and answer."""
+
+TPM2_GetRandom = 0x17B
 
 
 @dataclass
@@ -122,13 +128,16 @@ class TimingProxy:
     channel; ``"mssim"`` answers the MS simulator's platform port instead.
     ``rt_priority``: in realtime mode, serve connections from SCHED_FIFO
     threads when the process may (see :func:`_raise_thread_priority`).
+    ``log``: called with a one-line message when the backend fails while
+    serving (a client only sees TPM_RC_FAILURE; an operator needs the why).
     The proxy starts serving in background threads on construction.
     """
 
     def __init__(self, profile: Profile, backend: "str | Swtpm | Backend" = "swtpm", *,
                  virtual: bool = False, trace: "str | Path | IO[str] | Callable[[TraceRecord], None] | None" = None,
                  host: str = "127.0.0.1", port: int = 0, seed: int = 0, control: str = "swtpm",
-                 keep_records: int = 100_000, rt_priority: bool = True) -> None:
+                 keep_records: int = 100_000, rt_priority: bool = True,
+                 log: Callable[[str], None] | None = None) -> None:
         if control not in ("swtpm", "mssim"):
             raise ValueError(f"control must be 'swtpm' or 'mssim', not {control!r}")
         self.profile = profile
@@ -136,6 +145,8 @@ class TimingProxy:
         self.rt_priority = rt_priority
         self.control = control
         self.backend = open_backend(backend)
+        self._log = log
+        self._backend_down = False
         self.clock = Clock(profile, seed=seed, realtime=False)
         self.objects = objects.ObjectTable()
         self.records: list[TraceRecord] = []
@@ -211,6 +222,65 @@ class TimingProxy:
                 if port:
                     raise TrustlabError(f"cannot listen on {host}:{port}/{port + 1}: {exc.strerror}") from None
         raise OSError("no free port pair for the proxy")
+
+    def check_backend(self) -> None:
+        """Raise a one-line error naming the backend unless it answers a harmless TPM2_GetRandom.
+
+        Run before announcing that the proxy is ready: otherwise a dead backend
+        surfaces only as TPM_RC_FAILURE in some client much later. Any
+        well-formed answer other than TPM_RC_FAILURE counts as alive
+        (TPM_RC_INITIALIZE just means the client has yet to send TPM2_Startup).
+        The probe is neither charged to the clock nor traced.
+        """
+        name = self.backend.describe()
+        timeout = getattr(self.backend, "timeout", None)
+        if isinstance(self.backend, SocketBackend):
+            self.backend.timeout = min(timeout, PROBE_TIMEOUT)
+        try:
+            with self._tpm_lock:
+                response = self.backend.transact(wire.build_command(TPM2_GetRandom, b"\x00\x08"))
+            try:
+                rc = wire.response_code(response)
+            except (wire.WireError, struct.error, ValueError):
+                raise TrustlabError(f"backend {name}: TPM2_GetRandom got a malformed answer "
+                                    f"({len(response)} bytes)") from None
+            if rc == TPM_RC_FAILURE:
+                raise TrustlabError(f"backend {name}: not answering ({self._why_unreachable()})")
+        finally:
+            if isinstance(self.backend, SocketBackend):
+                self.backend.timeout = timeout
+
+    def _why_unreachable(self) -> str:
+        """The OS's reason a socket backend cannot be reached, else the TPM's failure code."""
+        address = getattr(self.backend, "address", None)
+        if address is not None:
+            family = socket.AF_UNIX if isinstance(address, str) else socket.AF_INET
+            try:
+                with socket.socket(family, socket.SOCK_STREAM) as s:
+                    s.settimeout(PROBE_TIMEOUT)
+                    s.connect(address)
+            except OSError as exc:
+                return f"cannot connect: {exc.strerror or exc}"
+        return "TPM2_GetRandom returned TPM_RC_FAILURE"
+
+    def _note_backend(self, command: bytes, response: bytes) -> None:
+        """Log (once per outage) when the backend stops answering, and when it is back."""
+        if self._log is None:
+            return
+        try:
+            failed = wire.response_code(response) == TPM_RC_FAILURE
+        except (wire.WireError, struct.error, ValueError):
+            failed = True
+        if failed and not self._backend_down:
+            try:
+                what = command_name(struct.unpack_from(">I", command, 6)[0])
+            except struct.error:
+                what = "a command"
+            self._log(f"backend {self.backend.describe()}: {what} failed (TPM_RC_FAILURE: backend unreachable "
+                      "or in failure mode); clients get TPM_RC_FAILURE until it answers again")
+        elif not failed and self._backend_down:
+            self._log(f"backend {self.backend.describe()}: answering again")
+        self._backend_down = failed
 
     def reset(self) -> None:
         """Power-cycle the backend TPM between runs: CMD_INIT, then TPM2_Startup(CLEAR).
@@ -335,6 +405,7 @@ class TimingProxy:
             started = time.perf_counter()
             response = self.backend.transact(command)
             backend_ms = (time.perf_counter() - started) * 1000.0
+            self._note_backend(command, response)
             assessed = cost.assess(command, response, self.objects, self.profile)
             self.objects.observe(assessed.code, command, response, assessed.rc)
             with self.clock.command(assessed.command) as rec:
