@@ -106,3 +106,20 @@ class AEMode(ABC):
     @abstractmethod
     def decrypt(self, nonce: bytes, ciphertext: bytes, tag: bytes, aad: bytes = b"") -> bytes:
         """The plaintext, or :class:`InvalidTag`."""
+
+
+class SymmetricPassMode(AEMode):
+    """A mode whose encryption and decryption are one pass that also yields the tag (OCB2, OCB3)."""
+
+    @abstractmethod
+    def _crypt(self, nonce: bytes, data: bytes, aad: bytes, encrypting: bool) -> tuple[bytes, bytes]:
+        """(output, full-length tag) for one pass over ``data``."""
+
+    def encrypt(self, nonce: bytes, plaintext: bytes, aad: bytes = b"") -> tuple[bytes, bytes]:
+        return self._crypt(nonce, plaintext, aad, True)
+
+    def decrypt(self, nonce: bytes, ciphertext: bytes, tag: bytes, aad: bytes = b"") -> bytes:
+        plaintext, expected = self._crypt(nonce, ciphertext, aad, False)
+        check_tag(expected, tag)
+        return plaintext
+

@@ -31,13 +31,13 @@ from __future__ import annotations
 
 import warnings
 
-from trustlab.apps.ae.common import BLOCK, AEMode, InsecureModeWarning, blocks, check_tag, double, pad10
+from trustlab.apps.ae.common import BLOCK, InsecureModeWarning, SymmetricPassMode, blocks, double, pad10
 
 WARNING = ("OCB2 is broken (universal forgery: Inoue-Minematsu 2018, Iwata et al. 2019) and withdrawn "
            "from ISO/IEC 19772; it is modelled for cost comparison only -- use OCB3")
 
 
-class OCB2(AEMode):
+class OCB2(SymmetricPassMode):
     name = "ocb2"
     nonce_sizes = (16,)
 
@@ -95,11 +95,3 @@ class OCB2(AEMode):
         if aad:
             tag = c.xor(tag, self._pmac(aad))
         return bytes(out), tag[:self.tag_len]
-
-    def encrypt(self, nonce: bytes, plaintext: bytes, aad: bytes = b"") -> tuple[bytes, bytes]:
-        return self._crypt(nonce, plaintext, aad, True)
-
-    def decrypt(self, nonce: bytes, ciphertext: bytes, tag: bytes, aad: bytes = b"") -> bytes:
-        plaintext, expected = self._crypt(nonce, ciphertext, aad, False)
-        check_tag(expected, tag)
-        return plaintext

@@ -14,10 +14,10 @@ costs one copy plus one shift unless ``bottom`` is a multiple of 8.
 
 from __future__ import annotations
 
-from trustlab.apps.ae.common import BLOCK, AEMode, blocks, check_tag, double, ntz, pad10
+from trustlab.apps.ae.common import BLOCK, SymmetricPassMode, blocks, double, ntz, pad10
 
 
-class OCB3(AEMode):
+class OCB3(SymmetricPassMode):
     name = "ocb3"
     nonce_sizes = tuple(range(1, 16))
 
@@ -93,12 +93,4 @@ class OCB3(AEMode):
         if h is not None:
             tag = c.xor(tag, h)
         return bytes(out), tag[:self.tag_len]
-
-    def encrypt(self, nonce: bytes, plaintext: bytes, aad: bytes = b"") -> tuple[bytes, bytes]:
-        return self._crypt(nonce, plaintext, aad, True)
-
-    def decrypt(self, nonce: bytes, ciphertext: bytes, tag: bytes, aad: bytes = b"") -> bytes:
-        plaintext, expected = self._crypt(nonce, ciphertext, aad, False)
-        check_tag(expected, tag)
-        return plaintext
 
