@@ -150,12 +150,22 @@ def test_cli_run_and_tiga(capsys):
     assert rc == 2 and "no scope figures" in err
 
 
-def test_cli_bad_arguments_exit_cleanly(capsys):
-    for argv in (["run", "ae", "--bytes", "x"], ["run", "ae", "--mode", "eax"]):
-        with pytest.raises(SystemExit) as exc:
-            _cli(capsys, *argv)
-        assert exc.value.code == 2
-    assert "unknown mode eax" in capsys.readouterr().err
+@pytest.mark.parametrize("argv, message", [
+    (["run", "ae", "--bytes", "x"], "--bytes 'x': must be whole numbers"),
+    (["run", "ae", "--mode", "eax"], "--mode: unknown mode eax"),
+    # QA: empty selections used to "succeed" over nothing
+    (["run", "ae", "--platform", ","], "--platform: empty list"),
+    (["run", "ae", "--platform", "sle78-aes,,s3cc9e8"], "--platform 'sle78-aes,,s3cc9e8': empty item"),
+    (["run", "ae", "--mode", ","], "--mode: empty list"),
+    (["run", "ae", "--bytes", "8,,16"], "--bytes '8,,16': empty item"),
+    (["tiga", "--platform", ","], "--platform: empty list"),
+    (["tiga", "--platform", "sle78-aes", "--platform", " "], "--platform: empty list"),
+])
+def test_cli_bad_arguments_exit_cleanly(argv, message, capsys):
+    rc, out, err = _cli(capsys, *argv)
+    assert rc == 2 and out == ""
+    assert err == f"trustlab: error: {err.split('trustlab: error: ', 1)[1]}" and err.count("\n") == 1, err
+    assert message in err and "Traceback" not in err
 
 
 def test_subprocess_entry_point_smoke():

@@ -67,10 +67,9 @@ def rows(names: list[str], source: str) -> list[dict]:
 def run(args: argparse.Namespace) -> int:
     from trustlab.devices.card.platforms import PLATFORMS
 
-    names: list[str] = []
-    for item in args.platform or list(PLATFORMS):
-        names += [n.strip() for n in item.split(",") if n.strip()]
-    result = rows(list(dict.fromkeys(names)), args.source)
+    from trustlab.experiments.ae import platform_names
+
+    result = rows(platform_names(args.platform, list(PLATFORMS)), args.source)
     if args.json:
         print_json(result)
         return 0

@@ -25,6 +25,7 @@ from trustlab.apps.ae.analysis import (
 from trustlab.apps.ae.ocb2 import WARNING as OCB2_WARNING
 from trustlab.cli._output import table
 from trustlab.devices.card.platforms import FLAGSHIP, PLATFORMS, platform
+from trustlab.errors import TrustlabError
 from trustlab.experiments.registry import Reference, Result, experiment
 
 PAPER = "Mayes 2017 (IJAS 10(3&4))"
@@ -43,24 +44,47 @@ TABLE_XI = {"multos-sle78": 8.72, "sle78-aes": 9.84, "sle78-tdes": 15.34, "s3cc9
 REALISTIC_RATES = ("78125", "106000")  # §VII: "more reasonable expectations"
 
 
-def _csv(kind: str, choices: tuple[str, ...] | None = None, number: bool = False):  # type: ignore[no-untyped-def]
-    def parse(text: str):  # type: ignore[no-untyped-def]
-        items = [t.strip() for t in text.split(",") if t.strip()]
-        if not items:
-            raise argparse.ArgumentTypeError(f"empty {kind} list")
-        if number:
-            try:
-                values = [int(t) for t in items]
-            except ValueError:
-                raise argparse.ArgumentTypeError(f"{kind} must be whole numbers, got {text!r}") from None
-            if any(v < 0 or v > 4096 for v in values):
-                raise argparse.ArgumentTypeError(f"{kind} must be 0..4096 bytes, got {text!r}")
-            return tuple(values)
-        bad = [t for t in items if choices and t not in choices]
-        if bad:
-            raise argparse.ArgumentTypeError(f"unknown {kind} {', '.join(bad)} (known: {', '.join(choices or ())})")
-        return tuple(items)
-    return parse
+def split_list(flag: str, text: str) -> list[str]:
+    """``a,b`` -> [a, b]; an empty list (``,``) or an empty item (``a,,b``) is an error naming ``flag``.
+
+    Silently dropping empty items turned ``--platform ,`` into a run over
+    nothing that still "succeeded".
+    """
+    items = [t.strip() for t in str(text).split(",")]
+    if not any(items):
+        raise TrustlabError(f"{flag}: empty list")
+    if not all(items):
+        raise TrustlabError(f"{flag} {text!r}: empty item in the list")
+    return items
+
+
+def platform_names(values: "list[str] | None", default: "tuple[str, ...] | list[str]") -> list[str]:
+    """Names from repeatable, comma-separated ``--platform`` options (duplicates dropped)."""
+    if values is None:
+        return list(dict.fromkeys(default))
+    names: list[str] = []
+    for item in values:
+        names += split_list("--platform", item)
+    return list(dict.fromkeys(names))
+
+
+def _csv(flag: str, value, choices: tuple[str, ...] | None = None, number: bool = False) -> tuple:  # type: ignore[no-untyped-def]
+    """Parse ``--mode``/``--bytes`` in ``run`` (not argparse) so bad input is a one-line TrustlabError."""
+    if not isinstance(value, str):
+        return tuple(value)
+    items = split_list(flag, value)
+    if number:
+        try:
+            values = [int(t) for t in items]
+        except ValueError:
+            raise TrustlabError(f"{flag} {value!r}: must be whole numbers") from None
+        if any(v < 0 or v > 4096 for v in values):
+            raise TrustlabError(f"{flag} {value!r}: message sizes must be 0..4096 bytes")
+        return tuple(dict.fromkeys(values))
+    bad = [t for t in items if choices and t not in choices]
+    if bad:
+        raise TrustlabError(f"{flag}: unknown mode {', '.join(bad)} (known: {', '.join(choices or ())})")
+    return tuple(dict.fromkeys(items))
 
 
 @experiment("ae", help="authenticated encryption (OCB2/OCB3/CCM/ETM/GCM) on smart-card chips: "
@@ -72,9 +96,9 @@ class AEExperiment:
         parser.add_argument("--platform", action="append", metavar="NAME",
                             help=f"platform (repeatable or comma list; default {','.join(FLAGSHIP)}); known: "
                             f"{', '.join(PLATFORMS)}, or PROFILE:CIPHER")
-        parser.add_argument("--mode", type=_csv("mode", tuple(MODES)), default=PAPER_MODES,
+        parser.add_argument("--mode", default=",".join(PAPER_MODES), metavar="MODE[,MODE...]",
                             help=f"modes, comma separated (default {','.join(PAPER_MODES)}; also etm-paper)")
-        parser.add_argument("--bytes", type=_csv("message sizes", number=True), default=PAPER_SIZES,
+        parser.add_argument("--bytes", default=",".join(map(str, PAPER_SIZES)), metavar="N[,N...]",
                             help="message sizes in bytes (default the paper's 8,16,20,32,40,64,128,192)")
         parser.add_argument("--link", choices=("paper", "char"), default="paper",
                             help="transmission model: 'paper' = 8 bits per payload byte (Table XII); "
@@ -90,11 +114,9 @@ class AEExperiment:
                             help="do not zero-pad non-OCB payloads to whole blocks (the paper pads)")
 
     def run(self, args: argparse.Namespace) -> Result:
-        names: list[str] = []
-        for item in args.platform or [",".join(FLAGSHIP)]:
-            names += [n.strip() for n in item.split(",") if n.strip()]
-        plats = [platform(n) for n in dict.fromkeys(names)]
-        modes, sizes = tuple(args.mode), tuple(args.bytes)
+        plats = [platform(n) for n in platform_names(args.platform, FLAGSHIP)]
+        modes = _csv("--mode", args.mode, tuple(MODES))
+        sizes = _csv("--bytes", args.bytes, number=True)
         rows: list[Row] = []
         for plat in plats:
             rows += predict(plat, modes, sizes, link_mode=args.link, protocol=args.protocol, pad=not args.no_pad,

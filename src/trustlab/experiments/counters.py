@@ -44,14 +44,30 @@ TABLES = {
 }
 
 
-def _int_list(text: str) -> list[int]:
+def _int_list(text: str, flag: str = "--counters") -> list[int]:
+    """``2,16,128`` -> [2, 16, 128]; an empty list or an empty item is an error, not skipped."""
+    items = [v.strip() for v in str(text).split(",")]
+    if not any(items):
+        raise TrustlabError(f"{flag}: empty list")
+    if not all(items):
+        raise TrustlabError(f"{flag} {text!r}: empty item in the list")
     try:
-        values = [int(v) for v in text.split(",") if v.strip()]
+        values = [int(v) for v in items]
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
-    if not values or any(v < 1 for v in values):
-        raise argparse.ArgumentTypeError(f"counts must be positive integers, got {text!r}")
+        raise TrustlabError(f"{flag} {text!r}: expected comma-separated integers") from None
+    if any(v < 1 for v in values):
+        raise TrustlabError(f"{flag} {text!r}: counts must be positive integers")
     return values
+
+
+def name_list(text: str, flag: str = "--profile") -> list[str]:
+    """``a,b`` -> ["a", "b"] (duplicates dropped); an empty list or an empty item is an error."""
+    items = [v.strip() for v in str(text).split(",")]
+    if not any(items):
+        raise TrustlabError(f"{flag}: empty list")
+    if not all(items):
+        raise TrustlabError(f"{flag} {text!r}: empty item in the list")
+    return list(dict.fromkeys(items))
 
 
 @experiment("counters", help="virtual monotonic counters (log-based / hash-tree) on TPM 1.2: "
@@ -73,15 +89,18 @@ class CountersExperiment:
         parser.add_argument("--profile", default="atmel-counters-2010", metavar="NAME[,NAME...]",
                             help="TPM profile(s) with counter components (default atmel-counters-2010; "
                             "shipped: atmel/infineon/stm/winbond-counters-2010)")
-        parser.add_argument("--counters", type=_int_list, default=[2, 4, 8, 16, 32, 64, 128, 256, 512, 1024],
+        parser.add_argument("--counters", default="2,4,8,16,32,64,128,256,512,1024",
                             metavar="N[,N...]", help="numbers of virtual counters (default 2..1024, doubling)")
-        parser.add_argument("--workload", choices=list(workloads.DISTRIBUTIONS), default="roundrobin")
+        parser.add_argument("--workload", choices=list(workloads.DISTRIBUTIONS), default="roundrobin",
+                            help="which counter each request goes to (default roundrobin, as the paper's "
+                            "Tables III-VIII; zipf for Table IX)")
         parser.add_argument("--op", choices=list(workloads.OPS), default="increment",
                             help="operation to time; 'read' issues READ-then-INCREMENT purchases and "
                             "times the READs (they see the counter's increment gap)")
         parser.add_argument("--requests", type=int, default=None, metavar="R",
                             help="requests per run (default: one per counter, as in the paper)")
-        parser.add_argument("--seed", type=int, default=0)
+        parser.add_argument("--seed", type=int, default=0,
+                            help="seed of the request stream, the timing spread draws and the keys (default 0)")
         parser.add_argument("--zipf-mode", choices=list(workloads.ZIPF_MODES), default="bounded",
                             help="bounded (paper's law, exact), ycsb, or scrambled (YCSB ScrambledZipfian)")
         parser.add_argument("--zipf-constant", type=float, default=workloads.YCSB_ZIPFIAN_CONSTANT,
@@ -95,20 +114,23 @@ class CountersExperiment:
                             help="drop the profile's spreads (the model then equals the simulation exactly)")
         parser.add_argument("--attest-every", type=int, default=1, metavar="K",
                             help="hash-tree only: sign the root on every K-th request (default 1 = every "
-                            "request, as the paper); K>1 is the batch mode used at 2^20 counters")
+                            "request, as the paper); K>1 is the batch mode used at 2^20 counters. Rejected "
+                            "with --scheme log/log-tpm2; with 'both' it applies to the hash-tree runs")
 
     def run(self, args: argparse.Namespace) -> Result:
         if args.requests is not None and args.requests < 1:
             raise TrustlabError(f"--requests {args.requests}: need at least one request")
         if args.attest_every < 1:
             raise TrustlabError(f"--attest-every {args.attest_every}: must be >= 1")
-        names = [n for n in args.profile.split(",") if n]
+        if args.scheme in ("log", "log-tpm2") and args.attest_every != 1:
+            raise TrustlabError(f"--attest-every {args.attest_every}: applies to the hash-tree scheme only, "
+                                f"not --scheme {args.scheme}")
+        args.counters = _int_list(args.counters)
+        names = name_list(args.profile)
         profiles = []
         for n in names:
             p = registry.load(n)
             profiles.append(p.without_spread() if args.deterministic else p)
-        if args.scheme == "log-tpm2" and args.attest_every != 1:
-            raise TrustlabError("--attest-every applies to the hash-tree scheme only")
         scheme_names = ["log", "hashtree"] if args.scheme == "both" else [args.scheme]
         rows: list[dict] = []
         per_gap: dict[tuple[str, str, int], list[OpRecord]] = {}
