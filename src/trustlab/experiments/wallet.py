@@ -28,6 +28,13 @@ from trustlab.experiments.registry import Result, experiment
 from trustlab.timing import registry
 
 
+# Bounds keep a typo from becoming an endless run (every purchase does real signatures).
+MAX_PARTIES = 10_000
+MAX_PURCHASES = 1_000_000
+# Rejections that come from the purchase itself, before a cheat could be tested.
+NOT_REACHED = frozenset({"insufficient-balance", "bad-price"})
+
+
 @experiment("wallet", help="offline digital wallet on virtual counters (paper Table I, ordering fixed): "
             "per-purchase TPM/host/verification time, double spends attempted and caught")
 class WalletExperiment:
@@ -41,27 +48,40 @@ class WalletExperiment:
     ]
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
-        parser.add_argument("--profile", default="atmel-counters-2010", metavar="NAME")
-        parser.add_argument("--merchants", type=int, default=8, metavar="M")
-        parser.add_argument("--purchases", type=int, default=50, metavar="P")
+        parser.add_argument("--profile", default="atmel-counters-2010", metavar="NAME",
+                            help="TPM 1.2 profile with counter components (default atmel-counters-2010; "
+                            "shipped: atmel/infineon/stm/winbond-counters-2010)")
+        parser.add_argument("--merchants", type=int, default=8, metavar="M",
+                            help=f"certified offline merchants, 1..{MAX_PARTIES} (default 8)")
+        parser.add_argument("--purchases", type=int, default=50, metavar="P",
+                            help=f"purchase attempts in the run, 1..{MAX_PURCHASES} (default 50)")
         parser.add_argument("--buyers", type=int, default=4, metavar="B",
-                            help="wallets on the one device (each its own virtual counter; default 4)")
+                            help=f"wallets on the one device (each its own virtual counter), 1..{MAX_PARTIES} "
+                            "(default 4)")
         parser.add_argument("--workload", choices=list(workloads.DISTRIBUTIONS), default="uniform",
                             help="how purchases pick merchants and buyers (zipf: a few are very popular)")
-        parser.add_argument("--scheme", choices=["log", "hashtree"], default="hashtree")
+        parser.add_argument("--scheme", choices=["log", "hashtree"], default="hashtree",
+                            help="virtual counter scheme behind the wallets (default hashtree)")
         parser.add_argument("--ordering", choices=["fixed", "paper", "arithmetic"], default="fixed",
                             help="fixed (ours, default), paper (Table I as printed: exploitable), or "
                             "arithmetic (hash-tree only: the counter is the amount spent)")
         parser.add_argument("--cheat-rate", type=float, default=0.1, metavar="F",
                             help="fraction of purchases that start a double-spend attempt (default 0.1)")
-        parser.add_argument("--credit", type=int, default=None, help="credit per buyer (default: ample)")
-        parser.add_argument("--seed", type=int, default=0)
+        parser.add_argument("--credit", type=int, default=None, metavar="C",
+                            help="credit per buyer, >= 0 (default: ample, 100 x purchases); prices are 1..100")
+        parser.add_argument("--seed", type=int, default=0,
+                            help="seed (>= 0) of prices, cheats, merchant/buyer choice and timing spreads "
+                            "(default 0)")
         parser.add_argument("--deterministic", action="store_true", help="drop the profile's spreads")
 
     def run(self, args: argparse.Namespace) -> Result:
-        for name in ("merchants", "purchases", "buyers"):
-            if getattr(args, name) < 1:
-                raise TrustlabError(f"--{name} {getattr(args, name)}: must be at least 1")
+        for name, most in (("merchants", MAX_PARTIES), ("purchases", MAX_PURCHASES), ("buyers", MAX_PARTIES)):
+            if not 1 <= getattr(args, name) <= most:
+                raise TrustlabError(f"--{name} {getattr(args, name)}: must be between 1 and {most}")
+        if args.credit is not None and args.credit < 0:
+            raise TrustlabError(f"--credit {args.credit}: must not be negative")
+        if args.seed < 0:
+            raise TrustlabError(f"--seed {args.seed}: must not be negative")
         if not 0 <= args.cheat_rate <= 1:
             raise TrustlabError(f"--cheat-rate {args.cheat_rate}: must be in [0, 1]")
         if args.ordering == "arithmetic" and args.scheme != "hashtree":
@@ -84,7 +104,7 @@ class WalletExperiment:
         who = workloads.counter_ids(args.workload, args.merchants, args.purchases, seed=args.seed)
         whom = workloads.counter_ids(args.workload, args.buyers, args.purchases, seed=args.seed + 1)
         sales, reasons = [], Counter()
-        attempted = caught = undetected = 0
+        attempted = caught = undetected = not_reached = 0
         pending: dict[int, int] = {}  # buyer -> purchase index of a skipped increment
         for i in range(args.purchases):
             buyer = buyers[int(whom[i])]
@@ -99,34 +119,45 @@ class WalletExperiment:
             sale = merchant.sell(buyer, price)
             buyer.cheats = set()
             reasons[sale.reason] += 1
+            # A double spend is counted once, when its outcome is known: caught at the skipped
+            # increment, or at the replay (caught or undetected). A cheating purchase turned down
+            # for its own sake (price above the balance) never tested the defence: not an attempt.
             if cheat == "skip-increment":
-                attempted += 1
                 if sale.accepted:
                     pending[buyer.counter] = i      # got goods and a new token without incrementing
+                elif sale.reason in NOT_REACHED:
+                    not_reached += 1
                 else:
+                    attempted += 1
                     caught += 1
             elif cheat == "replay-old-token":
                 del pending[buyer.counter]
                 if sale.accepted:
+                    attempted += 1
                     undetected += 1
+                elif sale.reason in NOT_REACHED:
+                    not_reached += 1
                 else:
+                    attempted += 1
                     caught += 1
             sales.append({"purchase": i, "merchant": merchant.name, "buyer": buyer.counter, "price": price,
                           "cheat": cheat, "accepted": sale.accepted, "reason": sale.reason,
                           "tpm_s": sale.tpm_ms / 1000, "verification_s": sale.verify_ms / 1000,
                           "host_s": sale.host_ms / 1000})
-        attempted -= len(pending)  # attempts whose replay never came are not double spends yet
+        # skipped increments whose replay never came (run ended) are not double spends yet
         honest = [s for s in sales if s["cheat"] is None and s["accepted"]]
         data = {
             "profile": profile.name, "scheme": args.scheme, "ordering": args.ordering,
             "merchants": args.merchants, "buyers": args.buyers, "purchases": args.purchases,
             "workload": args.workload, "seed": args.seed,
-            "per_purchase_s": {part: describe([1000 * s[f"{part}_s"] for s in honest])
+            "per_purchase_s": {part: _describe([1000 * s[f"{part}_s"] for s in honest])
                                for part in ("tpm", "verification", "host")},
+            "timed_purchases": len(honest),
             "total_tpm_s": sum(s["tpm_s"] for s in sales),
             "accepted": sum(s["accepted"] for s in sales),
             "rejections": {k: v for k, v in reasons.items() if k != "ok"},
-            "double_spends": {"attempted": attempted, "caught": caught, "undetected": undetected},
+            "double_spends": {"attempted": attempted, "caught": caught, "undetected": undetected,
+                              "not_reached": not_reached, "pending": len(pending)},
             "sales": sales,
         }
         return Result(
@@ -136,12 +167,24 @@ class WalletExperiment:
             plots=[{"kind": "bar", "title": "per-purchase latency split (honest purchases, mean)",
                     "xlabel": "part", "ylabel": "seconds", "logx": False, "logy": False,
                     "series": [{"label": f"{args.scheme}/{args.ordering}", "x": ["tpm", "verification", "host"],
-                                "y": [data["per_purchase_s"][p]["avg"] for p in ("tpm", "verification", "host")]}]}],
+                                "y": [data["per_purchase_s"][p]["avg"] for p in ("tpm", "verification", "host")]}]}]
+            if honest else [],
         )
 
 
+def _describe(values_ms: list[float]) -> dict[str, float | None]:
+    """min/max/avg/median/sd in seconds; all None when no purchase was timed (0 s would be a false figure)."""
+    if not values_ms:
+        return {k: None for k in ("min", "max", "avg", "median", "sd")}
+    return describe(values_ms)
+
+
 def _text(d: dict) -> str:
-    rows = [[part, *(d["per_purchase_s"][part][k] for k in ("min", "max", "avg", "median", "sd"))]
+    def cell(v: float | None) -> object:
+        return "-" if v is None else v
+
+    timed = f"per purchase (s), {d['timed_purchases']} honest accepted"
+    rows = [[part, *(cell(d["per_purchase_s"][part][k]) for k in ("min", "max", "avg", "median", "sd"))]
             for part in ("tpm", "verification", "host")]
     ds = d["double_spends"]
     head = (f"wallet: {d['scheme']} counters, {d['ordering']} ordering, profile {d['profile']}, "
@@ -149,5 +192,8 @@ def _text(d: dict) -> str:
     tail = (f"\naccepted {d['accepted']}/{d['purchases']}; rejections: "
             + (", ".join(f"{k} {v}" for k, v in sorted(d["rejections"].items())) or "none")
             + f"\ndouble spends attempted {ds['attempted']}, caught {ds['caught']}, undetected {ds['undetected']}"
+            + (f"; {ds['not_reached']} cheating purchase(s) turned down before the cheat mattered "
+               "(insufficient balance)" if ds["not_reached"] else "")
+            + (f"; {ds['pending']} skipped increment(s) not yet replayed" if ds["pending"] else "")
             + "\n(tpm and verification: modelled by the profile; host: wall time of the real software here)")
-    return head + table(rows, ["per purchase (s)", "min", "max", "avg", "median", "sd"]) + tail
+    return head + table(rows, [timed, "min", "max", "avg", "median", "sd"]) + tail
