@@ -168,6 +168,19 @@ def test_cli_bad_arguments_exit_cleanly(argv, message, capsys):
     assert message in err and "Traceback" not in err
 
 
+def test_every_ae_and_tiga_argument_has_help():
+    import argparse
+
+    from trustlab.cli import build_parser
+    from trustlab.experiments.registry import get
+
+    parser = argparse.ArgumentParser()
+    get("ae").add_arguments(parser)
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    for p in (parser, sub.choices["tiga"]):
+        assert [a.dest for a in p._actions if a.dest != "help" and not a.help] == []
+
+
 def test_subprocess_entry_point_smoke():
     out = subprocess.run([sys.executable, "-m", "trustlab", "tiga", "--platform", "sle78-aes"],
                          capture_output=True, text=True, timeout=120)

@@ -35,3 +35,9 @@ def test_h10_d2_prepare_avg_no_longer_below_best():
     assert q.best == pytest.approx(q.avg, rel=1e-12) and q.avg == pytest.approx(q.worst, rel=1e-12)
     life, idle, n = lifetime_prepare_ms(a)
     assert (idle, n) == (32, 1024) and life < q.best  # the lifetime mean is reported apart
+
+
+def test_every_argument_has_help():
+    parser = argparse.ArgumentParser()
+    get("hbs").add_arguments(parser)
+    assert [a.dest for a in parser._actions if a.dest != "help" and not a.help] == []

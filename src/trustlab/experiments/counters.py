@@ -44,6 +44,12 @@ TABLES = {
 }
 
 
+# Bounds keep a typo from becoming an endless run or a numpy allocation error; 2^20
+# counters is the largest hash tree the batch mode (--attest-every) is meant for.
+MAX_COUNTERS = 1 << 20
+MAX_REQUESTS = 1 << 24
+
+
 def _int_list(text: str, flag: str = "--counters") -> list[int]:
     """``2,16,128`` -> [2, 16, 128]; an empty list or an empty item is an error, not skipped."""
     items = [v.strip() for v in str(text).split(",")]
@@ -57,6 +63,8 @@ def _int_list(text: str, flag: str = "--counters") -> list[int]:
         raise TrustlabError(f"{flag} {text!r}: expected comma-separated integers") from None
     if any(v < 1 for v in values):
         raise TrustlabError(f"{flag} {text!r}: counts must be positive integers")
+    if any(v > MAX_COUNTERS for v in values):
+        raise TrustlabError(f"{flag} {text!r}: at most {MAX_COUNTERS} counters")
     return values
 
 
@@ -100,7 +108,7 @@ class CountersExperiment:
         parser.add_argument("--requests", type=int, default=None, metavar="R",
                             help="requests per run (default: one per counter, as in the paper)")
         parser.add_argument("--seed", type=int, default=0,
-                            help="seed of the request stream, the timing spread draws and the keys (default 0)")
+                            help="seed (>= 0) of the request stream and the timing spread draws (default 0)")
         parser.add_argument("--zipf-mode", choices=list(workloads.ZIPF_MODES), default="bounded",
                             help="bounded (paper's law, exact), ycsb, or scrambled (YCSB ScrambledZipfian)")
         parser.add_argument("--zipf-constant", type=float, default=workloads.YCSB_ZIPFIAN_CONSTANT,
@@ -120,6 +128,10 @@ class CountersExperiment:
     def run(self, args: argparse.Namespace) -> Result:
         if args.requests is not None and args.requests < 1:
             raise TrustlabError(f"--requests {args.requests}: need at least one request")
+        if args.requests is not None and args.requests > MAX_REQUESTS:
+            raise TrustlabError(f"--requests {args.requests}: at most {MAX_REQUESTS}")
+        if args.seed < 0:
+            raise TrustlabError(f"--seed {args.seed}: must not be negative")
         if args.attest_every < 1:
             raise TrustlabError(f"--attest-every {args.attest_every}: must be >= 1")
         if args.scheme in ("log", "log-tpm2") and args.attest_every != 1:
