@@ -56,16 +56,22 @@ def _tpm(platform: Platform, clock: Clock, policy: str, mix: BootMix, behaviour:
     return FirmwareTpm(store, clock, policy=policy, max_tries=mix.max_tries, recovery_ms=mix.recovery_ms)
 
 
-def legitimate_population(policy: str, boots: int, mix: BootMix, seed: int, clock: Clock) -> tuple[int, int]:
-    """(boots on which the legitimate user was locked out, dark-period reboots)."""
-    rng = random.Random(seed)
-    platform = Platform(n_blocks=4, seed=seed, clock=clock)
-    beh = OsBehaviour()
+def _provision(platform: Platform, clock: Clock, policy: str, mix: BootMix, beh: OsBehaviour) -> bytes:
+    """First boot with storage: seal the user's disk key under PIN and shut down cleanly."""
     t = _tpm(platform, clock, policy, mix, beh)
     t.startup()
     sealed = t.create_sealed(b"disk key", PIN)
     t.storage_ready()
     t.shutdown()
+    return sealed
+
+
+def legitimate_population(policy: str, boots: int, mix: BootMix, seed: int, clock: Clock) -> tuple[int, int]:
+    """(boots on which the legitimate user was locked out, dark-period reboots)."""
+    rng = random.Random(seed)
+    platform = Platform(n_blocks=4, seed=seed, clock=clock)
+    beh = OsBehaviour()
+    sealed = _provision(platform, clock, policy, mix, beh)
     locked = dark_reboots = 0
     for _ in range(boots):
         beh.available = True
@@ -99,11 +105,7 @@ def attack(policy: str, boots: int, mix: BootMix, seed: int, clock: Clock) -> in
     """Wrong PIN guesses an attacker makes in ``boots`` boots (rebooting in dark periods)."""
     platform = Platform(n_blocks=4, seed=seed + 1, clock=clock)
     beh = OsBehaviour()
-    t = _tpm(platform, clock, policy, mix, beh)
-    t.startup()
-    sealed = t.create_sealed(b"disk key", PIN)
-    t.storage_ready()
-    t.shutdown()
+    sealed = _provision(platform, clock, policy, mix, beh)
     guesses = 0
     for b in range(boots):
         beh.available = True
