@@ -9,13 +9,12 @@ Errors a user can fix are printed as one line, never as a traceback.
 from __future__ import annotations
 
 import argparse
-import importlib
-import pkgutil
 import sys
 from typing import Sequence
 
 from trustlab import __version__
 from trustlab.errors import TrustlabError
+from trustlab.plugins import import_submodules
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -26,11 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"trustlab {__version__}")
     sub = parser.add_subparsers(dest="subcommand", metavar="COMMAND", required=True)
-    package = sys.modules[__name__]
-    for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda i: i.name):
-        if info.name.startswith("_"):
-            continue
-        module = importlib.import_module(f"{__name__}.{info.name}")
+    for module in import_submodules(sys.modules[__name__]):
         register = getattr(module, "register", None)
         if register is not None:
             register(sub)

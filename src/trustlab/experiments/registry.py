@@ -24,7 +24,6 @@ import importlib
 import importlib.util
 import json
 import os
-import pkgutil
 import platform
 import shutil
 import subprocess
@@ -36,6 +35,7 @@ from typing import Any, Callable, Protocol, Sequence
 
 from trustlab import __version__
 from trustlab.errors import TrustlabError
+from trustlab.plugins import import_submodules
 
 EXTRA_MODULES_ENV = "TRUSTLAB_EXPERIMENT_MODULES"
 
@@ -136,12 +136,10 @@ def all_experiments() -> dict[str, ExperimentSpec]:
         _LOADED = True
         import trustlab.experiments as pkg
 
-        for info in pkgutil.iter_modules(pkg.__path__):
-            if info.name not in ("registry",) and not info.name.startswith("_"):
-                try:
-                    importlib.import_module(f"{pkg.__name__}.{info.name}")
-                except Exception as exc:  # one broken study must not hide the others
-                    _IMPORT_ERRORS[info.name] = f"{type(exc).__name__}: {exc}"
+        def record(name: str, exc: Exception) -> None:  # one broken study must not hide the others
+            _IMPORT_ERRORS[name] = f"{type(exc).__name__}: {exc}"
+
+        import_submodules(pkg, skip=("registry",), on_error=record)
         _load_extra_modules()
     return dict(sorted(_EXPERIMENTS.items()))
 

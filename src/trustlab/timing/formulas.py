@@ -101,10 +101,7 @@ def _load_builtin() -> None:
     if _BUILTIN_LOADED:
         return
     _BUILTIN_LOADED = True
-    import importlib
-    import pkgutil
-
     import trustlab.timing.formula_sets as sets
+    from trustlab.plugins import import_submodules
 
-    for info in pkgutil.iter_modules(sets.__path__):
-        importlib.import_module(f"{sets.__name__}.{info.name}")
+    import_submodules(sets)

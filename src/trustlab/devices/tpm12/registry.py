@@ -125,10 +125,7 @@ def _ensure_loaded() -> None:
     if _loaded:
         return
     _loaded = True
-    import importlib
-    import pkgutil
-
     from trustlab.devices.tpm12 import commands
+    from trustlab.plugins import import_submodules
 
-    for info in pkgutil.iter_modules(commands.__path__):
-        importlib.import_module(f"{commands.__name__}.{info.name}")
+    import_submodules(commands)
