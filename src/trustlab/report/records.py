@@ -13,7 +13,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Iterable
 
-from trustlab.errors import TrustlabError
+from trustlab.errors import TrustlabError, read_user_text
 
 REQUIRED = ("experiment", "data")
 
@@ -49,12 +49,9 @@ def check(record: Any, where: str) -> dict[str, Any]:
 
 def load(path: Path) -> list[dict[str, Any]]:
     """The records in one JSON file: a single record, or a list of them (e.g. a results.json)."""
+    text = read_user_text(path, "result file")
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise TrustlabError(f"{path}: no such result file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise TrustlabError(f"{path}: cannot read ({exc})") from None
+        doc = json.loads(text)
     except json.JSONDecodeError as exc:
         raise TrustlabError(f"{path}: not JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
     if isinstance(doc, list):

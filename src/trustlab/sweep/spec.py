@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from trustlab import __version__
-from trustlab.errors import TrustlabError
+from trustlab.errors import TrustlabError, read_user_text
 from trustlab.experiments._params import argv_from_params
 from trustlab.experiments.registry import get, parse_args
 from trustlab.sweep.summary import check_plots
@@ -113,12 +113,9 @@ def parse(doc: dict[str, Any], source: str, default_name: str = "sweep") -> Swee
 
 
 def load(path: Path) -> SweepSpec:
+    text = read_user_text(path, "sweep spec")
     try:
-        doc = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise TrustlabError(f"{path}: no such sweep spec") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise TrustlabError(f"{path}: cannot read ({exc})") from None
+        doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise TrustlabError(f"{path}: not valid TOML ({exc})") from None
     return parse(doc, str(path), default_name=path.stem)
