@@ -12,6 +12,7 @@ oracle study (10 header + 4 parent handle + 311 + 45 authorization).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from dataclasses import dataclass, field, replace
 
@@ -150,6 +151,7 @@ def rsa_public(modulus: bytes) -> rsa.RSAPublicKey:
     return rsa.RSAPublicNumbers(RSA_EXPONENT, int.from_bytes(modulus, "big")).public_key()
 
 
+@functools.lru_cache(maxsize=256)  # a key is loaded again and again (every LoadKey2 of its blob)
 def rsa_from_prime(modulus: bytes, p_bytes: bytes) -> rsa.RSAPrivateKey:
     """Rebuild an RSA private key from n and p, as TPM 1.2 stores only one prime.
 
@@ -160,7 +162,8 @@ def rsa_from_prime(modulus: bytes, p_bytes: bytes) -> rsa.RSAPrivateKey:
     part :func:`...commands.keys.unwrap` checked, so p was a prime the engine
     itself generated for exactly this modulus; and the checks below still
     require ``p * q = n`` with ``1 < p < n`` (so q = n / p exactly), from
-    which d and the CRT values are derived, not taken from the blob.
+    which d and the CRT values are derived, not taken from the blob. The
+    result is immutable, so one object per (n, p) is shared by every load.
     """
     n = int.from_bytes(modulus, "big")
     p = int.from_bytes(p_bytes, "big")
