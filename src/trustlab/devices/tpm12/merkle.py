@@ -78,6 +78,39 @@ def root_from_path(index: int, leaf: bytes, siblings: Sequence[bytes], h: Hash =
     return node
 
 
+def counter_roots(index: int, old: int, new: int, siblings: Sequence[bytes]) -> tuple[bytes, bytes]:
+    """The roots implied by counter ``index`` = ``old`` and = ``new`` over the same siblings.
+
+    One pass up the path computes both (what TPM_ExecuteHashTree's INCREMENT
+    needs: check the old, install the new), with SHA-1 called inline rather
+    than through a hash parameter: the caller charges the ``2 (depth + 1)``
+    one-block hashes itself, in one call. Equal to ``root_from_path(index,
+    counter_leaf(v), siblings)`` for v in (old, new); with ``new == old`` the
+    second root is the first (no second pass).
+    """
+    if index < 0 or index >> len(siblings):
+        raise ValueError(f"leaf index {index} does not fit a tree of depth {len(siblings)}")
+    sha, p = _node_sha1, b"\x01"
+    a = sha(b"\x00" + struct.pack(">Q", old)).digest()
+    if new == old:
+        for sib in siblings:
+            if len(sib) != DIGEST:
+                raise ValueError(f"sibling is {len(sib)} bytes, not {DIGEST}")
+            a = sha(p + sib + a).digest() if index & 1 else sha(p + a + sib).digest()
+            index >>= 1
+        return a, a
+    b = sha(b"\x00" + struct.pack(">Q", new)).digest()
+    for sib in siblings:
+        if len(sib) != DIGEST:
+            raise ValueError(f"sibling is {len(sib)} bytes, not {DIGEST}")
+        if index & 1:
+            a, b = sha(p + sib + a).digest(), sha(p + sib + b).digest()
+        else:
+            a, b = sha(p + a + sib).digest(), sha(p + b + sib).digest()
+        index >>= 1
+    return a, b
+
+
 def default_nodes(depth: int, h: Hash = sha1) -> list[bytes]:
     """``[empty leaf, empty height-1 node, ..., empty root]`` (depth + 1 entries)."""
     nodes = [leaf_hash(b"", h)]
