@@ -29,6 +29,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="hold a component at a known value (repeatable)")
     p.add_argument("--family", help="formula family for the 'command' column (default: search all)")
     p.add_argument("--name", help="name of the fitted profile (default: the CSV's stem)")
+    p.add_argument("--weights", choices=("given", "relative", "none"), default=None,
+                   help="row weights: 'given' = the CSV's weight column (trustlab measure writes 1/variance), "
+                   "'relative' = 1/ms^2 (every row's relative error counts alike; stops slow commands "
+                   "swamping fast ones), 'none' = all 1 (default: given if the CSV has a weight column, else none)")
     p.add_argument("--out", type=Path, metavar="PROFILE.toml", help="write the fitted profile")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(handler=run)
@@ -78,7 +82,8 @@ def _fitted_profile(result: FitResult, measurements: list[Measurement], args: ar
         note = "held fixed" if c in result.fixed else f"fitted, stderr {result.stderr.get(c, math.nan):.3g} ms"
         unit = shipped[c].unit if c in shipped else "call"
         comps[c] = Component(name=c, mean=v, unit=unit, provenance=Provenance(source=str(args.csv), note=note))
-    prov = Provenance(source=str(args.csv), note="fitted by trustlab fit (bounded least squares)")
+    prov = Provenance(source=str(args.csv), note=f"fitted by trustlab fit (bounded least squares, "
+                      f"weights {result.weighting})")
     return Profile(name=args.name or args.csv.stem, components=comps, family=family, provenance=prov)
 
 
@@ -89,20 +94,24 @@ def run(args: argparse.Namespace) -> int:
     if args.out:
         _check_writable(args.out)
     measurements = read_measurements(args.csv, args.family, lambda: set(_shipped_components()))
-    result = fit(measurements, _parse_fix(args.fix))
+    weighting = args.weights or ("given" if any(m.weight is not None for m in measurements) else "none")
+    result = fit(measurements, _parse_fix(args.fix), weighting=weighting)
     if args.out:
         try:
             save_toml(_fitted_profile(result, measurements, args), args.out)
         except OSError as exc:
             raise TrustlabError(f"--out {args.out}: cannot write: {exc.strerror}") from None
     if args.json:
-        print_json(result.to_dict())
+        print_json({**result.to_dict(), "center": sorted({m.center for m in measurements})})
         return 0
     print(table([[c, v, result.stderr.get(c), "fixed" if c in result.fixed else ""]
                  for c, v in result.params.items()], ["component", "ms", "stderr", ""]))
     print()
+    centers = {m.center for m in measurements}
+    measured = f"measured {centers.pop()}" if len(centers) == 1 else "measured (mixed centers)"
     print(table([[r.command, r.measured_ms, r.fitted_ms, r.residual_ms, r.loo_ms] for r in result.rows],
-                ["command", "measured", "fitted", "residual", "leave-one-out"]))
+                ["command", measured, "fitted", "residual", "leave-one-out"]))
+    print(f"weights: {weighting}")
     print(f"\nmax |residual| {result.max_abs_residual_ms:.3f} ms, max relative {result.max_rel_residual:.2%}")
     if args.out:
         print(f"wrote {args.out}")
