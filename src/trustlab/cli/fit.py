@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING
 from trustlab.cli._output import print_json, table
 from trustlab.errors import ProfileError, TrustlabError
 from trustlab.timing import registry
-from trustlab.timing.profile import Component, Profile, Provenance, save_toml
+from trustlab.safe_output import check_file, path_arg, reported, write_text
+from trustlab.timing.profile import Component, Profile, Provenance
 
 if TYPE_CHECKING:
     from trustlab.timing.fit import FitResult, Measurement
@@ -33,7 +34,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="row weights: 'given' = the CSV's weight column (trustlab measure writes 1/variance), "
                    "'relative' = 1/ms^2 (every row's relative error counts alike; stops slow commands "
                    "swamping fast ones), 'none' = all 1 (default: given if the CSV has a weight column, else none)")
-    p.add_argument("--out", type=Path, metavar="PROFILE.toml", help="write the fitted profile")
+    p.add_argument("--out", type=path_arg, metavar="PROFILE.toml",
+                   help="write the fitted profile (never over the measurements)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(handler=run)
 
@@ -65,14 +67,6 @@ def _shipped_components(family: str | None = None) -> dict[str, Component]:
     return found
 
 
-def _check_writable(path: Path) -> None:
-    """Refuse a bad --out before spending time on the fit."""
-    if path.is_dir():
-        raise TrustlabError(f"--out {path}: is a directory; give a file name such as chip.toml")
-    if not path.parent.is_dir():
-        raise TrustlabError(f"--out {path}: directory {path.parent} does not exist")
-
-
 def _fitted_profile(result: FitResult, measurements: list[Measurement], args: argparse.Namespace) -> Profile:
     families = {m.family for m in measurements if m.family}
     family = args.family or (families.pop() if len(families) == 1 else "fitted")
@@ -91,16 +85,14 @@ def run(args: argparse.Namespace) -> int:
     from trustlab.timing.fit import fit  # scipy is slow to import; only `fit` needs it
     from trustlab.timing.measurements import read_measurements
 
-    if args.out:
-        _check_writable(args.out)
+    if args.out:  # refused before the fit: a directory, a missing parent, or the measurements themselves
+        check_file(args.out, inputs=[args.csv])
     measurements = read_measurements(args.csv, args.family, lambda: set(_shipped_components()))
     weighting = args.weights or ("given" if any(m.weight is not None for m in measurements) else "none")
     result = fit(measurements, _parse_fix(args.fix), weighting=weighting)
     if args.out:
-        try:
-            save_toml(_fitted_profile(result, measurements, args), args.out)
-        except OSError as exc:
-            raise TrustlabError(f"--out {args.out}: cannot write: {exc.strerror}") from None
+        with reported(args.out):
+            write_text(args.out, _fitted_profile(result, measurements, args).to_toml())
     if args.json:
         print_json({**result.to_dict(), "center": sorted({m.center for m in measurements})})
         return 0
