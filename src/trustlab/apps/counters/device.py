@@ -39,7 +39,7 @@ class ProvisionedTpm:
 
 def provision(clock: Clock, nv: NVStore | None = None, *, physical_counter: bool = True) -> ProvisionedTpm:
     """Take ownership, make and load an AIK, create the physical counter; reset the clock."""
-    tpm = Tpm12(clock, nv)
+    tpm = Tpm12(clock, nv, started=False)
     tpm.TPM_Startup()
     owner, srk = secret("trustlab-owner"), secret("trustlab-srk")
     tpm.TPM_TakeOwnership(owner, srk)
