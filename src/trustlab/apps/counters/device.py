@@ -40,7 +40,7 @@ class ProvisionedTpm:
 
 def provision(clock: Clock, nv: NVStore | None = None, *, physical_counter: bool = True) -> ProvisionedTpm:
     """Take ownership, make and load an AIK, create the physical counter; reset the clock."""
-    tpm = Tpm12(clock, nv, keygen=keypool.cursor())  # host keys from the cached pool (not charged)
+    tpm = Tpm12(clock, nv, keygen=keypool.cursor(), started=False)  # host keys from the cached pool (not charged)
     tpm.TPM_Startup()
     owner, srk = secret("trustlab-owner"), secret("trustlab-srk")
     tpm.TPM_TakeOwnership(owner, srk)

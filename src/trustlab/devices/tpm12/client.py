@@ -153,9 +153,10 @@ class Tpm12:
     """A TPM 1.2 as an application sees it. ``Tpm12(clock, nv=FileNVStore(path))``."""
 
     def __init__(self, clock: Clock, nv: NVStore | None = None,
-                 keygen: Callable[[int], rsa.RSAPrivateKey] | None = None) -> None:
+                 keygen: Callable[[int], rsa.RSAPrivateKey] | None = None, *, started: bool = True) -> None:
+        """``started=False``: the TPM waits for :meth:`TPM_Startup` (as after _TPM_Init)."""
         self.clock = clock
-        self.engine = Engine(clock, nv, keygen)
+        self.engine = Engine(clock, nv, keygen, started=started)
         self._through: HostTransport | None = None
         self._last_digests: tuple[bytes, ...] = (b"", b"")
 
