@@ -44,6 +44,7 @@ import threading
 from pathlib import Path
 
 from trustlab.devices.tpm12 import constants as C
+from trustlab.devices.tpm12 import registry
 from trustlab.devices.tpm12.engine import Engine
 from trustlab.devices.tpm12.nvstore import FileNVStore, MemoryNVStore, NVStore
 from trustlab.devices.tpm2 import wire
@@ -171,6 +172,11 @@ class EngineBackend(Backend):
             self._last_breakdown = dict(record.breakdown) if record is not None else {}
             self.last_command = record.name if record is not None else "TPM_(unknown)"
             return response
+
+    def command_name(self, ordinal: int) -> str:
+        """The TPM 1.2 command name of ``ordinal`` (the proxy's trace uses it)."""
+        spec = registry.table().get(ordinal)
+        return spec.name if spec is not None else f"TPM_ORD_{ordinal:#x}"
 
     def charged(self) -> dict[str, float] | None:
         """Component -> ms the engine charged for the last transact ({} if the TPM was off)."""
