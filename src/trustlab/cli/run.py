@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from trustlab.cli._output import print_json
-from trustlab.errors import TrustlabError
 from trustlab.experiments.registry import add_common_arguments, all_experiments, import_errors, run_experiment
 from trustlab.report.records import write_json_atomic
+from trustlab.safe_output import check_file, reported
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -26,12 +27,14 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    if args.save:  # checked before the run: never over an input file (a profile, a trace ...)
+        values = [v for k, v in vars(args).items() if k != "save"]
+        check_file(args.save, flag="--save", make_parents=True, inputs=[x for v in values for x in (v if isinstance(v, list) else [v])
+                                                      if isinstance(x, (str, Path))])
     result = run_experiment(args.experiment, args)
     if args.save:
-        try:
+        with reported(args.save, "--save"):
             write_json_atomic(args.save, result.to_record())
-        except OSError as exc:
-            raise TrustlabError(f"--save {args.save}: cannot write ({exc.strerror or exc})") from None
     if args.json:
         print_json(result.data)
     else:
