@@ -70,7 +70,8 @@ def _show(args: argparse.Namespace) -> int:
         print_json(p.to_toml_dict())
         return 0
     print(f"{p.name} ({p.family}, version {p.version})  {p.description}")
-    print(f"source: {p.provenance.describe()}\n")
+    print(f"source: {p.provenance.describe()}")
+    print(_accuracy_line(p.name) + "\n")
     rows = []
     for c in p.components.values():
         spread = f"sd {c.sd:g}" if c.sd else (f"{len(c.samples)} samples" if c.samples else "")
@@ -80,6 +81,14 @@ def _show(args: argparse.Namespace) -> int:
         rows.append([c.name, c.mean, c.unit, spread, "; ".join(own)])
     print(table(rows, ["component", "ms", "per", "spread", "provenance"]))
     return 0
+
+
+def _accuracy_line(name: str) -> str:
+    """One line: the profile's independent accuracy as `trustlab validate` measures it."""
+    from trustlab.validation import profile_accuracy
+
+    acc = profile_accuracy(name)
+    return acc.describe() if acc else "accuracy: no reference to check it against (trustlab validate)"
 
 
 def _import(args: argparse.Namespace) -> int:

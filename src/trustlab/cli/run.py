@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any
 
 from trustlab.cli._output import print_json
@@ -74,13 +75,16 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _run(args: argparse.Namespace) -> int:
     from trustlab.experiments.registry import run_experiment
     from trustlab.report.records import write_json_atomic
+    from trustlab.safe_output import check_file, reported
 
+    if args.save:  # checked before the run: never over an input file (a profile, a trace ...)
+        values = [v for k, v in vars(args).items() if k != "save"]
+        check_file(args.save, flag="--save", make_parents=True, inputs=[x for v in values for x in (v if isinstance(v, list) else [v])
+                                                      if isinstance(x, (str, Path))])
     result = run_experiment(args.experiment, args)
     if args.save:
-        try:
+        with reported(args.save, "--save"):
             write_json_atomic(args.save, result.to_record())
-        except OSError as exc:
-            raise TrustlabError(f"--save {args.save}: cannot write ({exc.strerror or exc})") from None
     if args.json:
         print_json(result.data)
     else:

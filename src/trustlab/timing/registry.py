@@ -27,7 +27,8 @@ from pathlib import Path
 
 from trustlab.errors import ProfileError
 from trustlab.timing.pro_format import load_pro
-from trustlab.timing.profile import Profile, load_toml, save_toml
+from trustlab.safe_output import write_text
+from trustlab.timing.profile import Profile, load_toml
 
 SHIPPED_DIR = Path(str(resources.files("trustlab.timing") / "profiles"))
 
@@ -143,14 +144,13 @@ def install(profile: Profile) -> Path:
     if profile.name in _shipped_index():
         raise ProfileError(f"{profile.name!r} is a shipped profile; choose another --name")
     d = user_dir()
-    d.mkdir(parents=True, exist_ok=True)
     path = d / f"{profile.name}.toml"
-    tmp = path.with_suffix(".toml.tmp")
-    try:
-        save_toml(profile, tmp)
-        tmp.replace(path)
+    try:  # atomic: an interrupted import (or a full disk) never leaves half a profile or a temp file
+        d.mkdir(parents=True, exist_ok=True)
+        write_text(path, profile.to_toml())
     except OSError as exc:
-        raise ProfileError(f"{path}: cannot write profile: {exc.strerror}") from None  # atomic: an interrupted import never leaves half a profile
+        raise ProfileError(f"{path}: cannot write profile (TRUSTLAB_HOME={os.environ.get('TRUSTLAB_HOME', '')!r}): "
+                           f"{exc.strerror or exc}") from None
     return path
 
 
