@@ -15,6 +15,7 @@ from trustlab.apps.hbs.address import Address
 N = 32
 _PAD = {i: i.to_bytes(32, "big") for i in range(5)}
 _PAD0, _PAD1, _PAD2, _PAD3, _PAD4 = (_PAD[i] for i in range(5))
+_KM = [i.to_bytes(4, "big") for i in range(3)]  # ADRS keyAndMask values, its last 4 bytes
 
 
 def sha256_blocks(nbytes: int) -> int:
@@ -79,19 +80,22 @@ class Hasher:
         return xor(a, b)
 
     def rand_hash(self, left: bytes, right: bytes, seed: bytes, adrs: Address) -> bytes:
-        """RAND_HASH (RFC 8391 Algorithm 7): keyed H with two bitmasks."""
-        adrs.key_and_mask = 0
-        key = self.prf(seed, adrs.to_bytes())
-        adrs.key_and_mask = 1
-        bm0 = self.prf(seed, adrs.to_bytes())
+        """RAND_HASH (RFC 8391 Algorithm 7): keyed H with two bitmasks.
+
+        The three PRF inputs differ only in keyAndMask, the address's last word,
+        so the address is serialised once and that word appended (as 0, 1, 2).
+        """
+        head = adrs.to_bytes()[:28]
+        key = self.prf(seed, head + _KM[0])
+        bm0 = self.prf(seed, head + _KM[1])
+        bm1 = self.prf(seed, head + _KM[2])
         adrs.key_and_mask = 2
-        bm1 = self.prf(seed, adrs.to_bytes())
         return self.h(key, self._xor(left, bm0) + self._xor(right, bm1))
 
     def chain_step(self, x: bytes, seed: bytes, adrs: Address) -> bytes:
-        """One step of the WOTS+ chain function (RFC 8391 Algorithm 2)."""
-        adrs.key_and_mask = 0
-        key = self.prf(seed, adrs.to_bytes())
+        """One step of the WOTS+ chain function (RFC 8391 Algorithm 2); the address as in rand_hash."""
+        head = adrs.to_bytes()[:28]
+        key = self.prf(seed, head + _KM[0])
+        bm = self.prf(seed, head + _KM[1])
         adrs.key_and_mask = 1
-        bm = self.prf(seed, adrs.to_bytes())
         return self.f(key, self._xor(x, bm))
