@@ -7,7 +7,7 @@ and most of them never touched, a dense tree would spend 2^21 hashes before the
 first request, so the tree is sparse: a node nobody wrote equals the
 precomputed hash of an all-default subtree of its height, shared by reference
 (heap-indexed: root 1, children 2i and 2i+1, leaf ``i`` at ``2^depth + i``; a
-list of references up to depth 20, a dict of written nodes beyond; see
+bytearray of 20-byte slots up to depth 20, a dict of written nodes beyond; see
 :class:`trustlab.devices.tpm12.merkle.HeapNodes`).
 
 Hashing conventions and the storage come from the TPM engine's pure Merkle
@@ -65,7 +65,7 @@ class SparseTree:
 
     @property
     def nodes(self):
-        """The heap-indexed node storage (a list up to depth 20, else a dict of written nodes)."""
+        """The heap-indexed node storage (20-byte slots of a bytearray up to depth 20, else a dict)."""
         return self._store.nodes
 
     def stored_nodes(self) -> int:
@@ -109,7 +109,7 @@ class SparseTree:
 
     def poke(self, heap_index: int, value: bytes) -> None:
         """Overwrite a stored node without rehashing (what a hostile host can do)."""
-        self._store.nodes[heap_index] = value
+        self._store.put(heap_index, value)
 
     def snapshot(self) -> tuple[object, dict[int, bytes]]:
         """Copies of the host state, e.g. to roll it back in an attack."""
