@@ -223,18 +223,20 @@ class RequestStream:
         return len(self.ids) * (2 if self.coins is None and self.op == READ else 1)
 
     def __iter__(self) -> Iterator[Request]:
-        ids = self.ids.tolist()
-        if self.coins is not None:
-            fraction = self.read_fraction
-            for c, r in zip(ids, self.coins.tolist()):
-                yield Request(c, READ if r < fraction else INCREMENT)
-        elif self.op == INCREMENT:
-            for c in ids:
-                yield Request(c, INCREMENT)
-        else:
-            for c in ids:
-                yield Request(c, READ)
-                yield Request(c, INCREMENT, timed=False)
+        step = 1 << 16  # IDs become Python ints a chunk at a time
+        for start in range(0, len(self.ids), step):
+            ids = self.ids[start:start + step].tolist()
+            if self.coins is not None:
+                fraction = self.read_fraction
+                for c, r in zip(ids, self.coins[start:start + step].tolist()):
+                    yield Request(c, READ if r < fraction else INCREMENT)
+            elif self.op == INCREMENT:
+                for c in ids:
+                    yield Request(c, INCREMENT)
+            else:
+                for c in ids:
+                    yield Request(c, READ)
+                    yield Request(c, INCREMENT, timed=False)
 
 
 def make_requests(ids: Iterable[int], op: str, read_fraction: float | None = None,

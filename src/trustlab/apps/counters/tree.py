@@ -55,6 +55,12 @@ class SparseTree:
             if not node_hash(d, d) == inline[0](inline[1] + d * 2).digest() == merkle.node_hash(d, d):
                 raise ValueError("inline hash does not match node_hash and the engine's convention")
         self._store = merkle.HeapNodes(depth, defaults, None if inline is not None else node_hash)
+        # Leaf data: fixed-width slots of one bytearray when the tree is dense (8 MiB for 2^20
+        # counters, where a dict of the touched ones grew to tens of MiB); data of another width
+        # than the default leaf's goes to the dict, which then takes precedence.
+        self._width = len(default_leaf)
+        self._leafbuf = (bytearray(default_leaf * self.size)
+                         if self._store.dense and 0 < self._width <= 64 else None)
         self.leaves: dict[int, bytes] = {}
 
     # ---- reading ------------------------------------------------------------
@@ -75,7 +81,18 @@ class SparseTree:
     def leaf(self, index: int) -> bytes:
         """The leaf's data (the counter's encoded value)."""
         self._check(index)
+        if self._leafbuf is not None and index not in self.leaves:
+            w = self._width
+            return bytes(self._leafbuf[index * w:(index + 1) * w])
         return self.leaves.get(index, self._default_leaf)
+
+    def _put_leaf(self, index: int, data: bytes) -> None:
+        if self._leafbuf is not None and len(data) == self._width:
+            w = self._width
+            self._leafbuf[index * w:(index + 1) * w] = data
+            self.leaves.pop(index, None)
+        else:
+            self.leaves[index] = data
 
     def node(self, heap_index: int, height: int) -> bytes:
         return self._store.node(heap_index, height)
@@ -90,7 +107,7 @@ class SparseTree:
     def set(self, index: int, data: bytes) -> bytes:
         """Write a leaf and rehash its path; returns the new root."""
         self._check(index)
-        self.leaves[index] = data
+        self._put_leaf(index, data)
         return self._store.set_leaf(index, self._leaf_hash(data))
 
     def set_many(self, items: dict[int, bytes]) -> bytes:
@@ -103,7 +120,7 @@ class SparseTree:
         hashed = {}
         for index, data in items.items():
             self._check(index)
-            self.leaves[index] = data
+            self._put_leaf(index, data)
             hashed[index] = self._leaf_hash(data)
         return self._store.set_leaves(hashed)
 
@@ -111,13 +128,16 @@ class SparseTree:
         """Overwrite a stored node without rehashing (what a hostile host can do)."""
         self._store.put(heap_index, value)
 
-    def snapshot(self) -> tuple[object, dict[int, bytes]]:
+    def snapshot(self) -> tuple[object, dict[int, bytes], bytearray | None]:
         """Copies of the host state, e.g. to roll it back in an attack."""
-        return self._store.copy_nodes(), dict(self.leaves)
+        return (self._store.copy_nodes(), dict(self.leaves),
+                None if self._leafbuf is None else bytearray(self._leafbuf))
 
-    def restore(self, state: tuple[object, dict[int, bytes]]) -> None:
+    def restore(self, state: tuple[object, dict[int, bytes], bytearray | None]) -> None:
         self._store.replace_nodes(state[0])  # type: ignore[arg-type]
         self.leaves = dict(state[1])
+        if state[2] is not None:
+            self._leafbuf = bytearray(state[2])
 
     def _check(self, index: int) -> None:
         if not 0 <= index < self.size:

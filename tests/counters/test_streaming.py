@@ -1,0 +1,62 @@
+"""Counters at scale keep little in memory (issue 15): streamed requests, records on disk, same results."""
+
+from __future__ import annotations
+
+import pytest
+
+from trustlab.apps import workloads as w
+from trustlab.apps.counters import schemes
+from trustlab.apps.counters.hashtree import new_tree
+from trustlab.apps.counters.runner import OpRecord, Records, run, summarize
+from trustlab.devices.tpm12 import merkle
+from trustlab.timing import registry
+
+
+@pytest.mark.parametrize("op,fraction", [("increment", None), ("read", None), ("increment", 0.3)])
+def test_request_stream_is_make_requests(op, fraction):
+    ids = w.counter_ids("zipf", 64, 200, seed=4)
+    stream = w.RequestStream(ids, op, fraction, seed=9)
+    listed = w.make_requests(ids, op, fraction, seed=9)
+    assert list(stream) == listed == list(stream)  # re-iterable
+    assert len(stream) == len(listed)
+
+
+def test_records_round_trip_through_the_spool():
+    recs = Records()
+    rows = [OpRecord(i, i * 3, "read" if i % 3 else "increment", i % 7, 1.5 * i, None if i % 5 == 0 else 2.0 * i,
+                     0.25, None) for i in range(10_000)]
+    for r in rows:
+        recs.append(r)
+    assert len(recs) == len(rows) and list(recs) == rows
+    assert recs[0] == rows[0] and recs[-1] == rows[-1] and recs[4096:4099] == rows[4096:4099]
+    it = iter(recs)
+    next(it)
+    assert recs[7] == rows[7] and next(it) == rows[1]  # an index read does not disturb an iteration
+    cols = recs.columns("read")
+    assert list(cols["ms"]) == [r.ms for r in rows if r.op == "read"]
+
+
+def test_summary_of_spooled_records_equals_the_list_summary():
+    profile = registry.load("atmel-counters-2010")
+    built = schemes.build("hashtree", profile, 256, seed=2)
+    reqs = w.RequestStream(w.counter_ids("zipf", 256, 300, seed=2), "read")
+    records = run(built, reqs, seed=2)
+    built.close()
+    as_list = list(records)
+    for op in ("read", "increment"):
+        kw = dict(scheme="hashtree", op=op, profile=profile.name, counters=256)
+        assert summarize(records, **kw) == summarize(as_list, **kw)
+    assert summarize(records, scheme="hashtree", op="read", profile=profile.name, counters=256)["requests"] == 300
+
+
+def test_dense_tree_leaves_and_snapshots():
+    t = new_tree(5)
+    t.set(3, merkle.encode_value(7))
+    snap = t.snapshot()
+    t.set(3, merkle.encode_value(9))
+    assert t.leaf(3) == merkle.encode_value(9) and t.leaf(4) == merkle.encode_value(0)
+    t.restore(snap)
+    assert t.leaf(3) == merkle.encode_value(7)
+    assert t.root == new_tree(5).set(3, merkle.encode_value(7))
+    t.set(2, b"longer leaf data")  # another width: kept aside, still hashed into the tree
+    assert t.leaf(2) == b"longer leaf data"
