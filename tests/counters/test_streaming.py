@@ -60,3 +60,35 @@ def test_dense_tree_leaves_and_snapshots():
     assert t.root == new_tree(5).set(3, merkle.encode_value(7))
     t.set(2, b"longer leaf data")  # another width: kept aside, still hashed into the tree
     assert t.leaf(2) == b"longer leaf data"
+
+
+def test_going_dense_midway_changes_nothing(monkeypatch):
+    """Tree nodes, leaves and per-counter state move from dicts to flat arrays after many writes."""
+    import random
+
+    from trustlab.apps.counters.tree import SparseTree
+
+    def run_with(threshold: int):
+        monkeypatch.setattr(merkle, "DENSIFY_AT", threshold)
+        built = schemes.build("hashtree", registry.load("atmel-counters-2010").without_spread(), 512, seed=5,
+                              attest_every=7)
+        records = run(built, w.RequestStream(w.counter_ids("uniform", 512, 400, seed=5), "read"), seed=5)
+        tree = built.prover.tree
+        state = (tree.root, [tree.leaf(i) for i in range(512)], [tree.siblings(i) for i in (0, 77, 511)],
+                 [built.prover.updates_since(i) for i in range(512)], list(records))
+        built.close()
+        return state, tree, built.prover
+
+    dense, tree, prover = run_with(40)
+    assert tree._store.dense and tree._leafbuf is not None and not isinstance(prover.last, dict)
+    sparse, tree, prover = run_with(1 << 30)
+    assert not tree._store.dense and isinstance(prover.last, dict)
+    assert dense == sparse
+    rng = random.Random(1)
+    plain = SparseTree(9, lambda d: merkle.leaf_hash(d), lambda l, r: merkle.node_hash(l, r), merkle.encode_value(0))
+    monkeypatch.setattr(merkle, "DENSIFY_AT", 30)
+    t = new_tree(9)
+    for _ in range(200):
+        i, v = rng.randrange(512), merkle.encode_value(rng.randrange(1 << 40))
+        assert t.set(i, v) == plain.set(i, v)
+    assert t._store.dense and t.siblings(5) == plain.siblings(5) and t.leaf(5) == plain.leaf(5)

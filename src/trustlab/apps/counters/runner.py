@@ -34,6 +34,7 @@ from typing import Callable, Iterable, Iterator, Protocol, Sequence
 
 from trustlab.apps.counters.base import Prover, Verifier
 from trustlab.apps.workloads import INCREMENT, READ, Request
+from trustlab.devices.tpm12 import merkle
 from trustlab.timing.clock import Clock
 
 
@@ -145,10 +146,12 @@ class Records(Sequence[OpRecord]):
 
 
 class _LastValues:
-    """The verifier's last accepted value per counter: a flat array (-1: none yet), or a dict."""
+    """The verifier's last accepted value per counter: a dict, then (once many counters were seen)
+    a flat array of them (-1: none yet), the dict keeping only what does not fit."""
 
     def __init__(self, counters: int | None) -> None:
-        self._dense = array("q", [-1]) * counters if counters and counters <= 1 << 24 else None
+        self._counters = counters if counters and counters <= 1 << 24 else None
+        self._dense: array | None = None
         self._sparse: dict[int, int] = {}
 
     def get(self, counter: int) -> int | None:
@@ -162,6 +165,11 @@ class _LastValues:
             self._dense[counter] = value
         else:
             self._sparse[counter] = value
+            if self._dense is None and self._counters and len(self._sparse) >= merkle.DENSIFY_AT:
+                sparse, self._sparse = self._sparse, {}
+                self._dense = array("q", [-1]) * self._counters
+                for c, v in sparse.items():
+                    self.set(c, v)
 
 
 def run(scheme: Scheme, requests: Iterable[Request], seed: int = 0,

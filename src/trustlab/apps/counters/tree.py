@@ -55,12 +55,11 @@ class SparseTree:
             if not node_hash(d, d) == inline[0](inline[1] + d * 2).digest() == merkle.node_hash(d, d):
                 raise ValueError("inline hash does not match node_hash and the engine's convention")
         self._store = merkle.HeapNodes(depth, defaults, None if inline is not None else node_hash)
-        # Leaf data: fixed-width slots of one bytearray when the tree is dense (8 MiB for 2^20
-        # counters, where a dict of the touched ones grew to tens of MiB); data of another width
-        # than the default leaf's goes to the dict, which then takes precedence.
+        # Leaf data: a dict while few are written; once the node storage has gone dense, fixed-width
+        # slots of one bytearray (8 MiB for 2^20 counters, where the dict grew to tens of MiB).
+        # Data of another width than the default leaf's stays in the dict, which takes precedence.
         self._width = len(default_leaf)
-        self._leafbuf = (bytearray(default_leaf * self.size)
-                         if self._store.dense and 0 < self._width <= 64 else None)
+        self._leafbuf: bytearray | None = None
         self.leaves: dict[int, bytes] = {}
 
     # ---- reading ------------------------------------------------------------
@@ -87,9 +86,15 @@ class SparseTree:
         return self.leaves.get(index, self._default_leaf)
 
     def _put_leaf(self, index: int, data: bytes) -> None:
-        if self._leafbuf is not None and len(data) == self._width:
-            w = self._width
-            self._leafbuf[index * w:(index + 1) * w] = data
+        w, buf = self._width, self._leafbuf
+        if buf is None and self._store.dense and 0 < w <= 64:
+            buf = self._leafbuf = bytearray(self._default_leaf * self.size)
+            for i, d in list(self.leaves.items()):
+                if len(d) == w:
+                    buf[i * w:(i + 1) * w] = d
+                    del self.leaves[i]
+        if buf is not None and len(data) == w:
+            buf[index * w:(index + 1) * w] = data
             self.leaves.pop(index, None)
         else:
             self.leaves[index] = data
@@ -136,8 +141,7 @@ class SparseTree:
     def restore(self, state: tuple[object, dict[int, bytes], bytearray | None]) -> None:
         self._store.replace_nodes(state[0])  # type: ignore[arg-type]
         self.leaves = dict(state[1])
-        if state[2] is not None:
-            self._leafbuf = bytearray(state[2])
+        self._leafbuf = None if state[2] is None else bytearray(state[2])
 
     def _check(self, index: int) -> None:
         if not 0 <= index < self.size:

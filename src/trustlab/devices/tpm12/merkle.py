@@ -130,6 +130,7 @@ def hashtree_info(epoch: int, nonce: bytes, index: int, old: int, new: int, root
 
 
 DENSE_MAX_DEPTH = 20
+DENSIFY_AT = 1 << 16  # written nodes (about 6 MiB as a dict) before a dense tree moves to slots
 
 try:  # CPython's own SHA-1: for 41-byte node inputs it has less per-call overhead than OpenSSL's EVP
     from _sha1 import sha1 as _node_sha1
@@ -142,11 +143,12 @@ class HeapNodes:
 
     Heap-indexed: root 1, children ``2i`` and ``2i + 1``, leaf ``i`` at
     ``2**depth + i``; ``defaults[h]`` is the hash of an untouched subtree of
-    height ``h``. Up to ``DENSE_MAX_DEPTH`` levels the nodes are one
-    ``bytearray`` of fixed-width slots (20 bytes a node: 40 MiB at 2^20
-    leaves however many are written, where a list of digest objects grew to
-    four times that under a 10^6-request workload); deeper trees use a dict of
-    the written nodes only.
+    height ``h``. The written nodes start in a dict; once there are many
+    (``DENSIFY_AT``) in a tree of up to ``DENSE_MAX_DEPTH`` levels, they move
+    to one ``bytearray`` of fixed-width slots (20 bytes a node: 40 MiB at 2^20
+    leaves however many are written, where digest objects grew to four times
+    that under a 10^6-request workload). So a tree that sees a few updates (a
+    probe, a small run) stays small, and a big one stays bounded.
 
     ``node_hash=None`` means this module's convention ``SHA1(0x01 || l || r)``,
     hashed inline in the loop (no Python call per level); anything else is
@@ -161,17 +163,22 @@ class HeapNodes:
         self.node_hash = node_hash
         width = len(self.defaults[0])
         self.width = width
-        self.dense = depth <= DENSE_MAX_DEPTH and all(len(d) == width for d in self.defaults)
+        self._can_densify = depth <= DENSE_MAX_DEPTH and all(len(d) == width for d in self.defaults)
+        self.dense = False
         self._path_defaults = tuple(self.defaults[:depth])
-        if self.dense:
-            nodes = bytearray(width * (2 << depth))
-            nodes[width:2 * width] = self.defaults[depth]  # root; slot 0 unused
-            for height in range(depth - 1, -1, -1):
-                start = 1 << (depth - height)
-                nodes[start * width:2 * start * width] = self.defaults[height] * start
-            self.nodes: bytearray | dict[int, bytes] = nodes
-        else:
-            self.nodes = {}
+        self.nodes: bytearray | dict[int, bytes] = {}
+
+    def _densify(self) -> None:
+        """Move the written nodes from the dict into the slot array (once, when it pays)."""
+        depth, width = self.depth, self.width
+        nodes = bytearray(width * (2 << depth))
+        nodes[width:2 * width] = self.defaults[depth]  # root; slot 0 unused
+        for height in range(depth - 1, -1, -1):
+            start = 1 << (depth - height)
+            nodes[start * width:2 * start * width] = self.defaults[height] * start
+        for idx, value in self.nodes.items():  # type: ignore[union-attr]
+            nodes[idx * width:(idx + 1) * width] = value
+        self.nodes, self.dense = nodes, True
 
     def node(self, heap_index: int, height: int) -> bytes:
         if self.dense:
@@ -188,6 +195,8 @@ class HeapNodes:
             self.nodes[heap_index * w:(heap_index + 1) * w] = value  # type: ignore[index]
         else:
             self.nodes[heap_index] = value  # type: ignore[index]
+            if self._can_densify and len(self.nodes) >= DENSIFY_AT:
+                self._densify()
 
     @property
     def root(self) -> bytes:
@@ -240,6 +249,9 @@ class HeapNodes:
                 idx >>= 1
                 nodes[idx * w:(idx + 1) * w] = h  # type: ignore[index]
             return h
+        if self._can_densify and len(nodes) >= DENSIFY_AT:
+            self._densify()
+            return self.set_leaf(index, h)
         nodes[idx] = h  # type: ignore[index]
         if self.node_hash is None:
             sha, p = _node_sha1, b"\x01"
@@ -295,6 +307,7 @@ class HeapNodes:
         return bytearray(self.nodes) if self.dense else dict(self.nodes)  # type: ignore[arg-type]
 
     def replace_nodes(self, nodes: bytearray | dict[int, bytes]) -> None:
+        self.dense = isinstance(nodes, bytearray)
         self.nodes = bytearray(nodes) if self.dense else dict(nodes)  # type: ignore[arg-type]
 
 
