@@ -10,6 +10,9 @@ own swtpm inside the run, so each point — wherever it runs — has its own.
 
 from __future__ import annotations
 
+import os
+import threading
+import time
 import traceback
 from typing import Any, Iterator, Sequence
 
@@ -41,7 +44,27 @@ def local_processes(points: Sequence[Point], jobs: int) -> Iterator[tuple[str, d
     from joblib import Parallel, delayed
 
     parallel = Parallel(n_jobs=jobs, backend="loky", return_as="generator_unordered")
-    yield from parallel(delayed(run_point)(p.key, p.experiment, p.argv) for p in points)
+    yield from parallel(delayed(_run_in_worker)(p.key, p.experiment, p.argv) for p in points)
+
+
+_WATCHING = False
+
+
+def _run_in_worker(key: str, experiment: str, argv: Sequence[str]) -> tuple[str, dict[str, Any]]:
+    """run_point in a local worker that exits within a second of the sweep's death (kill -9
+    included): loky's workers otherwise run on, computing points nobody will collect."""
+    global _WATCHING
+    if not _WATCHING:
+        _WATCHING = True
+        parent = os.getppid()
+
+        def watch() -> None:
+            while os.getppid() == parent:
+                time.sleep(0.5)
+            os._exit(1)
+
+        threading.Thread(target=watch, name="trustlab-sweep-parent-watch", daemon=True).start()
+    return run_point(key, experiment, argv)
 
 
 def dask(points: Sequence[Point], address: str, jobs: int = 1) -> Iterator[tuple[str, dict[str, Any]]]:
