@@ -157,7 +157,7 @@ def test_cli_errors_are_one_line(tmp_path, capsys):
     assert main(["sweep", str(tmp_path / "missing.toml")]) == 2
     assert main(["sweep", str(bad), "--jobs", "0"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 3 and "not valid TOML" in err[0] and "no such sweep spec" in err[1]
+    assert len(err) == 3 and "not valid TOML" in err[0] and "cannot read sweep spec: no such file" in err[1]
 
 
 def test_dry_run_and_unreachable_scheduler(tmp_path, capsys):

@@ -47,6 +47,8 @@ def run(args: argparse.Namespace) -> int:
         raise TrustlabError("give a sweep spec (SPEC.toml); examples are in examples/sweeps/")
     if args.jobs < 1:
         raise TrustlabError(f"--jobs {args.jobs}: need at least 1")
+    if args.scheduler is not None and not args.scheduler.strip():
+        raise TrustlabError("--scheduler: an empty address (expected e.g. tcp://127.0.0.1:8786 or 'local')")
     spec = load(args.spec)
     if args.dry_run:
         from trustlab.sweep.cache import PointCache

@@ -96,6 +96,9 @@ def dask(points: Sequence[Point], address: str, jobs: int = 1) -> Iterator[tuple
         client.close()
 
 
+DASK_SCHEMES = ("tcp", "tls", "ws", "wss", "ucx", "inproc")
+
+
 def _probe(address: str, timeout: float = 3.0) -> None:
     """Fail fast, with a clear message, when nothing listens at a tcp:// scheduler address."""
     import socket
@@ -103,11 +106,23 @@ def _probe(address: str, timeout: float = 3.0) -> None:
 
     if "://" not in address:
         address = "tcp://" + address
-    parts = urlsplit(address)
-    if parts.scheme not in ("tcp", "tls") or not parts.hostname:
+    try:
+        parts = urlsplit(address)
+    except ValueError as exc:
+        raise TrustlabError(f"--scheduler {address}: not an address ({exc})") from None
+    if parts.scheme not in DASK_SCHEMES:
+        raise TrustlabError(f"--scheduler {address}: unknown transport {parts.scheme!r} "
+                            f"(expected {', '.join(s + '://' for s in DASK_SCHEMES)} or 'local')")
+    if parts.scheme not in ("tcp", "tls", "ws", "wss"):
         return  # other transports: let Dask judge
     try:
-        with socket.create_connection((parts.hostname, parts.port or 8786), timeout=timeout):
+        host, port = parts.hostname, parts.port or 8786
+    except ValueError as exc:  # a port out of range or not a number
+        raise TrustlabError(f"--scheduler {address}: {exc}") from None
+    if not host:
+        raise TrustlabError(f"--scheduler {address}: no host (expected e.g. tcp://127.0.0.1:8786)")
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
             pass
     except OSError as exc:
         raise TrustlabError(f"--scheduler {address}: cannot connect to a Dask scheduler ({exc})") from None
