@@ -23,6 +23,7 @@ import numpy as np
 
 from trustlab.apps import workloads
 from trustlab.apps.counters import schemes
+from trustlab.apps.counters.base import VerificationError
 from trustlab.apps.counters.runner import OpRecord, describe, run, summarize
 from trustlab.cli._output import table
 from trustlab.errors import TrustlabError
@@ -151,6 +152,7 @@ class CountersExperiment:
             profiles.append(p.without_spread() if args.deterministic else p)
         scheme_names = ["log", "hashtree"] if args.scheme == "both" else [args.scheme]
         rows: list[dict] = []
+        violations: list[str] = []
         per_gap: dict[tuple[str, str, int], list[OpRecord]] = {}
         gap_info: dict[int, dict] = {}
         for n in args.counters:
@@ -162,6 +164,9 @@ class CountersExperiment:
                                            tpm12=args.tpm12 if s != "log-tpm2" else "inproc")
                     try:
                         records = run(scheme, requests, seed=args.seed)
+                    except VerificationError as exc:  # the verifier refused an honest answer: a verdict
+                        violations.append(f"counter verification failed ({s}, {p.name}, {n} counters): {exc}")
+                        continue
                     finally:
                         scheme.close()
                     ops = [args.op] if args.read_fraction is None else list(workloads.OPS)
@@ -173,6 +178,11 @@ class CountersExperiment:
                             row["tpm12"] = scheme.extra.get("tpm12_where", "in-process engine")
                         rows.append(row)
                     per_gap[(s, p.name, n)] = records
+        params = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()
+                  if k not in ("handler", "json", "save", "experiment")}
+        if not rows:
+            return Result(experiment="counters", params=params, data=[], text="\n".join(violations),
+                          violations=violations)
         table_ix = _table_ix(per_gap) if (args.workload != "roundrobin" or args.trace) else None
         for row in rows:
             row["increment_gaps"] = gap_info.get(row["counters"], {})
@@ -182,8 +192,8 @@ class CountersExperiment:
                                  and t["counters"] == row["counters"]]
         return Result(
             experiment="counters",
-            params={k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()
-                    if k not in ("handler", "json", "save", "experiment")},
+            params=params,
+            violations=violations,
             data=rows,
             text=_text(rows, table_ix, args),
             references=_references(rows),

@@ -124,4 +124,8 @@ class FtpmCrashExperiment:
                               "levels": args.levels,
                               "boots": args.boots},
                       data=data, text="\n".join(text), references=references,
-                      profiles={profile.name: profile.provenance.describe()}, plots=plots)
+                      profiles={profile.name: profile.provenance.describe()}, plots=plots,
+                      violations=[f"{n} {what}" for n, what in ((report.torn, "torn writes"),
+                                                                (report.lost_committed, "committed writes lost"),
+                                                                (report.rollbacks_accepted, "rollbacks accepted"))
+                                  if n])

@@ -122,7 +122,9 @@ def write_report(records: Sequence[dict[str, Any]], out_dir: Path, title: str = 
         all_refs += [dict(r, run=run_id) for r in refs]
         meta = record.get("meta") or {}
         summary_rows.append({"run": run_id, "experiment": record["experiment"],
-                             "parameters": _describe_params(record), "status": "ok",
+                             "parameters": _describe_params(record),
+                             "status": "VIOLATED: " + "; ".join(map(str, record["violations"]))
+                             if record.get("violations") else "ok",
                              "references": len(refs), "max |error| %": _max_err(refs),
                              "wall s": meta.get("wall_s")})
         sections.append(_section(run_id, record, refs, out_dir, inline, rendered))
