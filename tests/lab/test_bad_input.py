@@ -129,3 +129,19 @@ def test_bad_scheduler_addresses_fail_fast(tmp_path, capsys, scheduler):
     started = time.monotonic()
     err = one_line_error(capsys, ["sweep", spec, "--out", tmp_path / "o", "--scheduler", scheduler, "--no-progress"])
     assert "--scheduler" in err and time.monotonic() - started < 20
+
+
+SEEDED = ["ftpm-crash", "ftpm-vs-dtpm", "timing-model", "oracle", "counters", "wallet"]
+
+
+@pytest.mark.parametrize("experiment", SEEDED)
+@pytest.mark.parametrize("value", ["-1", str(2**64), "1.5"])
+def test_one_seed_rule_for_every_experiment(capsys, experiment, value):
+    from trustlab.experiments.registry import experiment_parser
+
+    parser = experiment_parser(experiment)
+    action = next(a for a in parser._actions if a.dest == "seed")
+    from trustlab.experiments._params import seed
+    assert action.type is seed, experiment
+    err = one_line_error(capsys, ["run", experiment, f"--seed={value}"])
+    assert f"--seed {value}: " in err and "4294967295" in err

@@ -17,6 +17,25 @@ from trustlab.experiments.registry import experiment_parser
 
 _RESERVED = {"json", "save", "help"}
 
+SEED_MAX = 2**32 - 1
+
+
+def seed(text: str) -> int:
+    """argparse ``type=`` of every experiment's ``--seed``: one rule everywhere, an integer
+    0..2^32-1 (what every generator underneath accepts, with room for per-party offsets).
+
+    Raises TrustlabError (which argparse lets through), so the CLI prints one line."""
+    shown = text if len(text) <= 30 else f"{text[:20]}...({len(text)} characters)"
+    try:
+        value = int(text, 10)
+    except (TypeError, ValueError):
+        raise TrustlabError(f"--seed {shown}: expected an integer 0..{SEED_MAX}") from None
+    if value < 0:
+        raise TrustlabError(f"--seed {shown}: must not be negative (seeds are integers 0..{SEED_MAX})")
+    if value > SEED_MAX:
+        raise TrustlabError(f"--seed {shown}: must be at most {SEED_MAX}")
+    return value
+
 
 def parameters(name: str) -> dict[str, argparse.Action]:
     """The experiment's parameters by name (argparse ``dest``), excluding output flags."""

@@ -27,6 +27,7 @@ from trustlab.apps.counters.base import VerificationError
 from trustlab.apps.counters.runner import OpRecord, describe, run, summarize
 from trustlab.cli._output import table
 from trustlab.errors import TrustlabError
+from trustlab.experiments._params import seed
 from trustlab.experiments.registry import Reference, Result, experiment
 from trustlab.timing import registry
 
@@ -108,7 +109,7 @@ class CountersExperiment:
                             "times the READs (they see the counter's increment gap)")
         parser.add_argument("--requests", type=int, default=None, metavar="R",
                             help="requests per run (default: one per counter, as in the paper)")
-        parser.add_argument("--seed", type=int, default=0,
+        parser.add_argument("--seed", type=seed, default=0,
                             help="seed (>= 0) of the request stream and the timing spread draws (default 0)")
         parser.add_argument("--zipf-mode", choices=list(workloads.ZIPF_MODES), default="bounded",
                             help="bounded (paper's law, exact), ycsb, or scrambled (YCSB ScrambledZipfian)")
@@ -137,8 +138,6 @@ class CountersExperiment:
             raise TrustlabError(f"--requests {args.requests}: need at least one request")
         if args.requests is not None and args.requests > MAX_REQUESTS:
             raise TrustlabError(f"--requests {args.requests}: at most {MAX_REQUESTS}")
-        if args.seed < 0:
-            raise TrustlabError(f"--seed {args.seed}: must not be negative")
         if args.attest_every < 1:
             raise TrustlabError(f"--attest-every {args.attest_every}: must be >= 1")
         if args.scheme in ("log", "log-tpm2") and args.attest_every != 1:

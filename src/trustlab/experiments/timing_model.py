@@ -30,6 +30,7 @@ import numpy as np
 
 from trustlab.cli._output import table
 from trustlab.errors import TrustlabError
+from trustlab.experiments._params import seed
 from trustlab.experiments.registry import Reference, Result, experiment
 from trustlab.timing import formulas, registry
 from trustlab.timing.fit import Measurement, fit
@@ -55,7 +56,7 @@ class TimingModel:
                             "(default 0: the fit must recover the profile exactly)")
         parser.add_argument("--repeats", type=int, default=5, metavar="N",
                             help="synthetic measurements per command in the fit round trip (default 5)")
-        parser.add_argument("--seed", type=int, default=0, help="seed of the synthetic noise and the clock")
+        parser.add_argument("--seed", type=seed, default=0, help="seed of the synthetic noise and the clock")
         parser.add_argument("--no-simulate", dest="simulate", action="store_false",
                             help="skip running the commands on the TPM 1.2 engine (model column only)")
 

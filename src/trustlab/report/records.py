@@ -42,7 +42,7 @@ def check(record: Any, where: str) -> dict[str, Any]:
     if not isinstance(record["experiment"], str):
         raise TrustlabError(f"{where}: 'experiment' must be a string")
     for key, kind in (("references", list), ("plots", list), ("profiles", dict), ("meta", dict),
-                      ("params", dict)):
+                      ("params", dict), ("violations", list)):
         if key in record and not isinstance(record[key], kind):
             raise TrustlabError(f"{where}: '{key}' must be a JSON {kind.__name__}")
     meta = record.get("meta") or {}
