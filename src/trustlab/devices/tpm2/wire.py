@@ -82,13 +82,26 @@ CONTROL_NAMES = {
     CMD_SET_DATAFD: "CMD_SET_DATAFD", CMD_SET_BUFFERSIZE: "CMD_SET_BUFFERSIZE", CMD_GET_INFO: "CMD_GET_INFO",
 }
 
-RELAYED_CONTROL = frozenset({
+ALLOWED_CONTROL = frozenset({
+    CMD_GET_CAPABILITY, CMD_INIT, CMD_GET_TPMESTABLISHED, CMD_SET_LOCALITY, CMD_CANCEL_TPM_CMD,
+    CMD_RESET_TPMESTABLISHED, CMD_GET_CONFIG, CMD_SET_BUFFERSIZE, CMD_GET_INFO,
+})
+"""Control codes a proxy client may send: what TSS TCTIs need (tcti-swtpm: CMD_SET_LOCALITY,
+CMD_INIT for a reset; QEMU/swtpm_ioctl queries: capability, config, info, buffer size,
+establishment bit; CMD_CANCEL_TPM_CMD). Everything else - CMD_SHUTDOWN and CMD_STOP (they
+kill or halt the TPM for every client), state blobs, CMD_STORE_VOLATILE, the DRTM hash
+sequence, CMD_SET_DATAFD and unknown codes - is refused with TPM_FAIL."""
+
+CTRL_FIXED_LENGTH = frozenset({
     CMD_GET_CAPABILITY, CMD_INIT, CMD_SHUTDOWN, CMD_GET_TPMESTABLISHED, CMD_SET_LOCALITY, CMD_HASH_START,
-    CMD_HASH_DATA, CMD_HASH_END, CMD_CANCEL_TPM_CMD, CMD_STORE_VOLATILE, CMD_RESET_TPMESTABLISHED,
+    CMD_HASH_DATA, CMD_HASH_END, CMD_CANCEL_TPM_CMD, CMD_STORE_VOLATILE, CMD_RESET_TPMESTABLISHED, CMD_STOP,
     CMD_GET_CONFIG, CMD_SET_BUFFERSIZE, CMD_GET_INFO,
 })
-"""Control codes a proxy relays to swtpm: what TSS TCTIs and swtpm_ioctl send in normal use.
-State blobs (variable framing), CMD_STOP and CMD_SET_DATAFD are refused."""
+"""Control codes whose request length :func:`ctrl_request_length` knows: after refusing one
+of these the stream stays in step; after any other the connection is closed."""
+
+TPM_FAIL = 9
+"""The result code of a refused control request (swtpm's generic failure)."""
 
 TPM_BAD_ORDINAL = 10
 """The result code swtpm's control channel uses for a request it does not support."""
