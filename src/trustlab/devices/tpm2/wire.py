@@ -230,8 +230,9 @@ class FrameReader:
     def buffered(self) -> int:
         return len(self._buf)
 
-    def _reject(self, reason: str, rc: int) -> Reject:
-        self._dead = Reject(reason, error_response(rc, self.family))
+    def _reject(self, reason: str, rc: int, framing: str = "raw") -> Reject:
+        """Dead from here on; the reply is an error response in the client's own framing."""
+        self._dead = Reject(reason, frame_reply(error_response(rc, self.family), framing))
         self._buf.clear()
         return self._dead
 
@@ -260,14 +261,14 @@ class FrameReader:
             locality = buf[4]
             (length,) = struct.unpack(">I", buf[5:9])
             if length < HEADER_SIZE or length > self.max_frame:
-                return self._reject(f"TPM_SEND_COMMAND length {length} out of range", TPM_RC_COMMAND_SIZE)
+                return self._reject(f"TPM_SEND_COMMAND length {length} out of range", TPM_RC_COMMAND_SIZE, "mssim")
             if len(buf) < 9 + length:
                 return NEED_DATA
             payload = bytes(buf[9:9 + length])
             del buf[:9 + length]
             err = _check_command(payload, self.family)
             if err:
-                return self._reject(err.args[0], err.rc)
+                return self._reject(err.args[0], err.rc, "mssim")
             return Command(payload, "mssim", locality)
         if code == MS_REMOTE_HANDSHAKE:
             if len(buf) < 8:
