@@ -105,6 +105,10 @@ def run(args: argparse.Namespace) -> int:
         raise
     try:
         proxy.check_backend()  # before the banner: a client must never be told a dead TPM is ready
+    except BaseException:
+        proxy.stop()
+        raise
+    try:
         from trustlab.devices.tpm2.cost import zero_profile
 
         lacking = [c for c in zero_profile().components if c not in profile]
