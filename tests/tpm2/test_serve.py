@@ -89,12 +89,12 @@ def test_spaces_are_private_and_capability_is_filtered(served):
     primary = wire.build_command(0x131, body, tag=0x8002)
     handles_cap = wire.build_command(0x17A, struct.pack(">III", 1, 0x80000000, 20))
     a, b = served._new_client(("test", 1), None), served._new_client(("test", 2), None)
-    rsp, _ = served.serve_command(a, primary, "raw", time.perf_counter())
+    rsp, *_ = served.serve_command(a, primary, "raw", time.perf_counter())
     assert wire.response_code(rsp) == 0
     vhandle = struct.unpack_from(">I", rsp, 10)[0]
     assert vhandle == rm.VHANDLE_TOP and not rm.is_extension_handle(vhandle)
-    cap_a, _ = served.serve_command(a, handles_cap, "raw", time.perf_counter())
-    cap_b, _ = served.serve_command(b, handles_cap, "raw", time.perf_counter())
+    cap_a, *_ = served.serve_command(a, handles_cap, "raw", time.perf_counter())
+    cap_b, *_ = served.serve_command(b, handles_cap, "raw", time.perf_counter())
     assert struct.unpack_from(">I", cap_a, 15)[0] == 1 and struct.unpack_from(">I", cap_a, 19)[0] == vhandle
     assert struct.unpack_from(">I", cap_b, 15)[0] == 0
     read_public = wire.build_command(0x173, struct.pack(">I", vhandle))

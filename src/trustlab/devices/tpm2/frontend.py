@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING
 from trustlab.devices.tpm2 import wire
 
 if TYPE_CHECKING:  # pragma: no cover
-    from trustlab.devices.tpm2.proxy import Client, TimingProxy
+    from trustlab.devices.tpm2.proxy import Client, TimingProxy, TraceRecord
 
 IDLE_PARTIAL_TIMEOUT = 10.0
 """Seconds a client may stall in the middle of a frame before it is dropped."""
@@ -154,7 +154,7 @@ class FrontEnd:
         self._wake_r, self._wake_w = socket.socketpair()
         self._wake_r.setblocking(False)
         self._jobs: deque[tuple] = deque()
-        self._held: list[tuple[float, int, Conn, bytes]] = []
+        self._held: list[tuple[float, int, Conn, bytes, TraceRecord]] = []
         self._seq = itertools.count()
         self._conns: set[Conn] = set()
         self._stopping = threading.Event()
@@ -195,8 +195,9 @@ class FrontEnd:
         while not self._stopping.is_set():
             now = time.perf_counter()
             while self._held and self._held[0][0] <= now:
-                _due, _seq, conn, data = heapq.heappop(self._held)
+                _due, _seq, conn, data, record = heapq.heappop(self._held)
                 conn.send(data)
+                self.proxy.sent(record, time.perf_counter())
             if not self._held and self._jobs:
                 rt.normal()
                 try:
@@ -419,12 +420,14 @@ class FrontEnd:
                 self._drop(conn)
         elif kind == "cmd":
             event, arrived = job[2], job[3]
-            response, due = self.proxy.serve_command(conn.client, event.payload, event.framing, arrived)
+            response, due, record = self.proxy.serve_command(conn.client, event.payload, event.framing, arrived)
             data = wire.frame_reply(response, event.framing)
             if due > time.perf_counter():
-                heapq.heappush(self._held, (due, next(self._seq), conn, data))
-            elif not conn.send(data):
+                heapq.heappush(self._held, (due, next(self._seq), conn, data, record))
+                return
+            if not conn.send(data):
                 self._drop(conn)
+            self.proxy.sent(record, time.perf_counter())
         elif kind == "ctrl":
             request, skip = job[2], job[3]
             reply, keep_open = self.proxy.control_request(request)

@@ -87,6 +87,7 @@ class TraceRecord:
     rm_ms: float = 0.0
     rm_commands: int = 0
     client: int = 0
+    arrived: float = field(default=0.0, repr=False, compare=False)
 
 
 @dataclass(eq=False)
@@ -374,13 +375,16 @@ class TimingProxy:
 
     def execute(self, command: bytes, framing: str = "raw") -> bytes:
         """Run one complete command frame (as the API's own client) and hold it for its modelled time."""
-        response, due = self.serve_command(self._api_client, command, framing, time.perf_counter())
+        response, due, record = self.serve_command(self._api_client, command, framing, time.perf_counter())
         if not self.virtual:
             precise_sleep_until(due)
+        self.sent(record, time.perf_counter())
         return response
 
-    def serve_command(self, client: Client, command: bytes, framing: str, arrived: float) -> tuple[bytes, float]:
-        """Run ``command`` for ``client``; returns the response and the perf_counter time it is due.
+    def serve_command(self, client: Client, command: bytes, framing: str,
+                      arrived: float) -> tuple[bytes, float, TraceRecord]:
+        """Run ``command`` for ``client``; returns the response, the perf_counter time it is due, and
+        its trace record (call :meth:`sent` once the response is out).
 
         The due time is ``max(arrived, chip free) + modelled``: the client
         sees the modelled time from its last request byte, and a command that
@@ -400,9 +404,21 @@ class TimingProxy:
                 self._chip_free = max(due, done)
             late = not self.virtual and backend_ms > modelled
             self.late_count += late
-            self._record(assessed, framing, modelled, backend_ms, max(0.0, due - done) * 1000.0,
-                         rec.breakdown, served_ms=(max(due, done) - arrived) * 1000.0, late=late, client=client.id)
-        return response, due
+            record = self._record(assessed, framing, modelled, backend_ms, max(0.0, due - done) * 1000.0,
+                                  rec.breakdown, served_ms=(max(due, done) - arrived) * 1000.0, late=late,
+                                  client=client.id)
+            record.arrived = arrived
+        return response, due, record
+
+    def sent(self, record: TraceRecord, when: float | None = None) -> None:
+        """The response of ``record`` left at ``when``: its served time becomes a measurement, and it is traced."""
+        if when is not None:
+            record.served_ms = (when - record.arrived) * 1000.0
+        if self._trace_fn is not None:
+            self._trace_fn(record)
+        if self._trace_file is not None:
+            self._trace_file.write(json.dumps({k: v for k, v in asdict(record).items() if k != "arrived"}) + "\n")
+            self._trace_file.flush()
 
     def _command_path(self, client: Client, command: bytes):
         """Extension hook, resource manager, backend, pricing - one place each.
@@ -489,7 +505,8 @@ class TimingProxy:
         return assessed, (dict(charged) if charged is not None else None)
 
     def _record(self, a: cost.CommandCost, framing: str, modelled: float, backend_ms: float,
-                held_ms: float, breakdown: dict[str, float], *, served_ms: float, late: bool, client: int) -> None:
+                held_ms: float, breakdown: dict[str, float], *, served_ms: float, late: bool,
+                client: int) -> TraceRecord:
         self._seq += 1
         record = TraceRecord(seq=self._seq, command=a.command, code=f"{a.code:#x}", variant=a.variant,
                              framing=framing, in_bytes=a.in_bytes, out_bytes=a.out_bytes, rc=a.rc,
@@ -500,11 +517,7 @@ class TimingProxy:
         if len(self.records) >= self._keep:
             del self.records[: self._keep // 2]
         self.records.append(record)
-        if self._trace_fn is not None:
-            self._trace_fn(record)
-        if self._trace_file is not None:
-            self._trace_file.write(json.dumps(asdict(record)) + "\n")
-            self._trace_file.flush()
+        return record
 
     def note_reject(self, reason: str) -> None:
         """A frame the proxy could not parse (answered with an error, connection closed)."""
