@@ -31,8 +31,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--backend", default="swtpm", metavar="SPEC",
                    help="swtpm (start a fresh one), tcp:HOST:PORT (a swtpm-protocol TPM), device:/dev/tpmrm0")
     p.add_argument("--state", metavar="DIR",
-                   help="keep the swtpm's state (NV, persistent keys, seeds) in DIR across restarts "
-                   "(default: a temporary directory, deleted on exit)")
+                   help="keep the TPM's state (NV, persistent keys, seeds) in DIR across restarts, created if "
+                   "missing (default: a temporary directory, deleted on exit)")
     p.add_argument("--virtual", action="store_true", help="do not sleep; only record modelled times")
     p.add_argument("--trace", metavar="FILE.jsonl", help="append one JSON line per command")
     p.add_argument("--control", choices=("auto", "swtpm", "mssim"), default="auto",
@@ -44,6 +44,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-rt-priority", action="store_true",
                    help="do not ask for SCHED_FIFO for the thread that holds responses (realtime mode)")
     p.add_argument("--seed", type=int, default=0, help="seed for drawing from spreads (key generation)")
+    p.add_argument("--startup", choices=("clear", "none"), default="clear",
+                   help="TPM 1.2 only: after every power-up (start, CMD_INIT) send TPM_Startup(ST_CLEAR) as a "
+                   "BIOS would (default), or leave TPM_Startup to the client (none, e.g. ST_STATE after "
+                   "TPM_SaveState)")
     p.set_defaults(handler=run)
 
 
@@ -74,57 +78,89 @@ def _open_backend(args: argparse.Namespace):
 
 
 def run(args: argparse.Namespace) -> int:
-    from trustlab.devices.tpm2.proxy import TimingProxy
-
     # Signals only set a flag (an Event.set() in a handler can deadlock against the waiting main
     # thread); the main thread polls it, so SIGTERM at any moment ends serve within ~0.1 s + cleanup.
     received: list[int] = []
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda signum, _frame: received.append(signum))
     profile = registry.load(args.profile)
-    if profile.family != "tpm2":
-        raise TrustlabError(f"profile {profile.name!r} is of family {profile.family!r}; serve needs a tpm2 profile "
-                            f"(see 'trustlab profiles list')")
+    if profile.family not in ("tpm2", "tpm1.2"):
+        raise TrustlabError(f"profile {profile.name!r} is of family {profile.family!r}; serve needs a tpm2 or "
+                            f"tpm1.2 profile (see 'trustlab profiles list')")
     if not 0 <= args.port < 65535:
         raise TrustlabError(f"--port {args.port}: expected 0..65534")
+    if profile.family == "tpm2" and args.startup != "clear":
+        raise TrustlabError("--startup applies to tpm1.2 profiles only")
     if args.host not in LOOPBACK_HOSTS:
         _log(f"warning: listening on {args.host}: the control port (P+1) has no authentication; anyone who "
              "can reach it can power-cycle this TPM")
-    backend = _open_backend(args)
-    try:
-        proxy = TimingProxy(profile, backend, virtual=args.virtual, trace=args.trace, host=args.host,
-                            port=args.port, seed=args.seed, control=args.control, rm=not args.no_rm,
-                            rt_priority=not args.no_rt_priority, log=_log)
-    except OSError as exc:
-        if not isinstance(backend, str):
-            backend.close()
-        raise TrustlabError(f"cannot start the proxy: {exc}") from None
-    except BaseException:
-        if not isinstance(backend, str):
-            backend.close()
-        raise
+    proxy = _start_tpm12(args, profile) if profile.family == "tpm1.2" else _start_tpm2(args, profile)
     try:
         proxy.check_backend()  # before the banner: a client must never be told a dead TPM is ready
     except BaseException:
         proxy.stop()
         raise
     try:
-        from trustlab.devices.tpm2.cost import zero_profile
-
-        lacking = [c for c in zero_profile().components if c not in profile]
-        if lacking:
-            _log(f"note: {profile.name} has no {', '.join(lacking)}; commands needing them are "
-                 "timed as overhead + bytes and traced as unmodelled")
         mode = "virtual" if args.virtual else "realtime"
-        rm = "raw, no resource manager" if args.no_rm else "resource manager on"
         state = f"state in {args.state}" if args.state else "temporary state"
-        print(f"trustlab serve: {profile.name} ({mode}, {rm}, {state}) on {args.host}:{proxy.port} "
-              f"(control {proxy.ctrl_port}), backend {proxy.backend.describe()}", flush=True)
-        print(f"TPM2TOOLS_TCTI={proxy.tcti}", flush=True)
-        print(f"trustlab serve: MS-simulator clients: TPM2TOOLS_TCTI={proxy.mssim_tcti}", flush=True)
+        if profile.family == "tpm1.2":
+            print(f"trustlab serve: {profile.name} ({mode}, {state}) on {args.host}:{proxy.port} "
+                  f"(control {proxy.ctrl_port}), backend {proxy.backend.describe()}", flush=True)
+            print(f"TCSD_USE_TCP_DEVICE=1 TCSD_TCP_DEVICE_HOSTNAME={args.host} TCSD_TCP_DEVICE_PORT={proxy.port}",
+                  flush=True)
+        else:
+            _note_lacking(profile)
+            rm = "raw, no resource manager" if args.no_rm else "resource manager on"
+            print(f"trustlab serve: {profile.name} ({mode}, {rm}, {state}) on {args.host}:{proxy.port} "
+                  f"(control {proxy.ctrl_port}), backend {proxy.backend.describe()}", flush=True)
+            print(f"TPM2TOOLS_TCTI={proxy.tcti}", flush=True)
+            print(f"trustlab serve: MS-simulator clients: TPM2TOOLS_TCTI={proxy.mssim_tcti}", flush=True)
         while not received:
             time.sleep(0.05)
     finally:
         proxy.stop()
         print(f"trustlab serve: stopped after {proxy.summary()}", file=sys.stderr, flush=True)
     return 0
+
+
+def _note_lacking(profile) -> None:
+    from trustlab.devices.tpm2.cost import zero_profile
+
+    lacking = [c for c in zero_profile().components if c not in profile]
+    if lacking:
+        _log(f"note: {profile.name} has no {', '.join(lacking)}; commands needing them are "
+             "timed as overhead + bytes and traced as unmodelled")
+
+
+def _start_tpm2(args: argparse.Namespace, profile):
+    from trustlab.devices.tpm2.proxy import TimingProxy
+
+    backend = _open_backend(args)
+    try:
+        return TimingProxy(profile, backend, virtual=args.virtual, trace=args.trace, host=args.host,
+                           port=args.port, seed=args.seed, control=args.control, rm=not args.no_rm,
+                           rt_priority=not args.no_rt_priority, log=_log)
+    except BaseException as exc:
+        if not isinstance(backend, str):
+            backend.close()
+        if isinstance(exc, OSError):
+            raise TrustlabError(f"cannot start the proxy: {exc}") from None
+        raise
+
+
+def _start_tpm12(args: argparse.Namespace, profile):
+    """The in-process TPM 1.2 engine behind the same front end (devices/tpm12/served.py)."""
+    from trustlab.devices.tpm12.served import EngineBackend, Tpm12Proxy
+
+    if args.backend != "swtpm":
+        raise TrustlabError(f"--backend {args.backend}: a tpm1.2 profile is served by trustlab's own TPM 1.2 "
+                            "engine; --backend applies to tpm2 profiles")
+    if args.control == "mssim":
+        raise TrustlabError("--control mssim: the MS simulator's platform protocol is TPM 2.0 only")
+    backend = EngineBackend(profile, args.state, seed=args.seed, startup=args.startup)
+    try:
+        return Tpm12Proxy(profile, backend, virtual=args.virtual, trace=args.trace, host=args.host,
+                          port=args.port, seed=args.seed, rt_priority=not args.no_rt_priority, log=_log)
+    except OSError as exc:
+        backend.close()
+        raise TrustlabError(f"cannot start the proxy: {exc}") from None

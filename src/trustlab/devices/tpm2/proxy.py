@@ -36,7 +36,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import IO, Callable, Iterator
 
-from trustlab.devices.tpm2 import cost, objects, peers, wire
+from trustlab.devices.tpm2 import cost, extensions, objects, peers, wire
 from trustlab.devices.tpm2.backend import Backend, SocketBackend, open_backend
 from trustlab.devices.tpm2.commands import TPM_RC_FAILURE, command_name
 from trustlab.devices.tpm2.frontend import precise_sleep_until, serve
@@ -132,6 +132,7 @@ class TimingProxy:
         self._backend_down = False
         self.clock = Clock(profile, seed=seed, realtime=False)
         self.objects = objects.ObjectTable()
+        self.extension_state = extensions.ExtensionState(seed, flush_on_close=rm and self.family == "tpm2")
         self.rm: ResourceManager | None = None
         if rm and self.family == "tpm2":
             self.rm = ResourceManager(self._internal, self.objects, query=self.backend.transact)
@@ -363,7 +364,7 @@ class TimingProxy:
         client = self._clients.pop(key, None)
         if client is None:
             return
-        # Extension hook (engineer i17b): extensions.connection_closed(client.id) goes here.
+        extensions.connection_closed(client.id, self.extension_state)
         if self.rm is None or client.space.empty:
             return
         with self._tpm_lock:
@@ -423,18 +424,34 @@ class TimingProxy:
     def _command_path(self, client: Client, command: bytes):
         """Extension hook, resource manager, backend, pricing - one place each.
 
-        1. *Extension hook* (engineer i17b): ``extensions.dispatch(command, ctx)``
-           is called here, first, before the resource manager sees the command
-           (``ctx`` gives ``client.id``, the profile, and
-           ``lambda c: self.transact_in_space(client, c)`` for backend calls).
-           A claimed command is answered and charged from its
-           ``ExtensionResult`` and never reaches the backend.
+        1. Extension hook: ``extensions.dispatch(command, ctx)``, first, before
+           the resource manager sees the command (``ctx`` gives ``client.id``,
+           the profile, and backend calls through the client's RM space). A
+           claimed command is answered and charged from its ``ExtensionResult``
+           and never reaches the backend.
         2. Resource manager (``family == "tpm2"`` and ``rm=True``).
         3. ``backend.transact``.
         4. Pricing: ``backend.charged()`` if it reports, else the TPM 2.0 wire
            cost model (never for ``family == "tpm1.2"``).
         """
         code = struct.unpack_from(">I", command, 6)[0] if len(command) >= wire.HEADER_SIZE else 0
+        if self.family == "tpm2":
+            with self.clock.command(self._name(code)) as rec:
+                claimed = extensions.dispatch(command, extensions.Context(
+                    client.id, self.profile, lambda c: self.transact_in_space(client, c), self.extension_state))
+                if claimed is not None:
+                    assessed = claimed.assessed(len(command))
+                    for component, count in assessed.terms.items():
+                        self.clock.charge(component, count)
+                    for component, ms in claimed.charges_ms.items():
+                        self.clock.charge_ms(component, ms)
+                    return claimed.response, assessed, rec
+                return self._forward(client, command, rec)
+        with self.clock.command(self._name(code)) as rec:
+            return self._forward(client, command, rec)
+
+    def _forward(self, client: Client, command: bytes, rec):
+        """Steps 2-4: the resource manager, the backend, pricing (inside the command's clock record)."""
         outcome: list = []
 
         def run(real: bytes) -> bytes:
@@ -443,23 +460,22 @@ class TimingProxy:
             outcome.append(self._price(real, response))
             return response
 
-        with self.clock.command(self._name(code)) as rec:
-            if self.rm is not None:
-                response = self.rm.execute(client.space, command, run)
+        if self.rm is not None:
+            response = self.rm.execute(client.space, command, run)
+        else:
+            response = run(command)
+        if outcome:
+            assessed, charged = outcome[-1]
+            if charged is not None:
+                for component, ms in charged.items():
+                    self.clock.charge_ms(component, ms)
             else:
-                response = run(command)
-            if outcome:
-                assessed, charged = outcome[-1]
-                if charged is not None:
-                    for component, ms in charged.items():
-                        self.clock.charge_ms(component, ms)
-                else:
-                    for component, count in assessed.terms.items():
-                        self.clock.charge(component, count)
-            else:  # refused by the resource manager before reaching the TPM
-                assessed = cost.assess(command, response, self.objects, self.profile)
                 for component, count in assessed.terms.items():
                     self.clock.charge(component, count)
+        else:  # refused by the resource manager before reaching the TPM
+            assessed = cost.assess(command, response, self.objects, self.profile)
+            for component, count in assessed.terms.items():
+                self.clock.charge(component, count)
         return response, assessed, rec
 
     def transact_in_space(self, client: Client, command: bytes) -> bytes:
@@ -485,7 +501,8 @@ class TimingProxy:
         if self.family == "tpm1.2":
             namer = getattr(self.backend, "command_name", None)
             return namer(code) if callable(namer) else f"TPM_ORD_{code:#x}"
-        return command_name(code)
+        reg = extensions.registered().get(code)
+        return reg.name if reg is not None else command_name(code)
 
     def _price(self, command: bytes, response: bytes) -> tuple[cost.CommandCost, dict[str, float] | None]:
         """What the command costs: the backend's own charge if it reports one, else the wire model.
