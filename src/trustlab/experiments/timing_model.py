@@ -26,14 +26,11 @@ from __future__ import annotations
 
 import argparse
 
-import numpy as np
-
 from trustlab.cli._output import table
 from trustlab.errors import TrustlabError
 from trustlab.experiments._params import seed
 from trustlab.experiments.registry import Reference, Result, experiment
 from trustlab.timing import formulas, registry
-from trustlab.timing.fit import Measurement, fit
 from trustlab.validation.gunupudi2010 import TABLE_II, TABLE_II_MODEL as _TABLE_II_MODEL
 
 
@@ -201,6 +198,10 @@ _KEYS = _LazyPool()
 
 def _round_trip(profile, noise: float, repeats: int, seed: int) -> dict:
     """Synthesise measurements from ``profile``, fit, and compare with the truth."""
+    import numpy as np  # here, not at import: registering the study must not load numpy/scipy
+
+    from trustlab.timing.fit import Measurement, fit
+
     rng = np.random.default_rng(seed)
     measurements = []
     for command in formulas.commands(profile.family):
