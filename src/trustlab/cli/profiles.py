@@ -47,18 +47,13 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _list(args: argparse.Namespace) -> int:
-    names = registry.names(args.family)
-    if args.family and not names:
-        raise ProfileError(f"no profiles of family {args.family!r} (families: {', '.join(registry.families())})")
-    rows, broken = [], []
-    for name in names:
-        try:
-            p = registry.load(name)
-        except ProfileError as exc:  # one bad user file must not hide the rest
-            broken.append(str(exc))
-            continue
-        rows.append({"name": name, "family": p.family, "version": p.version, "description": p.description,
-                     "components": len(p.components), "source": p.provenance.describe()})
+    found, broken = registry.summaries(args.family)  # an index: listing parses no profile
+    if args.family and not found:
+        everything, _ = registry.summaries()
+        known = sorted({s.family for s in everything})
+        raise ProfileError(f"no profiles of family {args.family!r} (families: {', '.join(known)})")
+    rows = [{"name": s.name, "family": s.family, "version": s.version, "description": s.description,
+             "components": len(s.components), "source": s.source} for s in found]
     if args.json:
         print_json(rows)
     else:

@@ -185,9 +185,9 @@ class _LazyPool:
 
     def __call__(self, bits: int = 2048):
         if self._pool is None:
-            from trustlab.devices.tpm12.primitives import KeyPool
+            from trustlab.apps import keypool  # host keys cached on disk between runs
 
-            self._pool = KeyPool()
+            self._pool = keypool.cursor()
         return self._pool(bits)
 
     def reset(self) -> None:
