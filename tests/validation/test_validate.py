@@ -106,3 +106,11 @@ def test_experiment_and_report_accuracy_section(tmp_path, capsys):
     html = index.read_text()
     assert 'id="accuracy"' in html and "contradict themselves" in html
     assert html.count("validate-1-1.png") >= 2  # the figure drawn once, shown in Accuracy and in the run
+
+
+def test_java_card_leave_one_card_out(full):
+    rows = [c for c in full.checks if c.profile == "jcop-2018" and "arrayCopy" in c.command]
+    own = [c for c in rows if "J3D081" in c.source]
+    assert own and all(c.kind == CALIBRATION for c in own)
+    others = [c for c in rows if "J3D081" not in c.source]
+    assert others and all(c.kind == INDEPENDENT for c in others)
