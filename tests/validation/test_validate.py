@@ -114,3 +114,8 @@ def test_java_card_leave_one_card_out(full):
     assert own and all(c.kind == CALIBRATION for c in own)
     others = [c for c in rows if "J3D081" not in c.source]
     assert others and all(c.kind == INDEPENDENT for c in others)
+
+
+def test_profile_without_reference_says_so(capsys):
+    code, out, _ = _cli(capsys, "validate", "swtpm-native")
+    assert code == 0 and "swtpm-native: no reference to check it against" in out

@@ -33,4 +33,8 @@ def _run(args: argparse.Namespace) -> int:
         print_json(v.to_dict())
         return 0
     print(render(v, independent_only=args.independent))
+    checked = {c.profile for c in v.checks}
+    for name in args.profiles:
+        if name not in checked:
+            print(f"{name}: no reference to check it against")
     return 0
