@@ -15,7 +15,7 @@ def render(v: Validation, independent_only: bool = False) -> str:
                   for a in acc.values()],
                  ["profile", "class", "n indep.", "median |err|", "worst |err|", "n calib."])]
     rows = [[c.profile, c.command, c.predicted, c.reference, c.unit, f"{c.error:+.1%}", c.kind,
-             ("FLAG " if c.flagged else "") + c.source + (f" -- {c.note}" if c.note else "")]
+             c.source + (f" -- {c.note}" if c.note else "")]
             for c in v.checks if not independent_only or c.kind == INDEPENDENT]
     out += ["", "Checks", table(rows, ["profile", "command", "predicted", "reference", "unit", "error", "kind",
                                        "reference provenance"])]
