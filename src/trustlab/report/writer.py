@@ -20,6 +20,7 @@ from typing import Any, Sequence
 
 from trustlab import __version__
 from trustlab.report import html as h
+from trustlab.report.accuracy import accuracy_section
 from trustlab.report.export import slug, write_csv, write_json
 from trustlab.report.plots import PlotError, preload, render
 from trustlab.report.records import ensure_dir, is_failure
@@ -148,7 +149,7 @@ def write_report(records: Sequence[dict[str, Any]], out_dir: Path, title: str = 
              "minus reference.</p>"
              + h.table(toc_rows, ["run", "experiment", "parameters", "status", "references",
                                   "max |error| %", "wall s"], anchor="run"))
-    overview = _overview(all_refs, out_dir, inline)
+    overview = _overview(all_refs, out_dir, inline) + accuracy_section(records, ids, out_dir, inline, rendered)
     index = out_dir / "index.html"
     write_text(index, h.page(title, intro + overview, sections))
     return index
