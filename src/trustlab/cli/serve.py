@@ -104,7 +104,7 @@ def run(args: argparse.Namespace) -> int:
         mode = "virtual" if args.virtual else "realtime"
         state = f"state in {args.state}" if args.state else "temporary state"
         if profile.family == "tpm1.2":
-            print(f"trustlab serve: {profile.name} ({mode}, {state}) on {args.host}:{proxy.port} "
+            print(f"trustlab serve: {profile.name} ({mode}) on {args.host}:{proxy.port} "
                   f"(control {proxy.ctrl_port}), backend {proxy.backend.describe()}", flush=True)
             print(f"TCSD_USE_TCP_DEVICE=1 TCSD_TCP_DEVICE_HOSTNAME={args.host} TCSD_TCP_DEVICE_PORT={proxy.port}",
                   flush=True)

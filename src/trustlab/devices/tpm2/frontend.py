@@ -196,8 +196,7 @@ class FrontEnd:
             now = time.perf_counter()
             while self._held and self._held[0][0] <= now:
                 _due, _seq, conn, data, record = heapq.heappop(self._held)
-                conn.send(data)
-                self.proxy.sent(record, time.perf_counter())
+                self._send_response(conn, data, record)
             if not self._held and self._jobs:
                 rt.normal()
                 try:
@@ -404,6 +403,12 @@ class FrontEnd:
 
     # ---- jobs ----------------------------------------------------------------
 
+    def _send_response(self, conn: Conn, data: bytes, record: "TraceRecord") -> None:
+        self.proxy.sent(record, time.perf_counter())
+        if not conn.send(data):
+            self._drop(conn)
+        self.proxy.traced(record)
+
     def _run_job(self, job: tuple) -> None:
         kind = job[0]
         if kind == "reap":
@@ -425,9 +430,7 @@ class FrontEnd:
             if due > time.perf_counter():
                 heapq.heappush(self._held, (due, next(self._seq), conn, data, record))
                 return
-            if not conn.send(data):
-                self._drop(conn)
-            self.proxy.sent(record, time.perf_counter())
+            self._send_response(conn, data, record)
         elif kind == "ctrl":
             request, skip = job[2], job[3]
             reply, keep_open = self.proxy.control_request(request)

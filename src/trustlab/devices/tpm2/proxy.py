@@ -380,6 +380,7 @@ class TimingProxy:
         if not self.virtual:
             precise_sleep_until(due)
         self.sent(record, time.perf_counter())
+        self.traced(record)
         return response
 
     def serve_command(self, client: Client, command: bytes, framing: str,
@@ -411,12 +412,15 @@ class TimingProxy:
             record.arrived = arrived
         return response, due, record
 
-    def sent(self, record: TraceRecord, when: float | None = None) -> None:
-        """The response of ``record`` left at ``when``: its served time becomes a measurement, and it is traced."""
-        if when is not None:
-            record.served_ms = (when - record.arrived) * 1000.0
+    def sent(self, record: TraceRecord, when: float) -> None:
+        """The response of ``record`` leaves now (``when``): its served time becomes a measurement,
+        and a trace callable sees it before the client can (in-process users rely on that)."""
+        record.served_ms = (when - record.arrived) * 1000.0
         if self._trace_fn is not None:
             self._trace_fn(record)
+
+    def traced(self, record: TraceRecord) -> None:
+        """Write ``record``'s trace line (after its response left: file I/O never delays a client)."""
         if self._trace_file is not None:
             self._trace_file.write(json.dumps({k: v for k, v in asdict(record).items() if k != "arrived"}) + "\n")
             self._trace_file.flush()
