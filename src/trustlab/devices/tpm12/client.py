@@ -150,13 +150,18 @@ class TransportRelease:
 
 
 class Tpm12:
-    """A TPM 1.2 as an application sees it. ``Tpm12(clock, nv=FileNVStore(path))``."""
+    """A TPM 1.2 as an application sees it. ``Tpm12(clock, nv=FileNVStore(path))``.
+
+    ``engine``: anything with ``execute(frame) -> bytes`` instead of a fresh
+    in-process engine, e.g. a TPM reached over the wire. ``started=False``: the
+    in-process TPM waits for :meth:`TPM_Startup` (as after _TPM_Init).
+    """
 
     def __init__(self, clock: Clock, nv: NVStore | None = None,
-                 keygen: Callable[[int], rsa.RSAPrivateKey] | None = None, *, started: bool = True) -> None:
-        """``started=False``: the TPM waits for :meth:`TPM_Startup` (as after _TPM_Init)."""
+                 keygen: Callable[[int], rsa.RSAPrivateKey] | None = None, *, engine=None,
+                 started: bool = True) -> None:
         self.clock = clock
-        self.engine = Engine(clock, nv, keygen, started=started)
+        self.engine = engine if engine is not None else Engine(clock, nv, keygen, started=started)
         self._through: HostTransport | None = None
         self._last_digests: tuple[bytes, ...] = (b"", b"")
 

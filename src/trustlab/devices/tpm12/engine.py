@@ -72,6 +72,10 @@ _FAILURE_MODE_OK = {C.ORD["TPM_GetTestResult"], C.ORD["TPM_GetCapability"]}
 _DEACTIVATED_OK = {C.ORD[n] for n in ("TPM_Startup", "TPM_GetCapability", "TPM_SelfTestFull",
                                       "TPM_ContinueSelfTest", "TPM_GetTestResult", "TPM_PCRRead",
                                       "TPM_Extend", "TPM_SaveState", "TPM_FlushSpecific", "TPM_OIAP")}
+# commands whose state check (no owner: TPM_NOSRK) comes before their authorization is parsed
+_NEEDS_OWNER = {C.ORD[n] for n in ("TPM_OSAP", "TPM_OwnerReadPubek", "TPM_OwnerReadInternalPub", "TPM_CreateCounter",
+                                   "TPM_ResetLockValue", "TPM_CMK_ApproveMA", "TPM_AuthorizeMigrationKey",
+                                   "TPM_MakeIdentity")}
 SAVED_STATE = "saved_state"  # key in PersistentState.extra: what TPM_SaveState preserved
 LOCKOUT_THRESHOLD = 5  # failures tolerated before the dictionary-attack defence (as libtpms)
 
@@ -386,6 +390,8 @@ class Engine:
             n_auth = C.REQUEST_TAGS[tag]
             if n_auth not in spec.auth:
                 raise TpmError("TPM_BADTAG", f"{spec.name} takes {spec.auth} authorization session(s), not {n_auth}")
+            if ordinal in _NEEDS_OWNER and self.state.owner_auth is None:  # libtpms TPM_CHECK_OWNER
+                raise TpmError("TPM_NOSRK", f"{spec.name} needs an owner")
             if outer:
                 if self.exclusive is not None and not self._inside_exclusive(spec.name, frame):
                     self.sessions.pop(self.exclusive, None)  # Part 1, 24.3: exclusivity is lost
@@ -408,10 +414,9 @@ class Engine:
             in_digest = self.crypto.sha1(ord_bytes, params) if (n_auth or transport) else b""
             for at in range(len(frame) - AUTH_IN * n_auth, len(frame), AUTH_IN):
                 handle, odd, cont, value = _AUTH_IN(frame, at)
-                session = self.sessions.get(handle)
-                if session is None:
-                    raise TpmError("TPM_INVALID_AUTHHANDLE", f"{spec.name}: no session {handle:#010x}")
-                uses.append(SessionUse(session, odd, cont, value))
+                # an unknown handle fails when the handler checks the session (TPM_INVALID_AUTHHANDLE),
+                # after the command's state checks, as in libtpms
+                uses.append(SessionUse(self.sessions.get(handle), odd, cont, value, handle=handle))
             auth = AuthContext(self.crypto, in_digest, uses)
             req = Request(spec.name, ordinal, handles, Reader(params, spec.name), params, auth, in_digest,
                           self.locality, transport is not None)
@@ -447,7 +452,7 @@ class Engine:
             elif e.dictionary:
                 self.auth_failed()
             for u in uses:  # a failed command ends its authorization sessions (Part 1, 13.2)
-                if u.session.kind != "TRANSPORT":
+                if u.session is not None and u.session.kind != "TRANSPORT":
                     self.sessions.pop(u.session.handle, None)
             try:
                 self._persist()  # a handler that changed state before failing still persists it
@@ -483,6 +488,8 @@ class Engine:
         if name not in ("TPM_ExecuteTransport", "TPM_ReleaseTransportSigned"):
             return False
         # the transport session is the last authorization trailer
+        if len(frame) < HEADER + AUTH_IN:
+            return False
         handle = struct.unpack(">I", frame[len(frame) - AUTH_IN:len(frame) - AUTH_IN + 4])[0]
         return handle == self.exclusive
 

@@ -24,9 +24,10 @@ from __future__ import annotations
 import hashlib
 import hmac as _hmac
 import os
+import subprocess
 from typing import Callable
 
-from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import padding, rsa, utils
 
 from trustlab.devices.tpm12.errors import TpmError
@@ -78,7 +79,7 @@ class Primitives:
     def __init__(self, clock: Clock, keygen: Callable[[int], rsa.RSAPrivateKey] | None = None) -> None:
         self.clock = clock
         self._pending_blocks = 0
-        self.make_key = keygen or (lambda bits: rsa.generate_private_key(public_exponent=65537, key_size=bits))
+        self.make_key = keygen or generate_rsa
 
     # ---- hashing ----------------------------------------------------------
     def charge_hash_blocks(self, blocks: int) -> None:
@@ -164,6 +165,26 @@ class Primitives:
             self.clock.charge(component, count)
 
 
+def generate_rsa(bits: int) -> rsa.RSAPrivateKey:
+    """A fresh RSA key (e = 65537) of ``bits``; TPM 1.2's 512-bit keys come from the OpenSSL tool.
+
+    ``cryptography`` refuses to *generate* keys below 1024 bits (it uses them
+    fine), so the few 512-bit keys TPM 1.2 software asks for are made by
+    ``openssl genpkey`` - the same OpenSSL, through its command line.
+    """
+    if bits >= 1024:
+        return rsa.generate_private_key(public_exponent=65537, key_size=bits)
+    try:
+        pem = subprocess.run(["openssl", "genpkey", "-algorithm", "RSA", "-pkeyopt", f"rsa_keygen_bits:{bits}",
+                              "-pkeyopt", "rsa_keygen_pubexp:65537"], capture_output=True, check=True,
+                             timeout=30).stdout
+    except (OSError, subprocess.SubprocessError) as e:
+        raise TpmError("TPM_FAIL", f"cannot generate a {bits}-bit RSA key with the openssl tool: {e}") from None
+    key = serialization.load_pem_private_key(pem, password=None)
+    assert isinstance(key, rsa.RSAPrivateKey)
+    return key
+
+
 def mgf1(sha1, seed: bytes, length: int) -> bytes:
     out = b""
     counter = 0
@@ -219,7 +240,7 @@ class KeyPool:
 
     def __call__(self, bits: int = 2048) -> rsa.RSAPrivateKey:
         if bits != 2048:
-            return rsa.generate_private_key(public_exponent=65537, key_size=bits)
+            return generate_rsa(bits)
         if self._next == len(self._keys):
             self._keys.append(rsa.generate_private_key(public_exponent=65537, key_size=bits))
         key = self._keys[self._next]

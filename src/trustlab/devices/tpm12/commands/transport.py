@@ -65,8 +65,7 @@ def establish(tpm, req: Request) -> Response:
 
 
 def _transport_session(tpm, req: Request) -> Session:
-    use = req.auth.uses[-1]
-    s = use.session
+    s = req.auth.session(len(req.auth) - 1)
     if s.kind != "TRANSPORT":
         raise TpmError("TPM_INVALID_AUTHHANDLE", "the last session must be a transport session")
     req.auth.check_transport(len(req.auth) - 1, s)
