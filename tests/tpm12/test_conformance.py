@@ -93,17 +93,12 @@ def table(rows) -> str:
     return "\n".join(lines)
 
 
-def test_at_least_150_cases(results) -> None:
+def test_conformance_with_libtpms(results) -> None:
+    """One test (xdist would run a module fixture once per worker): size, agreement, documentation."""
     assert len(results) >= 150
-
-
-def test_agreement_on_return_code_and_length(results) -> None:
     agree = sum(r["rc_len_agree"] for r in results) / len(results)
     assert agree >= MIN_AGREEMENT, table(results)
-
-
-def test_every_difference_is_documented(results) -> None:
     documented = set(re.findall(r"^\| `(\w+)` \|", README.read_text(encoding="utf-8"), re.M))
     differing = {r["case"] for r in results if not (r["rc_len_agree"] and r["fields_agree"])}
     assert differing <= documented, f"undocumented differences: {sorted(differing - documented)}"
-    assert documented <= differing | {r["case"] for r in results}, "README lists cases that no longer exist"
+    assert documented <= {r["case"] for r in results}, "README lists cases that no longer exist"
