@@ -775,6 +775,116 @@ def flush_key_twice(s):
     quiet(s.tpm.TPM_FlushSpecific, s.ctx.get("h_sign512", 0), C.TPM_RT_KEY)
 
 
+# ---- 13. transport sessions (Part 3, 24) ----
+TRANS = secret("transport")
+
+
+def transport_public(attrs: int) -> bytes:
+    return struct.pack(">HIIH", C.TPM_TAG_TRANSPORT_PUBLIC, attrs, 0, 0)
+
+
+def _establish_fields(rsp: bytes) -> bytes:
+    """transHandle is the TPM's; compare locality, the ticks' tag and rate, and the sizes."""
+    return rsp[:10] + rsp[14:20] + rsp[28:30] if not rc_of(rsp) else rsp
+
+
+LOGX = C.TPM_TRANSPORT_LOG | C.TPM_TRANSPORT_EXCLUSIVE
+raw_case("establish_logged_exclusive", "transport",
+         frame(ORD["TPM_EstablishTransport"], u32(C.TPM_KH_TRANSPORT) + transport_public(LOGX) + u32(20) + TRANS),
+         _establish_fields)
+raw_case("establish_encrypt_without_key", "transport",
+         frame(ORD["TPM_EstablishTransport"], u32(C.TPM_KH_TRANSPORT) + transport_public(C.TPM_TRANSPORT_ENCRYPT)
+               + u32(20) + TRANS))
+raw_case("establish_secret_19_bytes", "transport",
+         frame(ORD["TPM_EstablishTransport"], u32(C.TPM_KH_TRANSPORT) + transport_public(LOGX) + u32(19) + TRANS[:19]))
+raw_case("establish_with_unknown_key", "transport",
+         frame(ORD["TPM_EstablishTransport"], u32(0x01ABCDEF) + transport_public(LOGX) + u32(20) + TRANS))
+
+
+def _execute_fields(rsp: bytes) -> bytes:
+    """The tick count is the TPM's: compare locality and the wrapped response's header."""
+    return rsp[:10] + stripped(rsp)[18:22] + stripped(rsp)[22:32] if not rc_of(rsp) else rsp
+
+
+@case("transport", key=_execute_fields)
+def execute_transport_read_counter(s):
+    t = s.tpm.TPM_EstablishTransport(TRANS)
+    with s.tpm.through(t):
+        quiet(s.tpm.TPM_ReadCounter, s.ctx.get("cid", 0))
+
+
+@case("transport", key=_execute_fields)
+def execute_transport_failing_inner_command(s):
+    t = s.tpm.TPM_EstablishTransport(TRANS)
+    with s.tpm.through(t):
+        quiet(s.tpm.TPM_ReadCounter, 0x7777)
+
+
+@case("transport", key=_execute_fields)
+def execute_transport_wrapped_oiap(s):
+    t = s.tpm.TPM_EstablishTransport(TRANS)
+    with s.tpm.through(t):
+        quiet(s.tpm.TPM_OIAP, KEY)
+
+
+@case("transport")
+def execute_transport_wrong_secret(s):
+    t = s.tpm.TPM_EstablishTransport(TRANS)
+    t.key = WRONG
+    with s.tpm.through(t):
+        quiet(s.tpm.TPM_ReadCounter, s.ctx.get("cid", 0))
+
+
+@case("transport")
+def execute_transport_wrapping_establish(s):
+    t = s.tpm.TPM_EstablishTransport(TRANS)
+    params = transport_public(0) + u32(20) + TRANS
+    inner = frame(ORD["TPM_EstablishTransport"], u32(C.TPM_KH_TRANSPORT) + params)
+    quiet(s.tpm._execute_transport, t, inner, hashlib.sha1(u32(ORD["TPM_EstablishTransport"]) + params).digest(),
+          1, 0, [])
+
+
+@case("transport")
+def execute_transport_after_exclusivity_lost(s):
+    t = s.tpm.TPM_EstablishTransport(TRANS)
+    s.raw(frame(ORD["TPM_PCRRead"], u32(0)))  # outside the exclusive session: it ends
+    with s.tpm.through(t):
+        quiet(s.tpm.TPM_ReadCounter, s.ctx.get("cid", 0))
+
+
+def release(s, handle_name: str, logged: bool = True) -> None:
+    key_s = s.tpm.TPM_OIAP(KEY)
+    t = s.tpm.TPM_EstablishTransport(TRANS, exclusive=True, logged=logged)
+    with s.tpm.through(t):
+        quiet(s.tpm.TPM_ReadCounter, s.ctx.get("cid", 0))
+    quiet(s.tpm.TPM_ReleaseTransportSigned, s.ctx.get(handle_name, 0), b"\x09" * 20, t, key_s)
+
+
+def _release_fields(rsp: bytes) -> bytes:
+    """locality, the ticks' tag and rate, the signature's size (ticks, nonce, signature are the TPM's)."""
+    return rsp[:16] + rsp[24:26] + rsp[46:50] if not rc_of(rsp) else rsp
+
+
+@case("transport", key=_release_fields)
+def release_transport_signed(s):
+    release(s, "h_sign2048")
+
+
+@case("transport")
+def release_transport_not_logged(s):
+    release(s, "h_sign2048", logged=False)
+
+
+@case("transport")
+def release_transport_with_storage_key(s):
+    release(s, "h_storage")
+
+
+@case("transport", key=_release_fields)
+def release_transport_with_1024_bit_key(s):
+    release(s, "h_sign1024")
+
+
 # ---- 13. dictionary-attack lockout (Part 1, 20) ----
 for _i in range(6):
     CASES.append(Case(f"da_wrong_owner_auth_{_i + 1}", "lockout",

@@ -150,6 +150,7 @@ class Side:
     clock: Clock
     last: tuple[bytes, bytes] = (b"", b"")
     ctx: dict = field(default_factory=dict)
+    record: list | None = None  # every exchange, while a test wants them
 
     def __post_init__(self) -> None:
         self.tpm = Tpm12(self.clock, engine=self)
@@ -157,6 +158,8 @@ class Side:
     def execute(self, frame: bytes) -> bytes:
         rsp = self.target.execute(frame)
         self.last = (frame, rsp)
+        if self.record is not None:
+            self.record.append((frame, rsp))
         return rsp
 
     raw = execute

@@ -333,6 +333,11 @@ class Engine:
             raise TpmError("TPM_NOSRK", "the TPM has no owner")
         return self.state.owner_auth
 
+    def end_session(self, handle: int) -> None:
+        self.sessions.pop(handle, None)
+        if handle == self.exclusive:
+            self.exclusive = None
+
     def mark_dirty(self) -> None:
         """Persist the state before this command's response leaves the TPM."""
         self._dirty = True
@@ -363,8 +368,8 @@ class Engine:
                 return spec.name
         return "TPM_(malformed)"
 
-    def dispatch(self, frame: bytes, *, outer: bool, transport: int | None = None
-                 ) -> tuple[bytes, bytes, bytes]:
+    def dispatch(self, frame: bytes, *, outer: bool, transport: int | None = None,
+                 in_digest: bytes | None = None) -> tuple[bytes, bytes, bytes]:
         """Parse, authorize, run and answer one command (no bus overhead charged here).
 
         Returns the response frame and the SHA-1 input/output parameter
@@ -411,7 +416,9 @@ class Engine:
             handles = list(_handles_struct(spec.handles).unpack_from(body))
             params = body[4 * spec.handles:]
             ord_bytes = frame[6:10]
-            in_digest = self.crypto.sha1(ord_bytes, params) if (n_auth or transport) else b""
+            if in_digest is None:  # (TPM_ExecuteTransport hands in H1, Part 3 24.2 step 6)
+                in_digest = (self.crypto.sha1(ord_bytes, params) if (n_auth or transport) and not spec.own_digests
+                             else b"")
             for at in range(len(frame) - AUTH_IN * n_auth, len(frame), AUTH_IN):
                 handle, odd, cont, value = _AUTH_IN(frame, at)
                 # an unknown handle fails when the handler checks the session (TPM_INVALID_AUTHHANDLE),
@@ -430,15 +437,16 @@ class Engine:
                 unchecked = [i for i, u in enumerate(uses) if u.key is None]
                 if unchecked:
                     raise TpmError("TPM_FAIL", f"{spec.name}: session #{unchecked[0] + 1} was never checked")
-                out_digest = (self.crypto.sha1(_RC_SUCCESS, ord_bytes, result.params)
+                out_digest = (result.out_digest if result.out_digest is not None
+                              else self.crypto.sha1(_RC_SUCCESS, ord_bytes, result.params)
                               if (n_auth or transport) else b"")
                 trailer_out = []
                 for u in uses:
                     even = u.session.nonce_even = self.crypto.random(20)
                     cont = _BYTE[u.cont]
                     trailer_out += (even, cont, self.crypto.hmac(u.key, out_digest, even, u.nonce_odd, cont))
-                    if not u.cont and u.session.kind != "TRANSPORT":
-                        self.sessions.pop(u.session.handle, None)
+                    if not u.cont:  # continueAuthSession / continueTransSession FALSE ends the session
+                        self.end_session(u.session.handle)
                 payload = b"".join([result.handles, result.params, *trailer_out])
                 response = _HEADER_OUT(C.RESPONSE_TAG[n_auth], HEADER + len(payload), C.TPM_SUCCESS) + payload
                 if not outer:
@@ -451,9 +459,9 @@ class Engine:
                 e = TpmError("TPM_FAIL", f"internal error: {type(e).__name__}: {e}")
             elif e.dictionary:
                 self.auth_failed()
-            for u in uses:  # a failed command ends its authorization sessions (Part 1, 13.2)
-                if u.session is not None and u.session.kind != "TRANSPORT":
-                    self.sessions.pop(u.session.handle, None)
+            for u in uses:  # a failed command ends its sessions (Part 1, 13.2; libtpms, transport too)
+                if u.session is not None and (u.session.kind != "TRANSPORT" or outer):
+                    self.end_session(u.session.handle)
             try:
                 self._persist()  # a handler that changed state before failing still persists it
             except Exception as store_error:  # noqa: BLE001 - storage broke while answering: still an answer

@@ -83,14 +83,16 @@ class AuthContext:
             raise TpmError("TPM_INVALID_AUTHHANDLE", f"no session {self.uses[i].handle:#010x}")
         return s
 
-    def check_transport(self, i: int, session: Session) -> None:
+    def check_transport(self, i: int, session: Session, in_digest: bytes | None = None,
+                        code: str = "TPM_AUTHFAIL") -> None:
+        """Prove trailer ``i`` knows the transport session's authData (over ``in_digest`` if given)."""
         use = self.uses[i]
         if use.session is not session or session.kind != "TRANSPORT":
             raise TpmError("TPM_INVALID_AUTHHANDLE", "expected the transport session")
-        expect = self.crypto.hmac(session.auth_secret, self.in_digest, session.nonce_even,
-                                  use.nonce_odd, bytes([use.cont]))
+        expect = self.crypto.hmac(session.auth_secret, in_digest if in_digest is not None else self.in_digest,
+                                  session.nonce_even, use.nonce_odd, bytes([use.cont]))
         if not _hmac.compare_digest(expect, use.value):
-            raise TpmError("TPM_AUTHFAIL", "wrong transport session authorization", dictionary=True)
+            raise TpmError(code, "wrong transport session authorization", dictionary=True)
         use.key = session.auth_secret
 
     def decrypt_auth(self, i: int, enc_auth: bytes, odd: bool = False) -> bytes:
