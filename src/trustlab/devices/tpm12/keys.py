@@ -12,6 +12,7 @@ oracle study (10 header + 4 parent handle + 311 + 45 authorization).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from dataclasses import dataclass, field, replace
 
@@ -232,17 +233,33 @@ def rsa_public(modulus: bytes) -> rsa.RSAPublicKey:
     return rsa.RSAPublicNumbers(RSA_EXPONENT, int.from_bytes(modulus, "big")).public_key()
 
 
+@functools.lru_cache(maxsize=256)  # a key is loaded again and again (every LoadKey2 of its blob)
 def rsa_from_prime(modulus: bytes, p_bytes: bytes) -> rsa.RSAPrivateKey:
-    """Rebuild an RSA private key from n and p, as TPM 1.2 stores only one prime."""
+    """Rebuild an RSA private key from n and p, as TPM 1.2 stores only one prime.
+
+    OpenSSL's full key check (``RSA_check_key``: primality of p and q and a
+    trial decryption, about 35-50 ms, as much as a hundred RSA decryptions)
+    is skipped, which is safe here: p arrives only from a TPM_STORE_ASYMKEY
+    this TPM decrypted under its own parent key and whose digest of the public
+    part :func:`...commands.keys.unwrap` checked, so p was a prime the engine
+    itself generated for exactly this modulus; and the checks below still
+    require ``p * q = n`` with ``1 < p < n`` (so q = n / p exactly), from
+    which d and the CRT values are derived, not taken from the blob. The
+    result is immutable, so one object per (n, p) is shared by every load.
+    """
     n = int.from_bytes(modulus, "big")
     p = int.from_bytes(p_bytes, "big")
-    if p <= 1 or n % p:
+    if p <= 1 or p >= n or n % p:
         raise TpmError("TPM_DECRYPT_ERROR", "stored prime does not divide the modulus")
     q = n // p
-    d = pow(RSA_EXPONENT, -1, (p - 1) * (q - 1))
+    try:  # no inverse (e | (p-1)(q-1), or p = q): not a key this TPM made
+        d = pow(RSA_EXPONENT, -1, (p - 1) * (q - 1))
+        iqmp = rsa.rsa_crt_iqmp(p, q)
+    except ValueError:
+        raise TpmError("TPM_DECRYPT_ERROR", "stored prime does not give an RSA key for this modulus") from None
     return rsa.RSAPrivateNumbers(
-        p, q, d, rsa.rsa_crt_dmp1(d, p), rsa.rsa_crt_dmq1(d, q), rsa.rsa_crt_iqmp(p, q),
-        rsa.RSAPublicNumbers(RSA_EXPONENT, n)).private_key()
+        p, q, d, rsa.rsa_crt_dmp1(d, p), rsa.rsa_crt_dmq1(d, q), iqmp,
+        rsa.RSAPublicNumbers(RSA_EXPONENT, n)).private_key(unsafe_skip_rsa_key_validation=True)
 
 
 def modulus_of(key: rsa.RSAPrivateKey | rsa.RSAPublicKey) -> bytes:
