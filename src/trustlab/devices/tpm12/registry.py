@@ -24,13 +24,12 @@ authorization sessions (0, 1, 2). Registering an existing name replaces it
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from trustlab.devices.tpm12 import constants as C
 from trustlab.devices.tpm12.wire import Reader
 
 if TYPE_CHECKING:  # pragma: no cover
-    from trustlab.devices.tpm12.engine import Engine
     from trustlab.devices.tpm12.sessions import AuthContext
 
 
@@ -61,7 +60,8 @@ class Response:
     out_digest: bytes | None = None
 
 
-Handler = Callable[["Engine", Request], Response]
+# A handler receives the engine (typed Any: the registry sits below the engine, which imports it)
+Handler = Callable[[Any, Request], Response]
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from trustlab.devices.tpm12.commands.keys import KEY_SLOTS
 from trustlab.devices.tpm12.commands.nv import MAX_TOTAL, areas, nv_locked
 from trustlab.devices.tpm12.errors import TpmError
 from trustlab.devices.tpm12.registry import Request, Response, by_ordinal, tpm_command
+from trustlab.devices.tpm12.state import LOCKOUT_THRESHOLD
 from trustlab.devices.tpm12.wire import Reader, Writer
 
 MANUFACTURER = b"TLAB"  # TPM_CAP_PROP_MANUFACTURER: the vendor's 4 bytes (Part 2, 21.2)
@@ -74,8 +75,6 @@ def version_info() -> bytes:
 
 def da_info(tpm) -> bytes:
     """TPM_DA_INFO (Part 2, 21.7): state, counts, action (lock out, then wait)."""
-    from trustlab.devices.tpm12.engine import LOCKOUT_THRESHOLD
-
     remaining = tpm.lockout_remaining_s()
     return (Writer().u16(C.TPM_TAG_DA_INFO).u8(1 if remaining else 0).u16(min(tpm.auth_fail_count, 0xFFFF))
             .u16(LOCKOUT_THRESHOLD).u16(0x0039).u32(0x00000001).u32(int(remaining)).u32(0).bytes())
