@@ -474,20 +474,33 @@ class Tpm12:
         return r.rest()
 
     def TPM_CMK_CreateBlob(self, parent: int, parent_auth: Auth, migration_key_auth: bytes,
-                           source_digest: bytes, msa_list: bytes, enc: bytes) -> tuple[bytes, bytes]:
-        """Direct CMK migration; returns (random r1, outData for the destination)."""
-        params = (Writer().u16(C.TPM_MS_RESTRICT_MIGRATE).raw(migration_key_auth).raw(source_digest)
-                  .sized(msa_list).sized(b"").sized(b"").sized(enc).bytes())
+                           source_digest: bytes, msa_list: bytes, enc: bytes, *,
+                           scheme: int = C.TPM_MS_RESTRICT_MIGRATE, restrict_ticket: bytes = b"",
+                           sig_ticket: bytes = b"") -> tuple[bytes, bytes]:
+        """CMK migration (direct by default); returns (random r1, outData for the destination)."""
+        params = (Writer().u16(scheme).raw(migration_key_auth).raw(source_digest)
+                  .sized(msa_list).sized(restrict_ticket).sized(sig_ticket).sized(enc).bytes())
         _, r = self.call("TPM_CMK_CreateBlob", handles=[parent], params=params, auth=[parent_auth])
         return r.sized(), r.sized()
 
     def TPM_CMK_ConvertMigration(self, parent: int, parent_auth: Auth, restrict_ticket: bytes,
-                                 migrated_key: bytes, msa_list: bytes, random: bytes) -> bytes:
-        """Returns the new encData; the loadable key is the migrated TPM_KEY12 with it."""
-        params = (restrict_ticket + b"\x00" * 20 + migrated_key
+                                 migrated_key: bytes, msa_list: bytes, random: bytes,
+                                 sig_ticket: bytes = b"\x00" * 20) -> bytes:
+        """Returns the new encData; the loadable key is the migrated TPM_KEY12 with it.
+
+        ``sig_ticket`` (from :meth:`TPM_CMK_CreateTicket`) is required for RSA CMKs; the
+        what-if HMAC CMK converts without one (direct migration)."""
+        params = (restrict_ticket + sig_ticket + migrated_key
                   + Writer().sized(msa_list).sized(random).bytes())
         _, r = self.call("TPM_CMK_ConvertMigration", handles=[parent], params=params, auth=[parent_auth])
         return r.sized()
+
+    def TPM_CMK_CreateTicket(self, owner_auth: Auth, verification_key: bytes, signed_data: bytes,
+                             signature: bytes) -> bytes:
+        """A migration authority's signature over ``signed_data`` as this TPM's sigTicket (Part 3, 11.8)."""
+        _, r = self.call("TPM_CMK_CreateTicket", params=verification_key + signed_data + Writer().sized(signature).bytes(),
+                         auth=[owner_auth])
+        return r.raw(20)
 
     def TPM_CreateMigrationBlob(self, parent: int, parent_auth: Auth, migration_key_auth: bytes,
                                 enc: bytes, migration_auth: Auth,

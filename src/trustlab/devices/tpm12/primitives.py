@@ -27,6 +27,7 @@ import os
 import subprocess
 from typing import Callable
 
+from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import padding, rsa, utils
 
@@ -139,6 +140,14 @@ class Primitives:
         self.clock.charge("rsa_sign")
         return private.sign(digest, _PKCS1, _PREHASHED)
 
+    def rsa_verify(self, public: rsa.RSAPublicKey, signature: bytes, digest: bytes) -> None:
+        """Check a PKCS#1 v1.5 signature over a SHA-1 digest (a public-key operation: ``rsa_enc``)."""
+        self.clock.charge("rsa_enc")
+        try:
+            public.verify(signature, digest, _PKCS1, _PREHASHED)
+        except (InvalidSignature, ValueError):
+            raise TpmError("TPM_BAD_SIGNATURE", "the signature does not verify") from None
+
     def rsa_generate(self, bits: int = 2048) -> rsa.RSAPrivateKey:
         """Key generation; charged as ``rsa_keygen`` when the profile has it.
 
@@ -197,24 +206,27 @@ def mgf1(sha1, seed: bytes, length: int) -> bytes:
 def oaep_encode(sha1, message: bytes, phash: bytes, seed: bytes, length: int) -> bytes:
     """OAEP encoding without RSA, as TPM 1.2 migration does to a 198-byte block (Part 3, 11.3).
 
-    ``phash`` is the 20-byte parameter hash, ``seed`` a 20-byte seed (the
-    first 20 bytes of the private key, so the migrated blob carries them).
-    Hashing is charged through ``sha1`` (MGF1 over seed and data block).
+    PKCS#1 v2.0 EME-OAEP as libtpms does it: ``EM = maskedSeed || maskedDB`` of
+    ``length`` bytes (no leading zero octet; that belongs to RSA encryption),
+    ``DB = pHash || PS || 0x01 || M``. ``phash`` is the 20-byte parameter hash,
+    ``seed`` a 20-byte seed (the first 20 bytes of the private key, so the
+    migrated blob carries them). Hashing is charged through ``sha1`` (MGF1 over
+    seed and data block).
     """
-    db_len = length - DIGEST - 1
+    db_len = length - DIGEST
     if len(message) > db_len - DIGEST - 1:
         raise TpmError("TPM_BAD_DATASIZE", f"{len(message)} bytes do not fit a {length}-byte OAEP block")
     db = phash + b"\x00" * (db_len - DIGEST - 1 - len(message)) + b"\x01" + message
     masked_db = xor(db, mgf1(sha1, seed, db_len))
     masked_seed = xor(seed, mgf1(sha1, masked_db, DIGEST))
-    return b"\x00" + masked_seed + masked_db
+    return masked_seed + masked_db
 
 
 def oaep_decode(sha1, block: bytes, phash: bytes) -> tuple[bytes, bytes]:
     """Inverse of :func:`oaep_encode`; returns (message, seed) or raises TPM_DECRYPT_ERROR."""
-    if len(block) < 2 * DIGEST + 2 or block[0] != 0:
+    if len(block) < 2 * DIGEST + 1:
         raise TpmError("TPM_DECRYPT_ERROR", "migration block is not OAEP-encoded")
-    masked_seed, masked_db = block[1:1 + DIGEST], block[1 + DIGEST:]
+    masked_seed, masked_db = block[:DIGEST], block[DIGEST:]
     seed = xor(masked_seed, mgf1(sha1, masked_db, DIGEST))
     db = xor(masked_db, mgf1(sha1, seed, len(masked_db)))
     if not _hmac.compare_digest(db[:DIGEST], phash):

@@ -172,7 +172,7 @@ def certify_key2(tpm, req: Request) -> Response:
         raise TpmError("TPM_INVALID_KEYUSAGE", "the certifying key must be an identity or signing key")
     pk_digest = tpm.crypto.sha1(key.blob.pubkey())
     if key.blob.is_cmk:  # Part 3, 12.2: the certified list must be the CMK's own (+4 blocks)
-        migauth = Writer().u16(0x0034).raw(msa_digest).raw(pk_digest).bytes()
+        migauth = Writer().u16(C.TPM_TAG_CMK_MIGAUTH).raw(msa_digest).raw(pk_digest).bytes()
         if not _hmac.compare_digest(key.migration_auth, tpm.crypto.hmac(tpm.state.tpm_proof, migauth)):
             raise TpmError("TPM_MA_SOURCE", "migrationPubDigest is not this CMK's approved list")
     info = certify_info2(key, nonce, msa_digest, pk_digest)
@@ -182,4 +182,4 @@ def certify_key2(tpm, req: Request) -> Response:
 
 def cmk_migauth(tpm, blob: Key12, msa_digest: bytes) -> bytes:
     """TPM_CMK_MIGAUTH (Part 2, 5.16): tag, msaDigest, SHA1(TPM_PUBKEY)."""
-    return Writer().u16(0x0034).raw(msa_digest).raw(tpm.crypto.sha1(blob.pubkey())).bytes()
+    return Writer().u16(C.TPM_TAG_CMK_MIGAUTH).raw(msa_digest).raw(tpm.crypto.sha1(blob.pubkey())).bytes()
