@@ -87,3 +87,22 @@ def test_cmk_blob_imports(world, source, dest) -> None:
 def test_create_ticket_refuses_a_bad_signature(world, which) -> None:
     with pytest.raises(TpmError, match="TPM_BAD_SIGNATURE"):
         world[which].tpm.TPM_CMK_CreateTicket(OWNER, world["ma_pub"], b"\x01" * 20, b"\x02" * 256)
+
+
+@pytest.mark.parametrize("source,dest", [("libtpms", "trustlab"), ("trustlab", "libtpms")])
+def test_plain_migration_blob_imports(world, source, dest) -> None:
+    """TPM_CreateMigrationBlob (TPM_MS_MIGRATE) on one TPM, TPM_ConvertMigrationBlob on the other."""
+    src, dst = world[source].tpm, world[dest].tpm
+    dest_pub = world[dest].ctx["dest_pub"]
+    mig_auth = secret("migration")
+    key = Key12.from_bytes(src.TPM_CreateWrapKey(SRK_H, SRK, key_template(C.TPM_KEY_SIGNING, migratable=True),
+                                                 KEY, migration_auth=mig_auth))
+    mka = src.TPM_AuthorizeMigrationKey(OWNER, dest_pub, C.TPM_MS_MIGRATE)
+    random, out = src.TPM_CreateMigrationBlob(SRK_H, SRK, mka, key.enc, mig_auth)
+    dest_h = world[dest].ctx["dest_h"]
+    _, r = dst.call("TPM_ConvertMigrationBlob", handles=[dest_h],
+                    params=Writer().sized(out).sized(random).bytes(), auth=[KEY])
+    handle = dst.TPM_LoadKey2(dest_h, key.with_enc(r.sized()).marshal(), KEY)
+    digest = sha1(b"migrated")
+    rsa_public(key.pub).verify(dst.TPM_Sign(handle, digest, KEY), digest, padding.PKCS1v15(),
+                               utils.Prehashed(hashes.SHA1()))

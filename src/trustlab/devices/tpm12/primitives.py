@@ -222,19 +222,22 @@ def oaep_encode(sha1, message: bytes, phash: bytes, seed: bytes, length: int) ->
     return masked_seed + masked_db
 
 
-def oaep_decode(sha1, block: bytes, phash: bytes) -> tuple[bytes, bytes]:
-    """Inverse of :func:`oaep_encode`; returns (message, seed) or raises TPM_DECRYPT_ERROR."""
+def oaep_decode(sha1, block: bytes, phash: bytes | None) -> tuple[bytes, bytes, bytes]:
+    """Inverse of :func:`oaep_encode`: (message, seed, pHash), or TPM_DECRYPT_ERROR.
+
+    ``phash`` None accepts the block's own (TPM_ConvertMigrationBlob recovers migrationAuth so).
+    """
     if len(block) < 2 * DIGEST + 1:
         raise TpmError("TPM_DECRYPT_ERROR", "migration block is not OAEP-encoded")
     masked_seed, masked_db = block[:DIGEST], block[DIGEST:]
     seed = xor(masked_seed, mgf1(sha1, masked_db, DIGEST))
     db = xor(masked_db, mgf1(sha1, seed, len(masked_db)))
-    if not _hmac.compare_digest(db[:DIGEST], phash):
+    if phash is not None and not _hmac.compare_digest(db[:DIGEST], phash):
         raise TpmError("TPM_DECRYPT_ERROR", "migration block was made for other parameters")
     rest = db[DIGEST:].lstrip(b"\x00")
     if not rest or rest[0] != 1:
         raise TpmError("TPM_DECRYPT_ERROR", "bad OAEP padding in the migration block")
-    return rest[1:], seed
+    return rest[1:], seed, db[:DIGEST]
 
 
 class KeyPool:

@@ -148,14 +148,28 @@ def _read_mka(tpm, req: Request) -> tuple[bytes, int]:
 
 
 def _blob(tpm, pubkey: bytes, store: StoreAsymkey, payload: int, phash: bytes) -> tuple[bytes, bytes]:
-    """Mask the key (198-byte OAEP block XOR random) and encrypt it to the destination."""
-    seed, rest = store.priv[:20].ljust(20, b"\x00"), store.priv[20:]
-    m1 = (Writer().u8(payload).raw(store.usage_auth).raw(store.pub_digest)
-          .sized(rest).u8(len(store.priv)).bytes())
-    o1 = oaep_encode(tpm.crypto.sha1, m1, phash, seed, MIGRATION_BLOCK)
+    """Part 3, 11.3 / 11.9 steps 11-17: TPM_MIGRATE_ASYMKEY (K2) OAEP-encoded with seed K1 into
+    the 198-byte block o1, masked with a fresh random r1, encrypted to the destination."""
+    k1, k2 = _split_private(store.priv)
+    m1 = Writer().u8(payload).raw(store.usage_auth).raw(store.pub_digest).sized(k2).bytes()
+    o1 = oaep_encode(tpm.crypto.sha1, m1, phash, k1, MIGRATION_BLOCK)
     r1 = tpm.crypto.random(MIGRATION_BLOCK)
     out = tpm.crypto.rsa_encrypt(rsa_public(pubkey[28:]), _xor(o1, r1))
     return r1, out
+
+
+def _unblob(tpm, parent, enc: bytes, random: bytes, phash: bytes | None
+            ) -> tuple[int, bytes, bytes, bytes, bytes]:
+    """Decrypt, unmask and OAEP-decode a migration blob: (payload, usageAuth, pubDataDigest,
+    private key, pHash). ``phash`` None: take it from the block (TPM_ConvertMigrationBlob)."""
+    o1 = _xor(tpm.crypto.rsa_decrypt(parent.private, enc), random)
+    if len(random) != MIGRATION_BLOCK or len(o1) != MIGRATION_BLOCK:
+        raise TpmError("TPM_BAD_PARAMETER", f"the random must be {MIGRATION_BLOCK} bytes")
+    m1, k1, found = oaep_decode(tpm.crypto.sha1, o1, phash)
+    r = Reader(m1, "TPM_MIGRATE_ASYMKEY")
+    payload, usage_auth, pub_digest, k2 = r.u8(), r.raw(20), r.raw(20), r.sized(512)
+    r.end()
+    return payload, usage_auth, pub_digest, Reader(k1 + k2, "TPM_STORE_PRIVKEY").sized(512), found
 
 
 def _cmk_migauth(tpm, msa_digest: bytes, key_digest: bytes) -> bytes:
@@ -243,11 +257,7 @@ def cmk_create_blob(tpm, req: Request) -> Response:
             raise TpmError("TPM_MA_SOURCE", "restrictTicket names another source key")
     else:
         raise TpmError("TPM_BAD_PARAMETER", f"migration scheme {scheme:#x} is not a CMK scheme")
-    k1, k2 = _split_private(store.priv)
-    m1 = (Writer().u8(C.TPM_PT_CMK_MIGRATE).raw(store.usage_auth).raw(store.pub_digest).sized(k2).bytes())
-    o1 = oaep_encode(tpm.crypto.sha1, m1, tpm.crypto.sha1(msa_digest, source_digest), k1, MIGRATION_BLOCK)
-    r1 = tpm.crypto.random(MIGRATION_BLOCK)
-    out = tpm.crypto.rsa_encrypt(rsa_public(pubkey[28:]), _xor(o1, r1))
+    r1, out = _blob(tpm, pubkey, store, C.TPM_PT_CMK_MIGRATE, tpm.crypto.sha1(msa_digest, source_digest))
     return Response(params=Writer().sized(r1).sized(out).bytes())
 
 
@@ -280,22 +290,16 @@ def cmk_convert_migration(tpm, req: Request) -> Response:
     req.auth.check(0, parent.usage_auth, (C.TPM_ET_KEYHANDLE, parent_h))
     if migrated.parms.algorithm == C.TPM_ALG_HMAC:
         return _cmk_convert_direct(tpm, parent, restrict, migrated, msa_list, random)
-    d1 = tpm.crypto.rsa_decrypt(parent.private, migrated.enc)
-    if len(random) != len(d1):
-        raise TpmError("TPM_BAD_PARAMETER", f"the random must be {len(d1)} bytes")
     msa = msa_digests(msa_list)
     msa_digest = tpm.crypto.sha1(msa_list)
     key_digest = tpm.crypto.sha1(migrated.pubkey())
-    m1, k1 = oaep_decode(tpm.crypto.sha1, _xor(d1, random), tpm.crypto.sha1(msa_digest, key_digest))
-    r = Reader(m1, "TPM_MIGRATE_ASYMKEY")
-    payload, usage_auth, pub_digest, k2 = r.u8(), r.raw(20), r.raw(20), r.sized(512)
-    r.end()
+    payload, usage_auth, pub_digest, priv, _ = _unblob(tpm, parent, migrated.enc, random,
+                                                       tpm.crypto.sha1(msa_digest, key_digest))
     if payload != C.TPM_PT_CMK_MIGRATE:
         raise TpmError("TPM_BAD_MIGRATION", "not a CMK migration blob")
     _check_sig_ticket(tpm, ticket, msa, restrict)  # step 11
     if not _hmac.compare_digest(restrict[20:40], tpm.crypto.sha1(parent.blob.pubkey())):
         raise TpmError("TPM_MA_DESTINATION", "this parent is not the approved destination")
-    priv = Reader(k1 + k2, "TPM_STORE_PRIVKEY").sized(512)
     if not _hmac.compare_digest(pub_digest, tpm.crypto.sha1(migrated.public_part())):
         raise TpmError("TPM_DECRYPT_ERROR", "the migrated key's public part was altered")
     rsa_from_prime(migrated.pub, priv)  # step 14: the private key belongs to the public key
@@ -314,13 +318,7 @@ def _cmk_convert_direct(tpm, parent, restrict, migrated, msa_list, random) -> Re
     if not migrated.is_cmk:
         raise TpmError("TPM_INVALID_KEYUSAGE", "not a certified migratable key")
     msa_digest = tpm.crypto.sha1(msa_list)
-    o1 = _xor(tpm.crypto.rsa_decrypt(parent.private, migrated.enc), random)
-    if len(random) != MIGRATION_BLOCK or len(o1) != MIGRATION_BLOCK:
-        raise TpmError("TPM_BAD_PARAMETER", f"the random must be {MIGRATION_BLOCK} bytes")
-    m1, seed = oaep_decode(tpm.crypto.sha1, o1, msa_digest)
-    r = Reader(m1, "TPM_MIGRATE_ASYMKEY")
-    payload, usage_auth, pub_digest, rest, priv_len = r.u8(), r.raw(20), r.raw(20), r.sized(512), r.u8()
-    r.end()
+    payload, usage_auth, pub_digest, priv, _ = _unblob(tpm, parent, migrated.enc, random, msa_digest)
     if payload != C.TPM_PT_CMK_MIGRATE:
         raise TpmError("TPM_BAD_MIGRATION", "not a CMK migration blob")
     if not _hmac.compare_digest(pub_digest, tpm.crypto.sha1(migrated.public_part())):
@@ -332,7 +330,6 @@ def _cmk_convert_direct(tpm, parent, restrict, migrated, msa_list, random) -> Re
     key_digest = tpm.crypto.sha1(migrated.pubkey())
     if not _hmac.compare_digest(source_digest, key_digest):
         raise TpmError("TPM_MA_SOURCE", "restrictTicket names another source key")
-    priv = (seed + rest)[:priv_len]
     store = StoreAsymkey(C.TPM_PT_MIGRATE_RESTRICTED, usage_auth, _cmk_migauth(tpm, msa_digest, key_digest),
                          pub_digest, priv)
     return Response(params=Writer().sized(tpm.crypto.rsa_encrypt(parent.public, store.marshal())).bytes())
@@ -360,3 +357,21 @@ def create_migration_blob(tpm, req: Request) -> Response:
         return Response(params=Writer().sized(b"").sized(out).bytes())
     r1, out = _blob(tpm, pubkey, store, C.TPM_PT_MIGRATE, store.migration_auth)
     return Response(params=Writer().sized(r1).sized(out).bytes())
+
+
+@tpm_command("TPM_ConvertMigrationBlob", handles=1, auth=(1,))
+def convert_migration_blob(tpm, req: Request) -> Response:
+    """Part 3, 11.4: re-wrap a TPM_MS_MIGRATE blob under ``parentHandle`` (pHash becomes the
+    key's migrationAuth, as TPM_CreateMigrationBlob used it)."""
+    parent_h = req.handles[0]
+    enc, random = req.params.sized(512), req.params.sized(512)
+    req.params.end()
+    parent = storage_parent(tpm, parent_h)
+    req.auth.check(0, parent.usage_auth, (C.TPM_ET_KEYHANDLE, parent_h))
+    if parent.blob.migratable:
+        raise TpmError("TPM_INVALID_KEYUSAGE", "the new parent must be a non-migratable storage key")
+    payload, usage_auth, pub_digest, priv, migration_auth = _unblob(tpm, parent, enc, random, None)
+    if payload != C.TPM_PT_MIGRATE:
+        raise TpmError("TPM_BAD_MIGRATION", "not a TPM_PT_MIGRATE blob")
+    store = StoreAsymkey(C.TPM_PT_ASYM, usage_auth, migration_auth, pub_digest, priv)
+    return Response(params=Writer().sized(tpm.crypto.rsa_encrypt(parent.public, store.marshal())).bytes())
