@@ -135,7 +135,7 @@ def test_power_cycle(backend: EngineBackend) -> None:
 def test_charged_is_what_the_engine_charges(backend: EngineBackend) -> None:
     """charged() is the in-process engine's own breakdown for the same command."""
     clock = Clock(load("infineon-2010"))
-    inproc = Tpm12(clock, MemoryNVStore())
+    inproc = Tpm12(clock, MemoryNVStore(), started=False)
     inproc.TPM_Startup()
     response = backend.transact(pcr_read(0))
     assert response == inproc.execute(pcr_read(0))

@@ -94,8 +94,8 @@ def test_serve_cli_runs_and_traces(tmp_path):
 
 
 def test_cli_errors_are_one_line(capsys):
-    assert main(["serve", "--profile", "infineon-2010"]) == 2
-    assert "family 'tpm1.2'" in capsys.readouterr().err
+    assert main(["serve", "--profile", "multos-sle78"]) == 2
+    assert "family 'card'" in capsys.readouterr().err
     assert main(["serve", "--profile", "swtpm-native", "--backend", "tcp:nohost"]) == 2
     assert "tcp:HOST:PORT" in capsys.readouterr().err
     assert main(["serve", "--profile", "swtpm-native", "--backend", "device:/nonexistent"]) == 2

@@ -34,8 +34,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
     try:
+        args = parser.parse_args(argv)  # an argument type may raise TrustlabError (e.g. --seed)
         return int(args.handler(args) or 0)
     except TrustlabError as exc:
         print(f"trustlab: error: {exc}", file=sys.stderr)

@@ -25,9 +25,11 @@ import numpy as np
 
 from trustlab.apps import workloads
 from trustlab.apps.counters import schemes
+from trustlab.apps.counters.base import VerificationError
 from trustlab.apps.counters.runner import OpRecord, describe, run, summarize
 from trustlab.cli._output import table
 from trustlab.errors import TrustlabError
+from trustlab.experiments._params import seed
 from trustlab.experiments.registry import Reference, Result, experiment
 from trustlab.timing import registry
 
@@ -109,7 +111,7 @@ class CountersExperiment:
                             "times the READs (they see the counter's increment gap)")
         parser.add_argument("--requests", type=int, default=None, metavar="R",
                             help="requests per run (default: one per counter, as in the paper)")
-        parser.add_argument("--seed", type=int, default=0,
+        parser.add_argument("--seed", type=seed, default=0,
                             help="seed (>= 0) of the request stream and the timing spread draws (default 0)")
         parser.add_argument("--zipf-mode", choices=list(workloads.ZIPF_MODES), default="bounded",
                             help="bounded (paper's law, exact), ycsb, or scrambled (YCSB ScrambledZipfian)")
@@ -138,8 +140,6 @@ class CountersExperiment:
             raise TrustlabError(f"--requests {args.requests}: need at least one request")
         if args.requests is not None and args.requests > MAX_REQUESTS:
             raise TrustlabError(f"--requests {args.requests}: at most {MAX_REQUESTS}")
-        if args.seed < 0:
-            raise TrustlabError(f"--seed {args.seed}: must not be negative")
         if args.attest_every < 1:
             raise TrustlabError(f"--attest-every {args.attest_every}: must be >= 1")
         if args.scheme in ("log", "log-tpm2") and args.attest_every != 1:
@@ -153,6 +153,7 @@ class CountersExperiment:
             profiles.append(p.without_spread() if args.deterministic else p)
         scheme_names = ["log", "hashtree"] if args.scheme == "both" else [args.scheme]
         rows: list[dict] = []
+        violations: list[str] = []
         per_gap: dict[tuple[str, str, int], Sequence[OpRecord]] = {}
         gap_info: dict[int, dict] = {}
         for n in args.counters:
@@ -164,6 +165,9 @@ class CountersExperiment:
                                            tpm12=args.tpm12 if s != "log-tpm2" else "inproc")
                     try:
                         records = run(scheme, requests, seed=args.seed)
+                    except VerificationError as exc:  # the verifier refused an honest answer: a verdict
+                        violations.append(f"counter verification failed ({s}, {p.name}, {n} counters): {exc}")
+                        continue
                     finally:
                         scheme.close()
                     ops = [args.op] if args.read_fraction is None else list(workloads.OPS)
@@ -175,6 +179,11 @@ class CountersExperiment:
                             row["tpm12"] = scheme.extra.get("tpm12_where", "in-process engine")
                         rows.append(row)
                     per_gap[(s, p.name, n)] = records
+        params = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()
+                  if k not in ("handler", "json", "save", "experiment")}
+        if not rows:
+            return Result(experiment="counters", params=params, data=[], text="\n".join(violations),
+                          violations=violations)
         table_ix = _table_ix(per_gap) if (args.workload != "roundrobin" or args.trace) else None
         for row in rows:
             row["increment_gaps"] = gap_info.get(row["counters"], {})
@@ -184,8 +193,8 @@ class CountersExperiment:
                                  and t["counters"] == row["counters"]]
         return Result(
             experiment="counters",
-            params={k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()
-                    if k not in ("handler", "json", "save", "experiment")},
+            params=params,
+            violations=violations,
             data=rows,
             text=_text(rows, table_ix, args),
             references=_references(rows),

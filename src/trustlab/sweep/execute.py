@@ -18,6 +18,8 @@ to workers (and to Dask) in batches, a few per worker, not one task each.
 from __future__ import annotations
 
 import math
+import os
+import threading
 import time
 import traceback
 from typing import Any, Iterator, Sequence
@@ -66,8 +68,28 @@ def local_processes(points: Sequence[Point], jobs: int) -> Iterator[tuple[str, d
     from joblib import Parallel, delayed
 
     parallel = Parallel(n_jobs=jobs, backend="loky", return_as="generator_unordered")
-    for results in parallel(delayed(run_points)(batch) for batch in batches(points, jobs)):
+    for results in parallel(delayed(_run_batch_in_worker)(batch) for batch in batches(points, jobs)):
         yield from results
+
+
+_WATCHING = False
+
+
+def _run_batch_in_worker(batch: Sequence[Point]) -> list[tuple[str, dict[str, Any]]]:
+    """run_points in a local worker that exits within a second of the sweep's death (kill -9
+    included): loky's workers otherwise run on, computing points nobody will collect."""
+    global _WATCHING
+    if not _WATCHING:
+        _WATCHING = True
+        parent = os.getppid()
+
+        def watch() -> None:
+            while os.getppid() == parent:
+                time.sleep(0.5)
+            os._exit(1)
+
+        threading.Thread(target=watch, name="trustlab-sweep-parent-watch", daemon=True).start()
+    return run_points(batch)
 
 
 def worth_workers(remaining: int, seconds_per_point: float, jobs: int, start_s: float = WORKER_START_S) -> bool:
@@ -130,6 +152,9 @@ def dask(points: Sequence[Point], address: str, jobs: int = 1) -> Iterator[tuple
         client.close()
 
 
+DASK_SCHEMES = ("tcp", "tls", "ws", "wss", "ucx", "inproc")
+
+
 def _probe(address: str, timeout: float = 3.0) -> None:
     """Fail fast, with a clear message, when nothing listens at a tcp:// scheduler address."""
     import socket
@@ -137,11 +162,23 @@ def _probe(address: str, timeout: float = 3.0) -> None:
 
     if "://" not in address:
         address = "tcp://" + address
-    parts = urlsplit(address)
-    if parts.scheme not in ("tcp", "tls") or not parts.hostname:
+    try:
+        parts = urlsplit(address)
+    except ValueError as exc:
+        raise TrustlabError(f"--scheduler {address}: not an address ({exc})") from None
+    if parts.scheme not in DASK_SCHEMES:
+        raise TrustlabError(f"--scheduler {address}: unknown transport {parts.scheme!r} "
+                            f"(expected {', '.join(s + '://' for s in DASK_SCHEMES)} or 'local')")
+    if parts.scheme not in ("tcp", "tls", "ws", "wss"):
         return  # other transports: let Dask judge
     try:
-        with socket.create_connection((parts.hostname, parts.port or 8786), timeout=timeout):
+        host, port = parts.hostname, parts.port or 8786
+    except ValueError as exc:  # a port out of range or not a number
+        raise TrustlabError(f"--scheduler {address}: {exc}") from None
+    if not host:
+        raise TrustlabError(f"--scheduler {address}: no host (expected e.g. tcp://127.0.0.1:8786)")
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
             pass
     except OSError as exc:
         raise TrustlabError(f"--scheduler {address}: cannot connect to a Dask scheduler ({exc})") from None
