@@ -288,24 +288,17 @@ _WHILE_ON = {
 
 
 # ---- interim front end ------------------------------------------------------
-# Until the proxy implements the Backend contract (family / charged / control,
-# COMMON.md), this subclass gives it TPM 1.2 framing, charges what the backend
-# charged and answers the control channel from the backend. It replaces no
-# proxy behaviour for TPM 2.0 and is dropped when the proxy does this itself.
+# The proxy already frames TPM 1.2 and charges what ``charged()`` reports; until
+# it also asks ``backend.control()`` on the control port (the Backend contract
+# in COMMON.md), this subclass does that one thing. Dropped once the proxy does.
 
 import socket  # noqa: E402
-import time  # noqa: E402
 
-from trustlab.devices.tpm2.proxy import TimingProxy, TraceRecord, precise_sleep_until  # noqa: E402
-
-MAX_FRAME = 8192
-"""Largest TPM 1.2 frame accepted on the data port (TrouSerS' TPM_TXBLOB_SIZE is 4096)."""
-
-HEADER = 10
+from trustlab.devices.tpm2.proxy import IDLE_PARTIAL_TIMEOUT, TimingProxy  # noqa: E402
 
 
 class Tpm12Proxy(TimingProxy):
-    """:class:`TimingProxy` serving an :class:`EngineBackend` (TPM 1.2 frames, in-process control)."""
+    """:class:`TimingProxy` serving an :class:`EngineBackend`, control answered by the backend."""
 
     backend: EngineBackend
 
@@ -315,89 +308,21 @@ class Tpm12Proxy(TimingProxy):
             raise TrustlabError("a TPM 1.2 is served with swtpm's control channel only (no --control mssim)")
         super().__init__(profile, backend, **kwargs)
 
-    @property
-    def tcti(self) -> str:
-        return f"tcp:{self.host}:{self.port}"
-
-    def check_backend(self) -> None:
-        if not self.backend.powered:
-            raise TrustlabError(f"backend {self.backend.describe()}: not powered")
-
     def reset(self) -> None:
         """Power-cycle the TPM (CMD_INIT) and clear the ledger."""
         with self._tpm_lock:
             self.backend.control(wire.CMD_INIT, struct.pack(">I", 0))
             self.clock.reset()
 
-    def _serve_data(self, conn: socket.socket) -> None:
-        buf = b""
-        while not self._stopping.is_set():
-            while len(buf) < HEADER or len(buf) < struct.unpack_from(">I", buf, 2)[0]:
-                if len(buf) >= HEADER:
-                    size = struct.unpack_from(">I", buf, 2)[0]
-                    if not HEADER <= size <= MAX_FRAME:
-                        conn.sendall(fail_response(C.RC["TPM_BAD_PARAM_SIZE"]))
-                        return
-                conn.settimeout(10.0 if buf else None)
-                try:
-                    chunk = conn.recv(65536)
-                except socket.timeout:
-                    return
-                if not chunk:
-                    return
-                buf += chunk
-            size = struct.unpack_from(">I", buf, 2)[0]
-            frame, buf = buf[:size], buf[size:]
-            conn.sendall(self.execute(frame))
-
-    def execute(self, command: bytes, framing: str = "raw") -> bytes:
-        """Run one TPM 1.2 frame on the engine; hold its response for what the engine charged."""
-        with self._tpm_lock:
-            started = time.perf_counter()
-            response = self.backend.transact(command)
-            backend_ms = (time.perf_counter() - started) * 1000.0
-            name = self.backend.last_command
-            charged = self.backend.charged() or {}
-            with self.clock.command(name) as rec:
-                for component, ms in charged.items():
-                    self.clock.charge_ms(component, ms)
-            modelled = rec.ms
-            if not self.virtual:
-                precise_sleep_until(started + modelled / 1000.0)
-            held_ms = (time.perf_counter() - started) * 1000.0 - backend_ms
-            code = struct.unpack_from(">I", command, 6)[0] if len(command) >= HEADER else 0
-            rc = struct.unpack_from(">I", response, 6)[0] if len(response) >= HEADER else -1
-            self._seq += 1
-            record = TraceRecord(seq=self._seq, command=name, code=f"{code:#x}", variant=None, framing=framing,
-                                 in_bytes=len(command), out_bytes=len(response), rc=rc, modelled_ms=modelled,
-                                 backend_ms=backend_ms, held_ms=held_ms, unmodelled=False,
-                                 breakdown=dict(rec.breakdown))
-            self._emit(record)
-        return response
-
-    def _emit(self, record: TraceRecord) -> None:
-        import json
-        from dataclasses import asdict
-
-        if len(self.records) >= self._keep:
-            del self.records[: self._keep // 2]
-        self.records.append(record)
-        if self._trace_fn is not None:
-            self._trace_fn(record)
-        if self._trace_file is not None:
-            with self._trace_lock:
-                self._trace_file.write(json.dumps(asdict(record)) + "\n")
-                self._trace_file.flush()
-
     def _serve_ctrl(self, conn: socket.socket) -> None:
         buf = b""
         while not self._stopping.is_set():
             n = wire.ctrl_request_length(buf)
             if n is None or len(buf) < n:
-                if len(buf) > 8 + 4096:
+                if len(buf) > 8 + wire.MAX_FRAME:  # a lying CMD_HASH_DATA length
                     conn.sendall(wire.ctrl_error())
                     return
-                conn.settimeout(10.0 if buf else None)
+                conn.settimeout(IDLE_PARTIAL_TIMEOUT if buf else None)
                 try:
                     chunk = conn.recv(65536)
                 except socket.timeout:
