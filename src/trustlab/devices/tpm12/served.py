@@ -101,6 +101,9 @@ class EngineBackend(Backend):
 
     family = "tpm1.2"
     ctrl_address = None
+    extra_control = frozenset({wire.CMD_SHUTDOWN, wire.CMD_HASH_START, wire.CMD_HASH_DATA, wire.CMD_HASH_END})
+    """Control codes beyond what the proxy lets clients send to any TPM: the power-down and the DRTM
+    sequence are harmless on an in-process engine (they would stop or reset a shared swtpm)."""
 
     def __init__(self, profile: Profile, state_dir: str | Path | None = None, *, seed: int = 0,
                  startup: str = "clear", nv: NVStore | None = None, keygen=None) -> None:
