@@ -230,3 +230,26 @@ def test_counters_over_the_wire_time_as_in_process(scheme: str) -> None:
         finally:
             built.close()
     assert times["served"] == pytest.approx(times["inproc"], rel=1e-12)
+
+
+def test_run_counters_records_where_the_tpm_ran() -> None:
+    from trustlab.experiments.registry import run_argv
+
+    argv = ["--scheme", "log", "--profile", "winbond-counters-2010", "--counters", "2", "--requests", "4",
+            "--deterministic"]
+    inproc = run_argv("counters", argv)
+    served = run_argv("counters", argv + ["--tpm12", "served"])
+    assert served.params["tpm12"] == "served" and inproc.params["tpm12"] == "inproc"
+    (a,), (b,) = inproc.data, served.data
+    assert a["tpm12"] == "in-process engine" and b["tpm12"].startswith("served engine")
+    assert b["total_s"] == pytest.approx(a["total_s"], rel=1e-12)
+
+
+def test_run_counters_libtpms_is_a_clear_error() -> None:
+    from trustlab.errors import TrustlabError
+    from trustlab.experiments.registry import run_argv
+
+    with pytest.raises(TrustlabError, match="--tpm12 libtpms"):
+        run_argv("counters", ["--scheme", "log", "--counters", "2", "--requests", "2", "--tpm12", "libtpms"])
+    with pytest.raises(TrustlabError, match="log-tpm2"):
+        schemes.build("log-tpm2", load("infineon-slb9672-wolftpm"), 2, tpm12="served")
