@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from cryptography.hazmat.primitives.asymmetric import rsa
 
+from trustlab.apps import keypool
 from trustlab.devices.tpm12 import Tpm12, secret
 from trustlab.devices.tpm12 import constants as C
 from trustlab.devices.tpm12.keys import Key12, rsa_public
@@ -46,7 +47,7 @@ def provision(clock: Clock, nv: NVStore | None = None, *, physical_counter: bool
     already started, as a platform's firmware leaves a TPM.
     """
     if tpm is None:
-        tpm = Tpm12(clock, nv)
+        tpm = Tpm12(clock, nv, keygen=keypool.cursor(), started=False)  # host keys from the cached pool (not charged)
         tpm.TPM_Startup()
     owner, srk = secret("trustlab-owner"), secret("trustlab-srk")
     tpm.TPM_TakeOwnership(owner, srk)

@@ -157,9 +157,11 @@ class Tpm12:
     """
 
     def __init__(self, clock: Clock, nv: NVStore | None = None,
-                 keygen: Callable[[int], rsa.RSAPrivateKey] | None = None, *, engine=None) -> None:
+                 keygen: Callable[[int], rsa.RSAPrivateKey] | None = None, *, started: bool = True,
+                 engine=None) -> None:
+        """``started=False``: the TPM waits for :meth:`TPM_Startup` (as after _TPM_Init)."""
         self.clock = clock
-        self.engine = engine if engine is not None else Engine(clock, nv, keygen)
+        self.engine = engine if engine is not None else Engine(clock, nv, keygen, started=started)
         self._through: HostTransport | None = None
         self._last_digests: tuple[bytes, ...] = (b"", b"")
 

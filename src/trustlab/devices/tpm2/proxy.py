@@ -32,7 +32,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import IO, Callable, Iterator
 
-from trustlab.devices.tpm2 import cost, objects, wire
+from trustlab.devices.tpm2 import cost, extensions, objects, wire
 from trustlab.devices.tpm2.backend import Backend, SocketBackend, open_backend
 from trustlab.devices.tpm2.commands import TPM_RC_FAILURE, command_name
 from trustlab.devices.tpm2.swtpm import Swtpm, free_port_pair
@@ -150,6 +150,7 @@ class TimingProxy:
         self._backend_down = False
         self.clock = Clock(profile, seed=seed, realtime=False)
         self.objects = objects.ObjectTable()
+        self.extension_state = extensions.ExtensionState(seed)
         self.records: list[TraceRecord] = []
         self._keep = keep_records
         self._seq = 0
@@ -363,6 +364,7 @@ class TimingProxy:
         except (OSError, ConnectionError, wire.WireError, struct.error):
             pass
         finally:
+            extensions.connection_closed(id(conn), self.extension_state)
             with self._conns_lock:
                 self._conns.discard(conn)
             try:
@@ -397,10 +399,10 @@ class TimingProxy:
                     conn.sendall(wire.handshake_reply())
                     continue
                 assert isinstance(event, wire.Command)
-                response = self.execute(event.payload, event.framing)
+                response = self.execute(event.payload, event.framing, conn_id=id(conn))
                 conn.sendall(wire.frame_reply(response, event.framing))
 
-    def execute(self, command: bytes, framing: str = "raw") -> bytes:
+    def execute(self, command: bytes, framing: str = "raw", conn_id: object = None) -> bytes:
         """Run one complete command frame on the backend and hold it for its modelled time.
 
         The command path, one step per place (keep it that simple):
@@ -417,10 +419,18 @@ class TimingProxy:
         """
         with self._tpm_lock:
             started = time.perf_counter()
-            response = self.backend.transact(command)
+            claimed = extensions.dispatch(command, extensions.Context(
+                conn_id, self.profile, self.backend.transact, self.extension_state))
+            if claimed is None:
+                response = self.backend.transact(command)
             backend_ms = (time.perf_counter() - started) * 1000.0
-            self._note_backend(command, response)
-            assessed, charged = self._price(command, response)
+            if claimed is None:
+                self._note_backend(command, response)
+                assessed, charged = self._price(command, response)
+                extra_ms: dict[str, float] = {}
+            else:
+                response, assessed = claimed.response, claimed.assessed(len(command))
+                charged, extra_ms = None, claimed.charges_ms
             with self.clock.command(assessed.command) as rec:
                 if charged is not None:
                     for component, ms in charged.items():
@@ -428,6 +438,8 @@ class TimingProxy:
                 else:
                     for component, count in assessed.terms.items():
                         self.clock.charge(component, count)
+                for component, ms in extra_ms.items():
+                    self.clock.charge_ms(component, ms)
             modelled = rec.ms
             if not self.virtual:
                 precise_sleep_until(started + modelled / 1000.0)
