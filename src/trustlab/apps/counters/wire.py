@@ -25,6 +25,7 @@ import collections
 from dataclasses import dataclass
 from typing import Callable
 
+from trustlab.apps import keypool
 from trustlab.devices.tpm12 import MemoryNVStore, Tpm12
 from trustlab.errors import TrustlabError
 from trustlab.timing.clock import Clock
@@ -62,7 +63,8 @@ def _served(profile: Profile, clock: Clock, seed: int) -> WiredTpm:
     from trustlab.devices.tpm12.socket_tpm import SocketTpm12
 
     records: collections.deque = collections.deque()
-    backend = EngineBackend(profile, nv=MemoryNVStore(), seed=seed)  # powered and started, as serve runs it
+    # powered and started, as serve runs it; host keys from the cached pool, as provision() gives the in-process engine
+    backend = EngineBackend(profile, nv=MemoryNVStore(), seed=seed, keygen=keypool.cursor())
     proxy = Tpm12Proxy(profile, backend, virtual=True, trace=records.append, keep_records=2)
 
     def price(command: bytes, response: bytes) -> tuple[str, dict[str, float]]:

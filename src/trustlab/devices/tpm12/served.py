@@ -56,8 +56,6 @@ from trustlab.timing.profile import Profile
 STATE_FILE = "tpm12-state.json"
 """The engine's persistent state inside ``--state DIR``."""
 
-INIT_FLAG_DELETE_VOLATILE = 1
-
 # swtpm's PTM_CAP_* bits (tpm_ioctl.h): what this control channel implements
 PTM_CAP_INIT = 1 << 0
 PTM_CAP_SHUTDOWN = 1 << 1
@@ -137,20 +135,13 @@ class EngineBackend(Backend):
 
     # ---- power -------------------------------------------------------------
 
-    def power_on(self, *, delete_volatile: bool = False) -> None:
-        """Power the chip up: a fresh engine on the same NV, then TPM_Startup(ST_CLEAR) if asked.
-
-        ``delete_volatile`` (CMD_INIT's INIT_FLAG_DELETE_VOLATILE) discards a
-        TPM_SaveState image first, if the engine keeps one.
-        """
+    def power_on(self) -> None:
+        """Power the chip up: a fresh engine on the same NV, then TPM_Startup(ST_CLEAR) if asked."""
         with self._lock:
-            self.engine = Engine(self.clock, self.nv, self.keygen)
+            self.engine = Engine(self.clock, self.nv, self.keygen, started=False)  # _TPM_Init
             self.engine.locality = self.locality
-            discard = getattr(self.engine, "discard_saved_state", None)
-            if delete_volatile and discard is not None:
-                discard()
             if self.startup == "clear":
-                self.engine.execute(startup_frame())  # its rc: already started is as good as started
+                self.engine.execute(startup_frame())
 
     def power_off(self) -> None:
         """Cut the power: volatile state is lost (the NV state was saved command by command)."""
@@ -198,9 +189,10 @@ class EngineBackend(Backend):
         if code == wire.CMD_GET_CONFIG:
             return struct.pack(">II", TPM_SUCCESS, 0)
         if code == wire.CMD_INIT:
-            flags = struct.unpack(">I", payload[:4])[0] if len(payload) >= 4 else 0
+            # INIT_FLAG_DELETE_VOLATILE deletes swtpm's CMD_STORE_VOLATILE blob, which this backend
+            # never writes; the TPM_SaveState image survives it on libtpms too (a test checks).
             self.power_off()
-            self.power_on(delete_volatile=bool(flags & INIT_FLAG_DELETE_VOLATILE))
+            self.power_on()
             return _RESULT(TPM_SUCCESS)
         if code == wire.CMD_SHUTDOWN:
             self.power_off()
