@@ -245,14 +245,48 @@ def test_run_counters_records_where_the_tpm_ran() -> None:
     assert b["total_s"] == pytest.approx(a["total_s"], rel=1e-12)
 
 
-def test_run_counters_libtpms_is_a_clear_error() -> None:
+def test_tpm12_flag_errors() -> None:
     from trustlab.errors import TrustlabError
-    from trustlab.experiments.registry import run_argv
 
-    with pytest.raises(TrustlabError, match="--tpm12 libtpms"):
-        run_argv("counters", ["--scheme", "log", "--counters", "2", "--requests", "2", "--tpm12", "libtpms"])
+    with pytest.raises(TrustlabError, match="TPM_ExecuteHashTree"):
+        schemes.build("hashtree", load("infineon-counters-2010"), 2, tpm12="libtpms")
     with pytest.raises(TrustlabError, match="log-tpm2"):
         schemes.build("log-tpm2", load("infineon-slb9672-wolftpm"), 2, tpm12="served")
+
+
+def _op_times(scheme: str, tpm12: str, requests: list) -> list[float]:
+    built = schemes.build(scheme, load("infineon-counters-2010").without_spread(), 3, seed=1, tpm12=tpm12)
+    try:
+        return [r.ms for r in run_scheme(built, requests, seed=1)]
+    finally:
+        built.close()
+
+
+REQUESTS = [Request(i % 3, op) for i, op in enumerate(["increment"] * 4 + ["read"] * 2)]
+
+
+def test_lockstep_times_are_the_twin_engines(monkeypatch) -> None:
+    """The lockstep plumbing of --tpm12 libtpms, with the served engine standing in for libtpms."""
+    from trustlab.apps.counters import wire as W
+
+    monkeypatch.setattr(W, "_libtpms", lambda clock: W._served(load("infineon-counters-2010"), clock, 0))
+    assert _op_times("log", "libtpms", REQUESTS) == pytest.approx(_op_times("log", "inproc", REQUESTS), rel=1e-12)
+
+
+@needs_swtpm
+def test_counters_on_libtpms() -> None:
+    """`run counters --scheme log --tpm12 libtpms`: the scheme's certificates from libtpms verify."""
+    from trustlab.errors import TrustlabError
+
+    try:
+        times = _op_times("log", "libtpms", REQUESTS)
+    except TrustlabError as e:
+        if "TPM_ExecuteTransport" in str(e) and "TPM_AUTH2FAIL" in str(e):
+            pytest.xfail("engine/host gap (issue 12 part A): TPM_ExecuteTransport's authorization differs from "
+                         "libtpms (spec: SHA1(ordinal || wrappedCmdSize || H1)), so libtpms refuses the host's HMAC")
+        raise
+    assert times == pytest.approx(_op_times("log", "inproc", REQUESTS), rel=1e-12)
+
 
 
 def _startup(kind: int) -> bytes:
