@@ -46,7 +46,7 @@ from pathlib import Path
 from trustlab.devices.tpm12 import constants as C
 from trustlab.devices.tpm12 import registry
 from trustlab.devices.tpm12.engine import Engine
-from trustlab.devices.tpm12.nvstore import FileNVStore, MemoryNVStore, NVStore
+from trustlab.devices.tpm12.nvstore import FileNVStore, NVStore
 from trustlab.devices.tpm2 import wire
 from trustlab.devices.tpm2.backend import Backend
 from trustlab.errors import TrustlabError
@@ -70,8 +70,8 @@ CAPABILITIES = (PTM_CAP_INIT | PTM_CAP_SHUTDOWN | PTM_CAP_GET_TPMESTABLISHED | P
 
 TPM_SUCCESS = 0
 TPM_FAIL = C.RC["TPM_FAIL"]
-TPM_BAD_ORDINAL = C.RC["TPM_BAD_ORDINAL"]  # swtpm's answer to control commands while the TPM is off, and to unknown codes
-TPM_BAD_LOCALITY = 0x3D
+TPM_BAD_ORDINAL = C.RC["TPM_BAD_ORDINAL"]  # swtpm's answer to control requests while off, and to unknown codes
+TPM_BAD_LOCALITY = C.RC["TPM_BAD_LOCALITY"]
 DRTM_PCRS = range(17, 23)
 ESTABLISHED = "tpm_established"   # key in the engine's persistent ``extra`` map
 
