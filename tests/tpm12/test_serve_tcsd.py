@@ -234,3 +234,41 @@ def test_tcsd_and_tpm_tools_on_served_engine(workdir: Path) -> None:
     check_flow(steps, tcsd)
     assert "TPM_TakeOwnership" in commands and "TPM_Unseal" in commands
     assert (workdir / "engine" / STATE_FILE).exists()  # --state kept the owner
+
+
+@pytest.mark.realtime
+def test_tcsd_realtime_transcript(workdir: Path) -> None:
+    """Realtime: every tool takes at least the modelled time of the commands it caused (the hold works
+    through tcsd); prints the transcript (tool, wall, modelled)."""
+    from trustlab.devices.tpm12 import registry
+
+    if any(ordinal not in registry.table() for ordinal in NEEDED_ORDINALS):
+        pytest.skip("the engine lacks commands tcsd needs (see the virtual test)")
+    trace = workdir / "trace.jsonl"
+
+    def records() -> list[dict]:
+        return [json.loads(line) for line in trace.read_text().splitlines()] if trace.exists() else []
+
+    rows = []
+    with serve(workdir, "--trace", str(trace)) as port:
+        tcsd = Tcsd(port, workdir).start()
+        plain = tcsd.tool
+
+        def timed_tool(*argv: str) -> Step:
+            before = len(records())
+            step = plain(*argv)
+            rows.append((step, sum(r["modelled_ms"] for r in records()[before:])))
+            return step
+
+        tcsd.tool = timed_tool  # type: ignore[method-assign]
+        try:
+            steps = tools_flow(tcsd, create_ek=False)
+        finally:
+            tcsd.stop()
+    print("\n" + "\n".join(f"{s.wall_s * 1000:9.1f} ms wall  {m:9.1f} ms modelled  rc={s.rc}  {s.command}"
+                            for s, m in rows))
+    if steps[-1].rc != 0 and steps[-1].command.startswith("tpm_nvdefine"):
+        pytest.xfail("engine gap (issue 12 part A): TPM_OSAP(TPM_ET_OWNER, entityValue 0) then NV_DefineSpace")
+    check_flow(steps, tcsd)
+    for step, modelled in rows:
+        assert step.wall_s * 1000 >= modelled, step.command
