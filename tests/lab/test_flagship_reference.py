@@ -1,12 +1,12 @@
 """Speed work must not move a figure (issue 15): a representative subset of the flagship's runs
 against a stored reference of their results.
 
-The reference (``data/flagship_reference.json``) is what these runs produced before the speed
-work, checked at the time against a whole flagship run of the code without it (every figure
-equal; only the wallet's measured host wall times differ, run to run). Seeds fix every draw, so
-the figures are reproducible; wall-clock measurements are left out. It is a regression check
-of our own outputs, not a paper figure: a change that *means* to move a figure (a recalibrated
-profile, a corrected model) regenerates it with
+The reference (``data/flagship_reference.json``) holds these runs' figures; each speed change
+was checked against it (and against a whole flagship run of the code without the change: every
+figure equal, only the wallet's measured host wall times differ, run to run). Seeds fix every
+draw, so the figures are reproducible; wall-clock measurements are left out. It is a regression
+check of our own outputs, not a paper figure: a change that *means* to move a figure (a
+recalibrated profile, a corrected model, the engine rework that last did) regenerates it with
 
     PYTHONPATH=src python tests/lab/test_flagship_reference.py
 

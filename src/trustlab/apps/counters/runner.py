@@ -126,20 +126,16 @@ class Records(Sequence[OpRecord]):
         i, c, op, ut, ms, model, verify, paper = _ROW.unpack(self._file.read(_ROW.size))
         return OpRecord(i, c, _OPS[op], ut, ms, _nan_none(model), verify, _nan_none(paper))
 
+    _FIELDS = {"ut": 3, "ms": 4, "model_ms": 5, "verify_ms": 6, "paper_ms": 7}
+
+    def column(self, name: str, op: str | None = None) -> Iterator[float]:
+        """One field of the rows of ``op`` (all with None), in request order (NaN: None), streamed."""
+        at, code = self._FIELDS[name], None if op is None else _OPS.index(op)
+        return (row[at] for row in self._tuples() if code is None or row[2] == code)
+
     def columns(self, op: str | None = None) -> dict[str, array]:
-        """The rows of ``op`` (all with None) as arrays: ut, ms, model_ms, verify_ms, paper_ms (NaN: None)."""
-        code = None if op is None else _OPS.index(op)
-        cols = {"ut": array("q"), "ms": array("d"), "model_ms": array("d"), "verify_ms": array("d"),
-                "paper_ms": array("d")}
-        ut, ms, model, verify, paper = cols.values()
-        for _, _, o, u, m, mo, v, pa in self._tuples():
-            if code is None or o == code:
-                ut.append(u)
-                ms.append(m)
-                model.append(mo)
-                verify.append(v)
-                paper.append(pa)
-        return cols
+        """The rows of ``op`` as arrays: ut, ms, model_ms, verify_ms, paper_ms (NaN: None)."""
+        return {name: array("q" if name == "ut" else "d", self.column(name, op)) for name in self._FIELDS}
 
     def close(self) -> None:
         self._file.close()
@@ -226,12 +222,14 @@ def summarize(records: Sequence[OpRecord], *, scheme: str, op: str, profile: str
     Reads :class:`Records` column by column; the sums run over the same values
     in the same order as over a list of records, so the figures are identical.
     """
-    if isinstance(records, Records):
-        cols = records.columns(op)
-        ms, ut, model, verify, paper = (cols["ms"], cols["ut"], cols["model_ms"], cols["verify_ms"],
-                                        cols["paper_ms"])
-        model_s = None if any(x != x for x in model) else sum(model) / 1000.0
-        paper_s = None if any(x != x for x in paper) else sum(paper) / 1000.0
+    if isinstance(records, Records):  # one field at a time off the disk: only the times are held
+        ms = array("d", records.column("ms", op))
+        ut = records.column("ut", op)
+        verify = records.column("verify_ms", op)
+        model_s = (None if any(x != x for x in records.column("model_ms", op))
+                   else sum(records.column("model_ms", op)) / 1000.0)
+        paper_s = (None if any(x != x for x in records.column("paper_ms", op))
+                   else sum(records.column("paper_ms", op)) / 1000.0)
     else:
         chosen = [r for r in records if r.op == op]
         ms, ut, verify = [r.ms for r in chosen], [r.ut for r in chosen], [r.verify_ms for r in chosen]

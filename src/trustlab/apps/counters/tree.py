@@ -88,7 +88,8 @@ class SparseTree:
     def _put_leaf(self, index: int, data: bytes) -> None:
         w, buf = self._width, self._leafbuf
         if buf is None and self._store.dense and 0 < w <= 64:
-            buf = self._leafbuf = bytearray(self._default_leaf * self.size)
+            buf = self._leafbuf = bytearray(w * self.size)
+            merkle.fill(buf, 0, len(buf), self._default_leaf)
             for i, d in list(self.leaves.items()):
                 if len(d) == w:
                     buf[i * w:(i + 1) * w] = d

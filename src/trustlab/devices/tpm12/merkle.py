@@ -138,6 +138,14 @@ except ImportError:  # pragma: no cover - other interpreters
     _node_sha1 = hashlib.sha1
 
 
+def fill(buf: bytearray, start: int, end: int, pattern: bytes) -> None:
+    """``buf[start:end] = pattern * n`` without a temporary of the whole length (up to 20 MiB here)."""
+    chunk = pattern * max(1, 65536 // len(pattern))
+    for at in range(start, end, len(chunk)):
+        piece = chunk[:end - at] if end - at < len(chunk) else chunk
+        buf[at:at + len(piece)] = piece
+
+
 class HeapNodes:
     """The node storage and the hot loops of every Merkle tree here (host, tests, benchmarks).
 
@@ -175,7 +183,7 @@ class HeapNodes:
         nodes[width:2 * width] = self.defaults[depth]  # root; slot 0 unused
         for height in range(depth - 1, -1, -1):
             start = 1 << (depth - height)
-            nodes[start * width:2 * start * width] = self.defaults[height] * start
+            fill(nodes, start * width, 2 * start * width, self.defaults[height])
         for idx, value in self.nodes.items():  # type: ignore[union-attr]
             nodes[idx * width:(idx + 1) * width] = value
         self.nodes, self.dense = nodes, True
