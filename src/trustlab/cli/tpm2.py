@@ -1,0 +1,306 @@
+"""``trustlab tpm2 pqc ...``: the TCG TPM 2.0 Library 1.85 post-quantum commands from the shell.
+
+tpm2-tools 5.4 knows neither TPM2_SignDigest nor TPM_ALG_MLDSA, so these verbs
+send the raw 1.85 frames themselves, to a ``trustlab serve`` (or any TPM that
+implements them) named by a TCTI string. Handles stay valid between
+invocations, as with tpm2-tools over ``tcti-swtpm``.
+
+    trustlab serve --profile st-st33ktpm2xspi-wolftpm --port 2321 &
+    export TPM2TOOLS_TCTI=swtpm:port=2321
+    trustlab tpm2 pqc createprimary --alg ML-DSA-65 --public-out key.pub
+    trustlab tpm2 pqc sign-digest --key 0x80ff0000 --message msg.bin --signature-out msg.sig
+    trustlab tpm2 pqc verify-digest --key 0x80ff0000 --message msg.bin --signature msg.sig
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+from pathlib import Path
+
+from trustlab.cli._output import print_json
+from trustlab.errors import TrustlabError
+
+HIERARCHIES = {"owner": 0x40000001, "o": 0x40000001, "endorsement": 0x4000000B, "e": 0x4000000B,
+               "platform": 0x4000000C, "p": 0x4000000C, "null": 0x40000007, "n": 0x40000007}
+HASHES = {"sha256": 0x000B, "sha384": 0x000C, "sha512": 0x000D}
+
+
+def _handle(text: str) -> int:
+    try:
+        value = int(text, 0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a handle (e.g. 0x80ff0000)") from None
+    if not 0 <= value <= 0xFFFFFFFF:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a 32-bit handle")
+    return value
+
+
+def _auth(text: str) -> bytes:
+    data = text.encode()
+    if len(data) > 64:
+        raise argparse.ArgumentTypeError("a password is at most 64 bytes")
+    return data
+
+
+def read_user_bytes(path: Path, what: str) -> bytes:
+    """A user-named file's bytes; a missing or unreadable file is a one-line TrustlabError."""
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        raise TrustlabError(f"{path}: no such {what} file") from None
+    except OSError as exc:
+        raise TrustlabError(f"{path}: cannot read {what} ({exc.strerror or exc})") from None
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("tpm2", help="TPM 2.0 commands tpm2-tools does not know (TCG 1.85 post-quantum)",
+                       description="TPM 2.0 commands beyond tpm2-tools 5.4.")
+    groups = p.add_subparsers(dest="tpm2_group", metavar="GROUP", required=True)
+    pqc = groups.add_parser("pqc", help="ML-KEM / ML-DSA keys and commands (TCG TPM 2.0 Library 1.85)",
+                            description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    verbs = pqc.add_subparsers(dest="verb", metavar="VERB", required=True)
+
+    def verb(name: str, help_: str, example: str) -> argparse.ArgumentParser:
+        v = verbs.add_parser(name, help=help_, description=help_, epilog=f"example: trustlab tpm2 pqc {example}")
+        v.add_argument("--tcti", default=os.environ.get("TPM2TOOLS_TCTI", "swtpm:port=2321"),
+                       help="TCTI of the TPM (default $TPM2TOOLS_TCTI, else swtpm:port=2321); swtpm:/mssim: are "
+                       "spoken directly, others through tpm2-pytss's TCTILdr")
+        v.add_argument("--json", action="store_true", help="machine-readable output")
+        return v
+
+    def key_auth(v: argparse.ArgumentParser, what: str = "the key's password (password session)") -> None:
+        v.add_argument("--key-auth", type=_auth, default=b"", metavar="PASSWORD", help=what)
+
+    def template_args(v: argparse.ArgumentParser) -> None:
+        v.add_argument("--alg", required=True, choices=("ML-DSA-44", "ML-DSA-65", "ML-DSA-87", "ML-KEM-768",
+                                                        "ML-KEM-1024"), help="key algorithm and parameter set")
+        v.add_argument("--hash", choices=tuple(HASHES), help="make an ML-DSA key HashML-DSA with this pre-hash")
+        v.add_argument("--no-external-mu", action="store_true",
+                       help="ML-DSA: allowExternalMu=NO (the key then signs only through sign sequences)")
+        key_auth(v, "password of the new key (its userAuth)")
+        v.add_argument("--public-out", type=Path, metavar="FILE", help="write the TPMT_PUBLIC here")
+
+    v = verb("createprimary", "create a PQC primary key (derived from the hierarchy seed) and load it",
+             "createprimary --alg ML-DSA-65 --public-out key.pub --json")
+    template_args(v)
+    v.add_argument("--hierarchy", choices=tuple(HIERARCHIES), default="owner", help="hierarchy (default owner)")
+    v.add_argument("--hierarchy-auth", type=_auth, default=b"", metavar="PASSWORD", help="hierarchy password")
+    v.set_defaults(handler=run_createprimary)
+
+    v = verb("create", "create a PQC key under a storage parent; writes its private blob and public area",
+             "create --parent 0x80000000 --alg ML-KEM-768 --private-out k.priv --public-out k.pub")
+    template_args(v)
+    v.add_argument("--parent", type=_handle, required=True, help="storage parent handle (e.g. an SRK)")
+    v.add_argument("--parent-auth", type=_auth, default=b"", metavar="PASSWORD", help="parent's password")
+    v.add_argument("--private-out", type=Path, required=True, metavar="FILE", help="write the TPM2B_PRIVATE here")
+    v.set_defaults(handler=run_create)
+
+    v = verb("load", "load a PQC key created by 'create' under the same parent",
+             "load --parent 0x80000000 --private k.priv --public k.pub")
+    v.add_argument("--parent", type=_handle, required=True, help="storage parent handle")
+    v.add_argument("--parent-auth", type=_auth, default=b"", metavar="PASSWORD", help="parent's password")
+    v.add_argument("--private", type=Path, required=True, metavar="FILE", help="private blob from 'create'")
+    v.add_argument("--public", type=Path, required=True, metavar="FILE", help="public area from 'create'")
+    v.set_defaults(handler=run_load)
+
+    def message_args(v: argparse.ArgumentParser) -> None:
+        src = v.add_mutually_exclusive_group(required=True)
+        src.add_argument("--message", type=Path, metavar="FILE",
+                         help="message file: the client computes the external mu (ML-DSA) or PH(M) (HashML-DSA)")
+        src.add_argument("--digest", metavar="HEX", help="the digest parameter as is (mu, or PH(M))")
+        v.add_argument("--context", default="", metavar="TEXT", help="FIPS 204 context string (HashML-DSA/mu)")
+        v.add_argument("--key", type=_handle, required=True, help="loaded ML-DSA key handle")
+
+    v = verb("sign-digest", "TPM2_SignDigest: sign an external mu / pre-hash with an ML-DSA key",
+             "sign-digest --key 0x80ff0000 --message msg.bin --signature-out msg.sig")
+    message_args(v)
+    key_auth(v)
+    v.add_argument("--signature-out", type=Path, metavar="FILE", help="write the raw signature here")
+    v.set_defaults(handler=run_sign)
+
+    v = verb("verify-digest", "TPM2_VerifyDigestSignature in the TPM, and cryptography's verify beside it",
+             "verify-digest --key 0x80ff0000 --message msg.bin --signature msg.sig")
+    message_args(v)
+    v.add_argument("--signature", type=Path, required=True, metavar="FILE", help="raw signature file")
+    v.set_defaults(handler=run_verify)
+
+    v = verb("encapsulate", "TPM2_Encapsulate: a fresh shared secret and its ML-KEM ciphertext",
+             "encapsulate --key 0x80ff0001 --ciphertext-out ct.bin --json")
+    v.add_argument("--key", type=_handle, required=True, help="loaded ML-KEM key handle")
+    v.add_argument("--ciphertext-out", type=Path, metavar="FILE", help="write the ciphertext here")
+    v.set_defaults(handler=run_encapsulate)
+
+    v = verb("decapsulate", "TPM2_Decapsulate: the shared secret inside an ML-KEM ciphertext",
+             "decapsulate --key 0x80ff0001 --ciphertext ct.bin --json")
+    v.add_argument("--key", type=_handle, required=True, help="loaded ML-KEM key handle")
+    v.add_argument("--ciphertext", type=Path, required=True, metavar="FILE", help="ciphertext file")
+    key_auth(v)
+    v.set_defaults(handler=run_decapsulate)
+
+    v = verb("flush", "TPM2_FlushContext of a PQC key", "flush --key 0x80ff0000")
+    v.add_argument("--key", type=_handle, required=True, help="handle to flush")
+    v.set_defaults(handler=run_flush)
+
+
+# ---- verbs ---------------------------------------------------------------------
+
+
+def _client(args: argparse.Namespace):
+    from trustlab.devices.tpm2.pqc.client import PqcClient
+
+    return PqcClient.connect(args.tcti)
+
+
+def _template(args: argparse.Namespace):
+    from trustlab.devices.tpm2.pqc.client import template
+
+    if (args.hash or args.no_external_mu) and not args.alg.startswith("ML-DSA"):
+        raise TrustlabError(f"--hash/--no-external-mu apply to ML-DSA keys, not {args.alg}")
+    return template(args.alg, hash_alg=HASHES[args.hash] if args.hash else None,
+                    allow_external_mu=not args.no_external_mu)
+
+
+def _write(path: Path | None, data: bytes, flag: str) -> None:
+    if path is None:
+        return
+    try:
+        path.write_bytes(data)
+    except OSError as exc:
+        raise TrustlabError(f"{flag} {path}: cannot write ({exc.strerror or exc})") from None
+
+
+def _show(args: argparse.Namespace, data: dict) -> int:
+    if args.json:
+        print_json(data)
+    else:
+        for k, v in data.items():
+            print(f"{k}: {v}")
+    return 0
+
+
+def _key_info(key) -> dict:
+    from trustlab.devices.tpm2.pqc import keys
+
+    ps = keys.parameter_set(key.public.type, key.public.parameter_set)
+    return {"handle": f"{key.handle:#010x}", "algorithm": ps.algorithm if ps else None,
+            "name": key.name.hex(), "public_key_bytes": len(key.public.unique)}
+
+
+def run_createprimary(args: argparse.Namespace) -> int:
+    pub = _template(args)
+    with _client(args) as tpm:
+        key = tpm.create_primary(pub, hierarchy=HIERARCHIES[args.hierarchy], auth=args.key_auth,
+                                 hierarchy_auth=args.hierarchy_auth)
+    _write(args.public_out, key.public.marshal(), "--public-out")
+    return _show(args, _key_info(key))
+
+
+def run_create(args: argparse.Namespace) -> int:
+    pub = _template(args)
+    with _client(args) as tpm:
+        private, public = tpm.create(args.parent, pub, parent_auth=args.parent_auth, auth=args.key_auth)
+    _write(args.private_out, private, "--private-out")
+    _write(args.public_out, public, "--public-out")
+    return _show(args, {"private_bytes": len(private), "public_bytes": len(public)})
+
+
+def run_load(args: argparse.Namespace) -> int:
+    private = read_user_bytes(args.private, "private blob")
+    public = read_user_bytes(args.public, "public area")
+    with _client(args) as tpm:
+        key = tpm.load(args.parent, private, public, parent_auth=args.parent_auth)
+    return _show(args, _key_info(key))
+
+
+def _digest(args: argparse.Namespace, tpm) -> tuple[object, bytes, bytes]:
+    """(loaded key's public area, digest parameter, message or b"") for sign/verify verbs."""
+    from trustlab.devices.tpm2.pqc import structures as S
+    from trustlab.devices.tpm2.pqc.client import external_mu
+
+    public, _name, _qn = tpm.read_public(args.key)
+    context = args.context.encode()
+    if args.digest is not None:
+        try:
+            return public, bytes.fromhex(args.digest), b""
+        except ValueError:
+            raise TrustlabError(f"--digest {args.digest!r}: not hex") from None
+    message = read_user_bytes(args.message, "message")
+    if public.type == S.TPM_ALG_HASH_MLDSA:
+        return public, S.digest(public.hash_alg, message), message
+    return public, external_mu(public.unique, message, context), message
+
+
+def _needs_sequence(public, message: bytes) -> bool:
+    """A pure ML-DSA key without allowExternalMu signs a message only through a sign sequence."""
+    from trustlab.devices.tpm2.pqc import structures as S
+
+    return public.type == S.TPM_ALG_MLDSA and not public.allow_external_mu and bool(message)
+
+
+def run_sign(args: argparse.Namespace) -> int:
+    from trustlab.devices.tpm2.pqc import structures as S
+
+    with _client(args) as tpm:
+        public, digest, message = _digest(args, tpm)
+        if _needs_sequence(public, message):
+            signature = tpm.sign_sequence(args.key, message, context=args.context.encode(), auth=args.key_auth)
+        else:
+            context = args.context.encode() if public.type == S.TPM_ALG_HASH_MLDSA else b""
+            signature = tpm.sign_digest(args.key, digest, context=context, auth=args.key_auth)
+    _write(args.signature_out, signature, "--signature-out")
+    return _show(args, {"signature_bytes": len(signature),
+                        "signature_sha256": hashlib.sha256(signature).hexdigest()})
+
+
+def run_verify(args: argparse.Namespace) -> int:
+    from trustlab.devices.tpm2.pqc import structures as S
+    from trustlab.devices.tpm2.pqc.client import LoadedKey, TpmResponseError, public_key
+
+    signature = read_user_bytes(args.signature, "signature")
+    with _client(args) as tpm:
+        public, digest, message = _digest(args, tpm)
+        context = args.context.encode() if public.type == S.TPM_ALG_HASH_MLDSA else b""
+        key = LoadedKey(args.key, public, public.name())
+        try:
+            if _needs_sequence(public, message):
+                tpm.verify_sequence(key, message, signature, context=args.context.encode())
+            else:
+                tpm.verify_digest_signature(key, digest, signature, context=context)
+            tpm_ok, tpm_rc = True, 0
+        except TpmResponseError as exc:
+            tpm_ok, tpm_rc = False, exc.rc
+    independent = None
+    if public.type != S.TPM_ALG_HASH_MLDSA:
+        try:
+            key = public_key(public)
+            if message:
+                key.verify(signature, message, args.context.encode())
+            else:
+                key.verify_mu(signature, digest)
+            independent = True
+        except Exception:  # noqa: BLE001 - InvalidSignature, ValueError for a malformed signature
+            independent = False
+    _show(args, {"tpm_verified": tpm_ok, "tpm_rc": f"{tpm_rc:#x}", "cryptography_verified": independent})
+    return 0 if tpm_ok and independent is not False else 1
+
+
+def run_encapsulate(args: argparse.Namespace) -> int:
+    with _client(args) as tpm:
+        secret, ciphertext = tpm.encapsulate(args.key)
+    _write(args.ciphertext_out, ciphertext, "--ciphertext-out")
+    return _show(args, {"shared_secret": secret.hex(), "ciphertext_bytes": len(ciphertext)})
+
+
+def run_decapsulate(args: argparse.Namespace) -> int:
+    ciphertext = read_user_bytes(args.ciphertext, "ciphertext")
+    with _client(args) as tpm:
+        secret = tpm.decapsulate(args.key, ciphertext, auth=args.key_auth)
+    return _show(args, {"shared_secret": secret.hex()})
+
+
+def run_flush(args: argparse.Namespace) -> int:
+    with _client(args) as tpm:
+        tpm.flush(args.key)
+    return _show(args, {"flushed": f"{args.key:#010x}"})

@@ -1,0 +1,441 @@
+"""What-if commands for TPM 2.0: handlers the proxy runs instead of the backend TPM.
+
+The timing proxy forwards every command to swtpm - except those a handler
+registered here claims. That is how a command (or an algorithm) that no chip
+ships yet is put in front of real clients at a real chip's speed::
+
+    from trustlab.devices.tpm2.extensions import Reply, tpm_command
+
+    @tpm_command(0x20000001, "TPM2_MyIdea", handles=1)
+    def my_idea(cmd, ctx):
+        key = ctx.state.objects.get(cmd.handles[0])     # or ask swtpm: ctx.backend_transact(...)
+        cmd.require_password(0, key.auth)               # password session on handle 1
+        data = cmd.params.tpm2b()                       # parameter 1
+        cmd.params.end()
+        return Reply(params=u16(len(data)) + data, price=lambda n_in, n_out: {"ohc": 0.1})
+
+A handler gets the parsed command (:class:`Command`: handles, authorization
+sessions, a reader over the parameters) and a :class:`Context` (connection id,
+profile, per-proxy state, ``backend_transact`` to the real TPM). It returns a
+:class:`Reply` - the response parameters and what the command costs - or
+``None`` to let the command go to the backend as usual (a handler may claim
+``TPM2_CreatePrimary`` only when the template names an algorithm swtpm lacks).
+Errors are raised as :class:`TpmError` with the TPM's response code. The proxy
+charges ``Reply.terms`` (component -> count, drawn like any command's) and
+``Reply.charges_ms`` (component -> ms) on its clock, holds the response in
+realtime mode, and traces it like any other command.
+
+Transient objects of extensions use handles 0x80FF0000-0x80FFFFFF: the
+resource manager never virtualizes or saves them, and they are flushed when
+the connection that loaded them closes (:func:`connection_closed`).
+"""
+
+from __future__ import annotations
+
+import hmac
+import importlib
+import random
+import struct
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from trustlab.devices.tpm2 import cost
+from trustlab.devices.tpm2.commands import (
+    TPM_RC_AUTH_FAIL,
+    TPM_RC_BAD_AUTH,
+    TPM_RC_BAD_TAG,
+    TPM_RC_COMMAND_SIZE,
+    TPM_RC_FAILURE,
+    TPM_ST_NO_SESSIONS,
+    TPM_ST_SESSIONS,
+)
+from trustlab.devices.tpm2.wire import HEADER_SIZE
+from trustlab.timing.profile import Profile
+
+EXTENSION_HANDLE_FIRST = 0x80FF0000
+EXTENSION_HANDLE_LAST = 0x80FFFFFF
+TPM_RS_PW = 0x40000009
+
+# response codes (TPM 2.0 Part 2, 6.6) a handler commonly needs; format-one
+# codes are combined with where(): handle n, parameter n or session n
+RC_FMT1 = 0x080
+TPM_RC_ASYMMETRIC = 0x081
+TPM_RC_ATTRIBUTES = 0x082
+TPM_RC_HASH = 0x083
+TPM_RC_VALUE = 0x084
+TPM_RC_MODE = 0x089
+TPM_RC_TYPE = 0x08A
+TPM_RC_HANDLE = 0x08B
+TPM_RC_SCHEME = 0x092
+TPM_RC_SIZE = 0x095
+TPM_RC_SYMMETRIC = 0x096
+TPM_RC_TAG = 0x097
+TPM_RC_INSUFFICIENT = 0x09A
+TPM_RC_SIGNATURE = 0x09B
+TPM_RC_KEY = 0x09C
+TPM_RC_INTEGRITY = 0x09F
+TPM_RC_BINDING = 0x0A5
+TPM_RC_PARMS = 0x0AA
+TPM_RC_EXT_MU = 0x0AB
+TPM_RC_SIGN_CONTEXT_KEY = 0x0AD
+TPM_RC_AUTH_TYPE = 0x124
+TPM_RC_AUTH_MISSING = 0x125
+TPM_RC_AUTH_UNAVAILABLE = 0x12F
+TPM_RC_AUTHSIZE = 0x144
+TPM_RC_AUTH_CONTEXT = 0x145
+TPM_RC_OBJECT_MEMORY = 0x902
+TPM_RC_MEMORY = 0x904
+_H, _P, _S = 0x000, 0x040, 0x800
+
+
+def at_handle(rc: int, n: int) -> int:
+    """A format-one response code about handle ``n`` (1-based)."""
+    return rc | _H | (n << 8)
+
+
+def at_param(rc: int, n: int) -> int:
+    """A format-one response code about parameter ``n`` (1-based)."""
+    return rc | _P | (n << 8)
+
+
+def at_session(rc: int, n: int) -> int:
+    """A format-one response code about authorization session ``n`` (1-based)."""
+    return rc | _S | (n << 8)
+
+
+class TpmError(Exception):
+    """A handler's refusal: answered to the client as a response code, never a traceback."""
+
+    def __init__(self, rc: int, why: str = "") -> None:
+        super().__init__(f"{rc:#x}" + (f": {why}" if why else ""))
+        self.rc = rc
+
+
+def is_extension_handle(handle: int) -> bool:
+    return EXTENSION_HANDLE_FIRST <= handle <= EXTENSION_HANDLE_LAST
+
+
+# ---- parsing ------------------------------------------------------------------
+
+
+class Reader:
+    """Parameters of one command, read in order; a short or overlong area is a TPM error.
+
+    ``param(n)`` names the parameter being read, so a short read answers
+    TPM_RC_INSUFFICIENT (and an oversized TPM2B, TPM_RC_SIZE) for *that*
+    parameter, as the TPM's unmarshalling code does.
+    """
+
+    def __init__(self, data: bytes, pos: int = 0) -> None:
+        self.data, self.pos, self.n = data, pos, 1
+
+    def param(self, n: int) -> "Reader":
+        self.n = n
+        return self
+
+    def _take(self, k: int) -> bytes:
+        if self.pos + k > len(self.data):
+            raise TpmError(at_param(TPM_RC_INSUFFICIENT, self.n), "parameter area too short")
+        v = self.data[self.pos:self.pos + k]
+        self.pos += k
+        return v
+
+    def u8(self) -> int:
+        return self._take(1)[0]
+
+    def u16(self) -> int:
+        return struct.unpack(">H", self._take(2))[0]
+
+    def u32(self) -> int:
+        return struct.unpack(">I", self._take(4))[0]
+
+    def tpm2b(self, limit: int | None = None) -> bytes:
+        """A TPM2B: UINT16 size and that many bytes; ``limit`` is the type's maximum size."""
+        n = self.u16()
+        if limit is not None and n > limit:
+            raise TpmError(at_param(TPM_RC_SIZE, self.n), f"buffer of {n} bytes exceeds {limit}")
+        return self._take(n)
+
+    def rest(self) -> bytes:
+        v = self.data[self.pos:]
+        self.pos = len(self.data)
+        return v
+
+    def end(self) -> None:
+        """Every parameter read: bytes left over are TPM_RC_SIZE, as on a TPM."""
+        if self.pos != len(self.data):
+            raise TpmError(TPM_RC_SIZE, "bytes left after the last parameter")
+
+
+@dataclass(frozen=True)
+class AuthSession:
+    """One TPMS_AUTH_COMMAND of the command's authorization area."""
+
+    handle: int
+    nonce: bytes
+    attributes: int
+    hmac: bytes
+
+
+@dataclass
+class Command:
+    """A parsed command frame, as a handler sees it."""
+
+    code: int
+    name: str
+    tag: int
+    handles: list[int]
+    sessions: list[AuthSession]
+    params: Reader
+    raw: bytes
+    auth_area: bytes = b""
+
+    def require_password(self, index: int, auth_value: bytes, *, no_da: bool = False) -> None:
+        """Check the password session for the ``index``-th (0-based) authorized handle.
+
+        Only password sessions (TPM_RS_PW) are understood here: HMAC and policy
+        sessions live inside the backend TPM, whose session keys the proxy never
+        sees, so they are answered TPM_RC_AUTH_TYPE. A wrong password is
+        TPM_RC_AUTH_FAIL (TPM_RC_BAD_AUTH for a noDA object) on that session;
+        this lab does not keep dictionary-attack counters for extension objects.
+        """
+        if self.tag != TPM_ST_SESSIONS or len(self.sessions) <= index:
+            raise TpmError(TPM_RC_AUTH_MISSING, "authorization session required")
+        s = self.sessions[index]
+        if s.handle != TPM_RS_PW:
+            raise TpmError(TPM_RC_AUTH_TYPE, "only password sessions")
+        if s.nonce:
+            raise TpmError(at_session(TPM_RC_SIZE, index + 1), "password session with a nonce")
+        if not hmac.compare_digest(s.hmac.rstrip(b"\x00"), auth_value.rstrip(b"\x00")):
+            raise TpmError(at_session(TPM_RC_BAD_AUTH if no_da else TPM_RC_AUTH_FAIL, index + 1), "bad password")
+
+
+def parse_command(frame: bytes, name: str, n_handles: int) -> Command:
+    """Split a raw frame into header, handles, authorization area and parameters."""
+    tag, size, code = struct.unpack_from(">HII", frame, 0)
+    if tag not in (TPM_ST_NO_SESSIONS, TPM_ST_SESSIONS):
+        raise TpmError(TPM_RC_BAD_TAG)
+    if size != len(frame):
+        raise TpmError(TPM_RC_COMMAND_SIZE)
+    pos = HEADER_SIZE + 4 * n_handles
+    if pos > len(frame):
+        raise TpmError(TPM_RC_INSUFFICIENT | _H | (1 << 8))
+    handles = [struct.unpack_from(">I", frame, HEADER_SIZE + 4 * i)[0] for i in range(n_handles)]
+    sessions: list[AuthSession] = []
+    auth_area = b""
+    if tag == TPM_ST_SESSIONS:
+        if pos + 4 > len(frame):
+            raise TpmError(TPM_RC_AUTHSIZE)
+        (auth_size,) = struct.unpack_from(">I", frame, pos)
+        if auth_size < 9 or pos + 4 + auth_size > len(frame):
+            raise TpmError(TPM_RC_AUTHSIZE)
+        auth_area = frame[pos + 4:pos + 4 + auth_size]
+        r = Reader(auth_area)
+        while r.pos < len(auth_area):
+            try:
+                sessions.append(AuthSession(r.u32(), r.tpm2b(64), r.u8(), r.tpm2b(128)))
+            except TpmError:
+                raise TpmError(TPM_RC_AUTHSIZE) from None
+        if len(sessions) > 3:
+            raise TpmError(TPM_RC_AUTH_CONTEXT)
+        pos += 4 + auth_size
+    return Command(code, name, tag, handles, sessions, Reader(frame, pos), frame, auth_area)
+
+
+# ---- answering ----------------------------------------------------------------
+
+
+@dataclass
+class Reply:
+    """A handler's answer: response parameters/handles and what the command costs.
+
+    ``terms``: component -> count, priced by the proxy's clock like the wire
+    formula of any TPM 2.0 command (``ohc``, ``ohir``, ``ohor`` ...).
+    ``price``: called with (command bytes, response bytes), returns
+    component -> ms already priced (e.g. by the PQC cost model).
+    With neither, the command costs the wire formula: ``ohc`` + ``ohir`` x
+    bytes in + ``ohor`` x bytes out.
+    ``variant``: the key algorithm, shown in the trace (``mldsa65``).
+    ``raw``: a complete response frame to send as is (e.g. the backend's own).
+    """
+
+    params: bytes = b""
+    handles: list[int] = field(default_factory=list)
+    terms: dict[str, float] | None = None
+    price: Callable[[int, int], dict[str, float]] | None = None
+    variant: str | None = None
+    raw: bytes | None = None
+
+
+@dataclass
+class ExtensionResult:
+    """What :func:`dispatch` hands back to the proxy for a claimed command."""
+
+    response: bytes
+    command: str
+    code: int
+    rc: int
+    terms: dict[str, float]
+    charges_ms: dict[str, float]
+    variant: str | None = None
+
+    def assessed(self, in_bytes: int) -> "cost.CommandCost":
+        """The trace's view of this command, as :func:`cost.assess` gives it for forwarded ones."""
+        return cost.CommandCost(self.command, self.code, self.variant, self.terms, in_bytes,
+                                len(self.response), self.rc, modelled=True)
+
+
+def error_frame(rc: int) -> bytes:
+    return struct.pack(">HII", TPM_ST_NO_SESSIONS, HEADER_SIZE, rc)
+
+
+def build_response(cmd: Command, reply: Reply) -> bytes:
+    """The response frame: handles, parameterSize (with sessions), parameters, session acks.
+
+    Each password session is acknowledged with an empty nonce, its
+    continueSession bit echoed and an empty HMAC, as Part 1 (19.6.5) specifies.
+    """
+    body = b"".join(struct.pack(">I", h) for h in reply.handles)
+    if cmd.tag == TPM_ST_SESSIONS:
+        body += struct.pack(">I", len(reply.params)) + reply.params
+        body += b"".join(struct.pack(">HBH", 0, s.attributes & 0x01, 0) for s in cmd.sessions)
+    else:
+        body += reply.params
+    return struct.pack(">HII", cmd.tag, HEADER_SIZE + len(body), 0) + body
+
+
+# ---- registry and dispatch -----------------------------------------------------
+
+
+Handler = Callable[[Command, "Context"], "Reply | None"]
+
+
+@dataclass(frozen=True)
+class Registration:
+    code: int
+    name: str
+    handles: int
+    handler: Handler
+
+
+_REGISTRY: dict[int, Registration] = {}
+_CLOSE_HOOKS: list[Callable[["ExtensionState", Any], None]] = []
+_PLUGINS = ("trustlab.devices.tpm2.pqc.handlers",)
+_loaded = False
+_load_lock = threading.Lock()
+
+
+def tpm_command(code: int, name: str, *, handles: int) -> Callable[[Handler], Handler]:
+    """Register ``handler`` for command ``code``; ``handles`` is the size of its handle area.
+
+    Registering a code again replaces the handler (a what-if variant); several
+    handlers for one code are not chained - a claiming handler decides alone.
+    """
+    def deco(fn: Handler) -> Handler:
+        _REGISTRY[code] = Registration(code, name, handles, fn)
+        return fn
+    return deco
+
+
+def on_connection_closed(fn: Callable[["ExtensionState", Any], None]) -> Callable:
+    """Register ``fn(state, conn_id)``: called when a client connection closes."""
+    _CLOSE_HOOKS.append(fn)
+    return fn
+
+
+def registered() -> dict[int, Registration]:
+    """Code -> registration of every extension command (loads the shipped ones)."""
+    _load_plugins()
+    return dict(_REGISTRY)
+
+
+def _load_plugins() -> None:
+    global _loaded
+    if _loaded:
+        return
+    with _load_lock:
+        if not _loaded:
+            for module in _PLUGINS:
+                importlib.import_module(module)
+            _loaded = True
+
+
+class ExtensionState:
+    """Per-proxy (per TPM instance) state of extension handlers: objects, sequences ...
+
+    Handlers keep what they need as attributes (``state.get("pqc", factory)``);
+    one lock serialises them, though the proxy already runs one command at a time.
+    """
+
+    def __init__(self, seed: int = 0, *, flush_on_close: bool = False) -> None:
+        self.rng = random.Random(seed)
+        self.flush_on_close = flush_on_close
+        self._slots: dict[str, Any] = {}
+        self.lock = threading.RLock()
+
+    def get(self, key: str, factory: Callable[[], Any]) -> Any:
+        if key not in self._slots:
+            self._slots[key] = factory()
+        return self._slots[key]
+
+
+@dataclass
+class Context:
+    """What a handler may use besides the command: who asked, which chip, the real TPM."""
+
+    conn_id: Any
+    profile: Profile
+    backend_transact: Callable[[bytes], bytes]
+    state: ExtensionState
+
+
+def dispatch(command: bytes, ctx: Context) -> ExtensionResult | None:
+    """Run ``command`` through its extension handler, or return None (forward it as usual)."""
+    if len(command) < HEADER_SIZE:
+        return None
+    code = struct.unpack_from(">I", command, 6)[0]
+    _load_plugins()
+    reg = _REGISTRY.get(code)
+    if reg is None:
+        return None
+    try:
+        cmd = parse_command(command, reg.name, reg.handles)
+        with ctx.state.lock:
+            reply = reg.handler(cmd, ctx)
+        if reply is None:
+            return None
+        response = reply.raw if reply.raw is not None else build_response(cmd, reply)
+        rc = struct.unpack_from(">I", response, 6)[0] if len(response) >= HEADER_SIZE else TPM_RC_FAILURE
+    except TpmError as exc:
+        response, rc, reply = error_frame(exc.rc), exc.rc, Reply()
+    except Exception:  # noqa: BLE001 - a handler bug must look like a TPM failure, not kill the proxy
+        response, rc, reply = error_frame(TPM_RC_FAILURE), TPM_RC_FAILURE, Reply()
+    charges: dict[str, float] = {}
+    if reply.price is not None:
+        charges = dict(reply.price(len(command), len(response)))
+    terms = reply.terms
+    if terms is None:
+        terms = {} if charges else wire_terms(len(command), len(response))
+    terms = {c: n for c, n in terms.items() if c in ctx.profile}
+    return ExtensionResult(response, reg.name, code, rc, terms, charges, reply.variant)
+
+
+def wire_terms(in_bytes: int, out_bytes: int) -> dict[str, float]:
+    """The TPM 2.0 wire formula's terms (counts) for a command that does no modelled crypto."""
+    return {"ohc": 1.0, "ohir": float(in_bytes), "ohor": float(out_bytes)}
+
+
+def connection_closed(conn_id: Any, state: ExtensionState | None = None) -> None:
+    """A client connection closed: flush the extension objects it loaded.
+
+    Only when ``state.flush_on_close`` - set by a proxy whose resource manager
+    flushes the connection's swtpm objects too. Without one, extension objects
+    live like swtpm's own transient objects, until TPM2_FlushContext or a
+    TPM2_Startup(CLEAR): ``tcti-swtpm`` opens a new connection per command.
+    """
+    if state is None or not state.flush_on_close:
+        return
+    with state.lock:
+        for hook in _CLOSE_HOOKS:
+            hook(state, conn_id)

@@ -1,0 +1,173 @@
+"""Private keys bound to this TPM instance, by the backend TPM's own hierarchy seeds.
+
+The proxy holds no secret of its own. Every key it needs is *derived inside
+the backend TPM* from a hierarchy seed, the way a TPM derives a primary key:
+
+1. ``TPM2_CreatePrimary`` in the hierarchy of a deterministic keyed-hash
+   (HMAC-SHA256) key with a reserved template (:data:`DERIVATION_UNIQUE`) -
+   the same seed and template always give the same key, so it persists with
+   swtpm's ``--state`` and differs on every other TPM instance;
+2. ``TPM2_HMAC`` with it over a purpose label gives a 32-byte secret;
+3. ``TPM2_FlushContext``.
+
+A PQC *primary* key's seed is HKDF(secret of its hierarchy, template digest,
+sensitive data): the same template gives the same key, as Part 1 requires.
+An *ordinary* key (``TPM2_Create``) gets a random seed, returned as a
+TPM2B_PRIVATE sealed with AES-256-GCM under HKDF(storage secret, parent's
+Name), with the object's Name as associated data: it loads only under the
+same parent on the same TPM instance, with its own public area, and a blob
+from another instance fails its integrity check (TPM_RC_INTEGRITY).
+
+The reserved derivation template is refused to clients (see
+:func:`is_reserved_template`), so no client can recreate the key through the
+proxy; a client with direct access to swtpm could, as it could read its state.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import struct
+
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+
+from trustlab.devices.tpm2.extensions import (
+    TPM_RC_INTEGRITY,
+    TPM_RC_SIZE,
+    TPM_RS_PW,
+    TpmError,
+    at_param,
+)
+from trustlab.devices.tpm2.pqc.structures import (
+    FIXED_PARENT,
+    FIXED_TPM,
+    NO_DA,
+    SENSITIVE_DATA_ORIGIN,
+    SIGN,
+    TPM_ALG_HMAC,
+    TPM_ALG_KEYEDHASH,
+    TPM_ALG_SHA256,
+    TPM_RH_OWNER,
+    USER_WITH_AUTH,
+    tpm2b,
+    u16,
+    u32,
+)
+
+DERIVATION_UNIQUE = hashlib.sha256(b"trustlab TPM 1.85 PQC extension: key derivation v1").digest()
+DERIVATION_TEMPLATE = (u16(TPM_ALG_KEYEDHASH) + u16(TPM_ALG_SHA256)
+                       + u32(FIXED_TPM | FIXED_PARENT | SENSITIVE_DATA_ORIGIN | USER_WITH_AUTH | NO_DA | SIGN)
+                       + tpm2b(b"") + u16(TPM_ALG_HMAC) + u16(TPM_ALG_SHA256) + tpm2b(DERIVATION_UNIQUE))
+BLOB_MAGIC = b"TLPQ\x01"
+PASSWORD_EMPTY = u32(TPM_RS_PW) + u16(0) + b"\x00" + u16(0)
+
+
+class BackendRefused(TpmError):
+    """The backend TPM answered a derivation step with an error; its code goes to the client."""
+
+
+def _frame(tag: int, code: int, body: bytes) -> bytes:
+    return struct.pack(">HII", tag, 10 + len(body), code) + body
+
+
+def _rc(response: bytes) -> int:
+    if len(response) < 10:
+        return 0x101
+    return struct.unpack_from(">I", response, 6)[0]
+
+
+def is_reserved_template(public_area: bytes) -> bool:
+    """True for the derivation template's TPMT_PUBLIC (refused to clients)."""
+    return public_area == DERIVATION_TEMPLATE
+
+
+def hierarchy_secret(transact, hierarchy: int, auth_area: bytes | None = None, label: bytes = b"primary") -> bytes:
+    """32 bytes only this TPM instance's ``hierarchy`` seed yields, for ``label``.
+
+    ``auth_area`` authorizes the hierarchy (the client's, replayed: swtpm
+    checks it); None means an empty password.
+    """
+    auth = auth_area if auth_area is not None else PASSWORD_EMPTY
+    create = _frame(0x8002, 0x131, u32(hierarchy) + u32(len(auth)) + auth
+                    + tpm2b(tpm2b(b"") + tpm2b(b"")) + tpm2b(DERIVATION_TEMPLATE) + tpm2b(b"") + u32(0))
+    response = transact(create)
+    rc = _rc(response)
+    if rc != 0:
+        raise BackendRefused(rc, "backend refused the derivation primary")
+    handle = struct.unpack_from(">I", response, 10)[0]
+    try:
+        mac = _frame(0x8002, 0x155, u32(handle) + u32(len(PASSWORD_EMPTY)) + PASSWORD_EMPTY
+                     + tpm2b(b"trustlab-pqc:" + label) + u16(TPM_ALG_SHA256))
+        response = transact(mac)
+        rc = _rc(response)
+        if rc != 0:
+            raise BackendRefused(rc, "backend refused the derivation HMAC")
+        size = struct.unpack_from(">H", response, 14)[0]
+        return response[16:16 + size]
+    finally:
+        transact(_frame(0x8001, 0x165, u32(handle)))
+
+
+def storage_secret(transact) -> bytes:
+    """The secret that wraps ordinary (``TPM2_Create``) keys: owner hierarchy, empty owner password."""
+    return hierarchy_secret(transact, TPM_RH_OWNER, None, b"storage")
+
+
+def hkdf(secret: bytes, info: bytes, length: int) -> bytes:
+    return HKDF(algorithm=hashes.SHA256(), length=length, salt=None, info=info).derive(secret)
+
+
+def primary_seed(secret: bytes, template: bytes, sensitive_data: bytes, length: int) -> bytes:
+    """A primary key's seed: a function of hierarchy seed, template and sensitive data only."""
+    return hkdf(secret, b"primary" + hashlib.sha256(template).digest() + hashlib.sha256(sensitive_data).digest(),
+                length)
+
+
+def seal(secret: bytes, parent_name: bytes, object_name: bytes, sensitive: bytes) -> bytes:
+    """TPM2B_PRIVATE contents for ``sensitive`` (a marshalled TPMT_SENSITIVE)."""
+    nonce = os.urandom(12)
+    key = hkdf(secret, b"storage" + parent_name, 32)
+    return BLOB_MAGIC + nonce + AESGCM(key).encrypt(nonce, sensitive, object_name)
+
+
+def unseal(secret: bytes, parent_name: bytes, object_name: bytes, blob: bytes, param: int) -> bytes:
+    """The TPMT_SENSITIVE in ``blob``; any mismatch (instance, parent, public area) is TPM_RC_INTEGRITY."""
+    if len(blob) < len(BLOB_MAGIC) + 12 + 16 or not blob.startswith(BLOB_MAGIC):
+        raise TpmError(at_param(TPM_RC_SIZE, param), "not a private blob of this lab")
+    nonce = blob[len(BLOB_MAGIC):len(BLOB_MAGIC) + 12]
+    key = hkdf(secret, b"storage" + parent_name, 32)
+    try:
+        return AESGCM(key).decrypt(nonce, blob[len(BLOB_MAGIC) + 12:], object_name)
+    except InvalidTag:
+        raise TpmError(at_param(TPM_RC_INTEGRITY, param), "private blob fails its integrity check") from None
+
+
+def read_public(transact, handle: int) -> tuple[int, bytes, bytes, bytes]:
+    """(rc, TPMT_PUBLIC, name, qualifiedName) of a backend object."""
+    response = transact(_frame(0x8001, 0x173, u32(handle)))
+    rc = _rc(response)
+    if rc != 0:
+        return rc, b"", b"", b""
+    pos = 10
+    out = []
+    for _ in range(3):
+        size = struct.unpack_from(">H", response, pos)[0]
+        out.append(response[pos + 2:pos + 2 + size])
+        pos += 2 + size
+    return 0, out[0], out[1], out[2]
+
+
+def check_parent_auth(transact, parent: int, auth_area: bytes) -> int:
+    """Replay the client's authorization of ``parent`` on a harmless USER-role command.
+
+    TPM2_Create of a one-byte sealed object under the parent: swtpm checks the
+    password (and the parent's type) itself; the result is discarded.
+    """
+    template = (u16(TPM_ALG_KEYEDHASH) + u16(TPM_ALG_SHA256) + u32(FIXED_TPM | FIXED_PARENT | USER_WITH_AUTH | NO_DA)
+                + tpm2b(b"") + u16(0x0010) + tpm2b(b""))
+    create = _frame(0x8002, 0x153, u32(parent) + u32(len(auth_area)) + auth_area
+                    + tpm2b(tpm2b(b"") + tpm2b(b"\x00")) + tpm2b(template) + tpm2b(b"") + u32(0))
+    return _rc(transact(create))

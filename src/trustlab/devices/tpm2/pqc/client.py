@@ -1,0 +1,323 @@
+"""A client for the TPM 2.0 Library 1.85 post-quantum commands, over any TCTI.
+
+tpm2-tools 5.4 and tpm2-pytss 3.0 know neither the commands nor the
+algorithm IDs, so this client marshals the frames itself and sends them raw:
+
+    with PqcClient.connect("swtpm:host=127.0.0.1,port=2321") as tpm:
+        key = tpm.create_primary("ML-DSA-65")
+        mu = external_mu(key.public.unique, b"message")
+        sig = tpm.sign_digest(key.handle, mu)          # verifies with cryptography's verify()
+
+``connect`` takes a TCTI string: ``swtpm:``/``mssim:`` are spoken directly
+over one persistent socket (so a session's objects stay in one connection);
+anything else is opened with tpm2-pytss's ``TCTILdr`` and driven through its
+``transmit``/``receive``. It lives in the device layer, beside the handlers
+whose structures it shares: it is the wire protocol of the device, not an
+application (protocols that use it belong in ``apps/``).
+"""
+
+from __future__ import annotations
+
+import socket
+import struct
+from dataclasses import dataclass
+from typing import Protocol
+
+from trustlab.devices.tpm2.commands import response_code_text
+from trustlab.devices.tpm2.extensions import Reader, TPM_RS_PW
+from trustlab.devices.tpm2.pqc import keys
+from trustlab.devices.tpm2.pqc import structures as S
+from trustlab.errors import TrustlabError
+
+ALGORITHMS = tuple(keys.MLDSA_BY_NAME) + tuple(keys.MLKEM_BY_NAME)
+DEFAULT_SIGN_ATTRS = (S.FIXED_TPM | S.FIXED_PARENT | S.SENSITIVE_DATA_ORIGIN | S.USER_WITH_AUTH | S.SIGN)
+DEFAULT_KEM_ATTRS = (S.FIXED_TPM | S.FIXED_PARENT | S.SENSITIVE_DATA_ORIGIN | S.USER_WITH_AUTH | S.DECRYPT)
+SEQUENCE_CHUNK = 1024
+
+
+class TpmResponseError(TrustlabError):
+    """The TPM answered with a non-zero response code."""
+
+    def __init__(self, command: str, rc: int) -> None:
+        super().__init__(f"{command}: TPM returned {response_code_text(rc)}")
+        self.rc = rc
+
+
+class Transport(Protocol):
+    def transact(self, command: bytes) -> bytes: ...
+    def close(self) -> None: ...
+
+
+class SocketTransport:
+    """Raw TPM 2.0 frames on a swtpm data port, or MS-simulator TPM_SEND_COMMAND framing."""
+
+    def __init__(self, host: str, port: int, mssim: bool = False, timeout: float = 120.0) -> None:
+        self.mssim = mssim
+        try:
+            self.sock = socket.create_connection((host, port), timeout=timeout)
+        except OSError as exc:
+            raise TrustlabError(f"cannot connect to the TPM at {host}:{port}: {exc.strerror or exc}") from None
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def _read(self, n: int) -> bytes:
+        buf = b""
+        while len(buf) < n:
+            chunk = self.sock.recv(n - len(buf))
+            if not chunk:
+                raise TrustlabError("the TPM closed the connection")
+            buf += chunk
+        return buf
+
+    def transact(self, command: bytes) -> bytes:
+        if self.mssim:
+            self.sock.sendall(struct.pack(">IBI", 8, 0, len(command)) + command)
+            (size,) = struct.unpack(">I", self._read(4))
+            response = self._read(size)
+            self._read(4)  # trailing ack
+            return response
+        self.sock.sendall(command)
+        header = self._read(10)
+        (size,) = struct.unpack_from(">I", header, 2)
+        return header + self._read(size - 10)
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+class TctiTransport:
+    """Any TCTI tpm2-pytss can load (``device:/dev/tpmrm0``, ``tabrmd`` ...)."""
+
+    def __init__(self, spec: str) -> None:
+        from tpm2_pytss.TCTILdr import TCTILdr
+
+        name, _, conf = spec.partition(":")
+        try:
+            self.tcti = TCTILdr(name, conf or None)
+        except Exception as exc:  # noqa: BLE001 - TSS2_Exception and loader errors alike
+            raise TrustlabError(f"cannot open TCTI {spec!r}: {exc}") from None
+
+    def transact(self, command: bytes) -> bytes:
+        self.tcti.transmit(command)
+        return bytes(self.tcti.receive())
+
+    def close(self) -> None:
+        self.tcti.close()
+
+
+def open_transport(spec: str) -> Transport:
+    """``swtpm:host=H,port=P`` / ``mssim:...`` directly; other TCTI strings through TCTILdr."""
+    name, _, conf = spec.partition(":")
+    if name in ("swtpm", "mssim"):
+        opts = dict(kv.split("=", 1) for kv in conf.split(",") if "=" in kv)
+        try:
+            port = int(opts.get("port", 2321))
+        except ValueError:
+            raise TrustlabError(f"TCTI {spec!r}: port is not a number") from None
+        return SocketTransport(opts.get("host", "127.0.0.1"), port, mssim=(name == "mssim"))
+    return TctiTransport(spec)
+
+
+def password(auth: bytes = b"") -> bytes:
+    """One TPMS_AUTH_COMMAND of a password session (TPM_RS_PW)."""
+    return struct.pack(">IH", TPM_RS_PW, 0) + b"\x00" + S.tpm2b(auth)
+
+
+def frame(code: int, handles: list[int], params: bytes, auths: list[bytes] | None = None) -> bytes:
+    """A command frame: sessions tag and authorization area when ``auths`` is given."""
+    body = b"".join(S.u32(h) for h in handles)
+    tag = 0x8001
+    if auths is not None:
+        tag = 0x8002
+        area = b"".join(auths)
+        body += S.u32(len(area)) + area
+    body += params
+    return struct.pack(">HII", tag, 10 + len(body), code) + body
+
+
+def split_response(response: bytes, n_handles: int) -> tuple[list[int], Reader]:
+    """Response handles and a reader over the parameter area."""
+    tag = struct.unpack_from(">H", response, 0)[0]
+    handles = [struct.unpack_from(">I", response, 10 + 4 * i)[0] for i in range(n_handles)]
+    pos = 10 + 4 * n_handles
+    if tag == 0x8002:
+        (size,) = struct.unpack_from(">I", response, pos)
+        return handles, Reader(response[pos + 4:pos + 4 + size])
+    return handles, Reader(response, pos)
+
+
+def template(algorithm: str, *, attributes: int | None = None, allow_external_mu: bool = True,
+             hash_alg: int | None = None, name_alg: int = S.TPM_ALG_SHA256) -> S.Public:
+    """The TPMT_PUBLIC to create a key of ``algorithm`` (``hash_alg`` makes an ML-DSA key HashML-DSA)."""
+    if algorithm in keys.MLDSA_BY_NAME:
+        pset = keys.MLDSA_BY_NAME[algorithm]
+        attrs = DEFAULT_SIGN_ATTRS if attributes is None else attributes
+        if hash_alg is not None:
+            return S.Public(S.TPM_ALG_HASH_MLDSA, name_alg, attrs, b"", pset, hash_alg=hash_alg)
+        return S.Public(S.TPM_ALG_MLDSA, name_alg, attrs, b"", pset, allow_external_mu=allow_external_mu)
+    if algorithm in keys.MLKEM_BY_NAME:
+        attrs = DEFAULT_KEM_ATTRS if attributes is None else attributes
+        return S.Public(S.TPM_ALG_MLKEM, name_alg, attrs, b"", keys.MLKEM_BY_NAME[algorithm])
+    raise TrustlabError(f"unknown algorithm {algorithm!r}; expected one of {', '.join(ALGORITHMS)}")
+
+
+def external_mu(public_key: bytes, message: bytes, context: bytes = b"") -> bytes:
+    """The 64-byte mu a verifier of ``message`` recomputes (FIPS 204, ML-DSA.Sign line 6)."""
+    stream = keys.MuStream(public_key, context, S.TPM_ALG_MLDSA)
+    stream.update(message)
+    return stream.mu()
+
+
+def public_key(public: S.Public):
+    """The cryptography public key object of a PQC TPMT_PUBLIC (for independent verification)."""
+    ps = keys.parameter_set(public.type, public.parameter_set)
+    if ps is None:
+        raise TrustlabError(f"parameter set {public.parameter_set} of type {public.type:#x} is not supported")
+    return ps.public_cls.from_public_bytes(public.unique)
+
+
+@dataclass
+class LoadedKey:
+    handle: int
+    public: S.Public
+    name: bytes
+
+
+def parse_public_area(area: bytes) -> S.Public:
+    r = Reader(area)
+    pub = S.parse_public(r)
+    r.end()
+    return pub
+
+
+class PqcClient:
+    """The 1.85 PQC commands (plus what it takes to use them) over one transport."""
+
+    def __init__(self, transport: Transport) -> None:
+        self.transport = transport
+
+    @classmethod
+    def connect(cls, tcti: str) -> "PqcClient":
+        return cls(open_transport(tcti))
+
+    def __enter__(self) -> "PqcClient":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.transport.close()
+
+    def call(self, name: str, command: bytes) -> bytes:
+        """Send one frame; a non-zero response code raises :class:`TpmResponseError`."""
+        response = self.transport.transact(command)
+        if len(response) < 10:
+            raise TrustlabError(f"{name}: short response ({len(response)} bytes)")
+        rc = struct.unpack_from(">I", response, 6)[0]
+        if rc != 0:
+            raise TpmResponseError(name, rc)
+        return response
+
+    # ---- objects -------------------------------------------------------------
+
+    def create_primary(self, algorithm: str | S.Public, *, hierarchy: int = S.TPM_RH_OWNER,
+                       auth: bytes = b"", hierarchy_auth: bytes = b"", **template_args) -> LoadedKey:
+        pub = algorithm if isinstance(algorithm, S.Public) else template(algorithm, **template_args)
+        params = S.sensitive_create(auth) + S.tpm2b(pub.marshal()) + S.tpm2b(b"") + S.u32(0)
+        response = self.call("TPM2_CreatePrimary", frame(0x131, [hierarchy], params, [password(hierarchy_auth)]))
+        (handle,), r = split_response(response, 1)
+        out = parse_public_area(r.tpm2b())
+        r.tpm2b(), r.tpm2b(), r.u16(), r.u32(), r.tpm2b()  # creation data, hash, ticket
+        return LoadedKey(handle, out, r.tpm2b())
+
+    def create_storage_primary(self, hierarchy: int = S.TPM_RH_OWNER, hierarchy_auth: bytes = b"") -> int:
+        """A classical ECC P-256 storage key (swtpm's) to parent PQC keys; returns its handle."""
+        attrs = (S.FIXED_TPM | S.FIXED_PARENT | S.SENSITIVE_DATA_ORIGIN | S.USER_WITH_AUTH | S.NO_DA
+                 | S.RESTRICTED | S.DECRYPT)
+        public = (S.u16(0x0023) + S.u16(S.TPM_ALG_SHA256) + S.u32(attrs) + S.tpm2b(b"")
+                  + S.u16(S.TPM_ALG_AES) + S.u16(128) + S.u16(S.TPM_ALG_CFB) + S.u16(S.TPM_ALG_NULL)
+                  + S.u16(0x0003) + S.u16(S.TPM_ALG_NULL) + S.tpm2b(b"") + S.tpm2b(b""))
+        params = S.sensitive_create() + S.tpm2b(public) + S.tpm2b(b"") + S.u32(0)
+        response = self.call("TPM2_CreatePrimary", frame(0x131, [hierarchy], params, [password(hierarchy_auth)]))
+        return split_response(response, 1)[0][0]
+
+    def create(self, parent: int, algorithm: str | S.Public, *, parent_auth: bytes = b"", auth: bytes = b"",
+               **template_args) -> tuple[bytes, bytes]:
+        """(TPM2B_PRIVATE contents, TPMT_PUBLIC) of a new key under ``parent``."""
+        pub = algorithm if isinstance(algorithm, S.Public) else template(algorithm, **template_args)
+        params = S.sensitive_create(auth) + S.tpm2b(pub.marshal()) + S.tpm2b(b"") + S.u32(0)
+        response = self.call("TPM2_Create", frame(0x153, [parent], params, [password(parent_auth)]))
+        _, r = split_response(response, 0)
+        return r.tpm2b(), r.tpm2b()
+
+    def load(self, parent: int, private: bytes, public: bytes, *, parent_auth: bytes = b"") -> LoadedKey:
+        params = S.tpm2b(private) + S.tpm2b(public)
+        response = self.call("TPM2_Load", frame(0x157, [parent], params, [password(parent_auth)]))
+        (handle,), r = split_response(response, 1)
+        return LoadedKey(handle, parse_public_area(public), r.tpm2b())
+
+    def read_public(self, handle: int) -> tuple[S.Public, bytes, bytes]:
+        response = self.call("TPM2_ReadPublic", frame(0x173, [handle], b""))
+        _, r = split_response(response, 0)
+        return parse_public_area(r.tpm2b()), r.tpm2b(), r.tpm2b()
+
+    def flush(self, handle: int) -> None:
+        self.call("TPM2_FlushContext", frame(0x165, [], S.u32(handle)))
+
+    # ---- ML-DSA --------------------------------------------------------------
+
+    def sign_digest(self, key: int, digest: bytes, *, context: bytes = b"", auth: bytes = b"") -> bytes:
+        """The ML-DSA signature bytes over ``digest`` (an external mu, or PH(M) for HashML-DSA)."""
+        params = S.tpm2b(context) + S.tpm2b(digest) + S.null_hashcheck_ticket()
+        response = self.call("TPM2_SignDigest", frame(0x1A6, [key], params, [password(auth)]))
+        _, r = split_response(response, 0)
+        return S.parse_signature_bytes(r.rest())[2]
+
+    def verify_digest_signature(self, key: LoadedKey, digest: bytes, signature: bytes, *,
+                                context: bytes = b"") -> bytes:
+        """The TPMT_TK_VERIFIED; a bad signature raises TpmResponseError (TPM_RC_SIGNATURE)."""
+        params = S.tpm2b(context) + S.tpm2b(digest) + S.signature(key.public, signature)
+        response = self.call("TPM2_VerifyDigestSignature", frame(0x1A5, [key.handle], params))
+        return split_response(response, 0)[1].rest()
+
+    def _update(self, seq: int, message: bytes, seq_auth: bytes, keep_last: bool) -> bytes:
+        """SequenceUpdate all but (optionally) the last chunk; returns what is left for Complete."""
+        chunks = [message[i:i + SEQUENCE_CHUNK] for i in range(0, len(message), SEQUENCE_CHUNK)] or [b""]
+        last = chunks.pop() if keep_last else b""
+        for chunk in chunks:
+            self.call("TPM2_SequenceUpdate", frame(0x15C, [seq], S.tpm2b(chunk), [password(seq_auth)]))
+        return last
+
+    def sign_sequence(self, key: int, message: bytes, *, context: bytes = b"", auth: bytes = b"",
+                      seq_auth: bytes = b"") -> bytes:
+        """ML-DSA over a whole message of any length: SignSequenceStart, SequenceUpdate..., Complete."""
+        response = self.call("TPM2_SignSequenceStart",
+                             frame(0x1AA, [key], S.tpm2b(seq_auth) + S.tpm2b(context)))
+        (seq,), _ = split_response(response, 1)
+        last = self._update(seq, message, seq_auth, keep_last=True)
+        response = self.call("TPM2_SignSequenceComplete",
+                             frame(0x1A4, [seq, key], S.tpm2b(last), [password(seq_auth), password(auth)]))
+        return S.parse_signature_bytes(split_response(response, 0)[1].rest())[2]
+
+    def verify_sequence(self, key: LoadedKey, message: bytes, signature: bytes, *, context: bytes = b"",
+                        seq_auth: bytes = b"") -> bytes:
+        response = self.call("TPM2_VerifySequenceStart",
+                             frame(0x1A9, [key.handle], S.tpm2b(seq_auth) + S.tpm2b(b"") + S.tpm2b(context)))
+        (seq,), _ = split_response(response, 1)
+        self._update(seq, message, seq_auth, keep_last=False)
+        response = self.call("TPM2_VerifySequenceComplete",
+                             frame(0x1A3, [seq, key.handle], S.signature(key.public, signature),
+                                   [password(seq_auth)]))
+        return split_response(response, 0)[1].rest()
+
+    # ---- ML-KEM --------------------------------------------------------------
+
+    def encapsulate(self, key: int) -> tuple[bytes, bytes]:
+        """(shared secret, ciphertext)."""
+        response = self.call("TPM2_Encapsulate", frame(0x1A7, [key], b""))
+        _, r = split_response(response, 0)
+        return r.tpm2b(), r.tpm2b()
+
+    def decapsulate(self, key: int, ciphertext: bytes, *, auth: bytes = b"") -> bytes:
+        response = self.call("TPM2_Decapsulate", frame(0x1A8, [key], S.tpm2b(ciphertext), [password(auth)]))
+        return split_response(response, 0)[1].tpm2b()

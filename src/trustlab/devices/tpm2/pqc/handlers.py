@@ -1,0 +1,525 @@
+"""The TPM 2.0 Library 1.85 post-quantum commands, answered in front of swtpm.
+
+Key objects (ML-DSA-44/65/87, HashML-DSA, ML-KEM-768/1024) are created by
+``TPM2_CreatePrimary`` / ``TPM2_Create`` and loaded by ``TPM2_Load`` when the
+template names TPM_ALG_MLDSA, TPM_ALG_HASH_MLDSA or TPM_ALG_MLKEM; every other
+template goes to swtpm unchanged. Loaded objects and sequences live at
+0x80FF0000-0x80FFFFFF and belong to the connection that loaded them.
+The crypto is FIPS 203/204 through pyca/cryptography; the time is the PQC
+cost model's (:mod:`.pricing`).
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from dataclasses import dataclass
+from typing import Any
+
+from trustlab.devices.tpm2 import extensions as ext
+from trustlab.devices.tpm2.extensions import (
+    TPM_RC_ATTRIBUTES,
+    TPM_RC_AUTH_UNAVAILABLE,
+    TPM_RC_BINDING,
+    TPM_RC_EXT_MU,
+    TPM_RC_HANDLE,
+    TPM_RC_KEY,
+    TPM_RC_MODE,
+    TPM_RC_OBJECT_MEMORY,
+    TPM_RC_PARMS,
+    TPM_RC_SIGN_CONTEXT_KEY,
+    TPM_RC_SIGNATURE,
+    TPM_RC_SIZE,
+    TPM_RC_TYPE,
+    TPM_RC_VALUE,
+    Command,
+    Context,
+    Reader,
+    Reply,
+    TpmError,
+    at_handle,
+    at_param,
+    is_extension_handle,
+    tpm_command,
+)
+from trustlab.devices.tpm2.pqc import binding, keys, pricing
+from trustlab.devices.tpm2.pqc import structures as S
+
+MAX_OBJECTS = 16
+"""Extension objects + sequences loaded at once (TPM_RC_OBJECT_MEMORY beyond)."""
+MAX_SEQUENCE_BYTES = 1 << 20
+
+
+@dataclass
+class PqcObject:
+    handle: int
+    public: S.Public
+    params: keys.ParameterSet
+    private: Any  # a cryptography private key
+    auth: bytes
+    name: bytes
+    qualified_name: bytes
+    conn: Any
+
+
+@dataclass
+class Sequence:
+    handle: int
+    key_handle: int
+    sign: bool
+    auth: bytes
+    stream: keys.MuStream
+    conn: Any
+    size: int = 0
+
+
+class PqcState:
+    def __init__(self) -> None:
+        self.objects: dict[int, PqcObject] = {}
+        self.sequences: dict[int, Sequence] = {}
+
+    def allocate(self) -> int:
+        used = set(self.objects) | set(self.sequences)
+        if len(used) >= MAX_OBJECTS:
+            raise TpmError(TPM_RC_OBJECT_MEMORY, "extension object slots full")
+        handle = ext.EXTENSION_HANDLE_FIRST
+        while handle in used:
+            handle += 1
+        return handle
+
+
+def _state(ctx: Context) -> PqcState:
+    return ctx.state.get("pqc", PqcState)
+
+
+@ext.on_connection_closed
+def _flush_connection(state: ext.ExtensionState, conn: Any) -> None:
+    pqc = state.get("pqc", PqcState)
+    pqc.objects = {h: o for h, o in pqc.objects.items() if o.conn != conn}
+    pqc.sequences = {h: s for h, s in pqc.sequences.items() if s.conn != conn}
+
+
+def _key(ctx: Context, handle: int, n: int = 1) -> PqcObject:
+    """The extension object at handle ``n`` of the command; another handle type is a TPM error."""
+    obj = _state(ctx).objects.get(handle)
+    if obj is not None:
+        return obj
+    if handle >> 24 in (0x80, 0x81) and not is_extension_handle(handle):
+        raise TpmError(at_handle(TPM_RC_KEY, n), "not a post-quantum key")  # a key of swtpm's
+    raise TpmError(at_handle(TPM_RC_HANDLE, n), "no such object")
+
+
+def _authorize(cmd: Command, index: int, obj: PqcObject) -> None:
+    """USER-role authorization of ``obj`` by a password session."""
+    if not obj.public.attributes & S.USER_WITH_AUTH:
+        raise TpmError(TPM_RC_AUTH_UNAVAILABLE, "key needs a policy session (userWithAuth CLEAR)")
+    cmd.require_password(index, obj.auth, no_da=bool(obj.public.attributes & S.NO_DA))
+
+
+def _priced(ctx: Context, ps: keys.ParameterSet, operation: str):
+    rng = ctx.state.rng
+
+    def price(in_bytes: int, out_bytes: int) -> dict[str, float]:
+        return pricing.operation_ms(ctx.profile, rng, ps.algorithm, operation, in_bytes=in_bytes,
+                                    out_bytes=out_bytes)
+    return price
+
+
+def _parameter_set(pub: S.Public, n: int) -> keys.ParameterSet:
+    ps = keys.parameter_set(pub.type, pub.parameter_set)
+    if ps is None:
+        raise TpmError(at_param(TPM_RC_PARMS, n), "parameter set not supported")
+    return ps
+
+
+def _claims_template(cmd: Command) -> bool:
+    """Peek at inPublic (parameter 2 of Create/CreatePrimary/Load) without consuming anything."""
+    r = Reader(cmd.raw, cmd.params.pos)
+    try:
+        r.tpm2b()
+        public_area = r.tpm2b()
+    except TpmError:
+        return False
+    if binding.is_reserved_template(public_area):
+        raise TpmError(at_param(TPM_RC_VALUE, 2), "template reserved for the proxy's key derivation")
+    return S.peek_public_type(public_area) in S.PQC_TYPES
+
+
+def _read_template(cmd: Command) -> tuple[S.SensitiveCreate, S.Public, bytes, bytes, list]:
+    r = cmd.params
+    sensitive = S.parse_sensitive_create(r.param(1))
+    area = r.param(2).tpm2b(4096)
+    pr = Reader(area).param(2)
+    pub = S.parse_public(pr)
+    pr.end()
+    outside = r.param(3).tpm2b(S.MAX_DIGEST_BUFFER)
+    pcrs = S.parse_pcr_selection(r.param(4))
+    r.end()
+    if any(any(mask) for _, mask in pcrs):
+        raise TpmError(at_param(TPM_RC_VALUE, 4), "creation PCRs are not supported for PQC objects")
+    if sensitive.data:
+        raise TpmError(at_param(TPM_RC_SIZE, 1), "an asymmetric key takes no sensitive data")
+    if pub.unique:
+        pub = pub.with_unique(b"")  # unique is an entropy hint only for primaries; recomputed below
+    S.check_template(pub, 2)
+    return sensitive, pub, area, outside, pcrs
+
+
+def _qualified(name_alg: int, parent_qn: bytes, name: bytes) -> bytes:
+    return S.u16(name_alg) + S.digest(name_alg, parent_qn + name)
+
+
+def _sensitive(pub: S.Public, auth: bytes, seed: bytes) -> bytes:
+    """TPMT_SENSITIVE {sensitiveType, authValue, seedValue, sensitive (the FIPS seed)}."""
+    return S.u16(pub.type) + S.tpm2b(auth) + S.tpm2b(b"") + S.tpm2b(seed)
+
+
+def _load(ctx: Context, cmd: Command, pub: S.Public, ps: keys.ParameterSet, seed: bytes, auth: bytes,
+          qualified_parent: bytes) -> PqcObject:
+    state = _state(ctx)
+    handle = state.allocate()
+    private = keys.private_from_seed(ps, seed)
+    full = pub.with_unique(keys.public_bytes(private))
+    name = full.name()
+    obj = PqcObject(handle, full, ps, private, auth, name, _qualified(full.name_alg, qualified_parent, name),
+                    ctx.conn_id)
+    state.objects[handle] = obj
+    return obj
+
+
+# ---- object creation -----------------------------------------------------------
+
+
+@tpm_command(0x131, "TPM2_CreatePrimary", handles=1)
+def create_primary(cmd: Command, ctx: Context) -> Reply | None:
+    if not _claims_template(cmd):
+        return None
+    hierarchy = cmd.handles[0]
+    sensitive, pub, area, outside, pcrs = _read_template(cmd)
+    ps = _parameter_set(pub, 2)
+    if hierarchy not in S.HIERARCHIES:
+        raise TpmError(at_handle(TPM_RC_VALUE, 1), "not a hierarchy")
+    # the hierarchy's authorization is checked by swtpm: the client's area is replayed
+    secret = binding.hierarchy_secret(ctx.backend_transact, hierarchy, cmd.auth_area or None)
+    seed = binding.primary_seed(secret, area, sensitive.data, ps.seed_size)
+    obj = _load(ctx, cmd, pub, ps, seed, sensitive.user_auth, S.u32(hierarchy))
+    cdata = S.creation_data(pub.name_alg, S.u32(hierarchy), S.u32(hierarchy), outside, pcrs)
+    params = (S.tpm2b(obj.public.marshal()) + S.creation_tail(pub.name_alg, cdata) + S.tpm2b(obj.name))
+    return Reply(params=params, handles=[obj.handle], price=_priced(ctx, ps, "keygen"), variant=ps.variant)
+
+
+@tpm_command(0x191, "TPM2_CreateLoaded", handles=1)
+def create_loaded(cmd: Command, ctx: Context) -> Reply | None:
+    """Only guards the reserved derivation template; PQC keys via CreateLoaded are not offered."""
+    r = Reader(cmd.raw, cmd.params.pos)
+    try:
+        r.tpm2b()
+        area = r.tpm2b()
+    except TpmError:
+        return None
+    if binding.is_reserved_template(area):
+        raise TpmError(at_param(TPM_RC_VALUE, 2), "template reserved for the proxy's key derivation")
+    if S.peek_public_type(area) in S.PQC_TYPES:
+        raise TpmError(at_param(TPM_RC_TYPE, 2), "use TPM2_Create + TPM2_Load for post-quantum keys")
+    return None
+
+
+def _storage_parent(ctx: Context, cmd: Command) -> tuple[bytes, bytes]:
+    """(name, qualifiedName) of the backend storage parent named by handle 1, after its authorization."""
+    parent = cmd.handles[0]
+    if is_extension_handle(parent):
+        raise TpmError(at_handle(TPM_RC_TYPE, 1), "post-quantum keys cannot be parents here")
+    rc, public, name, qn = binding.read_public(ctx.backend_transact, parent)
+    if rc != 0:
+        raise TpmError(rc)
+    attrs = struct.unpack_from(">I", public, 4)[0] if len(public) >= 8 else 0
+    if not (attrs & S.RESTRICTED and attrs & S.DECRYPT):
+        raise TpmError(at_handle(TPM_RC_TYPE, 1), "parent is not a storage key")
+    if cmd.tag != 0x8002 or not cmd.sessions:
+        raise TpmError(ext.TPM_RC_AUTH_MISSING)
+    rc = binding.check_parent_auth(ctx.backend_transact, parent, cmd.auth_area)
+    if rc != 0:
+        raise TpmError(rc)
+    return name, qn
+
+
+@tpm_command(0x153, "TPM2_Create", handles=1)
+def create(cmd: Command, ctx: Context) -> Reply | None:
+    if not _claims_template(cmd):
+        return None
+    sensitive, pub, _area, outside, pcrs = _read_template(cmd)
+    ps = _parameter_set(pub, 2)
+    parent_name, parent_qn = _storage_parent(ctx, cmd)
+    seed = os.urandom(ps.seed_size)
+    private = keys.private_from_seed(ps, seed)
+    full = pub.with_unique(keys.public_bytes(private))
+    secret = binding.storage_secret(ctx.backend_transact)
+    blob = binding.seal(secret, parent_name, full.name(), _sensitive(full, sensitive.user_auth, seed))
+    cdata = S.creation_data(pub.name_alg, parent_name, parent_qn, outside, pcrs)
+    params = S.tpm2b(blob) + S.tpm2b(full.marshal()) + S.creation_tail(pub.name_alg, cdata)
+    return Reply(params=params, price=_priced(ctx, ps, "keygen"), variant=ps.variant)
+
+
+@tpm_command(0x157, "TPM2_Load", handles=1)
+def load(cmd: Command, ctx: Context) -> Reply | None:
+    r = Reader(cmd.raw, cmd.params.pos)
+    try:
+        r.tpm2b()
+        if S.peek_public_type(r.tpm2b()) not in S.PQC_TYPES:
+            return None
+    except TpmError:
+        return None
+    blob = cmd.params.param(1).tpm2b(4096)
+    area = cmd.params.param(2).tpm2b(4096)
+    cmd.params.end()
+    pr = Reader(area).param(2)
+    pub = S.parse_public(pr)
+    pr.end()
+    S.check_template(pub, 2)
+    ps = _parameter_set(pub, 2)
+    if len(pub.unique) != ps.public_size:
+        raise TpmError(at_param(TPM_RC_SIZE, 2), "public key of the wrong size")
+    parent_name, parent_qn = _storage_parent(ctx, cmd)
+    secret = binding.storage_secret(ctx.backend_transact)
+    sensitive = Reader(binding.unseal(secret, parent_name, pub.name(), blob, 1)).param(1)
+    kind, auth, _seed_value, seed = sensitive.u16(), sensitive.tpm2b(), sensitive.tpm2b(), sensitive.tpm2b()
+    if kind != pub.type or len(seed) != ps.seed_size:
+        raise TpmError(at_param(TPM_RC_TYPE, 1), "private area does not match the public area")
+    obj = _load(ctx, cmd, pub, ps, seed, auth, parent_qn)
+    if obj.public.unique != pub.unique:
+        del _state(ctx).objects[obj.handle]
+        raise TpmError(at_param(TPM_RC_BINDING, 2), "public key does not match the private seed")
+    return Reply(params=S.tpm2b(obj.name), handles=[obj.handle], price=_priced(ctx, ps, "keygen"),
+                 variant=ps.variant)
+
+
+# ---- object management ---------------------------------------------------------
+
+
+@tpm_command(0x173, "TPM2_ReadPublic", handles=1)
+def read_public(cmd: Command, ctx: Context) -> Reply | None:
+    if not is_extension_handle(cmd.handles[0]):
+        return None
+    obj = _key(ctx, cmd.handles[0])
+    cmd.params.end()
+    return Reply(params=S.tpm2b(obj.public.marshal()) + S.tpm2b(obj.name) + S.tpm2b(obj.qualified_name),
+                 variant=obj.params.variant)
+
+
+@tpm_command(0x165, "TPM2_FlushContext", handles=0)
+def flush_context(cmd: Command, ctx: Context) -> Reply | None:
+    r = Reader(cmd.raw, cmd.params.pos)
+    try:
+        handle = r.u32()
+    except TpmError:
+        return None
+    if not is_extension_handle(handle):
+        return None
+    state = _state(ctx)
+    if state.objects.pop(handle, None) is None and state.sequences.pop(handle, None) is None:
+        raise TpmError(at_param(TPM_RC_HANDLE, 1), "no such extension object")
+    return Reply()
+
+
+# ---- ML-DSA ----------------------------------------------------------------------
+
+
+def _signing_key(ctx: Context, handle: int) -> PqcObject:
+    obj = _key(ctx, handle)
+    if obj.public.type not in (S.TPM_ALG_MLDSA, S.TPM_ALG_HASH_MLDSA) or not obj.public.attributes & S.SIGN:
+        raise TpmError(at_handle(TPM_RC_KEY, 1), "not an ML-DSA signing key")
+    return obj
+
+
+def _digest_mu(obj: PqcObject, context: bytes, digest: bytes) -> bytes:
+    """mu for TPM2_SignDigest/VerifyDigestSignature: the external mu, or HashML-DSA's over PH(M)."""
+    if obj.public.type == S.TPM_ALG_MLDSA:
+        if not obj.public.allow_external_mu:
+            raise TpmError(at_handle(TPM_RC_EXT_MU, 1), "key does not allow an external mu")
+        if context:
+            raise TpmError(at_param(TPM_RC_VALUE, 1), "an external mu already contains the context")
+        if len(digest) != 64:
+            raise TpmError(at_param(TPM_RC_SIZE, 2), "an external mu is 64 bytes")
+        return digest
+    size = len(S.digest(obj.public.hash_alg, b""))
+    if len(digest) != size:
+        raise TpmError(at_param(TPM_RC_SIZE, 2), "digest size differs from the key's pre-hash")
+    return keys.prehash_mu(keys.tr(obj.public.unique), context, obj.public.hash_alg, digest)
+
+
+@tpm_command(0x1A6, "TPM2_SignDigest", handles=1)
+def sign_digest(cmd: Command, ctx: Context) -> Reply:
+    obj = _signing_key(ctx, cmd.handles[0])
+    r = cmd.params
+    context = r.param(1).tpm2b(S.MAX_SIGNATURE_CTX)
+    digest = r.param(2).tpm2b(S.MAX_DIGEST_BUFFER)
+    tag, _hierarchy, _ticket = r.param(3).u16(), r.u32(), r.tpm2b(S.MAX_DIGEST_BUFFER)
+    r.end()
+    if tag != S.TPM_ST_HASHCHECK:
+        raise TpmError(at_param(ext.TPM_RC_TAG, 3), "validation is not a TPMT_TK_HASHCHECK")
+    if obj.public.attributes & S.RESTRICTED:
+        raise TpmError(at_handle(TPM_RC_ATTRIBUTES, 1), "a restricted key does not sign external digests")
+    _authorize(cmd, 0, obj)
+    mu = _digest_mu(obj, context, digest)
+    sig = keys.sign_mu(obj.private, mu)
+    return Reply(params=S.signature(obj.public, sig), price=_priced(ctx, obj.params, "sign"),
+                 variant=obj.params.variant)
+
+
+@tpm_command(0x1A5, "TPM2_VerifyDigestSignature", handles=1)
+def verify_digest_signature(cmd: Command, ctx: Context) -> Reply:
+    obj = _signing_key(ctx, cmd.handles[0])
+    r = cmd.params
+    context = r.param(1).tpm2b(S.MAX_SIGNATURE_CTX)
+    digest = r.param(2).tpm2b(S.MAX_DIGEST_BUFFER)
+    sig = S.parse_signature(r.param(3), obj.public)
+    r.end()
+    mu = _digest_mu(obj, context, digest)
+    if not keys.verify_mu(obj.private.public_key(), sig, mu):
+        raise TpmError(at_param(TPM_RC_SIGNATURE, 3), "signature does not verify")
+    meta = obj.public.hash_alg if obj.public.type == S.TPM_ALG_HASH_MLDSA else S.TPM_ALG_NULL
+    return Reply(params=S.null_verified_ticket(S.TPM_ST_DIGEST_VERIFIED, meta),
+                 price=_priced(ctx, obj.params, "verify"), variant=obj.params.variant)
+
+
+def _start_sequence(cmd: Command, ctx: Context, sign: bool) -> Reply:
+    obj = _signing_key(ctx, cmd.handles[0])
+    r = cmd.params
+    auth = r.param(1).tpm2b(S.MAX_AUTH)
+    if sign:
+        context = r.param(2).tpm2b(S.MAX_SIGNATURE_CTX)
+    else:
+        hint = r.param(2).tpm2b(S.MAX_SIGNATURE_HINT)
+        context = r.param(3).tpm2b(S.MAX_SIGNATURE_CTX)
+        if hint:
+            raise TpmError(at_param(TPM_RC_VALUE, 2), "ML-DSA takes no signature hint")
+    r.end()
+    if sign and obj.public.attributes & S.RESTRICTED:
+        raise TpmError(at_handle(TPM_RC_ATTRIBUTES, 1), "a restricted key signs only TPM-generated data")
+    state = _state(ctx)
+    handle = state.allocate()
+    stream = keys.MuStream(obj.public.unique, context, obj.public.type, obj.public.hash_alg)
+    state.sequences[handle] = Sequence(handle, obj.handle, sign, auth.rstrip(b"\x00"), stream, ctx.conn_id)
+    return Reply(handles=[handle], variant=obj.params.variant)
+
+
+@tpm_command(0x1AA, "TPM2_SignSequenceStart", handles=1)
+def sign_sequence_start(cmd: Command, ctx: Context) -> Reply:
+    return _start_sequence(cmd, ctx, sign=True)
+
+
+@tpm_command(0x1A9, "TPM2_VerifySequenceStart", handles=1)
+def verify_sequence_start(cmd: Command, ctx: Context) -> Reply:
+    return _start_sequence(cmd, ctx, sign=False)
+
+
+def _sequence(ctx: Context, cmd: Command, sign: bool) -> Sequence:
+    seq = _state(ctx).sequences.get(cmd.handles[0])
+    if seq is None:
+        raise TpmError(at_handle(TPM_RC_HANDLE, 1), "no such sequence")
+    if seq.sign != sign:
+        raise TpmError(at_handle(TPM_RC_MODE, 1), "sequence of the other kind")
+    cmd.require_password(0, seq.auth)
+    return seq
+
+
+@tpm_command(0x15C, "TPM2_SequenceUpdate", handles=1)
+def sequence_update(cmd: Command, ctx: Context) -> Reply | None:
+    if not is_extension_handle(cmd.handles[0]):
+        return None
+    seq = _state(ctx).sequences.get(cmd.handles[0])
+    if seq is None:
+        raise TpmError(at_handle(TPM_RC_HANDLE, 1), "no such sequence")
+    cmd.require_password(0, seq.auth)
+    data = cmd.params.param(1).tpm2b(S.MAX_BUFFER)
+    cmd.params.end()
+    _feed(seq, data)
+    return Reply(terms={**ext.wire_terms(len(cmd.raw), 0), "sha256_byte": float(len(data))})
+
+
+def _feed(seq: Sequence, data: bytes) -> None:
+    seq.size += len(data)
+    if seq.size > MAX_SEQUENCE_BYTES:
+        raise TpmError(ext.TPM_RC_MEMORY, "sequence too long for this lab")
+    seq.stream.update(data)
+
+
+def _complete_key(ctx: Context, cmd: Command, seq: Sequence) -> PqcObject:
+    if cmd.handles[1] != seq.key_handle:
+        raise TpmError(at_handle(TPM_RC_SIGN_CONTEXT_KEY, 2), "sequence was started with another key")
+    obj = _state(ctx).objects.get(seq.key_handle)
+    if obj is None:
+        raise TpmError(at_handle(TPM_RC_HANDLE, 2), "key was flushed")
+    return obj
+
+
+@tpm_command(0x1A4, "TPM2_SignSequenceComplete", handles=2)
+def sign_sequence_complete(cmd: Command, ctx: Context) -> Reply:
+    seq = _sequence(ctx, cmd, sign=True)
+    obj = _complete_key(ctx, cmd, seq)
+    data = cmd.params.param(1).tpm2b(S.MAX_BUFFER)
+    cmd.params.end()
+    _authorize(cmd, 1, obj)
+    _feed(seq, data)
+    del _state(ctx).sequences[seq.handle]
+    sig = keys.sign_mu(obj.private, seq.stream.mu())
+    return Reply(params=S.signature(obj.public, sig), price=_priced(ctx, obj.params, "sign"),
+                 variant=obj.params.variant)
+
+
+@tpm_command(0x1A3, "TPM2_VerifySequenceComplete", handles=2)
+def verify_sequence_complete(cmd: Command, ctx: Context) -> Reply:
+    seq = _sequence(ctx, cmd, sign=False)
+    obj = _complete_key(ctx, cmd, seq)
+    sig = S.parse_signature(cmd.params.param(1), obj.public)
+    cmd.params.end()
+    del _state(ctx).sequences[seq.handle]
+    if not keys.verify_mu(obj.private.public_key(), sig, seq.stream.mu()):
+        raise TpmError(at_param(TPM_RC_SIGNATURE, 1), "signature does not verify")
+    return Reply(params=S.null_verified_ticket(S.TPM_ST_MESSAGE_VERIFIED),
+                 price=_priced(ctx, obj.params, "verify"), variant=obj.params.variant)
+
+
+# ---- ML-KEM ----------------------------------------------------------------------
+
+
+def _kem_key(ctx: Context, handle: int) -> PqcObject:
+    obj = _key(ctx, handle)
+    if obj.public.type != S.TPM_ALG_MLKEM:
+        raise TpmError(at_handle(TPM_RC_KEY, 1), "not an ML-KEM key")
+    if obj.public.attributes & S.RESTRICTED or not obj.public.attributes & S.DECRYPT:
+        raise TpmError(at_handle(TPM_RC_ATTRIBUTES, 1), "KEM key must be an unrestricted decryption key")
+    return obj
+
+
+@tpm_command(0x1A7, "TPM2_Encapsulate", handles=1)
+def encapsulate(cmd: Command, ctx: Context) -> Reply:
+    obj = _kem_key(ctx, cmd.handles[0])
+    cmd.params.end()
+    shared, ciphertext = obj.private.public_key().encapsulate()
+    return Reply(params=S.tpm2b(shared) + S.tpm2b(ciphertext), price=_priced(ctx, obj.params, "encapsulate"),
+                 variant=obj.params.variant)
+
+
+@tpm_command(0x1A8, "TPM2_Decapsulate", handles=1)
+def decapsulate(cmd: Command, ctx: Context) -> Reply:
+    obj = _kem_key(ctx, cmd.handles[0])
+    ciphertext = cmd.params.param(1).tpm2b(S.MAX_MLKEM_CT)
+    cmd.params.end()
+    if len(ciphertext) != obj.params.output_size:
+        raise TpmError(at_param(TPM_RC_SIZE, 1), "ciphertext size differs from the parameter set's")
+    _authorize(cmd, 0, obj)
+    shared = obj.private.decapsulate(ciphertext)
+    return Reply(params=S.tpm2b(shared), price=_priced(ctx, obj.params, "decapsulate"), variant=obj.params.variant)
+
+
+@tpm_command(0x144, "TPM2_Startup", handles=0)
+def startup(cmd: Command, ctx: Context) -> Reply:
+    """Forwarded as is; a successful TPM2_Startup(CLEAR) also ends every extension object and sequence."""
+    response = ctx.backend_transact(cmd.raw)
+    r = Reader(cmd.raw, cmd.params.pos)
+    if r.u16() == 0 and response[6:10] == b"\0\0\0\0":
+        state = _state(ctx)
+        state.objects.clear()
+        state.sequences.clear()
+    return Reply(raw=response)

@@ -1,0 +1,74 @@
+"""``trustlab tpm2 pqc ...`` verbs against an in-process serve (virtual mode)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from cryptography.hazmat.primitives.asymmetric import mldsa
+
+from trustlab.cli import main
+from trustlab.devices.tpm2.proxy import timed_swtpm
+
+from .conftest import needs_swtpm
+
+pytestmark = [pytest.mark.swtpm, needs_swtpm]
+
+
+@pytest.fixture(scope="module")
+def tcti():
+    with timed_swtpm("st-st33ktpm2xspi-wolftpm", virtual=True) as proxy:
+        yield proxy.tcti
+
+
+def run(capsys, *argv) -> dict:
+    assert main(["tpm2", "pqc", *argv, "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_sign_and_verify_with_the_cli(tcti, tmp_path, capsys):
+    key = run(capsys, "createprimary", "--tcti", tcti, "--alg", "ML-DSA-65", "--public-out",
+              str(tmp_path / "k.pub"))
+    assert key["algorithm"] == "ML-DSA-65" and key["public_key_bytes"] == 1952
+    (tmp_path / "msg").write_bytes(b"hello pqc")
+    sig = run(capsys, "sign-digest", "--tcti", tcti, "--key", key["handle"], "--message", str(tmp_path / "msg"),
+              "--signature-out", str(tmp_path / "msg.sig"))
+    assert sig["signature_bytes"] == 3309
+    public = (tmp_path / "k.pub").read_bytes()
+    pk = mldsa.MLDSA65PublicKey.from_public_bytes(public[-1952:])
+    pk.verify((tmp_path / "msg.sig").read_bytes(), b"hello pqc")
+    out = run(capsys, "verify-digest", "--tcti", tcti, "--key", key["handle"], "--message",
+              str(tmp_path / "msg"), "--signature", str(tmp_path / "msg.sig"))
+    assert out == {"tpm_verified": True, "tpm_rc": "0x0", "cryptography_verified": True}
+    (tmp_path / "msg").write_bytes(b"tampered")
+    assert main(["tpm2", "pqc", "verify-digest", "--tcti", tcti, "--key", key["handle"], "--message",
+                 str(tmp_path / "msg"), "--signature", str(tmp_path / "msg.sig")]) == 1
+    capsys.readouterr()
+
+
+def test_create_load_and_kem_with_the_cli(tcti, tmp_path, capsys):
+    from trustlab.devices.tpm2.pqc.client import PqcClient
+
+    with PqcClient.connect(tcti) as tpm:
+        srk = tpm.create_storage_primary()
+    run(capsys, "create", "--tcti", tcti, "--parent", hex(srk), "--alg", "ML-KEM-768", "--key-auth", "pw",
+        "--private-out", str(tmp_path / "k.priv"), "--public-out", str(tmp_path / "k.pub"))
+    key = run(capsys, "load", "--tcti", tcti, "--parent", hex(srk), "--private", str(tmp_path / "k.priv"),
+              "--public", str(tmp_path / "k.pub"))
+    enc = run(capsys, "encapsulate", "--tcti", tcti, "--key", key["handle"], "--ciphertext-out",
+              str(tmp_path / "ct"))
+    dec = run(capsys, "decapsulate", "--tcti", tcti, "--key", key["handle"], "--ciphertext", str(tmp_path / "ct"),
+              "--key-auth", "pw")
+    assert dec["shared_secret"] == enc["shared_secret"] and enc["ciphertext_bytes"] == 1088
+    run(capsys, "flush", "--tcti", tcti, "--key", key["handle"])
+
+
+def test_cli_errors_are_one_line(tcti, tmp_path, capsys):
+    assert main(["tpm2", "pqc", "decapsulate", "--tcti", tcti, "--key", "0x80ffff00", "--ciphertext",
+                 str(tmp_path / "missing")]) == 2
+    assert "no such ciphertext file" in capsys.readouterr().err
+    assert main(["tpm2", "pqc", "encapsulate", "--tcti", tcti, "--key", "0x80ffff00"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "TPM2_Encapsulate: TPM returned 0x18b" in err
+    assert main(["tpm2", "pqc", "createprimary", "--tcti", "swtpm:port=1", "--alg", "ML-DSA-44"]) == 2
+    assert "cannot connect" in capsys.readouterr().err

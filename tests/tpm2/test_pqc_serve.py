@@ -1,0 +1,231 @@
+"""The 1.85 PQC commands end to end: client -> timing proxy (serve) -> handlers + swtpm.
+
+Signatures are checked by cryptography's public-key ``verify`` on the public
+key the TPM returned - an independent verifier - and ML-KEM shared secrets by
+encapsulating with cryptography on the client side and decapsulating in the TPM.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+
+import pytest
+from cryptography.hazmat.primitives.asymmetric import mlkem
+
+from trustlab.devices.tpm2.backend import swtpm_backend
+from trustlab.devices.tpm2.pqc import structures as S
+from trustlab.devices.tpm2.pqc.client import PqcClient, TpmResponseError, external_mu, frame, password, public_key
+from trustlab.devices.tpm2.proxy import TimingProxy, timed_swtpm
+from trustlab.devices.tpm2.swtpm import Swtpm
+from trustlab.timing import registry
+
+from .conftest import needs_swtpm
+
+PROFILE = "st-st33ktpm2xspi-wolftpm"
+pytestmark = [pytest.mark.swtpm, needs_swtpm]
+
+
+@pytest.fixture(scope="module")
+def served():
+    records = []
+    with timed_swtpm(PROFILE, virtual=True, trace=records.append) as proxy:
+        proxy.trace_records = records
+        yield proxy
+
+
+@pytest.fixture
+def tpm(served):
+    with PqcClient.connect(served.tcti) as client:
+        yield client
+
+
+def test_mldsa65_primary_signs_a_digest_that_verifies_independently(served, tpm):
+    key = tpm.create_primary("ML-DSA-65")
+    assert key.handle >> 16 == 0x80FF and len(key.public.unique) == 1952
+    message = b"attestation: PCR digest 1234"
+    sig = tpm.sign_digest(key.handle, external_mu(key.public.unique, message))
+    assert len(sig) == 3309
+    public_key(key.public).verify(sig, message)  # cryptography (OpenSSL), not the handler
+    record = served.trace_records[-1]
+    assert record.command == "TPM2_SignDigest" and record.variant == "mldsa65" and record.rc == 0
+    assert record.modelled_ms > 10 * record.breakdown.get("ohc", 0.0) > 0  # priced by the PQC model
+    assert "pqc_compute" in record.breakdown
+    tpm.flush(key.handle)
+
+
+def test_primary_keys_are_deterministic_per_template(tpm):
+    a = tpm.create_primary("ML-DSA-44")
+    b = tpm.create_primary("ML-DSA-44")
+    c = tpm.create_primary("ML-DSA-44", auth=b"x")  # userAuth is not part of the derivation
+    assert a.public.unique == b.public.unique == c.public.unique and a.handle != b.handle
+    d = tpm.create_primary("ML-DSA-44", allow_external_mu=False)
+    assert d.public.unique != a.public.unique
+    for k in (a, b, c, d):
+        tpm.flush(k.handle)
+
+
+def test_mldsa87_signature_does_not_fit_a_4096_byte_command(served, tpm):
+    """Verifying ML-DSA-87 in the TPM needs a 4.7 KB command: a 4 KiB TPM buffer refuses it."""
+    key = tpm.create_primary("ML-DSA-87")
+    mu = external_mu(key.public.unique, b"m")
+    sig = tpm.sign_digest(key.handle, mu)
+    public_key(key.public).verify(sig, b"m")
+    with pytest.raises(TpmResponseError) as e:
+        tpm.verify_digest_signature(key, mu, sig)
+    assert e.value.rc == 0x142  # TPM_RC_COMMAND_SIZE; the proxy then ends the connection (framing lost)
+    with PqcClient.connect(served.tcti) as again:
+        again.flush(key.handle)
+
+
+def test_read_public_and_the_tpm_verify_commands(tpm):
+    key = tpm.create_primary("ML-DSA-65")
+    pub, name, _qn = tpm.read_public(key.handle)
+    assert pub == key.public and name == key.name == pub.name()
+    mu = external_mu(pub.unique, b"m")
+    sig = tpm.sign_digest(key.handle, mu)
+    ticket = tpm.verify_digest_signature(key, mu, sig)
+    assert ticket[:2] == b"\x80\x27"  # TPM_ST_DIGEST_VERIFIED
+    with pytest.raises(TpmResponseError) as e:
+        tpm.verify_digest_signature(key, external_mu(pub.unique, b"other"), sig)
+    assert e.value.rc == 0x3DB  # TPM_RC_SIGNATURE, parameter 3
+    tpm.flush(key.handle)
+
+
+def test_sign_and_verify_sequences_over_long_messages(tpm):
+    key = tpm.create_primary("ML-DSA-65", allow_external_mu=False)
+    message = bytes(range(256)) * 20  # five SequenceUpdate chunks
+    sig = tpm.sign_sequence(key.handle, message, context=b"trustlab")
+    public_key(key.public).verify(sig, message, b"trustlab")
+    assert tpm.verify_sequence(key, message, sig, context=b"trustlab")[:2] == b"\x80\x26"
+    with pytest.raises(TpmResponseError) as e:  # pure ML-DSA without allowExternalMu refuses SignDigest
+        tpm.sign_digest(key.handle, b"\x00" * 64)
+    assert e.value.rc == 0x1AB  # TPM_RC_EXT_MU, handle 1
+    tpm.flush(key.handle)
+
+
+def test_hash_mldsa_signs_a_sha384_digest(tpm):
+    key = tpm.create_primary("ML-DSA-44", hash_alg=S.TPM_ALG_SHA384)
+    d = hashlib.sha384(b"document").digest()
+    sig = tpm.sign_digest(key.handle, d, context=b"c")
+    # OpenSSL has no HashML-DSA verify: check it over FIPS 204 Algorithm 4's mu with verify_mu
+    mu = hashlib.shake_256(hashlib.shake_256(key.public.unique).digest(64) + b"\x01\x01c"
+                           + bytes.fromhex("0609608648016503040202") + d).digest(64)
+    public_key(key.public).verify_mu(sig, mu)
+    # TPM_ST_DIGEST_VERIFIED, TPM_RH_NULL, metadata = the pre-hash (SHA-384), empty hmac
+    assert tpm.verify_digest_signature(key, d, sig, context=b"c") == bytes.fromhex("8027 40000007 000c 0000")
+    with pytest.raises(TpmResponseError) as e:
+        tpm.sign_digest(key.handle, hashlib.sha256(b"document").digest())
+    assert e.value.rc == 0x2D5  # TPM_RC_SIZE, parameter 2
+    tpm.flush(key.handle)
+
+
+def test_mlkem768_shared_secrets_agree_both_ways(served, tpm):
+    key = tpm.create_primary("ML-KEM-768")
+    secret, ciphertext = tpm.encapsulate(key.handle)
+    assert len(secret) == 32 and len(ciphertext) == 1088
+    assert tpm.decapsulate(key.handle, ciphertext) == secret
+    # the independent side: encapsulate with cryptography to the TPM's public key
+    their_secret, their_ct = mlkem.MLKEM768PublicKey.from_public_bytes(key.public.unique).encapsulate()
+    assert tpm.decapsulate(key.handle, their_ct) == their_secret
+    assert served.trace_records[-1].variant == "mlkem768"
+    tpm.flush(key.handle)
+
+
+def test_created_key_loads_under_its_parent_with_its_password(tpm):
+    srk = tpm.create_storage_primary()
+    private, public = tpm.create(srk, "ML-KEM-1024", auth=b"kem-pw")
+    assert b"\x00" * 32 not in private and len(private) < 200  # a sealed seed, never the expanded key
+    key = tpm.load(srk, private, public)
+    secret, ct = tpm.encapsulate(key.handle)
+    assert tpm.decapsulate(key.handle, ct, auth=b"kem-pw") == secret
+    with pytest.raises(TpmResponseError) as e:
+        tpm.decapsulate(key.handle, ct, auth=b"wrong")
+    assert e.value.rc == 0x98E  # TPM_RC_AUTH_FAIL, session 1
+    tampered = bytearray(private)
+    tampered[-1] ^= 1
+    with pytest.raises(TpmResponseError) as e:
+        tpm.load(srk, bytes(tampered), public)
+    assert e.value.rc == 0x1DF  # TPM_RC_INTEGRITY, parameter 1
+    for h in (key.handle, srk):
+        tpm.flush(h)
+
+
+def test_bad_input_answers_tpm_error_codes(tpm):
+    kem = tpm.create_primary("ML-KEM-768")
+    dsa = tpm.create_primary("ML-DSA-44")
+    cases = {
+        "wrong algorithm: sign with a KEM key": (
+            frame(0x1A6, [kem.handle], S.tpm2b(b"") + S.tpm2b(b"\x00" * 64) + S.null_hashcheck_ticket(),
+                  [password()]), 0x19C),
+        "wrong algorithm: ML-KEM-512 template": (
+            frame(0x131, [S.TPM_RH_OWNER], S.sensitive_create()
+                  + S.tpm2b(S.Public(S.TPM_ALG_MLKEM, S.TPM_ALG_SHA256, 0x00020072, b"", 1).marshal())
+                  + S.tpm2b(b"") + S.u32(0), [password()]), 0x2EA),  # TPM_RC_PARMS, parameter 2
+        "oversized digest buffer": (
+            frame(0x1A6, [dsa.handle], S.tpm2b(b"") + S.tpm2b(b"\x00" * 65) + S.null_hashcheck_ticket(),
+                  [password()]), 0x2D5),  # TPM_RC_SIZE, parameter 2
+        "oversized context": (
+            frame(0x1A6, [dsa.handle], S.tpm2b(b"\x00" * 256) + S.tpm2b(b"") + S.null_hashcheck_ticket(),
+                  [password()]), 0x1D5),  # TPM_RC_SIZE, parameter 1
+        "oversized ciphertext": (frame(0x1A8, [kem.handle], S.tpm2b(b"\x00" * 1569), [password()]), 0x1D5),
+        "short ciphertext": (frame(0x1A8, [kem.handle], S.tpm2b(b"\x00" * 1000), [password()]), 0x1D5),
+        "wrong handle type: encapsulate to a signing key": (frame(0x1A7, [dsa.handle], b""), 0x19C),
+        "wrong handle type: a PCR": (frame(0x1A7, [0x00000001], b""), 0x18B),
+        "flushed handle": (frame(0x1A7, [0x80FFFFFF], b""), 0x18B),
+        "missing authorization": (frame(0x1A8, [kem.handle], S.tpm2b(b"\x00" * 1088)), 0x125),
+    }
+    for what, (command, rc) in cases.items():
+        response = tpm.transport.transact(command)
+        assert int.from_bytes(response[6:10], "big") == rc, what
+    for h in (kem.handle, dsa.handle):
+        tpm.flush(h)
+
+
+def test_the_reserved_derivation_template_is_refused_to_clients(tpm):
+    from trustlab.devices.tpm2.pqc import binding
+
+    command = frame(0x131, [S.TPM_RH_OWNER], S.sensitive_create() + S.tpm2b(binding.DERIVATION_TEMPLATE)
+                    + S.tpm2b(b"") + S.u32(0), [password()])
+    assert int.from_bytes(tpm.transport.transact(command)[6:10], "big") == 0x2C4  # TPM_RC_VALUE, parameter 2
+
+
+def test_hierarchy_authorization_is_checked_by_the_backend(tpm):
+    with pytest.raises(TpmResponseError) as e:
+        tpm.create_primary("ML-DSA-44", hierarchy_auth=b"not-the-owner-password")
+    assert e.value.rc & 0xFF in (0x8E, 0xA2)  # swtpm's own AUTH_FAIL / BAD_AUTH on session 1
+
+
+def _proxy_on(tpm_process: Swtpm) -> TimingProxy:
+    return TimingProxy(registry.load(PROFILE), swtpm_backend(tpm_process, owned=False), virtual=True)
+
+
+def test_blobs_are_bound_to_the_instance_and_persist_with_its_state(tmp_path):
+    state = tmp_path / "state"
+    state.mkdir()
+    with Swtpm(state_dir=state) as first, _proxy_on(first) as proxy, PqcClient.connect(proxy.tcti) as tpm:
+        srk = tpm.create_storage_primary()
+        private, public = tpm.create(srk, "ML-DSA-65")
+        primary = tpm.create_primary("ML-DSA-65").public.unique
+    with Swtpm(state_dir=state) as again, _proxy_on(again) as proxy, PqcClient.connect(proxy.tcti) as tpm:
+        key = tpm.load(tpm.create_storage_primary(), private, public)  # same seeds: loads
+        assert tpm.create_primary("ML-DSA-65").public.unique == primary
+        sig = tpm.sign_digest(key.handle, external_mu(key.public.unique, b"x"))
+        public_key(key.public).verify(sig, b"x")
+    with Swtpm() as other, _proxy_on(other) as proxy, PqcClient.connect(proxy.tcti) as tpm:
+        with pytest.raises(TpmResponseError) as e:
+            tpm.load(tpm.create_storage_primary(), private, public)
+        assert e.value.rc == 0x1DF  # TPM_RC_INTEGRITY: another instance's blob
+        assert tpm.create_primary("ML-DSA-65").public.unique != primary
+
+
+@pytest.mark.realtime
+def test_realtime_client_sees_the_modelled_time():
+    with timed_swtpm(PROFILE, virtual=False) as proxy, PqcClient.connect(proxy.tcti) as tpm:
+        key = tpm.create_primary("ML-KEM-768")
+        started = time.perf_counter()
+        tpm.encapsulate(key.handle)
+        waited_ms = (time.perf_counter() - started) * 1000.0
+        modelled = proxy.records[-1].modelled_ms
+        assert proxy.records[-1].command == "TPM2_Encapsulate"
+        assert waited_ms >= modelled - 0.5  # the response was held for the modelled time
