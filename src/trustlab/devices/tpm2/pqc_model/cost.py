@@ -45,9 +45,15 @@ def unit_costs(profile: Profile) -> Profile:
     return _companion_cached(profile.name) or _built(profile)
 
 
-@functools.lru_cache(maxsize=64)
+_BUILT: dict[tuple[str, float | None], Profile] = {}
+
+
 def _built(profile: Profile) -> Profile:
-    return model.build(profile)
+    """Build (once per name and SHA-256 rate: the only tpm2 figure the build reads) a companion profile."""
+    key = (profile.name, profile.mean("sha256_byte") if "sha256_byte" in profile else None)
+    if key not in _BUILT:
+        _BUILT[key] = model.build(profile)
+    return _BUILT[key]
 
 
 def _pick(c: Component, index: int | None, rng: random.Random | None) -> float:
