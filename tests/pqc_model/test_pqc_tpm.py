@@ -133,3 +133,14 @@ def test_frame_sizes_follow_the_key_and_signature_sizes():
         assert create.out_bytes > p.pk_bytes and load.in_bytes > p.pk_bytes
     assert frames.use_frames("ML-DSA-87", "sign").out_bytes > params("ML-DSA-87").sig_bytes
     assert frames.use_frames("ML-KEM-1024", "decapsulate").in_bytes > params("ML-KEM-1024").ct_bytes
+
+
+def test_large_messages_go_through_the_sequence_commands(result):
+    rows = {(r["profile"], r["algorithm"], r["operation"]): r for r in result["rows"]}
+    for prof, limit in (("st-st33ktpm2xspi-wolftpm", 2048), ("infineon-slb9673-wolftpm", 1280)):
+        seq = rows[(prof, "ML-DSA-65", "sign-sequence")]
+        assert seq["chunk_bytes"] <= min(1024, limit)
+        assert seq["sequence_updates"] == -(-16384 // seq["chunk_bytes"])
+        assert seq["median_ms"] > rows[(prof, "ML-DSA-65", "sign")]["median_ms"]
+    facts = {f["profile"]: f for f in result["chips"]}
+    assert facts["infineon-slb9673-wolftpm"]["bus"] == "i2c" and "cheatsheet" in facts["infineon-slb9673-wolftpm"]["max_command_source"]

@@ -23,7 +23,7 @@ import statistics
 
 from trustlab.cli._output import table
 from trustlab.devices.tpm2.pqc_model import chips, frames, ram, validation
-from trustlab.devices.tpm2.pqc_model.cost import operation_cost
+from trustlab.devices.tpm2.pqc_model.cost import operation_cost, unit_costs
 from trustlab.devices.tpm2.pqc_model.params import ALGORITHMS, DSA_OPERATIONS, KEM_OPERATIONS, params
 from trustlab.errors import TrustlabError
 from trustlab.experiments.registry import Result, experiment
@@ -35,6 +35,7 @@ FOCUS_DEFAULT = "st-st33ktpm2xspi-wolftpm"
 # Classical twins: (command, variant) frames per operation; sizes from swtpm's recorded frames
 # (rules.SIZES) or, for ECDH (not in the measurement suite), from the parameter lists.
 ECDH_SIZES = {"TPM2_ECDH_KeyGen": (14, 154), "TPM2_ECDH_ZGen": (97, 89)}
+AUTH = 13  # authorizationSize + one password session
 CLASSICAL_SIG = {"ECDSA P-256": "ecc256", "RSA-2048": "rsa2048"}
 CLASSICAL_KEM = {"ECDH P-256": "ecc256", "RSA-2048": "rsa2048"}
 SIG_COMMANDS = {"keygen": ("TPM2_Create", "TPM2_Load"), "sign": ("TPM2_Sign",), "verify": ("TPM2_VerifySignature",)}
@@ -68,6 +69,36 @@ def pqc_draws(profile, algorithm: str, operation: str, draws: int, rng: random.R
         totals.append(t)
         bus.append(b)
     return {"totals": totals, "bus": bus, "frames": [f for _, f in plan]}
+
+
+SEQ_UPDATE_OVERHEAD = 10 + 4 + AUTH + 2 + 10 + 5  # command header, handle, password auth, TPM2B size; response
+INPUT_BUFFER = 1024
+"""TPM_PT_INPUT_BUFFER (largest TPM2B_MAX_BUFFER) of the SLB 9670 and NPCT75x (0x400 in their published
+tpm2_getcap output); the sequence chunk is the smaller of it and what the command size allows."""
+
+
+def sequence_sign(profile, algorithm: str, message: int, draws: int, rng: random.Random) -> dict:
+    """Signing a ``message``-byte message through SignSequenceStart / SequenceUpdate x n / SignSequenceComplete."""
+    chip = chips.chip_for(profile.name)
+    pqc = unit_costs(profile)
+    chunk = min(INPUT_BUFFER, chip.max_command_size - SEQ_UPDATE_OVERHEAD)
+    n = -(-message // chunk)
+    ohc = profile.mean("ohc") if "ohc" in profile else 0.0
+    bus, keccak = pqc.mean("pqc_bus_byte"), pqc.mean("pqc_keccak_f1600")
+    start = ohc + bus * 40
+    updates = n * ohc + bus * (message + n * SEQ_UPDATE_OVERHEAD) + keccak * message / 136
+    f = frames.use_frames(algorithm, "sign")
+    totals, buses = [], []
+    for _ in range(draws):
+        cost = operation_cost(profile, algorithm, "sign", in_bytes=40, out_bytes=f.out_bytes, rng=rng)
+        totals.append(start + updates + sum(cost.values()))
+        buses.append(bus * (40 + message + n * SEQ_UPDATE_OVERHEAD) + cost["pqc_bus"])
+    classical = None
+    if all(c in profile for c in ("ohc", "sha256_byte", "ecc256_sign")):  # HashSequence + TPM2_Sign
+        classical = (n + 2) * ohc + profile.mean("sha256_byte") * message + ohc + profile.mean("ecc256_sign")
+    largest = max(chunk + SEQ_UPDATE_OVERHEAD - 15, f.out_bytes)  # an update command, or the signature response
+    return {"totals": totals, "bus": buses, "updates": n, "chunk": chunk, "largest": largest,
+            "bytes": 40 + message + n * SEQ_UPDATE_OVERHEAD + 40 + f.out_bytes, "classical": classical}
 
 
 def _classical_frame(command: str, variant: str) -> tuple[int, int]:
@@ -111,6 +142,10 @@ class PqcTpmExperiment:
         parser.add_argument("--focus", default=FOCUS_DEFAULT, metavar="NAME",
                             help=f"profile whose full table is printed (default {FOCUS_DEFAULT}; every profile's "
                             "rows are in --json either way)")
+        parser.add_argument("--message-bytes", type=int, default=16384, metavar="N",
+                            help="message size for the 'sign-sequence' row: pure ML-DSA over a message too large "
+                            "for one command goes through SignSequenceStart / SequenceUpdate / SignSequenceComplete "
+                            "(default 16384)")
         parser.add_argument("--seed", type=int, default=0, help="seed of the draws (default 0)")
 
     def run(self, args: argparse.Namespace) -> Result:
@@ -130,6 +165,8 @@ class PqcTpmExperiment:
                 raise TrustlabError(f"--algorithms: {a!r} is not one of {', '.join(ALGORITHMS)}")
         if not algorithms:
             raise TrustlabError("--algorithms: no algorithm named")
+        if not 1 <= args.message_bytes <= 1 << 24:
+            raise TrustlabError(f"--message-bytes must be between 1 and 16777216, got {args.message_bytes}")
         focus = args.focus if args.focus in [p.name for p in profiles] else profiles[0].name
         rows, attest = [], []
         for pi, p in enumerate(profiles):
@@ -157,31 +194,55 @@ class PqcTpmExperiment:
                         c = classical_draws(p, variant, cmds, args.draws, seed=args.seed + pi)
                         row[f"{label} median_ms"] = None if c is None else _stats(c)[0]
                     rows.append(row)
+                if not kem:
+                    seq = sequence_sign(p, algorithm, args.message_bytes, args.draws, rng)
+                    med, p95 = _stats(seq["totals"])
+                    rows.append({"profile": p.name, "chip": chip.label, "algorithm": algorithm,
+                                 "operation": "sign-sequence", "message_bytes": args.message_bytes,
+                                 "commands": ["TPM2_SignSequenceStart"] + ["TPM2_SequenceUpdate"] * seq["updates"]
+                                 + ["TPM2_SignSequenceComplete"], "sequence_updates": seq["updates"],
+                                 "chunk_bytes": seq["chunk"], "median_ms": med, "p95_ms": p95,
+                                 "bus_share": statistics.fmean(seq["bus"]) / statistics.fmean(seq["totals"]),
+                                 "bytes_moved": seq["bytes"], "largest_frame": seq["largest"],
+                                 "max_command_size": chip.max_command_size,
+                                 "fits_buffer": seq["largest"] <= chip.max_command_size,
+                                 "ECDSA P-256 median_ms": seq["classical"], "RSA-2048 median_ms": None})
                 if not kem:  # one attestation: create AK (Create + Load), SignDigest, VerifyDigestSignature
                     tot = [sum(draws[op]["totals"][i] for op in DSA_OPERATIONS) for i in range(args.draws)]
                     bus = sum(sum(draws[op]["bus"]) for op in DSA_OPERATIONS)
                     med, p95 = _stats(tot)
                     entry = {"profile": p.name, "algorithm": algorithm, "median_ms": med, "p95_ms": p95,
                              "bus_share": bus / sum(tot),
-                             "bytes_moved": sum(r["bytes_moved"] for r in rows[-3:])}
+                             "bytes_moved": sum(draws[op]["frames"][i].in_bytes + draws[op]["frames"][i].out_bytes
+                                                for op in DSA_OPERATIONS for i in range(len(draws[op]["frames"])))}
                     for label, variant in CLASSICAL_SIG.items():
                         parts = [classical_draws(p, variant, SIG_COMMANDS[op], args.draws, seed=args.seed + pi)
                                  for op in DSA_OPERATIONS]
                         entry[f"{label} median_ms"] = (None if any(x is None for x in parts) else
                                                        _stats([sum(xs) for xs in zip(*parts)])[0])
                     attest.append(entry)
+        facts = []
+        for p in profiles:
+            c = chips.chip_for(p.name)
+            facts.append({"profile": p.name, "chip": c.label, "cpu": c.cpu, "cpu_source": c.cpu_source,
+                          "clock_mhz": list(c.clock_mhz), "clock_source": c.clock_source,
+                          "per_clock_vs_cortex_m4": list(c.per_clock), "per_clock_source": c.per_clock_source,
+                          "bus": c.bus, "bus_hz": c.bus_hz, "bus_source": c.bus_source,
+                          "max_command_size": c.max_command_size, "max_command_source": c.max_command_source,
+                          "unit_costs": {n: comp.provenance.describe() for n, comp in unit_costs(p).components.items()}})
         ram_rows = [{"algorithm": a, "operation": op, **ram.peak_ram(a, op)} for a in algorithms
                     for op in (KEM_OPERATIONS if "KEM" in a else DSA_OPERATIONS)]
         checks = validation.rows()
         data = {"draws": args.draws, "seed": args.seed, "rows": rows, "attestation": attest, "ram": ram_rows,
-                "validation": checks,
+                "validation": checks, "chips": facts,
                 "sizes": {a: {k: getattr(params(a), k) for k in ("pk_bytes", "sk_bytes", "sig_bytes", "ct_bytes")
                               if hasattr(params(a), k)} for a in algorithms}}
         text = self._text(rows, attest, ram_rows, checks, focus, profiles, args.draws)
         plots = self._plots(rows, attest, profiles, algorithms)
         provs = {p.name: p.provenance.describe() for p in profiles}
         return Result(experiment="pqc-tpm", params={"profiles": [p.name for p in profiles], "algorithms": algorithms,
-                                                    "draws": args.draws, "seed": args.seed, "focus": focus},
+                                                    "draws": args.draws, "seed": args.seed, "focus": focus,
+                                                    "message_bytes": args.message_bytes},
                       data=data, text=text, references=[], profiles=provs, plots=plots)
 
     @staticmethod
