@@ -36,6 +36,7 @@ class Chip:
     bus_efficiency_source: str
     max_command_size: int
     max_command_source: str
+    software_crypto: bool = False
 
     @property
     def clock_public(self) -> bool:
@@ -58,7 +59,7 @@ def chip_for(profile_name: str) -> Chip:
                         tuple(cls["clock_mhz"]), cls["clock_source"], tuple(cls["per_clock"]),
                         cls["per_clock_source"], entry["bus"], float(entry["bus_hz"]), entry["bus_source"],
                         tuple(bus["efficiency"]), bus["source"], int(entry["max_command_size"]),
-                        entry["max_command_source"])
+                        entry["max_command_source"], bool(cls.get("software_crypto", False)))
     raise AssertionError("chips.toml has no default entry")  # the last entry matches every name
 
 
