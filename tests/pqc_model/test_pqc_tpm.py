@@ -144,3 +144,14 @@ def test_large_messages_go_through_the_sequence_commands(result):
         assert seq["median_ms"] > rows[(prof, "ML-DSA-65", "sign")]["median_ms"]
     facts = {f["profile"]: f for f in result["chips"]}
     assert facts["infineon-slb9673-wolftpm"]["bus"] == "i2c" and "cheatsheet" in facts["infineon-slb9673-wolftpm"]["max_command_source"]
+
+
+def test_software_tpms_are_placed_by_their_measured_ecdsa_sign():
+    """A firmware TPM's crypto speed is its measured ECDSA sign, not its core clock (2.2 GHz A78AE)."""
+    orin = registry.load("nvidia-jetson-orin-op-tee-ftpm-wolftpm")
+    speed, how = model.speed_quantiles(chips.chip_for(orin.name), orin)
+    placed = model.ECDSA_M4_SIGN_CYCLES / (orin.mean("ecc256_sign") * 1000.0)
+    assert statistics.median(speed) == pytest.approx(placed, rel=0.05) and "ECDSA" in how
+    st = registry.load("st-st33ktpm2xspi-wolftpm")  # hardware ECC: stays on the CPU class
+    speed, how = model.speed_quantiles(chips.chip_for(st.name), st)
+    assert "SC300" in how and 25 <= statistics.median(speed) <= 145
