@@ -292,29 +292,28 @@ class PqcTpmExperiment:
             return [by.get(n) for n in names]
 
         plots = []
+
+        def bar(title: str, series_list: list[dict]) -> None:
+            plots.append({"kind": "bar", "title": title, "xlabel": "TPM 2.0 profile", "ylabel": "ms (log)",
+                          "logx": False, "logy": True, "series": [_clean(d) for d in series_list]})
+
         sig = [a for a in algorithms if "DSA" in a]
         if sig:
             s = [{"label": f"{a} sign", "x": x, "y": series(a, "sign")} for a in sig]
             s += [{"label": f"{lab} sign", "x": x, "y": series(sig[0], "sign", f"{lab} median_ms")}
                   for lab in CLASSICAL_SIG]
-            plots.append({"kind": "bar", "title": "Signing: ms per operation per chip, ML-DSA vs classical (median)",
-                          "xlabel": "TPM 2.0 profile", "ylabel": "ms (log)", "logx": False, "logy": True,
-                          "series": [_clean(d) for d in s]})
+            bar("Signing: ms per operation per chip, ML-DSA vs classical (median)", s)
             by = {(a["profile"], a["algorithm"]): a for a in attest}
             s = [{"label": f"{a} attestation", "x": x, "y": [by[(n, a)]["median_ms"] for n in names]} for a in sig]
             s += [{"label": f"{lab} attestation", "x": x, "y": [by[(n, sig[0])][f"{lab} median_ms"] for n in names]}
                   for lab in CLASSICAL_SIG]
-            plots.append({"kind": "bar", "title": "One attestation (create AK + sign PCR digest + verify), median ms",
-                          "xlabel": "TPM 2.0 profile", "ylabel": "ms (log)", "logx": False, "logy": True,
-                          "series": [_clean(d) for d in s]})
+            bar("One attestation (create AK + sign PCR digest + verify), median ms", s)
         kem = [a for a in algorithms if "KEM" in a]
         if kem:
             s = [{"label": f"{a} decapsulate", "x": x, "y": series(a, "decapsulate")} for a in kem]
             s += [{"label": f"{lab} (decapsulate twin)", "x": x, "y": series(kem[0], "decapsulate", f"{lab} median_ms")}
                   for lab in CLASSICAL_KEM]
-            plots.append({"kind": "bar", "title": "Decapsulation: ms per chip, ML-KEM vs ECDH ZGen / RSA decrypt",
-                          "xlabel": "TPM 2.0 profile", "ylabel": "ms (log)", "logx": False, "logy": True,
-                          "series": [_clean(d) for d in s]})
+            bar("Decapsulation: ms per chip, ML-KEM vs ECDH ZGen / RSA decrypt", s)
         return plots
 
 
