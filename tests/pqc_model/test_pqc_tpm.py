@@ -155,3 +155,13 @@ def test_software_tpms_are_placed_by_their_measured_ecdsa_sign():
     st = registry.load("st-st33ktpm2xspi-wolftpm")  # hardware ECC: stays on the CPU class
     speed, how = model.speed_quantiles(chips.chip_for(st.name), st)
     assert "SC300" in how and 25 <= statistics.median(speed) <= 145
+
+
+def test_validate_carries_the_pqc_rows():
+    from trustlab.validation import run as validate
+
+    rows = [c for c in validate().checks if c.profile.endswith("-pqc") or "pqm4" in c.profile or "SC300" in c.profile]
+    kinds = {c.kind for c in rows}
+    assert kinds == {"independent", "calibration"}
+    independent = [c for c in rows if c.kind == "independent"]
+    assert independent and all(c.flagged and "SLE 78" in c.source for c in independent)

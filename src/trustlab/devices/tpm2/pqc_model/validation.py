@@ -54,7 +54,7 @@ def rows() -> list[dict]:
         pqc = unit_costs(registry.load(SLE78_PROFILE))
         for op, ms in ALBRECHT_2019_MS.items():
             predicted = sum(compute_ms(pqc, "ML-KEM-768", counts.mean("ML-KEM-768", op), None).values())
-            out.append(_row(SLE78_PROFILE, "discrete TPM 2.0", f"ML-KEM-768 {op} (compute)", predicted, ms, "ms",
+            out.append(_row(f"{SLE78_PROFILE}-pqc", "discrete TPM 2.0", f"ML-KEM-768 {op} (compute)", predicted, ms, "ms",
                             INDEPENDENT, ALBRECHT_2019,
                             "reference is a pre-standard Kyber768 variant using the RSA co-processor and SHA-256/AES "
                             "engines on an SLE 78 card; our model prices FIPS 203 ML-KEM-768 in software on the "
