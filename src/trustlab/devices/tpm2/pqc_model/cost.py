@@ -45,12 +45,12 @@ def unit_costs(profile: Profile) -> Profile:
     return _companion_cached(profile.name) or _built(profile)
 
 
-_BUILT: dict[tuple[str, float | None], Profile] = {}
+_BUILT: dict[tuple, Profile] = {}
 
 
 def _built(profile: Profile) -> Profile:
-    """Build (once per name and SHA-256 rate: the only tpm2 figure the build reads) a companion profile."""
-    key = (profile.name, profile.mean("sha256_byte") if "sha256_byte" in profile else None)
+    """Build a companion profile, once per name and the tpm2 figures the build reads."""
+    key = (profile.name,) + tuple(profile.mean(c) if c in profile else None for c in model.TPM2_INPUTS)
     if key not in _BUILT:
         _BUILT[key] = model.build(profile)
     return _BUILT[key]

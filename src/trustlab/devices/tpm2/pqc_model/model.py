@@ -34,6 +34,8 @@ ECDSA_M4_SOURCE = ("newAM/p256-cm4 README, 'Comparisons' (STM32WLE5, Cortex-M4):
 ECDSA_SPREAD = (0.5, 2.0)
 """Portable P-256 implementations differ by about this factor either way (assumption)."""
 COMPUTE_UNITS = ("transform", "basemul", "poly")
+TPM2_INPUTS = ("sha256_byte", "ecc256_sign")
+"""The tpm2 profile components a build reads (SHA-256 rate; ECDSA sign for software-crypto TPMs)."""
 FAMILY_KEYS = {"ML-KEM": "kem", "ML-DSA": "dsa"}
 
 
