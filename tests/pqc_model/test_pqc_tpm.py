@@ -165,3 +165,15 @@ def test_validate_carries_the_pqc_rows():
     assert kinds == {"independent", "calibration"}
     independent = [c for c in rows if c.kind == "independent"]
     assert independent and all(c.flagged and "SLE 78" in c.source for c in independent)
+
+
+def test_masking_what_if_slows_only_operations_with_a_published_figure():
+    base = ("run", "pqc-tpm", "--profiles", "st-st33ktpm2xspi-wolftpm", "--algorithms", "ML-KEM-768,ML-DSA-44",
+            "--draws", "60", "--json")
+    plain = {(r["algorithm"], r["operation"]): r for r in json.loads(run(*base)[1])["rows"]}
+    masked_doc = json.loads(run(*base, "--masking")[1])
+    masked = {(r["algorithm"], r["operation"]): r for r in masked_doc["rows"]}
+    assert masked_doc["masking"] is True
+    assert masked[("ML-KEM-768", "decapsulate")]["median_ms"] > 2 * plain[("ML-KEM-768", "decapsulate")]["median_ms"]
+    assert masked[("ML-KEM-768", "encapsulate")] == plain[("ML-KEM-768", "encapsulate")]
+    assert chips.countermeasure("ML-DSA", "sign") is None  # no published masked ML-DSA figure used

@@ -22,7 +22,7 @@ import random
 import statistics
 
 from trustlab.cli._output import table
-from trustlab.devices.tpm2.pqc_model import chips, frames, ram, validation
+from trustlab.devices.tpm2.pqc_model import calibration, chips, frames, ram, validation
 from trustlab.devices.tpm2.pqc_model.cost import operation_cost, unit_costs
 from trustlab.devices.tpm2.pqc_model.params import ALGORITHMS, DSA_OPERATIONS, KEM_OPERATIONS, params
 from trustlab.errors import TrustlabError
@@ -56,15 +56,23 @@ def _pqc_frames(algorithm: str, operation: str) -> list[tuple[str, frames.Frame]
     return [(operation, frames.use_frames(algorithm, operation))]
 
 
-def pqc_draws(profile, algorithm: str, operation: str, draws: int, rng: random.Random) -> dict:
-    """Totals, bus ms and frames of ``draws`` draws of one operation (all its commands)."""
+def pqc_draws(profile, algorithm: str, operation: str, draws: int, rng: random.Random,
+              masking: bool = False) -> dict:
+    """Totals, bus ms and frames of ``draws`` draws of one operation (all its commands).
+
+    With ``masking``, operations that have a published first-order masking slowdown
+    (chips.toml ``countermeasures``) have their compute time multiplied by a drawn factor.
+    """
     plan = _pqc_frames(algorithm, operation)
+    cm = chips.countermeasure(calibration.family_of(algorithm), operation) if masking else None
+    factors = chips.log_uniform_quantiles(*cm[0]) if cm else [1.0]
     totals, bus = [], []
     for _ in range(draws):
         t = b = 0.0
         for op, f in plan:
             cost = operation_cost(profile, algorithm, op, in_bytes=f.in_bytes, out_bytes=f.out_bytes, rng=rng)
-            t += sum(cost.values())
+            factor = rng.choice(factors) if cm else 1.0
+            t += cost["ohc"] + cost["pqc_bus"] + factor * (cost["pqc_keccak"] + cost["pqc_arith"])
             b += cost["pqc_bus"]
         totals.append(t)
         bus.append(b)
@@ -146,6 +154,11 @@ class PqcTpmExperiment:
                             help="message size for the 'sign-sequence' row: pure ML-DSA over a message too large "
                             "for one command goes through SignSequenceStart / SequenceUpdate / SignSequenceComplete "
                             "(default 16384)")
+        parser.add_argument("--masking", action="store_true",
+                            help="what if the chip masks secret-key operations against side channels: multiply "
+                            "the compute time of operations with a published first-order masking figure (ML-KEM "
+                            "decapsulation: 2.6-3.5x) by a drawn factor; ML-DSA has no published masked figure "
+                            "here and stays unprotected")
         parser.add_argument("--seed", type=int, default=0, help="seed of the draws (default 0)")
 
     def run(self, args: argparse.Namespace) -> Result:
@@ -177,7 +190,7 @@ class PqcTpmExperiment:
                 ops = KEM_OPERATIONS if kem else DSA_OPERATIONS
                 draws = {}
                 for op in ops:
-                    d = pqc_draws(p, algorithm, op, args.draws, rng)
+                    d = pqc_draws(p, algorithm, op, args.draws, rng, masking=args.masking)
                     draws[op] = d
                     med, p95 = _stats(d["totals"])
                     moved = sum(f.in_bytes + f.out_bytes for f in d["frames"])
@@ -233,20 +246,21 @@ class PqcTpmExperiment:
         ram_rows = [{"algorithm": a, "operation": op, **ram.peak_ram(a, op)} for a in algorithms
                     for op in (KEM_OPERATIONS if "KEM" in a else DSA_OPERATIONS)]
         checks = validation.rows()
-        data = {"draws": args.draws, "seed": args.seed, "rows": rows, "attestation": attest, "ram": ram_rows,
+        data = {"draws": args.draws, "seed": args.seed, "masking": args.masking, "rows": rows,
+                "attestation": attest, "ram": ram_rows,
                 "validation": checks, "chips": facts,
                 "sizes": {a: {k: getattr(params(a), k) for k in ("pk_bytes", "sk_bytes", "sig_bytes", "ct_bytes")
                               if hasattr(params(a), k)} for a in algorithms}}
-        text = self._text(rows, attest, ram_rows, checks, focus, profiles, args.draws)
+        text = self._text(rows, attest, ram_rows, checks, focus, profiles, args.draws, args.masking)
         plots = self._plots(rows, attest, profiles, algorithms)
         provs = {p.name: p.provenance.describe() for p in profiles}
         return Result(experiment="pqc-tpm", params={"profiles": [p.name for p in profiles], "algorithms": algorithms,
                                                     "draws": args.draws, "seed": args.seed, "focus": focus,
-                                                    "message_bytes": args.message_bytes},
+                                                    "message_bytes": args.message_bytes, "masking": args.masking},
                       data=data, text=text, references=[], profiles=provs, plots=plots)
 
     @staticmethod
-    def _text(rows, attest, ram_rows, checks, focus, profiles, draws) -> str:
+    def _text(rows, attest, ram_rows, checks, focus, profiles, draws, masking) -> str:
         f_rows = [r for r in rows if r["profile"] == focus]
         head = ["algorithm", "operation", "median ms", "p95 ms", "bus %", "bytes", "largest frame",
                 "fits", "ECDSA/ECDH P-256 ms", "RSA-2048 ms"]
@@ -254,8 +268,9 @@ class PqcTpmExperiment:
                  r["largest_frame"], "yes" if r["fits_buffer"] else f"no (> {r['max_command_size']})",
                  r.get("ECDSA P-256 median_ms", r.get("ECDH P-256 median_ms")), r.get("RSA-2048 median_ms")]
                 for r in f_rows]
-        out = [f"Post-quantum TPM commands on {focus} ({draws} draws per operation; classical twins from the "
-               "profile's measured components):", table(body, head), ""]
+        masked = "; first-order masking applied to ML-KEM decapsulation" if masking else ""
+        out = [f"Post-quantum TPM commands on {focus} ({draws} draws per operation{masked}; classical twins from "
+               "the profile's measured components):", table(body, head), ""]
         per_chip = []
         for p in profiles:
             def get(alg, op, key="median_ms"):

@@ -63,6 +63,12 @@ def chip_for(profile_name: str) -> Chip:
     raise AssertionError("chips.toml has no default entry")  # the last entry matches every name
 
 
+def countermeasure(family: str, operation: str) -> tuple[tuple[float, float], str] | None:
+    """The published first-order masking slowdown range of ``operation`` ("ML-KEM"/"ML-DSA"), or None."""
+    entry = _doc().get("countermeasures", {}).get(family, {}).get(operation)
+    return None if entry is None else (tuple(entry["factor"]), entry["source"])
+
+
 def log_uniform_quantiles(lo: float, hi: float, n: int = N_QUANTILES) -> list[float]:
     """Mid-quantiles of a log-uniform distribution on [lo, hi] (a point if lo == hi)."""
     if lo == hi:
