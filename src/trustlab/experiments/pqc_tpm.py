@@ -23,7 +23,7 @@ import statistics
 
 from trustlab.cli._output import table
 from trustlab.devices.tpm2.pqc_model import calibration, chips, frames, ram, validation
-from trustlab.devices.tpm2.pqc_model.cost import operation_cost, unit_costs
+from trustlab.devices.tpm2.pqc_model.cost import absorb_ms, operation_cost, unit_costs
 from trustlab.devices.tpm2.pqc_model.params import ALGORITHMS, DSA_OPERATIONS, KEM_OPERATIONS, params
 from trustlab.errors import TrustlabError
 from trustlab.experiments.registry import Result, experiment
@@ -92,9 +92,9 @@ def sequence_sign(profile, algorithm: str, message: int, draws: int, rng: random
     chunk = min(INPUT_BUFFER, chip.max_command_size - SEQ_UPDATE_OVERHEAD)
     n = -(-message // chunk)
     ohc = profile.mean("ohc") if "ohc" in profile else 0.0
-    bus, keccak = pqc.mean("pqc_bus_byte"), pqc.mean("pqc_keccak_f1600")
+    bus = pqc.mean("pqc_bus_byte")
     start = ohc + bus * 40
-    updates = n * ohc + bus * (message + n * SEQ_UPDATE_OVERHEAD) + keccak * message / 136
+    updates = n * ohc + bus * (message + n * SEQ_UPDATE_OVERHEAD) + absorb_ms(profile, message)["pqc_keccak"]
     f = frames.use_frames(algorithm, "sign")
     totals, buses = [], []
     for _ in range(draws):

@@ -107,3 +107,11 @@ def operation_cost(profile: Profile, algorithm: str, operation: str, *, in_bytes
     cost.update(compute_ms(pqc, algorithm, unit_counts, index))
     cost["pqc_bus"] = (in_bytes + out_bytes) * _pick(bus, bus_index, None)
     return cost
+
+
+def absorb_ms(profile: Profile, n_bytes: int) -> dict[str, float]:
+    """Keccak time of absorbing ``n_bytes`` more message into ML-DSA's SHAKE256 (a SequenceUpdate of a
+    sign/verify sequence): n / 136 permutations at the chip's mean Keccak cost."""
+    if n_bytes < 0:
+        raise TrustlabError(f"n_bytes must not be negative (got {n_bytes})")
+    return {"pqc_keccak": unit_costs(profile).mean("pqc_keccak_f1600") * n_bytes / SHAKE256_RATE}
