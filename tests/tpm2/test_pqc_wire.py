@@ -189,3 +189,25 @@ def test_pqc_commands_on_unknown_handles_answer_tpm_error_codes():
     assert ext.dispatch(pcr, c).rc == 0x18B
     swtpm_key = frame(0x1A7, [0x80000001], b"")
     assert ext.dispatch(swtpm_key, c).rc == 0x19C  # TPM_RC_KEY: a key, but not an ML-KEM one
+
+
+def test_the_readme_example_runs_as_written():
+    """devices/tpm2/README.md's ten-line example, executed: it registers, answers and prices."""
+    from pathlib import Path
+
+    import trustlab.devices.tpm2 as pkg
+
+    text = (Path(pkg.__file__).parent / "README.md").read_text(encoding="utf-8")
+    code = text.split("```python\n", 1)[1].split("```", 1)[0]
+    assert len(code.strip().splitlines()) <= 11
+    exec(compile(code, "README.md", "exec"), {})
+    try:
+        c = ctx()
+        out = ext.dispatch(frame(0x20000001, [], S.tpm2b(b"abc")), c)
+        assert out.rc == 0 and out.command == "TPM2_Reverse"
+        random_bytes = Backend()(b"")[12:20]  # what the fake swtpm answered to GetRandom
+        assert out.response[10:] == S.tpm2b(b"cba" + random_bytes)
+        assert c.backend_transact.seen == [bytes.fromhex("80010000000c0000017b0008")]
+        assert out.charges_ms == {"ohc": 1.0, "reverse_ms": 2.5} and out.terms == {}
+    finally:
+        ext._REGISTRY.pop(0x20000001)
