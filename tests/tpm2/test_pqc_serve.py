@@ -132,11 +132,13 @@ def test_mlkem768_shared_secrets_agree_both_ways(served, tpm):
     tpm.flush(key.handle)
 
 
-def test_created_key_loads_under_its_parent_with_its_password(tpm):
+def test_created_key_loads_under_its_parent_with_its_password(served, tpm):
     srk = tpm.create_storage_primary()
     private, public = tpm.create(srk, "ML-KEM-1024", auth=b"kem-pw")
-    assert b"\x00" * 32 not in private and len(private) < 200  # a sealed seed, never the expanded key
     key = tpm.load(srk, private, public)
+    inside = served.extension_state.get("pqc", dict).objects[key.handle].private
+    seed = inside.private_bytes_raw()  # white-box: the seed the TPM holds
+    assert seed not in private and seed[:16] not in private and len(private) < 200  # sealed, not in the clear
     secret, ct = tpm.encapsulate(key.handle)
     assert tpm.decapsulate(key.handle, ct, auth=b"kem-pw") == secret
     with pytest.raises(TpmResponseError) as e:
@@ -190,10 +192,24 @@ def test_the_reserved_derivation_template_is_refused_to_clients(tpm):
     assert int.from_bytes(tpm.transport.transact(command)[6:10], "big") == 0x2C4  # TPM_RC_VALUE, parameter 2
 
 
-def test_hierarchy_authorization_is_checked_by_the_backend(tpm):
+def test_hierarchy_and_parent_authorization_are_checked_by_the_backend(tpm):
     with pytest.raises(TpmResponseError) as e:
         tpm.create_primary("ML-DSA-44", hierarchy_auth=b"not-the-owner-password")
-    assert e.value.rc & 0xFF in (0x8E, 0xA2)  # swtpm's own AUTH_FAIL / BAD_AUTH on session 1
+    assert e.value.rc in (0x98E, 0x9A2)  # swtpm's own AUTH_FAIL / BAD_AUTH on session 1
+    srk = tpm.create_storage_primary()
+    with pytest.raises(TpmResponseError) as e:
+        tpm.create(srk, "ML-DSA-44", parent_auth=b"not-the-srk-password")
+    assert e.value.rc in (0x98E, 0x9A2)
+    private, public = tpm.create(srk, "ML-DSA-44")
+    with pytest.raises(TpmResponseError) as e:
+        tpm.load(srk, private, public, parent_auth=b"wrong")
+    assert e.value.rc in (0x98E, 0x9A2)
+    signing = tpm.create_primary("ML-DSA-44")
+    with pytest.raises(TpmResponseError) as e:  # an ML-DSA key is not a storage parent
+        tpm.create(signing.handle, "ML-DSA-44")
+    assert e.value.rc == 0x18A  # TPM_RC_TYPE, handle 1
+    for h in (srk, signing.handle):
+        tpm.flush(h)
 
 
 def _proxy_on(tpm_process: Swtpm) -> TimingProxy:

@@ -2,17 +2,16 @@
 
 The timing proxy forwards every command to swtpm - except those a handler
 registered here claims. That is how a command (or an algorithm) that no chip
-ships yet is put in front of real clients at a real chip's speed::
+ships yet is put in front of real clients at a real chip's speed (the example
+of ``devices/tpm2/README.md``, run by its tests)::
 
-    from trustlab.devices.tpm2.extensions import Reply, tpm_command
-
-    @tpm_command(0x20000001, "TPM2_MyIdea", handles=1)
-    def my_idea(cmd, ctx):
-        key = ctx.state.objects.get(cmd.handles[0])     # or ask swtpm: ctx.backend_transact(...)
-        cmd.require_password(0, key.auth)               # password session on handle 1
-        data = cmd.params.tpm2b()                       # parameter 1
+    @tpm_command(0x20000001, "TPM2_Reverse", handles=0)
+    def reverse(cmd, ctx):
+        data = cmd.params.param(1).tpm2b(64)
         cmd.params.end()
-        return Reply(params=u16(len(data)) + data, price=lambda n_in, n_out: {"ohc": 0.1})
+        rnd = ctx.backend_transact(bytes.fromhex("80010000000c0000017b0008"))
+        return Reply(params=tpm2b(data[::-1] + rnd[12:20]),
+                     price=lambda n_in, n_out: {"ohc": ctx.profile.mean("ohc"), "reverse_ms": 2.5})
 
 A handler gets the parsed command (:class:`Command`: handles, authorization
 sessions, a reader over the parameters) and a :class:`Context` (connection id,
@@ -21,13 +20,14 @@ profile, per-proxy state, ``backend_transact`` to the real TPM). It returns a
 ``None`` to let the command go to the backend as usual (a handler may claim
 ``TPM2_CreatePrimary`` only when the template names an algorithm swtpm lacks).
 Errors are raised as :class:`TpmError` with the TPM's response code. The proxy
-charges ``Reply.terms`` (component -> count, drawn like any command's) and
-``Reply.charges_ms`` (component -> ms) on its clock, holds the response in
-realtime mode, and traces it like any other command.
+charges what ``Reply.price(bytes_in, bytes_out)`` returns (component -> ms)
+and ``Reply.terms`` (component -> count, drawn like any command's) on its
+clock, holds the response in realtime mode, and traces it like any other
+command.
 
-Transient objects of extensions use handles 0x80FF0000-0x80FFFFFF: the
-resource manager never virtualizes or saves them, and they are flushed when
-the connection that loaded them closes (:func:`connection_closed`).
+Transient objects of extensions use handles 0x80FF0000-0x80FFFFFF, which the
+resource manager never virtualizes or saves; :func:`connection_closed` says
+how long they live.
 """
 
 from __future__ import annotations

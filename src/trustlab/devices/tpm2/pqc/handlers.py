@@ -434,7 +434,9 @@ def sequence_update(cmd: Command, ctx: Context) -> Reply | None:
     data = cmd.params.param(1).tpm2b(S.MAX_BUFFER)
     cmd.params.end()
     _feed(seq, data)
-    return Reply(terms={**ext.wire_terms(len(cmd.raw), 0), "sha256_byte": float(len(data))})
+    key = _state(ctx).objects.get(seq.key_handle)
+    return Reply(terms={**ext.wire_terms(len(cmd.raw), 0), "sha256_byte": float(len(data))},
+                 variant=key.params.variant if key else None)
 
 
 def _feed(seq: Sequence, data: bytes) -> None:
