@@ -211,3 +211,14 @@ def test_the_readme_example_runs_as_written():
         assert out.charges_ms == {"ohc": 1.0, "reverse_ms": 2.5} and out.terms == {}
     finally:
         ext._REGISTRY.pop(0x20000001)
+
+
+def test_claimed_commands_refuse_non_password_sessions_and_leave_malformed_backend_commands_alone():
+    audit = struct.pack(">IH", 0x02000001, 0) + b"\x00" + S.tpm2b(b"")
+    assert ext.dispatch(frame(0x1A7, [0x80FF0000], b"", [audit]), ctx()).rc == ext.TPM_RC_AUTH_TYPE
+    # a CreatePrimary whose authorization size lies: not ours to judge, swtpm answers it
+    body = S.u32(S.TPM_RH_OWNER) + S.u32(999)
+    broken = struct.pack(">HII", 0x8002, 10 + len(body), 0x131) + body
+    assert ext.dispatch(broken, ctx()) is None
+    # and one for the FlushContext of a handle of swtpm's
+    assert ext.dispatch(frame(0x165, [], S.u32(0x80000001)), ctx()) is None

@@ -317,6 +317,7 @@ class Registration:
     name: str
     handles: int
     handler: Handler
+    claims: Callable[[Command], bool] | None = None
 
 
 _REGISTRY: dict[int, Registration] = {}
@@ -326,14 +327,18 @@ _loaded = False
 _load_lock = threading.Lock()
 
 
-def tpm_command(code: int, name: str, *, handles: int) -> Callable[[Handler], Handler]:
+def tpm_command(code: int, name: str, *, handles: int,
+                claims: Callable[[Command], bool] | None = None) -> Callable[[Handler], Handler]:
     """Register ``handler`` for command ``code``; ``handles`` is the size of its handle area.
 
-    Registering a code again replaces the handler (a what-if variant); several
-    handlers for one code are not chained - a claiming handler decides alone.
+    ``claims``: for a command the backend also has, a side-effect-free test of
+    the parsed command (e.g. "the template is ML-DSA"); False, or a frame it
+    cannot parse, sends the command to the backend untouched. Without it the
+    command is always the handler's. Registering a code again replaces the
+    handler (a what-if variant); handlers for one code are not chained.
     """
     def deco(fn: Handler) -> Handler:
-        _REGISTRY[code] = Registration(code, name, handles, fn)
+        _REGISTRY[code] = Registration(code, name, handles, fn, claims)
         return fn
     return deco
 
@@ -401,24 +406,37 @@ def dispatch(command: bytes, ctx: Context) -> ExtensionResult | None:
         return None
     try:
         cmd = parse_command(command, reg.name, reg.handles)
+    except TpmError as exc:
+        if reg.claims is not None:
+            return None  # the backend's own command, malformed: the backend answers it
+        return _result(command, reg, error_frame(exc.rc), Reply(), ctx)
+    try:
+        if reg.claims is not None and not reg.claims(cmd):
+            return None
+        if any(s.handle != TPM_RS_PW for s in cmd.sessions):
+            # HMAC, policy, audit and encrypt sessions live inside the backend, out of the handler's reach
+            raise TpmError(TPM_RC_AUTH_TYPE, "extension commands take password sessions only")
         with ctx.state.lock:
             reply = reg.handler(cmd, ctx)
         if reply is None:
             return None
         response = reply.raw if reply.raw is not None else build_response(cmd, reply)
-        rc = struct.unpack_from(">I", response, 6)[0] if len(response) >= HEADER_SIZE else TPM_RC_FAILURE
     except TpmError as exc:
-        response, rc, reply = error_frame(exc.rc), exc.rc, Reply()
+        response, reply = error_frame(exc.rc), Reply()
     except Exception:  # noqa: BLE001 - a handler bug must look like a TPM failure, not kill the proxy
-        response, rc, reply = error_frame(TPM_RC_FAILURE), TPM_RC_FAILURE, Reply()
-    charges: dict[str, float] = {}
-    if reply.price is not None:
-        charges = dict(reply.price(len(command), len(response)))
+        response, reply = error_frame(TPM_RC_FAILURE), Reply()
+    return _result(command, reg, response, reply, ctx)
+
+
+def _result(command: bytes, reg: Registration, response: bytes, reply: Reply, ctx: Context) -> ExtensionResult:
+    """Price a claimed command: the handler's ``price``/``terms``, else the wire formula."""
+    rc = struct.unpack_from(">I", response, 6)[0] if len(response) >= HEADER_SIZE else TPM_RC_FAILURE
+    charges = dict(reply.price(len(command), len(response))) if reply.price is not None else {}
     terms = reply.terms
     if terms is None:
         terms = {} if charges else wire_terms(len(command), len(response))
     terms = {c: n for c, n in terms.items() if c in ctx.profile}
-    return ExtensionResult(response, reg.name, code, rc, terms, charges, reply.variant)
+    return ExtensionResult(response, reg.name, reg.code, rc, terms, charges, reply.variant)
 
 
 def wire_terms(in_bytes: int, out_bytes: int) -> dict[str, float]:

@@ -132,17 +132,36 @@ def _parameter_set(pub: S.Public, n: int) -> keys.ParameterSet:
     return ps
 
 
-def _claims_template(cmd: Command) -> bool:
-    """Peek at inPublic (parameter 2 of Create/CreatePrimary/Load) without consuming anything."""
+def _template_area(cmd: Command) -> bytes | None:
+    """inPublic's TPMT_PUBLIC (parameter 2 of Create/CreatePrimary/Load/CreateLoaded), read without consuming."""
     r = Reader(cmd.raw, cmd.params.pos)
     try:
         r.tpm2b()
-        public_area = r.tpm2b()
+        return r.tpm2b()
+    except TpmError:
+        return None
+
+
+def _pqc_template(cmd: Command) -> bool:
+    """Claim test: the template is ML-DSA/HashML-DSA/ML-KEM (the reserved derivation template is refused)."""
+    area = _template_area(cmd)
+    if area is None:
+        return False
+    if binding.is_reserved_template(area):
+        raise TpmError(at_param(TPM_RC_VALUE, 2), "template reserved for the proxy's key derivation")
+    return S.peek_public_type(area) in S.PQC_TYPES
+
+
+def _extension_handle(cmd: Command) -> bool:
+    return is_extension_handle(cmd.handles[0])
+
+
+def _flushes_extension_handle(cmd: Command) -> bool:
+    r = Reader(cmd.raw, cmd.params.pos)
+    try:
+        return is_extension_handle(r.u32())
     except TpmError:
         return False
-    if binding.is_reserved_template(public_area):
-        raise TpmError(at_param(TPM_RC_VALUE, 2), "template reserved for the proxy's key derivation")
-    return S.peek_public_type(public_area) in S.PQC_TYPES
 
 
 def _read_template(cmd: Command) -> tuple[S.SensitiveCreate, S.Public, bytes, bytes, list]:
@@ -190,10 +209,8 @@ def _load(ctx: Context, cmd: Command, pub: S.Public, ps: keys.ParameterSet, seed
 # ---- object creation -----------------------------------------------------------
 
 
-@tpm_command(0x131, "TPM2_CreatePrimary", handles=1)
-def create_primary(cmd: Command, ctx: Context) -> Reply | None:
-    if not _claims_template(cmd):
-        return None
+@tpm_command(0x131, "TPM2_CreatePrimary", handles=1, claims=_pqc_template)
+def create_primary(cmd: Command, ctx: Context) -> Reply:
     hierarchy = cmd.handles[0]
     sensitive, pub, area, outside, pcrs = _read_template(cmd)
     ps = _parameter_set(pub, 2)
@@ -208,20 +225,10 @@ def create_primary(cmd: Command, ctx: Context) -> Reply | None:
     return Reply(params=params, handles=[obj.handle], price=_priced(ctx, ps, "keygen"), variant=ps.variant)
 
 
-@tpm_command(0x191, "TPM2_CreateLoaded", handles=1)
-def create_loaded(cmd: Command, ctx: Context) -> Reply | None:
-    """Only guards the reserved derivation template; PQC keys via CreateLoaded are not offered."""
-    r = Reader(cmd.raw, cmd.params.pos)
-    try:
-        r.tpm2b()
-        area = r.tpm2b()
-    except TpmError:
-        return None
-    if binding.is_reserved_template(area):
-        raise TpmError(at_param(TPM_RC_VALUE, 2), "template reserved for the proxy's key derivation")
-    if S.peek_public_type(area) in S.PQC_TYPES:
-        raise TpmError(at_param(TPM_RC_TYPE, 2), "use TPM2_Create + TPM2_Load for post-quantum keys")
-    return None
+@tpm_command(0x191, "TPM2_CreateLoaded", handles=1, claims=_pqc_template)
+def create_loaded(cmd: Command, ctx: Context) -> Reply:
+    """PQC keys through CreateLoaded are not offered (the claim test already refuses the reserved template)."""
+    raise TpmError(at_param(TPM_RC_TYPE, 2), "use TPM2_Create + TPM2_Load for post-quantum keys")
 
 
 def _storage_parent(ctx: Context, cmd: Command) -> tuple[bytes, bytes]:
@@ -243,10 +250,8 @@ def _storage_parent(ctx: Context, cmd: Command) -> tuple[bytes, bytes]:
     return name, qn
 
 
-@tpm_command(0x153, "TPM2_Create", handles=1)
-def create(cmd: Command, ctx: Context) -> Reply | None:
-    if not _claims_template(cmd):
-        return None
+@tpm_command(0x153, "TPM2_Create", handles=1, claims=_pqc_template)
+def create(cmd: Command, ctx: Context) -> Reply:
     sensitive, pub, _area, outside, pcrs = _read_template(cmd)
     ps = _parameter_set(pub, 2)
     parent_name, parent_qn = _storage_parent(ctx, cmd)
@@ -260,15 +265,8 @@ def create(cmd: Command, ctx: Context) -> Reply | None:
     return Reply(params=params, price=_priced(ctx, ps, "keygen"), variant=ps.variant)
 
 
-@tpm_command(0x157, "TPM2_Load", handles=1)
-def load(cmd: Command, ctx: Context) -> Reply | None:
-    r = Reader(cmd.raw, cmd.params.pos)
-    try:
-        r.tpm2b()
-        if S.peek_public_type(r.tpm2b()) not in S.PQC_TYPES:
-            return None
-    except TpmError:
-        return None
+@tpm_command(0x157, "TPM2_Load", handles=1, claims=_pqc_template)
+def load(cmd: Command, ctx: Context) -> Reply:
     blob = cmd.params.param(1).tpm2b(4096)
     area = cmd.params.param(2).tpm2b(4096)
     cmd.params.end()
@@ -296,25 +294,18 @@ def load(cmd: Command, ctx: Context) -> Reply | None:
 # ---- object management ---------------------------------------------------------
 
 
-@tpm_command(0x173, "TPM2_ReadPublic", handles=1)
-def read_public(cmd: Command, ctx: Context) -> Reply | None:
-    if not is_extension_handle(cmd.handles[0]):
-        return None
+@tpm_command(0x173, "TPM2_ReadPublic", handles=1, claims=_extension_handle)
+def read_public(cmd: Command, ctx: Context) -> Reply:
     obj = _key(ctx, cmd.handles[0])
     cmd.params.end()
     return Reply(params=S.tpm2b(obj.public.marshal()) + S.tpm2b(obj.name) + S.tpm2b(obj.qualified_name),
                  variant=obj.params.variant)
 
 
-@tpm_command(0x165, "TPM2_FlushContext", handles=0)
-def flush_context(cmd: Command, ctx: Context) -> Reply | None:
-    r = Reader(cmd.raw, cmd.params.pos)
-    try:
-        handle = r.u32()
-    except TpmError:
-        return None
-    if not is_extension_handle(handle):
-        return None
+@tpm_command(0x165, "TPM2_FlushContext", handles=0, claims=_flushes_extension_handle)
+def flush_context(cmd: Command, ctx: Context) -> Reply:
+    handle = cmd.params.param(1).u32()
+    cmd.params.end()
     state = _state(ctx)
     if state.objects.pop(handle, None) is None and state.sequences.pop(handle, None) is None:
         raise TpmError(at_param(TPM_RC_HANDLE, 1), "no such extension object")
@@ -423,10 +414,8 @@ def _sequence(ctx: Context, cmd: Command, sign: bool) -> Sequence:
     return seq
 
 
-@tpm_command(0x15C, "TPM2_SequenceUpdate", handles=1)
-def sequence_update(cmd: Command, ctx: Context) -> Reply | None:
-    if not is_extension_handle(cmd.handles[0]):
-        return None
+@tpm_command(0x15C, "TPM2_SequenceUpdate", handles=1, claims=_extension_handle)
+def sequence_update(cmd: Command, ctx: Context) -> Reply:
     seq = _state(ctx).sequences.get(cmd.handles[0])
     if seq is None:
         raise TpmError(at_handle(TPM_RC_HANDLE, 1), "no such sequence")
