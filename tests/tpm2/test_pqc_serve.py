@@ -176,6 +176,12 @@ def test_bad_input_answers_tpm_error_codes(tpm):
         "wrong handle type: a PCR": (frame(0x1A7, [0x00000001], b""), 0x18B),
         "flushed handle": (frame(0x1A7, [0x80FFFFFF], b""), 0x18B),
         "missing authorization": (frame(0x1A8, [kem.handle], S.tpm2b(b"\x00" * 1088)), 0x125),
+        "unauthorized hierarchy": (frame(0x131, [S.TPM_RH_OWNER], S.sensitive_create()
+                                         + S.tpm2b(S.Public(S.TPM_ALG_MLDSA, S.TPM_ALG_SHA256, 0x00040072, b"",
+                                                            2).marshal()) + S.tpm2b(b"") + S.u32(0)), 0x125),
+        "not a hierarchy": (frame(0x131, [0x40000010], S.sensitive_create()
+                                  + S.tpm2b(S.Public(S.TPM_ALG_MLDSA, S.TPM_ALG_SHA256, 0x00040072, b"",
+                                                     2).marshal()) + S.tpm2b(b"") + S.u32(0), [password()]), 0x184),
     }
     for what, (command, rc) in cases.items():
         response = tpm.transport.transact(command)

@@ -84,13 +84,14 @@ def is_reserved_template(public_area: bytes) -> bool:
     return public_area == DERIVATION_TEMPLATE
 
 
-def hierarchy_secret(transact, hierarchy: int, auth_area: bytes | None = None, label: bytes = b"primary") -> bytes:
+def hierarchy_secret(transact, hierarchy: int, auth_area: bytes = PASSWORD_EMPTY,
+                     label: bytes = b"primary") -> bytes:
     """32 bytes only this TPM instance's ``hierarchy`` seed yields, for ``label``.
 
     ``auth_area`` authorizes the hierarchy (the client's, replayed: swtpm
-    checks it); None means an empty password.
+    checks it); by default an empty password.
     """
-    auth = auth_area if auth_area is not None else PASSWORD_EMPTY
+    auth = auth_area
     create = _frame(0x8002, 0x131, u32(hierarchy) + u32(len(auth)) + auth
                     + tpm2b(tpm2b(b"") + tpm2b(b"")) + tpm2b(DERIVATION_TEMPLATE) + tpm2b(b"") + u32(0))
     response = transact(create)
@@ -113,7 +114,7 @@ def hierarchy_secret(transact, hierarchy: int, auth_area: bytes | None = None, l
 
 def storage_secret(transact) -> bytes:
     """The secret that wraps ordinary (``TPM2_Create``) keys: owner hierarchy, empty owner password."""
-    return hierarchy_secret(transact, TPM_RH_OWNER, None, b"storage")
+    return hierarchy_secret(transact, TPM_RH_OWNER, label=b"storage")
 
 
 def hkdf(secret: bytes, info: bytes, length: int) -> bytes:

@@ -216,11 +216,13 @@ def create_primary(cmd: Command, ctx: Context) -> Reply:
     ps = _parameter_set(pub, 2)
     if hierarchy not in S.HIERARCHIES:
         raise TpmError(at_handle(TPM_RC_VALUE, 1), "not a hierarchy")
+    if not cmd.sessions:
+        raise TpmError(ext.TPM_RC_AUTH_MISSING, "the hierarchy must be authorized")
     # the hierarchy's authorization is checked by swtpm: the client's area is replayed
-    secret = binding.hierarchy_secret(ctx.backend_transact, hierarchy, cmd.auth_area or None)
+    secret = binding.hierarchy_secret(ctx.backend_transact, hierarchy, cmd.auth_area)
     seed = binding.primary_seed(secret, area, sensitive.data, ps.seed_size)
     obj = _load(ctx, cmd, pub, ps, seed, sensitive.user_auth, S.u32(hierarchy))
-    cdata = S.creation_data(pub.name_alg, S.u32(hierarchy), S.u32(hierarchy), outside, pcrs)
+    cdata = S.creation_data(S.u32(hierarchy), S.u32(hierarchy), outside, pcrs)
     params = (S.tpm2b(obj.public.marshal()) + S.creation_tail(pub.name_alg, cdata) + S.tpm2b(obj.name))
     return Reply(params=params, handles=[obj.handle], price=_priced(ctx, ps, "keygen"), variant=ps.variant)
 
@@ -260,7 +262,7 @@ def create(cmd: Command, ctx: Context) -> Reply:
     full = pub.with_unique(keys.public_bytes(private))
     secret = binding.storage_secret(ctx.backend_transact)
     blob = binding.seal(secret, parent_name, full.name(), _sensitive(full, sensitive.user_auth, seed))
-    cdata = S.creation_data(pub.name_alg, parent_name, parent_qn, outside, pcrs)
+    cdata = S.creation_data(parent_name, parent_qn, outside, pcrs)
     params = S.tpm2b(blob) + S.tpm2b(full.marshal()) + S.creation_tail(pub.name_alg, cdata)
     return Reply(params=params, price=_priced(ctx, ps, "keygen"), variant=ps.variant)
 

@@ -261,14 +261,15 @@ def null_hashcheck_ticket() -> bytes:
     return u16(TPM_ST_HASHCHECK) + u32(TPM_RH_NULL) + tpm2b(b"")
 
 
-def creation_data(name_alg: int, parent_name: bytes, parent_qn: bytes, outside: bytes,
-                  pcrs: list[tuple[int, bytes]]) -> bytes:
-    """TPMS_CREATION_DATA (pcrDigest empty: this lab refuses PCR selections, see handlers)."""
+def creation_data(parent_name: bytes, parent_qn: bytes, outside: bytes, pcrs: list[tuple[int, bytes]]) -> bytes:
+    """TPMS_CREATION_DATA; pcrDigest is empty because selections must select nothing (see handlers).
+
+    A hierarchy's Name is its 4-byte handle, whose nameAlg is TPM_ALG_NULL.
+    """
     sel = u32(len(pcrs)) + b"".join(u16(a) + bytes([len(m)]) + m for a, m in pcrs)
     parent_alg = struct.unpack(">H", parent_name[:2])[0] if len(parent_name) > 4 else TPM_ALG_NULL
-    body = (sel + tpm2b(b"") + b"\x00" + u16(parent_alg) + tpm2b(parent_name) + tpm2b(parent_qn)
+    return (sel + tpm2b(b"") + b"\x00" + u16(parent_alg) + tpm2b(parent_name) + tpm2b(parent_qn)
             + tpm2b(outside))
-    return body
 
 
 def creation_tail(name_alg: int, cdata: bytes) -> bytes:
