@@ -23,6 +23,7 @@ setup: system $(BIN)/trustlab
 test: setup  ## the whole test suite (a few minutes on 2 cores); wall-clock accuracy tests run alone
 	$(BIN)/pytest -n 2 -m "not realtime"
 	$(BIN)/pytest -p no:xdist -m realtime
+	$(BIN)/trustlab validate > /dev/null  # smoke test: every reference check runs
 
 main: setup  ## the flagship run: regenerate the papers' tables
 	$(BIN)/trustlab flagship --out out/report --jobs 2

@@ -134,7 +134,7 @@ def _mix(tpm: Tpm12, env: dict, n: int, seed: int, ops: list[str] = ALL_OPS) -> 
         elif op == "ChangeAuth":
             tpm.TPM_ChangeAuth(env["storage"], K, 0x0001, env["child"].enc, s["k2"], K)
         elif op == "Extend":
-            tpm.TPM_Extend(rng.randrange(24), b"\x03" * 20)
+            tpm.TPM_Extend(rng.randrange(17), b"\x03" * 20)  # PCRs 17-22 need locality > 0
         elif op == "GetRandom":
             tpm.TPM_GetRandom(20)
         elif op == "IncrementCounter":

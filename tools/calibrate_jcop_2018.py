@@ -12,16 +12,18 @@ Inputs:
     - nvm_read_call/byte  line through Util.arrayCopy EEPROM->RAM over length (slope >= 0)
     - ram_byte            SWAlgs_xor (a bytecode XOR loop) over its 16 bytes
     - apdu                mean AlgTest baseline: one APDU round trip with no operation
-* The paper's two stated figures (javacard-hash-signatures excerpt): a WOTS+
-  signature takes about 33 s on average, a WOTS+ key generation (the
-  best-case preparation step) about one minute.
+* The paper's stated figures (javacard-hash-signatures excerpt): a WOTS+
+  signature takes about 33 s on average (the anchor), a WOTS+ key generation
+  (the best-case preparation step) about one minute (a reported check only:
+  "~1 min" is rounded, and mapping it onto a whole PREPARE would make the
+  best-case preparation a calibration point for every h and d).
     - hash_call           the one free parameter: per-call cost of a hash in the
                           applet, i.e. MessageDigest.doFinal plus the applet's Java
-                          glue around it (address and key handling). Fitted by
-                          relative least squares (trustlab.timing.fit) to the two
-                          figures with everything else held fixed, where each
-                          figure is priced with the operation counts of the
-                          applet's real code (trustlab.apps.hbs.model).
+                          glue around it (address and key handling). Solved
+                          (trustlab.timing.fit, one row) from the 33 s signature
+                          with everything else held fixed, the signature priced
+                          with the operation counts of the applet's real code
+                          (trustlab.apps.hbs.model).
 
 Bytes on the wire are timed by the device model's ISO 7816-3 link (T=1,
 F=372, D=4 from the J3D081 ATR, 4 MHz assumed), not by the profile.
@@ -52,7 +54,8 @@ from trustlab.timing.fit import Measurement, fit
 from trustlab.timing.profile import Component, Profile, Provenance, save_toml
 
 ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_DATA = ROOT.parent / "shared" / "data" / "jcalgtest" / "javacard"
+DEFAULT_DATA = next((d for d in (ROOT.parent / "shared", ROOT.parent.parent / "shared")
+                     if (d / "data").is_dir()), ROOT.parent / "shared") / "data" / "jcalgtest" / "javacard"
 OUT = ROOT / "src" / "trustlab" / "timing" / "profiles" / "hbs" / "jcop-2018.toml"
 J3D081 = "NXP_JCOP_J3D081_v2.4.2R2_variable.csv"
 JCOP21 = "NXP_JCOP21_v2.4.2R3_fixed.csv"
@@ -112,16 +115,21 @@ def derive(data: Path) -> tuple[Profile, dict]:
 
     fixed = {"hash_block": sha_block, "nvm_write_call": wr_call, "nvm_write_byte": wr_byte,
              "nvm_read_call": rd_call, "nvm_read_byte": rd_byte, "ram_byte": ram_byte, "apdu": apdu, "link": 1.0}
-    rows = []
-    for label, counts, ms in (("WOTS+ signature (avg)", wots_signature_counts(PAPER_PARAMS), PAPER_SIGN_MS),
-                              ("WOTS+ key generation (PREPARE, one leaf)", wots_keygen_counts(PAPER_PARAMS),
-                               PAPER_KEYGEN_MS)):
+
+    def row(label: str, counts, ms: float) -> Measurement:  # type: ignore[no-untyped-def]
         terms = {c: float(counts.get(c, 0.0)) for c in COMPONENTS if counts.get(c, 0.0)}
         terms["link"] = float(counts.get(LINK, 0.0))
-        rows.append(Measurement(label, terms, ms, weight=1.0 / ms ** 2))
-    used = {c for r in rows for c in r.terms}
-    result = fit(rows, {k: v for k, v in fixed.items() if k in used})
+        return Measurement(label, terms, ms, weight=1.0 / ms ** 2)
+
+    # The anchor: the one unambiguous figure (33 s, two significant digits). "~1 min" for a key
+    # generation is a rounded figure and maps onto a whole PREPARE; it is only checked, never fitted.
+    anchor = row("WOTS+ signature (avg)", wots_signature_counts(PAPER_PARAMS), PAPER_SIGN_MS)
+    result = fit([anchor], {k: v for k, v in fixed.items() if k in anchor.terms})
     hash_call = result.params["hash_call"]
+    keygen = row("WOTS+ key generation (PREPARE, one leaf)", wots_keygen_counts(PAPER_PARAMS), PAPER_KEYGEN_MS)
+    keygen_model = sum(n * (hash_call if c == "hash_call" else fixed[c]) for c, n in keygen.terms.items())
+    check = {"command": keygen.label, "paper_ms": PAPER_KEYGEN_MS, "model_ms": keygen_model,
+             "error": keygen_model / PAPER_KEYGEN_MS - 1}
 
     def comp(name: str, mean: float, source: str, table: str, note: str) -> Component:
         return Component(name=name, mean=round(mean, 6), unit=COMPONENTS[name],
@@ -129,12 +137,12 @@ def derive(data: Path) -> tuple[Profile, dict]:
 
     components = {
         "hash_call": comp("hash_call", hash_call, PAPER,
-                          "fitted: WOTS+ signature ~33 s, WOTS+ key generation ~1 min",
-                          f"per hash call in the applet (doFinal + Java glue); relative least squares over the "
-                          f"two figures with the other components fixed; JCAlgTest's bare doFinal intercept "
-                          f"is {sha_call:.3f} ms; residuals "
-                          + ", ".join(f"{r.command}: paper {r.measured_ms / 1000:.1f} s, model {r.fitted_ms / 1000:.1f} s" for r in result.rows)
-                          + "; tools/calibrate_jcop_2018.py"),
+                          "anchored: WOTS+ signature ~33 s (the only calibration figure)",
+                          f"per hash call in the applet (doFinal + Java glue), solved from the 33 s average "
+                          f"WOTS+ signature with the other components fixed; JCAlgTest's bare doFinal intercept "
+                          f"is {sha_call:.3f} ms; check, not fitted: WOTS+ key generation (PREPARE, one leaf) "
+                          f"paper ~60 s, model {keygen_model / 1000:.1f} s ({check['error']:+.0%}); "
+                          "tools/calibrate_jcop_2018.py"),
         "hash_block": comp("hash_block", sha_block, src, "ALG_SHA_256 MessageDigest_doFinal(), 16..512 B",
                            "slope of ms over SHA-256 compression blocks (least squares)"),
         "ram_byte": comp("ram_byte", ram_byte, f"JCAlgTest {JCOP21} (NXP JCOP21 v2.4.2R3)", "SWALGS SWAlgs_xor()",
@@ -152,12 +160,12 @@ def derive(data: Path) -> tuple[Profile, dict]:
                      "(reader, driver, applet dispatch); wire bytes are timed by the link model"),
     }
     profile = Profile(
-        name="jcop-2018", family="javacard", version="1",
+        name="jcop-2018", family="javacard", version="2",
         description="NXP JCOP Java Card running the XMSS^MT applet (2018 paper), for the HBS study",
-        provenance=Provenance(PAPER + " + " + src, "two stated figures + JCAlgTest NXP JCOP measurements",
+        provenance=Provenance(PAPER + " + " + src, "33 s WOTS+ signature + JCAlgTest NXP JCOP measurements",
                               "derived by tools/calibrate_jcop_2018.py"),
         components=components)
-    report = {"fit": result.to_dict(), "sha_doFinal_intercept_ms": sha_call, "fixed": fixed}
+    report = {"fit": result.to_dict(), "check": check, "sha_doFinal_intercept_ms": sha_call, "fixed": fixed}
     return profile, report
 
 
@@ -170,7 +178,10 @@ def main(argv: list[str] | None = None) -> int:
     for name, c in profile.components.items():
         print(f"{name:15s} {c.mean:12.6f} ms/{c.unit:5s}  {c.provenance.table}")
     for r in report["fit"]["rows"]:
-        print(f"paper figure {r['command']}: {r['measured_ms'] / 1000:.1f} s, model {r['fitted_ms'] / 1000:.1f} s")
+        print(f"anchor {r['command']}: {r['measured_ms'] / 1000:.1f} s, model {r['fitted_ms'] / 1000:.1f} s")
+    c = report["check"]
+    print(f"check {c['command']}: paper ~{c['paper_ms'] / 1000:.0f} s, model {c['model_ms'] / 1000:.1f} s "
+          f"({c['error']:+.1%})")
     if args.write:
         OUT.parent.mkdir(parents=True, exist_ok=True)
         save_toml(profile, OUT)

@@ -25,13 +25,33 @@ def test_json_has_exactly_the_issue_keys(capsys):
     code, out, _ = run(capsys, "run", "hbs", "--profile", "jcop-2018", "--h", "20", "--d", "4", "--json")
     assert code == 0
     data = json.loads(out)
-    assert list(data) == ["h", "d", "w", "sign_s", "prepare_s", "persistent_bytes", "signature_bytes", "signatures"]
+    assert list(data) == ["h", "d", "w", "sign_s", "prepare_s", "persistent_bytes", "signature_bytes", "signatures",
+                          "responses", "assumptions"]
     assert (data["h"], data["d"], data["w"]) == (20, 4, 16)
     for key in ("sign_s", "prepare_s"):
         assert list(data[key]) == ["best", "avg", "worst"]
         assert 0 < data[key]["best"] <= data[key]["avg"] <= data[key]["worst"]
     assert data["persistent_bytes"] == 13600
     assert data["signature_bytes"] == 9251 and data["signatures"] == 2 ** 20
+
+
+def test_anchor_and_drivers_are_stated(capsys):
+    """hash_call rests on the 33 s signature alone; "~1 min" is a reported check; APDU readings both shown."""
+    code, out, _ = run(capsys, "run", "hbs", "--h", "20", "--d", "4", "--json")
+    a = json.loads(out)["assumptions"]
+    assert a["anchor"]["anchor"]["model_s"] == pytest.approx(33.0, rel=1e-6)
+    assert a["anchor"]["check"]["paper_s"] == 60.0 and a["anchor"]["check"]["model_s"] != pytest.approx(60.0, rel=1e-3)
+    hc = {d["component"]: d for d in a["drivers"]}
+    assert set(hc) == {"hash_call", "apdu"}
+    assert 0 < hc["hash_call"]["sign_best"]["share"] < 1
+    assert hc["apdu"]["sign_best"]["count"] == 8
+    assert a["responses"]["short_exchanges"] == 37
+    _, out5, _ = run(capsys, "run", "hbs", "--h", "20", "--d", "5", "--responses", "short", "--json")
+    d5 = json.loads(out5)["assumptions"]
+    assert d5["responses"]["short_exchanges"] == 45
+    assert {d["component"]: d for d in d5["drivers"]}["apdu"]["sign_avg"]["count"] == 45
+    _, text, _ = run(capsys, "run", "hbs", "--h", "20", "--d", "4")
+    assert "anchor: hash_call" in text and "which assumption drives the figure" in text
 
 
 def test_d5_signs_faster_in_the_best_case_but_worst_case_grows(capsys):
@@ -110,7 +130,7 @@ def test_check_runs_the_card_for_real_and_json_stays_the_same(capsys):
         assert r.simulated == r.reference and r.reference > 0
     assert "torn mid-signature" in res.text and "ACCEPTED" not in res.text
     assert list(res.data) == ["h", "d", "w", "sign_s", "prepare_s", "persistent_bytes", "signature_bytes",
-                              "signatures"]
+                              "signatures", "responses", "assumptions"]
 
 
 def test_what_if_override_changes_time_not_memory(capsys):

@@ -63,6 +63,9 @@ def test_flagship_replaces_stale_records_and_figures(tmp_path, capsys):
     (out / "plots").mkdir()
     (out / "records" / "99-old.json").write_text("{}")
     (out / "plots" / "old-1.png").write_bytes(b"x")
+    assert main(["flagship", "--out", str(out), "--no-progress", "--only", "lab-counting"]) == 2  # not marked ours
+    assert (out / "plots" / "old-1.png").exists()
+    (out / ".trustlab-output").write_text('{"command": "flagship"}')  # an earlier flagship's output
     assert main(["flagship", "--out", str(out), "--jobs", "1", "--no-progress", "--only", "lab-counting"]) == 0
     assert sorted(p.name for p in (out / "records").iterdir()) == ["00-lab-counting.json"]
     assert sorted(p.name for p in (out / "plots").iterdir()) == ["lab-counting-1-1.png"]

@@ -25,6 +25,7 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import padding, utils
 
+from trustlab.apps import keypool
 from trustlab.devices.tpm12 import MemoryNVStore, Tpm12, TpmError, secret
 from trustlab.devices.tpm12 import constants as C
 from trustlab.devices.tpm12.client import hmac_key_template, msa_composite, pubkey_digest
@@ -111,7 +112,14 @@ def verify_certificate(aik_pub, info: bytes, signature: bytes, msa_digest: bytes
 
 def run(profile: Profile, parties: int, *, input_blocks: int = 3, output_blocks: int = 1,
         queries: int = 3, realtime: bool = False, seed: int = 0, keygen=None) -> OracleRun:
-    """Run setup, migration to ``parties - 1`` destinations, and ``queries`` HMAC queries."""
+    """Run setup, migration to ``parties - 1`` destinations, and ``queries`` HMAC queries.
+
+    ``keygen`` supplies the host RSA keys (default: the cached pool of
+    :mod:`trustlab.apps.keypool`); the modelled key generation is charged
+    by the engine either way.
+    """
+    if keygen is None:
+        keygen = keypool.cursor()
     if parties < 2:
         raise TrustlabError(f"oracle: --parties must be at least 2, not {parties}")
     if input_blocks < 1 or output_blocks < 1:

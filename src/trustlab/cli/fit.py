@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING
 from trustlab.cli._output import print_json, table
 from trustlab.errors import ProfileError, TrustlabError
 from trustlab.timing import registry
-from trustlab.timing.profile import Component, Profile, Provenance, save_toml
+from trustlab.safe_output import check_file, path_arg, reported, write_text
+from trustlab.timing.profile import Component, Profile, Provenance
 
 if TYPE_CHECKING:
     from trustlab.timing.fit import FitResult, Measurement
@@ -29,7 +30,12 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="hold a component at a known value (repeatable)")
     p.add_argument("--family", help="formula family for the 'command' column (default: search all)")
     p.add_argument("--name", help="name of the fitted profile (default: the CSV's stem)")
-    p.add_argument("--out", type=Path, metavar="PROFILE.toml", help="write the fitted profile")
+    p.add_argument("--weights", choices=("given", "relative", "none"), default=None,
+                   help="row weights: 'given' = the CSV's weight column (trustlab measure writes 1/variance), "
+                   "'relative' = 1/ms^2 (every row's relative error counts alike; stops slow commands "
+                   "swamping fast ones), 'none' = all 1 (default: given if the CSV has a weight column, else none)")
+    p.add_argument("--out", type=path_arg, metavar="PROFILE.toml",
+                   help="write the fitted profile (never over the measurements)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(handler=run)
 
@@ -61,14 +67,6 @@ def _shipped_components(family: str | None = None) -> dict[str, Component]:
     return found
 
 
-def _check_writable(path: Path) -> None:
-    """Refuse a bad --out before spending time on the fit."""
-    if path.is_dir():
-        raise TrustlabError(f"--out {path}: is a directory; give a file name such as chip.toml")
-    if not path.parent.is_dir():
-        raise TrustlabError(f"--out {path}: directory {path.parent} does not exist")
-
-
 def _fitted_profile(result: FitResult, measurements: list[Measurement], args: argparse.Namespace) -> Profile:
     families = {m.family for m in measurements if m.family}
     family = args.family or (families.pop() if len(families) == 1 else "fitted")
@@ -78,7 +76,8 @@ def _fitted_profile(result: FitResult, measurements: list[Measurement], args: ar
         note = "held fixed" if c in result.fixed else f"fitted, stderr {result.stderr.get(c, math.nan):.3g} ms"
         unit = shipped[c].unit if c in shipped else "call"
         comps[c] = Component(name=c, mean=v, unit=unit, provenance=Provenance(source=str(args.csv), note=note))
-    prov = Provenance(source=str(args.csv), note="fitted by trustlab fit (bounded least squares)")
+    prov = Provenance(source=str(args.csv), note=f"fitted by trustlab fit (bounded least squares, "
+                      f"weights {result.weighting})")
     return Profile(name=args.name or args.csv.stem, components=comps, family=family, provenance=prov)
 
 
@@ -86,23 +85,25 @@ def run(args: argparse.Namespace) -> int:
     from trustlab.timing.fit import fit  # scipy is slow to import; only `fit` needs it
     from trustlab.timing.measurements import read_measurements
 
-    if args.out:
-        _check_writable(args.out)
+    if args.out:  # refused before the fit: a directory, a missing parent, or the measurements themselves
+        check_file(args.out, inputs=[args.csv])
     measurements = read_measurements(args.csv, args.family, lambda: set(_shipped_components()))
-    result = fit(measurements, _parse_fix(args.fix))
+    weighting = args.weights or ("given" if any(m.weight is not None for m in measurements) else "none")
+    result = fit(measurements, _parse_fix(args.fix), weighting=weighting)
     if args.out:
-        try:
-            save_toml(_fitted_profile(result, measurements, args), args.out)
-        except OSError as exc:
-            raise TrustlabError(f"--out {args.out}: cannot write: {exc.strerror}") from None
+        with reported(args.out):
+            write_text(args.out, _fitted_profile(result, measurements, args).to_toml())
     if args.json:
-        print_json(result.to_dict())
+        print_json({**result.to_dict(), "center": sorted({m.center for m in measurements})})
         return 0
     print(table([[c, v, result.stderr.get(c), "fixed" if c in result.fixed else ""]
                  for c, v in result.params.items()], ["component", "ms", "stderr", ""]))
     print()
+    centers = {m.center for m in measurements}
+    measured = f"measured {centers.pop()}" if len(centers) == 1 else "measured (mixed centers)"
     print(table([[r.command, r.measured_ms, r.fitted_ms, r.residual_ms, r.loo_ms] for r in result.rows],
-                ["command", "measured", "fitted", "residual", "leave-one-out"]))
+                ["command", measured, "fitted", "residual", "leave-one-out"]))
+    print(f"weights: {weighting}")
     print(f"\nmax |residual| {result.max_abs_residual_ms:.3f} ms, max relative {result.max_rel_residual:.2%}")
     if args.out:
         print(f"wrote {args.out}")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import signal
 import subprocess
@@ -28,6 +29,7 @@ from trustlab.experiments.registry import all_experiments, flagship_runs, import
 from trustlab.report import write_report
 from trustlab.report.export import slug
 from trustlab.report.records import check, ensure_dir, failure
+from trustlab.safe_output import claim_dir, path_arg, reported, write_text
 
 _ENTRY = "import sys; from trustlab.cli.flagship import child_main; sys.exit(child_main(sys.argv[1:]))"
 _LIVE: set[subprocess.Popen] = set()  # running children, killed if the flagship itself is interrupted
@@ -42,7 +44,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         "A failing study is recorded in the report and makes the exit status non-zero.",
         epilog="example: trustlab flagship --out out/report --jobs 2",
     )
-    p.add_argument("--out", type=Path, default=Path("out/report"), metavar="DIR")
+    p.add_argument("--out", type=path_arg, default=Path("out/report"), metavar="DIR",
+                   help="report directory (default out/report): new, empty, or an earlier flagship's")
+    p.add_argument("--force", action="store_true",
+                   help="write into a non-empty directory that is not an earlier flagship output")
     p.add_argument("--jobs", "-j", type=int, default=os.cpu_count() or 1, metavar="N",
                    help="runs in parallel (default: one per CPU)")
     p.add_argument("--timeout", type=float, default=900.0, metavar="S",
@@ -154,6 +159,8 @@ def _kill_group(proc: subprocess.Popen) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.jobs < 1:
         raise TrustlabError(f"--jobs {args.jobs}: need at least 1")
+    if not math.isfinite(args.timeout) or args.timeout <= 0:
+        raise TrustlabError(f"--timeout {args.timeout}: need a positive number of seconds")
     runs = planned_runs(args.only, args.skip)
     broken = {} if args.only else import_errors()
     if args.list:
@@ -162,6 +169,7 @@ def run(args: argparse.Namespace) -> int:
         for module, error in broken.items():
             print(f"(module {module} does not import: {error})")
         return 0
+    claim_dir(args.out, "flagship", force=args.force)
     records_dir = args.out / "records"
     ensure_dir(records_dir, "--out")
     for stale in records_dir.glob("*.json"):  # the directory must hold exactly this run's records
@@ -200,13 +208,15 @@ def run(args: argparse.Namespace) -> int:
         records.append(failure(f"module {module}", [], f"experiment module does not import: {error}"))
     for i, record in enumerate(records):  # failures too, so the records directory is the whole run
         if "data" not in record:
-            (records_dir / f"{i:02d}-{slug(record['experiment'])}.failed.json").write_text(
-                json.dumps(record, indent=2), encoding="utf-8")
+            with reported(args.out):
+                write_text(records_dir / f"{i:02d}-{slug(record['experiment'])}.failed.json",
+                           json.dumps(record, indent=2))
     wall = time.perf_counter() - started
     notes = [f"Flagship run: {len(runs)} runs of {len({n for n, _ in runs})} experiments, "
              f"{args.jobs} parallel, {wall:.0f} s wall clock. Regenerate with: trustlab flagship --out {args.out}"]
-    index = write_report(records, args.out, title="trustlab — the papers' tables and figures, regenerated",
-                         notes=notes, jobs=args.jobs)
+    with reported(args.out):
+        index = write_report(records, args.out, title="trustlab — the papers' tables and figures, regenerated",
+                             notes=notes, jobs=args.jobs)
     failed = [r for r in records if "data" not in r]
     print(f"{index}: {len(records)} runs, {len(failed)} failed, {wall:.0f} s")
     for r in failed:

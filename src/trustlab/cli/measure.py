@@ -55,6 +55,6 @@ def run(args: argparse.Namespace) -> int:
         print_json([{k: v for k, v in r.__dict__.items() if k != "samples"} for r in rows])
     else:
         print(table([[r.command, r.variant, r.ms, r.sd, r.n, r.p50, r.p99] for r in rows],
-                    ["command", "variant", "mean ms", "sd", "n", "p50", "p99"]))
+                    ["command", "variant", f"{args.center} ms", "sd", "n", "p50", "p99"]))
         print(f"wrote {args.out}")
     return 0

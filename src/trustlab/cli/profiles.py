@@ -47,18 +47,13 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _list(args: argparse.Namespace) -> int:
-    names = registry.names(args.family)
-    if args.family and not names:
-        raise ProfileError(f"no profiles of family {args.family!r} (families: {', '.join(registry.families())})")
-    rows, broken = [], []
-    for name in names:
-        try:
-            p = registry.load(name)
-        except ProfileError as exc:  # one bad user file must not hide the rest
-            broken.append(str(exc))
-            continue
-        rows.append({"name": name, "family": p.family, "version": p.version, "description": p.description,
-                     "components": len(p.components), "source": p.provenance.describe()})
+    found, broken = registry.summaries(args.family)  # an index: listing parses no profile
+    if args.family and not found:
+        everything, _ = registry.summaries()
+        known = sorted({s.family for s in everything})
+        raise ProfileError(f"no profiles of family {args.family!r} (families: {', '.join(known)})")
+    rows = [{"name": s.name, "family": s.family, "version": s.version, "description": s.description,
+             "components": len(s.components), "source": s.source} for s in found]
     if args.json:
         print_json(rows)
     else:
@@ -75,7 +70,8 @@ def _show(args: argparse.Namespace) -> int:
         print_json(p.to_toml_dict())
         return 0
     print(f"{p.name} ({p.family}, version {p.version})  {p.description}")
-    print(f"source: {p.provenance.describe()}\n")
+    print(f"source: {p.provenance.describe()}")
+    print(_accuracy_line(p.name) + "\n")
     rows = []
     for c in p.components.values():
         spread = f"sd {c.sd:g}" if c.sd else (f"{len(c.samples)} samples" if c.samples else "")
@@ -85,6 +81,14 @@ def _show(args: argparse.Namespace) -> int:
         rows.append([c.name, c.mean, c.unit, spread, "; ".join(own)])
     print(table(rows, ["component", "ms", "per", "spread", "provenance"]))
     return 0
+
+
+def _accuracy_line(name: str) -> str:
+    """One line: the profile's independent accuracy as `trustlab validate` measures it."""
+    from trustlab.validation import profile_accuracy
+
+    acc = profile_accuracy(name)
+    return acc.describe() if acc else "accuracy: no reference to check it against (trustlab validate)"
 
 
 def _import(args: argparse.Namespace) -> int:

@@ -8,6 +8,7 @@ from pathlib import Path
 from trustlab.errors import TrustlabError
 from trustlab.report import write_report
 from trustlab.report.records import collect
+from trustlab.safe_output import claim_dir, path_arg, reported
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -20,8 +21,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("results", nargs="+", type=Path, metavar="RESULTS",
                    help="result JSON files, or directories holding them")
-    p.add_argument("--out", type=Path, default=Path("out/report"), metavar="DIR",
-                   help="report directory (default out/report)")
+    p.add_argument("--out", type=path_arg, default=Path("out/report"), metavar="DIR",
+                   help="report directory (default out/report): new, empty, or an earlier report's")
+    p.add_argument("--force", action="store_true",
+                   help="write into a non-empty directory that is not an earlier report")
     p.add_argument("--title", default="trustlab report")
     p.add_argument("--link-images", action="store_true",
                    help="link the PNG files beside the page instead of embedding them")
@@ -34,7 +37,9 @@ def run(args: argparse.Namespace) -> int:
     records = collect(args.results)
     if args.jobs < 1:
         raise TrustlabError(f"--jobs {args.jobs}: need at least 1")
-    index = write_report(records, args.out, title=args.title, inline=not args.link_images, jobs=args.jobs)
+    claim_dir(args.out, "report", force=args.force, inputs=args.results)
+    with reported(args.out):
+        index = write_report(records, args.out, title=args.title, inline=not args.link_images, jobs=args.jobs)
     failed = sum(1 for r in records if "data" not in r)
     print(f"{index} ({len(records)} runs, {failed} failed)")
     return 1 if failed else 0

@@ -3,35 +3,88 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
+from typing import Any
 
 from trustlab.cli._output import print_json
 from trustlab.errors import TrustlabError
-from trustlab.experiments.registry import add_common_arguments, all_experiments, import_errors, run_experiment
-from trustlab.report.records import write_json_atomic
+
+
+class _LazyRunParser(argparse.ArgumentParser):
+    """``trustlab run``'s parser, which adds the experiments only when ``run`` is parsed or shown.
+
+    Registering the experiments imports every study and what it needs (numpy,
+    scipy, the device models); ``trustlab --help`` or ``trustlab estimate`` must
+    not pay for that on every start.
+    """
+
+    _populated = False
+
+    def _populate(self, argv: Any = None) -> None:
+        """Add the experiments; for ``run NAME ...`` with a known NAME, only that one (one import)."""
+        if self._populated:
+            return
+        self._populated = True
+        from trustlab.experiments import registry
+
+        first = next(iter(argv), None) if isinstance(argv, (list, tuple)) else None
+        specs = None
+        if isinstance(first, str) and not first.startswith("-"):
+            try:
+                specs = {first: registry.get(first)}
+            except TrustlabError:  # unknown: argparse lists the known ones below
+                specs = None
+        if specs is None:
+            specs = registry.all_experiments()
+            broken = registry.import_errors()
+            if broken:
+                self.epilog = ("not available (module failed to import): "
+                               + "; ".join(f"{m}: {e}" for m, e in broken.items()))
+        esub = self.add_subparsers(dest="experiment", metavar="EXPERIMENT", required=True,
+                                   parser_class=argparse.ArgumentParser)
+        for name, spec in specs.items():
+            ep = esub.add_parser(name, help=spec.help, description=spec.help)
+            spec.add_arguments(ep)
+            registry.add_common_arguments(ep)
+            ep.set_defaults(handler=_run)
+
+    def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
+        self._populate(args)
+        return super().parse_known_args(args, namespace)
+
+    def format_help(self) -> str:
+        self._populate()
+        return super().format_help()
+
+    def format_usage(self) -> str:
+        self._populate()
+        return super().format_usage()
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    broken = import_errors()
-    p = sub.add_parser("run", help="run a named experiment (a study from the papers)",
+    parser_class = sub._parser_class
+    sub._parser_class = _LazyRunParser
+    try:
+        sub.add_parser("run", help="run a named experiment (a study from the papers)",
                        description="Run one of the registered experiments. "
-                       "'trustlab run NAME --help' explains each one's parameters.",
-                       epilog=("not available (module failed to import): "
-                               + "; ".join(f"{m}: {e}" for m, e in broken.items())) if broken else None)
-    esub = p.add_subparsers(dest="experiment", metavar="EXPERIMENT", required=True)
-    for name, spec in all_experiments().items():
-        ep = esub.add_parser(name, help=spec.help, description=spec.help)
-        spec.add_arguments(ep)
-        add_common_arguments(ep)
-        ep.set_defaults(handler=_run)
+                       "'trustlab run NAME --help' explains each one's parameters.")
+    finally:
+        sub._parser_class = parser_class
 
 
 def _run(args: argparse.Namespace) -> int:
+    from trustlab.experiments.registry import run_experiment
+    from trustlab.report.records import write_json_atomic
+    from trustlab.safe_output import check_file, reported
+
+    if args.save:  # checked before the run: never over an input file (a profile, a trace ...)
+        values = [v for k, v in vars(args).items() if k != "save"]
+        check_file(args.save, flag="--save", make_parents=True, inputs=[x for v in values for x in (v if isinstance(v, list) else [v])
+                                                      if isinstance(x, (str, Path))])
     result = run_experiment(args.experiment, args)
     if args.save:
-        try:
+        with reported(args.save, "--save"):
             write_json_atomic(args.save, result.to_record())
-        except OSError as exc:
-            raise TrustlabError(f"--save {args.save}: cannot write ({exc.strerror or exc})") from None
     if args.json:
         print_json(result.data)
     else:

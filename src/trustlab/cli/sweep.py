@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 
 from trustlab.errors import TrustlabError
+from trustlab.safe_output import claim_dir, path_arg
 from trustlab.sweep import load, run_sweep
 
 
@@ -26,8 +27,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--scheduler", metavar="ADDRESS",
                    help="Dask scheduler address, e.g. tcp://127.0.0.1:8786; 'local' starts a cluster of "
                    "--jobs workers on 127.0.0.1 for this sweep")
-    p.add_argument("--out", type=Path, default=Path("out/sweeps"), metavar="DIR",
-                   help="output directory; results go to DIR/NAME (default out/sweeps)")
+    p.add_argument("--out", type=path_arg, default=Path("out/sweeps"), metavar="DIR",
+                   help="output directory; results go to DIR/NAME (default out/sweeps), which must be new, "
+                   "empty or an earlier output of this sweep")
+    p.add_argument("--force", action="store_true",
+                   help="write into DIR/NAME even if it holds files that are not an earlier sweep's")
     p.add_argument("--fresh", action="store_true",
                    help="forget this spec's cached points and run them all again")
     p.add_argument("--dry-run", action="store_true", help="list the points and which are cached; run nothing")
@@ -46,11 +50,12 @@ def run(args: argparse.Namespace) -> int:
     if args.dry_run:
         from trustlab.sweep.cache import PointCache
 
-        cache = PointCache(args.out / spec.name / "points")
+        cache = PointCache(args.out / spec.name / "points", create=False)  # a dry run writes nothing
         for point in spec.points():
             state = "cached" if cache.get(point.key) is not None else "pending"
             print(f"{point.key}  {state:7}  {point.experiment} {' '.join(point.argv)}")
         return 0
+    claim_dir(args.out / spec.name, "sweep", force=args.force, inputs=[args.spec])
     outcome = run_sweep(spec, args.out, jobs=args.jobs, scheduler=args.scheduler,
                         progress=not args.no_progress, fresh=args.fresh)
     total = len({p.key for p in outcome.points})

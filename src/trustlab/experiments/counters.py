@@ -120,6 +120,12 @@ class CountersExperiment:
         parser.add_argument("--trace", type=Path, default=None, help="replay a trace file instead")
         parser.add_argument("--deterministic", action="store_true",
                             help="drop the profile's spreads (the model then equals the simulation exactly)")
+        parser.add_argument("--tpm12", choices=list(schemes.TPM12_MODES), default="inproc",
+                            help="where the TPM 1.2 of the log and hash-tree schemes runs: inproc (the engine in "
+                            "this process, default); served (the same engine behind the timing proxy, as "
+                            "'trustlab serve' runs it, spoken to over swtpm's TCP protocol; the modelled times "
+                            "are the served engine's charges, equal to inproc's); libtpms (libtpms' TPM 1.2 in "
+                            "swtpm; not available yet). Recorded in every row as 'tpm12'")
         parser.add_argument("--attest-every", type=int, default=1, metavar="K",
                             help="hash-tree only: sign the root on every K-th request (default 1 = every "
                             "request, as the paper); K>1 is the batch mode used at 2^20 counters. Rejected "
@@ -152,7 +158,8 @@ class CountersExperiment:
             gap_info[n] = workloads.gap_stats(ids).to_dict() if ids is not None else {}
             for p in profiles:
                 for s in scheme_names:
-                    scheme = schemes.build(s, p, n, seed=args.seed, attest_every=args.attest_every)
+                    scheme = schemes.build(s, p, n, seed=args.seed, attest_every=args.attest_every,
+                                           tpm12=args.tpm12 if s != "log-tpm2" else "inproc")
                     try:
                         records = run(scheme, requests, seed=args.seed)
                     finally:
@@ -162,6 +169,8 @@ class CountersExperiment:
                         row = summarize(records, scheme=s, op=op, profile=p.name, counters=n)
                         row["workload"] = "trace" if args.trace else args.workload
                         row["seed"] = args.seed
+                        if s != "log-tpm2":
+                            row["tpm12"] = scheme.extra.get("tpm12_where", "in-process engine")
                         rows.append(row)
                     per_gap[(s, p.name, n)] = records
         table_ix = _table_ix(per_gap) if (args.workload != "roundrobin" or args.trace) else None

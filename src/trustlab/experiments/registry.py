@@ -36,6 +36,7 @@ from typing import Any, Callable, Protocol, Sequence
 from trustlab import __version__
 from trustlab.errors import TrustlabError
 from trustlab.plugins import import_submodules
+from trustlab.safe_output import path_arg
 
 EXTRA_MODULES_ENV = "TRUSTLAB_EXPERIMENT_MODULES"
 
@@ -191,7 +192,7 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
     if not any(a.dest == "json" for a in parser._actions):
         parser.add_argument("--json", action="store_true", help="machine-readable output")
     if not any(a.dest == "save" for a in parser._actions):
-        parser.add_argument("--save", type=Path, metavar="RESULT.json",
+        parser.add_argument("--save", type=path_arg, metavar="RESULT.json",
                             help="also write the full result record (data, references, provenance) "
                             "for 'trustlab report'")
 

@@ -33,29 +33,12 @@ from trustlab.errors import TrustlabError
 from trustlab.experiments.registry import Reference, Result, experiment
 from trustlab.timing import formulas, registry
 from trustlab.timing.fit import Measurement, fit
+from trustlab.validation.gunupudi2010 import TABLE_II, TABLE_II_MODEL as _TABLE_II_MODEL
 
-PAPER = "Gunupudi & Tate, Timing-Accurate TPM Simulation (2010)"
-TABLE_II = f"{PAPER}, Table II (model estimates)"
 
 VENDORS = ["atmel-2010", "winbond-2010", "infineon-2010", "stm-2010"]
 COMMANDS = ["TPM_Seal", "TPM_UnBind", "TPM_Sign", "TPM_Quote", "TPM_Unseal",
             "TPM_AuthorizeMigrationKey", "TPM_CreateMigrationBlob", "TPM_ChangeAuth"]
-
-# The model column of Table II (ms), per command and vendor, as printed in the paper.
-# Used only as reference values set beside what the formulas compute.
-_TABLE_II_MODEL: dict[str, dict[str, float]] = {
-    "TPM_Seal": {"atmel-2010": 94.0, "winbond-2010": 114.6, "infineon-2010": 180.8, "stm-2010": 239.9},
-    "TPM_UnBind": {"atmel-2010": 803.9, "winbond-2010": 505.3, "infineon-2010": 324.5, "stm-2010": 803.4},
-    "TPM_Sign": {"atmel-2010": 788.8, "winbond-2010": 502.9, "infineon-2010": 328.7, "stm-2010": 731.6},
-    "TPM_Quote": {"atmel-2010": 798.4, "winbond-2010": 503.9, "infineon-2010": 329.3, "stm-2010": 775.2},
-    "TPM_Unseal": {"atmel-2010": 810.2, "winbond-2010": 506.0, "infineon-2010": 324.7, "stm-2010": 816.8},
-    "TPM_AuthorizeMigrationKey": {"atmel-2010": 34.2, "winbond-2010": 11.5, "infineon-2010": 20.6,
-                                  "stm-2010": 85.5},
-    "TPM_CreateMigrationBlob": {"atmel-2010": 891.5, "winbond-2010": 611.5, "infineon-2010": 486.9,
-                                "stm-2010": 1099.4},
-    "TPM_ChangeAuth": {"atmel-2010": 877.4, "winbond-2010": 609.9, "infineon-2010": 485.9, "stm-2010": 1035.7},
-}
-
 
 @experiment("timing-model", help="validate the TPM 1.2 timing model: Table II model column "
             "for four vendors, and a profile-fit round trip")
@@ -202,9 +185,9 @@ class _LazyPool:
 
     def __call__(self, bits: int = 2048):
         if self._pool is None:
-            from trustlab.devices.tpm12.primitives import KeyPool
+            from trustlab.apps import keypool  # host keys cached on disk between runs
 
-            self._pool = KeyPool()
+            self._pool = keypool.cursor()
         return self._pool(bits)
 
     def reset(self) -> None:

@@ -10,6 +10,7 @@ from typing import Any
 
 from trustlab.report.records import write_json_atomic
 from trustlab.report.tables import columns
+from trustlab.safe_output import atomic_open
 
 
 def slug(text: str) -> str:
@@ -19,7 +20,7 @@ def slug(text: str) -> str:
 def write_csv(path: Path, rows: list[dict[str, Any]]) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     cols = columns(rows)
-    with path.open("w", newline="", encoding="utf-8") as fh:
+    with atomic_open(path, newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=cols, extrasaction="ignore")
         writer.writeheader()
         for r in rows:

@@ -15,9 +15,6 @@ import math
 from pathlib import Path
 from typing import Any
 
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
-
 from trustlab.errors import TrustlabError
 
 KINDS = ("line", "bar", "loglog")
@@ -63,6 +60,11 @@ def _categorical(series: list[dict]) -> bool:
 
 def render(spec: dict[str, Any], path: Path, dpi: int = 100) -> Path:
     """Draw ``spec`` into ``path`` (PNG)."""
+    # matplotlib (about 0.4 s to import) only when a figure is drawn: every trustlab
+    # process imports the report package, few of them draw
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
     spec = validate(spec)
     kind = spec.get("kind", "line")
     series = spec["series"]

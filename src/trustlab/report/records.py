@@ -8,12 +8,11 @@ show it instead of silently dropping the study.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any, Iterable
 
 from trustlab.errors import TrustlabError, read_user_text
+from trustlab.safe_output import atomic_open
 
 REQUIRED = ("experiment", "data")
 
@@ -91,14 +90,5 @@ def ensure_dir(path: Path, what: str) -> Path:
 def write_json_atomic(path: Path, doc: Any) -> None:
     """Write JSON so that a reader (or a resumed sweep) never sees half a file."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(doc, fh, indent=2, default=str)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with atomic_open(path) as fh:
+        json.dump(doc, fh, indent=2, default=str)

@@ -12,6 +12,7 @@ Layout of ``out_dir``::
 from __future__ import annotations
 
 import multiprocessing
+import os
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -23,6 +24,7 @@ from trustlab.report.export import slug, write_csv, write_json
 from trustlab.report.plots import PlotError, render
 from trustlab.report.records import ensure_dir, is_failure
 from trustlab.report.tables import MAX_ROWS, columns, data_tables, profile_rows, reference_rows
+from trustlab.safe_output import write_text
 
 REF_COLS = ["label", "model", "simulated", "reference", "error", "error_pct", "unit", "source"]
 
@@ -51,13 +53,24 @@ def _max_err(rows: list[dict[str, Any]]) -> float | None:
 
 
 def _render_safe(spec: Any, png: Path) -> str | None:
-    """Render one figure; the error message instead of an exception (shown in the page)."""
+    """Render one figure; the error message instead of an exception (shown in the page).
+
+    Drawn into a temp file beside ``png`` and renamed, so a failure never leaves half a PNG.
+    A full disk is not the figure's fault: it propagates (the report cannot be written).
+    """
+    tmp = png.with_name(f".{png.stem}.{os.getpid()}.tmp.png")
     try:
-        render(spec, png)
+        png.parent.mkdir(parents=True, exist_ok=True)
+        render(spec, tmp)
+        os.replace(tmp, png)
     except PlotError as exc:
         return str(exc)
+    except OSError:
+        raise
     except Exception as exc:  # matplotlib refusing odd data must cost one figure, not the report
         return f"{type(exc).__name__}: {exc}"
+    finally:
+        tmp.unlink(missing_ok=True)
     return None
 
 
@@ -79,6 +92,9 @@ def _render_all(records: Sequence[dict[str, Any]], ids: list[str], out_dir: Path
 def write_report(records: Sequence[dict[str, Any]], out_dir: Path, title: str = "trustlab report",
                  inline: bool = True, notes: Sequence[str] = (), jobs: int = 1) -> Path:
     """Write the report for ``records`` into ``out_dir``; returns the path of index.html.
+
+    The caller has claimed ``out_dir`` (:func:`trustlab.safe_output.claim_dir`), so the old
+    figures and tables removed here are an earlier report's own.
 
     ``jobs`` > 1 draws the figures on that many processes (the slow part of a big report).
     """
@@ -131,7 +147,7 @@ def write_report(records: Sequence[dict[str, Any]], out_dir: Path, title: str = 
                                   "max |error| %", "wall s"], anchor="run"))
     overview = _overview(all_refs, out_dir, inline)
     index = out_dir / "index.html"
-    index.write_text(h.page(title, intro + overview, sections), encoding="utf-8")
+    write_text(index, h.page(title, intro + overview, sections))
     return index
 
 

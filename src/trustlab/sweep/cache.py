@@ -16,9 +16,10 @@ from trustlab.report.records import ensure_dir, write_json_atomic
 
 
 class PointCache:
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, create: bool = True) -> None:
         self.directory = Path(directory)
-        ensure_dir(self.directory, "sweep cache")
+        if create:
+            ensure_dir(self.directory, "sweep cache")
 
     def path(self, key: str) -> Path:
         return self.directory / f"{key}.json"

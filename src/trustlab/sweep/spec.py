@@ -24,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -76,6 +77,7 @@ def point_key(experiment: str, argv: tuple[str, ...] | list[str]) -> str:
     return hashlib.sha256(doc.encode()).hexdigest()[:20]
 
 
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 _TOP = {"name", "experiment", "fixed", "grid", "description", "plot"}
 
 
@@ -105,8 +107,9 @@ def parse(doc: dict[str, Any], source: str, default_name: str = "sweep") -> Swee
     if both:
         raise TrustlabError(f"{source}: parameter(s) {', '.join(both)} both fixed and in the grid")
     name = doc.get("name", default_name)
-    if not isinstance(name, str) or not name or "/" in name or name.startswith("."):
-        raise TrustlabError(f"{source}: 'name' must be a plain name (it becomes a directory)")
+    if not isinstance(name, str) or not _NAME.fullmatch(name):
+        raise TrustlabError(f"{source}: 'name' = {str(name)[:40]!r} must be a plain name (it becomes a directory): "
+                            "letters, digits, '.', '_', '-', starting with a letter or digit, at most 100")
     plots = check_plots(doc.get("plot"), grid, source)
     return SweepSpec(name=name, experiments=experiments, fixed=dict(fixed), grid=dict(grid), source=source,
                      plots=plots)

@@ -25,8 +25,9 @@ class Measurement:
     label: str
     terms: Mapping[str, float]
     ms: float
-    weight: float = 1.0
+    weight: float | None = None  # None: no weight given (counts as 1 under weighting="given")
     family: str | None = None  # the formula family the terms came from, if any
+    center: str = "mean"  # what ``ms`` summarises: mean, median or min of the samples (trustlab measure --center)
 
 
 @dataclass(frozen=True)
@@ -46,6 +47,7 @@ class FitResult:
     rows: list[FitRow]
     rank_note: str = ""
     dof: int = 0
+    weighting: str = "given"
 
     @property
     def max_abs_residual_ms(self) -> float:
@@ -64,6 +66,7 @@ class FitResult:
             "max_abs_residual_ms": self.max_abs_residual_ms,
             "max_rel_residual": self.max_rel_residual,
             "dof": self.dof,
+            "weighting": self.weighting,
         }
 
 
@@ -76,12 +79,33 @@ class _Design:
     fixed: dict[str, float] = field(default_factory=dict)
 
 
-def _design(measurements: Sequence[Measurement], fixed: Mapping[str, float]) -> _Design:
-    components: list[str] = []
-    for m in measurements:
-        for comp in m.terms:
-            if comp not in components:
-                components.append(comp)
+WEIGHTINGS = ("given", "relative", "none")
+
+
+def _weights(measurements: Sequence[Measurement], weighting: str) -> np.ndarray:
+    """Row weights: the measurements' own (``given``, e.g. 1/variance from ``trustlab measure``),
+    1/ms^2 (``relative``: every row's relative error counts alike, so slow key generations
+    do not swamp fast commands), or 1 (``none``)."""
+    if weighting == "none":
+        return np.ones(len(measurements))
+    if weighting == "relative":
+        ms = np.array([m.ms for m in measurements], dtype=float)
+        zero = np.flatnonzero(ms <= 0)
+        if zero.size:
+            raise FitError(f"--weights relative: row {measurements[zero[0]].label!r} measured {ms[zero[0]]} ms; "
+                           "relative weights (1/ms^2) need positive times")
+        return 1.0 / ms ** 2
+    if weighting == "given":
+        w = np.array([1.0 if m.weight is None else m.weight for m in measurements], dtype=float)
+        bad = np.flatnonzero(~np.isfinite(w) | (w <= 0))
+        if bad.size:
+            raise FitError(f"row {measurements[bad[0]].label!r}: weight {w[bad[0]]} is not a positive number")
+        return w
+    raise FitError(f"weighting {weighting!r}: expected one of {', '.join(WEIGHTINGS)}")
+
+
+def _design(measurements: Sequence[Measurement], fixed: Mapping[str, float], weighting: str) -> _Design:
+    components = list(dict.fromkeys(comp for m in measurements for comp in m.terms))
     unknown_fixed = sorted(set(fixed) - set(components))
     if unknown_fixed:
         raise FitError(f"--fix names component(s) not in any measurement: {', '.join(unknown_fixed)}")
@@ -91,18 +115,29 @@ def _design(measurements: Sequence[Measurement], fixed: Mapping[str, float]) -> 
     free = [c for c in components if c not in fixed]
     if not free:
         raise FitError("every component is fixed; nothing to fit")
-    a = np.array([[m.terms.get(c, 0.0) for c in free] for m in measurements], dtype=float)
-    offset = np.array([sum(m.terms.get(c, 0.0) * v for c, v in fixed.items()) for m in measurements])
+    column = {c: i for i, c in enumerate(components)}
+    full = np.zeros((len(measurements), len(components)))
+    for i, m in enumerate(measurements):
+        for comp, coef in m.terms.items():
+            full[i, column[comp]] = coef
+    if not np.all(np.isfinite(full)):
+        raise FitError("a coefficient is not a finite number")
+    free_idx = [column[c] for c in free]
+    fixed_idx = [column[c] for c in fixed]
+    a = full[:, free_idx]
+    offset = full[:, fixed_idx] @ np.array(list(fixed.values()), dtype=float) if fixed else np.zeros(len(measurements))
     y = np.array([m.ms for m in measurements], dtype=float) - offset
-    w = np.array([m.weight for m in measurements], dtype=float)
-    if np.any(w <= 0) or not np.all(np.isfinite(w)):
-        raise FitError("weights must be positive numbers")
+    w = _weights(measurements, weighting)
     return _Design(free=free, matrix=a, target=y, sqrt_w=np.sqrt(w), fixed=dict(fixed))
 
 
 def _unidentifiable(free: list[str], a: np.ndarray) -> list[list[str]]:
-    """Groups of components whose columns are linearly dependent."""
-    _, s, vt = np.linalg.svd(a, full_matrices=True)
+    """Groups of components whose columns are linearly dependent.
+
+    The SVD runs on R of a QR of the (rows x components) matrix: same singular values and
+    null space, but a components x components problem, so 100k rows cost one QR."""
+    r = np.linalg.qr(a, mode="r") if a.shape[0] > a.shape[1] else a
+    _, s, vt = np.linalg.svd(r, full_matrices=True)
     tol = max(a.shape) * np.finfo(float).eps * (s[0] if s.size else 0.0)
     rank = int(np.sum(s > tol))
     groups = []
@@ -120,11 +155,13 @@ def _solve(a: np.ndarray, y: np.ndarray) -> np.ndarray:
     return res.x / scale
 
 
-def fit(measurements: Sequence[Measurement], fixed: Mapping[str, float] | None = None) -> FitResult:
+def fit(measurements: Sequence[Measurement], fixed: Mapping[str, float] | None = None,
+        weighting: str = "given") -> FitResult:
+    """Bounded least squares of ``measurements``; ``weighting`` is one of :data:`WEIGHTINGS`."""
     fixed = dict(fixed or {})
     if not measurements:
         raise FitError("no measurements to fit")
-    d = _design(measurements, fixed)
+    d = _design(measurements, fixed, weighting)
     aw = d.matrix * d.sqrt_w[:, None]
     yw = d.target * d.sqrt_w
     groups = _unidentifiable(d.free, aw)
@@ -146,7 +183,7 @@ def fit(measurements: Sequence[Measurement], fixed: Mapping[str, float] | None =
     else:
         stderr = {c: float("nan") for c in d.free}
     fitted = d.matrix @ x
-    loo = _leave_one_out(aw, yw, d.matrix)
+    loo = _leave_one_out(aw, yw, d.sqrt_w, x)
     offset = np.array([m.ms for m in measurements]) - d.target
     rows = [
         FitRow(
@@ -160,19 +197,29 @@ def fit(measurements: Sequence[Measurement], fixed: Mapping[str, float] | None =
     ]
     params = {c: float(x[i]) for i, c in enumerate(d.free)}
     params.update(fixed)
-    return FitResult(params=params, stderr=stderr, fixed=fixed, rows=rows, dof=dof)
+    return FitResult(params=params, stderr=stderr, fixed=fixed, rows=rows, dof=dof, weighting=weighting)
 
 
-def _leave_one_out(aw: np.ndarray, yw: np.ndarray, a: np.ndarray) -> list[float | None]:
-    """Prediction of each row by a fit that never saw it (None if unidentifiable)."""
-    n, p = aw.shape
+def _leave_one_out(aw: np.ndarray, yw: np.ndarray, sqrt_w: np.ndarray, x: np.ndarray) -> list[float | None]:
+    """Prediction of each row by a fit that never saw it (None if that row alone identifies a component).
+
+    Closed form from the hat matrix H = A (A'A)^-1 A' of the components the bounded fit left
+    free (x > 0; those at the zero bound stay there): the deleted residual is e_i / (1 - h_ii).
+    One QR instead of refitting N times, so it is linear in the rows.
+    """
+    n = aw.shape[0]
+    active = np.flatnonzero(x > 0)
+    resid = yw - aw @ x
+    if active.size == 0:
+        lev = np.zeros(n)
+    else:
+        q, _ = np.linalg.qr(aw[:, active], mode="reduced")
+        lev = np.einsum("ij,ij->i", q, q)
     out: list[float | None] = []
     for i in range(n):
-        keep = np.arange(n) != i
-        sub = aw[keep]
-        if sub.shape[0] < p or np.linalg.matrix_rank(sub) < p:
+        if lev[i] > 1.0 - 1e-9:
             out.append(None)
             continue
-        x = _solve(sub, yw[keep])
-        out.append(float(a[i] @ x))
+        pred_w = yw[i] - resid[i] / (1.0 - lev[i])
+        out.append(float(pred_w / sqrt_w[i]))
     return out

@@ -20,7 +20,9 @@ from trustlab.errors import FitError, FormulaError, TrustlabError
 from trustlab.timing import formulas
 from trustlab.timing.fit import Measurement
 
-DESCRIPTIVE = {"sd", "n", "min", "max", "p50", "p90", "p95", "p99", "median", "suite", "note", "family"}
+DESCRIPTIVE = {"sd", "n", "min", "max", "p50", "p90", "p95", "p99", "median", "suite", "note", "family",
+               "center"}
+CENTERS = ("mean", "median", "min")
 
 
 def _float(value: str, where: str) -> float:
@@ -65,7 +67,12 @@ def read_measurements(path: Path, family: str | None = None,
         ms = _float(row.get("ms", ""), f"{where}: ms")
         if ms < 0:
             raise FitError(f"{where}: ms must not be negative")
-        weight = _float(row["weight"], f"{where}: weight") if row.get("weight") else 1.0
+        weight = _float(row["weight"], f"{where}: weight") if row.get("weight") else None
+        if weight is not None and weight <= 0:
+            raise FitError(f"{where}: weight must be positive, got {row['weight']!r}")
+        center = row.get("center") or "mean"
+        if center not in CENTERS:
+            raise FitError(f"{where}: center {center!r}: expected one of {', '.join(CENTERS)}")
         if by_formula:
             command = row.get("command", "")
             variant = row.get("variant") or None
@@ -75,7 +82,8 @@ def read_measurements(path: Path, family: str | None = None,
             terms = {c: _float(row[c], f"{where}: {c}") for c in sorted(extra) if row.get(c, "") != ""}
             label = row.get("note") or f"row {lineno}"
             row_family = family
-        rows.append(Measurement(label=label, terms=terms, ms=ms, weight=weight, family=row_family))
+        rows.append(Measurement(label=label, terms=terms, ms=ms, weight=weight, family=row_family,
+                                center=center))
     if not rows:
         raise FitError(f"{path}: no measurement rows")
     return rows

@@ -17,6 +17,7 @@ from typing import Mapping
 import tomli_w
 
 from trustlab.errors import ProfileError
+from trustlab.safe_output import write_text
 
 UNITS = ("call", "byte", "block", "bit", "op")
 """What one count of a component means: a whole call, a byte, a block, ..."""
@@ -221,5 +222,6 @@ def load_toml(path: Path) -> Profile:
 
 
 def save_toml(profile: Profile, path: Path) -> None:
-    path.write_text(profile.to_toml(), encoding="utf-8")
+    """Write atomically: a reader never sees half a profile."""
+    write_text(path, profile.to_toml())
 

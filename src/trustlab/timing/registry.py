@@ -4,20 +4,31 @@ Shipped profiles are TOML files anywhere under ``trustlab/timing/profiles``
 (subfolders group them by family). Imported profiles go to the user's profile
 directory, ``$TRUSTLAB_HOME/profiles`` (default ``~/.local/share/trustlab``), so
 that an import never writes into the installed package.
+
+Listing profiles must not parse them all (65 files, about 5 MB of TOML, 2 s):
+:func:`summaries` reads a small index (name, family, version, description,
+source, component names and units per file) from the cache directory,
+``$TRUSTLAB_HOME/cache`` (default ``~/.cache/trustlab``), and re-parses only
+the files whose modification time or size changed. If the cache cannot be
+written, everything still works, just without it.
 """
 
 from __future__ import annotations
 
 import difflib
 import functools
+import json
 import os
 import re
+import tempfile
+from dataclasses import asdict, dataclass
 from importlib import resources
 from pathlib import Path
 
 from trustlab.errors import ProfileError
 from trustlab.timing.pro_format import load_pro
-from trustlab.timing.profile import Profile, load_toml, save_toml
+from trustlab.safe_output import write_text
+from trustlab.timing.profile import Profile, load_toml
 
 SHIPPED_DIR = Path(str(resources.files("trustlab.timing") / "profiles"))
 
@@ -26,6 +37,15 @@ def user_dir() -> Path:
     home = os.environ.get("TRUSTLAB_HOME")
     base = Path(home) if home else Path.home() / ".local" / "share" / "trustlab"
     return base / "profiles"
+
+
+def cache_dir() -> Path:
+    """Where derived, re-creatable files go: ``$TRUSTLAB_HOME/cache`` or ``~/.cache/trustlab``."""
+    home = os.environ.get("TRUSTLAB_HOME")
+    if home:
+        return Path(home) / "cache"
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg) if xdg else Path.home() / ".cache") / "trustlab"
 
 
 @functools.cache
@@ -124,12 +144,99 @@ def install(profile: Profile) -> Path:
     if profile.name in _shipped_index():
         raise ProfileError(f"{profile.name!r} is a shipped profile; choose another --name")
     d = user_dir()
-    d.mkdir(parents=True, exist_ok=True)
     path = d / f"{profile.name}.toml"
-    tmp = path.with_suffix(".toml.tmp")
-    try:
-        save_toml(profile, tmp)
-        tmp.replace(path)
+    try:  # atomic: an interrupted import (or a full disk) never leaves half a profile or a temp file
+        d.mkdir(parents=True, exist_ok=True)
+        write_text(path, profile.to_toml())
     except OSError as exc:
-        raise ProfileError(f"{path}: cannot write profile: {exc.strerror}") from None  # atomic: an interrupted import never leaves half a profile
+        raise ProfileError(f"{path}: cannot write profile (TRUSTLAB_HOME={os.environ.get('TRUSTLAB_HOME', '')!r}): "
+                           f"{exc.strerror or exc}") from None
     return path
+
+
+# ---- the profile index --------------------------------------------------------------------
+
+INDEX_FILE = "profile-index.json"
+INDEX_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Summary:
+    """What listing a profile needs, without its components' figures."""
+
+    name: str
+    family: str
+    version: str
+    description: str
+    source: str
+    components: dict[str, str]  # component name -> unit
+
+    @classmethod
+    def of(cls, name: str, profile: Profile) -> "Summary":
+        return cls(name, profile.family, profile.version, profile.description, profile.provenance.describe(),
+                   {c.name: c.unit for c in profile.components.values()})
+
+
+def _read_index(path: Path) -> dict:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(data, dict) or data.get("version") != INDEX_VERSION or not isinstance(data.get("files"), dict):
+        return {}
+    return data["files"]
+
+
+def _write_index(path: Path, files: dict) -> None:
+    """Atomically, or not at all (a read-only home is fine: the next run parses again)."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".profile-index.", dir=path.parent)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                json.dump({"version": INDEX_VERSION, "files": files}, fh)
+            os.replace(tmp, path)
+        except BaseException:
+            os.unlink(tmp)
+            raise
+    except OSError:
+        pass
+
+
+def summaries(family: str | None = None) -> tuple[list[Summary], list[str]]:
+    """Summaries of every available profile (of ``family``), and the errors of unreadable ones.
+
+    Cached per file by (path, modification time, size), so an edited or
+    replaced profile is re-read and a deleted one drops out.
+    """
+    index_path = cache_dir() / INDEX_FILE
+    cached = _read_index(index_path)
+    files: dict[str, dict] = {}
+    out: list[Summary] = []
+    broken: list[str] = []
+    for name, path in sorted(available().items()):
+        try:
+            st = path.stat()
+        except OSError as exc:
+            broken.append(f"{path}: {exc.strerror or exc}")
+            continue
+        key, stamp = str(path), [st.st_mtime_ns, st.st_size]
+        entry = cached.get(key)
+        summary = None
+        if isinstance(entry, dict) and entry.get("stamp") == stamp:
+            try:
+                summary = Summary(**entry["summary"])
+            except (TypeError, KeyError):
+                summary = None
+        if summary is None or summary.name != name:
+            try:
+                summary = Summary.of(name, load(name))
+            except ProfileError as exc:  # one bad user file must not hide the rest
+                broken.append(str(exc))
+                continue
+        files[key] = {"stamp": stamp, "summary": asdict(summary)}
+        if family is None or summary.family == family:
+            out.append(summary)
+    if files != cached:
+        _write_index(index_path, files)
+    return out, broken

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from cryptography.hazmat.primitives.asymmetric import rsa
 
+from trustlab.apps import keypool
 from trustlab.devices.tpm12 import Tpm12, secret
 from trustlab.devices.tpm12 import constants as C
 from trustlab.devices.tpm12.keys import Key12, rsa_public
@@ -37,10 +38,17 @@ class ProvisionedTpm:
     counter_start: int
 
 
-def provision(clock: Clock, nv: NVStore | None = None, *, physical_counter: bool = True) -> ProvisionedTpm:
-    """Take ownership, make and load an AIK, create the physical counter; reset the clock."""
-    tpm = Tpm12(clock, nv)
-    tpm.TPM_Startup()
+def provision(clock: Clock, nv: NVStore | None = None, *, physical_counter: bool = True,
+              tpm: Tpm12 | None = None) -> ProvisionedTpm:
+    """Take ownership, make and load an AIK, create the physical counter; reset the clock.
+
+    ``tpm``: a fresh host-side TPM to provision (e.g. one reached over the
+    wire, :mod:`.wire`) instead of a new in-process engine on ``nv``; it is
+    already started, as a platform's firmware leaves a TPM.
+    """
+    if tpm is None:
+        tpm = Tpm12(clock, nv, keygen=keypool.cursor(), started=False)  # host keys from the cached pool (not charged)
+        tpm.TPM_Startup()
     owner, srk = secret("trustlab-owner"), secret("trustlab-srk")
     tpm.TPM_TakeOwnership(owner, srk)
     aik_auth = secret("trustlab-aik")

@@ -20,6 +20,7 @@ import os
 from dataclasses import dataclass, field
 
 from trustlab.apps.counters import model as M
+from trustlab.apps.counters import wire
 from trustlab.apps.counters.base import Prover, Verifier
 from trustlab.apps.counters.device import provision
 from trustlab.apps.counters.hashtree import TreeProver, TreeVerifier
@@ -30,6 +31,7 @@ from trustlab.timing.clock import Clock
 from trustlab.timing.profile import Component, Profile, Provenance
 
 SCHEMES = ("log", "hashtree", "log-tpm2")
+TPM12_MODES = wire.MODES
 NEEDED = ("sha1_byte", "rsa_sign", "counter_inc", "counter_read", "transport", "host_verify")
 
 
@@ -101,6 +103,9 @@ class BuiltScheme:
         close = getattr(self.prover, "close", None)
         if close is not None:
             close()
+        wired = self.extra.pop("close_tpm", None)
+        if wired is not None:
+            wired()
 
     def model_ms(self, op: str, counter: int, ut: int) -> float | None:
         """The paper's formula for this request (``ut`` = |Ut| before it)."""
@@ -132,8 +137,13 @@ class BuiltScheme:
         return p.ops % p.attest_every == 0
 
 
-def build(scheme: str, profile: Profile, counters: int, *, seed: int = 0, attest_every: int = 1) -> BuiltScheme:
-    """A fresh TPM provisioned for ``scheme`` with ``counters`` virtual counters."""
+def build(scheme: str, profile: Profile, counters: int, *, seed: int = 0, attest_every: int = 1,
+          tpm12: str = "inproc") -> BuiltScheme:
+    """A fresh TPM provisioned for ``scheme`` with ``counters`` virtual counters.
+
+    ``tpm12``: where the TPM 1.2 of the log and hash-tree schemes runs
+    (:data:`.wire.MODES`: in process, or over the wire).
+    """
     if scheme not in SCHEMES:
         raise TrustlabError(f"unknown scheme {scheme!r} (known: {', '.join(SCHEMES)})")
     if counters < 1:
@@ -143,14 +153,31 @@ def build(scheme: str, profile: Profile, counters: int, *, seed: int = 0, attest
 
         if profile.family != "tpm2":
             raise TrustlabError(f"scheme log-tpm2 needs a TPM 2.0 profile; {profile.name!r} is {profile.family!r}")
+        if tpm12 != "inproc":
+            raise TrustlabError(f"--tpm12 {tpm12}: applies to the TPM 1.2 schemes (log, hashtree), not log-tpm2")
         prover2 = Tpm2LogProver(profile, counters)
         return BuiltScheme("log-tpm2", profile, counters, prover2.clock, prover2, prover2.verifier(),
                            M.Terms(0, 0, 0, 0, 0, 0, 0), M.Accounting())
     clock = Clock(profile, seed=seed)
     clock.require(*NEEDED)
     terms = M.Terms.from_profile(profile)
+    wired = wire.open_tpm12(tpm12, profile, clock, seed=seed) if tpm12 != "inproc" else None
+    try:
+        built = _build_tpm12(scheme, profile, counters, clock, terms, attest_every,
+                             wired.tpm if wired is not None else None)
+    except BaseException:
+        if wired is not None:
+            wired.close()
+        raise
+    if wired is not None:
+        built.extra.update(tpm12=tpm12, tpm12_where=wired.where, close_tpm=wired.close)
+    return built
+
+
+def _build_tpm12(scheme: str, profile: Profile, counters: int, clock: Clock, terms: M.Terms, attest_every: int,
+                 tpm) -> BuiltScheme:
     if scheme == "log":
-        dev = provision(clock)
+        dev = provision(clock, tpm=tpm)
         prover = LogProver(dev, counters)
         verifier = LogVerifier(dev.aik_public, dev.counter_id, dev.counter_start, clock)
         blocks = hash_blocks("log")
@@ -158,7 +185,7 @@ def build(scheme: str, profile: Profile, counters: int, *, seed: int = 0, attest
                            read_extra_certs=1, own_cert_verifies=1, inc_verifies=1)
         return BuiltScheme("log", profile, counters, clock, prover, verifier, terms, acc)
     depth = max(1, (counters - 1).bit_length())
-    dev = provision(clock, physical_counter=False)
+    dev = provision(clock, physical_counter=False, tpm=tpm)
     prover = TreeProver(dev, counters, depth=depth, attest_every=attest_every)
     verifier = TreeVerifier(dev.aik_public, depth, prover.epoch, clock)
     blocks = hash_blocks("hashtree", depth)

@@ -23,6 +23,7 @@ profile has no spread (tests/hbs/test_model.py runs every index of a key).
 
 from __future__ import annotations
 
+import math
 import os
 from collections import Counter
 from dataclasses import dataclass, field
@@ -42,6 +43,9 @@ from trustlab.timing.profile import Profile
 
 MESSAGE_BYTES = 32  # the host sends a SHA-256 digest of the document, as the paper's host does
 MAX_ANALYSIS_H = 26  # the exact per-index pass over preparations; beyond that it takes too long
+SHORT_RESPONSE = 256  # ISO 7816-4 short Le: at most 256 response bytes per exchange
+RESPONSES = ("extended", "short")
+GET_RESPONSE_BYTES = 5  # a GET RESPONSE command header (ISO 7816-4), no data
 
 
 def expected_sign_steps(p: XMSSParams) -> float:
@@ -218,8 +222,31 @@ def _avg_counts(weighted: list[tuple[int, Counter]]) -> Counter:
     return out
 
 
-def analyse(p: XMSSParams, profile: Profile) -> Analysis:
-    """Sign and prepare time over the key's lifetime on ``profile``."""
+def short_response_exchanges(p: XMSSParams) -> int:
+    """Exchanges a signature needs when every response carries at most 256 bytes (37 for h=20 d=4)."""
+    return max(STAGES, math.ceil(p.signature_bytes / SHORT_RESPONSE))
+
+
+def short_response_extra(p: XMSSParams) -> Counter:
+    """What short responses add to a signature: the extra exchanges (GET RESPONSE) and their headers.
+
+    The applet's eight stages stay; the card streams the ~9 KB signature in
+    full 256-byte responses, so ``ceil(bytes / 256) - 8`` more round trips,
+    each charged at the profile's ``apdu`` baseline plus a 5-byte command on
+    the link. The response bytes themselves are already timed.
+    """
+    extra = short_response_exchanges(p) - STAGES
+    return Counter({"apdu": extra, LINK: extra * DEFAULT_LINK.exchange_ms(GET_RESPONSE_BYTES, 0)})
+
+
+def analyse(p: XMSSParams, profile: Profile, responses: str = "extended") -> Analysis:
+    """Sign and prepare time over the key's lifetime on ``profile``.
+
+    ``responses="short"``: the reader or card takes no extended-length
+    responses, so each signature costs :func:`short_response_extra` more.
+    """
+    if responses not in RESPONSES:
+        raise TrustlabError(f"responses must be one of {', '.join(RESPONSES)}, got {responses!r}")
     means = _means(profile)
     sizes = sign_class_sizes(p)
     sign_rows, sign_weighted = [], []
@@ -227,6 +254,8 @@ def analyse(p: XMSSParams, profile: Profile) -> Analysis:
         if n == 0:
             continue
         c = sign_class_counts(p, k)
+        if responses == "short":
+            c = c + short_response_extra(p)
         ms = price(c, means)
         sign_rows.append({"switching_subtrees": k, "indices": n, "ms": ms, "counts": c})
         sign_weighted.append((n, c))
@@ -268,7 +297,38 @@ def sensitivity(a: Analysis, profile: Profile, rel: float = 0.10) -> list[dict]:
     return rows
 
 
-# ---- the paper's two stated figures, as operation counts of the applet's code -------------
+def drivers(a: Analysis, profile: Profile, rel: float = 0.10) -> list[dict]:
+    """The two assumptions that drive the figures: hash_call (the anchor) and the APDU cost.
+
+    Per assumption and step (sign/prepare, best/avg/worst): how many times it
+    is charged, the seconds and share of the figure it accounts for, and the
+    change when it moves by ``rel``. For the APDU cost also the other reading
+    of the link: extended vs short (<= 256-byte) responses.
+    """
+    means = _means(profile)
+    out = []
+    for comp in ("hash_call", "apdu"):
+        row: dict = {"component": comp, "mean_ms": means[comp],
+                     "provenance": profile[comp].provenance.describe()}
+        for what, counts, stats in (("sign", a.sign_counts, a.sign_ms), ("prepare", a.prepare_counts, a.prepare_ms)):
+            for case in ("best", "avg", "worst"):
+                n = float(counts[case].get(comp, 0.0))
+                total = getattr(stats, case)
+                row[f"{what}_{case}"] = {"count": n, "ms": n * means[comp],
+                                         "share": n * means[comp] / total if total else 0.0,
+                                         "ms_per_rel": n * means[comp] * rel}
+        out.append(row)
+    return out
+
+
+def response_alternative(p: XMSSParams, profile: Profile) -> dict:
+    """Signature exchanges and the time difference between extended and short responses."""
+    extra = short_response_extra(p)
+    return {"extended_exchanges": STAGES, "short_exchanges": short_response_exchanges(p),
+            "short_extra_ms": price(extra, _means(profile)), "signature_bytes": p.signature_bytes}
+
+
+# ---- the paper's two stated figures (33 s anchor, ~1 min check), as the applet's operation counts
 
 def wots_signature_counts(p: XMSSParams) -> Counter:
     """A WOTS+ signature on the card: key derivation, chains (expected steps), 8 APDUs out."""

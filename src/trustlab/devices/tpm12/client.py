@@ -150,12 +150,18 @@ class TransportRelease:
 
 
 class Tpm12:
-    """A TPM 1.2 as an application sees it. ``Tpm12(clock, nv=FileNVStore(path))``."""
+    """A TPM 1.2 as an application sees it. ``Tpm12(clock, nv=FileNVStore(path))``.
+
+    ``engine``: anything with ``execute(frame) -> bytes`` instead of a fresh
+    in-process engine, e.g. a TPM reached over the wire (:mod:`.socket_tpm`).
+    """
 
     def __init__(self, clock: Clock, nv: NVStore | None = None,
-                 keygen: Callable[[int], rsa.RSAPrivateKey] | None = None) -> None:
+                 keygen: Callable[[int], rsa.RSAPrivateKey] | None = None, *, started: bool = True,
+                 engine=None) -> None:
+        """``started=False``: the TPM waits for :meth:`TPM_Startup` (as after _TPM_Init)."""
         self.clock = clock
-        self.engine = Engine(clock, nv, keygen)
+        self.engine = engine if engine is not None else Engine(clock, nv, keygen, started=started)
         self._through: HostTransport | None = None
         self._last_digests: tuple[bytes, ...] = (b"", b"")
 

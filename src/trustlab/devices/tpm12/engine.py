@@ -42,7 +42,9 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from trustlab.devices.tpm12 import constants as C
 from trustlab.devices.tpm12 import registry
 from trustlab.devices.tpm12.errors import TpmError
-from trustlab.devices.tpm12.keys import LoadedKey
+from trustlab.devices.tpm12.keys import LoadedKey, key_from_json, key_to_json
+from trustlab.devices.tpm12.pc_client import (PCR_DEFAULT, PCR_EXTEND_LOCAL, PCR_RESET_LOCAL,  # noqa: F401
+                                              PCR_RESETTABLE)
 from trustlab.devices.tpm12.nvstore import MemoryNVStore, NVStore
 from trustlab.devices.tpm12.primitives import Primitives
 from trustlab.devices.tpm12.registry import Request
@@ -63,6 +65,15 @@ _AUTH_IN = struct.Struct(">I20sB20s").unpack_from  # authHandle, nonceOdd, conti
 _HANDLES = [struct.Struct(f">{n}I") for n in range(4)]
 _BYTE = [bytes((i,)) for i in range(256)]
 _RC_SUCCESS = struct.pack(">I", C.TPM_SUCCESS)
+_ORD_STARTUP = C.ORD["TPM_Startup"]
+# Part 3, 4.2 (failure mode): only these answer; libtpms adds nothing else
+_FAILURE_MODE_OK = {C.ORD["TPM_GetTestResult"], C.ORD["TPM_GetCapability"]}
+# Part 1, 9.4 (TPM_ST_DEACTIVATED): commands that still run on a deactivated TPM
+_DEACTIVATED_OK = {C.ORD[n] for n in ("TPM_Startup", "TPM_GetCapability", "TPM_SelfTestFull",
+                                      "TPM_ContinueSelfTest", "TPM_GetTestResult", "TPM_PCRRead",
+                                      "TPM_Extend", "TPM_SaveState", "TPM_FlushSpecific", "TPM_OIAP")}
+SAVED_STATE = "saved_state"  # key in PersistentState.extra: what TPM_SaveState preserved
+LOCKOUT_THRESHOLD = 5  # failures tolerated before the dictionary-attack defence (as libtpms)
 
 
 def _handles_struct(n: int) -> struct.Struct:
@@ -165,7 +176,8 @@ class Engine:
     """A TPM 1.2 chip: call :meth:`execute` with command bytes."""
 
     def __init__(self, clock: Clock, nv: NVStore | None = None,
-                 keygen: Callable[[int], rsa.RSAPrivateKey] | None = None) -> None:
+                 keygen: Callable[[int], rsa.RSAPrivateKey] | None = None, *, started: bool = True,
+                 ek: bool = True) -> None:
         clock.require("ohc", "ohir", "ohor", "rsa_dec", "rsa_enc", "rsa_sign", "sha1_byte")
         self.clock = clock
         self.keygen = keygen
@@ -175,7 +187,7 @@ class Engine:
         data = self.nv.load()
         if data is None:
             # manufacturing: the EK is created once, outside any timed command
-            self.state = PersistentState(ek=self.crypto.make_key(2048))
+            self.state = PersistentState(ek=self.crypto.make_key(2048) if ek else None)
             data = self.state.to_bytes()
             self.nv.save(data)
         else:
@@ -184,18 +196,102 @@ class Engine:
         self._dirty = False
         self.last_internal_error: Exception | None = None  # set if a handler raised a non-TPM error
         self._storage_failure: BaseException | None = None
-        self.startup()
+        self.locality = 0  # the bus locality of the current command (a served TPM's host sets it)
+        self.auth_fail_count = 0  # dictionary-attack counter (TPM_STCLEAR_DATA.authFailCount)
+        self.auth_fail_ms = 0.0
+        self.init()
+        if started:
+            self.startup()
+
+    # ---- power cycle ------------------------------------------------------------
+    def init(self) -> None:
+        """_TPM_Init (power on, swtpm's CMD_INIT): volatile state lost, only TPM_Startup accepted.
+
+        Part 1, 39 / Part 3, 3: until TPM_Startup every other command answers
+        TPM_INVALID_POSTINIT. The in-process host (``Engine(started=True)``, the
+        default) plays the BIOS and starts the TPM at once, uncharged, as before.
+        """
+        self.post_init = True
+        self.failed = False  # failure mode (TPM_Startup(ST_STATE) with nothing to restore)
+        self.deactivated = False
+        self._clear_volatile()
 
     # ---- volatile state -------------------------------------------------------
-    def startup(self) -> None:
-        """TPM_Startup(ST_CLEAR): PCRs zeroed, key slots, sessions and per-boot flags cleared."""
-        self.pcrs = [b"\x00" * 20 for _ in range(C.NUM_PCRS)]
+    def _clear_volatile(self) -> None:
+        """Part 3, 3.2 TPM_Startup(ST_CLEAR) 2.a-b: sessions and keys gone, PCRs at their defaults."""
+        self.pcrs = [PCR_DEFAULT[i] for i in range(C.NUM_PCRS)]
         self.keys: dict[int, LoadedKey] = {}
         self.sessions: dict[int, Session] = {}
         self.exclusive: int | None = None
         self.counter_this_boot: int | None = None
         self.tick_nonce = os.urandom(20)
+        self.nv_stclear_locks: set[tuple[str, int]] = set()  # bReadSTClear / bWriteSTClear
+        self.global_lock = False  # TPM_STCLEAR_FLAGS.bGlobalLock
         self._next_handle = {"key": 0x01000000, "auth": 0x02000000, "trans": 0x05000000}
+
+    def startup(self, kind: int = C.TPM_ST_CLEAR) -> None:
+        """TPM_Startup after _TPM_Init (Part 3, 3.2): ST_CLEAR, ST_STATE or ST_DEACTIVATED.
+
+        ST_STATE restores what TPM_SaveState preserved (non-resettable PCRs,
+        loaded keys); with nothing saved the TPM enters failure mode and
+        answers TPM_FAILEDSELFTEST (3.2 step 4.a). Any saved state is
+        invalidated by any Startup (step 5).
+        """
+        if not self.post_init:
+            raise TpmError("TPM_INVALID_POSTINIT", "TPM_Startup was already run since _TPM_Init")
+        saved = self.state.extra.pop(SAVED_STATE, None)
+        if saved is not None:
+            self.mark_dirty()
+        self.post_init = False
+        self._clear_volatile()
+        self.auth_fail_count = 0
+        if kind == C.TPM_ST_STATE:
+            if saved is None:
+                self.failed = True
+                raise TpmError("TPM_FAILEDSELFTEST", "TPM_Startup(ST_STATE) but no state was saved")
+            self._restore(saved)
+        elif kind == C.TPM_ST_DEACTIVATED:
+            self.deactivated = True
+
+    def save_state(self) -> None:
+        """TPM_SaveState (Part 3, 3.3): preserve PCRs and loaded keys in NV for ST_STATE."""
+        doc = {"pcrs": [p.hex() for p in self.pcrs],
+               "keys": {str(h): key_to_json(k) for h, k in self.keys.items()},
+               "next": self._next_handle, "counter": self.counter_this_boot}
+        self.state.extra[SAVED_STATE] = json.dumps(doc, sort_keys=True)
+        self.mark_dirty()
+
+    def _restore(self, saved: str) -> None:
+        try:
+            doc = json.loads(saved)
+            self.pcrs = [PCR_DEFAULT[i] if PCR_RESETTABLE[i] else bytes.fromhex(v)
+                         for i, v in enumerate(doc["pcrs"])]
+            self.keys = {int(h): key_from_json(v) for h, v in doc["keys"].items()}
+            self._next_handle = {k: int(v) for k, v in doc["next"].items()}
+            self.counter_this_boot = doc["counter"]
+        except (ValueError, KeyError, TypeError, TpmError) as e:
+            self.failed = True
+            raise TpmError("TPM_FAILEDSELFTEST", f"saved state unreadable: {e}") from None
+
+    def invalidate_saved_state(self) -> None:
+        """Part 3, 3.3: any command after TPM_SaveState other than Startup invalidates it."""
+        if SAVED_STATE in self.state.extra:
+            del self.state.extra[SAVED_STATE]
+            self.mark_dirty()
+
+    # ---- dictionary-attack mitigation (Part 1, 20) ------------------------------------
+    def auth_failed(self) -> None:
+        """Count a wrong authorization; past the threshold the TPM defends for 2^k seconds."""
+        self.auth_fail_count += 1
+        if self.auth_fail_count > LOCKOUT_THRESHOLD:
+            self.auth_fail_ms = self.clock.now_ms
+
+    def lockout_remaining_s(self) -> float:
+        """Seconds of modelled time the lockout still runs (0: no lockout)."""
+        if self.auth_fail_count <= LOCKOUT_THRESHOLD:
+            return 0.0
+        wait_s = float(1 << min(self.auth_fail_count - LOCKOUT_THRESHOLD - 1, 31))
+        return max(0.0, wait_s - (self.clock.now_ms - self.auth_fail_ms) / 1000.0)
 
     def new_handle(self, kind: str) -> int:
         h = self._next_handle[kind]
@@ -283,12 +379,24 @@ class Engine:
             spec = self._specs.get(ordinal)
             if spec is None:
                 raise TpmError("TPM_BAD_ORDINAL", f"ordinal {ordinal:#x}")
+            if self.post_init and ordinal != _ORD_STARTUP:  # Part 3, 3.1: only Startup after _TPM_Init
+                raise TpmError("TPM_INVALID_POSTINIT", f"{spec.name} before TPM_Startup")
+            if self.failed and ordinal not in _FAILURE_MODE_OK:
+                raise TpmError("TPM_FAILEDSELFTEST", f"{spec.name}: the TPM is in failure mode")
             n_auth = C.REQUEST_TAGS[tag]
             if n_auth not in spec.auth:
                 raise TpmError("TPM_BADTAG", f"{spec.name} takes {spec.auth} authorization session(s), not {n_auth}")
-            if outer and self.exclusive is not None and not self._inside_exclusive(spec.name, frame):
-                self.sessions.pop(self.exclusive, None)  # Part 1, 24.3: exclusivity is lost
-                self.exclusive = None
+            if outer:
+                if self.exclusive is not None and not self._inside_exclusive(spec.name, frame):
+                    self.sessions.pop(self.exclusive, None)  # Part 1, 24.3: exclusivity is lost
+                    self.exclusive = None
+                if ordinal != _ORD_STARTUP and SAVED_STATE in self.state.extra:
+                    self.invalidate_saved_state()
+            if self.deactivated and ordinal not in _DEACTIVATED_OK:
+                raise TpmError("TPM_DEACTIVATED", f"{spec.name}: the TPM was started deactivated")
+            if n_auth and self.auth_fail_count > LOCKOUT_THRESHOLD and self.lockout_remaining_s() > 0:
+                raise TpmError("TPM_DEFEND_LOCK_RUNNING",
+                               f"{spec.name}: dictionary-attack lockout, {self.lockout_remaining_s():.1f} s left")
             if len(frame) < HEADER + AUTH_IN * n_auth:
                 raise TpmError("TPM_BAD_PARAM_SIZE", f"{spec.name}: frame too short for {n_auth} authorization(s)")
             body = frame[HEADER:len(frame) - AUTH_IN * n_auth]
@@ -305,7 +413,8 @@ class Engine:
                     raise TpmError("TPM_INVALID_AUTHHANDLE", f"{spec.name}: no session {handle:#010x}")
                 uses.append(SessionUse(session, odd, cont, value))
             auth = AuthContext(self.crypto, in_digest, uses)
-            req = Request(spec.name, ordinal, handles, Reader(params, spec.name), params, auth, in_digest)
+            req = Request(spec.name, ordinal, handles, Reader(params, spec.name), params, auth, in_digest,
+                          self.locality, transport is not None)
             with self.clock.command(spec.name) if not outer else _NO_COMMAND:
                 try:
                     result = spec.handler(self, req)
@@ -335,6 +444,8 @@ class Engine:
             if not isinstance(e, TpmError):
                 self.last_internal_error = e
                 e = TpmError("TPM_FAIL", f"internal error: {type(e).__name__}: {e}")
+            elif e.dictionary:
+                self.auth_failed()
             for u in uses:  # a failed command ends its authorization sessions (Part 1, 13.2)
                 if u.session.kind != "TRANSPORT":
                     self.sessions.pop(u.session.handle, None)

@@ -15,9 +15,10 @@ from trustlab.errors import TrustlabError
 class TpmError(TrustlabError):
     """A TPM command failed with a TPM 1.2 return code (Part 2, section 16)."""
 
-    def __init__(self, code: str, detail: str = "") -> None:
+    def __init__(self, code: str, detail: str = "", *, dictionary: bool = False) -> None:
         from trustlab.devices.tpm12.constants import RC
 
         self.code = code
+        self.dictionary = dictionary  # a wrong secret: counts towards the dictionary-attack lockout
         self.rc = RC.get(code, RC["TPM_FAIL"])
         super().__init__(f"{code}: {detail}" if detail else code)

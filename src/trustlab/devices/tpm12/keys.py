@@ -12,6 +12,7 @@ oracle study (10 header + 4 parent handle + 311 + 45 authorization).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from dataclasses import dataclass, field, replace
 
@@ -22,6 +23,7 @@ from trustlab.devices.tpm12.errors import TpmError
 from trustlab.devices.tpm12.wire import Reader, Writer
 
 RSA_EXPONENT = 65537
+RSA_SIZES = (512, 1024, 2048)  # Part 2, 5.4: keyLength; the TPM 1.2 key sizes TrouSerS offers
 HMAC_KEY_LABEL = b"TPM_HMAC key id"  # domain label of the HMAC key identifier (TPM_CMK_CreateKey)
 
 
@@ -49,11 +51,13 @@ class KeyParms:
         bits = 0
         if alg == C.TPM_ALG_RSA:
             bits = parms.u32()
-            parms.u32()
+            primes = parms.u32()
             if parms.sized(16) not in (b"", b"\x01\x00\x01"):
                 raise TpmError("TPM_BAD_KEY_PROPERTY", "only exponent 65537 is supported")
-            if bits != 2048:
-                raise TpmError("TPM_BAD_KEY_PROPERTY", f"only 2048-bit RSA keys, not {bits}")
+            if primes != 2:  # Part 2, 5.4 / libtpms TPM_KeyParms_CheckProperties
+                raise TpmError("TPM_BAD_KEY_PROPERTY", f"numPrimes {primes} (2 supported)")
+            if bits not in RSA_SIZES:
+                raise TpmError("TPM_BAD_KEY_PROPERTY", f"RSA keys of {'/'.join(map(str, RSA_SIZES))} bits, not {bits}")
         elif alg != C.TPM_ALG_HMAC:
             raise TpmError("TPM_BAD_KEY_PROPERTY", f"unknown algorithm {alg:#x}")
         return cls(alg, enc, sig, bits)
@@ -107,12 +111,63 @@ class Key12:
         return replace(self, enc=enc)
 
     @property
+    def legacy(self) -> bool:
+        """True for a TPM 1.1 TPM_KEY (answered in kind, e.g. by TPM_TakeOwnership)."""
+        return False
+
+    @property
     def is_cmk(self) -> bool:
         return bool(self.flags & C.TPM_KEY_FLAG_MIGRATE_AUTHORITY)
 
     @property
     def migratable(self) -> bool:
         return bool(self.flags & C.TPM_KEY_FLAG_MIGRATABLE)
+
+
+@dataclass(frozen=True)
+class Key11(Key12):
+    """TPM_KEY (Part 2, 10.2), the TPM 1.1 key structure: TPM_STRUCT_VER in place of tag+fill.
+
+    Same layout and size as TPM_KEY12 otherwise; TrouSerS sends its SRK template
+    and, by default, its keys in this form.
+    """
+
+    ver: bytes = C.STRUCT_VER
+
+    def public_part(self) -> bytes:
+        return (Writer().raw(self.ver).u16(self.usage).u32(self.flags)
+                .u8(self.auth_usage).raw(self.parms.marshal()).sized(self.pcr_info)
+                .sized(self.pub).bytes())
+
+    @property
+    def legacy(self) -> bool:
+        return True
+
+    @classmethod
+    def unmarshal(cls, r: Reader) -> "Key12":
+        ver = r.raw(4)
+        if ver[:2] != b"\x01\x01":
+            raise TpmError("TPM_BAD_VERSION", f"TPM_KEY version {ver.hex()} (1.1 expected)")
+        usage, flags, auth_usage = r.u16(), r.u32(), r.u8()
+        parms = KeyParms.unmarshal(r)
+        pcr = r.sized(512)
+        pub = r.sized(512)
+        enc = r.sized(1024)
+        return cls(usage, flags, auth_usage, parms, pub, enc, pcr, ver)
+
+
+def unmarshal_key(r: Reader) -> Key12:
+    """A TPM_KEY12 or a TPM 1.1 TPM_KEY, told apart by their first two bytes (Part 2, 10.2-10.3)."""
+    if r.remaining() >= 2 and r.peek(2) == b"\x01\x01":
+        return Key11.unmarshal(r)
+    return Key12.unmarshal(r)
+
+
+def key_from_bytes(blob: bytes) -> Key12:
+    r = Reader(blob, "TPM_KEY")
+    k = unmarshal_key(r)
+    r.end()
+    return k
 
 
 @dataclass(frozen=True)
@@ -150,17 +205,33 @@ def rsa_public(modulus: bytes) -> rsa.RSAPublicKey:
     return rsa.RSAPublicNumbers(RSA_EXPONENT, int.from_bytes(modulus, "big")).public_key()
 
 
+@functools.lru_cache(maxsize=256)  # a key is loaded again and again (every LoadKey2 of its blob)
 def rsa_from_prime(modulus: bytes, p_bytes: bytes) -> rsa.RSAPrivateKey:
-    """Rebuild an RSA private key from n and p, as TPM 1.2 stores only one prime."""
+    """Rebuild an RSA private key from n and p, as TPM 1.2 stores only one prime.
+
+    OpenSSL's full key check (``RSA_check_key``: primality of p and q and a
+    trial decryption, about 35-50 ms, as much as a hundred RSA decryptions)
+    is skipped, which is safe here: p arrives only from a TPM_STORE_ASYMKEY
+    this TPM decrypted under its own parent key and whose digest of the public
+    part :func:`...commands.keys.unwrap` checked, so p was a prime the engine
+    itself generated for exactly this modulus; and the checks below still
+    require ``p * q = n`` with ``1 < p < n`` (so q = n / p exactly), from
+    which d and the CRT values are derived, not taken from the blob. The
+    result is immutable, so one object per (n, p) is shared by every load.
+    """
     n = int.from_bytes(modulus, "big")
     p = int.from_bytes(p_bytes, "big")
-    if p <= 1 or n % p:
+    if p <= 1 or p >= n or n % p:
         raise TpmError("TPM_DECRYPT_ERROR", "stored prime does not divide the modulus")
     q = n // p
-    d = pow(RSA_EXPONENT, -1, (p - 1) * (q - 1))
+    try:  # no inverse (e | (p-1)(q-1), or p = q): not a key this TPM made
+        d = pow(RSA_EXPONENT, -1, (p - 1) * (q - 1))
+        iqmp = rsa.rsa_crt_iqmp(p, q)
+    except ValueError:
+        raise TpmError("TPM_DECRYPT_ERROR", "stored prime does not give an RSA key for this modulus") from None
     return rsa.RSAPrivateNumbers(
-        p, q, d, rsa.rsa_crt_dmp1(d, p), rsa.rsa_crt_dmq1(d, q), rsa.rsa_crt_iqmp(p, q),
-        rsa.RSAPublicNumbers(RSA_EXPONENT, n)).private_key()
+        p, q, d, rsa.rsa_crt_dmp1(d, p), rsa.rsa_crt_dmq1(d, q), iqmp,
+        rsa.RSAPublicNumbers(RSA_EXPONENT, n)).private_key(unsafe_skip_rsa_key_validation=True)
 
 
 def modulus_of(key: rsa.RSAPrivateKey | rsa.RSAPublicKey) -> bytes:
@@ -202,3 +273,25 @@ class LoadedKey:
         if self.private is None:
             raise TpmError("TPM_INAPPROPRIATE_ENC", "key has no RSA public key")
         return self.private.public_key()
+
+
+def key_to_json(k: LoadedKey) -> dict:
+    """A loaded key as JSON (TPM_SaveState keeps key slots across ST_STATE)."""
+    from cryptography.hazmat.primitives import serialization
+
+    der = (k.private.private_bytes(serialization.Encoding.DER, serialization.PrivateFormat.PKCS8,
+                                   serialization.NoEncryption()).hex() if k.private is not None else None)
+    return {"blob": k.blob.marshal().hex(), "usage_auth": k.usage_auth.hex(),
+            "migration_auth": k.migration_auth.hex(), "pub_digest": k.pub_digest.hex(), "private": der,
+            "hmac": k.hmac_secret.hex() if k.hmac_secret is not None else None, "parent": k.parent}
+
+
+def key_from_json(doc: dict) -> LoadedKey:
+    from cryptography.hazmat.primitives import serialization
+
+    blob = key_from_bytes(bytes.fromhex(doc["blob"]))
+    private = (serialization.load_der_private_key(bytes.fromhex(doc["private"]), password=None)
+               if doc["private"] else None)
+    return LoadedKey(blob, bytes.fromhex(doc["usage_auth"]), bytes.fromhex(doc["migration_auth"]),
+                     bytes.fromhex(doc["pub_digest"]), private=private,  # type: ignore[arg-type]
+                     hmac_secret=bytes.fromhex(doc["hmac"]) if doc["hmac"] else None, parent=doc["parent"])

@@ -46,6 +46,7 @@ class Request:
     auth: "AuthContext"
     in_digest: bytes | None = None
     locality: int = 0
+    transported: bool = False  # wrapped in TPM_ExecuteTransport
 
 
 @dataclass

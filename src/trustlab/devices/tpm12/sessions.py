@@ -71,7 +71,8 @@ class AuthContext:
             raise TpmError("TPM_INVALID_AUTHHANDLE", "a transport session cannot authorize this")
         expect = self.crypto.hmac(key, self.in_digest, s.nonce_even, use.nonce_odd, bytes([use.cont]))
         if not _hmac.compare_digest(expect, use.value):
-            raise TpmError("TPM_AUTHFAIL" if i == 0 else "TPM_AUTH2FAIL", "wrong authorization data")
+            raise TpmError("TPM_AUTHFAIL" if i == 0 else "TPM_AUTH2FAIL", "wrong authorization data",
+                           dictionary=True)
         use.key = key
 
     def check_transport(self, i: int, session: Session) -> None:
@@ -81,7 +82,7 @@ class AuthContext:
         expect = self.crypto.hmac(session.auth_secret, self.in_digest, session.nonce_even,
                                   use.nonce_odd, bytes([use.cont]))
         if not _hmac.compare_digest(expect, use.value):
-            raise TpmError("TPM_AUTHFAIL", "wrong transport session authorization")
+            raise TpmError("TPM_AUTHFAIL", "wrong transport session authorization", dictionary=True)
         use.key = session.auth_secret
 
     def decrypt_auth(self, i: int, enc_auth: bytes, odd: bool = False) -> bytes:

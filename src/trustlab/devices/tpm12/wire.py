@@ -96,6 +96,10 @@ class Reader:
     def raw(self, n: int) -> bytes:
         return self._take(n)
 
+    def peek(self, n: int) -> bytes:
+        """The next ``n`` bytes (fewer at the end) without consuming them."""
+        return self._data[self._pos:self._pos + n]
+
     def sized(self, limit: int = 1 << 20) -> bytes:
         n = self.u32()
         if n > limit:

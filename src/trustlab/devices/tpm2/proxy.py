@@ -145,6 +145,7 @@ class TimingProxy:
         self.rt_priority = rt_priority
         self.control = control
         self.backend = open_backend(backend)
+        self.family = getattr(self.backend, "family", "tpm2")
         self._log = log
         self._backend_down = False
         self.clock = Clock(profile, seed=seed, realtime=False)
@@ -374,7 +375,7 @@ class TimingProxy:
     def _serve_data(self, conn: socket.socket) -> None:
         if not self.virtual and self.rt_priority:
             _raise_thread_priority()
-        reader = wire.FrameReader(max_frame=4096)
+        reader = wire.FrameReader(max_frame=4096, family=self.family)
         while not self._stopping.is_set():
             conn.settimeout(IDLE_PARTIAL_TIMEOUT if reader.buffered else None)
             try:
@@ -402,7 +403,20 @@ class TimingProxy:
                 conn.sendall(wire.frame_reply(response, event.framing))
 
     def execute(self, command: bytes, framing: str = "raw", conn_id: object = None) -> bytes:
-        """Run one complete command frame on the backend and hold it for its modelled time."""
+        """Run one complete command frame on the backend and hold it for its modelled time.
+
+        The command path, one step per place (keep it that simple):
+
+        1. *Extension hook* (engineer i17b): ``extensions.dispatch(command, ctx)``
+           is called here, first, before the resource manager sees the
+           command; a claimed command is answered and charged from its
+           ``ExtensionResult`` and never reaches the backend.
+        2. Resource manager (``family == "tpm2"`` only).
+        3. ``backend.transact``.
+        4. Pricing: ``backend.charged()`` if it reports, else the TPM 2.0 wire
+           cost model (never for ``family == "tpm1.2"``).
+        5. Hold until the modelled time has passed, trace.
+        """
         with self._tpm_lock:
             started = time.perf_counter()
             claimed = extensions.dispatch(command, extensions.Context(
@@ -412,14 +426,19 @@ class TimingProxy:
             backend_ms = (time.perf_counter() - started) * 1000.0
             if claimed is None:
                 self._note_backend(command, response)
-                assessed = cost.assess(command, response, self.objects, self.profile)
-                self.objects.observe(assessed.code, command, response, assessed.rc)
+                assessed, charged = self._price(command, response)
+                extra_ms: dict[str, float] = {}
             else:
                 response, assessed = claimed.response, claimed.assessed(len(command))
+                charged, extra_ms = None, claimed.charges_ms
             with self.clock.command(assessed.command) as rec:
-                for component, count in assessed.terms.items():
-                    self.clock.charge(component, count)
-                for component, ms in (claimed.charges_ms if claimed else {}).items():
+                if charged is not None:
+                    for component, ms in charged.items():
+                        self.clock.charge_ms(component, ms)
+                else:
+                    for component, count in assessed.terms.items():
+                        self.clock.charge(component, count)
+                for component, ms in extra_ms.items():
                     self.clock.charge_ms(component, ms)
             modelled = rec.ms
             if not self.virtual:
@@ -427,6 +446,25 @@ class TimingProxy:
             held_ms = (time.perf_counter() - started) * 1000.0 - backend_ms
             self._record(assessed, framing, modelled, backend_ms, held_ms, rec.breakdown)
         return response
+
+    def _price(self, command: bytes, response: bytes) -> tuple[cost.CommandCost, dict[str, float] | None]:
+        """What the command costs: the backend's own charge if it reports one, else the wire model.
+
+        Returns the assessed command (name, sizes, rc, terms for the trace) and,
+        when the backend priced it, its component -> ms breakdown.
+        """
+        charged = self.backend.charged()
+        if self.family == "tpm1.2":
+            code = struct.unpack_from(">I", command, 6)[0] if len(command) >= wire.HEADER_SIZE else 0
+            rc = struct.unpack_from(">I", response, 6)[0] if len(response) >= wire.HEADER_SIZE else 0x9
+            namer = getattr(self.backend, "command_name", None)
+            name = namer(code) if callable(namer) else f"TPM_ORD_{code:#x}"
+            assessed = cost.CommandCost(name, code, None, {}, len(command), len(response), rc,
+                                        modelled=charged is not None)
+            return assessed, dict(charged or {})
+        assessed = cost.assess(command, response, self.objects, self.profile)
+        self.objects.observe(assessed.code, command, response, assessed.rc)
+        return assessed, (dict(charged) if charged is not None else None)
 
     def _record(self, a: cost.CommandCost, framing: str, modelled: float, backend_ms: float,
                 held_ms: float, breakdown: dict[str, float]) -> None:

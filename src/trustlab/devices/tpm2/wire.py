@@ -124,8 +124,23 @@ def build_command(code: int, body: bytes = b"", tag: int = TPM_ST_NO_SESSIONS) -
     return struct.pack(">HII", tag, HEADER_SIZE + len(body), code) + body
 
 
-def error_response(rc: int) -> bytes:
-    """A minimal TPM 2.0 error response, as a TPM sends for a rejected frame."""
+TPM12_COMMAND_TAGS = (0x00C1, 0x00C2, 0x00C3)  # TPM_TAG_RQU_COMMAND, _AUTH1_, _AUTH2_
+TPM12_TAG_RSP_COMMAND = 0x00C4
+TPM12_FAIL = 0x09
+TPM12_BAD_PARAM_SIZE = 0x19
+TPM12_BADTAG = 0x1E
+_TPM12_RC = {TPM_RC_BAD_TAG: TPM12_BADTAG, TPM_RC_COMMAND_SIZE: TPM12_BAD_PARAM_SIZE, 0x101: TPM12_FAIL}
+"""The TPM 1.2 return code (Part 2, 16) answering a frame a TPM 2.0 would answer with the key."""
+
+
+def error_response(rc: int, family: str = "tpm2") -> bytes:
+    """A minimal error response, as a TPM of ``family`` sends for a rejected frame.
+
+    ``rc`` is a TPM 2.0 code; for ``"tpm1.2"`` it is translated to the TPM 1.2
+    code for the same fault and the frame carries TPM_TAG_RSP_COMMAND.
+    """
+    if family == "tpm1.2":
+        return struct.pack(">HII", TPM12_TAG_RSP_COMMAND, HEADER_SIZE, _TPM12_RC.get(rc, TPM12_FAIL))
     return struct.pack(">HII", TPM_ST_NO_SESSIONS, HEADER_SIZE, rc)
 
 
@@ -188,9 +203,10 @@ class FrameReader:
     stream is out of sync); further calls return the same reject.
     """
 
-    def __init__(self, max_frame: int = MAX_FRAME) -> None:
+    def __init__(self, max_frame: int = MAX_FRAME, family: str = "tpm2") -> None:
         self._buf = bytearray()
         self.max_frame = max_frame
+        self.family = family
         self._dead: Reject | None = None
 
     def feed(self, data: bytes) -> None:
@@ -202,7 +218,7 @@ class FrameReader:
         return len(self._buf)
 
     def _reject(self, reason: str, rc: int) -> Reject:
-        self._dead = Reject(reason, error_response(rc))
+        self._dead = Reject(reason, error_response(rc, self.family))
         self._buf.clear()
         return self._dead
 
@@ -212,8 +228,13 @@ class FrameReader:
         buf = self._buf
         if not buf:
             return NEED_DATA
-        if buf[0] == 0x80:
+        if buf[0] == 0x80 and self.family == "tpm2":
             return self._raw()
+        if buf[0] == 0 and self.family == "tpm1.2":  # 0x00C1..3 is a TPM 1.2 tag, 0x0000 a simulator code
+            if len(buf) < 2:
+                return NEED_DATA
+            if buf[1] != 0:
+                return self._raw()
         if buf[0] != 0:
             return self._reject(f"first byte {buf[0]:#04x} is neither a TPM 2.0 tag nor a simulator code",
                                 TPM_RC_BAD_TAG)
@@ -231,7 +252,7 @@ class FrameReader:
                 return NEED_DATA
             payload = bytes(buf[9:9 + length])
             del buf[:9 + length]
-            err = _check_command(payload)
+            err = _check_command(payload, self.family)
             if err:
                 return self._reject(err.args[0], err.rc)
             return Command(payload, "mssim", locality)
@@ -251,7 +272,7 @@ class FrameReader:
         if len(buf) < HEADER_SIZE:
             return NEED_DATA
         header = parse_header(bytes(buf[:HEADER_SIZE]))
-        err = _check_header(header, self.max_frame)
+        err = _check_header(header, self.max_frame, self.family)
         if err:
             return self._reject(err.args[0], err.rc)
         if len(buf) < header.size:
@@ -261,18 +282,19 @@ class FrameReader:
         return Command(payload, "raw")
 
 
-def _check_header(header: Header, max_frame: int = MAX_FRAME) -> WireError | None:
-    if header.tag not in (TPM_ST_NO_SESSIONS, TPM_ST_SESSIONS):
-        return WireError(f"tag {header.tag:#06x} is not a TPM 2.0 command tag", TPM_RC_BAD_TAG)
+def _check_header(header: Header, max_frame: int = MAX_FRAME, family: str = "tpm2") -> WireError | None:
+    tags = TPM12_COMMAND_TAGS if family == "tpm1.2" else (TPM_ST_NO_SESSIONS, TPM_ST_SESSIONS)
+    if header.tag not in tags:
+        return WireError(f"tag {header.tag:#06x} is not a {family} command tag", TPM_RC_BAD_TAG)
     if header.size < HEADER_SIZE or header.size > max_frame:
         return WireError(f"size field {header.size} out of range [{HEADER_SIZE}, {max_frame}]",
                          TPM_RC_COMMAND_SIZE)
     return None
 
 
-def _check_command(payload: bytes) -> WireError | None:
+def _check_command(payload: bytes, family: str = "tpm2") -> WireError | None:
     header = parse_header(payload)
-    err = _check_header(header)
+    err = _check_header(header, MAX_FRAME, family)
     if err is None and header.size != len(payload):
         err = WireError(f"size field {header.size} disagrees with the {len(payload)}-byte frame")
     return err

@@ -7,9 +7,13 @@ and creates tpmProof, the TPM's secret that MACs every blob it issues.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from trustlab.devices.tpm12 import constants as C
+from trustlab.devices.tpm12.pc_client import PCR_EXTEND_LOCAL, PCR_RESET_LOCAL, PCR_RESETTABLE
 from trustlab.devices.tpm12.errors import TpmError
-from trustlab.devices.tpm12.keys import Key12, KeyParms, modulus_of
+from trustlab.devices.tpm12.commands.endorsement import ek as ek_key
+from trustlab.devices.tpm12.keys import modulus_of, unmarshal_key
 from trustlab.devices.tpm12.registry import Request, Response, tpm_command
 from trustlab.devices.tpm12.wire import Writer
 
@@ -18,37 +22,82 @@ from trustlab.devices.tpm12.wire import Writer
 def startup(tpm, req: Request) -> Response:
     kind = req.params.u16()
     req.params.end()
-    if kind not in (C.TPM_ST_CLEAR, C.TPM_ST_STATE):
+    if not tpm.post_init:
+        raise TpmError("TPM_INVALID_POSTINIT", "TPM_Startup was already run since _TPM_Init")
+    if kind not in (C.TPM_ST_CLEAR, C.TPM_ST_STATE, C.TPM_ST_DEACTIVATED):
         raise TpmError("TPM_BAD_PARAMETER", f"startup type {kind:#x}")
-    tpm.startup()
+    tpm.startup(kind)
+    return Response()
+
+
+@tpm_command("TPM_SaveState")
+def save_state(tpm, req: Request) -> Response:
+    """Part 3, 3.3: preserve PCRs and key slots for TPM_Startup(ST_STATE)."""
+    req.params.end()
+    if req.transported:  # libtpms, and Part 3 3.3 note: the save would be void at once
+        raise TpmError("TPM_NO_WRAP_TRANSPORT", "TPM_SaveState inside a transport session")
+    tpm.save_state()
+    return Response()
+
+
+@tpm_command("TPM_SelfTestFull")
+def self_test_full(tpm, req: Request) -> Response:
+    """Part 3, 4.1: the engine's crypto is OpenSSL's, tested on load; nothing can fail here."""
+    req.params.end()
+    return Response()
+
+
+@tpm_command("TPM_ContinueSelfTest")
+def continue_self_test(tpm, req: Request) -> Response:
+    req.params.end()
+    return Response()
+
+
+@tpm_command("TPM_GetTestResult")
+def get_test_result(tpm, req: Request) -> Response:
+    """Part 3, 4.3: manufacturer-specific outData; here the self-test state as text."""
+    req.params.end()
+    text = b"failure mode\n" if tpm.failed else b"self-test passed\n"
+    return Response(params=Writer().sized(text).bytes())
+
+
+@tpm_command("TPM_ResetLockValue", auth=(1,))
+def reset_lock_value(tpm, req: Request) -> Response:
+    """Part 3, 5.6: the owner ends the dictionary-attack defence."""
+    req.params.end()
+    req.auth.check(0, tpm.owner_auth(), (C.TPM_ET_OWNER, C.TPM_KH_OWNER))
+    tpm.auth_fail_count = 0
     return Response()
 
 
 @tpm_command("TPM_TakeOwnership", auth=(1,))
 def take_ownership(tpm, req: Request) -> Response:
+    """Part 3, 6.1. The SRK template may be a TPM_KEY12 or TrouSerS' TPM 1.1 TPM_KEY; srkPub
+    answers in the same structure."""
     p = req.params
-    if p.u16() != 0x0005:  # TPM_PID_OWNER
-        raise TpmError("TPM_BAD_PARAMETER", "protocolID must be TPM_PID_OWNER")
-    enc_owner, enc_srk = p.sized(256), p.sized(256)
-    template = Key12.unmarshal(p)
+    pid = p.u16()
+    enc_owner, enc_srk = p.sized(512), p.sized(512)
+    template = unmarshal_key(p)
     p.end()
+    if pid != C.TPM_PID_OWNER:
+        raise TpmError("TPM_BAD_PARAMETER", "protocolID must be TPM_PID_OWNER")
     if tpm.state.owner_auth is not None:
         raise TpmError("TPM_OWNER_SET", "the TPM already has an owner")
-    if template.usage != C.TPM_KEY_STORAGE or template.parms.algorithm != C.TPM_ALG_RSA:
-        raise TpmError("TPM_BAD_KEY_PROPERTY", "the SRK must be an RSA storage key")
-    owner_auth = tpm.crypto.rsa_decrypt(tpm.state.ek, enc_owner)
-    srk_auth = tpm.crypto.rsa_decrypt(tpm.state.ek, enc_srk)
+    ek = ek_key(tpm)
+    if template.usage != C.TPM_KEY_STORAGE or template.parms.algorithm != C.TPM_ALG_RSA \
+            or template.parms.key_bits != 2048 or template.migratable:
+        raise TpmError("TPM_BAD_KEY_PROPERTY", "the SRK must be a non-migratable 2048-bit RSA storage key")
+    owner_auth = tpm.crypto.rsa_decrypt(ek, enc_owner)
+    srk_auth = tpm.crypto.rsa_decrypt(ek, enc_srk)
     if len(owner_auth) != 20 or len(srk_auth) != 20:
-        raise TpmError("TPM_BAD_PARAMETER", "owner and SRK secrets are 20 bytes")
+        raise TpmError("TPM_BAD_KEY_PROPERTY", "owner and SRK secrets are 20 bytes")
     req.auth.check(0, owner_auth)  # proves the caller knows the secret it is installing
     srk = tpm.crypto.rsa_generate()
     st = tpm.state
     st.owner_auth, st.srk_auth, st.srk = owner_auth, srk_auth, srk
     st.tpm_proof = tpm.crypto.random(20)
     tpm.mark_dirty()
-    pub = Key12(C.TPM_KEY_STORAGE, 0, C.TPM_AUTH_ALWAYS,
-                KeyParms(C.TPM_ALG_RSA, C.TPM_ES_RSAESOAEP_SHA1_MGF1, C.TPM_SS_NONE), modulus_of(srk))
-    return Response(params=pub.marshal())
+    return Response(params=replace(template, pub=modulus_of(srk), enc=b"").marshal())
 
 
 @tpm_command("TPM_GetRandom")
@@ -65,8 +114,27 @@ def extend(tpm, req: Request) -> Response:
     req.params.end()
     if index >= C.NUM_PCRS:
         raise TpmError("TPM_BADINDEX", f"PCR {index} (the TPM has {C.NUM_PCRS})")
+    if not PCR_EXTEND_LOCAL[index] & (1 << tpm.locality):
+        raise TpmError("TPM_BAD_LOCALITY", f"PCR {index} cannot be extended from locality {tpm.locality}")
     tpm.pcrs[index] = tpm.crypto.sha1(tpm.pcrs[index], digest)
     return Response(params=tpm.pcrs[index])
+
+
+@tpm_command("TPM_PCR_Reset")
+def pcr_reset(tpm, req: Request) -> Response:
+    """Part 3, 16.4: reset the selected resettable PCRs to zero, if the locality may."""
+    from trustlab.devices.tpm12.commands.sign import pcr_selection
+
+    indices = pcr_selection(req.params)
+    req.params.end()
+    for i in indices:
+        if not PCR_RESETTABLE[i]:
+            raise TpmError("TPM_NOTRESETABLE", f"PCR {i} is not resettable")
+        if not PCR_RESET_LOCAL[i] & (1 << tpm.locality):
+            raise TpmError("TPM_NOTLOCAL", f"PCR {i} cannot be reset from locality {tpm.locality}")
+    for i in indices:
+        tpm.pcrs[i] = b"\x00" * 20
+    return Response()
 
 
 @tpm_command("TPM_PCRRead")
@@ -100,14 +168,3 @@ def get_pub_key(tpm, req: Request) -> Response:
     elif key.blob.auth_usage != C.TPM_AUTH_NEVER:
         raise TpmError("TPM_AUTHFAIL", "this key needs authorization to read its public part")
     return Response(params=key.blob.pubkey())
-
-
-@tpm_command("TPM_ReadPubek", ordinal=0x7C)
-def read_pubek(tpm, req: Request) -> Response:
-    nonce = req.params.raw(20)
-    req.params.end()
-    if tpm.state.owner_auth is not None:
-        raise TpmError("TPM_OWNER_SET", "the owner has disabled TPM_ReadPubek")  # Part 3, 27.6
-    parms = KeyParms(C.TPM_ALG_RSA, C.TPM_ES_RSAESOAEP_SHA1_MGF1, C.TPM_SS_NONE)
-    pub = parms.marshal() + Writer().sized(modulus_of(tpm.state.ek)).bytes()
-    return Response(params=pub + tpm.crypto.sha1(pub, nonce))

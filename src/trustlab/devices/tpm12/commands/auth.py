@@ -45,6 +45,13 @@ def entity_secret(tpm, etype: int, value: int) -> bytes:
         if counter is None:
             raise TpmError("TPM_BAD_COUNTER", f"no counter {value}")
         return counter.auth
+    if etype == C.TPM_ET_NV:
+        from trustlab.devices.tpm12.commands.nv import areas
+
+        area = areas(tpm).get(value)
+        if area is None:
+            raise TpmError("TPM_BADINDEX", f"no NV area {value:#010x}")
+        return area.auth
     raise TpmError("TPM_BAD_PARAMETER", f"entity type {etype:#x}")
 
 

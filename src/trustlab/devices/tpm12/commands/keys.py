@@ -13,11 +13,12 @@ HMAC CMK of the oracle study is thus 6 (parameter digest over 315 bytes) + 5
 from __future__ import annotations
 
 import hmac as _hmac
+from dataclasses import replace
 
 from trustlab.devices.tpm12 import constants as C
 from trustlab.devices.tpm12.errors import TpmError
 from trustlab.devices.tpm12.keys import (Key12, KeyParms, LoadedKey, StoreAsymkey, modulus_of,
-                                         prime_of, rsa_from_prime)
+                                         prime_of, rsa_from_prime, unmarshal_key)
 from trustlab.devices.tpm12.registry import Request, Response, tpm_command
 from trustlab.devices.tpm12.wire import Writer
 
@@ -62,14 +63,16 @@ def check_template(t: Key12) -> None:
     if t.is_cmk:
         raise TpmError("TPM_INVALID_KEYUSAGE", "certified migratable keys need TPM_CMK_CreateKey")
     if t.usage == C.TPM_KEY_STORAGE and t.parms.enc_scheme != C.TPM_ES_RSAESOAEP_SHA1_MGF1:
-        raise TpmError("TPM_BAD_SCHEME", "storage keys use RSAESOAEP_SHA1_MGF1")
+        raise TpmError("TPM_BAD_KEY_PROPERTY", "storage keys use RSAESOAEP_SHA1_MGF1")
+    if t.usage == C.TPM_KEY_STORAGE and t.parms.key_bits != 2048:  # Part 3, 10.4 step 6
+        raise TpmError("TPM_BAD_KEY_PROPERTY", "storage keys are 2048 bits")
 
 
 @tpm_command("TPM_CreateWrapKey", handles=1, auth=(1,))
 def create_wrap_key(tpm, req: Request) -> Response:
     parent_h = req.handles[0]
     enc_usage, enc_mig = req.params.raw(20), req.params.raw(20)
-    template = Key12.unmarshal(req.params)
+    template = unmarshal_key(req.params)
     req.params.end()
     parent = storage_parent(tpm, parent_h)
     req.auth.check(0, parent.usage_auth, (C.TPM_ET_KEYHANDLE, parent_h))
@@ -77,16 +80,15 @@ def create_wrap_key(tpm, req: Request) -> Response:
     usage_auth = req.auth.decrypt_auth(0, enc_usage)
     mig_auth = (req.auth.decrypt_auth(0, enc_mig, odd=True) if template.migratable
                 else tpm.state.tpm_proof)
-    key = tpm.crypto.rsa_generate()
-    public = Key12(template.usage, template.flags, template.auth_usage, template.parms,
-                   modulus_of(key), pcr_info=template.pcr_info)
+    key = tpm.crypto.rsa_generate(template.parms.key_bits)
+    public = replace(template, pub=modulus_of(key), enc=b"")
     return Response(params=wrap(tpm, parent, public, usage_auth, mig_auth, prime_of(key)).marshal())
 
 
-@tpm_command("TPM_LoadKey2", handles=1, auth=(0, 1))
-def load_key2(tpm, req: Request) -> Response:
+def _load(tpm, req: Request) -> int:
+    """TPM_LoadKey / TPM_LoadKey2 (Part 3, 10.5): unwrap under the parent into a free slot."""
     parent_h = req.handles[0]
-    blob = Key12.unmarshal(req.params)
+    blob = unmarshal_key(req.params)
     req.params.end()
     parent = storage_parent(tpm, parent_h)
     if len(req.auth):
@@ -98,7 +100,18 @@ def load_key2(tpm, req: Request) -> Response:
         raise TpmError("TPM_RESOURCES", f"all {KEY_SLOTS} key slots are in use")
     handle = tpm.new_handle("key")
     tpm.keys[handle] = loaded(blob, store, parent_h)
-    return Response(handles=Writer().u32(handle).bytes())
+    return handle
+
+
+@tpm_command("TPM_LoadKey2", handles=1, auth=(0, 1))
+def load_key2(tpm, req: Request) -> Response:
+    return Response(handles=Writer().u32(_load(tpm, req)).bytes())
+
+
+@tpm_command("TPM_LoadKey", handles=1, auth=(0, 1))
+def load_key(tpm, req: Request) -> Response:
+    """The 1.1 form: the new handle is an output *parameter*, covered by the response HMAC."""
+    return Response(params=Writer().u32(_load(tpm, req)).bytes())
 
 
 @tpm_command("TPM_MakeIdentity", auth=(2,))

@@ -68,3 +68,25 @@ def quote(tpm, req: Request) -> Response:
     info = C.STRUCT_VER + b"QUOT" + tpm.crypto.sha1(composite) + nonce
     sig = tpm.crypto.rsa_sign(key.private, tpm.crypto.sha1(info))
     return Response(params=composite + Writer().sized(sig).bytes())
+
+
+@tpm_command("TPM_Quote2", handles=1, auth=(0, 1))
+def quote2(tpm, req: Request) -> Response:
+    """Part 3, 16.5: sign TPM_QUOTE_INFO2("QUT2", externalData, TPM_PCR_INFO_SHORT) [+ version]."""
+    nonce = req.params.raw(20)
+    start = req.params.pos
+    indices = pcr_selection(req.params)
+    selection = req.param_bytes[start:req.params.pos]
+    add_version = req.params.u8()
+    req.params.end()
+    key = signing_key(tpm, req, req.handles[0], SIGNERS + (C.TPM_KEY_IDENTITY,))
+    composite = pcr_composite(tpm, indices, len(selection) - 2)
+    info_short = selection + bytes([1 << tpm.locality]) + tpm.crypto.sha1(composite)
+    version = b""
+    if add_version:
+        from trustlab.devices.tpm12.commands.capability import version_info
+
+        version = version_info()
+    info = Writer().u16(C.TPM_TAG_QUOTE_INFO2).raw(b"QUT2").raw(nonce).raw(info_short).bytes()
+    sig = tpm.crypto.rsa_sign(key.private, tpm.crypto.sha1(info, version))
+    return Response(params=info_short + Writer().sized(version).sized(sig).bytes())

@@ -1,0 +1,265 @@
+"""Non-volatile storage: TPM_NV_DefineSpace, NV_WriteValue(Auth), NV_ReadValue(Auth) (Part 3, 20).
+
+An NV area is a TPM_NV_DATA_PUBLIC (Part 2, 19.3: index, PCR restrictions,
+TPM_NV_ATTRIBUTES, the per-boot lock bits, dataSize) plus its authorization
+value and data, kept in the engine's persistent state. As the specification
+says, while ``nvLocked`` (TPM_PERMANENT_FLAGS) is FALSE - a TPM fresh from
+manufacturing - no NV authorization is checked, and only 64 writes may happen
+without an owner (TPM_MAXNVWRITES); defining the index TPM_NV_INDEX_LOCK sets
+it. The PCR restrictions of an area are stored and reported, not enforced
+(see the README's difference table). Writes charge ``nvm_write_byte`` when the
+profile has it (the 2010 profiles do not).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from trustlab.devices.tpm12 import constants as C
+from trustlab.devices.tpm12.errors import TpmError
+from trustlab.devices.tpm12.registry import Request, Response, tpm_command
+from trustlab.devices.tpm12.wire import Reader, Writer
+
+NV_KEY = "nv"  # PersistentState.extra key
+MAX_AREA = 2048  # bytes in one area (libtpms TPM_MAX_NV_DEFINED_SIZE is 2100)
+MAX_TOTAL = 0x6FFA  # all areas together (what libtpms reports as TPM_CAP_PROP_MAX_NV_AVAILABLE)
+MAX_WRITES_NO_OWNER = 64  # Part 3, 20.2: TPM_MAX_NV_WRITE_NOOWNER
+_VALID_ATTRS = (C.TPM_NV_PER_READ_STCLEAR | C.TPM_NV_PER_AUTHREAD | C.TPM_NV_PER_OWNERREAD | C.TPM_NV_PER_PPREAD
+                | C.TPM_NV_PER_GLOBALLOCK | C.TPM_NV_PER_WRITE_STCLEAR | C.TPM_NV_PER_WRITEDEFINE
+                | C.TPM_NV_PER_WRITEALL | C.TPM_NV_PER_AUTHWRITE | C.TPM_NV_PER_OWNERWRITE | C.TPM_NV_PER_PPWRITE)
+
+
+@dataclass
+class NVArea:
+    index: int
+    pcr_read: bytes  # TPM_PCR_INFO_SHORT, as defined
+    pcr_write: bytes
+    attributes: int
+    size: int
+    auth: bytes
+    data: bytearray
+    write_define: bool = False  # bWriteDefine (persistent)
+
+    def public(self, read_stclear: bool = False, write_stclear: bool = False) -> bytes:
+        """TPM_NV_DATA_PUBLIC (Part 2, 19.3)."""
+        return (Writer().u16(C.TPM_TAG_NV_DATA_PUBLIC).u32(self.index).raw(self.pcr_read).raw(self.pcr_write)
+                .u16(C.TPM_TAG_NV_ATTRIBUTES).u32(self.attributes).u8(read_stclear).u8(write_stclear)
+                .u8(self.write_define).u32(self.size).bytes())
+
+
+def pcr_info_short(r: Reader) -> bytes:
+    """TPM_PCR_INFO_SHORT: sizeOfSelect, pcrSelect, localityAtRelease, digestAtRelease."""
+    start = r.pos
+    size = r.u16()
+    if size > 3:
+        raise TpmError("TPM_INVALID_PCR_INFO", f"sizeOfSelect {size}")
+    r.raw(size)
+    r.u8()
+    r.raw(20)
+    return r._data[start:r.pos]
+
+
+def areas(tpm) -> dict[int, NVArea]:
+    """The defined NV areas (decoded once per engine, written back by :func:`save`)."""
+    cached = getattr(tpm, "_nv_areas", None)
+    if cached is not None and cached[0] is tpm.state:
+        return cached[1]
+    raw = json.loads(tpm.state.extra.get(NV_KEY, "{}"))
+    table = {int(k): NVArea(int(k), bytes.fromhex(v["r"]), bytes.fromhex(v["w"]), v["a"], v["n"],
+                            bytes.fromhex(v["auth"]), bytearray.fromhex(v["d"]), v["wd"])
+             for k, v in raw.items()}
+    tpm._nv_areas = (tpm.state, table)
+    return table
+
+
+def save(tpm, table: dict[int, NVArea]) -> None:
+    tpm.state.extra[NV_KEY] = json.dumps({str(a.index): {
+        "r": a.pcr_read.hex(), "w": a.pcr_write.hex(), "a": a.attributes, "n": a.size, "auth": a.auth.hex(),
+        "d": a.data.hex(), "wd": a.write_define} for a in table.values()}, sort_keys=True)
+    tpm.mark_dirty()
+
+
+def nv_locked(tpm) -> bool:
+    return tpm.state.extra.get("nv_locked") == "1"
+
+
+def _count_unowned_write(tpm) -> None:
+    if tpm.state.owner_auth is not None:
+        return
+    n = int(tpm.state.extra.get("nv_writes", "0")) + 1
+    if n > MAX_WRITES_NO_OWNER:
+        raise TpmError("TPM_MAXNVWRITES", f"more than {MAX_WRITES_NO_OWNER} NV writes without an owner")
+    tpm.state.extra["nv_writes"] = str(n)
+
+
+def _area(tpm, index: int) -> NVArea:
+    a = areas(tpm).get(index)
+    if a is None:
+        raise TpmError("TPM_BADINDEX", f"no NV area {index:#010x}")
+    return a
+
+
+def _owner(tpm, req: Request) -> None:
+    req.auth.check(0, tpm.owner_auth(), (C.TPM_ET_OWNER, C.TPM_KH_OWNER))
+
+
+@tpm_command("TPM_NV_DefineSpace", auth=(0, 1))
+def nv_define_space(tpm, req: Request) -> Response:
+    p = req.params
+    if p.u16() != C.TPM_TAG_NV_DATA_PUBLIC:
+        raise TpmError("TPM_BAD_PARAMETER", "pubInfo is not a TPM_NV_DATA_PUBLIC")
+    index = p.u32()
+    pcr_read, pcr_write = pcr_info_short(p), pcr_info_short(p)
+    if p.u16() != C.TPM_TAG_NV_ATTRIBUTES:
+        raise TpmError("TPM_BAD_PARAMETER", "permission is not a TPM_NV_ATTRIBUTES")
+    attributes = p.u32()
+    p.u8(), p.u8(), p.u8()  # bReadSTClear, bWriteSTClear, bWriteDefine: ignored on input
+    size = p.u32()
+    enc_auth = p.raw(20)
+    p.end()
+    if index == C.TPM_NV_INDEX_LOCK and not len(req.auth):  # Part 3, 20.1 step 1
+        if size:
+            raise TpmError("TPM_BADINDEX", "TPM_NV_INDEX_LOCK is defined with dataSize 0")
+        tpm.state.extra["nv_locked"] = "1"
+        tpm.mark_dirty()
+        return Response()
+    locked = nv_locked(tpm)
+    if index == C.TPM_NV_INDEX0:
+        raise TpmError("TPM_BADINDEX", "index 0 is reserved")
+    if locked and index & C.TPM_NV_INDEX_D_BIT:
+        raise TpmError("TPM_BADINDEX", "the D bit marks a manufacturer's index")
+    if len(req.auth):
+        _owner(tpm, req)
+        auth = req.auth.decrypt_auth(0, enc_auth)
+    else:
+        if locked:
+            raise TpmError("TPM_BAD_PRESENCE", "defining NV without the owner needs physical presence")
+        _count_unowned_write(tpm)
+        auth = enc_auth
+    table = areas(tpm)
+    old = table.get(index)
+    if old is not None and locked:
+        if old.attributes & C.TPM_NV_PER_GLOBALLOCK and tpm.global_lock:
+            raise TpmError("TPM_AREA_LOCKED", "the area is locked until the next TPM_Startup")
+        if old.attributes & C.TPM_NV_PER_WRITE_STCLEAR and ("w", index) in tpm.nv_stclear_locks:
+            raise TpmError("TPM_AREA_LOCKED", "the area is write-locked until the next TPM_Startup")
+    if old is not None:
+        del table[index]
+        if size == 0:  # step 6.e: dataSize 0 deletes the area
+            save(tpm, table)
+            return Response()
+    if attributes & C.TPM_NV_PER_OWNERWRITE and attributes & C.TPM_NV_PER_AUTHWRITE:
+        raise TpmError("TPM_AUTH_CONFLICT", "OWNERWRITE and AUTHWRITE together")
+    if attributes & C.TPM_NV_PER_OWNERREAD and attributes & C.TPM_NV_PER_AUTHREAD:
+        raise TpmError("TPM_AUTH_CONFLICT", "OWNERREAD and AUTHREAD together")
+    if not attributes & (C.TPM_NV_PER_OWNERWRITE | C.TPM_NV_PER_AUTHWRITE | C.TPM_NV_PER_WRITEDEFINE
+                         | C.TPM_NV_PER_PPWRITE):
+        raise TpmError("TPM_PER_NOWRITE", "the area could never be written")
+    if index & C.TPM_NV_INDEX_RESVD or attributes & ~_VALID_ATTRS:
+        raise TpmError("TPM_BADINDEX", f"reserved bits in index {index:#010x} or its attributes")
+    if size == 0:
+        raise TpmError("TPM_BAD_PARAM_SIZE", "a new area needs dataSize > 0")
+    if size > MAX_AREA or size + sum(a.size for a in table.values()) > MAX_TOTAL:
+        raise TpmError("TPM_NOSPACE", f"no room for {size} bytes of NV")
+    table[index] = NVArea(index, pcr_read, pcr_write, attributes, size, auth, bytearray(b"\xff" * size))
+    tpm.crypto.optional("nvm_write_byte", size)
+    save(tpm, table)
+    return Response()
+
+
+def _write(tpm, req: Request, owner_session: bool, area_session: bool) -> Response:
+    p = req.params
+    index, offset, data = p.u32(), p.u32(), p.sized(MAX_AREA + 1)
+    p.end()
+    locked = nv_locked(tpm)
+    if owner_session:
+        _owner(tpm, req)
+    if index == C.TPM_NV_INDEX0:  # Part 3, 20.2 step 3: a zero-length write sets bGlobalLock
+        if data:
+            raise TpmError("TPM_BADINDEX", "index 0 takes only a zero-length write")
+        tpm.global_lock = True
+        return Response()
+    a = _area(tpm, index)
+    if area_session:
+        if not a.attributes & C.TPM_NV_PER_AUTHWRITE:
+            raise TpmError("TPM_AUTH_CONFLICT", "the area is not written with its own authorization")
+        req.auth.check(0, a.auth, (C.TPM_ET_NV, index))
+    elif locked:
+        if not owner_session and a.attributes & (C.TPM_NV_PER_OWNERWRITE | C.TPM_NV_PER_AUTHWRITE):
+            raise TpmError("TPM_AUTH_CONFLICT", "the area needs authorization to be written")
+        if owner_session and a.attributes & C.TPM_NV_PER_AUTHWRITE:
+            raise TpmError("TPM_AUTH_CONFLICT", "the area is written with its own authorization")
+    if locked or area_session:
+        if a.attributes & C.TPM_NV_PER_WRITEDEFINE and a.write_define:
+            raise TpmError("TPM_AREA_LOCKED", "the area was locked by a zero-length write")
+        if a.attributes & C.TPM_NV_PER_WRITE_STCLEAR and ("w", index) in tpm.nv_stclear_locks:
+            raise TpmError("TPM_AREA_LOCKED", "the area is write-locked until the next TPM_Startup")
+        if a.attributes & C.TPM_NV_PER_GLOBALLOCK and tpm.global_lock:
+            raise TpmError("TPM_AREA_LOCKED", "bGlobalLock is set")
+    table = areas(tpm)
+    if not data and (locked or area_session):  # step 10: a zero-length write locks
+        if a.attributes & C.TPM_NV_PER_WRITEDEFINE:
+            a.write_define = True
+            save(tpm, table)
+        if a.attributes & C.TPM_NV_PER_WRITE_STCLEAR:
+            tpm.nv_stclear_locks.add(("w", index))
+        return Response()
+    if offset + len(data) > a.size:
+        raise TpmError("TPM_NOSPACE", f"{len(data)} bytes at offset {offset} overrun the {a.size}-byte area")
+    if a.attributes & C.TPM_NV_PER_WRITEALL and len(data) != a.size:
+        raise TpmError("TPM_NOT_FULLWRITE", "the area must be written whole")
+    if not locked:
+        _count_unowned_write(tpm)
+    a.data[offset:offset + len(data)] = data
+    tpm.crypto.optional("nvm_write_byte", len(data))
+    save(tpm, table)
+    return Response()
+
+
+def _read(tpm, req: Request, owner_session: bool, area_session: bool) -> Response:
+    p = req.params
+    index, offset, size = p.u32(), p.u32(), p.u32()
+    p.end()
+    locked = nv_locked(tpm)
+    if owner_session:
+        _owner(tpm, req)
+    a = _area(tpm, index)
+    if area_session:
+        if not a.attributes & C.TPM_NV_PER_AUTHREAD:
+            raise TpmError("TPM_AUTH_CONFLICT", "the area is not read with its own authorization")
+        req.auth.check(0, a.auth, (C.TPM_ET_NV, index))
+    elif locked:
+        if not owner_session and a.attributes & (C.TPM_NV_PER_OWNERREAD | C.TPM_NV_PER_AUTHREAD):
+            raise TpmError("TPM_AUTH_CONFLICT", "the area needs authorization to be read")
+        if owner_session and a.attributes & C.TPM_NV_PER_AUTHREAD:
+            raise TpmError("TPM_AUTH_CONFLICT", "the area is read with its own authorization")
+    if a.attributes & C.TPM_NV_PER_READ_STCLEAR and ("r", index) in tpm.nv_stclear_locks:
+        raise TpmError("TPM_DISABLED_CMD", "the area is read-locked until the next TPM_Startup")
+    if size == 0:
+        if a.attributes & C.TPM_NV_PER_READ_STCLEAR:
+            tpm.nv_stclear_locks.add(("r", index))
+        return Response(params=Writer().sized(b"").bytes())
+    if offset + size > a.size:
+        raise TpmError("TPM_NOSPACE", f"{size} bytes at offset {offset} overrun the {a.size}-byte area")
+    return Response(params=Writer().sized(bytes(a.data[offset:offset + size])).bytes())
+
+
+@tpm_command("TPM_NV_WriteValue", auth=(0, 1))
+def nv_write_value(tpm, req: Request) -> Response:
+    return _write(tpm, req, owner_session=bool(len(req.auth)), area_session=False)
+
+
+@tpm_command("TPM_NV_WriteValueAuth", auth=(1,))
+def nv_write_value_auth(tpm, req: Request) -> Response:
+    return _write(tpm, req, owner_session=False, area_session=True)
+
+
+@tpm_command("TPM_NV_ReadValue", auth=(0, 1))
+def nv_read_value(tpm, req: Request) -> Response:
+    return _read(tpm, req, owner_session=bool(len(req.auth)), area_session=False)
+
+
+@tpm_command("TPM_NV_ReadValueAuth", auth=(1,))
+def nv_read_value_auth(tpm, req: Request) -> Response:
+    return _read(tpm, req, owner_session=False, area_session=True)

@@ -1,0 +1,413 @@
+"""The TPM 1.2 engine as a backend of the timing proxy: ``trustlab serve`` for TPM 1.2.
+
+DESIGN.md: "one transport layer serves TPM 1.2 and TPM 2.0 alike". The proxy
+front end (swtpm's data port P, control port P+1, the realtime hold, the
+trace, ``--virtual``) is the TPM 2.0 one; what differs is the backend.
+:class:`EngineBackend` runs the in-process engine and
+
+* answers ``transact`` with the engine's response bytes,
+* reports through ``charged()`` exactly what the engine charged its own
+  clock for that command, component by component (the proxy holds and traces
+  that, instead of pricing the command from the wire as for TPM 2.0),
+* answers swtpm's control channel itself (``control``), with the TPM 1.2
+  power cycle behind it.
+
+The power cycle, as a platform drives a TPM 1.2 (Part 1, 7.3 and 9):
+
+* ``CMD_INIT`` powers the chip up (after powering it down if it was on): a
+  fresh engine loads the persistent state from NV. Volatile state (PCRs,
+  loaded keys, sessions) is gone unless the host ran ``TPM_SaveState`` before
+  and now sends ``TPM_Startup(ST_STATE)``; that is the engine's business, the
+  backend only cuts the power. With ``startup="clear"`` the backend plays the
+  BIOS and sends ``TPM_Startup(ST_CLEAR)`` after every power-up, as swtpm's
+  ``--flags startup-clear`` does (tcsd never sends TPM_Startup itself).
+* ``CMD_SHUTDOWN`` powers it down; data commands then answer ``TPM_FAIL``
+  until the next ``CMD_INIT`` (swtpm answers the same while uninitialised).
+  Unlike swtpm, the serving process stays up.
+* ``CMD_HASH_START/DATA/END`` is the locality-4 DRTM sequence: it resets the
+  dynamic PCRs 17-22, extends PCR 17 with SHA-1 of the data and sets the
+  TPM-established flag, which ``CMD_GET_TPMESTABLISHED`` reports and
+  ``CMD_RESET_TPMESTABLISHED`` (locality 3 or 4) clears. The flag is a
+  permanent flag (Part 2, 7.1: tpmEstablished) and persists with the state.
+
+Reply layouts follow swtpm's control channel byte for byte (a test compares
+them with swtpm 0.7 running libtpms' TPM 1.2).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import struct
+import tempfile
+import threading
+from pathlib import Path
+
+from trustlab.devices.tpm12 import constants as C
+from trustlab.devices.tpm12 import registry
+from trustlab.devices.tpm12.engine import Engine
+from trustlab.devices.tpm12.nvstore import FileNVStore, MemoryNVStore, NVStore
+from trustlab.devices.tpm2 import wire
+from trustlab.devices.tpm2.backend import Backend
+from trustlab.errors import TrustlabError
+from trustlab.timing.clock import Clock
+from trustlab.timing.profile import Profile
+
+STATE_FILE = "tpm12-state.json"
+"""The engine's persistent state inside ``--state DIR``."""
+
+INIT_FLAG_DELETE_VOLATILE = 1
+
+# swtpm's PTM_CAP_* bits (tpm_ioctl.h): what this control channel implements
+PTM_CAP_INIT = 1 << 0
+PTM_CAP_SHUTDOWN = 1 << 1
+PTM_CAP_GET_TPMESTABLISHED = 1 << 2
+PTM_CAP_SET_LOCALITY = 1 << 3
+PTM_CAP_HASHING = 1 << 4
+PTM_CAP_CANCEL_TPM_CMD = 1 << 5
+PTM_CAP_RESET_TPMESTABLISHED = 1 << 7
+PTM_CAP_GET_CONFIG = 1 << 11
+CAPABILITIES = (PTM_CAP_INIT | PTM_CAP_SHUTDOWN | PTM_CAP_GET_TPMESTABLISHED | PTM_CAP_SET_LOCALITY
+                | PTM_CAP_HASHING | PTM_CAP_CANCEL_TPM_CMD | PTM_CAP_RESET_TPMESTABLISHED | PTM_CAP_GET_CONFIG)
+
+TPM_SUCCESS = 0
+TPM_FAIL = C.RC["TPM_FAIL"]
+TPM_BAD_ORDINAL = C.RC["TPM_BAD_ORDINAL"]  # swtpm's answer to control commands while the TPM is off, and to unknown codes
+TPM_BAD_LOCALITY = 0x3D
+DRTM_PCRS = range(17, 23)
+ESTABLISHED = "tpm_established"   # key in the engine's persistent ``extra`` map
+
+_RESULT = struct.Struct(">I").pack
+
+
+def fail_response(rc: int = C.RC["TPM_FAIL"]) -> bytes:
+    """A bare TPM 1.2 error response (tag TPM_TAG_RSP_COMMAND, 10 bytes)."""
+    return struct.pack(">HII", C.TPM_TAG_RSP_COMMAND, 10, rc)
+
+
+def startup_frame(kind: int = C.TPM_ST_CLEAR) -> bytes:
+    return struct.pack(">HIIH", C.TPM_TAG_RQU_COMMAND, 12, C.ORD["TPM_Startup"], kind)
+
+
+class EngineBackend(Backend):
+    """The in-process TPM 1.2 engine behind the proxy (family ``"tpm1.2"``).
+
+    ``state_dir``: where the persistent state lives (``tpm12-state.json``);
+    ``None`` uses a temporary directory that :meth:`close` removes.
+    ``startup``: ``"clear"`` sends TPM_Startup(ST_CLEAR) after each power-up
+    (the BIOS's job); ``"none"`` leaves it to the client (e.g. ST_STATE).
+    ``nv`` replaces the file store (tests, in-memory runs).
+    """
+
+    family = "tpm1.2"
+    ctrl_address = None
+
+    def __init__(self, profile: Profile, state_dir: str | Path | None = None, *, seed: int = 0,
+                 startup: str = "clear", nv: NVStore | None = None, keygen=None) -> None:
+        if startup not in ("clear", "none"):
+            raise TrustlabError(f"startup {startup!r}: expected 'clear' or 'none'")
+        if profile.family != "tpm1.2":
+            raise TrustlabError(f"profile {profile.name!r} is of family {profile.family!r}, not tpm1.2")
+        self.profile = profile
+        self.startup = startup
+        self.keygen = keygen
+        self._owned_dir: Path | None = None
+        if nv is not None:
+            self.state_dir = None
+            self.nv = nv
+        else:
+            if state_dir is None:
+                self._owned_dir = Path(tempfile.mkdtemp(prefix="trustlab-tpm12-"))
+                state_dir = self._owned_dir
+            self.state_dir = Path(state_dir)
+            if self.state_dir.exists() and not self.state_dir.is_dir():
+                raise TrustlabError(f"--state {self.state_dir}: not a directory")
+            self.nv = FileNVStore(self.state_dir / STATE_FILE)
+        self.clock = Clock(profile, seed=seed)  # the engine's own ledger; the proxy holds, not this clock
+        self.engine: Engine | None = None
+        self.locality = 0
+        self._hash: "hashlib._Hash | None" = None
+        self._lock = threading.RLock()
+        self._last_breakdown: dict[str, float] | None = None
+        self.last_command = ""
+        self.power_on()
+
+    # ---- power -------------------------------------------------------------
+
+    def power_on(self, *, delete_volatile: bool = False) -> None:
+        """Power the chip up: a fresh engine on the same NV, then TPM_Startup(ST_CLEAR) if asked.
+
+        ``delete_volatile`` (CMD_INIT's INIT_FLAG_DELETE_VOLATILE) discards a
+        TPM_SaveState image first, if the engine keeps one.
+        """
+        with self._lock:
+            self.engine = Engine(self.clock, self.nv, self.keygen)
+            self.engine.locality = self.locality
+            discard = getattr(self.engine, "discard_saved_state", None)
+            if delete_volatile and discard is not None:
+                discard()
+            if self.startup == "clear":
+                self.engine.execute(startup_frame())  # its rc: already started is as good as started
+
+    def power_off(self) -> None:
+        """Cut the power: volatile state is lost (the NV state was saved command by command)."""
+        with self._lock:
+            self.engine = None
+            self._hash = None
+
+    @property
+    def powered(self) -> bool:
+        return self.engine is not None
+
+    # ---- data channel ------------------------------------------------------
+
+    def transact(self, command: bytes) -> bytes:
+        with self._lock:
+            if self.engine is None:
+                self._last_breakdown = None
+                self.last_command = "TPM_(powered off)"
+                return fail_response(TPM_FAIL)
+            response = self.engine.execute(command)
+            record = self.clock.last
+            self._last_breakdown = dict(record.breakdown) if record is not None else {}
+            self.last_command = record.name if record is not None else "TPM_(unknown)"
+            return response
+
+    def command_name(self, ordinal: int) -> str:
+        """The TPM 1.2 command name of ``ordinal`` (the proxy's trace uses it)."""
+        spec = registry.table().get(ordinal)
+        return spec.name if spec is not None else f"TPM_ORD_{ordinal:#x}"
+
+    def charged(self) -> dict[str, float] | None:
+        """Component -> ms the engine charged for the last transact ({} if the TPM was off)."""
+        return dict(self._last_breakdown) if self._last_breakdown is not None else {}
+
+    # ---- control channel ---------------------------------------------------
+
+    def control(self, code: int, payload: bytes) -> bytes | None:
+        """Answer one swtpm control request (``payload`` = the bytes after the code)."""
+        with self._lock:
+            return self._control(code, payload)
+
+    def _control(self, code: int, payload: bytes) -> bytes:
+        if code == wire.CMD_GET_CAPABILITY:
+            return struct.pack(">Q", CAPABILITIES)
+        if code == wire.CMD_GET_CONFIG:
+            return struct.pack(">II", TPM_SUCCESS, 0)
+        if code == wire.CMD_INIT:
+            flags = struct.unpack(">I", payload[:4])[0] if len(payload) >= 4 else 0
+            self.power_off()
+            self.power_on(delete_volatile=bool(flags & INIT_FLAG_DELETE_VOLATILE))
+            return _RESULT(TPM_SUCCESS)
+        if code == wire.CMD_SHUTDOWN:
+            self.power_off()
+            return _RESULT(TPM_SUCCESS)
+        if code == wire.CMD_SET_LOCALITY:
+            loc = payload[0] if payload else 0
+            if loc > 4:
+                return _RESULT(TPM_BAD_LOCALITY)
+            self.locality = loc
+            if self.engine is not None:
+                self.engine.locality = loc
+            return _RESULT(TPM_SUCCESS)
+        if self.engine is None or code not in _WHILE_ON:
+            return _RESULT(TPM_BAD_ORDINAL)
+        return _WHILE_ON[code](self, payload)
+
+    def _established(self, payload: bytes) -> bytes:
+        assert self.engine is not None
+        bit = 1 if self.engine.state.extra.get(ESTABLISHED) == "1" else 0
+        return struct.pack(">IB3x", TPM_SUCCESS, bit)
+
+    def _reset_established(self, payload: bytes) -> bytes:
+        assert self.engine is not None
+        loc = payload[0] if payload else 0
+        if loc not in (3, 4):
+            return _RESULT(TPM_BAD_LOCALITY)
+        self._set_established(False)
+        return _RESULT(TPM_SUCCESS)
+
+    def _hash_start(self, payload: bytes) -> bytes:
+        assert self.engine is not None
+        for i in DRTM_PCRS:
+            self.engine.pcrs[i] = b"\x00" * 20
+        self._hash = hashlib.sha1()
+        return _RESULT(TPM_SUCCESS)
+
+    def _hash_data(self, payload: bytes) -> bytes:
+        if self._hash is None or len(payload) < 4:
+            return _RESULT(TPM_FAIL)
+        n = struct.unpack(">I", payload[:4])[0]
+        self._hash.update(payload[4:4 + n])
+        return _RESULT(TPM_SUCCESS)
+
+    def _hash_end(self, payload: bytes) -> bytes:
+        assert self.engine is not None
+        if self._hash is None:
+            return _RESULT(TPM_FAIL)
+        digest, self._hash = self._hash.digest(), None
+        self.engine.pcrs[17] = hashlib.sha1(self.engine.pcrs[17] + digest).digest()
+        self._set_established(True)
+        return _RESULT(TPM_SUCCESS)
+
+    def _cancel(self, payload: bytes) -> bytes:
+        return _RESULT(TPM_SUCCESS)  # commands run to completion under the lock: nothing is in flight
+
+    def _set_established(self, value: bool) -> None:
+        assert self.engine is not None
+        extra = self.engine.state.extra
+        if (extra.get(ESTABLISHED) == "1") != value:
+            extra[ESTABLISHED] = "1" if value else "0"
+            self.engine.mark_dirty()
+            self.engine._persist()
+
+    # ---- life cycle --------------------------------------------------------
+
+    def close(self) -> None:
+        with self._lock:
+            self.engine = None
+        if self._owned_dir is not None:
+            shutil.rmtree(self._owned_dir, ignore_errors=True)
+            self._owned_dir = None
+
+    def describe(self) -> str:
+        where = f"state {self.state_dir}" if self.state_dir is not None and self._owned_dir is None else \
+            "temporary state"
+        return f"trustlab TPM 1.2 engine ({self.profile.name}, {where})"
+
+
+_WHILE_ON = {
+    wire.CMD_GET_TPMESTABLISHED: EngineBackend._established,
+    wire.CMD_RESET_TPMESTABLISHED: EngineBackend._reset_established,
+    wire.CMD_HASH_START: EngineBackend._hash_start,
+    wire.CMD_HASH_DATA: EngineBackend._hash_data,
+    wire.CMD_HASH_END: EngineBackend._hash_end,
+    wire.CMD_CANCEL_TPM_CMD: EngineBackend._cancel,
+}
+"""Control commands that need the TPM powered (swtpm answers TPM_BAD_ORDINAL while it is off)."""
+
+
+# ---- interim front end ------------------------------------------------------
+# Until the proxy implements the Backend contract (family / charged / control,
+# COMMON.md), this subclass gives it TPM 1.2 framing, charges what the backend
+# charged and answers the control channel from the backend. It replaces no
+# proxy behaviour for TPM 2.0 and is dropped when the proxy does this itself.
+
+import socket  # noqa: E402
+import time  # noqa: E402
+
+from trustlab.devices.tpm2.proxy import TimingProxy, TraceRecord, precise_sleep_until  # noqa: E402
+
+MAX_FRAME = 8192
+"""Largest TPM 1.2 frame accepted on the data port (TrouSerS' TPM_TXBLOB_SIZE is 4096)."""
+
+HEADER = 10
+
+
+class Tpm12Proxy(TimingProxy):
+    """:class:`TimingProxy` serving an :class:`EngineBackend` (TPM 1.2 frames, in-process control)."""
+
+    backend: EngineBackend
+
+    def __init__(self, profile: Profile, backend: EngineBackend, **kwargs) -> None:
+        if kwargs.get("control", "swtpm") != "swtpm":
+            backend.close()
+            raise TrustlabError("a TPM 1.2 is served with swtpm's control channel only (no --control mssim)")
+        super().__init__(profile, backend, **kwargs)
+
+    @property
+    def tcti(self) -> str:
+        return f"tcp:{self.host}:{self.port}"
+
+    def check_backend(self) -> None:
+        if not self.backend.powered:
+            raise TrustlabError(f"backend {self.backend.describe()}: not powered")
+
+    def reset(self) -> None:
+        """Power-cycle the TPM (CMD_INIT) and clear the ledger."""
+        with self._tpm_lock:
+            self.backend.control(wire.CMD_INIT, struct.pack(">I", 0))
+            self.clock.reset()
+
+    def _serve_data(self, conn: socket.socket) -> None:
+        buf = b""
+        while not self._stopping.is_set():
+            while len(buf) < HEADER or len(buf) < struct.unpack_from(">I", buf, 2)[0]:
+                if len(buf) >= HEADER:
+                    size = struct.unpack_from(">I", buf, 2)[0]
+                    if not HEADER <= size <= MAX_FRAME:
+                        conn.sendall(fail_response(C.RC["TPM_BAD_PARAM_SIZE"]))
+                        return
+                conn.settimeout(10.0 if buf else None)
+                try:
+                    chunk = conn.recv(65536)
+                except socket.timeout:
+                    return
+                if not chunk:
+                    return
+                buf += chunk
+            size = struct.unpack_from(">I", buf, 2)[0]
+            frame, buf = buf[:size], buf[size:]
+            conn.sendall(self.execute(frame))
+
+    def execute(self, command: bytes, framing: str = "raw") -> bytes:
+        """Run one TPM 1.2 frame on the engine; hold its response for what the engine charged."""
+        with self._tpm_lock:
+            started = time.perf_counter()
+            response = self.backend.transact(command)
+            backend_ms = (time.perf_counter() - started) * 1000.0
+            name = self.backend.last_command
+            charged = self.backend.charged() or {}
+            with self.clock.command(name) as rec:
+                for component, ms in charged.items():
+                    self.clock.charge_ms(component, ms)
+            modelled = rec.ms
+            if not self.virtual:
+                precise_sleep_until(started + modelled / 1000.0)
+            held_ms = (time.perf_counter() - started) * 1000.0 - backend_ms
+            code = struct.unpack_from(">I", command, 6)[0] if len(command) >= HEADER else 0
+            rc = struct.unpack_from(">I", response, 6)[0] if len(response) >= HEADER else -1
+            self._seq += 1
+            record = TraceRecord(seq=self._seq, command=name, code=f"{code:#x}", variant=None, framing=framing,
+                                 in_bytes=len(command), out_bytes=len(response), rc=rc, modelled_ms=modelled,
+                                 backend_ms=backend_ms, held_ms=held_ms, unmodelled=False,
+                                 breakdown=dict(rec.breakdown))
+            self._emit(record)
+        return response
+
+    def _emit(self, record: TraceRecord) -> None:
+        import json
+        from dataclasses import asdict
+
+        if len(self.records) >= self._keep:
+            del self.records[: self._keep // 2]
+        self.records.append(record)
+        if self._trace_fn is not None:
+            self._trace_fn(record)
+        if self._trace_file is not None:
+            with self._trace_lock:
+                self._trace_file.write(json.dumps(asdict(record)) + "\n")
+                self._trace_file.flush()
+
+    def _serve_ctrl(self, conn: socket.socket) -> None:
+        buf = b""
+        while not self._stopping.is_set():
+            n = wire.ctrl_request_length(buf)
+            if n is None or len(buf) < n:
+                if len(buf) > 8 + 4096:
+                    conn.sendall(wire.ctrl_error())
+                    return
+                conn.settimeout(10.0 if buf else None)
+                try:
+                    chunk = conn.recv(65536)
+                except socket.timeout:
+                    return
+                if not chunk:
+                    return
+                buf += chunk
+                continue
+            request, buf = buf[:n], buf[n:]
+            code = struct.unpack(">I", request[:4])[0]
+            with self._tpm_lock:
+                reply = self.backend.control(code, request[4:])
+            conn.sendall(reply if reply is not None else wire.ctrl_error())

@@ -1,0 +1,174 @@
+"""Writing outputs without harming the user's files.
+
+Every command that writes follows the same three rules:
+
+* never write over one of its own inputs (``fit m.csv --out m.csv`` is refused);
+* write into a directory only if it is empty, or holds an earlier output of the
+  same command (a marker file :data:`MARKER` says which); anything else is
+  refused in one line unless the user passes ``--force``;
+* write each file atomically: a temp file in the same directory, flushed and
+  renamed over the target, removed on any failure (a full disk included), so a
+  reader sees the old file or the new one, never half of one and never a
+  ``.tmp`` left behind.
+
+Errors are :class:`~trustlab.errors.TrustlabError` with the flag and path.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO, Any, Iterable, Iterator
+
+from trustlab.errors import TrustlabError
+
+MARKER = ".trustlab-output"
+
+
+def path_arg(text: str) -> Path:
+    """argparse ``type=`` for output paths: ``""`` would silently mean the current directory."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("an empty path; name a file or directory")
+    if "\0" in text:
+        raise argparse.ArgumentTypeError("a path cannot contain a NUL character")
+    return Path(text)
+
+
+def _same(a: Path, b: Path) -> bool:
+    try:
+        return a.resolve() == b.resolve() or (a.exists() and b.exists() and os.path.samefile(a, b))
+    except (OSError, ValueError, RuntimeError):
+        return False
+
+
+def _existing_inputs(inputs: Iterable[Any]) -> list[Path]:
+    out = []
+    for item in inputs:
+        if isinstance(item, (str, Path)) and str(item):
+            path = Path(item)
+            try:
+                if path.exists():
+                    out.append(path)
+            except (OSError, ValueError):
+                continue
+    return out
+
+
+def check_file(path: Path, inputs: Iterable[Any] = (), flag: str = "--out", make_parents: bool = False) -> Path:
+    """Refuse an output file that names a directory, an input, or a missing directory — before work starts.
+
+    ``make_parents``: the writer creates missing directories, so only an existing parent is checked."""
+    path = Path(path)
+    for source in _existing_inputs(inputs):
+        if _same(path, source):
+            raise TrustlabError(f"{flag} {path}: is an input of this command; refusing to write over it")
+    if path.is_dir():
+        raise TrustlabError(f"{flag} {path}: is a directory; give a file name")
+    parent = path.parent
+    if make_parents:
+        while not parent.exists() and parent != parent.parent:
+            parent = parent.parent
+    if not parent.exists():
+        raise TrustlabError(f"{flag} {path}: directory {parent} does not exist")
+    if not parent.is_dir():
+        raise TrustlabError(f"{flag} {path}: {parent} is not a directory")
+    if path.exists() and not os.access(path, os.W_OK):
+        raise TrustlabError(f"{flag} {path}: file is not writable")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise TrustlabError(f"{flag} {path}: directory {parent} is not writable")
+    return path
+
+
+def marker_command(directory: Path) -> str | None:
+    """The command whose output ``directory`` holds (from its marker), or None."""
+    try:
+        doc = json.loads((Path(directory) / MARKER).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return doc.get("command") if isinstance(doc, dict) and isinstance(doc.get("command"), str) else None
+
+
+def claim_dir(directory: Path, command: str, *, force: bool = False, inputs: Iterable[Any] = (),
+              flag: str = "--out") -> Path:
+    """Make ``directory`` this command's output directory, or refuse in one line.
+
+    Allowed: a new or empty directory, or one whose marker says ``command`` wrote it.
+    ``force`` allows any other directory, but never one that holds an input.
+    """
+    directory = Path(directory)
+    if not str(directory):
+        raise TrustlabError(f"{flag}: an empty path; name a directory")
+    if directory.exists() and not directory.is_dir():
+        raise TrustlabError(f"{flag} {directory}: cannot create directory (a file of that name exists)")
+    for source in _existing_inputs(inputs):
+        try:
+            inside = source.resolve().is_relative_to(directory.resolve())
+        except (OSError, RuntimeError):
+            inside = False
+        if inside:
+            raise TrustlabError(f"{flag} {directory}: holds the input {source}; choose another output directory")
+    if directory.is_dir() and not force:
+        try:
+            entries = [e for e in os.listdir(directory) if e != MARKER]
+        except OSError as exc:
+            raise TrustlabError(f"{flag} {directory}: cannot list ({exc.strerror or exc})") from None
+        owner = marker_command(directory)
+        if entries and owner != command:
+            if owner:
+                raise TrustlabError(f"{flag} {directory}: holds the output of 'trustlab {owner}', not of "
+                                    f"'trustlab {command}'; choose another directory, or pass --force")
+            raise TrustlabError(f"{flag} {directory}: is not empty and not an earlier output of 'trustlab "
+                                f"{command}'; choose an empty or new directory, or pass --force")
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        write_text(directory / MARKER, json.dumps({"command": command}) + "\n")
+    except OSError as exc:
+        raise TrustlabError(f"{flag} {directory}: cannot write ({exc.strerror or exc})") from None
+    return directory
+
+
+@contextmanager
+def atomic_open(path: Path, mode: str = "w", *, encoding: str | None = "utf-8",
+                newline: str | None = None) -> Iterator[IO[Any]]:
+    """A file object whose content replaces ``path`` only when the block finishes without error."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, mode, encoding=None if "b" in mode else encoding,
+                       newline=None if "b" in mode else newline) as fh:
+            yield fh
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def write_text(path: Path, text: str) -> Path:
+    with atomic_open(path) as fh:
+        fh.write(text)
+    return Path(path)
+
+
+def write_bytes(path: Path, data: bytes) -> Path:
+    with atomic_open(path, "wb") as fh:
+        fh.write(data)
+    return Path(path)
+
+
+@contextmanager
+def reported(path: Path, flag: str = "--out") -> Iterator[None]:
+    """Turn an OSError while writing (full disk, permissions) into a one-line TrustlabError."""
+    try:
+        yield
+    except OSError as exc:
+        raise TrustlabError(f"{flag} {path}: cannot write ({exc.strerror or exc})") from None

@@ -1,0 +1,232 @@
+"""`trustlab serve` for TPM 1.2: the engine behind swtpm's protocol (devices/tpm12/served.py).
+
+The control channel is compared byte for byte with swtpm running libtpms'
+TPM 1.2; the data channel must answer exactly what the in-process engine
+answers and charge exactly what it charges.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import socket
+import struct
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from trustlab.apps.counters import schemes
+from trustlab.apps.counters.runner import run as run_scheme
+from trustlab.apps.workloads import Request
+from trustlab.devices.tpm12 import MemoryNVStore, Tpm12
+from trustlab.devices.tpm12 import constants as C
+from trustlab.devices.tpm12.served import CAPABILITIES, STATE_FILE, EngineBackend, Tpm12Proxy
+from trustlab.devices.tpm12.socket_tpm import SocketTpm12, Swtpm12
+from trustlab.devices.tpm2 import wire
+from trustlab.timing.clock import Clock
+from trustlab.timing.registry import load
+
+needs_swtpm = pytest.mark.skipif(shutil.which("swtpm") is None, reason="swtpm is not installed")
+
+GET_RANDOM_8 = struct.pack(">HIII", C.TPM_TAG_RQU_COMMAND, 14, C.ORD["TPM_GetRandom"], 8)
+
+
+def pcr_read(index: int) -> bytes:
+    return struct.pack(">HIII", C.TPM_TAG_RQU_COMMAND, 14, C.ORD["TPM_PCRRead"], index)
+
+
+def rc_of(response: bytes) -> int:
+    return struct.unpack_from(">I", response, 6)[0]
+
+
+@pytest.fixture
+def backend(tmp_path: Path):
+    b = EngineBackend(load("infineon-2010"), tmp_path / "state")
+    yield b
+    b.close()
+
+
+def ctrl(port: int, request: bytes) -> bytes:
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+        s.sendall(request)
+        time.sleep(0.05)
+        return s.recv(4096)
+
+
+# The sequence a platform drives; each request with the reply we expect, checked against swtpm.
+SEQUENCE = [
+    ("set locality 0", wire.ctrl_request(wire.CMD_SET_LOCALITY, b"\x00")),
+    ("bad locality", wire.ctrl_request(wire.CMD_SET_LOCALITY, b"\x09")),
+    ("established (fresh)", wire.ctrl_request(wire.CMD_GET_TPMESTABLISHED)),
+    ("config", wire.ctrl_request(wire.CMD_GET_CONFIG)),
+    ("hash start", wire.ctrl_request(wire.CMD_HASH_START)),
+    ("hash data", wire.ctrl_request(wire.CMD_HASH_DATA, struct.pack(">I", 3) + b"abc")),
+    ("hash end", wire.ctrl_request(wire.CMD_HASH_END)),
+    ("established (after DRTM)", wire.ctrl_request(wire.CMD_GET_TPMESTABLISHED)),
+    ("reset established at locality 0", wire.ctrl_request(wire.CMD_RESET_TPMESTABLISHED, b"\x00")),
+    ("reset established at locality 3", wire.ctrl_request(wire.CMD_RESET_TPMESTABLISHED, b"\x03")),
+    ("established (after reset)", wire.ctrl_request(wire.CMD_GET_TPMESTABLISHED)),
+    ("unknown code", wire.ctrl_request(99)),
+    ("init", wire.ctrl_init()),
+]
+
+
+def test_control_replies(backend: EngineBackend) -> None:
+    replies = {name: backend.control(struct.unpack(">I", req[:4])[0], req[4:]) for name, req in SEQUENCE}
+    assert replies["established (fresh)"] == struct.pack(">IB3x", 0, 0)
+    assert replies["bad locality"] == struct.pack(">I", 0x3D)
+    assert replies["established (after DRTM)"] == struct.pack(">IB3x", 0, 1)
+    assert replies["reset established at locality 0"] == struct.pack(">I", 0x3D)
+    assert replies["established (after reset)"] == struct.pack(">IB3x", 0, 0)
+    assert replies["unknown code"] == struct.pack(">I", C.RC["TPM_BAD_ORDINAL"])
+    caps = backend.control(wire.CMD_GET_CAPABILITY, b"")
+    assert caps == struct.pack(">Q", CAPABILITIES)
+
+
+@needs_swtpm
+def test_control_channel_matches_swtpm(tmp_path: Path) -> None:
+    """Every reply of the sequence, and the DRTM PCR 17, byte for byte as swtpm (libtpms TPM 1.2) gives them."""
+    b = EngineBackend(load("infineon-2010"), tmp_path / "ours")
+    try:
+        with Swtpm12(state_dir=tmp_path / "libtpms") as sw:
+            assert sw.port is not None
+            data = SocketTpm12("127.0.0.1", sw.port)
+            for name, req in SEQUENCE:
+                ours = b.control(struct.unpack(">I", req[:4])[0], req[4:])
+                theirs = ctrl(sw.port + 1, req)
+                assert ours == theirs, name
+                if name == "hash end":
+                    assert b.transact(pcr_read(17)) == data.execute(pcr_read(17))
+            data.close()
+            caps = ctrl(sw.port + 1, wire.ctrl_request(wire.CMD_GET_CAPABILITY))
+            assert len(caps) == 8 and int.from_bytes(caps, "big") & CAPABILITIES == CAPABILITIES
+    finally:
+        b.close()
+
+
+def test_drtm_extends_pcr17(backend: EngineBackend) -> None:
+    for req in (wire.ctrl_request(wire.CMD_HASH_START),
+                wire.ctrl_request(wire.CMD_HASH_DATA, struct.pack(">I", 3) + b"abc"),
+                wire.ctrl_request(wire.CMD_HASH_END)):
+        assert backend.control(struct.unpack(">I", req[:4])[0], req[4:]) == b"\0\0\0\0"
+    pcr = backend.transact(pcr_read(17))[10:]
+    assert pcr == hashlib.sha1(b"\0" * 20 + hashlib.sha1(b"abc").digest()).digest()
+
+
+def test_power_cycle(backend: EngineBackend) -> None:
+    """SHUTDOWN powers off (data answers TPM_FAIL, control TPM_BAD_ORDINAL); INIT powers on; flags persist."""
+    backend.control(wire.CMD_HASH_START, b"")
+    backend.control(wire.CMD_HASH_END, b"")
+    assert rc_of(backend.transact(GET_RANDOM_8)) == 0
+    assert backend.control(wire.CMD_SHUTDOWN, b"") == b"\0\0\0\0"
+    assert backend.transact(GET_RANDOM_8) == struct.pack(">HII", 0xC4, 10, C.RC["TPM_FAIL"])
+    assert backend.charged() == {}
+    assert backend.control(wire.CMD_GET_TPMESTABLISHED, b"") == struct.pack(">I", C.RC["TPM_BAD_ORDINAL"])
+    assert backend.control(wire.CMD_INIT, struct.pack(">I", 0)) == b"\0\0\0\0"
+    assert rc_of(backend.transact(GET_RANDOM_8)) == 0
+    assert backend.control(wire.CMD_GET_TPMESTABLISHED, b"") == struct.pack(">IB3x", 0, 1)  # a permanent flag
+
+
+def test_charged_is_what_the_engine_charges(backend: EngineBackend) -> None:
+    """charged() is the in-process engine's own breakdown for the same command."""
+    clock = Clock(load("infineon-2010"))
+    inproc = Tpm12(clock, MemoryNVStore())
+    inproc.TPM_Startup()
+    response = backend.transact(pcr_read(0))
+    assert response == inproc.execute(pcr_read(0))
+    assert backend.charged() == clock.last.breakdown
+    assert backend.last_command == "TPM_PCRRead"
+    assert sum(backend.charged().values()) > 0
+
+
+def test_state_persists_in_state_dir(tmp_path: Path) -> None:
+    profile = load("infineon-2010")
+    first = EngineBackend(profile, tmp_path / "s")
+    ek = first.engine.state.ek.public_key().public_numbers()
+    first.close()
+    assert (tmp_path / "s" / STATE_FILE).exists()
+    again = EngineBackend(profile, tmp_path / "s")
+    assert again.engine.state.ek.public_key().public_numbers() == ek
+    again.close()
+    temporary = EngineBackend(profile)
+    where = temporary.state_dir
+    assert where is not None and where.exists()
+    temporary.close()
+    assert not where.exists()
+
+
+def test_proxy_serves_and_holds(tmp_path: Path) -> None:
+    """Over TCP: the proxy's ledger equals the engine's, the trace has one line per command."""
+    profile = load("infineon-2010")
+    trace = tmp_path / "trace.jsonl"
+    with Tpm12Proxy(profile, EngineBackend(profile, tmp_path / "s"), virtual=True, trace=str(trace)) as proxy:
+        remote = SocketTpm12("127.0.0.1", proxy.port)
+        assert rc_of(remote.execute(GET_RANDOM_8)) == 0
+        assert rc_of(remote.execute(pcr_read(99))) == C.RC["TPM_BADINDEX"]
+        remote.close()
+        engine_ms = proxy.backend.clock.by_command["TPM_PCRRead"] + proxy.backend.clock.by_command["TPM_GetRandom"]
+        assert proxy.clock.now_ms == pytest.approx(engine_ms)
+        assert ctrl(proxy.ctrl_port, wire.ctrl_request(wire.CMD_GET_TPMESTABLISHED)) == struct.pack(">IB3x", 0, 0)
+    lines = [json.loads(x) for x in trace.read_text().splitlines()]
+    assert [x["command"] for x in lines] == ["TPM_GetRandom", "TPM_PCRRead"]
+    assert lines[1]["rc"] == C.RC["TPM_BADINDEX"] and lines[0]["modelled_ms"] > 0
+
+
+def test_proxy_rejects_oversized_frame(tmp_path: Path) -> None:
+    profile = load("infineon-2010")
+    with Tpm12Proxy(profile, EngineBackend(profile, tmp_path / "s"), virtual=True) as proxy:
+        with socket.create_connection(("127.0.0.1", proxy.port), timeout=5) as s:
+            s.sendall(struct.pack(">HII", 0xC1, 1 << 20, 0x46))
+            assert rc_of(s.recv(64)) == C.RC["TPM_BAD_PARAM_SIZE"]
+        remote = SocketTpm12("127.0.0.1", proxy.port)  # the server survives
+        assert rc_of(remote.execute(GET_RANDOM_8)) == 0
+        remote.close()
+
+
+def test_serve_cli_tpm12(tmp_path: Path) -> None:
+    """`trustlab serve --profile infineon-2010` answers TPM 1.2 frames and keeps --state."""
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src")}
+    state = tmp_path / "state"
+    proc = subprocess.Popen([sys.executable, "-m", "trustlab", "serve", "--profile", "infineon-2010", "--port", "0",
+                             "--virtual", "--state", str(state)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=env)
+    try:
+        banner = proc.stdout.readline()
+        assert "infineon-2010 (virtual)" in banner, banner + proc.stderr.read()
+        port = int(banner.split(" on 127.0.0.1:")[1].split()[0])
+        assert proc.stdout.readline().startswith("TCSD_USE_TCP_DEVICE=1")
+        remote = SocketTpm12("127.0.0.1", port)
+        assert rc_of(remote.execute(GET_RANDOM_8)) == 0
+        remote.close()
+    finally:
+        proc.terminate()
+        out, err = proc.communicate(timeout=20)
+    assert "stopped after 1 command(s)" in err
+    assert (state / STATE_FILE).exists()
+
+
+def test_serve_cli_rejects_backend_for_tpm12() -> None:
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src")}
+    done = subprocess.run([sys.executable, "-m", "trustlab", "serve", "--profile", "infineon-2010", "--backend",
+                           "device:/dev/tpm0"], capture_output=True, text=True, env=env, timeout=60)
+    assert done.returncode != 0 and "--backend" in done.stderr and "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("scheme", ["log", "hashtree"])
+def test_counters_over_the_wire_time_as_in_process(scheme: str) -> None:
+    """`run counters --tpm12 served`: the same modelled time per operation as the in-process engine."""
+    profile = load("infineon-counters-2010").without_spread()
+    requests = [Request(i % 3, op) for i, op in enumerate(["increment"] * 4 + ["read"] * 2)]
+    times = {}
+    for mode in ("inproc", "served"):
+        built = schemes.build(scheme, profile, 3, seed=1, tpm12=mode)
+        try:
+            times[mode] = [r.ms for r in run_scheme(built, requests, seed=1)]
+        finally:
+            built.close()
+    assert times["served"] == pytest.approx(times["inproc"], rel=1e-12)
