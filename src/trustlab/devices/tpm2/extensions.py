@@ -397,8 +397,9 @@ class Context:
 
 def dispatch(command: bytes, ctx: Context) -> ExtensionResult | None:
     """Run ``command`` through its extension handler, or return None (forward it as usual)."""
-    if len(command) < HEADER_SIZE:
-        return None
+    if len(command) < HEADER_SIZE or struct.unpack_from(">H", command, 0)[0] not in (TPM_ST_NO_SESSIONS,
+                                                                                      TPM_ST_SESSIONS):
+        return None  # not a TPM 2.0 command (a TPM 1.2 frame, garbage): the backend answers it
     code = struct.unpack_from(">I", command, 6)[0]
     _load_plugins()
     reg = _REGISTRY.get(code)
