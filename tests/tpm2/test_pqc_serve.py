@@ -251,3 +251,34 @@ def test_realtime_client_sees_the_modelled_time():
         modelled = proxy.records[-1].modelled_ms
         assert proxy.records[-1].command == "TPM2_Encapsulate"
         assert waited_ms >= modelled - 0.5  # the response was held for the modelled time
+
+
+def test_tpm2_getcap_lists_the_pqc_algorithms_and_commands(served):
+    """Unmodified tpm2-tools sees the 1.85 IDs in TPM_CAP_ALGS / TPM_CAP_COMMANDS (merged into swtpm's lists)."""
+    import os
+    import shutil
+    import subprocess
+
+    if shutil.which("tpm2_getcap") is None:
+        pytest.skip("tpm2-tools not installed")
+    env = dict(os.environ, TPM2TOOLS_TCTI=served.tcti)
+    algs = subprocess.run(["tpm2_getcap", "algorithms"], env=env, capture_output=True, text=True, timeout=60)
+    assert algs.returncode == 0
+    for value in ("0xA0", "0xA1", "0xA2"):
+        assert f"value:      {value}" in algs.stdout
+    assert "value:      0x23" in algs.stdout  # swtpm's own ECC entry is still there
+    cmds = subprocess.run(["tpm2_getcap", "commands"], env=env, capture_output=True, text=True, timeout=60)
+    assert cmds.returncode == 0
+    # TPMA_CC: SignSequenceComplete takes 2 handles; SignSequenceStart returns one
+    assert "value: 0x40001A4" in cmds.stdout and "value: 0x120001AA" in cmds.stdout
+    assert "value: 0x2000131" in cmds.stdout or "0x131" in cmds.stdout.lower()
+
+
+def test_getcapability_paging_keeps_order(tpm):
+    """Asked for 2 entries from 0x1A0, the list is the first two PQC commands and says there is more."""
+    import struct
+
+    response = tpm.transport.transact(struct.pack(">HIIIII", 0x8001, 22, 0x17A, 2, 0x1A0, 2))
+    assert response[10:] == bytes.fromhex("01 00000002 00000002 040001a3 040001a4")
+    response = tpm.transport.transact(struct.pack(">HIIIII", 0x8001, 22, 0x17A, 0, 0x90, 8))
+    assert response[10:] == bytes.fromhex("00 00000000 00000003 00a0 00000209 00a1 00000109 00a2 00000109")
