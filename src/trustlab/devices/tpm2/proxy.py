@@ -430,6 +430,7 @@ class TimingProxy:
                 extra_ms: dict[str, float] = {}
             else:
                 response, assessed = claimed.response, claimed.assessed(len(command))
+                self.objects.observe(claimed.code, command, response, claimed.rc)  # e.g. a forwarded Startup
                 charged, extra_ms = None, claimed.charges_ms
             with self.clock.command(assessed.command) as rec:
                 if charged is not None:
