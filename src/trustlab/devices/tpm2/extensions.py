@@ -134,7 +134,7 @@ class Reader:
         self.n = n
         return self
 
-    def _take(self, k: int) -> bytes:
+    def take(self, k: int) -> bytes:
         if self.pos + k > len(self.data):
             raise TpmError(at_param(TPM_RC_INSUFFICIENT, self.n), "parameter area too short")
         v = self.data[self.pos:self.pos + k]
@@ -142,20 +142,20 @@ class Reader:
         return v
 
     def u8(self) -> int:
-        return self._take(1)[0]
+        return self.take(1)[0]
 
     def u16(self) -> int:
-        return struct.unpack(">H", self._take(2))[0]
+        return struct.unpack(">H", self.take(2))[0]
 
     def u32(self) -> int:
-        return struct.unpack(">I", self._take(4))[0]
+        return struct.unpack(">I", self.take(4))[0]
 
     def tpm2b(self, limit: int | None = None) -> bytes:
         """A TPM2B: UINT16 size and that many bytes; ``limit`` is the type's maximum size."""
         n = self.u16()
         if limit is not None and n > limit:
             raise TpmError(at_param(TPM_RC_SIZE, self.n), f"buffer of {n} bytes exceeds {limit}")
-        return self._take(n)
+        return self.take(n)
 
     def rest(self) -> bytes:
         v = self.data[self.pos:]

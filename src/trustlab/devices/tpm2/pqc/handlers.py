@@ -553,7 +553,7 @@ def get_capability(cmd: Command, ctx: Context) -> Reply:
     r = Reader(response, 10)
     more, _cap, n = r.u8(), r.u32(), r.u32()
     width = 6 if capability == TPM_CAP_ALGS else 4
-    entries = [r._take(width) for _ in range(n)]
+    entries = [r.take(width) for _ in range(n)]
 
     def key(entry: bytes) -> int:  # TPM_ALG_ID, or commandIndex of a TPMA_CC
         return struct.unpack(">H", entry[:2])[0] if width == 6 else struct.unpack(">I", entry)[0] & 0xFFFF

@@ -220,7 +220,7 @@ def parse_pcr_selection(r: Reader) -> list[tuple[int, bytes]]:
     for _ in range(count):
         alg = r.u16()
         size = r.u8()
-        out.append((alg, r._take(size)))
+        out.append((alg, r.take(size)))
     return out
 
 
