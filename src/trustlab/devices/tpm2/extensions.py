@@ -57,16 +57,13 @@ EXTENSION_HANDLE_FIRST = 0x80FF0000
 EXTENSION_HANDLE_LAST = 0x80FFFFFF
 TPM_RS_PW = 0x40000009
 
-# response codes (TPM 2.0 Part 2, 6.6) a handler commonly needs; format-one
-# codes are combined with where(): handle n, parameter n or session n
-RC_FMT1 = 0x080
-TPM_RC_ASYMMETRIC = 0x081
+# response codes (TPM 2.0 Part 2, 6.6; 1.85 adds PARMS .. SIGN_CONTEXT_KEY) a handler
+# commonly needs; format-one codes name their place with at_handle/at_param/at_session
 TPM_RC_ATTRIBUTES = 0x082
 TPM_RC_HASH = 0x083
 TPM_RC_VALUE = 0x084
 TPM_RC_MODE = 0x089
 TPM_RC_TYPE = 0x08A
-TPM_RC_HANDLE = 0x08B
 TPM_RC_SCHEME = 0x092
 TPM_RC_SIZE = 0x095
 TPM_RC_SYMMETRIC = 0x096

@@ -17,12 +17,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from trustlab.devices.tpm2 import extensions as ext
+from trustlab.devices.tpm2.commands import TPM_RC_HANDLE
 from trustlab.devices.tpm2.extensions import (
     TPM_RC_ATTRIBUTES,
     TPM_RC_AUTH_UNAVAILABLE,
     TPM_RC_BINDING,
     TPM_RC_EXT_MU,
-    TPM_RC_HANDLE,
     TPM_RC_KEY,
     TPM_RC_MODE,
     TPM_RC_OBJECT_MEMORY,
