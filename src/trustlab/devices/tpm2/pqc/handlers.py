@@ -193,8 +193,9 @@ def _sensitive(pub: S.Public, auth: bytes, seed: bytes) -> bytes:
     return S.u16(pub.type) + S.tpm2b(auth) + S.tpm2b(b"") + S.tpm2b(seed)
 
 
-def _load(ctx: Context, cmd: Command, pub: S.Public, ps: keys.ParameterSet, seed: bytes, auth: bytes,
+def _load(ctx: Context, pub: S.Public, ps: keys.ParameterSet, seed: bytes, auth: bytes,
           qualified_parent: bytes) -> PqcObject:
+    """Expand ``seed`` into a key object at a free extension handle (public key = ``unique``)."""
     state = _state(ctx)
     handle = state.allocate()
     private = keys.private_from_seed(ps, seed)
@@ -221,7 +222,7 @@ def create_primary(cmd: Command, ctx: Context) -> Reply:
     # the hierarchy's authorization is checked by swtpm: the client's area is replayed
     secret = binding.hierarchy_secret(ctx.backend_transact, hierarchy, cmd.auth_area)
     seed = binding.primary_seed(secret, area, sensitive.data, ps.seed_size)
-    obj = _load(ctx, cmd, pub, ps, seed, sensitive.user_auth, S.u32(hierarchy))
+    obj = _load(ctx, pub, ps, seed, sensitive.user_auth, S.u32(hierarchy))
     cdata = S.creation_data(S.u32(hierarchy), S.u32(hierarchy), outside, pcrs)
     params = (S.tpm2b(obj.public.marshal()) + S.creation_tail(pub.name_alg, cdata) + S.tpm2b(obj.name))
     return Reply(params=params, handles=[obj.handle], price=_priced(ctx, ps, "keygen"), variant=ps.variant)
@@ -244,7 +245,7 @@ def _storage_parent(ctx: Context, cmd: Command) -> tuple[bytes, bytes]:
     attrs = struct.unpack_from(">I", public, 4)[0] if len(public) >= 8 else 0
     if not (attrs & S.RESTRICTED and attrs & S.DECRYPT):
         raise TpmError(at_handle(TPM_RC_TYPE, 1), "parent is not a storage key")
-    if cmd.tag != 0x8002 or not cmd.sessions:
+    if not cmd.sessions:
         raise TpmError(ext.TPM_RC_AUTH_MISSING)
     rc = binding.check_parent_auth(ctx.backend_transact, parent, cmd.auth_area)
     if rc != 0:
@@ -285,7 +286,7 @@ def load(cmd: Command, ctx: Context) -> Reply:
     kind, auth, _seed_value, seed = sensitive.u16(), sensitive.tpm2b(), sensitive.tpm2b(), sensitive.tpm2b()
     if kind != pub.type or len(seed) != ps.seed_size:
         raise TpmError(at_param(TPM_RC_TYPE, 1), "private area does not match the public area")
-    obj = _load(ctx, cmd, pub, ps, seed, auth, parent_qn)
+    obj = _load(ctx, pub, ps, seed, auth, parent_qn)
     if obj.public.unique != pub.unique:
         del _state(ctx).objects[obj.handle]
         raise TpmError(at_param(TPM_RC_BINDING, 2), "public key does not match the private seed")
