@@ -222,3 +222,45 @@ def test_claimed_commands_refuse_non_password_sessions_and_leave_malformed_backe
     assert ext.dispatch(broken, ctx()) is None
     # and one for the FlushContext of a handle of swtpm's
     assert ext.dispatch(frame(0x165, [], S.u32(0x80000001)), ctx()) is None
+
+
+def test_mutated_pqc_frames_get_tpm_error_codes_never_a_handler_crash():
+    """Byte flips, truncations and extensions of valid frames: each answer is a well-formed TPM response
+    and never TPM_RC_FAILURE (which is what a handler exception would become)."""
+    import random
+
+    from trustlab.devices.tpm2.pqc import handlers
+
+    rng = random.Random(17)
+    c = ctx()
+    state = c.state.get("pqc", handlers.PqcState)
+    key = mldsa.MLDSA44PrivateKey.from_seed_bytes(b"\x02" * 32)
+    pub = template("ML-DSA-44").with_unique(key.public_key().public_bytes_raw())
+    ps = keys.MLDSA_SETS[1]
+    state.objects[0x80FF0000] = handlers.PqcObject(0x80FF0000, pub, ps, key, b"", pub.name(), pub.name(), "conn")
+    seeds = [
+        frame(0x1A6, [0x80FF0000], S.tpm2b(b"") + S.tpm2b(b"\x01" * 64) + S.null_hashcheck_ticket(), [password()]),
+        frame(0x1A5, [0x80FF0000], S.tpm2b(b"") + S.tpm2b(b"\x01" * 64) + S.signature(pub, b"\x00" * 2420)),
+        frame(0x1AA, [0x80FF0000], S.tpm2b(b"") + S.tpm2b(b"ctx")),
+        frame(0x1A9, [0x80FF0000], S.tpm2b(b"") + S.tpm2b(b"") + S.tpm2b(b"")),
+        frame(0x1A8, [0x80FF0000], S.tpm2b(b"\x00" * 1088), [password()]),
+        frame(0x1A7, [0x80FF0000], b""),
+        frame(0x165, [], S.u32(0x80FF0001)),
+        frame(0x173, [0x80FF0000], b""),
+    ]
+    for _ in range(600):
+        f = bytearray(rng.choice(seeds))
+        for _ in range(rng.randint(1, 4)):
+            op = rng.randrange(3)
+            if op == 0 and len(f) > 10:
+                f[rng.randrange(10, len(f))] = rng.randrange(256)
+            elif op == 1 and len(f) > 14:
+                del f[rng.randrange(14, len(f)):]
+            else:
+                f += bytes(rng.randrange(256) for _ in range(rng.randint(1, 8)))
+        f[2:6] = struct.pack(">I", len(f))
+        out = ext.dispatch(bytes(f), c)
+        if out is None:
+            continue
+        assert out.rc != 0x101, bytes(f).hex()
+        assert len(out.response) == struct.unpack_from(">I", out.response, 2)[0]
