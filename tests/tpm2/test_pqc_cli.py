@@ -72,3 +72,15 @@ def test_cli_errors_are_one_line(tcti, tmp_path, capsys):
     assert err.count("\n") == 1 and "TPM2_Encapsulate: TPM returned 0x18b" in err
     assert main(["tpm2", "pqc", "createprimary", "--tcti", "swtpm:port=1", "--alg", "ML-DSA-44"]) == 2
     assert "cannot connect" in capsys.readouterr().err
+
+
+def test_measure_writes_rows_fit_reads(tcti, tmp_path, capsys):
+    out = tmp_path / "pqc.csv"
+    assert main(["tpm2", "pqc", "measure", "--tcti", tcti, "--alg", "ML-DSA-44", "--alg", "ML-KEM-768",
+                 "--repeat", "2", "--out", str(out), "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert {(r["command"], r["variant"]) for r in rows} == {
+        ("TPM2_CreatePrimary", "mldsa44"), ("TPM2_SignDigest", "mldsa44"), ("TPM2_VerifyDigestSignature", "mldsa44"),
+        ("TPM2_CreatePrimary", "mlkem768"), ("TPM2_Encapsulate", "mlkem768"), ("TPM2_Decapsulate", "mlkem768")}
+    assert all(r["n"] == 2 and r["ms"] > 0 for r in rows)
+    assert out.read_text().splitlines()[0].startswith("command,variant,ms")

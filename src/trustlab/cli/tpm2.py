@@ -25,6 +25,17 @@ from trustlab.errors import TrustlabError
 HIERARCHIES = {"owner": 0x40000001, "o": 0x40000001, "endorsement": 0x4000000B, "e": 0x4000000B,
                "platform": 0x4000000C, "p": 0x4000000C, "null": 0x40000007, "n": 0x40000007}
 HASHES = {"sha256": 0x000B, "sha384": 0x000C, "sha512": 0x000D}
+ALGORITHM_CHOICES = ("ML-DSA-44", "ML-DSA-65", "ML-DSA-87", "ML-KEM-768", "ML-KEM-1024")
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if not 1 <= value <= 100_000:
+        raise argparse.ArgumentTypeError(f"{text}: expected 1..100000")
+    return value
 
 
 def _handle(text: str) -> int:
@@ -74,8 +85,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         v.add_argument("--key-auth", type=_auth, default=b"", metavar="PASSWORD", help=what)
 
     def template_args(v: argparse.ArgumentParser) -> None:
-        v.add_argument("--alg", required=True, choices=("ML-DSA-44", "ML-DSA-65", "ML-DSA-87", "ML-KEM-768",
-                                                        "ML-KEM-1024"), help="key algorithm and parameter set")
+        v.add_argument("--alg", required=True, choices=ALGORITHM_CHOICES, help="key algorithm and parameter set")
         v.add_argument("--hash", choices=tuple(HASHES), help="make an ML-DSA key HashML-DSA with this pre-hash")
         v.add_argument("--no-external-mu", action="store_true",
                        help="ML-DSA: allowExternalMu=NO (the key then signs only through sign sequences)")
@@ -138,6 +148,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     v.add_argument("--ciphertext", type=Path, required=True, metavar="FILE", help="ciphertext file")
     key_auth(v)
     v.set_defaults(handler=run_decapsulate)
+
+    v = verb("measure", "time the PQC commands from the client (rows 'trustlab fit' reads, like 'trustlab measure')",
+             "measure --alg ML-DSA-65 --alg ML-KEM-768 --repeat 20 --out pqc.csv")
+    v.add_argument("--alg", action="append", choices=ALGORITHM_CHOICES, metavar="ALG",
+                   help=f"algorithm (repeatable; default all: {', '.join(ALGORITHM_CHOICES)})")
+    v.add_argument("--repeat", type=_positive, default=10, help="repetitions per command (default 10)")
+    v.add_argument("--out", type=Path, metavar="FILE.csv", help="write the rows as CSV")
+    v.set_defaults(handler=run_measure)
 
     v = verb("flush", "TPM2_FlushContext of a PQC key", "flush --key 0x80ff0000")
     v.add_argument("--key", type=_handle, required=True, help="handle to flush")
@@ -298,6 +316,28 @@ def run_decapsulate(args: argparse.Namespace) -> int:
     with _client(args) as tpm:
         secret = tpm.decapsulate(args.key, ciphertext, auth=args.key_auth)
     return _show(args, {"shared_secret": secret.hex()})
+
+
+def run_measure(args: argparse.Namespace) -> int:
+    import sys
+
+    from trustlab.cli._output import table
+    from trustlab.devices.tpm2 import harness
+    from trustlab.devices.tpm2.pqc.client import measure
+
+    if args.out is not None:
+        harness.check_output(args.out)
+    with _client(args) as tpm:
+        rows = measure(tpm, tuple(args.alg or ALGORITHM_CHOICES), args.repeat,
+                       progress=lambda c, v: print(f"  {c}[{v}]", file=sys.stderr, flush=True))
+    if args.out is not None:
+        harness.write_csv(rows, args.out)
+    if args.json:
+        print_json([{f: getattr(r, f) for f in harness.FIELDS} for r in rows])
+    else:
+        print(table([(r.command, r.variant, r.ms, r.p50, r.p95, r.n) for r in rows],
+                    ["command", "variant", "mean ms", "p50", "p95", "n"]))
+    return 0
 
 
 def run_flush(args: argparse.Namespace) -> int:

@@ -321,3 +321,61 @@ class PqcClient:
     def decapsulate(self, key: int, ciphertext: bytes, *, auth: bytes = b"") -> bytes:
         response = self.call("TPM2_Decapsulate", frame(0x1A8, [key], S.tpm2b(ciphertext), [password(auth)]))
         return split_response(response, 0)[1].tpm2b()
+
+
+# ---- measurement ---------------------------------------------------------------
+
+
+def measure(client: PqcClient, algorithms: tuple[str, ...] = ALGORITHMS, repeat: int = 10,
+            progress=None) -> list:
+    """Client-side wall time of each PQC command, as ``trustlab measure`` rows (``harness.Row``).
+
+    Per algorithm: TPM2_CreatePrimary (key generation; the flush after it is
+    not timed), then TPM2_SignDigest + TPM2_VerifyDigestSignature (ML-DSA; the
+    in-TPM verify is skipped for ML-DSA-87, whose signature does not fit a
+    4096-byte command) or TPM2_Encapsulate + TPM2_Decapsulate (ML-KEM).
+    Against ``trustlab serve`` in realtime mode the rows are the modelled
+    chip's times (plus the host's client overhead).
+    """
+    import time
+
+    from trustlab.devices.tpm2.harness import Row
+
+    def timed(fn):
+        started = time.perf_counter()
+        out = fn()
+        return (time.perf_counter() - started) * 1000.0, out
+
+    rows = []
+    for algorithm in algorithms:
+        ps = keys.parameter_set(*(_algorithm_ids(algorithm)))
+        samples: dict[str, list[float]] = {}
+        for _ in range(repeat):
+            ms, key = timed(lambda: client.create_primary(algorithm))
+            samples.setdefault("TPM2_CreatePrimary", []).append(ms)
+            if algorithm in keys.MLDSA_BY_NAME:
+                mu = external_mu(key.public.unique, b"trustlab measure")
+                ms, sig = timed(lambda: client.sign_digest(key.handle, mu))
+                samples.setdefault("TPM2_SignDigest", []).append(ms)
+                if algorithm != "ML-DSA-87":
+                    ms, _ = timed(lambda: client.verify_digest_signature(key, mu, sig))
+                    samples.setdefault("TPM2_VerifyDigestSignature", []).append(ms)
+            else:
+                ms, (_secret, ct) = timed(lambda: client.encapsulate(key.handle))
+                samples.setdefault("TPM2_Encapsulate", []).append(ms)
+                ms, _ = timed(lambda: client.decapsulate(key.handle, ct))
+                samples.setdefault("TPM2_Decapsulate", []).append(ms)
+            client.flush(key.handle)
+        for command, xs in samples.items():
+            rows.append(Row.of(command, ps.variant, xs))
+            if progress is not None:
+                progress(command, ps.variant)
+    return rows
+
+
+def _algorithm_ids(algorithm: str) -> tuple[int, int]:
+    if algorithm in keys.MLDSA_BY_NAME:
+        return S.TPM_ALG_MLDSA, keys.MLDSA_BY_NAME[algorithm]
+    if algorithm in keys.MLKEM_BY_NAME:
+        return S.TPM_ALG_MLKEM, keys.MLKEM_BY_NAME[algorithm]
+    raise TrustlabError(f"unknown algorithm {algorithm!r}; expected one of {', '.join(ALGORITHMS)}")
