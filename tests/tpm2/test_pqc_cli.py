@@ -46,6 +46,15 @@ def test_sign_and_verify_with_the_cli(tcti, tmp_path, capsys):
     capsys.readouterr()
 
 
+def test_quote_with_the_cli(tcti, tmp_path, capsys):
+    key = run(capsys, "createprimary", "--tcti", tcti, "--alg", "ML-DSA-44", "--no-external-mu")
+    out = run(capsys, "quote", "--tcti", tcti, "--key", key["handle"], "--pcrs", "0,7", "--qualifying", "ab",
+              "--attest-out", str(tmp_path / "q"))
+    assert out["cryptography_verified"] is True and out["signature_bytes"] == 2420
+    assert (tmp_path / "q").read_bytes()[:6] == bytes.fromhex("ff5443478018")
+    run(capsys, "flush", "--tcti", tcti, "--key", key["handle"])
+
+
 def test_create_load_and_kem_with_the_cli(tcti, tmp_path, capsys):
     from trustlab.devices.tpm2.pqc.client import PqcClient
 

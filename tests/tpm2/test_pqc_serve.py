@@ -15,7 +15,15 @@ from cryptography.hazmat.primitives.asymmetric import mlkem
 
 from trustlab.devices.tpm2.backend import swtpm_backend
 from trustlab.devices.tpm2.pqc import structures as S
-from trustlab.devices.tpm2.pqc.client import PqcClient, TpmResponseError, external_mu, frame, password, public_key
+from trustlab.devices.tpm2.pqc.client import (
+    PqcClient,
+    TpmResponseError,
+    external_mu,
+    frame,
+    password,
+    pcr_selection,
+    public_key,
+)
 from trustlab.devices.tpm2.proxy import TimingProxy, timed_swtpm
 from trustlab.devices.tpm2.swtpm import Swtpm
 from trustlab.timing import registry
@@ -302,3 +310,33 @@ def test_startup_clear_ends_pqc_objects_and_the_proxys_own_table():
             tpm.encapsulate(key.handle)
         assert e.value.rc == 0x18B
         assert proxy.objects.variant(srk) is None
+
+
+def test_mldsa65_quote_parses_with_tpm2_pytss_and_verifies_independently(served, tpm):
+    """A restricted ML-DSA-65 attestation key quotes swtpm's PCRs; the attest parses and the signature verifies."""
+    from tpm2_pytss.types import TPMS_ATTEST
+
+    attrs = (S.FIXED_TPM | S.FIXED_PARENT | S.SENSITIVE_DATA_ORIGIN | S.USER_WITH_AUTH | S.RESTRICTED | S.SIGN)
+    ak = tpm.create_primary("ML-DSA-65", attributes=attrs, allow_external_mu=False)
+    with pytest.raises(TpmResponseError) as e:  # a restricted key never signs an external digest
+        tpm.sign_digest(ak.handle, b"\x00" * 64)
+    assert e.value.rc in (0x182, 0x1AB)
+    pcrs = list(range(10))  # more than one TPM2_PCR_Read returns
+    attest, sig = tpm.quote(ak.handle, pcrs, qualifying=b"nonce-123")
+    public_key(ak.public).verify(sig, attest)  # ML-DSA over the TPMS_ATTEST bytes, no context
+    parsed, used = TPMS_ATTEST.unmarshal(attest)
+    assert used == len(attest) and parsed.magic == 0xFF544347 and int(parsed.type) == 0x8018
+    assert bytes(parsed.extraData) == b"nonce-123"
+    _pub, _name, qualified = tpm.read_public(ak.handle)
+    assert bytes(parsed.qualifiedSigner) == qualified
+    # independent PCR read through the proxy (swtpm answers it): the digest covers exactly these values
+    from trustlab.devices.tpm2.pqc.client import frame as raw_frame, pcr_selection
+
+    values = b""
+    for i in pcrs:
+        r = tpm.transport.transact(raw_frame(0x17E, [], pcr_selection(S.TPM_ALG_SHA256, [i])))
+        values += r[-32:]
+    assert bytes(parsed.attested.quote.pcrDigest) == hashlib.sha256(values).digest()
+    quoted = [r for r in served.trace_records if r.command == "TPM2_Quote"][-1]
+    assert quoted.variant == "mldsa65" and quoted.rc == 0 and "pqc_bus" in quoted.breakdown
+    tpm.flush(ak.handle)

@@ -247,8 +247,10 @@ def test_mutated_pqc_frames_get_tpm_error_codes_never_a_handler_crash():
         frame(0x1A7, [0x80FF0000], b""),
         frame(0x165, [], S.u32(0x80FF0001)),
         frame(0x173, [0x80FF0000], b""),
+        frame(0x158, [0x80FF0000], S.tpm2b(b"n") + S.u16(S.TPM_ALG_NULL) + S.u32(1) + S.u16(0x000B) + b"\x03\x07\x00\x00",
+              [password()]),
     ]
-    for _ in range(600):
+    for _ in range(900):
         f = bytearray(rng.choice(seeds))
         for _ in range(rng.randint(1, 4)):
             op = rng.randrange(3)

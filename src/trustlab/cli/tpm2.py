@@ -149,6 +149,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     key_auth(v)
     v.set_defaults(handler=run_decapsulate)
 
+    v = verb("quote", "TPM2_Quote with an ML-DSA key: a TPMS_ATTEST over PCRs, checked with cryptography",
+             "quote --key 0x80ff0000 --pcrs 0,1,2,7 --qualifying 6e6f6e6365 --attest-out q.attest --json")
+    v.add_argument("--key", type=_handle, required=True, help="loaded ML-DSA signing key handle")
+    v.add_argument("--pcrs", default="0,1,2,3,4,5,6,7", metavar="LIST", help="SHA-256 PCRs (default 0-7)")
+    v.add_argument("--qualifying", default="", metavar="HEX", help="qualifyingData (a verifier's nonce)")
+    key_auth(v)
+    v.add_argument("--attest-out", type=Path, metavar="FILE", help="write the TPMS_ATTEST here")
+    v.add_argument("--signature-out", type=Path, metavar="FILE", help="write the raw signature here")
+    v.set_defaults(handler=run_quote)
+
     v = verb("measure", "time the PQC commands from the client (rows 'trustlab fit' reads, like 'trustlab measure')",
              "measure --alg ML-DSA-65 --alg ML-KEM-768 --repeat 20 --out pqc.csv")
     v.add_argument("--alg", action="append", choices=ALGORITHM_CHOICES, metavar="ALG",
@@ -316,6 +326,33 @@ def run_decapsulate(args: argparse.Namespace) -> int:
     with _client(args) as tpm:
         secret = tpm.decapsulate(args.key, ciphertext, auth=args.key_auth)
     return _show(args, {"shared_secret": secret.hex()})
+
+
+def run_quote(args: argparse.Namespace) -> int:
+    from trustlab.devices.tpm2.pqc import structures as S
+    from trustlab.devices.tpm2.pqc.client import public_key
+
+    try:
+        pcrs = [int(x) for x in args.pcrs.split(",") if x.strip()]
+        qualifying = bytes.fromhex(args.qualifying)
+    except ValueError:
+        raise TrustlabError(f"--pcrs {args.pcrs!r} / --qualifying {args.qualifying!r}: expected e.g. 0,1,7 and hex") \
+            from None
+    with _client(args) as tpm:
+        public, _name, _qn = tpm.read_public(args.key)
+        attest, signature = tpm.quote(args.key, pcrs, qualifying=qualifying, auth=args.key_auth)
+    _write(args.attest_out, attest, "--attest-out")
+    _write(args.signature_out, signature, "--signature-out")
+    verified = None
+    if public.type == S.TPM_ALG_MLDSA:
+        try:
+            public_key(public).verify(signature, attest)
+            verified = True
+        except Exception:  # noqa: BLE001 - InvalidSignature or a malformed signature
+            verified = False
+    _show(args, {"attest_bytes": len(attest), "signature_bytes": len(signature),
+                 "cryptography_verified": verified})
+    return 0 if verified is not False else 1
 
 
 def run_measure(args: argparse.Namespace) -> int:

@@ -175,6 +175,16 @@ def public_key(public: S.Public):
     return ps.public_cls.from_public_bytes(public.unique)
 
 
+def pcr_selection(bank: int, pcrs: list[int]) -> bytes:
+    """TPML_PCR_SELECTION of one bank (three-byte mask, PCRs 0-23)."""
+    mask = bytearray(3)
+    for i in pcrs:
+        if not 0 <= i < 24:
+            raise TrustlabError(f"PCR {i}: expected 0..23")
+        mask[i // 8] |= 1 << (i % 8)
+    return S.u32(1) + S.u16(bank) + bytes([3]) + bytes(mask)
+
+
 @dataclass
 class LoadedKey:
     handle: int
@@ -309,6 +319,15 @@ class PqcClient:
                              frame(0x1A3, [seq, key.handle], S.signature(key.public, signature),
                                    [password(seq_auth)]))
         return split_response(response, 0)[1].rest()
+
+    def quote(self, key: int, pcrs: list[int], *, qualifying: bytes = b"", bank: int = S.TPM_ALG_SHA256,
+              auth: bytes = b"") -> tuple[bytes, bytes]:
+        """(TPMS_ATTEST bytes, ML-DSA signature over them) of the given PCRs of ``bank``."""
+        params = S.tpm2b(qualifying) + S.u16(S.TPM_ALG_NULL) + pcr_selection(bank, pcrs)
+        response = self.call("TPM2_Quote", frame(0x158, [key], params, [password(auth)]))
+        _, r = split_response(response, 0)
+        attest = r.tpm2b()
+        return attest, S.parse_signature_bytes(r.rest())[2]
 
     # ---- ML-KEM --------------------------------------------------------------
 

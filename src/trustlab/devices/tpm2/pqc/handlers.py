@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from trustlab.devices.tpm2 import extensions as ext
-from trustlab.devices.tpm2.commands import TPM_RC_HANDLE
+from trustlab.devices.tpm2.commands import TPM_RC_FAILURE, TPM_RC_HANDLE
 from trustlab.devices.tpm2.extensions import (
     TPM_RC_ATTRIBUTES,
     TPM_RC_AUTH_UNAVAILABLE,
@@ -472,6 +472,88 @@ def verify_sequence_complete(cmd: Command, ctx: Context) -> Reply:
         raise TpmError(at_param(TPM_RC_SIGNATURE, 1), "signature does not verify")
     return Reply(params=S.null_verified_ticket(S.TPM_ST_MESSAGE_VERIFIED),
                  price=_priced(ctx, obj.params, "verify"), variant=obj.params.variant)
+
+
+# ---- attestation -------------------------------------------------------------------
+
+TPM_GENERATED_VALUE = 0xFF544347
+TPM_ST_ATTEST_QUOTE = 0x8018
+TPM_PT_FIRMWARE_VERSION_1 = 0x10B
+
+
+def _quotes_with_pqc_key(cmd: Command) -> bool:
+    return is_extension_handle(cmd.handles[0])
+
+
+def _backend(ctx: Context, command: bytes, what: str) -> Reader:
+    """Run a command on swtpm; its parameter area (a failure is passed on as the client's error)."""
+    response = ctx.backend_transact(command)
+    rc = struct.unpack_from(">I", response, 6)[0]
+    if rc != 0:
+        raise TpmError(rc, f"backend {what} failed")
+    return Reader(response, 10)
+
+
+def _pcr_values(ctx: Context, selection: list[tuple[int, bytes]]) -> bytes:
+    """The selected PCRs' values, in selection order, read from swtpm (TPM2_PCR_Read returns 8 at most)."""
+    remaining = [(alg, bytearray(mask)) for alg, mask in selection]
+    values = b""
+    while any(any(m) for _, m in remaining):
+        sel = S.u32(len(remaining)) + b"".join(S.u16(a) + bytes([len(m)]) + bytes(m) for a, m in remaining)
+        r = _backend(ctx, struct.pack(">HII", 0x8001, 10 + len(sel), 0x17E) + sel, "TPM2_PCR_Read")
+        r.u32()  # pcrUpdateCounter
+        got = S.parse_pcr_selection(r)
+        n = r.u32()
+        digests = [r.tpm2b() for _ in range(n)]
+        if not digests:
+            raise TpmError(at_param(TPM_RC_VALUE, 3), "PCR selection names PCRs this TPM does not have")
+        values += b"".join(digests)
+        before = [bytes(m) for _, m in remaining]
+        for (_alg, mask), (_galg, gmask) in zip(remaining, got):
+            for i, byte in enumerate(gmask[:len(mask)]):
+                mask[i] &= ~byte
+        if before == [bytes(m) for _, m in remaining]:
+            raise TpmError(TPM_RC_FAILURE, "backend TPM2_PCR_Read made no progress")
+    return values
+
+
+@tpm_command(0x158, "TPM2_Quote", handles=1, claims=_quotes_with_pqc_key)
+def quote(cmd: Command, ctx: Context) -> Reply:
+    """TPMS_ATTEST of type QUOTE over swtpm's PCRs, signed with an ML-DSA key (message = the attest bytes).
+
+    pcrDigest uses the key's nameAlg (ML-DSA has no scheme hash); clockInfo and
+    firmwareVersion are swtpm's, not obfuscated for non-privacy-sensitive hierarchies.
+    """
+    obj = _signing_key(ctx, cmd.handles[0])
+    r = cmd.params
+    qualifying = r.param(1).tpm2b(S.MAX_DIGEST_BUFFER)
+    scheme = r.param(2).u16()
+    if scheme == S.TPM_ALG_HASH_MLDSA:
+        r.u16()
+    if scheme not in (S.TPM_ALG_NULL, obj.public.type):
+        raise TpmError(at_param(ext.TPM_RC_SCHEME, 2), "scheme differs from the key's")
+    selection = S.parse_pcr_selection(r.param(3))
+    r.end()
+    _authorize(cmd, 0, obj)
+    digest = S.digest(obj.public.name_alg, _pcr_values(ctx, selection))
+    clock = _backend(ctx, struct.pack(">HII", 0x8001, 10, 0x181), "TPM2_ReadClock")
+    clock.take(8)  # time
+    clock_info = clock.take(17)  # clock, resetCount, restartCount, safe
+    cap = S.u32(6) + S.u32(TPM_PT_FIRMWARE_VERSION_1) + S.u32(2)
+    fw = _backend(ctx, struct.pack(">HII", 0x8001, 10 + len(cap), 0x17A) + cap, "TPM2_GetCapability")
+    fw.u8(), fw.u32(), fw.u32()
+    fw.u32()
+    v1 = fw.u32()
+    fw.u32()
+    v2 = fw.u32()
+    sel = S.u32(len(selection)) + b"".join(S.u16(a) + bytes([len(m)]) + m for a, m in selection)
+    attest = (S.u32(TPM_GENERATED_VALUE) + S.u16(TPM_ST_ATTEST_QUOTE) + S.tpm2b(obj.qualified_name)
+              + S.tpm2b(qualifying) + clock_info + S.u32(v1) + S.u32(v2) + sel + S.tpm2b(digest))
+    stream = keys.MuStream(obj.public.unique, b"", obj.public.type, obj.public.hash_alg)
+    stream.update(attest)
+    sig = keys.sign_mu(obj.private, stream.mu())
+    return Reply(params=S.tpm2b(attest) + S.signature(obj.public, sig), price=_priced(ctx, obj.params, "sign"),
+                 variant=obj.params.variant)
 
 
 # ---- ML-KEM ----------------------------------------------------------------------
