@@ -4,7 +4,9 @@ Key objects (ML-DSA-44/65/87, HashML-DSA, ML-KEM-768/1024) are created by
 ``TPM2_CreatePrimary`` / ``TPM2_Create`` and loaded by ``TPM2_Load`` when the
 template names TPM_ALG_MLDSA, TPM_ALG_HASH_MLDSA or TPM_ALG_MLKEM; every other
 template goes to swtpm unchanged. Loaded objects and sequences live at
-0x80FF0000-0x80FFFFFF and belong to the connection that loaded them.
+0x80FF0000-0x80FFFFFF. Besides the eight 1.85 commands, TPM2_Quote,
+ReadPublic, FlushContext and SequenceUpdate are answered for these handles,
+and TPM2_GetCapability lists the new algorithms and commands.
 The crypto is FIPS 203/204 through pyca/cryptography; the time is the PQC
 cost model's (:mod:`.pricing`).
 """
