@@ -340,3 +340,17 @@ def test_mldsa65_quote_parses_with_tpm2_pytss_and_verifies_independently(served,
     quoted = [r for r in served.trace_records if r.command == "TPM2_Quote"][-1]
     assert quoted.variant == "mldsa65" and quoted.rc == 0 and "pqc_bus" in quoted.breakdown
     tpm.flush(ak.handle)
+
+
+@pytest.mark.parametrize("how", ["tcti-ldr", "mssim"])
+def test_other_transports_reach_the_pqc_commands(served, how):
+    """tpm2-pytss's TCTILdr (here loading tcti-swtpm) and MS-simulator framing carry the same frames."""
+    from trustlab.devices.tpm2.pqc.client import SocketTransport, TctiTransport
+
+    transport = (TctiTransport(served.tcti) if how == "tcti-ldr"
+                 else SocketTransport(served.host, served.port, mssim=True))
+    with PqcClient(transport) as tpm:
+        key = tpm.create_primary("ML-KEM-1024")
+        secret, ct = tpm.encapsulate(key.handle)
+        assert tpm.decapsulate(key.handle, ct) == secret
+        tpm.flush(key.handle)
