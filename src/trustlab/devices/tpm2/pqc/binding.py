@@ -37,7 +37,6 @@ from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from trustlab.devices.tpm2.extensions import (
     TPM_RC_INTEGRITY,
     TPM_RC_SIZE,
-    TPM_RS_PW,
     TpmError,
     at_param,
 )
@@ -52,6 +51,9 @@ from trustlab.devices.tpm2.pqc.structures import (
     TPM_ALG_SHA256,
     TPM_RH_OWNER,
     USER_WITH_AUTH,
+    frame,
+    password,
+    response_code,
     tpm2b,
     u16,
     u32,
@@ -62,21 +64,7 @@ DERIVATION_TEMPLATE = (u16(TPM_ALG_KEYEDHASH) + u16(TPM_ALG_SHA256)
                        + u32(FIXED_TPM | FIXED_PARENT | SENSITIVE_DATA_ORIGIN | USER_WITH_AUTH | NO_DA | SIGN)
                        + tpm2b(b"") + u16(TPM_ALG_HMAC) + u16(TPM_ALG_SHA256) + tpm2b(DERIVATION_UNIQUE))
 BLOB_MAGIC = b"TLPQ\x01"
-PASSWORD_EMPTY = u32(TPM_RS_PW) + u16(0) + b"\x00" + u16(0)
-
-
-class BackendRefused(TpmError):
-    """The backend TPM answered a derivation step with an error; its code goes to the client."""
-
-
-def _frame(tag: int, code: int, body: bytes) -> bytes:
-    return struct.pack(">HII", tag, 10 + len(body), code) + body
-
-
-def _rc(response: bytes) -> int:
-    if len(response) < 10:
-        return 0x101
-    return struct.unpack_from(">I", response, 6)[0]
+PASSWORD_EMPTY = password()
 
 
 def is_reserved_template(public_area: bytes) -> bool:
@@ -92,24 +80,22 @@ def hierarchy_secret(transact, hierarchy: int, auth_area: bytes = PASSWORD_EMPTY
     checks it); by default an empty password.
     """
     auth = auth_area
-    create = _frame(0x8002, 0x131, u32(hierarchy) + u32(len(auth)) + auth
-                    + tpm2b(tpm2b(b"") + tpm2b(b"")) + tpm2b(DERIVATION_TEMPLATE) + tpm2b(b"") + u32(0))
-    response = transact(create)
-    rc = _rc(response)
+    response = transact(frame(0x131, [hierarchy], tpm2b(tpm2b(b"") + tpm2b(b"")) + tpm2b(DERIVATION_TEMPLATE)
+                              + tpm2b(b"") + u32(0), [auth]))
+    rc = response_code(response)
     if rc != 0:
-        raise BackendRefused(rc, "backend refused the derivation primary")
+        raise TpmError(rc, "backend refused the derivation primary")
     handle = struct.unpack_from(">I", response, 10)[0]
     try:
-        mac = _frame(0x8002, 0x155, u32(handle) + u32(len(PASSWORD_EMPTY)) + PASSWORD_EMPTY
-                     + tpm2b(b"trustlab-pqc:" + label) + u16(TPM_ALG_SHA256))
-        response = transact(mac)
-        rc = _rc(response)
+        response = transact(frame(0x155, [handle], tpm2b(b"trustlab-pqc:" + label) + u16(TPM_ALG_SHA256),
+                                  [PASSWORD_EMPTY]))
+        rc = response_code(response)
         if rc != 0:
-            raise BackendRefused(rc, "backend refused the derivation HMAC")
+            raise TpmError(rc, "backend refused the derivation HMAC")
         size = struct.unpack_from(">H", response, 14)[0]
         return response[16:16 + size]
     finally:
-        transact(_frame(0x8001, 0x165, u32(handle)))
+        transact(frame(0x165, [], u32(handle)))
 
 
 def storage_secret(transact) -> bytes:
@@ -148,8 +134,8 @@ def unseal(secret: bytes, parent_name: bytes, object_name: bytes, blob: bytes, p
 
 def read_public(transact, handle: int) -> tuple[int, bytes, bytes, bytes]:
     """(rc, TPMT_PUBLIC, name, qualifiedName) of a backend object."""
-    response = transact(_frame(0x8001, 0x173, u32(handle)))
-    rc = _rc(response)
+    response = transact(frame(0x173, [handle], b""))
+    rc = response_code(response)
     if rc != 0:
         return rc, b"", b"", b""
     pos = 10
@@ -169,6 +155,5 @@ def check_parent_auth(transact, parent: int, auth_area: bytes) -> int:
     """
     template = (u16(TPM_ALG_KEYEDHASH) + u16(TPM_ALG_SHA256) + u32(FIXED_TPM | FIXED_PARENT | USER_WITH_AUTH | NO_DA)
                 + tpm2b(b"") + u16(0x0010) + tpm2b(b""))
-    create = _frame(0x8002, 0x153, u32(parent) + u32(len(auth_area)) + auth_area
-                    + tpm2b(tpm2b(b"") + tpm2b(b"\x00")) + tpm2b(template) + tpm2b(b"") + u32(0))
-    return _rc(transact(create))
+    return response_code(transact(frame(0x153, [parent], tpm2b(tpm2b(b"") + tpm2b(b"\x00")) + tpm2b(template)
+                                        + tpm2b(b"") + u32(0), [auth_area])))

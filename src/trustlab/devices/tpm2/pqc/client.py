@@ -24,9 +24,10 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from trustlab.devices.tpm2.commands import response_code_text
-from trustlab.devices.tpm2.extensions import Reader, TPM_RS_PW
+from trustlab.devices.tpm2.extensions import Reader
 from trustlab.devices.tpm2.pqc import keys
 from trustlab.devices.tpm2.pqc import structures as S
+from trustlab.devices.tpm2.pqc.structures import frame, password
 from trustlab.errors import TrustlabError
 
 ALGORITHMS = tuple(keys.MLDSA_BY_NAME) + tuple(keys.MLKEM_BY_NAME)
@@ -115,23 +116,6 @@ def open_transport(spec: str) -> Transport:
             raise TrustlabError(f"TCTI {spec!r}: port is not a number") from None
         return SocketTransport(opts.get("host", "127.0.0.1"), port, mssim=(name == "mssim"))
     return TctiTransport(spec)
-
-
-def password(auth: bytes = b"") -> bytes:
-    """One TPMS_AUTH_COMMAND of a password session (TPM_RS_PW)."""
-    return struct.pack(">IH", TPM_RS_PW, 0) + b"\x00" + S.tpm2b(auth)
-
-
-def frame(code: int, handles: list[int], params: bytes, auths: list[bytes] | None = None) -> bytes:
-    """A command frame: sessions tag and authorization area when ``auths`` is given."""
-    body = b"".join(S.u32(h) for h in handles)
-    tag = 0x8001
-    if auths is not None:
-        tag = 0x8002
-        area = b"".join(auths)
-        body += S.u32(len(area)) + area
-    body += params
-    return struct.pack(">HII", tag, 10 + len(body), code) + body
 
 
 def split_response(response: bytes, n_handles: int) -> tuple[list[int], Reader]:
@@ -223,7 +207,7 @@ class PqcClient:
         response = self.transport.transact(command)
         if len(response) < 10:
             raise TrustlabError(f"{name}: short response ({len(response)} bytes)")
-        rc = struct.unpack_from(">I", response, 6)[0]
+        rc = S.response_code(response)
         if rc != 0:
             raise TpmResponseError(name, rc)
         return response

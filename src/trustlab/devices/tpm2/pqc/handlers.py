@@ -490,7 +490,7 @@ def _quotes_with_pqc_key(cmd: Command) -> bool:
 def _backend(ctx: Context, command: bytes, what: str) -> Reader:
     """Run a command on swtpm; its parameter area (a failure is passed on as the client's error)."""
     response = ctx.backend_transact(command)
-    rc = struct.unpack_from(">I", response, 6)[0]
+    rc = S.response_code(response)
     if rc != 0:
         raise TpmError(rc, f"backend {what} failed")
     return Reader(response, 10)
@@ -502,7 +502,7 @@ def _pcr_values(ctx: Context, selection: list[tuple[int, bytes]]) -> bytes:
     values = b""
     while any(any(m) for _, m in remaining):
         sel = S.u32(len(remaining)) + b"".join(S.u16(a) + bytes([len(m)]) + bytes(m) for a, m in remaining)
-        r = _backend(ctx, struct.pack(">HII", 0x8001, 10 + len(sel), 0x17E) + sel, "TPM2_PCR_Read")
+        r = _backend(ctx, S.frame(0x17E, [], sel), "TPM2_PCR_Read")
         r.u32()  # pcrUpdateCounter
         got = S.parse_pcr_selection(r)
         n = r.u32()
@@ -538,11 +538,11 @@ def quote(cmd: Command, ctx: Context) -> Reply:
     r.end()
     _authorize(cmd, 0, obj)
     digest = S.digest(obj.public.name_alg, _pcr_values(ctx, selection))
-    clock = _backend(ctx, struct.pack(">HII", 0x8001, 10, 0x181), "TPM2_ReadClock")
+    clock = _backend(ctx, S.frame(0x181, [], b""), "TPM2_ReadClock")
     clock.take(8)  # time
     clock_info = clock.take(17)  # clock, resetCount, restartCount, safe
     cap = S.u32(6) + S.u32(TPM_PT_FIRMWARE_VERSION_1) + S.u32(2)
-    fw = _backend(ctx, struct.pack(">HII", 0x8001, 10 + len(cap), 0x17A) + cap, "TPM2_GetCapability")
+    fw = _backend(ctx, S.frame(0x17A, [], cap), "TPM2_GetCapability")
     fw.u8(), fw.u32(), fw.u32()
     fw.u32()
     v1 = fw.u32()

@@ -22,6 +22,7 @@ from trustlab.devices.tpm2.extensions import (
     TPM_RC_SYMMETRIC,
     TPM_RC_TYPE,
     TPM_RC_VALUE,
+    TPM_RS_PW,
     Reader,
     TpmError,
     at_param,
@@ -92,6 +93,28 @@ def u32(v: int) -> bytes:
 
 def tpm2b(data: bytes) -> bytes:
     return u16(len(data)) + data
+
+
+def password(auth: bytes = b"") -> bytes:
+    """One TPMS_AUTH_COMMAND of a password session (TPM_RS_PW)."""
+    return u32(TPM_RS_PW) + u16(0) + b"\x00" + tpm2b(auth)
+
+
+def frame(code: int, handles: list[int], params: bytes, auths: list[bytes] | None = None) -> bytes:
+    """A command frame; with ``auths`` (TPMS_AUTH_COMMANDs) the sessions tag and authorization area."""
+    body = b"".join(u32(h) for h in handles)
+    tag = 0x8001
+    if auths is not None:
+        tag = 0x8002
+        area = b"".join(auths)
+        body += u32(len(area)) + area
+    body += params
+    return struct.pack(">HII", tag, 10 + len(body), code) + body
+
+
+def response_code(response: bytes) -> int:
+    """The response code of a response frame (TPM_RC_FAILURE if it is too short to have one)."""
+    return struct.unpack_from(">I", response, 6)[0] if len(response) >= 10 else 0x101
 
 
 def digest(alg: int, data: bytes) -> bytes:
