@@ -354,3 +354,16 @@ def test_other_transports_reach_the_pqc_commands(served, how):
         secret, ct = tpm.encapsulate(key.handle)
         assert tpm.decapsulate(key.handle, ct) == secret
         tpm.flush(key.handle)
+
+
+def test_testparms_answers_for_the_pqc_parameter_sets(tpm):
+    def test_parms(parms: bytes) -> int:
+        return S.response_code(tpm.transport.transact(frame(0x18A, [], parms)))
+
+    assert test_parms(S.u16(S.TPM_ALG_MLDSA) + S.u16(3) + b"\x01") == 0  # ML-DSA-87, external mu
+    assert test_parms(S.u16(S.TPM_ALG_HASH_MLDSA) + S.u16(1) + S.u16(S.TPM_ALG_SHA512)) == 0
+    assert test_parms(S.u16(S.TPM_ALG_MLKEM) + S.u16(S.TPM_ALG_NULL) + S.u16(2)) == 0
+    assert test_parms(S.u16(S.TPM_ALG_MLKEM) + S.u16(S.TPM_ALG_NULL) + S.u16(1)) == 0x1EA  # ML-KEM-512: PARMS
+    assert test_parms(S.u16(S.TPM_ALG_MLDSA) + S.u16(4) + b"\x00") == 0x1EA
+    assert test_parms(S.u16(0x0023) + S.u16(S.TPM_ALG_NULL) + S.u16(S.TPM_ALG_NULL) + S.u16(3)
+                      + S.u16(S.TPM_ALG_NULL)) == 0  # ECC P-256: swtpm's own answer

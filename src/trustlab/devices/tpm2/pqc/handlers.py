@@ -6,7 +6,8 @@ template names TPM_ALG_MLDSA, TPM_ALG_HASH_MLDSA or TPM_ALG_MLKEM; every other
 template goes to swtpm unchanged. Loaded objects and sequences live at
 0x80FF0000-0x80FFFFFF. Besides the eight 1.85 commands, TPM2_Quote,
 ReadPublic, FlushContext and SequenceUpdate are answered for these handles,
-and TPM2_GetCapability lists the new algorithms and commands.
+TPM2_TestParms for PQC parameters, and TPM2_GetCapability lists the new
+algorithms and commands.
 The crypto is FIPS 203/204 through pyca/cryptography; the time is the PQC
 cost model's (:mod:`.pricing`).
 """
@@ -601,6 +602,29 @@ def startup(cmd: Command, ctx: Context) -> Reply:
         state.objects.clear()
         state.sequences.clear()
     return Reply(raw=response)
+
+
+def _tests_pqc_parameters(cmd: Command) -> bool:
+    r = Reader(cmd.raw, cmd.params.pos)
+    try:
+        return r.u16() in S.PQC_TYPES
+    except TpmError:
+        return False
+
+
+@tpm_command(0x18A, "TPM2_TestParms", handles=0, claims=_tests_pqc_parameters)
+def test_parms(cmd: Command, ctx: Context) -> Reply:
+    """TPMT_PUBLIC_PARMS of a PQC type: success if this TPM could make such a key (TPM_RC_PARMS if not)."""
+    area = cmd.params.rest()
+    kind = struct.unpack_from(">H", area)[0]
+    # TPMT_PUBLIC_PARMS is TPMT_PUBLIC without nameAlg, attributes, authPolicy and unique
+    r = Reader(S.u16(kind) + S.u16(S.TPM_ALG_SHA256) + S.u32(0) + S.tpm2b(b"") + area[2:] + S.tpm2b(b"")).param(1)
+    pub = S.parse_public(r)
+    r.end()
+    _parameter_set(pub, 1)
+    if pub.type == S.TPM_ALG_MLKEM and pub.symmetric is not None:
+        raise TpmError(at_param(ext.TPM_RC_SYMMETRIC, 1), "restricted (storage) ML-KEM keys are not supported")
+    return Reply()
 
 
 # ---- discovery -------------------------------------------------------------------
