@@ -12,7 +12,7 @@ the backend TPM* from a hierarchy seed, the way a TPM derives a primary key:
 
 A PQC *primary* key's seed is HKDF(secret of its hierarchy, template digest,
 sensitive data): the same template gives the same key, as Part 1 requires.
-An *ordinary* key (``TPM2_Create``) gets a random seed, returned as a
+An *ordinary* key (``TPM2_Create``) gets a seed from swtpm's RNG, returned as a
 TPM2B_PRIVATE sealed with AES-256-GCM under HKDF(storage secret, parent's
 Name), with the object's Name as associated data: it loads only under the
 same parent on the same TPM instance, with its own public area, and a blob

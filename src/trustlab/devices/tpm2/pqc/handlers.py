@@ -14,7 +14,6 @@ cost model's (:mod:`.pricing`).
 
 from __future__ import annotations
 
-import os
 import struct
 from dataclasses import dataclass
 from typing import Any
@@ -133,6 +132,15 @@ def _parameter_set(pub: S.Public, n: int) -> keys.ParameterSet:
     if ps is None:
         raise TpmError(at_param(TPM_RC_PARMS, n), "parameter set not supported")
     return ps
+
+
+def _backend(ctx: Context, command: bytes, what: str) -> Reader:
+    """Run a command on swtpm; its parameter area (a failure is passed on as the client's error)."""
+    response = ctx.backend_transact(command)
+    rc = S.response_code(response)
+    if rc != 0:
+        raise TpmError(rc, f"backend {what} failed")
+    return Reader(response, 10)
 
 
 def _template_area(cmd: Command) -> bytes | None:
@@ -256,12 +264,24 @@ def _storage_parent(ctx: Context, cmd: Command) -> tuple[bytes, bytes]:
     return name, qn
 
 
+def _backend_random(ctx: Context, n: int) -> bytes:
+    """``n`` bytes of the backend TPM's RNG (TPM2_GetRandom answers at most a digest's size per call)."""
+    out = b""
+    while len(out) < n:
+        r = _backend(ctx, S.frame(0x17B, [], S.u16(min(32, n - len(out)))), "TPM2_GetRandom")
+        chunk = r.tpm2b()
+        if not chunk:
+            raise TpmError(TPM_RC_FAILURE, "backend TPM2_GetRandom returned nothing")
+        out += chunk
+    return out[:n]
+
+
 @tpm_command(0x153, "TPM2_Create", handles=1, claims=_pqc_template)
 def create(cmd: Command, ctx: Context) -> Reply:
     sensitive, pub, _area, outside, pcrs = _read_template(cmd)
     ps = _parameter_set(pub, 2)
     parent_name, parent_qn = _storage_parent(ctx, cmd)
-    seed = os.urandom(ps.seed_size)
+    seed = _backend_random(ctx, ps.seed_size)
     private = keys.private_from_seed(ps, seed)
     full = pub.with_unique(keys.public_bytes(private))
     secret = binding.storage_secret(ctx.backend_transact)
@@ -486,15 +506,6 @@ TPM_PT_FIRMWARE_VERSION_1 = 0x10B
 
 def _quotes_with_pqc_key(cmd: Command) -> bool:
     return is_extension_handle(cmd.handles[0])
-
-
-def _backend(ctx: Context, command: bytes, what: str) -> Reader:
-    """Run a command on swtpm; its parameter area (a failure is passed on as the client's error)."""
-    response = ctx.backend_transact(command)
-    rc = S.response_code(response)
-    if rc != 0:
-        raise TpmError(rc, f"backend {what} failed")
-    return Reader(response, 10)
 
 
 def _pcr_values(ctx: Context, selection: list[tuple[int, bytes]]) -> bytes:
