@@ -354,6 +354,9 @@ def test_other_transports_reach_the_pqc_commands(served, how):
         secret, ct = tpm.encapsulate(key.handle)
         assert tpm.decapsulate(key.handle, ct) == secret
         tpm.flush(key.handle)
+        big = tpm.create_primary("ML-DSA-87")  # a 4.6 KB response: more than a TCTI's default buffer
+        public_key(big.public).verify(tpm.sign_digest(big.handle, external_mu(big.public.unique, b"m")), b"m")
+        tpm.flush(big.handle)
 
 
 def test_testparms_answers_for_the_pqc_parameter_sets(tpm):

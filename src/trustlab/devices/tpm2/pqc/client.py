@@ -34,6 +34,8 @@ ALGORITHMS = tuple(keys.MLDSA_BY_NAME) + tuple(keys.MLKEM_BY_NAME)
 DEFAULT_SIGN_ATTRS = (S.FIXED_TPM | S.FIXED_PARENT | S.SENSITIVE_DATA_ORIGIN | S.USER_WITH_AUTH | S.SIGN)
 DEFAULT_KEM_ATTRS = (S.FIXED_TPM | S.FIXED_PARENT | S.SENSITIVE_DATA_ORIGIN | S.USER_WITH_AUTH | S.DECRYPT)
 SEQUENCE_CHUNK = 1024
+MAX_RESPONSE = 8192
+"""Largest response this client accepts (a 1.85 TPM's ML-DSA-87 answers exceed 4096 bytes)."""
 
 
 class TpmResponseError(TrustlabError):
@@ -73,16 +75,22 @@ class SocketTransport:
         if self.mssim:
             self.sock.sendall(struct.pack(">IBI", 8, 0, len(command)) + command)
             (size,) = struct.unpack(">I", self._read(4))
-            response = self._read(size)
+            response = self._read(_checked_size(size, 10))
             self._read(4)  # trailing ack
             return response
         self.sock.sendall(command)
         header = self._read(10)
         (size,) = struct.unpack_from(">I", header, 2)
-        return header + self._read(size - 10)
+        return header + self._read(_checked_size(size, 10) - 10)
 
     def close(self) -> None:
         self.sock.close()
+
+
+def _checked_size(size: int, least: int) -> int:
+    if not least <= size <= MAX_RESPONSE:
+        raise TrustlabError(f"the TPM announced a {size}-byte response (expected {least}..{MAX_RESPONSE})")
+    return size
 
 
 class TctiTransport:
@@ -99,7 +107,8 @@ class TctiTransport:
 
     def transact(self, command: bytes) -> bytes:
         self.tcti.transmit(command)
-        return bytes(self.tcti.receive())
+        # TCTIs default to a 4096-byte buffer; an ML-DSA-87 signature response is 4.6 KB
+        return bytes(self.tcti.receive(MAX_RESPONSE))
 
     def close(self) -> None:
         self.tcti.close()
