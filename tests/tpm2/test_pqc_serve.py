@@ -370,3 +370,12 @@ def test_testparms_answers_for_the_pqc_parameter_sets(tpm):
     assert test_parms(S.u16(S.TPM_ALG_MLDSA) + S.u16(4) + b"\x00") == 0x1EA
     assert test_parms(S.u16(0x0023) + S.u16(S.TPM_ALG_NULL) + S.u16(S.TPM_ALG_NULL) + S.u16(3)
                       + S.u16(S.TPM_ALG_NULL)) == 0  # ECC P-256: swtpm's own answer
+
+
+def test_swtpm_path_tcti_is_a_unix_socket():
+    """``swtpm:path=...`` reaches a unix-socket TPM (here swtpm itself, answering a classical command)."""
+    with Swtpm(unix=True) as plain, PqcClient.connect(f"swtpm:path={plain.data_path}") as tpm:
+        assert tpm.create_storage_primary() >> 24 == 0x80
+        with pytest.raises(TpmResponseError) as e:  # swtpm itself has no 1.85 commands
+            tpm.encapsulate(0x80000000)
+        assert e.value.rc == 0x143  # TPM_RC_COMMAND_CODE

@@ -54,13 +54,20 @@ class Transport(Protocol):
 class SocketTransport:
     """Raw TPM 2.0 frames on a swtpm data port, or MS-simulator TPM_SEND_COMMAND framing."""
 
-    def __init__(self, host: str, port: int, mssim: bool = False, timeout: float = 120.0) -> None:
+    def __init__(self, host: str, port: int, mssim: bool = False, timeout: float = 120.0,
+                 path: str | None = None) -> None:
         self.mssim = mssim
+        where = path or f"{host}:{port}"
         try:
-            self.sock = socket.create_connection((host, port), timeout=timeout)
+            if path is not None:
+                self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                self.sock.settimeout(timeout)
+                self.sock.connect(path)
+            else:
+                self.sock = socket.create_connection((host, port), timeout=timeout)
+                self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         except OSError as exc:
-            raise TrustlabError(f"cannot connect to the TPM at {host}:{port}: {exc.strerror or exc}") from None
-        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            raise TrustlabError(f"cannot connect to the TPM at {where}: {exc.strerror or exc}") from None
 
     def _read(self, n: int) -> bytes:
         buf = b""
@@ -123,7 +130,7 @@ def open_transport(spec: str) -> Transport:
             port = int(opts.get("port", 2321))
         except ValueError:
             raise TrustlabError(f"TCTI {spec!r}: port is not a number") from None
-        return SocketTransport(opts.get("host", "127.0.0.1"), port, mssim=(name == "mssim"))
+        return SocketTransport(opts.get("host", "127.0.0.1"), port, mssim=(name == "mssim"), path=opts.get("path"))
     return TctiTransport(spec)
 
 
