@@ -93,3 +93,16 @@ def test_measure_writes_rows_fit_reads(tcti, tmp_path, capsys):
         ("TPM2_CreatePrimary", "mlkem768"), ("TPM2_Encapsulate", "mlkem768"), ("TPM2_Decapsulate", "mlkem768")}
     assert all(r["n"] == 2 and r["ms"] > 0 for r in rows)
     assert out.read_text().splitlines()[0].startswith("command,variant,ms")
+
+
+def test_context_files_carry_keys_between_invocations(tcti, tmp_path, capsys):
+    key = run(capsys, "createprimary", "--tcti", tcti, "--alg", "ML-KEM-768", "--context-out",
+              str(tmp_path / "kem.ctx"))
+    run(capsys, "flush", "--tcti", tcti, "--key", key["handle"])  # as a resource manager would at exit
+    enc = run(capsys, "encapsulate", "--tcti", tcti, "--key", str(tmp_path / "kem.ctx"), "--ciphertext-out",
+              str(tmp_path / "ct"))
+    dec = run(capsys, "decapsulate", "--tcti", tcti, "--key", str(tmp_path / "kem.ctx"), "--ciphertext",
+              str(tmp_path / "ct"))
+    assert dec["shared_secret"] == enc["shared_secret"]
+    assert main(["tpm2", "pqc", "encapsulate", "--tcti", tcti, "--key", str(tmp_path / "nothing.ctx")]) == 2
+    assert "no such key context file" in capsys.readouterr().err

@@ -379,3 +379,27 @@ def test_swtpm_path_tcti_is_a_unix_socket():
         with pytest.raises(TpmResponseError) as e:  # swtpm itself has no 1.85 commands
             tpm.encapsulate(0x80000000)
         assert e.value.rc == 0x143  # TPM_RC_COMMAND_CODE
+
+
+def test_contexts_move_keys_between_connections_and_stay_bound(served, tmp_path):
+    """ContextSave/ContextLoad of a PQC key (how tpm2-tools-style clients survive a resource manager)."""
+    with PqcClient.connect(served.tcti) as first:
+        key = first.create_primary("ML-DSA-44", auth=b"pw")
+        saved = first.context_save(key.handle)
+        first.flush(key.handle)
+    assert saved[8:12] == b"\x80\xff\x00\x00" and saved[12:16] == b"\x40\x00\x00\x01"
+    with PqcClient.connect(served.tcti) as second:
+        again = second.context_load(saved)
+        assert again.public == key.public and again.name == key.name
+        sig = second.sign_digest(again.handle, external_mu(key.public.unique, b"x"), auth=b"pw")
+        public_key(key.public).verify(sig, b"x")
+        second.flush(again.handle)
+        tampered = bytearray(saved)
+        tampered[7] ^= 1  # the sequence number is bound to the blob
+        with pytest.raises(TpmResponseError) as e:
+            second.context_load(bytes(tampered))
+        assert e.value.rc == 0x1DF
+    with Swtpm() as other, _proxy_on(other) as proxy, PqcClient.connect(proxy.tcti) as elsewhere:
+        with pytest.raises(TpmResponseError) as e:
+            elsewhere.context_load(saved)
+        assert e.value.rc == 0x1DF  # TPM_RC_INTEGRITY: another instance's context

@@ -147,6 +147,7 @@ def test_a_handler_bug_is_tpm_rc_failure_not_a_crash():
     try:
         out = ext.dispatch(frame(code, [], b""), ctx())
         assert out.rc == 0x101 and len(out.response) == 10
+        assert out.fault == "TPM2_Broken handler raised RuntimeError: bug"
     finally:
         ext._REGISTRY.pop(code)
 
@@ -225,8 +226,8 @@ def test_claimed_commands_refuse_non_password_sessions_and_leave_malformed_backe
 
 
 def test_mutated_pqc_frames_get_tpm_error_codes_never_a_handler_crash():
-    """Byte flips, truncations and extensions of valid frames: each answer is a well-formed TPM response
-    and never TPM_RC_FAILURE (which is what a handler exception would become)."""
+    """Byte flips, truncations and extensions of valid frames (against a backend that answers nonsense):
+    each answer is a well-formed TPM response, and no handler ever raises (its fault would be TPM_RC_FAILURE)."""
     import random
 
     from trustlab.devices.tpm2.pqc import handlers
@@ -247,10 +248,16 @@ def test_mutated_pqc_frames_get_tpm_error_codes_never_a_handler_crash():
         frame(0x1A7, [0x80FF0000], b""),
         frame(0x165, [], S.u32(0x80FF0001)),
         frame(0x173, [0x80FF0000], b""),
-        frame(0x158, [0x80FF0000], S.tpm2b(b"n") + S.u16(S.TPM_ALG_NULL) + S.u32(1) + S.u16(0x000B) + b"\x03\x07\x00\x00",
-              [password()]),
+        frame(0x162, [0x80FF0000], b""),
+        frame(0x161, [], struct.pack(">QII", 1, 0x80FF0000, 0x40000001) + S.tpm2b(b"TLPQ\x01" + b"\x00" * 40)),
+        frame(0x131, [S.TPM_RH_OWNER], S.sensitive_create() + S.tpm2b(template("ML-DSA-44").marshal())
+              + S.tpm2b(b"") + S.u32(0), [password()]),
+        frame(0x153, [0x80000000], S.sensitive_create() + S.tpm2b(template("ML-KEM-768").marshal())
+              + S.tpm2b(b"") + S.u32(0), [password()]),
+        frame(0x158, [0x80FF0000], S.tpm2b(b"n") + S.u16(S.TPM_ALG_NULL) + S.u32(1) + S.u16(0x000B)
+              + b"\x03\x07\x00\x00", [password()]),
     ]
-    for _ in range(900):
+    for _ in range(1200):
         f = bytearray(rng.choice(seeds))
         for _ in range(rng.randint(1, 4)):
             op = rng.randrange(3)
@@ -264,5 +271,5 @@ def test_mutated_pqc_frames_get_tpm_error_codes_never_a_handler_crash():
         out = ext.dispatch(bytes(f), c)
         if out is None:
             continue
-        assert out.rc != 0x101, bytes(f).hex()
+        assert out.fault is None, (out.fault, bytes(f).hex())
         assert len(out.response) == struct.unpack_from(">I", out.response, 2)[0]

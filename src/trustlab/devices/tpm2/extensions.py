@@ -276,6 +276,8 @@ class ExtensionResult:
     terms: dict[str, float]
     charges_ms: dict[str, float]
     variant: str | None = None
+    fault: str | None = None
+    """Set when the handler raised (a bug): the client saw TPM_RC_FAILURE; this says why."""
 
     def assessed(self, in_bytes: int) -> "cost.CommandCost":
         """The trace's view of this command, as :func:`cost.assess` gives it for forwarded ones."""
@@ -421,12 +423,14 @@ def dispatch(command: bytes, ctx: Context) -> ExtensionResult | None:
         response = reply.raw if reply.raw is not None else build_response(cmd, reply)
     except TpmError as exc:
         response, reply = error_frame(exc.rc), Reply()
-    except Exception:  # noqa: BLE001 - a handler bug must look like a TPM failure, not kill the proxy
-        response, reply = error_frame(TPM_RC_FAILURE), Reply()
+    except Exception as exc:  # noqa: BLE001 - a handler bug must look like a TPM failure, not kill the proxy
+        return _result(command, reg, error_frame(TPM_RC_FAILURE), Reply(), ctx,
+                       fault=f"{reg.name} handler raised {type(exc).__name__}: {exc}")
     return _result(command, reg, response, reply, ctx)
 
 
-def _result(command: bytes, reg: Registration, response: bytes, reply: Reply, ctx: Context) -> ExtensionResult:
+def _result(command: bytes, reg: Registration, response: bytes, reply: Reply, ctx: Context,
+            fault: str | None = None) -> ExtensionResult:
     """Price a claimed command: the handler's ``price``/``terms``, else the wire formula."""
     rc = struct.unpack_from(">I", response, 6)[0] if len(response) >= HEADER_SIZE else TPM_RC_FAILURE
     charges = dict(reply.price(len(command), len(response))) if reply.price is not None else {}
@@ -434,7 +438,7 @@ def _result(command: bytes, reg: Registration, response: bytes, reply: Reply, ct
     if terms is None:
         terms = {} if charges else wire_terms(len(command), len(response))
     terms = {c: n for c, n in terms.items() if c in ctx.profile}
-    return ExtensionResult(response, reg.name, reg.code, rc, terms, charges, reply.variant)
+    return ExtensionResult(response, reg.name, reg.code, rc, terms, charges, reply.variant, fault)
 
 
 def wire_terms(in_bytes: int, out_bytes: int) -> dict[str, float]:

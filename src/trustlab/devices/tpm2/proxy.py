@@ -431,6 +431,8 @@ class TimingProxy:
             else:
                 response, assessed = claimed.response, claimed.assessed(len(command))
                 self.objects.observe(claimed.code, command, response, claimed.rc)  # e.g. a forwarded Startup
+                if claimed.fault and self._log is not None:
+                    self._log(claimed.fault)  # the client only saw TPM_RC_FAILURE
                 charged, extra_ms = None, claimed.charges_ms
             with self.clock.command(assessed.command) as rec:
                 if charged is not None:

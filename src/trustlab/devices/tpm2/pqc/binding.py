@@ -27,16 +27,17 @@ from __future__ import annotations
 
 import hashlib
 import os
-import struct
 
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
+from trustlab.devices.tpm2.commands import TPM_RC_FAILURE
 from trustlab.devices.tpm2.extensions import (
     TPM_RC_INTEGRITY,
     TPM_RC_SIZE,
+    Reader,
     TpmError,
     at_param,
 )
@@ -79,23 +80,36 @@ def hierarchy_secret(transact, hierarchy: int, auth_area: bytes = PASSWORD_EMPTY
     ``auth_area`` authorizes the hierarchy (the client's, replayed: swtpm
     checks it); by default an empty password.
     """
-    auth = auth_area
-    response = transact(frame(0x131, [hierarchy], tpm2b(tpm2b(b"") + tpm2b(b"")) + tpm2b(DERIVATION_TEMPLATE)
-                              + tpm2b(b"") + u32(0), [auth]))
-    rc = response_code(response)
-    if rc != 0:
-        raise TpmError(rc, "backend refused the derivation primary")
-    handle = struct.unpack_from(">I", response, 10)[0]
+    response = _answer(transact, frame(0x131, [hierarchy], tpm2b(tpm2b(b"") + tpm2b(b""))
+                                       + tpm2b(DERIVATION_TEMPLATE) + tpm2b(b"") + u32(0), [auth_area]))
+    handle = _read(response.u32)
     try:
-        response = transact(frame(0x155, [handle], tpm2b(b"trustlab-pqc:" + label) + u16(TPM_ALG_SHA256),
-                                  [PASSWORD_EMPTY]))
-        rc = response_code(response)
-        if rc != 0:
-            raise TpmError(rc, "backend refused the derivation HMAC")
-        size = struct.unpack_from(">H", response, 14)[0]
-        return response[16:16 + size]
+        response = _answer(transact, frame(0x155, [handle], tpm2b(b"trustlab-pqc:" + label) + u16(TPM_ALG_SHA256),
+                                           [PASSWORD_EMPTY]))
+        _read(response.u32)  # parameterSize
+        secret = _read(response.tpm2b)
+        if len(secret) != 32:
+            raise TpmError(TPM_RC_FAILURE, "backend HMAC of the wrong size")
+        return secret
     finally:
         transact(frame(0x165, [], u32(handle)))
+
+
+def _answer(transact, command: bytes) -> Reader:
+    """The backend's answer after the header; its error code is passed on."""
+    response = transact(command)
+    rc = response_code(response)
+    if rc != 0:
+        raise TpmError(rc, "backend refused a derivation step")
+    return Reader(response, 10)
+
+
+def _read(field):
+    """One field of a backend answer; a short answer is the backend's failure, not the client's error."""
+    try:
+        return field()
+    except TpmError:
+        raise TpmError(TPM_RC_FAILURE, "backend answer too short") from None
 
 
 def storage_secret(transact) -> bytes:
@@ -138,13 +152,8 @@ def read_public(transact, handle: int) -> tuple[int, bytes, bytes, bytes]:
     rc = response_code(response)
     if rc != 0:
         return rc, b"", b"", b""
-    pos = 10
-    out = []
-    for _ in range(3):
-        size = struct.unpack_from(">H", response, pos)[0]
-        out.append(response[pos + 2:pos + 2 + size])
-        pos += 2 + size
-    return 0, out[0], out[1], out[2]
+    r = Reader(response, 10)
+    return 0, _read(r.tpm2b), _read(r.tpm2b), _read(r.tpm2b)
 
 
 def check_parent_auth(transact, parent: int, auth_area: bytes) -> int:
@@ -157,3 +166,13 @@ def check_parent_auth(transact, parent: int, auth_area: bytes) -> int:
                 + tpm2b(b"") + u16(0x0010) + tpm2b(b""))
     return response_code(transact(frame(0x153, [parent], tpm2b(tpm2b(b"") + tpm2b(b"\x00")) + tpm2b(template)
                                         + tpm2b(b"") + u32(0), [auth_area])))
+
+
+def seal_context(secret: bytes, header: bytes, body: bytes) -> bytes:
+    """A saved context's blob: ``body`` sealed under the storage secret, bound to the context ``header``."""
+    return seal(secret, b"context", header, body)
+
+
+def unseal_context(secret: bytes, header: bytes, blob: bytes) -> bytes:
+    """The body of a saved context; another instance's, or a changed header, is TPM_RC_INTEGRITY."""
+    return unseal(secret, b"context", header, blob, 1)

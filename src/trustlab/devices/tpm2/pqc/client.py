@@ -274,6 +274,17 @@ class PqcClient:
     def flush(self, handle: int) -> None:
         self.call("TPM2_FlushContext", frame(0x165, [], S.u32(handle)))
 
+    def context_save(self, handle: int) -> bytes:
+        """The TPMS_CONTEXT of a loaded key (reload it in another connection with :meth:`context_load`)."""
+        response = self.call("TPM2_ContextSave", frame(0x162, [handle], b""))
+        return split_response(response, 0)[1].rest()
+
+    def context_load(self, context: bytes) -> LoadedKey:
+        response = self.call("TPM2_ContextLoad", frame(0x161, [], context))
+        handle = split_response(response, 1)[0][0]
+        public, name, _qn = self.read_public(handle)
+        return LoadedKey(handle, public, name)
+
     # ---- ML-DSA --------------------------------------------------------------
 
     def sign_digest(self, key: int, digest: bytes, *, context: bytes = b"", auth: bytes = b"") -> bytes:

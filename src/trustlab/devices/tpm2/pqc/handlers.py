@@ -62,6 +62,8 @@ class PqcObject:
     name: bytes
     qualified_name: bytes
     conn: Any
+    hierarchy: int = S.TPM_RH_OWNER
+    seed: bytes = b""
 
 
 @dataclass
@@ -79,6 +81,7 @@ class PqcState:
     def __init__(self) -> None:
         self.objects: dict[int, PqcObject] = {}
         self.sequences: dict[int, Sequence] = {}
+        self.contexts_saved = 0
 
     def allocate(self) -> int:
         used = set(self.objects) | set(self.sequences)
@@ -205,7 +208,7 @@ def _sensitive(pub: S.Public, auth: bytes, seed: bytes) -> bytes:
 
 
 def _load(ctx: Context, pub: S.Public, ps: keys.ParameterSet, seed: bytes, auth: bytes,
-          qualified_parent: bytes) -> PqcObject:
+          qualified_parent: bytes, hierarchy: int = S.TPM_RH_OWNER) -> PqcObject:
     """Expand ``seed`` into a key object at a free extension handle (public key = ``unique``)."""
     state = _state(ctx)
     handle = state.allocate()
@@ -213,7 +216,7 @@ def _load(ctx: Context, pub: S.Public, ps: keys.ParameterSet, seed: bytes, auth:
     full = pub.with_unique(keys.public_bytes(private))
     name = full.name()
     obj = PqcObject(handle, full, ps, private, auth, name, _qualified(full.name_alg, qualified_parent, name),
-                    ctx.conn_id)
+                    ctx.conn_id, hierarchy, seed)
     state.objects[handle] = obj
     return obj
 
@@ -233,7 +236,7 @@ def create_primary(cmd: Command, ctx: Context) -> Reply:
     # the hierarchy's authorization is checked by swtpm: the client's area is replayed
     secret = binding.hierarchy_secret(ctx.backend_transact, hierarchy, cmd.auth_area)
     seed = binding.primary_seed(secret, area, sensitive.data, ps.seed_size)
-    obj = _load(ctx, pub, ps, seed, sensitive.user_auth, S.u32(hierarchy))
+    obj = _load(ctx, pub, ps, seed, sensitive.user_auth, S.u32(hierarchy), hierarchy)
     cdata = S.creation_data(S.u32(hierarchy), S.u32(hierarchy), outside, pcrs)
     params = (S.tpm2b(obj.public.marshal()) + S.creation_tail(pub.name_alg, cdata) + S.tpm2b(obj.name))
     return Reply(params=params, handles=[obj.handle], price=_priced(ctx, ps, "keygen"), variant=ps.variant)
@@ -253,7 +256,7 @@ def _storage_parent(ctx: Context, cmd: Command) -> tuple[bytes, bytes]:
     rc, public, name, qn = binding.read_public(ctx.backend_transact, parent)
     if rc != 0:
         raise TpmError(rc)
-    attrs = struct.unpack_from(">I", public, 4)[0] if len(public) >= 8 else 0
+    attrs = struct.unpack_from(">I", public, 4)[0] if len(public) >= 8 else 0  # type, nameAlg, objectAttributes
     if not (attrs & S.RESTRICTED and attrs & S.DECRYPT):
         raise TpmError(at_handle(TPM_RC_TYPE, 1), "parent is not a storage key")
     if not cmd.sessions:
@@ -336,6 +339,51 @@ def flush_context(cmd: Command, ctx: Context) -> Reply:
     if state.objects.pop(handle, None) is None and state.sequences.pop(handle, None) is None:
         raise TpmError(at_param(TPM_RC_HANDLE, 1), "no such extension object")
     return Reply()
+
+
+def _loads_extension_context(cmd: Command) -> bool:
+    r = Reader(cmd.raw, cmd.params.pos)
+    try:
+        r.take(8)
+        return r.u32() == SAVED_HANDLE
+    except TpmError:
+        return False
+
+
+SAVED_HANDLE = ext.EXTENSION_HANDLE_FIRST
+"""TPMS_CONTEXT.savedHandle of a saved extension object (how ContextLoad recognises ours)."""
+
+
+@tpm_command(0x162, "TPM2_ContextSave", handles=1, claims=_extension_handle)
+def context_save(cmd: Command, ctx: Context) -> Reply:
+    """TPMS_CONTEXT of a PQC key: its public area, password and seed, sealed to this TPM instance."""
+    obj = _key(ctx, cmd.handles[0])
+    cmd.params.end()
+    state = _state(ctx)
+    state.contexts_saved += 1
+    header = struct.pack(">QII", state.contexts_saved, SAVED_HANDLE, obj.hierarchy)
+    body = (S.tpm2b(obj.public.marshal()) + S.tpm2b(obj.auth) + S.tpm2b(obj.seed)
+            + S.tpm2b(obj.qualified_name))
+    blob = binding.seal_context(binding.storage_secret(ctx.backend_transact), header, body)
+    return Reply(params=header + S.tpm2b(blob), variant=obj.params.variant)
+
+
+@tpm_command(0x161, "TPM2_ContextLoad", handles=0, claims=_loads_extension_context)
+def context_load(cmd: Command, ctx: Context) -> Reply:
+    r = cmd.params.param(1)
+    header = r.take(16)
+    hierarchy = struct.unpack_from(">I", header, 12)[0]
+    blob = r.tpm2b(4096)
+    r.end()
+    body = Reader(binding.unseal_context(binding.storage_secret(ctx.backend_transact), header, blob)).param(1)
+    area = Reader(body.tpm2b()).param(1)
+    pub = S.parse_public(area)
+    area.end()
+    auth, seed, qualified = body.tpm2b(), body.tpm2b(), body.tpm2b()
+    ps = _parameter_set(pub, 1)
+    obj = _load(ctx, pub, ps, seed, auth, b"", hierarchy)
+    obj.qualified_name = qualified
+    return Reply(handles=[obj.handle], price=_priced(ctx, ps, "keygen"), variant=ps.variant)
 
 
 # ---- ML-DSA ----------------------------------------------------------------------
