@@ -217,7 +217,7 @@ def parse_command(frame: bytes, name: str, n_handles: int) -> Command:
         raise TpmError(TPM_RC_COMMAND_SIZE)
     pos = HEADER_SIZE + 4 * n_handles
     if pos > len(frame):
-        raise TpmError(TPM_RC_INSUFFICIENT | _H | (1 << 8))
+        raise TpmError(at_handle(TPM_RC_INSUFFICIENT, 1))
     handles = [struct.unpack_from(">I", frame, HEADER_SIZE + 4 * i)[0] for i in range(n_handles)]
     sessions: list[AuthSession] = []
     auth_area = b""
