@@ -106,3 +106,38 @@ def test_context_files_carry_keys_between_invocations(tcti, tmp_path, capsys):
     assert dec["shared_secret"] == enc["shared_secret"]
     assert main(["tpm2", "pqc", "encapsulate", "--tcti", tcti, "--key", str(tmp_path / "nothing.ctx")]) == 2
     assert "no such key context file" in capsys.readouterr().err
+
+
+def test_trustlab_serve_answers_the_pqc_commands(tmp_path):
+    """The real ``trustlab serve`` process (virtual mode, free ports) runs the PQC commands and traces them."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from trustlab.devices.tpm2.pqc.client import PqcClient, external_mu, public_key
+
+    trace = tmp_path / "trace.jsonl"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    proc = subprocess.Popen([sys.executable, "-c", "import sys; from trustlab.cli import main; sys.exit(main())",
+                             "serve", "--profile", "st-st33ktpm2xspi-wolftpm", "--port", "0", "--virtual",
+                             "--trace", str(trace)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        tcti = None
+        for _ in range(20):
+            line = proc.stdout.readline()
+            if line.startswith("TPM2TOOLS_TCTI="):
+                tcti = line.strip().split("=", 1)[1]
+                break
+        assert tcti, proc.stderr.read() if proc.poll() is not None else "no TCTI line"
+        with PqcClient.connect(tcti) as tpm:
+            key = tpm.create_primary("ML-DSA-65")
+            sig = tpm.sign_digest(key.handle, external_mu(key.public.unique, b"served"))
+            public_key(key.public).verify(sig, b"served")
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
+    lines = [json.loads(x) for x in trace.read_text().splitlines()]
+    signed = [x for x in lines if x["command"] == "TPM2_SignDigest"]
+    assert signed and signed[0]["variant"] == "mldsa65" and signed[0]["modelled_ms"] > 0
