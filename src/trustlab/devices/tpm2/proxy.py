@@ -445,6 +445,9 @@ class TimingProxy:
                     client.id, self.profile, lambda c: self.transact_in_space(client, c), self.extension_state))
                 if claimed is not None:
                     assessed = claimed.assessed(len(command))
+                    self.objects.observe(claimed.code, command, claimed.response, claimed.rc)  # e.g. a forwarded Startup
+                    if claimed.fault and self._log is not None:
+                        self._log(claimed.fault)  # the client only saw TPM_RC_FAILURE
                     for component, count in assessed.terms.items():
                         self.clock.charge(component, count)
                     for component, ms in claimed.charges_ms.items():
