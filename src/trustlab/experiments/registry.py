@@ -189,6 +189,15 @@ class _RaisingParser(argparse.ArgumentParser):
     def exit(self, status: int = 0, message: str | None = None) -> Any:  # type: ignore[override]
         raise TrustlabError(f"{self.prog}: {message.strip() if message else f'exit {status}'}")
 
+    def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
+        """Errors raised by ``type=`` functions (e.g. ``--seed``) name the experiment too."""
+        try:
+            return super().parse_known_args(args, namespace)
+        except TrustlabError as exc:
+            if str(exc).startswith(f"{self.prog}: "):
+                raise
+            raise TrustlabError(f"{self.prog}: {exc}") from None
+
 
 def add_common_arguments(parser: argparse.ArgumentParser) -> None:
     """``--json`` (unless the experiment declared it) and ``--save``, on every experiment."""
