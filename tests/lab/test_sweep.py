@@ -52,11 +52,33 @@ def serial_values(tmp_path_factory):
 
 
 def test_same_results_serial_and_local_processes(tmp_path, serial_values):
-    procs = run_sweep(parse(_small(tmp_path / "log"), "t"), tmp_path, jobs=2, progress=False)
+    # points long enough (0.4 s) that workers pay off: the first runs here (timed), the rest on workers
+    doc = dict(_spec(tmp_path / "log", sleep=0.4), grid=_small(tmp_path / "log")["grid"])
+    procs = run_sweep(parse(doc, "t"), tmp_path, jobs=2, progress=False)
     assert procs.executed == 8 and _values(procs) == serial_values
-    assert os.getpid() not in {e["pid"] for e in _executions(tmp_path / "log")}  # ran in worker processes
+    pids = [e["pid"] for e in _executions(tmp_path / "log")]
+    assert pids.count(os.getpid()) == 1 and len(set(pids) - {os.getpid()}) >= 1  # the rest on workers
     on_disk = json.loads((tmp_path / "count" / "results.json").read_text())
     assert [r["record"]["data"] for r in on_disk] == serial_values  # spec order, whatever finished first
+
+
+def test_light_points_do_not_start_workers(tmp_path, serial_values):
+    """Milliseconds per point never earn back a worker's start: --jobs 2 runs them here (issue 15)."""
+    procs = run_sweep(parse(_small(tmp_path / "log"), "t"), tmp_path, jobs=2, progress=False)
+    assert procs.executed == 8 and _values(procs) == serial_values
+    assert {e["pid"] for e in _executions(tmp_path / "log")} == {os.getpid()}
+
+
+def test_workers_only_when_they_pay_off():
+    from trustlab.sweep.execute import batches, worth_workers
+
+    assert not worth_workers(100, 0.005, 2)  # 0.5 s of work: a worker's start-up costs as much
+    assert worth_workers(10, 0.5, 2) and worth_workers(3, 1.0, 4)
+    assert not worth_workers(10, 0.5, 2, start_s=5.0)
+    points = parse(_spec(Path("log")), "t").points()
+    split = batches(points, 2)
+    assert [k for b in split for k, _, _ in b] == [p.key for p in points]  # all, in order, once
+    assert len(split) == 8 and all(len(b) == 2 for b in split)
 
 
 def test_same_results_on_a_local_dask_cluster(tmp_path, serial_values):

@@ -66,7 +66,7 @@ def run_sweep(spec: SweepSpec, out_dir: Path, jobs: int = 1, scheduler: str | No
     elif scheduler:
         stream = execute.dask(pending, scheduler, jobs)
     elif jobs > 1 and len(pending) > 1:
-        stream = execute.local_processes(pending, jobs)
+        stream = execute.adaptive(pending, jobs)  # workers only when they pay off
     else:
         stream = execute.serial(pending)
     bar = tqdm(total=len(unique), initial=outcome.cached, desc=spec.name, unit="pt", disable=not progress,
