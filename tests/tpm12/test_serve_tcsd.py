@@ -11,20 +11,23 @@ Run with ``-s`` to see the transcript (command, exit code, wall time).
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 
-from trustlab.devices.tpm12.served import EngineBackend, Tpm12Proxy
+from trustlab.devices.tpm12.served import STATE_FILE
 from trustlab.devices.tpm12.socket_tpm import Swtpm12
-from trustlab.timing.registry import load
 
 pytestmark = pytest.mark.swtpm
 
@@ -157,6 +160,25 @@ def check_flow(steps: list[Step], tcsd: Tcsd) -> None:
     assert (tcsd.dir / "unsealed.txt").read_bytes() == SECRET_TEXT
 
 
+@contextmanager
+def serve(workdir: Path, *flags: str) -> Iterator[int]:
+    """`trustlab serve --profile infineon-2010 --port 0 --state WORKDIR/engine FLAGS`; yields its data port."""
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src")}
+    proc = subprocess.Popen([sys.executable, "-m", "trustlab", "serve", "--profile", "infineon-2010", "--port", "0",
+                             "--state", str(workdir / "engine"), *flags], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        banner = proc.stdout.readline() if proc.stdout else ""
+        if " on 127.0.0.1:" not in banner:
+            proc.kill()
+            raise AssertionError(f"trustlab serve did not start: {banner}{proc.communicate()[1]}")
+        yield int(banner.split(" on 127.0.0.1:")[1].split()[0])
+    finally:
+        if proc.poll() is None:
+            proc.terminate()
+        proc.communicate(timeout=30)
+
+
 @pytest.fixture
 def workdir():
     why = _missing()
@@ -188,20 +210,65 @@ NEEDED_ORDINALS = {0x65: "TPM_GetCapability", 0x81: "TPM_OwnerReadInternalPub", 
 
 
 def test_tcsd_and_tpm_tools_on_served_engine(workdir: Path) -> None:
-    """The same flow against `trustlab serve --profile infineon-2010` (virtual time: a unit test)."""
+    """The same flow against `trustlab serve --profile infineon-2010` (the CLI, in virtual time: a unit test)."""
     from trustlab.devices.tpm12 import registry
 
     lacking = [name for ordinal, name in NEEDED_ORDINALS.items() if ordinal not in registry.table()]
     if lacking:
         pytest.skip(f"the engine does not implement {', '.join(lacking)} yet (issue 12 part A)")
-    profile = load("infineon-2010")
-    with Tpm12Proxy(profile, EngineBackend(profile, workdir / "engine"), virtual=True) as proxy:
-        tcsd = Tcsd(proxy.port, workdir).start()
+    trace = workdir / "trace.jsonl"
+    with serve(workdir, "--virtual", "--trace", str(trace)) as port:
+        tcsd = Tcsd(port, workdir).start()
         try:
             steps = tools_flow(tcsd, create_ek=False)
         finally:
             tcsd.stop()
-        commands = [r.command for r in proxy.records]
+    commands = [json.loads(line)["command"] for line in trace.read_text().splitlines()]
     print("\nserved engine (infineon-2010):\n" + transcript(steps))
+    last = steps[-1]
+    if last.rc != 0 and last.command.startswith("tpm_nvdefine") and "Authentication failed" in last.output:
+        # TrouSerS opens the owner's OSAP session with entityValue 0; the engine binds it to that value
+        # and NV_DefineSpace then wants TPM_KH_OWNER (libtpms ignores entityValue for TPM_ET_OWNER).
+        pytest.xfail("engine gap (issue 12 part A): TPM_OSAP(TPM_ET_OWNER, entityValue 0) then TPM_NV_DefineSpace "
+                     "answers TPM_AUTHFAIL")
     check_flow(steps, tcsd)
     assert "TPM_TakeOwnership" in commands and "TPM_Unseal" in commands
+    assert (workdir / "engine" / STATE_FILE).exists()  # --state kept the owner
+
+
+@pytest.mark.realtime
+def test_tcsd_realtime_transcript(workdir: Path) -> None:
+    """Realtime: every tool takes at least the modelled time of the commands it caused (the hold works
+    through tcsd); prints the transcript (tool, wall, modelled)."""
+    from trustlab.devices.tpm12 import registry
+
+    if any(ordinal not in registry.table() for ordinal in NEEDED_ORDINALS):
+        pytest.skip("the engine lacks commands tcsd needs (see the virtual test)")
+    trace = workdir / "trace.jsonl"
+
+    def records() -> list[dict]:
+        return [json.loads(line) for line in trace.read_text().splitlines()] if trace.exists() else []
+
+    rows = []
+    with serve(workdir, "--trace", str(trace)) as port:
+        tcsd = Tcsd(port, workdir).start()
+        plain = tcsd.tool
+
+        def timed_tool(*argv: str) -> Step:
+            before = len(records())
+            step = plain(*argv)
+            rows.append((step, sum(r["modelled_ms"] for r in records()[before:])))
+            return step
+
+        tcsd.tool = timed_tool  # type: ignore[method-assign]
+        try:
+            steps = tools_flow(tcsd, create_ek=False)
+        finally:
+            tcsd.stop()
+    print("\n" + "\n".join(f"{s.wall_s * 1000:9.1f} ms wall  {m:9.1f} ms modelled  rc={s.rc}  {s.command}"
+                            for s, m in rows))
+    if steps[-1].rc != 0 and steps[-1].command.startswith("tpm_nvdefine"):
+        pytest.xfail("engine gap (issue 12 part A): TPM_OSAP(TPM_ET_OWNER, entityValue 0) then NV_DefineSpace")
+    check_flow(steps, tcsd)
+    for step, modelled in rows:
+        assert step.wall_s * 1000 >= modelled, step.command

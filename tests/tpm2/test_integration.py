@@ -69,11 +69,12 @@ def test_tpm2_tools_session_through_serve(swtpm, tmp_path):
     assert all(r.breakdown.get("ecc256_keygen") == 25.0 for r in keygens)
     incs = [r for r in records if r.command == "TPM2_NV_Increment"]
     assert len(incs) == 3 and all(r.breakdown["nv_increment"] == 8.0 for r in incs)
-    # the proxy held every response until its modelled time, never less (measured at the
-    # proxy; each tool's process start-up competes for the 2 shared cores, so a late wake-up
-    # of a few ms happens here - client-side accuracy is judged in the pytss test below)
-    errs = [r.backend_ms + r.held_ms - r.modelled_ms for r in records]
-    assert min(errs) > -0.1 and statistics.median(errs) < 1.0, errs
+    # every response was due its modelled time after its last request byte, never less (at
+    # the proxy; each tool's process start-up competes for the 2 shared cores, so the backend
+    # is sometimes slower than the model - client-side accuracy is judged in the pytss test below)
+    errs = [r.served_ms - r.modelled_ms for r in records]
+    assert min(errs) > -1e-6 and statistics.median(errs) < 1.0, errs
+    assert all(r.rm_ms > 0 for r in records if r.command == "TPM2_Sign")  # the key is loaded by the RM
 
 
 @pytest.mark.realtime

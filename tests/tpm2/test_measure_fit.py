@@ -5,6 +5,11 @@ realtime; ``trustlab fit --family tpm2`` on its CSV must recover P's
 components within 5 %. The suite's formulas use its wire sizes (the proxy's
 own terms), so what remains is the client's per-call overhead (~1 ms, more
 when the shared machine is busy), which lands in ``ohc`` and is small next to it.
+
+The proxy runs without its resource manager here (``rm=False``, a raw
+``/dev/tpm0``-like TPM): through the RM every command also pays for loading and
+saving the client's objects, which is right for a ``/dev/tpmrm0`` user but is
+not in the per-command formulas being fitted.
 """
 
 from __future__ import annotations
@@ -37,7 +42,7 @@ def test_suite_formulas_match_what_the_proxy_charges(swtpm):
                                                                    "keygen"))})
     profile = make_profile("agree", **means)
     marks = []
-    with TimingProxy(profile, swtpm, virtual=True) as proxy:
+    with TimingProxy(profile, swtpm, virtual=True, rm=False) as proxy:
         harness.measure(proxy.tcti, suite="full", repeat=1, warmup=0,
                         progress=lambda c, v: marks.append((c, v, len(proxy.records))))
         records = list(proxy.records)
@@ -66,7 +71,7 @@ def test_measure_then_fit_recovers_profile(swtpm, tmp_path, capsys):
 
 def _measure_and_fit(swtpm, out, capsys) -> dict[str, tuple[float, float]]:
     profile = make_profile("loop", **TRUE)
-    with TimingProxy(profile, swtpm) as proxy:
+    with TimingProxy(profile, swtpm, rm=False) as proxy:
         assert main(["measure", "--tcti", proxy.tcti, "--suite", "small", "--repeat", "5",
                      "--center", "min", "--subtract-client-overhead", "--out", str(out)]) == 0
     rows = list(csv.DictReader(out.open()))
@@ -77,3 +82,45 @@ def _measure_and_fit(swtpm, out, capsys) -> dict[str, tuple[float, float]]:
     fitted = json.loads(capsys.readouterr().out)["params"]
     return {name: (fitted[name], true) for name, true in TRUE.items()
             if fitted[name] != pytest.approx(true, rel=0.05)}
+
+
+def test_full_suite_round_trip_on_a_virtual_serve(swtpm, tmp_path, capsys):
+    """measure --suite full -> fit closes on a served profile (issue 13), weights from measure.
+
+    The proxy is virtual with a fixed seed and the suite reads its modelled
+    clock, so the rows are the model itself. Every deterministic component of
+    the served profile is recovered within 5 %; a component with a spread (key
+    generation: 64 measured samples, CV 0.7) within 5 % of what was actually
+    drawn in the timed calls and within 3 standard errors of the profile mean;
+    and components the profile lacks (nv_write, hmac ... priced as overhead +
+    bytes by the proxy) come out as zero. Without measure's 1/variance weights
+    the key-generation rows swamp the fit (ohc and rsa2048_enc went to 0).
+    """
+    import statistics
+
+    from trustlab.timing import registry
+
+    profile = registry.load("nuvoton-npct750-wolftpm")
+    out = tmp_path / "served.csv"
+    with TimingProxy(profile, swtpm, virtual=True, seed=7, rm=False) as proxy:
+        rows = harness.measure(proxy.tcti, suite="full", repeat=4, warmup=0, clock=lambda: proxy.clock.now_ms)
+    harness.write_csv(rows, out)
+    written = list(csv.DictReader(out.open()))
+    assert all(float(r["weight"]) > 0 and r["center"] == "mean" for r in written)
+    assert main(["fit", str(out), "--family", "tpm2", "--json"]) == 0
+    fitted = json.loads(capsys.readouterr().out)["params"]
+    for name in profile.components:
+        comp = profile[name]
+        if not comp.sd and not comp.samples:
+            assert fitted[name] == pytest.approx(comp.mean, rel=0.05, abs=1e-6), name
+            continue
+        keygens = [r for r in rows if r.command in ("TPM2_CreatePrimary", "TPM2_Create")
+                   and r.variant == name.split("_")[0]]
+        # what was drawn, as the fit weighs it (1/variance per row); the profile's ohir/ohor are 0
+        drawn = sum(r.weight * (r.ms - profile.mean("ohc")) for r in keygens) / sum(r.weight for r in keygens)
+        assert fitted[name] == pytest.approx(drawn, rel=0.05), name
+        spread = comp.sd or statistics.pstdev(comp.samples)
+        n = sum(r.n for r in keygens)
+        assert abs(fitted[name] - comp.mean) < 3 * spread / n ** 0.5, name
+    added = {name: v for name, v in fitted.items() if name not in profile and abs(v) > 1e-3}
+    assert not added, added

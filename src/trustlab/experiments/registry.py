@@ -70,6 +70,9 @@ class Result:
     profiles: dict[str, str] = field(default_factory=dict)  # name -> provenance
     plots: list[dict[str, Any]] = field(default_factory=list)  # {"kind", "title", "series"...}
     meta: dict[str, Any] = field(default_factory=dict)
+    # The verdict of an experiment that checks a safety property: one line per violated
+    # property, with its count ("20 torn writes"). Non-empty makes `trustlab run` exit 1.
+    violations: list[str] = field(default_factory=list)
 
     def to_record(self) -> dict[str, Any]:
         record = asdict(self)

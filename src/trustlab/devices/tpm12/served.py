@@ -46,7 +46,7 @@ from pathlib import Path
 from trustlab.devices.tpm12 import constants as C
 from trustlab.devices.tpm12 import registry
 from trustlab.devices.tpm12.engine import Engine
-from trustlab.devices.tpm12.nvstore import FileNVStore, MemoryNVStore, NVStore
+from trustlab.devices.tpm12.nvstore import FileNVStore, NVStore
 from trustlab.devices.tpm2 import wire
 from trustlab.devices.tpm2.backend import Backend
 from trustlab.errors import TrustlabError
@@ -55,8 +55,6 @@ from trustlab.timing.profile import Profile
 
 STATE_FILE = "tpm12-state.json"
 """The engine's persistent state inside ``--state DIR``."""
-
-INIT_FLAG_DELETE_VOLATILE = 1
 
 # swtpm's PTM_CAP_* bits (tpm_ioctl.h): what this control channel implements
 PTM_CAP_INIT = 1 << 0
@@ -72,8 +70,8 @@ CAPABILITIES = (PTM_CAP_INIT | PTM_CAP_SHUTDOWN | PTM_CAP_GET_TPMESTABLISHED | P
 
 TPM_SUCCESS = 0
 TPM_FAIL = C.RC["TPM_FAIL"]
-TPM_BAD_ORDINAL = C.RC["TPM_BAD_ORDINAL"]  # swtpm's answer to control commands while the TPM is off, and to unknown codes
-TPM_BAD_LOCALITY = 0x3D
+TPM_BAD_ORDINAL = C.RC["TPM_BAD_ORDINAL"]  # swtpm's answer to control requests while off, and to unknown codes
+TPM_BAD_LOCALITY = C.RC["TPM_BAD_LOCALITY"]
 DRTM_PCRS = range(17, 23)
 ESTABLISHED = "tpm_established"   # key in the engine's persistent ``extra`` map
 
@@ -101,6 +99,9 @@ class EngineBackend(Backend):
 
     family = "tpm1.2"
     ctrl_address = None
+    extra_control = frozenset({wire.CMD_SHUTDOWN, wire.CMD_HASH_START, wire.CMD_HASH_DATA, wire.CMD_HASH_END})
+    """Control codes beyond what the proxy lets clients send to any TPM: the power-down and the DRTM
+    sequence are harmless on an in-process engine (they would stop or reset a shared swtpm)."""
 
     def __init__(self, profile: Profile, state_dir: str | Path | None = None, *, seed: int = 0,
                  startup: str = "clear", nv: NVStore | None = None, keygen=None) -> None:
@@ -134,20 +135,13 @@ class EngineBackend(Backend):
 
     # ---- power -------------------------------------------------------------
 
-    def power_on(self, *, delete_volatile: bool = False) -> None:
-        """Power the chip up: a fresh engine on the same NV, then TPM_Startup(ST_CLEAR) if asked.
-
-        ``delete_volatile`` (CMD_INIT's INIT_FLAG_DELETE_VOLATILE) discards a
-        TPM_SaveState image first, if the engine keeps one.
-        """
+    def power_on(self) -> None:
+        """Power the chip up: a fresh engine on the same NV, then TPM_Startup(ST_CLEAR) if asked."""
         with self._lock:
-            self.engine = Engine(self.clock, self.nv, self.keygen)
+            self.engine = Engine(self.clock, self.nv, self.keygen, started=False)  # _TPM_Init
             self.engine.locality = self.locality
-            discard = getattr(self.engine, "discard_saved_state", None)
-            if delete_volatile and discard is not None:
-                discard()
             if self.startup == "clear":
-                self.engine.execute(startup_frame())  # its rc: already started is as good as started
+                self.engine.execute(startup_frame())
 
     def power_off(self) -> None:
         """Cut the power: volatile state is lost (the NV state was saved command by command)."""
@@ -195,9 +189,10 @@ class EngineBackend(Backend):
         if code == wire.CMD_GET_CONFIG:
             return struct.pack(">II", TPM_SUCCESS, 0)
         if code == wire.CMD_INIT:
-            flags = struct.unpack(">I", payload[:4])[0] if len(payload) >= 4 else 0
+            # INIT_FLAG_DELETE_VOLATILE deletes swtpm's CMD_STORE_VOLATILE blob, which this backend
+            # never writes; the TPM_SaveState image survives it on libtpms too (a test checks).
             self.power_off()
-            self.power_on(delete_volatile=bool(flags & INIT_FLAG_DELETE_VOLATILE))
+            self.power_on()
             return _RESULT(TPM_SUCCESS)
         if code == wire.CMD_SHUTDOWN:
             self.power_off()
@@ -287,127 +282,28 @@ _WHILE_ON = {
 """Control commands that need the TPM powered (swtpm answers TPM_BAD_ORDINAL while it is off)."""
 
 
-# ---- interim front end ------------------------------------------------------
-# Until the proxy implements the Backend contract (family / charged / control,
-# COMMON.md), this subclass gives it TPM 1.2 framing, charges what the backend
-# charged and answers the control channel from the backend. It replaces no
-# proxy behaviour for TPM 2.0 and is dropped when the proxy does this itself.
+# ---- front end ----------------------------------------------------------------
+# The TPM 2.0 proxy honours the Backend contract (family "tpm1.2": TPM 1.2
+# framing, no resource manager, cost = charged(), control answered by the
+# backend); this subclass only names the TCP device and checks power.
 
-import socket  # noqa: E402
-import time  # noqa: E402
-
-from trustlab.devices.tpm2.proxy import TimingProxy, TraceRecord, precise_sleep_until  # noqa: E402
-
-MAX_FRAME = 8192
-"""Largest TPM 1.2 frame accepted on the data port (TrouSerS' TPM_TXBLOB_SIZE is 4096)."""
-
-HEADER = 10
+from trustlab.devices.tpm2.proxy import TimingProxy  # noqa: E402
 
 
 class Tpm12Proxy(TimingProxy):
-    """:class:`TimingProxy` serving an :class:`EngineBackend` (TPM 1.2 frames, in-process control)."""
+    """:class:`TimingProxy` serving an :class:`EngineBackend`, control answered by the backend."""
 
     backend: EngineBackend
 
     def __init__(self, profile: Profile, backend: EngineBackend, **kwargs) -> None:
-        if kwargs.get("control", "swtpm") != "swtpm":
+        if kwargs.get("control", "swtpm") not in ("swtpm", "auto"):
             backend.close()
             raise TrustlabError("a TPM 1.2 is served with swtpm's control channel only (no --control mssim)")
+        kwargs["control"] = "swtpm"
         super().__init__(profile, backend, **kwargs)
-
-    @property
-    def tcti(self) -> str:
-        return f"tcp:{self.host}:{self.port}"
-
-    def check_backend(self) -> None:
-        if not self.backend.powered:
-            raise TrustlabError(f"backend {self.backend.describe()}: not powered")
 
     def reset(self) -> None:
         """Power-cycle the TPM (CMD_INIT) and clear the ledger."""
         with self._tpm_lock:
             self.backend.control(wire.CMD_INIT, struct.pack(">I", 0))
             self.clock.reset()
-
-    def _serve_data(self, conn: socket.socket) -> None:
-        buf = b""
-        while not self._stopping.is_set():
-            while len(buf) < HEADER or len(buf) < struct.unpack_from(">I", buf, 2)[0]:
-                if len(buf) >= HEADER:
-                    size = struct.unpack_from(">I", buf, 2)[0]
-                    if not HEADER <= size <= MAX_FRAME:
-                        conn.sendall(fail_response(C.RC["TPM_BAD_PARAM_SIZE"]))
-                        return
-                conn.settimeout(10.0 if buf else None)
-                try:
-                    chunk = conn.recv(65536)
-                except socket.timeout:
-                    return
-                if not chunk:
-                    return
-                buf += chunk
-            size = struct.unpack_from(">I", buf, 2)[0]
-            frame, buf = buf[:size], buf[size:]
-            conn.sendall(self.execute(frame))
-
-    def execute(self, command: bytes, framing: str = "raw") -> bytes:
-        """Run one TPM 1.2 frame on the engine; hold its response for what the engine charged."""
-        with self._tpm_lock:
-            started = time.perf_counter()
-            response = self.backend.transact(command)
-            backend_ms = (time.perf_counter() - started) * 1000.0
-            name = self.backend.last_command
-            charged = self.backend.charged() or {}
-            with self.clock.command(name) as rec:
-                for component, ms in charged.items():
-                    self.clock.charge_ms(component, ms)
-            modelled = rec.ms
-            if not self.virtual:
-                precise_sleep_until(started + modelled / 1000.0)
-            held_ms = (time.perf_counter() - started) * 1000.0 - backend_ms
-            code = struct.unpack_from(">I", command, 6)[0] if len(command) >= HEADER else 0
-            rc = struct.unpack_from(">I", response, 6)[0] if len(response) >= HEADER else -1
-            self._seq += 1
-            record = TraceRecord(seq=self._seq, command=name, code=f"{code:#x}", variant=None, framing=framing,
-                                 in_bytes=len(command), out_bytes=len(response), rc=rc, modelled_ms=modelled,
-                                 backend_ms=backend_ms, held_ms=held_ms, unmodelled=False,
-                                 breakdown=dict(rec.breakdown))
-            self._emit(record)
-        return response
-
-    def _emit(self, record: TraceRecord) -> None:
-        import json
-        from dataclasses import asdict
-
-        if len(self.records) >= self._keep:
-            del self.records[: self._keep // 2]
-        self.records.append(record)
-        if self._trace_fn is not None:
-            self._trace_fn(record)
-        if self._trace_file is not None:
-            with self._trace_lock:
-                self._trace_file.write(json.dumps(asdict(record)) + "\n")
-                self._trace_file.flush()
-
-    def _serve_ctrl(self, conn: socket.socket) -> None:
-        buf = b""
-        while not self._stopping.is_set():
-            n = wire.ctrl_request_length(buf)
-            if n is None or len(buf) < n:
-                if len(buf) > 8 + 4096:
-                    conn.sendall(wire.ctrl_error())
-                    return
-                conn.settimeout(10.0 if buf else None)
-                try:
-                    chunk = conn.recv(65536)
-                except socket.timeout:
-                    return
-                if not chunk:
-                    return
-                buf += chunk
-                continue
-            request, buf = buf[:n], buf[n:]
-            code = struct.unpack(">I", request[:4])[0]
-            with self._tpm_lock:
-                reply = self.backend.control(code, request[4:])
-            conn.sendall(reply if reply is not None else wire.ctrl_error())

@@ -53,6 +53,11 @@ class Row:
     p90: float
     p95: float
     p99: float
+    weight: float = 0.0
+    """1 / variance of ``ms`` as an estimate (sd^2 / n, sd floored at :data:`SD_FLOOR`): what
+    ``trustlab fit --weights given`` uses, so noisy rows (key generation) do not swamp the fit."""
+    center: str = "mean"
+    """What ``ms`` is (mean, median or min of the samples); ``trustlab fit`` labels its column so."""
     samples: tuple[float, ...] = field(default=(), repr=False, compare=False)
 
     @staticmethod
@@ -68,8 +73,14 @@ class Row:
         mean = sum(xs) / n
         sd = math.sqrt(sum((x - mean) ** 2 for x in xs) / (n - 1)) if n > 1 else 0.0
         ms = {"median": _pct(xs, 50), "min": xs[0]}.get(center, mean)
+        weight = n / max(sd, SD_FLOOR) ** 2
         return Row(command, variant, ms, sd, n, xs[0], xs[-1], _pct(xs, 50), _pct(xs, 90), _pct(xs, 95),
-                   _pct(xs, 99), tuple(samples))
+                   _pct(xs, 99), weight, center, tuple(samples))
+
+
+SD_FLOOR = 0.001
+"""ms: a row whose samples do not vary (a virtual proxy, a deterministic model) is weighted as if its
+sd were 1 us - finite, and far above any row that really varies."""
 
 
 def _pct(xs: list[float], p: float) -> float:
@@ -82,7 +93,7 @@ def _pct(xs: list[float], p: float) -> float:
     return xs[lo] + (xs[hi] - xs[lo]) * (k - lo)
 
 
-FIELDS = ["command", "variant", "ms", "sd", "n", "min", "max", "p50", "p90", "p95", "p99"]
+FIELDS = ["command", "variant", "ms", "sd", "n", "min", "max", "p50", "p90", "p95", "p99", "weight", "center"]
 
 
 def check_output(path: Path, flag: str = "--out") -> None:
@@ -438,21 +449,26 @@ class _Split(Exception):
         self.setup, self.timed, self.cleanup = setup, timed, cleanup
 
 
-def _run_once(fn: Callable[[], object], cleanup: Callable[[object], None] | None) -> float:
-    """Wall time (ms) of one timed call; set-up and clean-up are not timed."""
+def _wall_ms() -> float:
+    return time.perf_counter() * 1000.0
+
+
+def _run_once(fn: Callable[[], object], cleanup: Callable[[object], None] | None,
+              now: Callable[[], float] = _wall_ms) -> float:
+    """Time (ms, by ``now``) of one timed call; set-up and clean-up are not timed."""
     try:
-        t0 = time.perf_counter()
+        t0 = now()
         out = fn()
-        ms = (time.perf_counter() - t0) * 1000.0
+        ms = now() - t0
     except _Split as split:
         prepared = split.setup()
         if split.timed is None:  # a flush: setup made the object, clean-up is the timed call
-            t0 = time.perf_counter()
+            t0 = now()
             split.cleanup(prepared)
-            return (time.perf_counter() - t0) * 1000.0
-        t0 = time.perf_counter()
+            return now() - t0
+        t0 = now()
         split.timed(prepared)
-        ms = (time.perf_counter() - t0) * 1000.0
+        ms = now() - t0
         if split.cleanup is not None:
             split.cleanup(prepared)
         return ms
@@ -463,8 +479,13 @@ def _run_once(fn: Callable[[], object], cleanup: Callable[[object], None] | None
 
 def measure(tcti_spec: str, suite: str = "small", repeat: int = 10, warmup: int = 1,
             progress: Callable[[str, str], None] | None = None, tcti=None, center: str = "mean",
-            subtract: Mapping[tuple[str, str], float] | None = None) -> list[Row]:
+            subtract: Mapping[tuple[str, str], float] | None = None,
+            clock: Callable[[], float] | None = None) -> list[Row]:
     """Run ``suite`` ``repeat`` times per step against the TPM at ``tcti_spec``.
+
+    ``clock``: a clock in ms read instead of the wall clock around each timed
+    call (e.g. ``lambda: proxy.clock.now_ms``, the modelled time of a virtual
+    proxy: the suite then measures the model exactly, without host noise).
 
     ``center`` chooses what the ``ms`` column holds: ``mean`` or ``median``.
     ``subtract`` maps (command, variant) to a host-side overhead (see
@@ -499,7 +520,7 @@ def measure(tcti_spec: str, suite: str = "small", repeat: int = 10, warmup: int 
                     s.ensure(*needs)
                     if rnd >= warmup and progress:
                         progress(command, variant)
-                    ms = _run_once(fn, cleanup)
+                    ms = _run_once(fn, cleanup, clock or _wall_ms)
                     if rnd >= warmup:
                         samples[i].append(ms)
             for (command, variant, *_), xs in zip(steps, samples):

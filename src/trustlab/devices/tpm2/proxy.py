@@ -1,16 +1,20 @@
-"""The timing proxy: a TPM 2.0 that answers as slowly as a real chip.
+"""The timing proxy: a TPM that answers as slowly as a real chip.
 
-``TimingProxy`` listens with swtpm's protocol — raw TPM 2.0 frames on the
-data port P, the control channel on P+1 — so ``swtpm:port=P`` TCTIs (tpm2-tools,
+``TimingProxy`` listens with swtpm's protocol - raw TPM frames on the data
+port P, the control channel on P+1 - so ``swtpm:port=P`` TCTIs (tpm2-tools,
 tpm2-pytss, Keylime) work unmodified; the data port also accepts the MS
-simulator's ``TPM_SEND_COMMAND`` framing (``mssim:port=P``). Each command is
-forwarded to the backend; its cost is modelled from the wire (see
-:mod:`.cost`); in realtime mode the response is held until the modelled time
-has passed since the TPM started on it (the backend's own time is therefore
-subtracted). With ``virtual=True`` nothing sleeps and the time is recorded.
+simulator's ``TPM_SEND_COMMAND`` framing and the control port tells the MS
+simulator's platform signals from swtpm's control requests by the first
+frame, so ``mssim:port=P`` works against the same default proxy.
 
-One TPM serves one command at a time: commands from concurrent clients queue
-on a lock, and a command's modelled time starts when the TPM takes it up.
+Each command runs through a resource manager with the kernel tpmrm's rules
+(:mod:`.rm`; ``rm=False`` for raw access), then on the backend; its cost is
+modelled from the wire (:mod:`.cost`) or reported by the backend itself
+(:meth:`.Backend.charged`). In realtime mode the response is held until the
+modelled time has passed since its last request byte arrived (one event-loop
+thread, :mod:`.frontend`); with ``virtual=True`` nothing sleeps and the time
+is recorded. One TPM serves one command at a time, so concurrent clients
+queue as they would on a chip.
 
     with Swtpm() as tpm, TimingProxy(load("nuvoton-npct750-wolftpm"), tpm) as proxy:
         ESAPI(TCTILdr("swtpm", proxy.tcti_conf))
@@ -20,8 +24,8 @@ or simply ``with timed_swtpm("nuvoton-npct750-wolftpm") as proxy: ...``.
 
 from __future__ import annotations
 
+import itertools
 import json
-import os
 import socket
 import struct
 import sys
@@ -32,26 +36,36 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import IO, Callable, Iterator
 
-from trustlab.devices.tpm2 import cost, extensions, objects, wire
+from trustlab.devices.tpm2 import cost, extensions, objects, peers, wire
 from trustlab.devices.tpm2.backend import Backend, SocketBackend, open_backend
 from trustlab.devices.tpm2.commands import TPM_RC_FAILURE, command_name
+from trustlab.devices.tpm2.frontend import precise_sleep_until, serve
+from trustlab.devices.tpm2.rm import ResourceManager, Space
 from trustlab.devices.tpm2.swtpm import Swtpm, free_port_pair
 from trustlab.errors import TrustlabError
 from trustlab.timing.clock import Clock
 from trustlab.timing.profile import Profile
 
-IDLE_PARTIAL_TIMEOUT = 10.0
-"""Seconds a client may stall in the middle of a frame before it is dropped."""
-
 PROBE_TIMEOUT = 10.0
 """Seconds :meth:`TimingProxy.check_backend` waits for the backend to connect and answer."""
 
 TPM2_GetRandom = 0x17B
+TPM12_FAIL = 0x09
+TPM12_GET_RANDOM = wire.build_command(0x46, struct.pack(">I", 8), tag=0x00C1)
+TPM12_STARTUP_CLEAR = wire.build_command(0x99, struct.pack(">H", 1), tag=0x00C1)
+CONTROL_MODES = ("auto", "swtpm", "mssim")
 
 
 @dataclass
 class TraceRecord:
-    """One command as the proxy saw and timed it (one JSONL line of ``--trace``)."""
+    """One command as the proxy saw and timed it (one JSONL line of ``--trace``).
+
+    ``served_ms``: from the arrival of the command's last byte to the due time
+    of its response (= ``modelled_ms`` unless the chip was busy with another
+    client's command, or the backend alone took longer: then ``late``).
+    ``rm_ms``: the part of ``modelled_ms`` charged for the resource manager's
+    own ContextLoad/ContextSave/FlushContext commands (``rm_commands`` of them).
+    """
 
     seq: int
     command: str
@@ -68,54 +82,23 @@ class TraceRecord:
     missing: list[str] = field(default_factory=list)
     breakdown: dict[str, float] = field(default_factory=dict)
     terms: dict[str, float] = field(default_factory=dict)
+    served_ms: float = 0.0
+    late: bool = False
+    rm_ms: float = 0.0
+    rm_commands: int = 0
+    client: int = 0
+    arrived: float = field(default=0.0, repr=False, compare=False)
 
 
-def precise_sleep_until(deadline: float) -> None:
-    """Sleep until ``time.perf_counter() >= deadline``; spin (without yielding) for the last 0.2 ms.
+@dataclass(eq=False)
+class Client:
+    """A resource-manager space's owner: a local process (tcti-swtpm reconnects per command) or
+    one connection (remote clients, whose process cannot be seen)."""
 
-    ``time.sleep`` overshoots by ~0.1 ms; a short busy spin removes that. The
-    spin must not call ``sched_yield`` (``time.sleep(0)``): on a loaded host a
-    yielding thread can lose the CPU for a whole time slice, several ms.
-    """
-    remaining = deadline - time.perf_counter()
-    if remaining > 0.0002:
-        time.sleep(remaining - 0.0002)
-    while time.perf_counter() < deadline:
-        pass
-
-
-def _raise_thread_priority() -> bool:
-    """Run the calling thread (one that holds responses) under SCHED_FIFO if allowed.
-
-    On a loaded host a sleeping thread wakes several ms late under the
-    ordinary scheduler - measured here: p99 ~3 ms lateness at load 3 on 2
-    cores, even at nice -20, because autogroup scheduling shares the CPU
-    between sessions - which is the whole error budget of realtime mode. A
-    SCHED_FIFO thread is woken within microseconds. The thread sleeps almost
-    all the time and spins at most 0.2 ms per command, and the kernel's RT
-    throttling caps it anyway. Without the privilege, a nice value of -10
-    is tried (it helps against load from the same session); else nothing.
-    Returns whether real-time scheduling was obtained.
-    """
-    try:
-        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(10))  # 0 = the calling thread on Linux
-        return True
-    except (OSError, AttributeError):
-        pass
-    try:
-        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), -10)
-    except (OSError, AttributeError):
-        pass
-    return False
-
-
-def _quickack(conn: socket.socket) -> None:
-    """Acknowledge at once: TSS clients write a frame in pieces, and Nagle on
-    their side plus delayed ACKs on ours would add ~40 ms to such a command."""
-    try:
-        conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_QUICKACK, 1)
-    except (OSError, AttributeError):
-        pass
+    id: int
+    pid: int | None
+    space: Space
+    conns: set[int] = field(default_factory=set)
 
 
 class TimingProxy:
@@ -124,25 +107,24 @@ class TimingProxy:
     ``backend``: ``"swtpm"`` (start and own a fresh swtpm), ``"tcp:HOST:PORT"``,
     ``"device:/dev/tpmrm0"``, a :class:`Swtpm`, or a :class:`Backend`.
     ``trace``: a path or text stream for JSONL records, or a callable taking a
-    :class:`TraceRecord`. ``control``: ``"swtpm"`` relays swtpm's control
-    channel; ``"mssim"`` answers the MS simulator's platform port instead.
-    ``rt_priority``: in realtime mode, serve connections from SCHED_FIFO
-    threads when the process may (see :func:`_raise_thread_priority`).
-    ``log``: called with a one-line message when the backend fails while
-    serving (a client only sees TPM_RC_FAILURE; an operator needs the why).
-    The proxy starts serving in background threads on construction.
+    :class:`TraceRecord`. ``control``: ``"auto"`` tells swtpm control requests
+    from MS-simulator platform signals per connection; ``"swtpm"`` /
+    ``"mssim"`` force one. ``rm``: run the resource manager (TPM 2.0 backends).
+    ``rt_priority``: in realtime mode, wait and hold under SCHED_FIFO when the
+    process may. ``log``: called with a one-line message when the backend fails
+    while serving or a control request is refused (a client only sees an
+    error code; an operator needs the why). Serving starts on construction.
     """
 
     def __init__(self, profile: Profile, backend: "str | Swtpm | Backend" = "swtpm", *,
                  virtual: bool = False, trace: "str | Path | IO[str] | Callable[[TraceRecord], None] | None" = None,
-                 host: str = "127.0.0.1", port: int = 0, seed: int = 0, control: str = "swtpm",
-                 keep_records: int = 100_000, rt_priority: bool = True,
+                 host: str = "127.0.0.1", port: int = 0, seed: int = 0, control: str = "auto",
+                 keep_records: int = 100_000, rt_priority: bool = True, rm: bool = True,
                  log: Callable[[str], None] | None = None) -> None:
-        if control not in ("swtpm", "mssim"):
-            raise ValueError(f"control must be 'swtpm' or 'mssim', not {control!r}")
+        if control not in CONTROL_MODES:
+            raise ValueError(f"control must be one of {', '.join(CONTROL_MODES)}, not {control!r}")
         self.profile = profile
         self.virtual = virtual
-        self.rt_priority = rt_priority
         self.control = control
         self.backend = open_backend(backend)
         self.family = getattr(self.backend, "family", "tpm2")
@@ -150,12 +132,20 @@ class TimingProxy:
         self._backend_down = False
         self.clock = Clock(profile, seed=seed, realtime=False)
         self.objects = objects.ObjectTable()
-        self.extension_state = extensions.ExtensionState(seed)
+        self.extension_state = extensions.ExtensionState(seed, flush_on_close=rm and self.family == "tpm2")
+        self.rm: ResourceManager | None = None
+        if rm and self.family == "tpm2":
+            self.rm = ResourceManager(self._internal, self.objects, query=self.backend.transact)
         self.records: list[TraceRecord] = []
+        self.late_count = 0
+        """Responses where the backend alone took longer than the modelled time."""
+        self.refused_control = 0
         self._keep = keep_records
         self._seq = 0
-        self._tpm_lock = threading.Lock()
-        self._trace_lock = threading.Lock()
+        self._chip_free = 0.0
+        self._rm_ms = 0.0
+        self._rm_commands = 0
+        self._tpm_lock = threading.RLock()
         self._trace_file: IO[str] | None = None
         self._trace_close = False
         self._trace_fn: Callable[[TraceRecord], None] | None = None
@@ -169,25 +159,22 @@ class TimingProxy:
         if not virtual and sys.getswitchinterval() > 0.001:
             # A held response must go out within ~0.1 ms of its due time; with
             # Python's default 5 ms GIL switch interval a busy thread elsewhere
-            # in the process could delay the waking proxy thread by that much.
+            # in the process could delay the waking loop thread by that much.
             sys.setswitchinterval(0.001)
         self.host = host
-        self._stopping = threading.Event()
-        self._threads: list[threading.Thread] = []
-        self._conns: set[socket.socket] = set()
-        self._conns_lock = threading.Lock()
+        self._client_ids = itertools.count(1)
+        self._clients: dict[tuple, Client] = {}
+        self._peers = peers.PeerFinder()
+        self._api_client = self._new_client(("api",), None)
+        self._stopped = False
         try:
-            self._data_srv, self._ctrl_srv = self._listen(host, port)
+            data_srv, ctrl_srv = self._listen(host, port)
         except BaseException:
             self.backend.close()
             raise
-        self.port = self._data_srv.getsockname()[1]
-        self.ctrl_port = self._ctrl_srv.getsockname()[1]
-        for srv, handler in ((self._data_srv, self._serve_data), (self._ctrl_srv, self._serve_ctrl)):
-            t = threading.Thread(target=self._accept_loop, args=(srv, handler), daemon=True,
-                                 name=f"trustlab-proxy-{self.port}-accept")
-            t.start()
-            self._threads.append(t)
+        self.port = data_srv.getsockname()[1]
+        self.ctrl_port = ctrl_srv.getsockname()[1]
+        self._front = serve(self, data_srv, ctrl_srv, control=control, rt_priority=rt_priority)
 
     # ---- addresses ---------------------------------------------------------
 
@@ -216,7 +203,7 @@ class TimingProxy:
                     socks.append(s)
                     s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
                     s.bind((host, q))
-                    s.listen(16)
+                    s.listen(64)
                 return socks[0], socks[1]
             except OSError as exc:
                 for s in socks:
@@ -226,11 +213,11 @@ class TimingProxy:
         raise OSError("no free port pair for the proxy")
 
     def check_backend(self) -> None:
-        """Raise a one-line error naming the backend unless it answers a harmless TPM2_GetRandom.
+        """Raise a one-line error naming the backend unless it answers a harmless GetRandom.
 
         Run before announcing that the proxy is ready: otherwise a dead backend
         surfaces only as TPM_RC_FAILURE in some client much later. Any
-        well-formed answer other than TPM_RC_FAILURE counts as alive
+        well-formed answer other than a failure code counts as alive
         (TPM_RC_INITIALIZE just means the client has yet to send TPM2_Startup).
         The probe is neither charged to the clock nor traced.
         """
@@ -238,15 +225,16 @@ class TimingProxy:
         timeout = getattr(self.backend, "timeout", None)
         if isinstance(self.backend, SocketBackend):
             self.backend.timeout = min(timeout, PROBE_TIMEOUT)
+        probe = TPM12_GET_RANDOM if self.family == "tpm1.2" else wire.build_command(TPM2_GetRandom, b"\x00\x08")
         try:
             with self._tpm_lock:
-                response = self.backend.transact(wire.build_command(TPM2_GetRandom, b"\x00\x08"))
+                response = self.backend.transact(probe)
             try:
                 rc = wire.response_code(response)
             except (wire.WireError, struct.error, ValueError):
-                raise TrustlabError(f"backend {name}: TPM2_GetRandom got a malformed answer "
+                raise TrustlabError(f"backend {name}: GetRandom got a malformed answer "
                                     f"({len(response)} bytes)") from None
-            if rc == TPM_RC_FAILURE:
+            if rc in (TPM_RC_FAILURE, TPM12_FAIL if self.family == "tpm1.2" else TPM_RC_FAILURE):
                 raise TrustlabError(f"backend {name}: not answering ({self._why_unreachable()})")
         finally:
             if isinstance(self.backend, SocketBackend):
@@ -263,7 +251,7 @@ class TimingProxy:
                     s.connect(address)
             except OSError as exc:
                 return f"cannot connect: {exc.strerror or exc}"
-        return "TPM2_GetRandom returned TPM_RC_FAILURE"
+        return "GetRandom returned a failure code"
 
     def _note_backend(self, command: bytes, response: bytes) -> None:
         """Log (once per outage) when the backend stops answering, and when it is back."""
@@ -285,49 +273,39 @@ class TimingProxy:
         self._backend_down = failed
 
     def reset(self) -> None:
-        """Power-cycle the backend TPM between runs: CMD_INIT, then TPM2_Startup(CLEAR).
+        """Power-cycle the backend TPM between runs: CMD_INIT, then Startup(CLEAR).
 
         Use this rather than ``Swtpm.reset()`` while the proxy serves a swtpm:
-        the proxy holds swtpm's single data connection. The object table and
-        the clock's ledger are cleared too.
+        the proxy holds swtpm's single data connection. The object table, the
+        resource manager's spaces and the clock's ledger are cleared too.
         """
         with self._tpm_lock:
-            address = self.backend.ctrl_address
-            if address is not None:
-                family = socket.AF_UNIX if isinstance(address, str) else socket.AF_INET
-                with socket.socket(family, socket.SOCK_STREAM) as ctrl:
-                    ctrl.settimeout(5)
-                    ctrl.connect(address)
-                    ctrl.sendall(wire.ctrl_init())
-                    reply = ctrl.recv(4)
-                if len(reply) < 4 or wire.ctrl_result(reply) != 0:
-                    raise TrustlabError(f"backend {self.backend.describe()}: CMD_INIT failed")
-                self.backend.release()
-            rc = wire.response_code(self.backend.transact(wire.startup_command()))
-            if rc not in (0, 0x100):
-                raise TrustlabError(f"backend {self.backend.describe()}: TPM2_Startup failed with {rc:#x}")
-            self.objects = objects.ObjectTable()
+            reply = self._control_upstream(wire.CMD_INIT, wire.ctrl_init())
+            if len(reply) < 4 or wire.ctrl_result(reply) != 0:
+                raise TrustlabError(f"backend {self.backend.describe()}: CMD_INIT failed")
+            self.backend.release()
+            startup = TPM12_STARTUP_CLEAR if self.family == "tpm1.2" else wire.startup_command()
+            rc = wire.response_code(self.backend.transact(startup))
+            if rc not in (0, 0x100, 0x26):  # TPM_RC_INITIALIZE / TPM_INVALID_POSTINIT: already started
+                raise TrustlabError(f"backend {self.backend.describe()}: Startup failed with {rc:#x}")
+            self._power_cycled()
+            for client in self._clients.values():
+                client.space = Space(client.id)
             self.clock.reset()
+            self._chip_free = 0.0
+
+    def _power_cycled(self) -> None:
+        """After CMD_INIT every transient object and session is gone."""
+        self.objects.clear_transient()
+        if self.rm is not None:
+            self.rm.reset()
 
     def stop(self) -> None:
         """Close listeners and connections, the backend (and its swtpm if owned), the trace."""
-        if self._stopping.is_set():
+        if self._stopped:
             return
-        self._stopping.set()
-        for srv in (self._data_srv, self._ctrl_srv):
-            try:
-                srv.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-            srv.close()
-        with self._conns_lock:
-            for c in list(self._conns):
-                try:
-                    c.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
-        for t in self._threads:
-            t.join(timeout=2)
+        self._stopped = True
+        self._front.stop()
         with self._tpm_lock:
             self.backend.close()
         if self._trace_file is not None and self._trace_close:
@@ -339,113 +317,199 @@ class TimingProxy:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
-    # ---- serving -----------------------------------------------------------
+    def summary(self) -> str:
+        """One line for the operator at exit: commands, modelled time, late responses."""
+        return (f"{self._seq} command(s), {self.clock.now_ms:.1f} ms modelled, {self.late_count} response(s) "
+                f"where the backend alone exceeded the model, {self.refused_control} control request(s) refused")
 
-    def _accept_loop(self, srv: socket.socket, handler: Callable[[socket.socket], None]) -> None:
-        if handler == self._serve_data and not self.virtual and self.rt_priority:
-            # tcti-swtpm opens a connection per command: accepting late is holding late
-            _raise_thread_priority()
-        while not self._stopping.is_set():
-            try:
-                conn, _ = srv.accept()
-            except OSError:
-                return
-            conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            _quickack(conn)
-            with self._conns_lock:
-                self._conns.add(conn)
-            t = threading.Thread(target=self._guarded, args=(handler, conn), daemon=True)
-            t.start()
+    # ---- clients (resource-manager spaces) ---------------------------------
 
-    def _guarded(self, handler: Callable[[socket.socket], None], conn: socket.socket) -> None:
-        """Whatever a client does, only its own connection ends."""
-        try:
-            handler(conn)
-        except (OSError, ConnectionError, wire.WireError, struct.error):
-            pass
-        finally:
-            extensions.connection_closed(id(conn), self.extension_state)
-            with self._conns_lock:
-                self._conns.discard(conn)
-            try:
-                conn.close()
-            except OSError:
-                pass
+    def loaded_objects(self) -> int:
+        """Transient objects the resource manager holds (saved) for its clients, all spaces."""
+        return sum(len(c.space.vhandles()) for c in self._clients.values())
 
-    def _serve_data(self, conn: socket.socket) -> None:
-        if not self.virtual and self.rt_priority:
-            _raise_thread_priority()
-        reader = wire.FrameReader(max_frame=4096, family=self.family)
-        while not self._stopping.is_set():
-            conn.settimeout(IDLE_PARTIAL_TIMEOUT if reader.buffered else None)
-            try:
-                chunk = conn.recv(65536)
-            except socket.timeout:
-                return
-            if not chunk:
-                return
-            _quickack(conn)
-            reader.feed(chunk)
-            while True:
-                event = reader.next_event()
-                if event is wire.NEED_DATA:
-                    break
-                if isinstance(event, wire.Reject):
-                    conn.sendall(event.reply)
-                    return
-                if isinstance(event, wire.SessionEnd):
-                    return
-                if isinstance(event, wire.Handshake):
-                    conn.sendall(wire.handshake_reply())
-                    continue
-                assert isinstance(event, wire.Command)
-                response = self.execute(event.payload, event.framing, conn_id=id(conn))
-                conn.sendall(wire.frame_reply(response, event.framing))
+    def _new_client(self, key: tuple, pid: int | None) -> Client:
+        client = Client(next(self._client_ids), pid, Space(0))
+        client.space.conn_id = client.id
+        self._clients[key] = client
+        return client
 
-    def execute(self, command: bytes, framing: str = "raw", conn_id: object = None) -> bytes:
-        """Run one complete command frame on the backend and hold it for its modelled time.
+    def peer_pid(self, sock: socket.socket) -> int | None:
+        """The local process at the other end of ``sock`` (None: remote or unknown)."""
+        if sock.family not in (socket.AF_INET, socket.AF_INET6):
+            return None
+        return self._peers.pid_of(sock)
 
-        The command path, one step per place (keep it that simple):
+    def client_for(self, sock: socket.socket, conn_id: int) -> Client:
+        """The client a new data connection belongs to: its local process, else the connection."""
+        pid = self._peers.pid_of(sock) if self.rm is not None else None
+        key = ("pid", pid) if pid is not None else ("conn", conn_id)
+        client = self._clients.get(key) or self._new_client(key, pid)
+        client.conns.add(conn_id)
+        return client
 
-        1. *Extension hook* (engineer i17b): ``extensions.dispatch(command, ctx)``
-           is called here, first, before the resource manager sees the
-           command; a claimed command is answered and charged from its
-           ``ExtensionResult`` and never reaches the backend.
-        2. Resource manager (``family == "tpm2"`` only).
-        3. ``backend.transact``.
-        4. Pricing: ``backend.charged()`` if it reports, else the TPM 2.0 wire
-           cost model (never for ``family == "tpm1.2"``).
-        5. Hold until the modelled time has passed, trace.
+    def client_left(self, client: Client, conn_id: int) -> None:
+        """A data connection closed; a connection-keyed client ends with it."""
+        client.conns.discard(conn_id)
+        if client.pid is None and not client.conns:
+            self._end_client(("conn", conn_id))
+
+    def reap_clients(self) -> None:
+        """End the clients whose process has exited (as closing /dev/tpmrm0 does)."""
+        for key, client in list(self._clients.items()):
+            if client.pid is not None and not client.conns and not peers.alive(client.pid):
+                self._end_client(key)
+
+    def _end_client(self, key: tuple) -> None:
+        client = self._clients.pop(key, None)
+        if client is None:
+            return
+        extensions.connection_closed(client.id, self.extension_state)
+        if self.rm is None or client.space.empty:
+            return
+        with self._tpm_lock:
+            with self.clock.command("RM_FlushOnClose") as rec:
+                self.rm.close(client.space)
+            self._chip_free = max(self._chip_free, time.perf_counter()) + rec.ms / 1000.0
+
+    # ---- the command path --------------------------------------------------
+
+    def execute(self, command: bytes, framing: str = "raw") -> bytes:
+        """Run one complete command frame (as the API's own client) and hold it for its modelled time."""
+        response, due, record = self.serve_command(self._api_client, command, framing, time.perf_counter())
+        if not self.virtual:
+            precise_sleep_until(due)
+        self.sent(record, time.perf_counter())
+        self.traced(record)
+        return response
+
+    def serve_command(self, client: Client, command: bytes, framing: str,
+                      arrived: float) -> tuple[bytes, float, TraceRecord]:
+        """Run ``command`` for ``client``; returns the response, the perf_counter time it is due, and
+        its trace record (call :meth:`sent` once the response is out).
+
+        The due time is ``max(arrived, chip free) + modelled``: the client
+        sees the modelled time from its last request byte, and a command that
+        arrives while the chip works for another client waits for it.
         """
         with self._tpm_lock:
             started = time.perf_counter()
-            claimed = extensions.dispatch(command, extensions.Context(
-                conn_id, self.profile, self.backend.transact, self.extension_state))
-            if claimed is None:
-                response = self.backend.transact(command)
-            backend_ms = (time.perf_counter() - started) * 1000.0
-            if claimed is None:
-                self._note_backend(command, response)
-                assessed, charged = self._price(command, response)
-                extra_ms: dict[str, float] = {}
+            self._rm_ms, self._rm_commands = 0.0, 0
+            response, assessed, rec = self._command_path(client, command)
+            done = time.perf_counter()
+            backend_ms = (done - started) * 1000.0
+            modelled = rec.ms
+            if self.virtual:
+                due = done
             else:
-                response, assessed = claimed.response, claimed.assessed(len(command))
-                charged, extra_ms = None, claimed.charges_ms
-            with self.clock.command(assessed.command) as rec:
-                if charged is not None:
-                    for component, ms in charged.items():
-                        self.clock.charge_ms(component, ms)
-                else:
+                due = max(arrived, self._chip_free) + modelled / 1000.0
+                self._chip_free = max(due, done)
+            late = not self.virtual and backend_ms > modelled
+            self.late_count += late
+            record = self._record(assessed, framing, modelled, backend_ms, max(0.0, due - done) * 1000.0,
+                                  rec.breakdown, served_ms=(max(due, done) - arrived) * 1000.0, late=late,
+                                  client=client.id)
+            record.arrived = arrived
+        return response, due, record
+
+    def sent(self, record: TraceRecord, when: float) -> None:
+        """The response of ``record`` leaves now (``when``): its served time becomes a measurement,
+        and a trace callable sees it before the client can (in-process users rely on that)."""
+        record.served_ms = (when - record.arrived) * 1000.0
+        if self._trace_fn is not None:
+            self._trace_fn(record)
+
+    def traced(self, record: TraceRecord) -> None:
+        """Write ``record``'s trace line (after its response left: file I/O never delays a client)."""
+        if self._trace_file is not None:
+            self._trace_file.write(json.dumps({k: v for k, v in asdict(record).items() if k != "arrived"}) + "\n")
+            self._trace_file.flush()
+
+    def _command_path(self, client: Client, command: bytes):
+        """Extension hook, resource manager, backend, pricing - one place each.
+
+        1. Extension hook: ``extensions.dispatch(command, ctx)``, first, before
+           the resource manager sees the command (``ctx`` gives ``client.id``,
+           the profile, and backend calls through the client's RM space). A
+           claimed command is answered and charged from its ``ExtensionResult``
+           and never reaches the backend.
+        2. Resource manager (``family == "tpm2"`` and ``rm=True``).
+        3. ``backend.transact``.
+        4. Pricing: ``backend.charged()`` if it reports, else the TPM 2.0 wire
+           cost model (never for ``family == "tpm1.2"``).
+        """
+        code = struct.unpack_from(">I", command, 6)[0] if len(command) >= wire.HEADER_SIZE else 0
+        if self.family == "tpm2":
+            with self.clock.command(self._name(code)) as rec:
+                claimed = extensions.dispatch(command, extensions.Context(
+                    client.id, self.profile, lambda c: self.transact_in_space(client, c), self.extension_state))
+                if claimed is not None:
+                    assessed = claimed.assessed(len(command))
+                    self.objects.observe(claimed.code, command, claimed.response, claimed.rc)  # e.g. a forwarded Startup
+                    if claimed.fault and self._log is not None:
+                        self._log(claimed.fault)  # the client only saw TPM_RC_FAILURE
                     for component, count in assessed.terms.items():
                         self.clock.charge(component, count)
-                for component, ms in extra_ms.items():
+                    for component, ms in claimed.charges_ms.items():
+                        self.clock.charge_ms(component, ms)
+                    return claimed.response, assessed, rec
+                return self._forward(client, command, rec)
+        with self.clock.command(self._name(code)) as rec:
+            return self._forward(client, command, rec)
+
+    def _forward(self, client: Client, command: bytes, rec):
+        """Steps 2-4: the resource manager, the backend, pricing (inside the command's clock record)."""
+        outcome: list = []
+
+        def run(real: bytes) -> bytes:
+            response = self.backend.transact(real)
+            self._note_backend(real, response)
+            outcome.append(self._price(real, response))
+            return response
+
+        if self.rm is not None:
+            response = self.rm.execute(client.space, command, run)
+        else:
+            response = run(command)
+        if outcome:
+            assessed, charged = outcome[-1]
+            if charged is not None:
+                for component, ms in charged.items():
                     self.clock.charge_ms(component, ms)
-            modelled = rec.ms
-            if not self.virtual:
-                precise_sleep_until(started + modelled / 1000.0)
-            held_ms = (time.perf_counter() - started) * 1000.0 - backend_ms
-            self._record(assessed, framing, modelled, backend_ms, held_ms, rec.breakdown)
+            else:
+                for component, count in assessed.terms.items():
+                    self.clock.charge(component, count)
+        else:  # refused by the resource manager before reaching the TPM
+            assessed = cost.assess(command, response, self.objects, self.profile)
+            for component, count in assessed.terms.items():
+                self.clock.charge(component, count)
+        return response, assessed, rec
+
+    def transact_in_space(self, client: Client, command: bytes) -> bytes:
+        """A backend command on ``client``'s behalf, through its resource-manager space, unpriced
+        except for the RM's own context commands (for extensions that price themselves)."""
+        with self._tpm_lock:
+            if self.rm is None:
+                return self.backend.transact(command)
+            return self.rm.execute(client.space, command, self.backend.transact)
+
+    def _internal(self, command: bytes) -> bytes:
+        """One of the resource manager's own commands: run and priced like a client's."""
+        response = self.backend.transact(command)
+        assessed = cost.assess(command, response, self.objects, self.profile)
+        before = self.clock.now_ms
+        for component, count in assessed.terms.items():
+            self.clock.charge(component, count)
+        self._rm_ms += self.clock.now_ms - before
+        self._rm_commands += 1
         return response
+
+    def _name(self, code: int) -> str:
+        if self.family == "tpm1.2":
+            namer = getattr(self.backend, "command_name", None)
+            return namer(code) if callable(namer) else f"TPM_ORD_{code:#x}"
+        reg = extensions.registered().get(code)
+        return reg.name if reg is not None else command_name(code)
 
     def _price(self, command: bytes, response: bytes) -> tuple[cost.CommandCost, dict[str, float] | None]:
         """What the command costs: the backend's own charge if it reports one, else the wire model.
@@ -456,10 +520,8 @@ class TimingProxy:
         charged = self.backend.charged()
         if self.family == "tpm1.2":
             code = struct.unpack_from(">I", command, 6)[0] if len(command) >= wire.HEADER_SIZE else 0
-            rc = struct.unpack_from(">I", response, 6)[0] if len(response) >= wire.HEADER_SIZE else 0x9
-            namer = getattr(self.backend, "command_name", None)
-            name = namer(code) if callable(namer) else f"TPM_ORD_{code:#x}"
-            assessed = cost.CommandCost(name, code, None, {}, len(command), len(response), rc,
+            rc = struct.unpack_from(">I", response, 6)[0] if len(response) >= wire.HEADER_SIZE else TPM12_FAIL
+            assessed = cost.CommandCost(self._name(code), code, None, {}, len(command), len(response), rc,
                                         modelled=charged is not None)
             return assessed, dict(charged or {})
         assessed = cost.assess(command, response, self.objects, self.profile)
@@ -467,108 +529,69 @@ class TimingProxy:
         return assessed, (dict(charged) if charged is not None else None)
 
     def _record(self, a: cost.CommandCost, framing: str, modelled: float, backend_ms: float,
-                held_ms: float, breakdown: dict[str, float]) -> None:
+                held_ms: float, breakdown: dict[str, float], *, served_ms: float, late: bool,
+                client: int) -> TraceRecord:
         self._seq += 1
         record = TraceRecord(seq=self._seq, command=a.command, code=f"{a.code:#x}", variant=a.variant,
                              framing=framing, in_bytes=a.in_bytes, out_bytes=a.out_bytes, rc=a.rc,
                              modelled_ms=modelled, backend_ms=backend_ms, held_ms=held_ms,
                              unmodelled=not a.modelled, missing=list(a.missing), breakdown=dict(breakdown),
-                             terms=dict(a.terms))
+                             terms=dict(a.terms), served_ms=served_ms, late=late, rm_ms=self._rm_ms,
+                             rm_commands=self._rm_commands, client=client)
         if len(self.records) >= self._keep:
             del self.records[: self._keep // 2]
         self.records.append(record)
-        if self._trace_fn is not None:
-            self._trace_fn(record)
-        if self._trace_file is not None:
-            with self._trace_lock:
-                self._trace_file.write(json.dumps(asdict(record)) + "\n")
-                self._trace_file.flush()
+        return record
+
+    def note_reject(self, reason: str) -> None:
+        """A frame the proxy could not parse (answered with an error, connection closed)."""
 
     # ---- control channel ---------------------------------------------------
 
-    def _serve_ctrl(self, conn: socket.socket) -> None:
-        if self.control == "mssim":
-            return self._serve_mssim_platform(conn)
-        address = self.backend.ctrl_address
-        if address is None:
-            return self._serve_ctrl_emulated(conn)
-        family = socket.AF_UNIX if isinstance(address, str) else socket.AF_INET
-        with socket.socket(family, socket.SOCK_STREAM) as up:
-            up.settimeout(10)
-            up.connect(address)
-            buf = b""
-            while not self._stopping.is_set():
-                conn.settimeout(IDLE_PARTIAL_TIMEOUT if buf else None)
-                try:
-                    chunk = conn.recv(65536)
-                except socket.timeout:
-                    return
-                if not chunk:
-                    return
-                buf += chunk
-                while buf:
-                    n = wire.ctrl_request_length(buf)
-                    if n is None or len(buf) < n:
-                        if len(buf) > 4 + 8 + wire.MAX_FRAME:  # a lying CMD_HASH_DATA length
-                            conn.sendall(wire.ctrl_error())
-                            return
-                        break
-                    code = struct.unpack(">I", buf[:4])[0]
-                    if code not in wire.RELAYED_CONTROL:
-                        # state blobs, CMD_STOP, data fds and unknown codes are not for proxy clients
-                        conn.sendall(wire.ctrl_error())
-                        return
-                    request, buf = buf[:n], buf[n:]
-                    self._observe_ctrl(request)
-                    up.sendall(request)
-                    reply = up.recv(65536)
-                    if not reply:
-                        return
-                    conn.sendall(reply)
+    def control_request(self, request: bytes) -> tuple[bytes, bool]:
+        """Answer one swtpm control request: (reply, whether the connection may stay open).
 
-    def _observe_ctrl(self, request: bytes) -> None:
-        if len(request) >= 4 and struct.unpack(">I", request[:4])[0] == wire.CMD_INIT:
-            with self._tpm_lock:
-                self.objects.clear_transient()
-
-    def _serve_ctrl_emulated(self, conn: socket.socket) -> None:
-        """No control channel behind us (a device): acknowledge, report no capabilities."""
-        while True:
-            request = conn.recv(65536)
-            if len(request) < 4:
-                return
-            code = struct.unpack(">I", request[:4])[0]
-            if code == wire.CMD_GET_CAPABILITY:
-                conn.sendall(struct.pack(">II", 0, 0))
-            elif code == wire.CMD_GET_TPMESTABLISHED:
-                conn.sendall(struct.pack(">II", 0, 0))
-            else:
-                conn.sendall(struct.pack(">I", 0))
-
-    def _serve_mssim_platform(self, conn: socket.socket) -> None:
-        """MS simulator platform port: every signal is acknowledged with 0.
-
-        Power and NV signals do not reset the backend (a ``tcti-mssim`` sends
-        POWER_ON on every connect; resetting would wipe state between tool
-        invocations). Use the Swtpm's ``reset()`` for a deliberate power cycle.
+        Only :data:`wire.ALLOWED_CONTROL` reaches the TPM; anything else is
+        refused with TPM_FAIL and logged. Allowed requests are answered by the
+        backend in-process (:meth:`Backend.control`), else relayed to its
+        control channel, else acknowledged here (a device has no control channel).
         """
-        buf = b""
-        while True:
-            chunk = conn.recv(4096)
-            if not chunk:
-                return
-            buf += chunk
-            while len(buf) >= 4:
-                code = struct.unpack(">I", buf[:4])[0]
-                if code in (wire.MS_SESSION_END, wire.MS_STOP):
-                    return
-                buf = buf[4:]
-                conn.sendall(struct.pack(">I", 0))
+        code = struct.unpack(">I", request[:4])[0]
+        if code not in wire.ALLOWED_CONTROL:
+            self.refused_control += 1
+            if self._log is not None:
+                name = wire.CONTROL_NAMES.get(code, f"control code {code}")
+                self._log(f"refused {name} on the control port (only the requests a TSS needs are allowed)")
+            return wire.ctrl_error(wire.TPM_FAIL), code in wire.CTRL_FIXED_LENGTH
+        with self._tpm_lock:
+            reply = self._control_upstream(code, request)
+            if code == wire.CMD_INIT and len(reply) >= 4 and wire.ctrl_result(reply) == 0:
+                self._power_cycled()
+        return reply, True
+
+    def _control_upstream(self, code: int, request: bytes) -> bytes:
+        reply = self.backend.control(code, request[4:])
+        if reply is not None:
+            return reply
+        address = self.backend.ctrl_address
+        if address is None:  # no control channel behind us (a device): acknowledge, no capabilities
+            if code in (wire.CMD_GET_CAPABILITY, wire.CMD_GET_TPMESTABLISHED):
+                return struct.pack(">II", 0, 0)
+            return struct.pack(">I", 0)
+        family = socket.AF_UNIX if isinstance(address, str) else socket.AF_INET
+        try:
+            with socket.socket(family, socket.SOCK_STREAM) as up:
+                up.settimeout(5)
+                up.connect(address)
+                up.sendall(request)
+                return up.recv(65536) or wire.ctrl_error(wire.TPM_FAIL)
+        except OSError:
+            return wire.ctrl_error(wire.TPM_FAIL)
 
 
 @contextmanager
 def timed_swtpm(profile: "Profile | str", *, virtual: bool = False, trace=None, seed: int = 0,
-                unix: bool = False) -> Iterator[TimingProxy]:
+                unix: bool = False, rm: bool = True) -> Iterator[TimingProxy]:
     """A fresh swtpm behind a timing proxy, both cleaned up on exit.
 
     The one-liner for tests, sweeps and experiments::
@@ -588,7 +611,7 @@ def timed_swtpm(profile: "Profile | str", *, virtual: bool = False, trace=None, 
     try:
         from trustlab.devices.tpm2.backend import swtpm_backend
 
-        proxy = TimingProxy(profile, swtpm_backend(tpm, owned=True), virtual=virtual, trace=trace, seed=seed)
+        proxy = TimingProxy(profile, swtpm_backend(tpm, owned=True), virtual=virtual, trace=trace, seed=seed, rm=rm)
     except BaseException:
         tpm.stop()
         raise

@@ -31,6 +31,9 @@ from trustlab.devices.tpm2 import wire
 from trustlab.errors import TrustlabError
 
 SWTPM_BINARY = "swtpm"
+STATE_PREFIX = "trustlab-swtpm-"
+OWNER_FILE = "owner"
+"""In a temporary state directory: ``PID START`` of the process that made it, then swtpm's PID."""
 _LIVE: "weakref.WeakSet[Swtpm]" = weakref.WeakSet()
 
 
@@ -67,6 +70,49 @@ def free_port_pair(host: str = "127.0.0.1", tries: int = 200) -> int:
         if _port_free(port, host) and _port_free(port + 1, host):
             return port
     raise SwtpmError("no free pair of consecutive TCP ports found")
+
+
+def _start_time(pid: int) -> str | None:
+    """The kernel's start time of ``pid`` (field 22 of /proc/PID/stat): tells a reused PID apart."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat.rsplit(")", 1)[1].split()[19]
+
+
+def _owner_alive(text: str) -> bool:
+    fields = text.split()
+    if len(fields) < 2 or not fields[0].isdigit():
+        return True  # not ours to judge
+    return _start_time(int(fields[0])) == fields[1]
+
+
+def remove_stale_state(tmp: Path | None = None) -> list[Path]:
+    """Delete temporary swtpm state directories whose owning process is gone (killed with SIGKILL).
+
+    A directory counts as stale only if it carries an owner file naming a dead
+    process; its swtpm, if still running, is terminated first. Returns what was removed.
+    """
+    removed = []
+    for d in Path(tmp or tempfile.gettempdir()).glob(f"{STATE_PREFIX}*"):
+        try:
+            text = (d / OWNER_FILE).read_text()
+        except OSError:
+            continue
+        if _owner_alive(text):
+            continue
+        fields = text.split()
+        if len(fields) >= 3 and fields[2].isdigit():
+            try:
+                cmdline = Path(f"/proc/{fields[2]}/cmdline").read_bytes()
+                if str(d).encode() in cmdline:  # our swtpm, orphaned: stop it before removing its state
+                    os.kill(int(fields[2]), signal.SIGTERM)
+            except OSError:
+                pass
+        shutil.rmtree(d, ignore_errors=True)
+        removed.append(d)
+    return removed
 
 
 def recv_exact(sock: socket.socket, n: int) -> bytes:
@@ -149,7 +195,9 @@ class Swtpm:
         if shutil.which(self.binary) is None:
             raise SwtpmError(f"{self.binary!r} not found on PATH: install the swtpm package (apt install swtpm)")
         if self._state_dir is None:
-            self._state_dir = Path(tempfile.mkdtemp(prefix="trustlab-swtpm-"))
+            self._state_dir = Path(tempfile.mkdtemp(prefix=STATE_PREFIX))
+        else:
+            self._state_dir.mkdir(parents=True, exist_ok=True)
         last_error = ""
         for _attempt in range(5):  # a port may be taken between probing and binding
             if not self.unix:
@@ -185,6 +233,9 @@ class Swtpm:
         main = threading.current_thread() is threading.main_thread()
         self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                      stderr=subprocess.PIPE, preexec_fn=_die_with_parent if main else None)
+        if self._own_state:
+            me = os.getpid()
+            (self.state_dir / OWNER_FILE).write_text(f"{me} {_start_time(me)} {self.proc.pid}\n")
 
     def _wait_ready(self) -> None:
         deadline = time.monotonic() + self.timeout

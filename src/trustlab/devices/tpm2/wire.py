@@ -82,13 +82,26 @@ CONTROL_NAMES = {
     CMD_SET_DATAFD: "CMD_SET_DATAFD", CMD_SET_BUFFERSIZE: "CMD_SET_BUFFERSIZE", CMD_GET_INFO: "CMD_GET_INFO",
 }
 
-RELAYED_CONTROL = frozenset({
+ALLOWED_CONTROL = frozenset({
+    CMD_GET_CAPABILITY, CMD_INIT, CMD_GET_TPMESTABLISHED, CMD_SET_LOCALITY, CMD_CANCEL_TPM_CMD,
+    CMD_RESET_TPMESTABLISHED, CMD_GET_CONFIG, CMD_SET_BUFFERSIZE, CMD_GET_INFO,
+})
+"""Control codes a proxy client may send: what TSS TCTIs need (tcti-swtpm: CMD_SET_LOCALITY,
+CMD_INIT for a reset; QEMU/swtpm_ioctl queries: capability, config, info, buffer size,
+establishment bit; CMD_CANCEL_TPM_CMD). Everything else - CMD_SHUTDOWN and CMD_STOP (they
+kill or halt the TPM for every client), state blobs, CMD_STORE_VOLATILE, the DRTM hash
+sequence, CMD_SET_DATAFD and unknown codes - is refused with TPM_FAIL."""
+
+CTRL_FIXED_LENGTH = frozenset({
     CMD_GET_CAPABILITY, CMD_INIT, CMD_SHUTDOWN, CMD_GET_TPMESTABLISHED, CMD_SET_LOCALITY, CMD_HASH_START,
-    CMD_HASH_DATA, CMD_HASH_END, CMD_CANCEL_TPM_CMD, CMD_STORE_VOLATILE, CMD_RESET_TPMESTABLISHED,
+    CMD_HASH_DATA, CMD_HASH_END, CMD_CANCEL_TPM_CMD, CMD_STORE_VOLATILE, CMD_RESET_TPMESTABLISHED, CMD_STOP,
     CMD_GET_CONFIG, CMD_SET_BUFFERSIZE, CMD_GET_INFO,
 })
-"""Control codes a proxy relays to swtpm: what TSS TCTIs and swtpm_ioctl send in normal use.
-State blobs (variable framing), CMD_STOP and CMD_SET_DATAFD are refused."""
+"""Control codes whose request length :func:`ctrl_request_length` knows: after refusing one
+of these the stream stays in step; after any other the connection is closed."""
+
+TPM_FAIL = 9
+"""The result code of a refused control request (swtpm's generic failure)."""
 
 TPM_BAD_ORDINAL = 10
 """The result code swtpm's control channel uses for a request it does not support."""
@@ -217,8 +230,9 @@ class FrameReader:
     def buffered(self) -> int:
         return len(self._buf)
 
-    def _reject(self, reason: str, rc: int) -> Reject:
-        self._dead = Reject(reason, error_response(rc, self.family))
+    def _reject(self, reason: str, rc: int, framing: str = "raw") -> Reject:
+        """Dead from here on; the reply is an error response in the client's own framing."""
+        self._dead = Reject(reason, frame_reply(error_response(rc, self.family), framing))
         self._buf.clear()
         return self._dead
 
@@ -247,14 +261,14 @@ class FrameReader:
             locality = buf[4]
             (length,) = struct.unpack(">I", buf[5:9])
             if length < HEADER_SIZE or length > self.max_frame:
-                return self._reject(f"TPM_SEND_COMMAND length {length} out of range", TPM_RC_COMMAND_SIZE)
+                return self._reject(f"TPM_SEND_COMMAND length {length} out of range", TPM_RC_COMMAND_SIZE, "mssim")
             if len(buf) < 9 + length:
                 return NEED_DATA
             payload = bytes(buf[9:9 + length])
             del buf[:9 + length]
             err = _check_command(payload, self.family)
             if err:
-                return self._reject(err.args[0], err.rc)
+                return self._reject(err.args[0], err.rc, "mssim")
             return Command(payload, "mssim", locality)
         if code == MS_REMOTE_HANDSHAKE:
             if len(buf) < 8:
