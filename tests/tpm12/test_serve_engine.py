@@ -25,9 +25,10 @@ from trustlab.apps.counters.runner import run as run_scheme
 from trustlab.apps.workloads import Request
 from trustlab.devices.tpm12 import MemoryNVStore, Tpm12
 from trustlab.devices.tpm12 import constants as C
-from trustlab.devices.tpm12.served import CAPABILITIES, STATE_FILE, EngineBackend, Tpm12Proxy
+from trustlab.devices.tpm12.served import CAPABILITIES, STATE_FILE, EngineBackend
 from trustlab.devices.tpm12.socket_tpm import SocketTpm12, Swtpm12
 from trustlab.devices.tpm2 import wire
+from trustlab.devices.tpm2.proxy import TimingProxy
 from trustlab.timing.clock import Clock
 from trustlab.timing.registry import load
 
@@ -164,7 +165,8 @@ def test_proxy_serves_and_holds(tmp_path: Path) -> None:
     """Over TCP: the proxy's ledger equals the engine's, the trace has one line per command."""
     profile = load("infineon-2010")
     trace = tmp_path / "trace.jsonl"
-    with Tpm12Proxy(profile, EngineBackend(profile, tmp_path / "s"), virtual=True, trace=str(trace)) as proxy:
+    with TimingProxy(profile, EngineBackend(profile, tmp_path / "s"), virtual=True, trace=str(trace),
+                     control="swtpm") as proxy:
         remote = SocketTpm12("127.0.0.1", proxy.port)
         assert rc_of(remote.execute(GET_RANDOM_8)) == 0
         assert rc_of(remote.execute(pcr_read(99))) == C.RC["TPM_BADINDEX"]
@@ -177,9 +179,28 @@ def test_proxy_serves_and_holds(tmp_path: Path) -> None:
     assert lines[1]["rc"] == C.RC["TPM_BADINDEX"] and lines[0]["modelled_ms"] > 0
 
 
+def test_power_cycle_through_the_proxy(tmp_path: Path) -> None:
+    """The control port reaches the backend: SHUTDOWN and the DRTM sequence too (the backend's extra_control)."""
+    profile = load("infineon-2010")
+    with TimingProxy(profile, EngineBackend(profile, tmp_path / "s"), virtual=True, control="swtpm") as proxy:
+        remote = SocketTpm12("127.0.0.1", proxy.port)
+        for request in (wire.ctrl_request(wire.CMD_HASH_START),
+                        wire.ctrl_request(wire.CMD_HASH_DATA, struct.pack(">I", 3) + b"abc"),
+                        wire.ctrl_request(wire.CMD_HASH_END)):
+            assert ctrl(proxy.ctrl_port, request) == b"\0\0\0\0"
+        assert ctrl(proxy.ctrl_port, wire.ctrl_request(wire.CMD_GET_TPMESTABLISHED)) == struct.pack(">IB3x", 0, 1)
+        assert ctrl(proxy.ctrl_port, wire.ctrl_request(wire.CMD_SHUTDOWN)) == b"\0\0\0\0"
+        assert rc_of(remote.execute(GET_RANDOM_8)) == C.RC["TPM_FAIL"]
+        assert ctrl(proxy.ctrl_port, wire.ctrl_init()) == b"\0\0\0\0"
+        assert rc_of(remote.execute(GET_RANDOM_8)) == 0
+        proxy.reset()  # the proxy's own power cycle: CMD_INIT + TPM_Startup(ST_CLEAR) (already started: fine)
+        assert rc_of(remote.execute(GET_RANDOM_8)) == 0
+        remote.close()
+
+
 def test_proxy_rejects_oversized_frame(tmp_path: Path) -> None:
     profile = load("infineon-2010")
-    with Tpm12Proxy(profile, EngineBackend(profile, tmp_path / "s"), virtual=True) as proxy:
+    with TimingProxy(profile, EngineBackend(profile, tmp_path / "s"), virtual=True, control="swtpm") as proxy:
         with socket.create_connection(("127.0.0.1", proxy.port), timeout=5) as s:
             s.sendall(struct.pack(">HII", 0xC1, 1 << 20, 0x46))
             assert rc_of(s.recv(64)) == C.RC["TPM_BAD_PARAM_SIZE"]

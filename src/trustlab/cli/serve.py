@@ -150,7 +150,8 @@ def _start_tpm2(args: argparse.Namespace, profile):
 
 def _start_tpm12(args: argparse.Namespace, profile):
     """The in-process TPM 1.2 engine behind the same front end (devices/tpm12/served.py)."""
-    from trustlab.devices.tpm12.served import EngineBackend, Tpm12Proxy
+    from trustlab.devices.tpm12.served import EngineBackend
+    from trustlab.devices.tpm2.proxy import TimingProxy
 
     if args.backend != "swtpm":
         raise TrustlabError(f"--backend {args.backend}: a tpm1.2 profile is served by trustlab's own TPM 1.2 "
@@ -159,8 +160,11 @@ def _start_tpm12(args: argparse.Namespace, profile):
         raise TrustlabError("--control mssim: the MS simulator's platform protocol is TPM 2.0 only")
     backend = EngineBackend(profile, args.state, seed=args.seed, startup=args.startup)
     try:
-        return Tpm12Proxy(profile, backend, virtual=args.virtual, trace=args.trace, host=args.host,
-                          port=args.port, seed=args.seed, rt_priority=not args.no_rt_priority, log=_log)
-    except OSError as exc:
+        return TimingProxy(profile, backend, control="swtpm", virtual=args.virtual, trace=args.trace,
+                           host=args.host, port=args.port, seed=args.seed, rt_priority=not args.no_rt_priority,
+                           log=_log)
+    except BaseException as exc:
         backend.close()
-        raise TrustlabError(f"cannot start the proxy: {exc}") from None
+        if isinstance(exc, OSError):
+            raise TrustlabError(f"cannot start the proxy: {exc}") from None
+        raise
