@@ -297,15 +297,7 @@ def test_lockstep_times_are_the_twin_engines(monkeypatch) -> None:
 @needs_swtpm
 def test_counters_on_libtpms() -> None:
     """`run counters --scheme log --tpm12 libtpms`: the scheme's certificates from libtpms verify."""
-    from trustlab.errors import TrustlabError
-
-    try:
-        times = _op_times("log", "libtpms", REQUESTS)
-    except TrustlabError as e:
-        if "TPM_ExecuteTransport" in str(e) and "TPM_AUTH2FAIL" in str(e):
-            pytest.xfail("engine/host gap (issue 12 part A): TPM_ExecuteTransport's authorization differs from "
-                         "libtpms (spec: SHA1(ordinal || wrappedCmdSize || H1)), so libtpms refuses the host's HMAC")
-        raise
+    times = _op_times("log", "libtpms", REQUESTS)
     assert times == pytest.approx(_op_times("log", "inproc", REQUESTS), rel=1e-12)
 
 

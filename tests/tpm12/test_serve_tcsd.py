@@ -203,19 +203,8 @@ def test_tcsd_and_tpm_tools_on_libtpms(workdir: Path) -> None:
     check_flow(steps, tcsd)
 
 
-# What tcsd and these tools send besides commands every TPM 1.2 engine here had (recorded against libtpms
-# through a relay: see the notes of issue 12 part B): without these the flow cannot get past its first step.
-NEEDED_ORDINALS = {0x65: "TPM_GetCapability", 0x81: "TPM_OwnerReadInternalPub", 0xCC: "TPM_NV_DefineSpace",
-                   0xCD: "TPM_NV_WriteValue", 0xCF: "TPM_NV_ReadValue"}
-
-
 def test_tcsd_and_tpm_tools_on_served_engine(workdir: Path) -> None:
     """The same flow against `trustlab serve --profile infineon-2010` (the CLI, in virtual time: a unit test)."""
-    from trustlab.devices.tpm12 import registry
-
-    lacking = [name for ordinal, name in NEEDED_ORDINALS.items() if ordinal not in registry.table()]
-    if lacking:
-        pytest.skip(f"the engine does not implement {', '.join(lacking)} yet (issue 12 part A)")
     trace = workdir / "trace.jsonl"
     with serve(workdir, "--virtual", "--trace", str(trace)) as port:
         tcsd = Tcsd(port, workdir).start()
@@ -225,12 +214,6 @@ def test_tcsd_and_tpm_tools_on_served_engine(workdir: Path) -> None:
             tcsd.stop()
     commands = [json.loads(line)["command"] for line in trace.read_text().splitlines()]
     print("\nserved engine (infineon-2010):\n" + transcript(steps))
-    last = steps[-1]
-    if last.rc != 0 and last.command.startswith("tpm_nvdefine") and "Authentication failed" in last.output:
-        # TrouSerS opens the owner's OSAP session with entityValue 0; the engine binds it to that value
-        # and NV_DefineSpace then wants TPM_KH_OWNER (libtpms ignores entityValue for TPM_ET_OWNER).
-        pytest.xfail("engine gap (issue 12 part A): TPM_OSAP(TPM_ET_OWNER, entityValue 0) then TPM_NV_DefineSpace "
-                     "answers TPM_AUTHFAIL")
     check_flow(steps, tcsd)
     assert "TPM_TakeOwnership" in commands and "TPM_Unseal" in commands
     assert (workdir / "engine" / STATE_FILE).exists()  # --state kept the owner
@@ -240,10 +223,6 @@ def test_tcsd_and_tpm_tools_on_served_engine(workdir: Path) -> None:
 def test_tcsd_realtime_transcript(workdir: Path) -> None:
     """Realtime: every tool takes at least the modelled time of the commands it caused (the hold works
     through tcsd); prints the transcript (tool, wall, modelled)."""
-    from trustlab.devices.tpm12 import registry
-
-    if any(ordinal not in registry.table() for ordinal in NEEDED_ORDINALS):
-        pytest.skip("the engine lacks commands tcsd needs (see the virtual test)")
     trace = workdir / "trace.jsonl"
 
     def records() -> list[dict]:
@@ -267,8 +246,6 @@ def test_tcsd_realtime_transcript(workdir: Path) -> None:
             tcsd.stop()
     print("\n" + "\n".join(f"{s.wall_s * 1000:9.1f} ms wall  {m:9.1f} ms modelled  rc={s.rc}  {s.command}"
                             for s, m in rows))
-    if steps[-1].rc != 0 and steps[-1].command.startswith("tpm_nvdefine"):
-        pytest.xfail("engine gap (issue 12 part A): TPM_OSAP(TPM_ET_OWNER, entityValue 0) then NV_DefineSpace")
     check_flow(steps, tcsd)
     for step, modelled in rows:
         assert step.wall_s * 1000 >= modelled, step.command
