@@ -89,6 +89,7 @@ def test_control_replies(backend: EngineBackend) -> None:
     assert caps == struct.pack(">Q", CAPABILITIES)
 
 
+@pytest.mark.swtpm
 @needs_swtpm
 def test_control_channel_matches_swtpm(tmp_path: Path) -> None:
     """Every reply of the sequence, and the DRTM PCR 17, byte for byte as swtpm (libtpms TPM 1.2) gives them."""
@@ -294,6 +295,7 @@ def test_lockstep_times_are_the_twin_engines(monkeypatch) -> None:
     assert _op_times("log", "libtpms", REQUESTS) == pytest.approx(_op_times("log", "inproc", REQUESTS), rel=1e-12)
 
 
+@pytest.mark.swtpm
 @needs_swtpm
 def test_counters_on_libtpms() -> None:
     """`run counters --scheme log --tpm12 libtpms`: the scheme's certificates from libtpms verify."""
