@@ -55,7 +55,8 @@ def gf_derived(shift: float, xor: float, table: str) -> Component:
                 "derived, not measured: SP 800-38D Algorithm 1 in software = 128 x (block_shift + 0.5 x block_xor)")
 
 
-def per_byte(name: str, copy_ms: float, table: str, what: str, overhead: str = " (includes call overhead)") -> Component:
+def per_byte(name: str, copy_ms: float, table: str, what: str,
+             overhead: str = " (includes call overhead)") -> Component:
     return comp(name, copy_ms / 16, table, f"derived: {what} block copy / 16 bytes{overhead}", "byte")
 
 
@@ -118,8 +119,8 @@ def sle78_overhead() -> dict[str, object]:
 
 def net(name: str, raw: float, overhead: float, table: str, how: str, what: str) -> Component:
     """A test-command figure with the per-call command handling subtracted; the raw figure stays in the note."""
-    return comp(name, round(raw - overhead, 9), table, f"{what}; raw {table} figure {raw} ms minus per-call test-command "
-                f"handling {overhead:.4f} ms ({how})")
+    return comp(name, round(raw - overhead, 9), table,
+                f"{what}; raw {table} figure {raw} ms minus per-call test-command handling {overhead:.4f} ms ({how})")
 
 
 def raw_components(figures: dict[str, float], table: str, note: str = "") -> list[Component]:

@@ -26,11 +26,14 @@ class FitError(TrustlabError):
     """Measurements cannot determine the requested parameters."""
 
 
-def read_user_text(path: Path, what: str) -> str:
-    """A user-named file's text; a missing or unreadable file is a one-line TrustlabError."""
-    try:
-        return path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise TrustlabError(f"{path}: no such {what}") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise TrustlabError(f"{path}: cannot read ({exc})") from None
+def one_line(text: str) -> str:
+    """``text`` with control characters escaped (a user's file can put a newline or a form feed
+    into a message through a column name or value): an error stays one line."""
+    return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in text.strip())
+
+
+def read_user_text(path: Path, what: str, max_bytes: int | None = None) -> str:
+    """A user-named file's text (bounded, see :mod:`trustlab.limits`); any fault is a one-line TrustlabError."""
+    from trustlab import limits  # limits builds on this module
+
+    return limits.read_text(path, what, max_bytes)

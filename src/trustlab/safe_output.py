@@ -113,7 +113,7 @@ def claim_dir(directory: Path, command: str, *, force: bool = False, inputs: Ite
             raise TrustlabError(f"{flag} {directory}: holds the input {source}; choose another output directory")
     if directory.is_dir() and not force:
         try:
-            entries = [e for e in os.listdir(directory) if e != MARKER]
+            entries = [e for e in os.listdir(directory) if not e.startswith(MARKER)]  # marker, lock
         except OSError as exc:
             raise TrustlabError(f"{flag} {directory}: cannot list ({exc.strerror or exc})") from None
         owner = marker_command(directory)

@@ -58,3 +58,23 @@ def test_inline_fast_path_equals_generic_path():
         assert slow.set(i, merkle.encode_value(v)) == fast.set(i, merkle.encode_value(v))
     assert slow.set_many({1: merkle.encode_value(3), 2: merkle.encode_value(4)}) == \
         fast.set_many({1: merkle.encode_value(3), 2: merkle.encode_value(4)})
+
+
+def test_counter_roots_equal_two_root_from_path_passes() -> None:
+    """The one-pass pair of roots (TPM_ExecuteHashTree's hot loop) equals the generic path hash."""
+    import random
+
+    rng = random.Random(3)
+    for depth in (1, 2, 7, 20):
+        for _ in range(20):
+            sib = [os.urandom(20) for _ in range(depth)]
+            index, old = rng.randrange(1 << depth), rng.randrange(1 << 63)
+            for new in (old, old + rng.randrange(1, 1000)):
+                want = tuple(merkle.root_from_path(index, merkle.counter_leaf(v), sib) for v in (old, new))
+                assert merkle.counter_roots(index, old, new, sib) == want
+    for index, siblings in ((4, [bytes(20)] * 2), (0, [bytes(19)])):
+        try:
+            merkle.counter_roots(index, 0, 1, siblings)
+        except ValueError:
+            continue
+        raise AssertionError(f"counter_roots accepted index {index} with {siblings!r}")

@@ -52,11 +52,33 @@ def serial_values(tmp_path_factory):
 
 
 def test_same_results_serial_and_local_processes(tmp_path, serial_values):
-    procs = run_sweep(parse(_small(tmp_path / "log"), "t"), tmp_path, jobs=2, progress=False)
+    # points long enough (0.4 s) that workers pay off: the first runs here (timed), the rest on workers
+    doc = dict(_spec(tmp_path / "log", sleep=0.4), grid=_small(tmp_path / "log")["grid"])
+    procs = run_sweep(parse(doc, "t"), tmp_path, jobs=2, progress=False)
     assert procs.executed == 8 and _values(procs) == serial_values
-    assert os.getpid() not in {e["pid"] for e in _executions(tmp_path / "log")}  # ran in worker processes
+    pids = [e["pid"] for e in _executions(tmp_path / "log")]
+    assert pids.count(os.getpid()) == 1 and len(set(pids) - {os.getpid()}) >= 1  # the rest on workers
     on_disk = json.loads((tmp_path / "count" / "results.json").read_text())
     assert [r["record"]["data"] for r in on_disk] == serial_values  # spec order, whatever finished first
+
+
+def test_light_points_do_not_start_workers(tmp_path, serial_values):
+    """Milliseconds per point never earn back a worker's start: --jobs 2 runs them here (issue 15)."""
+    procs = run_sweep(parse(_small(tmp_path / "log"), "t"), tmp_path, jobs=2, progress=False)
+    assert procs.executed == 8 and _values(procs) == serial_values
+    assert {e["pid"] for e in _executions(tmp_path / "log")} == {os.getpid()}
+
+
+def test_workers_only_when_they_pay_off():
+    from trustlab.sweep.execute import batches, worth_workers
+
+    assert not worth_workers(100, 0.005, 2)  # 0.5 s of work: a worker's start-up costs as much
+    assert worth_workers(10, 0.5, 2) and worth_workers(3, 1.0, 4)
+    assert not worth_workers(10, 0.5, 2, start_s=5.0)
+    points = parse(_spec(Path("log")), "t").points()
+    split = batches(points, 2)
+    assert [k for b in split for k, _, _ in b] == [p.key for p in points]  # all, in order, once
+    assert len(split) == 8 and all(len(b) == 2 for b in split)
 
 
 def test_same_results_on_a_local_dask_cluster(tmp_path, serial_values):
@@ -157,7 +179,7 @@ def test_cli_errors_are_one_line(tmp_path, capsys):
     assert main(["sweep", str(tmp_path / "missing.toml")]) == 2
     assert main(["sweep", str(bad), "--jobs", "0"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 3 and "not valid TOML" in err[0] and "no such sweep spec" in err[1]
+    assert len(err) == 3 and "not valid TOML" in err[0] and "cannot read sweep spec: no such file" in err[1]
 
 
 def test_dry_run_and_unreachable_scheduler(tmp_path, capsys):
@@ -243,3 +265,126 @@ def test_params_lists_what_a_spec_may_set(capsys):
     out = capsys.readouterr().out
     assert "fail_on" in out and "int" in out
     assert main(["sweep"]) == 2 and "give a sweep spec" in capsys.readouterr().err
+
+
+# --- cache integrity (issue 14): a point file proves it is that point's result ---------------------------
+
+def _points(tmp_path):
+    return sorted((tmp_path / "count" / "points").glob("*.json"))
+
+
+def test_a_point_file_copied_over_another_is_recomputed_and_reported(tmp_path, capsys):
+    spec = parse(_spec(tmp_path / "log"), "t")
+    first = run_sweep(spec, tmp_path, jobs=1, progress=False)
+    good = {r["key"]: r["record"]["data"]["value"] for r in first.ordered()}
+    a, b = _points(tmp_path)[:2]
+    b.write_bytes(a.read_bytes())  # a's result under b's name
+    capsys.readouterr()
+    again = run_sweep(spec, tmp_path, jobs=1, progress=False)
+    assert again.executed == 1 and again.cached == 15
+    assert {r["key"]: r["record"]["data"]["value"] for r in again.ordered()} == good  # nothing wrong in results
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and b.name in err[0] and "another point's result" in err[0]
+    assert len(list((tmp_path / "count" / "points" / "damaged").iterdir())) == 1  # kept, not deleted
+
+
+def test_an_edited_point_file_fails_its_content_hash(tmp_path, capsys):
+    spec = parse(_spec(tmp_path / "log"), "t")
+    run_sweep(spec, tmp_path, jobs=1, progress=False)
+    victim = _points(tmp_path)[5]
+    doc = json.loads(victim.read_text())
+    doc["data"]["value"] = 1e9
+    victim.write_text(json.dumps(doc))
+    capsys.readouterr()
+    again = run_sweep(spec, tmp_path, jobs=1, progress=False)
+    assert again.executed == 1 and all(r["record"]["data"]["value"] < 1e6 for r in again.ordered())
+    assert "content hash mismatch" in capsys.readouterr().err
+
+
+def test_damaged_file_and_directory_entries_are_reported_and_kept(tmp_path, capsys):
+    spec = parse(_spec(tmp_path / "log"), "t")
+    run_sweep(spec, tmp_path, jobs=1, progress=False)
+    truncated, directory = _points(tmp_path)[:2]
+    truncated.write_text('{"experiment": "lab-counting", "da')
+    directory.unlink()
+    directory.mkdir()
+    (directory / "inside").write_text("x")
+    capsys.readouterr()
+    assert main(["sweep", "--dry-run", str(_write_spec(tmp_path)), "--out", str(tmp_path)]) == 0
+    dry = capsys.readouterr()
+    assert dry.out.count("pending") == 2 and dry.err.count("would be recomputed") == 2
+    again = run_sweep(spec, tmp_path, jobs=1, progress=False)
+    assert again.executed == 2
+    damaged = sorted(p.name for p in (tmp_path / "count" / "points" / "damaged").iterdir())
+    assert len(damaged) == 2 and (tmp_path / "count" / "points" / "damaged").joinpath(
+        [d for d in damaged if d.startswith(directory.name)][0], "inside").exists()
+    err = capsys.readouterr().err
+    assert "unreadable" in err and "not a regular file" in err
+
+
+def _write_spec(tmp_path):
+    log = tmp_path / "log"
+    path = tmp_path / "count.toml"
+    path.write_text(f'name = "count"\nexperiment = "lab-counting"\n[fixed]\nlog = "{log}"\n'
+                    '[grid]\nx = [0, 1, 2, 3]\ny = [0.5, 1.5]\nseed = [7, 8]\n')
+    return path
+
+
+def test_fresh_over_a_directory_entry_is_not_a_traceback(tmp_path):
+    spec = parse(_spec(tmp_path / "log"), "t")
+    run_sweep(spec, tmp_path, jobs=1, progress=False)
+    victim = _points(tmp_path)[0]
+    victim.unlink()
+    victim.mkdir()
+    again = run_sweep(spec, tmp_path, jobs=1, progress=False, fresh=True)
+    assert again.executed == 16 and victim.is_file()
+
+
+def test_a_second_sweep_on_the_same_directory_is_refused(tmp_path, capsys):
+    from trustlab.sweep.cache import sweep_lock
+
+    spec_path = _write_spec(tmp_path)
+    with sweep_lock(tmp_path / "count"):
+        assert main(["sweep", str(spec_path), "--out", str(tmp_path), "--jobs", "1", "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert "another sweep" in err and f"pid {os.getpid()}" in err
+    assert not (tmp_path / "log").exists()  # nothing ran
+    assert main(["sweep", str(spec_path), "--out", str(tmp_path), "--jobs", "1", "--no-progress"]) == 0
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().split(") ")[1].split()[0] != "Z"
+    except (FileNotFoundError, IndexError):
+        return False
+
+
+def test_workers_do_not_outlive_a_killed_sweep(tmp_path):
+    log = tmp_path / "log"
+    spec_path = tmp_path / "slow.toml"
+    # the first point runs in the sweep's own process (timed); the rest goes to two workers
+    spec_path.write_text(f'name = "slow"\nexperiment = "lab-counting"\n[fixed]\nlog = "{log}"\nsleep = 3\n'
+                         '[grid]\nx = [0, 1, 2, 3, 4, 5, 6, 7]\n')
+    proc = subprocess.Popen([sys.executable, "-c", "import sys; from trustlab.cli import main; sys.exit(main())",
+                             "sweep", str(spec_path), "--jobs", "2", "--out", str(tmp_path / "out"),
+                             "--no-progress"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            env=os.environ.copy())
+    try:
+        deadline = time.monotonic() + 90
+        workers: set[int] = set()
+        while time.monotonic() < deadline and len(workers) < 2:
+            assert proc.poll() is None
+            time.sleep(0.05)
+            workers = {e["pid"] for e in _executions(log)} - {proc.pid}
+        assert len(workers) == 2
+        os.kill(proc.pid, signal.SIGKILL)
+    finally:
+        proc.wait(timeout=30)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and any(_alive(w) for w in workers):
+        time.sleep(0.1)
+    left = [w for w in workers if _alive(w)]
+    for w in left:
+        os.kill(w, signal.SIGKILL)
+    assert not left, "joblib workers outlived the killed sweep by more than 10 s"

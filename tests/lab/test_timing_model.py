@@ -95,3 +95,21 @@ def test_cli_json_is_data(capsys, tmp_path):
     record = json.loads(save.read_text())
     assert printed == json.loads(json.dumps(record["data"]))
     assert record["references"][0]["error"] is not None
+
+
+def test_table_ii_fit_plain_and_relative_weights():
+    """Both weightings are reported; relative weights hold every Table II command's relative error down."""
+    from trustlab.experiments.registry import get
+
+    spec = get("timing-model")
+    parser = __import__("argparse").ArgumentParser()
+    spec.add_arguments(parser)
+    res = spec.run(parser.parse_args(["--noise", "0.02", "--seed", "1", "--no-simulate", "--profile", "stm-2010",
+                                      "--profile", "winbond-2010"]))
+    fits = {(w["profile"], w["weighting"]): w for w in res.data["table_ii_fit"]}
+    assert set(fits) == {(p, w) for p in ("stm-2010", "winbond-2010") for w in ("none", "relative")}
+    for p in ("stm-2010", "winbond-2010"):
+        assert fits[(p, "relative")]["table_ii_max_rel_error"] <= fits[(p, "none")]["table_ii_max_rel_error"]
+    refs = [r for r in res.references if "16%" in r.source]
+    assert len(refs) == 2 and all(r.reference == 16.0 for r in refs)
+    assert "relative (1/ms^2)" in res.text

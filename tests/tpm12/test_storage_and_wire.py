@@ -50,7 +50,7 @@ def test_sealed_blob_is_bound_to_its_tpm(tpm: Tpm12, storage: int, clock) -> Non
     stored = tpm.TPM_Seal(storage, K, b"secret", D)
     tampered = bytearray(stored)
     tampered[-1] ^= 1
-    with pytest.raises(TpmError, match="TPM_DECRYPT_ERROR"):
+    with pytest.raises(TpmError, match="TPM_NOTSEALED_BLOB"):
         tpm.TPM_Unseal(storage, bytes(tampered), K, D)
     other = Tpm12(clock, nv=MemoryNVStore(), keygen=POOL)
     other.TPM_TakeOwnership(OWNER, SRK)

@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from trustlab.devices.tpm12 import Tpm12, TpmError, secret
+from trustlab.devices.tpm12 import Tpm12, TpmError, key_template, secret
 from trustlab.devices.tpm12 import constants as C
 from trustlab.devices.tpm12 import transport_log as L
 from trustlab.devices.tpm12.keys import Key12, rsa_public
@@ -18,7 +18,7 @@ AIK = secret("aik")
 
 @pytest.fixture
 def setup(tpm: Tpm12):
-    blob, _binding = tpm.TPM_MakeIdentity(OWNER, SRK, AIK)
+    blob = tpm.TPM_CreateWrapKey(C.TPM_KH_SRK, SRK, key_template(C.TPM_KEY_SIGNING), AIK)
     aik = tpm.TPM_LoadKey2(C.TPM_KH_SRK, blob, SRK)
     cid, _ = tpm.TPM_CreateCounter(OWNER, secret("c"))
     return tpm, aik, rsa_public(Key12.from_bytes(blob).pub), cid
@@ -38,8 +38,7 @@ def test_signed_log_verifies_and_tampering_fails(setup) -> None:
     variants = [t.entries[:1] + t.entries[2:], [t.entries[0], t.entries[2], t.entries[1]] + t.entries[3:],
                 [t.entries[0], dataclasses.replace(t.entries[1], out_digest=b"\x00" * 20)] + t.entries[2:]]
     for entries in variants:
-        d = L.replay(entries, t.tick_nonce)
-        d = L.extend(L.release_input(d, tpm.last_in_digest), L.log_out(rel.ticks, tpm.last_in_digest))
+        d = L.release_output(L.replay(entries, t.tick_nonce), rel.ticks, tpm.last_in_digest)
         assert not L.verify_release(pub, nonce, d, rel.signature)
 
 
@@ -78,3 +77,12 @@ def test_counter_and_transport_components_are_charged_when_the_profile_has_them(
         assert clock.last.breakdown["counter_inc"] == profile.mean("counter_inc")
         tpm.TPM_ReadCounter(cid)
         assert clock.last.breakdown["counter_read"] == profile.mean("counter_read")
+
+
+def test_identity_keys_cannot_sign_a_transport_log(tpm: Tpm12) -> None:
+    """Part 3 rev 116, 24.3 step 3: only TPM_KEY_SIGNING keys (libtpms agrees)."""
+    blob, _binding = tpm.TPM_MakeIdentity(OWNER, SRK, AIK)
+    aik = tpm.TPM_LoadKey2(C.TPM_KH_SRK, blob, SRK)
+    t = tpm.TPM_EstablishTransport(secret("t"))
+    with pytest.raises(TpmError, match="TPM_INVALID_KEYUSAGE"):
+        tpm.TPM_ReleaseTransportSigned(aik, b"\x00" * 20, t, AIK)

@@ -88,3 +88,34 @@ def test_profiles_show_prints_the_accuracy_line(capsys):
     _, out, _ = _cli(capsys, "profiles", "show", "infineon-2010")
     assert "no independent reference" in out
     assert profile_accuracy("not-a-profile") is None
+
+
+def test_experiment_and_report_accuracy_section(tmp_path, capsys):
+    from trustlab.experiments.registry import get
+    from trustlab.report import write_report
+
+    spec = get("validate")
+    assert spec.flagship == [[]]
+    code, out, _ = _cli(capsys, "run", "validate", "--save", str(tmp_path / "v.json"))
+    assert code == 0 and "Accuracy per profile" in out
+    record = json.loads((tmp_path / "v.json").read_text())
+    record = record[0] if isinstance(record, list) else record
+    plot = record["plots"][0]
+    assert plot["kind"] == "loglog" and any(s["label"].startswith("discrete TPM 2.0") for s in plot["series"])
+    index = write_report([record], tmp_path / "rep")
+    html = index.read_text()
+    assert 'id="accuracy"' in html and "contradict themselves" in html
+    assert html.count("validate-1-1.png") >= 2  # the figure drawn once, shown in Accuracy and in the run
+
+
+def test_java_card_leave_one_card_out(full):
+    rows = [c for c in full.checks if c.profile == "jcop-2018" and "arrayCopy" in c.command]
+    own = [c for c in rows if "J3D081" in c.source]
+    assert own and all(c.kind == CALIBRATION for c in own)
+    others = [c for c in rows if "J3D081" not in c.source]
+    assert others and all(c.kind == INDEPENDENT for c in others)
+
+
+def test_profile_without_reference_says_so(capsys):
+    code, out, _ = _cli(capsys, "validate", "swtpm-native")
+    assert code == 0 and "swtpm-native: no reference to check it against" in out

@@ -31,7 +31,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Iterable, Iterator, Sequence
 
 import numpy as np
 
@@ -197,6 +197,48 @@ def counter_ids(distribution: str, n: int, requests: int, *, seed: int = 0,
 # ---- request streams ---------------------------------------------------------
 
 
+class RequestStream:
+    """The requests :func:`make_requests` lists, made one at a time from the IDs.
+
+    A 10^6-request run must not hold 10^6 request objects (about 100 MB):
+    this keeps the IDs (8 bytes each) and yields each :class:`Request` when
+    the runner asks for it. It can be iterated again (each scheme of an
+    experiment replays the same stream), and its length is known.
+    """
+
+    def __init__(self, ids: Iterable[int], op: str, read_fraction: float | None = None, seed: int = 0) -> None:
+        self.ids = np.asarray(ids if isinstance(ids, np.ndarray) else list(ids), dtype=np.int64).reshape(-1)
+        if read_fraction is not None:
+            if not 0.0 <= read_fraction <= 1.0:
+                raise TrustlabError(f"read fraction must be in [0, 1], got {read_fraction}")
+            self.coins: np.ndarray | None = np.random.default_rng(seed ^ 0x5EED).random(len(self.ids))
+        elif op not in OPS:
+            raise TrustlabError(f"unknown operation {op!r} (known: {', '.join(OPS)})")
+        else:
+            self.coins = None
+        self.op = op
+        self.read_fraction = read_fraction
+
+    def __len__(self) -> int:
+        return len(self.ids) * (2 if self.coins is None and self.op == READ else 1)
+
+    def __iter__(self) -> Iterator[Request]:
+        step = 1 << 16  # IDs become Python ints a chunk at a time
+        for start in range(0, len(self.ids), step):
+            ids = self.ids[start:start + step].tolist()
+            if self.coins is not None:
+                fraction = self.read_fraction
+                for c, r in zip(ids, self.coins[start:start + step].tolist()):
+                    yield Request(c, READ if r < fraction else INCREMENT)
+            elif self.op == INCREMENT:
+                for c in ids:
+                    yield Request(c, INCREMENT)
+            else:
+                for c in ids:
+                    yield Request(c, READ)
+                    yield Request(c, INCREMENT, timed=False)
+
+
 def make_requests(ids: Iterable[int], op: str, read_fraction: float | None = None,
                   seed: int = 0) -> list[Request]:
     """Turn counter IDs into requests.
@@ -205,23 +247,10 @@ def make_requests(ids: Iterable[int], op: str, read_fraction: float | None = Non
     purchase - a timed READ followed by an untimed INCREMENT, so reads see the
     increment gaps the distribution produces (paper, Sec. V-C/D). With
     ``read_fraction`` the stream is a mix: each ID is a READ with that
-    probability, else an INCREMENT, all timed.
+    probability, else an INCREMENT, all timed. :class:`RequestStream` gives
+    the same requests without holding them all.
     """
-    ids = [int(i) for i in ids]
-    if read_fraction is not None:
-        if not 0.0 <= read_fraction <= 1.0:
-            raise TrustlabError(f"read fraction must be in [0, 1], got {read_fraction}")
-        coins = np.random.default_rng(seed ^ 0x5EED).random(len(ids))
-        return [Request(c, READ if r < read_fraction else INCREMENT) for c, r in zip(ids, coins)]
-    if op == INCREMENT:
-        return [Request(c, INCREMENT) for c in ids]
-    if op == READ:
-        out: list[Request] = []
-        for c in ids:
-            out.append(Request(c, READ))
-            out.append(Request(c, INCREMENT, timed=False))
-        return out
-    raise TrustlabError(f"unknown operation {op!r} (known: {', '.join(OPS)})")
+    return list(RequestStream(ids, op, read_fraction, seed))
 
 
 _OP_ALIASES = {"read": READ, "r": READ, "inc": INCREMENT, "increment": INCREMENT, "i": INCREMENT,

@@ -19,8 +19,10 @@ def json_safe(data: Any) -> Any:
     return data
 
 
-def print_json(data: Any) -> None:
-    json.dump(json_safe(data), sys.stdout, indent=2, sort_keys=False, default=str, allow_nan=False)
+def print_json(data: Any, indent: int | None = 2) -> None:
+    """``indent=None``: one line, through json's C encoder (many times faster on 100k-row outputs)."""
+    # dumps, not dump: only the one-shot path uses the C encoder
+    sys.stdout.write(json.dumps(json_safe(data), indent=indent, sort_keys=False, default=str, allow_nan=False))
     sys.stdout.write("\n")
 
 

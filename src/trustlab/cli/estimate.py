@@ -146,9 +146,13 @@ def run(args: argparse.Namespace) -> int:
         return 0
     profiles = list(dict.fromkeys(r["profile"] for r in rows))
     commands = list(dict.fromkeys(r["command"] for r in rows))
+    ours = list(dict.fromkeys(r["command"] for r in rows if r["formula_source"].startswith("trustlab")))
+    ours_note = f"formula by trustlab, not published: {', '.join(ours)}"  # priced from components all the same
     print("Modelled time (ms)")
     if len(profiles) > 6:  # a command x profile grid would not fit a terminal
         print(table([[r["profile"], r["command"], r["ms"]] for r in rows], ["profile", "command", "ms"]))
+        if ours:
+            print(ours_note)
         return 0
     cell = {(r["command"], r["profile"]): r["ms"] for r in rows}
     notes = {}
@@ -158,4 +162,6 @@ def run(args: argparse.Namespace) -> int:
     headers = ["command"] + profiles + (["note"] if notes else [])
     print(table([[c] + [cell.get((c, p)) for p in profiles] + ([notes.get(c, "")] if notes else [])
                  for c in commands], headers))
+    if ours:
+        print(ours_note)
     return 0

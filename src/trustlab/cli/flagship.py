@@ -22,11 +22,8 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
-from tqdm import tqdm
-
 from trustlab.errors import TrustlabError
 from trustlab.experiments.registry import all_experiments, flagship_runs, import_errors
-from trustlab.report import write_report
 from trustlab.report.export import slug
 from trustlab.report.records import check, ensure_dir, failure
 from trustlab.safe_output import claim_dir, path_arg, reported, write_text
@@ -157,6 +154,10 @@ def _kill_group(proc: subprocess.Popen) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from tqdm import tqdm  # here, not at import: every flagship child imports this module
+
+    from trustlab.report import write_report
+
     if args.jobs < 1:
         raise TrustlabError(f"--jobs {args.jobs}: need at least 1")
     if not math.isfinite(args.timeout) or args.timeout <= 0:

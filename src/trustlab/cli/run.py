@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -89,4 +90,8 @@ def _run(args: argparse.Namespace) -> int:
         print_json(result.data)
     else:
         print(result.text)
+    if result.violations:
+        print(f"trustlab: {args.experiment}: safety property violated: {'; '.join(result.violations)}",
+              file=sys.stderr)
+        return 1
     return 0

@@ -9,6 +9,7 @@ from pathlib import Path
 from trustlab.errors import TrustlabError
 from trustlab.safe_output import claim_dir, path_arg
 from trustlab.sweep import load, run_sweep
+from trustlab.sweep.cache import sweep_lock
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -46,6 +47,8 @@ def run(args: argparse.Namespace) -> int:
         raise TrustlabError("give a sweep spec (SPEC.toml); examples are in examples/sweeps/")
     if args.jobs < 1:
         raise TrustlabError(f"--jobs {args.jobs}: need at least 1")
+    if args.scheduler is not None and not args.scheduler.strip():
+        raise TrustlabError("--scheduler: an empty address (expected e.g. tcp://127.0.0.1:8786 or 'local')")
     spec = load(args.spec)
     if args.dry_run:
         from trustlab.sweep.cache import PointCache
@@ -56,8 +59,9 @@ def run(args: argparse.Namespace) -> int:
             print(f"{point.key}  {state:7}  {point.experiment} {' '.join(point.argv)}")
         return 0
     claim_dir(args.out / spec.name, "sweep", force=args.force, inputs=[args.spec])
-    outcome = run_sweep(spec, args.out, jobs=args.jobs, scheduler=args.scheduler,
-                        progress=not args.no_progress, fresh=args.fresh)
+    with sweep_lock(args.out / spec.name):
+        outcome = run_sweep(spec, args.out, jobs=args.jobs, scheduler=args.scheduler,
+                            progress=not args.no_progress, fresh=args.fresh)
     total = len({p.key for p in outcome.points})
     print(f"{outcome.out_dir}: {total} points, {outcome.cached} from cache, {outcome.executed} run, "
           f"{len(outcome.failed)} failed")

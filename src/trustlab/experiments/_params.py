@@ -17,6 +17,25 @@ from trustlab.experiments.registry import experiment_parser
 
 _RESERVED = {"json", "save", "help"}
 
+SEED_MAX = 2**32 - 1
+
+
+def seed(text: str) -> int:
+    """argparse ``type=`` of every experiment's ``--seed``: one rule everywhere, an integer
+    0..2^32-1 (what every generator underneath accepts, with room for per-party offsets).
+
+    Raises TrustlabError (which argparse lets through), so the CLI prints one line."""
+    shown = text if len(text) <= 30 else f"{text[:20]}...({len(text)} characters)"
+    try:
+        value = int(text, 10)
+    except (TypeError, ValueError):
+        raise TrustlabError(f"--seed {shown}: expected an integer 0..{SEED_MAX}") from None
+    if value < 0:
+        raise TrustlabError(f"--seed {shown}: must not be negative (seeds are integers 0..{SEED_MAX})")
+    if value > SEED_MAX:
+        raise TrustlabError(f"--seed {shown}: must be at most {SEED_MAX}")
+    return value
+
 
 def parameters(name: str) -> dict[str, argparse.Action]:
     """The experiment's parameters by name (argparse ``dest``), excluding output flags."""
@@ -37,39 +56,51 @@ def argv_from_params(name: str, params: Mapping[str, Any]) -> list[str]:
     ``-`` or ``_`` (``fit-noise`` and ``fit_noise`` are the same parameter).
     """
     actions = parameters(name)
-    argv: list[str] = []
     positionals: list[str] = []
+    argv: list[str] = []
     for key, value in params.items():
-        dest = key.replace("-", "_")
-        action = actions.get(dest)
-        if action is None:
-            known = ", ".join(sorted(actions)) or "none"
-            raise TrustlabError(f"experiment {name!r} has no parameter {key!r} (known: {known})")
-        if value is None:
-            continue
-        if not action.option_strings:
-            positionals += [str(v) for v in (value if isinstance(value, list) else [value])]
-            continue
-        flag = _flag(action)
-        if isinstance(action, (argparse._StoreTrueAction, argparse._StoreFalseAction)):
-            if not isinstance(value, bool):
-                raise TrustlabError(f"experiment {name!r}: parameter {key!r} is a switch; give true or false")
-            # store_true: the flag sets True; store_false: the flag sets False
-            if value != action.default:
-                argv.append(flag)
-            continue
-        if isinstance(value, bool):
-            raise TrustlabError(f"experiment {name!r}: parameter {key!r} takes a value, not {value}")
-        if isinstance(value, list):
-            if isinstance(action, argparse._AppendAction):
-                argv += [f"{flag}={v}" for v in value]
-            elif action.nargs in ("*", "+") or isinstance(action.nargs, int):
-                argv += [flag, *map(str, value)]
-            else:
-                raise TrustlabError(f"experiment {name!r}: parameter {key!r} takes one value, got a list")
-            continue
-        argv.append(f"{flag}={value}")  # '=' form: a value like -1e+16 is not taken for an option
+        pos, opts = fragment(name, actions, key, value)
+        positionals += pos
+        argv += opts
     return positionals + argv
+
+
+def fragment(name: str, actions: Mapping[str, argparse.Action], key: str,
+             value: Any) -> tuple[list[str], list[str]]:
+    """One parameter's share of the argv: (positional words, option words).
+
+    A sweep builds each distinct (parameter, value) fragment once and joins them per
+    point, instead of converting every point's whole mapping again.
+    """
+    dest = key.replace("-", "_")
+    action = actions.get(dest)
+    if action is None:
+        known = ", ".join(sorted(actions)) or "none"
+        raise TrustlabError(f"experiment {name!r} has no parameter {key!r} (known: {known})")
+    if value is None:
+        return [], []
+    if not action.option_strings:
+        return [str(v) for v in (value if isinstance(value, list) else [value])], []
+    flag = _flag(action)
+    if isinstance(action, (argparse._StoreTrueAction, argparse._StoreFalseAction)):
+        if not isinstance(value, bool):
+            raise TrustlabError(f"experiment {name!r}: parameter {key!r} is a switch; give true or false")
+        # store_true: the flag sets True; store_false: the flag sets False
+        return [], [flag] if value != action.default else []
+    if isinstance(value, bool):
+        raise TrustlabError(f"experiment {name!r}: parameter {key!r} takes a value, not {value}")
+    if isinstance(value, (dict, list)) and any(isinstance(v, (dict, list)) for v in
+                                               (value.values() if isinstance(value, dict) else value)):
+        raise TrustlabError(f"experiment {name!r}: parameter {key!r} takes plain values, not nested tables or lists")
+    if isinstance(value, dict):
+        raise TrustlabError(f"experiment {name!r}: parameter {key!r} takes a value, not a table")
+    if isinstance(value, list):
+        if isinstance(action, argparse._AppendAction):
+            return [], [f"{flag}={v}" for v in value]
+        if action.nargs in ("*", "+") or isinstance(action.nargs, int):
+            return [], [flag, *map(str, value)]
+        raise TrustlabError(f"experiment {name!r}: parameter {key!r} takes one value, got a list")
+    return [], [f"{flag}={value}"]  # '=' form: a value like -1e+16 is not taken for an option
 
 
 def schema(name: str) -> list[dict[str, Any]]:

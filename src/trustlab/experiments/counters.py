@@ -17,15 +17,19 @@ worked examples of its Sec. V-B (model values), set beside ours in
 from __future__ import annotations
 
 import argparse
+from array import array
 from pathlib import Path
+from typing import Sequence
 
 import numpy as np
 
 from trustlab.apps import workloads
 from trustlab.apps.counters import schemes
+from trustlab.apps.counters.base import VerificationError
 from trustlab.apps.counters.runner import OpRecord, describe, run, summarize
 from trustlab.cli._output import table
 from trustlab.errors import TrustlabError
+from trustlab.experiments._params import seed
 from trustlab.experiments.registry import Reference, Result, experiment
 from trustlab.timing import registry
 
@@ -107,7 +111,7 @@ class CountersExperiment:
                             "times the READs (they see the counter's increment gap)")
         parser.add_argument("--requests", type=int, default=None, metavar="R",
                             help="requests per run (default: one per counter, as in the paper)")
-        parser.add_argument("--seed", type=int, default=0,
+        parser.add_argument("--seed", type=seed, default=0,
                             help="seed (>= 0) of the request stream and the timing spread draws (default 0)")
         parser.add_argument("--zipf-mode", choices=list(workloads.ZIPF_MODES), default="bounded",
                             help="bounded (paper's law, exact), ycsb, or scrambled (YCSB ScrambledZipfian)")
@@ -124,8 +128,9 @@ class CountersExperiment:
                             help="where the TPM 1.2 of the log and hash-tree schemes runs: inproc (the engine in "
                             "this process, default); served (the same engine behind the timing proxy, as "
                             "'trustlab serve' runs it, spoken to over swtpm's TCP protocol; the modelled times "
-                            "are the served engine's charges, equal to inproc's); libtpms (libtpms' TPM 1.2 in "
-                            "swtpm; not available yet). Recorded in every row as 'tpm12'")
+                            "are the served engine's charges, equal to inproc's); libtpms (log scheme: every operation "
+                            "runs on libtpms' TPM 1.2 in swtpm and is verified against its AIK, and is timed by an "
+                            "in-process twin engine doing the same operation). Recorded in every row as 'tpm12'")
         parser.add_argument("--attest-every", type=int, default=1, metavar="K",
                             help="hash-tree only: sign the root on every K-th request (default 1 = every "
                             "request, as the paper); K>1 is the batch mode used at 2^20 counters. Rejected "
@@ -136,8 +141,6 @@ class CountersExperiment:
             raise TrustlabError(f"--requests {args.requests}: need at least one request")
         if args.requests is not None and args.requests > MAX_REQUESTS:
             raise TrustlabError(f"--requests {args.requests}: at most {MAX_REQUESTS}")
-        if args.seed < 0:
-            raise TrustlabError(f"--seed {args.seed}: must not be negative")
         if args.attest_every < 1:
             raise TrustlabError(f"--attest-every {args.attest_every}: must be >= 1")
         if args.scheme in ("log", "log-tpm2") and args.attest_every != 1:
@@ -151,7 +154,8 @@ class CountersExperiment:
             profiles.append(p.without_spread() if args.deterministic else p)
         scheme_names = ["log", "hashtree"] if args.scheme == "both" else [args.scheme]
         rows: list[dict] = []
-        per_gap: dict[tuple[str, str, int], list[OpRecord]] = {}
+        violations: list[str] = []
+        per_gap: dict[tuple[str, str, int], Sequence[OpRecord]] = {}
         gap_info: dict[int, dict] = {}
         for n in args.counters:
             requests, ids = self._requests(args, n)
@@ -162,6 +166,9 @@ class CountersExperiment:
                                            tpm12=args.tpm12 if s != "log-tpm2" else "inproc")
                     try:
                         records = run(scheme, requests, seed=args.seed)
+                    except VerificationError as exc:  # the verifier refused an honest answer: a verdict
+                        violations.append(f"counter verification failed ({s}, {p.name}, {n} counters): {exc}")
+                        continue
                     finally:
                         scheme.close()
                     ops = [args.op] if args.read_fraction is None else list(workloads.OPS)
@@ -173,6 +180,11 @@ class CountersExperiment:
                             row["tpm12"] = scheme.extra.get("tpm12_where", "in-process engine")
                         rows.append(row)
                     per_gap[(s, p.name, n)] = records
+        params = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()
+                  if k not in ("handler", "json", "save", "experiment")}
+        if not rows:
+            return Result(experiment="counters", params=params, data=[], text="\n".join(violations),
+                          violations=violations)
         table_ix = _table_ix(per_gap) if (args.workload != "roundrobin" or args.trace) else None
         for row in rows:
             row["increment_gaps"] = gap_info.get(row["counters"], {})
@@ -182,8 +194,8 @@ class CountersExperiment:
                                  and t["counters"] == row["counters"]]
         return Result(
             experiment="counters",
-            params={k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()
-                    if k not in ("handler", "json", "save", "experiment")},
+            params=params,
+            violations=violations,
             data=rows,
             text=_text(rows, table_ix, args),
             references=_references(rows),
@@ -192,14 +204,16 @@ class CountersExperiment:
         )
 
     @staticmethod
-    def _requests(args: argparse.Namespace, n: int) -> tuple[list[workloads.Request], np.ndarray | None]:
+    def _requests(args: argparse.Namespace, n: int) -> tuple[Sequence[workloads.Request] | workloads.RequestStream,
+                                                             np.ndarray | None]:
         if args.trace:
             reqs = workloads.load_trace(args.trace, n)
             return reqs, np.array([r.counter for r in reqs if r.op == workloads.INCREMENT])
         count = args.requests if args.requests is not None else n
         ids = workloads.counter_ids(args.workload, n, count, seed=args.seed, zipf_mode=args.zipf_mode,
                                     zipf_constant=args.zipf_constant, rho=args.zipf_rho)
-        return workloads.make_requests(ids, args.op, args.read_fraction, seed=args.seed), ids
+        # a stream, not a list: 10^6 request objects would be ~100 MB (replayed once per scheme)
+        return workloads.RequestStream(ids, args.op, args.read_fraction, seed=args.seed), ids
 
 
 _GAP_EDGES = [0, 3, 10, 30, 100, 300, 700, 10 ** 9]
@@ -212,22 +226,34 @@ def _bucket(gap: int) -> str:
     return "?"
 
 
-def _table_ix(per_gap: dict[tuple[str, str, int], list[OpRecord]]) -> list[dict]:
-    """Per increment-gap bucket: per-op statistics for each scheme (paper Table IX)."""
+def _table_ix(per_gap: dict[tuple[str, str, int], Sequence[OpRecord]]) -> list[dict]:
+    """Per increment-gap bucket: per-op statistics for each scheme (paper Table IX).
+
+    Streams the records (a 10^6-request run keeps them on disk): per bucket only
+    the times and model values, in request order, so the sums are as over lists.
+    """
     out = []
     for (scheme, profile, counters), records in per_gap.items():
-        buckets: dict[str, list[OpRecord]] = {}
+        buckets: dict[str, tuple[array, array, list]] = {}  # label -> ms, model ms, [max gap, any model None]
         for r in records:
-            buckets.setdefault(_bucket(r.ut), []).append(r)
+            label = _bucket(r.ut)
+            b = buckets.get(label)
+            if b is None:
+                b = buckets[label] = (array("d"), array("d"), [r.ut, False])
+            b[0].append(r.ms)
+            if r.model_ms is None:
+                b[2][1] = True
+            else:
+                b[1].append(r.model_ms)
+            b[2][0] = max(b[2][0], r.ut)
         for lo, hi in zip(_GAP_EDGES, _GAP_EDGES[1:]):
             label = _bucket(lo)
-            rs = buckets.get(label)
-            if not rs:
+            if label not in buckets:
                 continue
-            out.append({"scheme": scheme, "profile": profile, "counters": counters, "gap": label, "requests": len(rs),
-                        "max_gap": max(r.ut for r in rs), "per_op_s": describe([r.ms for r in rs]),
-                        "model_avg_s": (None if any(r.model_ms is None for r in rs)
-                                        else sum(r.model_ms for r in rs) / len(rs) / 1000.0)})
+            ms, model, (max_gap, model_missing) = buckets[label]
+            out.append({"scheme": scheme, "profile": profile, "counters": counters, "gap": label, "requests": len(ms),
+                        "max_gap": max_gap, "per_op_s": describe(ms),
+                        "model_avg_s": None if model_missing else sum(model) / len(ms) / 1000.0})
     return out
 
 

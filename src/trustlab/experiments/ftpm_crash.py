@@ -24,6 +24,7 @@ from trustlab.devices.ftpm.atomic_store import capacity
 from trustlab.devices.ftpm.crash import run_campaign
 from trustlab.devices.ftpm.usability import BootMix, compare
 from trustlab.errors import TrustlabError
+from trustlab.experiments._params import seed
 from trustlab.experiments.registry import Reference, Result, experiment
 from trustlab.timing import registry
 from trustlab.timing.clock import Clock
@@ -61,7 +62,7 @@ class FtpmCrashExperiment:
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("--commands", type=_positive, default=200, metavar="N",
                             help="workload length; every crash point of every command is tried (default 200)")
-        parser.add_argument("--seed", type=int, default=0)
+        parser.add_argument("--seed", type=seed, default=0)
         parser.add_argument("--profile", default=DEFAULT_STORAGE_PROFILE,
                             help=f"eMMC RPMB storage cost profile (default {DEFAULT_STORAGE_PROFILE})")
         parser.add_argument("--levels", type=int, choices=(1, 2), default=1,
@@ -124,4 +125,8 @@ class FtpmCrashExperiment:
                               "levels": args.levels,
                               "boots": args.boots},
                       data=data, text="\n".join(text), references=references,
-                      profiles={profile.name: profile.provenance.describe()}, plots=plots)
+                      profiles={profile.name: profile.provenance.describe()}, plots=plots,
+                      violations=[f"{n} {what}" for n, what in ((report.torn, "torn writes"),
+                                                                (report.lost_committed, "committed writes lost"),
+                                                                (report.rollbacks_accepted, "rollbacks accepted"))
+                                  if n])

@@ -274,15 +274,16 @@ def _drivers_text(prof: Profile, drive: list[dict], alt: dict, responses: str, r
             cells = [r["component"] if what == "sign" else "", what]
             for case in ("best", "avg", "worst"):
                 c = r[f"{what}_{case}"]
-                cells.append(f"{c['count']:.0f} x -> {c['ms'] / 1e3:.3g} s ({c['share']:.0%}), ±{c['ms_per_rel'] / 1e3:.3g} s")
+                cells.append(f"{c['count']:.0f} x -> {c['ms'] / 1e3:.3g} s ({c['share']:.0%}), "
+                             f"±{c['ms_per_rel'] / 1e3:.3g} s")
             rows.append(cells)
     lines.append(f"which assumption drives the figure (count x mean -> seconds (share of the figure), change at "
                  f"±{rel:.0%})\n" + table(rows, ["assumption", "step", "best", "avg", "worst"]))
+    exchanges = {"extended": alt["extended_exchanges"], "short": alt["short_exchanges"]}
     other = "short" if responses == "extended" else "extended"
     sign = -1 if responses == "short" else 1
-    lines.append(f"responses: {responses} ({alt['extended_exchanges'] if responses == 'extended' else alt['short_exchanges']}"
-                 f" exchanges per signature of {alt['signature_bytes']} bytes). With {other} responses: "
-                 f"{alt['short_exchanges'] if other == 'short' else alt['extended_exchanges']} exchanges, every "
+    lines.append(f"responses: {responses} ({exchanges[responses]} exchanges per signature of "
+                 f"{alt['signature_bytes']} bytes). With {other} responses: {exchanges[other]} exchanges, every "
                  f"signature {sign * alt['short_extra_ms'] / 1e3:+.2f} s at the {prof.mean('apdu'):.4g} ms APDU "
                  "baseline (JCAlgTest). The paper's eight APDUs carry ~1.2 KB each, i.e. extended-length "
                  "responses; its excerpt does not name the reader, so both readings are shown.")

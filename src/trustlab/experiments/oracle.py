@@ -22,6 +22,7 @@ from statistics import mean
 from trustlab.apps import oracle
 from trustlab.cli._output import table
 from trustlab.errors import TrustlabError
+from trustlab.experiments._params import seed
 from trustlab.experiments.registry import Reference, Result, experiment
 from trustlab.timing import formulas, registry
 
@@ -63,7 +64,7 @@ class OracleStudy:
                             help=f"queries answered by every party, 1..{MAX_QUERIES} (default 3)")
         parser.add_argument("--realtime", action="store_true",
                             help="each TPM command returns after its modelled time")
-        parser.add_argument("--seed", type=int, default=0,
+        parser.add_argument("--seed", type=seed, default=0,
                             help="seed of the timing spread draws; party i uses SEED+i (default 0)")
 
     def run(self, args: argparse.Namespace) -> Result:

@@ -70,6 +70,9 @@ class Result:
     profiles: dict[str, str] = field(default_factory=dict)  # name -> provenance
     plots: list[dict[str, Any]] = field(default_factory=list)  # {"kind", "title", "series"...}
     meta: dict[str, Any] = field(default_factory=dict)
+    # The verdict of an experiment that checks a safety property: one line per violated
+    # property, with its count ("20 torn writes"). Non-empty makes `trustlab run` exit 1.
+    violations: list[str] = field(default_factory=list)
 
     def to_record(self) -> dict[str, Any]:
         record = asdict(self)
@@ -185,6 +188,12 @@ class _RaisingParser(argparse.ArgumentParser):
 
     def exit(self, status: int = 0, message: str | None = None) -> Any:  # type: ignore[override]
         raise TrustlabError(f"{self.prog}: {message.strip() if message else f'exit {status}'}")
+
+    def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:  # type: ignore[override]
+        try:
+            return super().parse_known_args(args, namespace)
+        except TrustlabError as exc:  # an argument type's own error (e.g. --seed): name the experiment
+            raise TrustlabError(str(exc) if str(exc).startswith(self.prog) else f"{self.prog}: {exc}") from None
 
 
 def add_common_arguments(parser: argparse.ArgumentParser) -> None:

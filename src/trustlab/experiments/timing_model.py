@@ -25,15 +25,19 @@ they barely constrain (per-byte rates) — the difficulty the paper reports.
 from __future__ import annotations
 
 import argparse
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from trustlab.cli._output import table
 from trustlab.errors import TrustlabError
+from trustlab.experiments._params import seed
 from trustlab.experiments.registry import Reference, Result, experiment
 from trustlab.timing import formulas, registry
-from trustlab.timing.fit import Measurement, fit
 from trustlab.validation.gunupudi2010 import TABLE_II, TABLE_II_MODEL as _TABLE_II_MODEL
+
+if TYPE_CHECKING:  # pragma: no cover
+    import numpy as np
+
+    from trustlab.timing.fit import Measurement
 
 
 VENDORS = ["atmel-2010", "winbond-2010", "infineon-2010", "stm-2010"]
@@ -55,7 +59,7 @@ class TimingModel:
                             "(default 0: the fit must recover the profile exactly)")
         parser.add_argument("--repeats", type=int, default=5, metavar="N",
                             help="synthetic measurements per command in the fit round trip (default 5)")
-        parser.add_argument("--seed", type=int, default=0, help="seed of the synthetic noise and the clock")
+        parser.add_argument("--seed", type=seed, default=0, help="seed of the synthetic noise and the clock")
         parser.add_argument("--no-simulate", dest="simulate", action="store_false",
                             help="skip running the commands on the TPM 1.2 engine (model column only)")
 
@@ -73,14 +77,17 @@ class TimingModel:
         simulated = {p.name: _simulate(p, args.seed) for p in profiles} if args.simulate else {}
         rows, references = _table_ii(profiles, commands, simulated)
         fits = [_round_trip(p, args.noise, args.repeats, args.seed + i) for i, p in enumerate(profiles)]
-        data = {"table_ii": rows, "fit_round_trip": fits, "summary": _summary(rows, fits),
+        weighted = [_weighted_fit(p, commands, args.noise, args.repeats, args.seed + i, w)
+                    for i, p in enumerate(profiles) for w in ("none", "relative")]
+        references += _fit_references(weighted, args.noise)
+        data = {"table_ii": rows, "fit_round_trip": fits, "table_ii_fit": weighted, "summary": _summary(rows, fits),
                 "noise": args.noise, "repeats": args.repeats, "seed": args.seed}
         return Result(
             experiment="timing-model",
             params={"profiles": names, "commands": commands, "noise": args.noise,
                     "repeats": args.repeats, "seed": args.seed, "simulate": args.simulate},
             data=data,
-            text=_text(rows, fits, [p.name for p in profiles]),
+            text=_text(rows, fits, [p.name for p in profiles]) + "\n\n" + _weighted_text(weighted, args.noise),
             references=references,
             profiles={p.name: p.provenance.describe() for p in profiles},
             plots=_plots(rows, fits, [p.name for p in profiles]),
@@ -200,14 +207,11 @@ _KEYS = _LazyPool()
 
 def _round_trip(profile, noise: float, repeats: int, seed: int) -> dict:
     """Synthesise measurements from ``profile``, fit, and compare with the truth."""
-    rng = np.random.default_rng(seed)
-    measurements = []
-    for command in formulas.commands(profile.family):
-        f = formulas.lookup(profile.family, command)
-        true_ms, _ = f.evaluate(profile)
-        for _ in range(repeats):
-            ms = true_ms * (1.0 + noise * rng.standard_normal()) if noise else true_ms
-            measurements.append(Measurement(label=command, terms=f.terms, ms=ms))
+    import numpy as np  # here, not at import: registering the study must not load numpy/scipy
+
+    from trustlab.timing.fit import fit
+
+    measurements = _synthetic(profile, np.random.default_rng(seed), noise, repeats)
     # Components whose true cost is zero (the emulator's '-' entries) cannot be
     # told from "absent"; hold them at zero as a user would with --fix.
     used = {c for m in measurements for c in m.terms}
@@ -225,6 +229,71 @@ def _round_trip(profile, noise: float, repeats: int, seed: int) -> dict:
     return {"profile": profile.name, "measurements": len(measurements), "components": components,
             "max_abs_residual_ms": result.max_abs_residual_ms,
             "max_rel_residual": result.max_rel_residual, "exact_fit_rel_error": worst_pred}
+
+
+def _synthetic(profile, rng: np.random.Generator, noise: float, repeats: int) -> list[Measurement]:
+    """``repeats`` measurements of every command with a formula, true time x (1 + noise x N(0,1))."""
+    from trustlab.timing.fit import Measurement
+
+    out = []
+    for command in formulas.commands(profile.family):
+        f = formulas.lookup(profile.family, command)
+        true_ms, _ = f.evaluate(profile)
+        for _ in range(repeats):
+            ms = true_ms * (1.0 + noise * rng.standard_normal()) if noise else true_ms
+            out.append(Measurement(label=command, terms=f.terms, ms=ms))
+    return out
+
+
+def _weighted_fit(profile, commands: list[str], noise: float, repeats: int, seed: int, weighting: str) -> dict:
+    """A profile fitted to every command (as the paper did for STM), plain or relative weights.
+
+    Reported: the largest relative error of the fitted model against the mean
+    measurement of each Table II command -- the paper's measure, which it
+    gives as about 16% for STM. Plain least squares lets the slow RSA commands
+    dominate; relative weights (1/ms^2) make every command's relative error
+    count alike, which is what a maximum relative error rewards.
+    """
+    import numpy as np
+
+    from trustlab.timing.fit import fit
+
+    measurements = _synthetic(profile, np.random.default_rng(seed), noise, repeats)
+    used = {c for m in measurements for c in m.terms}
+    fixed = {c: 0.0 for c in used if profile.mean(c) == 0.0}
+    result = fit(measurements, fixed, weighting=weighting)
+    fitted = profile.with_means(result.params)
+    errs = {}
+    for command in commands:
+        f = formulas.lookup(profile.family, command)
+        measured = [m.ms for m in measurements if m.label == f.command]
+        if measured:
+            pred, _ = f.evaluate(fitted)
+            errs[f.command] = (pred - float(np.mean(measured))) / float(np.mean(measured))
+    worst = max(errs, key=lambda c: abs(errs[c])) if errs else None
+    return {"profile": profile.name, "weighting": weighting, "measurements": len(measurements),
+            "table_ii_max_rel_error": abs(errs[worst]) if worst else None, "worst_command": worst,
+            "max_rel_residual": result.max_rel_residual, "errors": errs}
+
+
+def _fit_references(weighted: list[dict], noise: float) -> list[Reference]:
+    """The paper's ~16% for STM beside our plain and relative fits of the same profile (noise > 0 only)."""
+    if not noise:
+        return []
+    return [Reference(label=f"stm-2010: max |error| over Table II, model fitted to all commands ({w['weighting']} "
+                      f"weights; synthetic {noise:.0%} noise)", reference=16.0,
+                      model=100 * w["table_ii_max_rel_error"], unit="%",
+                      source="Gunupudi & Tate 2010, Sec. V ('a maximum error of around 16%', real STM measurements)")
+            for w in weighted if w["profile"] == "stm-2010" and w["table_ii_max_rel_error"] is not None]
+
+
+def _weighted_text(weighted: list[dict], noise: float) -> str:
+    rows = [[w["profile"], w["weighting"], w["measurements"], 100 * w["table_ii_max_rel_error"], w["worst_command"]]
+            for w in weighted if w["table_ii_max_rel_error"] is not None]
+    return ("Table II fitted from every command (synthetic noise "
+            f"{noise:.0%}): largest |error| of the fitted model against each command's mean measurement, plain "
+            "('none') vs relative (1/ms^2) weights; the paper reports about 16% for STM on real measurements\n"
+            + table(rows, ["profile", "weights", "measurements", "max |error| %", "worst command"]))
 
 
 def _text(rows: list[dict], fits: list[dict], names: list[str]) -> str:

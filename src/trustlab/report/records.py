@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 from typing import Any, Iterable
 
+from trustlab import limits
 from trustlab.errors import TrustlabError, read_user_text
 from trustlab.safe_output import atomic_open
 
@@ -32,6 +33,7 @@ def check(record: Any, where: str) -> dict[str, Any]:
     if is_failure(record):
         if not isinstance(record.get("experiment"), str):
             raise TrustlabError(f"{where}: failure record without an experiment name")
+        _check_argv(record, where)
         return record
     missing = [k for k in REQUIRED if k not in record]
     if missing:
@@ -40,19 +42,29 @@ def check(record: Any, where: str) -> dict[str, Any]:
     if not isinstance(record["experiment"], str):
         raise TrustlabError(f"{where}: 'experiment' must be a string")
     for key, kind in (("references", list), ("plots", list), ("profiles", dict), ("meta", dict),
-                      ("params", dict)):
+                      ("params", dict), ("violations", list)):
         if key in record and not isinstance(record[key], kind):
             raise TrustlabError(f"{where}: '{key}' must be a JSON {kind.__name__}")
+    meta = record.get("meta") or {}
+    for key in ("tools", "profile_versions"):
+        if key in meta and not isinstance(meta[key], (dict, type(None))):
+            raise TrustlabError(f"{where}: 'meta.{key}' must be a JSON object, not {type(meta[key]).__name__}")
+    for name, version in (meta.get("profile_versions") or {}).items():
+        if not isinstance(version, (dict, type(None))):
+            raise TrustlabError(f"{where}: 'meta.profile_versions.{name}' must be a JSON object")
+    _check_argv(record, where)
     return record
+
+
+def _check_argv(record: dict[str, Any], where: str) -> None:
+    argv = record.get("argv")
+    if argv is not None and (not isinstance(argv, list) or not all(isinstance(a, str) for a in argv)):
+        raise TrustlabError(f"{where}: 'argv' must be a list of strings")
 
 
 def load(path: Path) -> list[dict[str, Any]]:
     """The records in one JSON file: a single record, or a list of them (e.g. a results.json)."""
-    text = read_user_text(path, "result file")
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise TrustlabError(f"{path}: not JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
+    doc = limits.parse_json(read_user_text(path, "result file", limits.MAX_RECORD_BYTES), str(path))
     if isinstance(doc, list):
         # a sweep's results.json wraps each record as {"key", "params", "record"}; unwrap it
         doc = [r["record"] if isinstance(r, dict) and isinstance(r.get("record"), dict) else r

@@ -20,8 +20,9 @@ from typing import Any, Sequence
 
 from trustlab import __version__
 from trustlab.report import html as h
+from trustlab.report.accuracy import accuracy_section
 from trustlab.report.export import slug, write_csv, write_json
-from trustlab.report.plots import PlotError, render
+from trustlab.report.plots import PlotError, preload, render
 from trustlab.report.records import ensure_dir, is_failure
 from trustlab.report.tables import MAX_ROWS, columns, data_tables, profile_rows, reference_rows
 from trustlab.safe_output import write_text
@@ -82,6 +83,7 @@ def _render_all(records: Sequence[dict[str, Any]], ids: list[str], out_dir: Path
             for n, spec in enumerate(record.get("plots") or [], start=1)]
     if jobs > 1 and len(work) >= 8 and "fork" in multiprocessing.get_all_start_methods():
         # fork: the children inherit matplotlib already imported, so they start at once
+        preload()
         with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("fork")) as pool:
             errors = list(pool.map(_render_safe, [w[1] for w in work], [w[2] for w in work]))
     else:
@@ -122,7 +124,9 @@ def write_report(records: Sequence[dict[str, Any]], out_dir: Path, title: str = 
         all_refs += [dict(r, run=run_id) for r in refs]
         meta = record.get("meta") or {}
         summary_rows.append({"run": run_id, "experiment": record["experiment"],
-                             "parameters": _describe_params(record), "status": "ok",
+                             "parameters": _describe_params(record),
+                             "status": "VIOLATED: " + "; ".join(map(str, record["violations"]))
+                             if record.get("violations") else "ok",
                              "references": len(refs), "max |error| %": _max_err(refs),
                              "wall s": meta.get("wall_s")})
         sections.append(_section(run_id, record, refs, out_dir, inline, rendered))
@@ -145,7 +149,7 @@ def write_report(records: Sequence[dict[str, Any]], out_dir: Path, title: str = 
              "minus reference.</p>"
              + h.table(toc_rows, ["run", "experiment", "parameters", "status", "references",
                                   "max |error| %", "wall s"], anchor="run"))
-    overview = _overview(all_refs, out_dir, inline)
+    overview = _overview(all_refs, out_dir, inline) + accuracy_section(records, ids, out_dir, inline, rendered)
     index = out_dir / "index.html"
     write_text(index, h.page(title, intro + overview, sections))
     return index

@@ -54,7 +54,7 @@ def run_sweep(spec: SweepSpec, out_dir: Path, jobs: int = 1, scheduler: str | No
     records: dict[str, dict[str, Any]] = {}
     for p in unique:
         if fresh:
-            cache.path(p.key).unlink(missing_ok=True)
+            cache.forget(p.key)
             continue
         rec = cache.get(p.key)
         if rec is not None and rec.get("experiment") == p.experiment:
@@ -66,7 +66,7 @@ def run_sweep(spec: SweepSpec, out_dir: Path, jobs: int = 1, scheduler: str | No
     elif scheduler:
         stream = execute.dask(pending, scheduler, jobs)
     elif jobs > 1 and len(pending) > 1:
-        stream = execute.local_processes(pending, jobs)
+        stream = execute.adaptive(pending, jobs)  # workers only when they pay off
     else:
         stream = execute.serial(pending)
     bar = tqdm(total=len(unique), initial=outcome.cached, desc=spec.name, unit="pt", disable=not progress,
@@ -77,7 +77,7 @@ def run_sweep(spec: SweepSpec, out_dir: Path, jobs: int = 1, scheduler: str | No
             point = by_key[key]
             record.setdefault("meta", {})["sweep"] = {"name": spec.name, "key": key, "params": point.params}
             if "data" in record:
-                cache.put(key, record)
+                cache.put(key, record, point.experiment, point.argv)
             else:
                 outcome.failed.append(key)
             records[key] = record

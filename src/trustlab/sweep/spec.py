@@ -24,15 +24,16 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import math
 import re
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from trustlab import __version__
+from trustlab import limits
 from trustlab.errors import TrustlabError, read_user_text
-from trustlab.experiments._params import argv_from_params
+from trustlab.experiments._params import fragment, parameters
 from trustlab.experiments.registry import get, parse_args
 from trustlab.sweep.summary import check_plots
 
@@ -56,20 +57,62 @@ class SweepSpec:
     source: str = ""
     plots: list[dict[str, Any]] = field(default_factory=list)  # [[plot]]: see trustlab.sweep.summary
 
+    def count(self) -> int:
+        return len(self.experiments) * math.prod(len(v) for v in self.grid.values())
+
     def points(self) -> list[Point]:
+        """Every point, in spec order; refused beyond limits.MAX_SWEEP_POINTS.
+
+        Each experiment's parser checks every distinct value once (the first point, then
+        each grid value in turn with the other dimensions at their first value); a point's
+        argv is the join of those per-parameter fragments, so 100k points take seconds.
+        """
+        where = self.source or self.name
+        total = self.count()
+        if total > limits.MAX_SWEEP_POINTS:
+            raise TrustlabError(f"{where}: {total} points; the limit is {limits.MAX_SWEEP_POINTS} "
+                                "(split the grid into several sweeps)")
         dims = list(self.grid)
         out = []
         for experiment in self.experiments:
-            for combo in itertools.product(*(self.grid[d] for d in dims)):
+            try:
+                actions = parameters(experiment)
+                fixed_pos, fixed_opts = [], []
+                for key, value in self.fixed.items():
+                    pos, opts = fragment(experiment, actions, key, value)
+                    fixed_pos += pos
+                    fixed_opts += opts
+                frags = [[fragment(experiment, actions, d, v) for v in self.grid[d]] for d in dims]
+                _validate(experiment, fixed_pos, fixed_opts, frags)
+            except TrustlabError as exc:
+                raise TrustlabError(f"{where}: {exc}") from None
+            for combo in itertools.product(*(range(len(self.grid[d])) for d in dims)):
+                argv = _join(fixed_pos, fixed_opts, frags, combo)
                 params = dict(self.fixed)
-                params.update(zip(dims, combo))
-                try:
-                    argv = tuple(argv_from_params(experiment, params))
-                    parse_args(experiment, argv)  # convert and validate every value now
-                except TrustlabError as exc:
-                    raise TrustlabError(f"{self.source or self.name}: {exc}") from None
+                params.update((d, self.grid[d][j]) for d, j in zip(dims, combo))
                 out.append(Point(experiment, params, argv, point_key(experiment, argv)))
         return out
+
+
+def _join(fixed_pos: list[str], fixed_opts: list[str], frags: list[list[tuple[list[str], list[str]]]],
+          combo: Sequence[int]) -> tuple[str, ...]:
+    pos, opts = list(fixed_pos), list(fixed_opts)
+    for i, j in enumerate(combo):
+        pos += frags[i][j][0]
+        opts += frags[i][j][1]
+    return tuple(pos + opts)
+
+
+def _validate(experiment: str, fixed_pos: list[str], fixed_opts: list[str],
+              frags: list[list[tuple[list[str], list[str]]]]) -> None:
+    """Parse the first point, then every other grid value once (other dimensions at their first)."""
+    first = [0] * len(frags)
+    parse_args(experiment, _join(fixed_pos, fixed_opts, frags, first))
+    for i, values in enumerate(frags):
+        for j in range(1, len(values)):
+            combo = list(first)
+            combo[i] = j
+            parse_args(experiment, _join(fixed_pos, fixed_opts, frags, combo))
 
 
 def point_key(experiment: str, argv: tuple[str, ...] | list[str]) -> str:
@@ -116,9 +159,5 @@ def parse(doc: dict[str, Any], source: str, default_name: str = "sweep") -> Swee
 
 
 def load(path: Path) -> SweepSpec:
-    text = read_user_text(path, "sweep spec")
-    try:
-        doc = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise TrustlabError(f"{path}: not valid TOML ({exc})") from None
+    doc = limits.parse_toml(read_user_text(path, "sweep spec"), str(path))
     return parse(doc, str(path), default_name=path.stem)

@@ -16,7 +16,8 @@ import math
 from pathlib import Path
 from typing import Callable
 
-from trustlab.errors import FitError, FormulaError, TrustlabError
+from trustlab import limits
+from trustlab.errors import FitError, FormulaError
 from trustlab.timing import formulas
 from trustlab.timing.fit import Measurement
 
@@ -29,23 +30,33 @@ def _float(value: str, where: str) -> float:
     try:
         number = float(value)
     except (TypeError, ValueError):
-        raise FitError(f"{where}: expected a number, got {value!r}") from None
+        raise FitError(f"{where}: expected a number, got {_short(value)}") from None
     if not math.isfinite(number):
-        raise FitError(f"{where}: expected a finite number, got {value!r}")
+        raise FitError(f"{where}: expected a finite number, got {_short(value)}")
     return number
+
+
+def _short(value: str) -> str:
+    return repr(value) if len(value) <= 40 else f"{value[:20]!r}...({len(value)} characters)"
 
 
 def read_measurements(path: Path, family: str | None = None,
                       known_components: Callable[[], set[str]] | None = None) -> list[Measurement]:
     """Rows of a measurement CSV; ``known_components`` is asked only for component-column CSVs."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise TrustlabError(f"{path}: cannot read measurements: {exc.strerror}") from None
-    except UnicodeDecodeError as exc:
-        raise TrustlabError(f"{path}: not a CSV text file (invalid UTF-8 at byte {exc.start})") from None
+    text = limits.read_text(path, "measurements")
     reader = csv.DictReader(io.StringIO(text, newline=""))
-    columns = [c.strip() for c in (reader.fieldnames or [])]
+    try:
+        columns = [c.strip() for c in (reader.fieldnames or [])]
+        rows = _rows(path, reader, columns, family, known_components)
+    except csv.Error as exc:
+        raise FitError(f"{path}:{reader.line_num}: not a CSV row ({exc})") from None
+    if not rows:
+        raise FitError(f"{path}: no measurement rows")
+    return rows
+
+
+def _rows(path: Path, reader: csv.DictReader, columns: list[str], family: str | None,
+          known_components: Callable[[], set[str]] | None) -> list[Measurement]:
     if "ms" not in columns:
         raise FitError(f"{path}: needs an 'ms' column (found: {', '.join(columns) or 'nothing'})")
     by_formula = "command" in columns
@@ -61,9 +72,16 @@ def read_measurements(path: Path, family: str | None = None,
             raise FitError(f"{path}: unknown column(s) {', '.join(sorted(unknown))} "
                            f"(not a component of any shipped profile)")
     rows: list[Measurement] = []
-    for lineno, raw in enumerate(reader, start=2):
-        row = {(k or "").strip(): (v or "").strip() for k, v in raw.items()}
+    component_columns = sorted(extra)
+    terms_of: dict[tuple[str, str | None, str | None], tuple[dict[str, float], str]] = {}
+    for raw in reader:
+        lineno = reader.line_num
         where = f"{path}:{lineno}"
+        if None in raw:
+            raise FitError(f"{where}: {len(columns) + len(raw[None])} fields, but the header has {len(columns)}")
+        if len(rows) >= limits.MAX_ROWS:
+            raise FitError(f"{path}: more than {limits.MAX_ROWS} measurement rows (the limit)")
+        row = {(k or "").strip(): (v or "").strip() for k, v in raw.items()}
         ms = _float(row.get("ms", ""), f"{where}: ms")
         if ms < 0:
             raise FitError(f"{where}: ms must not be negative")
@@ -76,16 +94,17 @@ def read_measurements(path: Path, family: str | None = None,
         if by_formula:
             command = row.get("command", "")
             variant = row.get("variant") or None
-            terms, row_family = _formula_terms(command, variant, family or row.get("family") or None, where)
+            lookup = (command, variant, family or row.get("family") or None)
+            if lookup not in terms_of:
+                terms_of[lookup] = _formula_terms(*lookup, where)
+            terms, row_family = terms_of[lookup]
             label = f"{command}[{variant}]" if variant else command
         else:
-            terms = {c: _float(row[c], f"{where}: {c}") for c in sorted(extra) if row.get(c, "") != ""}
+            terms = {c: _float(row[c], f"{where}: {c}") for c in component_columns if row.get(c, "") != ""}
             label = row.get("note") or f"row {lineno}"
             row_family = family
         rows.append(Measurement(label=label, terms=terms, ms=ms, weight=weight, family=row_family,
                                 center=center))
-    if not rows:
-        raise FitError(f"{path}: no measurement rows")
     return rows
 
 

@@ -9,13 +9,13 @@ because a figure whose origin is unknown cannot be trusted or corrected.
 from __future__ import annotations
 
 import math
-import tomllib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Mapping
 
 import tomli_w
 
+from trustlab import limits
 from trustlab.errors import ProfileError
 from trustlab.safe_output import write_text
 
@@ -171,11 +171,11 @@ def profile_from_toml_dict(doc: Mapping, where: str) -> Profile:
                 mean=_number(entry["mean"], f"{cwhere} mean"),
                 unit=str(entry.get("unit", "call")),
                 sd=_number(entry.get("sd", 0.0), f"{cwhere} sd"),
-                samples=tuple(_number(s, f"{cwhere} samples") for s in entry.get("samples", ())),
+                samples=_numbers(entry.get("samples", []), f"{cwhere} samples"),
                 provenance=_provenance(entry, cwhere),
             )
         except ProfileError as exc:
-            raise ProfileError(f"{where}: {exc}") from None
+            raise ProfileError(str(exc) if str(exc).startswith(where) else f"{where}: {exc}") from None
     return Profile(
         name=name,
         components=components,
@@ -188,8 +188,25 @@ def profile_from_toml_dict(doc: Mapping, where: str) -> Profile:
 
 def _number(value: object, where: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ProfileError(f"{where}: expected a number, got {value!r}")
-    return float(value)
+        raise ProfileError(f"{where}: expected a number, got {_short(value)}")
+    try:
+        number = float(value)
+    except OverflowError:
+        number = math.inf
+    if not math.isfinite(number):
+        raise ProfileError(f"{where}: expected a finite number, got {_short(value)}")
+    return number
+
+
+def _numbers(value: object, where: str) -> tuple[float, ...]:
+    if not isinstance(value, list):
+        raise ProfileError(f"{where}: expected a list of numbers, got {_short(value)}")
+    return tuple(_number(v, where) for v in value)
+
+
+def _short(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else f"{text[:20]}...({len(text)} characters)"
 
 
 def _provenance(entry: object, where: str) -> Provenance:
@@ -203,22 +220,12 @@ def _provenance(entry: object, where: str) -> Provenance:
 
 
 def read_profile_text(path: Path) -> str:
-    """A profile file's text, or a ProfileError naming the file (never an OSError/UnicodeError)."""
-    try:
-        return path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ProfileError(f"{path}: cannot read profile: {exc.strerror}") from None
-    except UnicodeDecodeError as exc:
-        raise ProfileError(f"{path}: not a text profile (invalid UTF-8 at byte {exc.start})") from None
+    """A profile file's text (at most limits.MAX_TEXT_BYTES), or a ProfileError naming the file."""
+    return limits.read_text(path, "profile", error=ProfileError)
 
 
 def load_toml(path: Path) -> Profile:
-    text = read_profile_text(path)
-    try:
-        doc = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise ProfileError(f"{path}: malformed TOML: {exc}") from None
-    return profile_from_toml_dict(doc, str(path))
+    return profile_from_toml_dict(limits.parse_toml(read_profile_text(path), str(path), ProfileError), str(path))
 
 
 def save_toml(profile: Profile, path: Path) -> None:

@@ -7,8 +7,9 @@ Public API::
     profile_accuracy(name) -> Accuracy | None
 
 One module per reference source: :mod:`.mayes2017` (AE paper), :mod:`.vanderlaan2018`
-(Java Card HBS), :mod:`.gunupudi2010` (TPM 1.2 timing model), :mod:`.raj2016` (fTPM),
-:mod:`.wolftpm` and :mod:`.jcalgtest` (TPM 2.0 raw data, paired by :mod:`.tpm2_pairs`).
+(Java Card HBS), :mod:`.jcalgtest_javacard` (other JCOP cards), :mod:`.gunupudi2010` (TPM 1.2
+timing model), :mod:`.raj2016` (fTPM), :mod:`.wolftpm` and :mod:`.jcalgtest` (TPM 2.0 raw data,
+paired by :mod:`.tpm2_pairs`).
 """
 
 from __future__ import annotations

@@ -50,7 +50,6 @@ class Check:
     kind: str  # CALIBRATION or INDEPENDENT
     source: str  # the reference's provenance
     note: str = ""
-    flagged: bool = False
 
     @property
     def error(self) -> float:

@@ -1,4 +1,4 @@
-"""The buyer's TPM, set up once: owner, SRK, an AIK, and one physical counter.
+"""The buyer's TPM, set up once: owner, SRK, a certifying signing key ("AIK"), one physical counter.
 
 Both schemes need the same provisioning (paper, Sec. III-B: the AIK signs
 every certificate; the log-based scheme also needs one physical monotonic
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 from trustlab.apps import keypool
-from trustlab.devices.tpm12 import Tpm12, secret
+from trustlab.devices.tpm12 import Tpm12, key_template, secret
 from trustlab.devices.tpm12 import constants as C
 from trustlab.devices.tpm12.keys import Key12, rsa_public
 from trustlab.devices.tpm12.nvstore import NVStore
@@ -40,7 +40,7 @@ class ProvisionedTpm:
 
 def provision(clock: Clock, nv: NVStore | None = None, *, physical_counter: bool = True,
               tpm: Tpm12 | None = None) -> ProvisionedTpm:
-    """Take ownership, make and load an AIK, create the physical counter; reset the clock.
+    """Take ownership, make and load the certifying signing key, create the physical counter; reset the clock.
 
     ``tpm``: a fresh host-side TPM to provision (e.g. one reached over the
     wire, :mod:`.wire`) instead of a new in-process engine on ``nv``; it is
@@ -52,8 +52,10 @@ def provision(clock: Clock, nv: NVStore | None = None, *, physical_counter: bool
     owner, srk = secret("trustlab-owner"), secret("trustlab-srk")
     tpm.TPM_TakeOwnership(owner, srk)
     aik_auth = secret("trustlab-aik")
-    blob, _binding = tpm.TPM_MakeIdentity(owner, srk, aik_auth)
-    aik_public = rsa_public(Key12.unmarshal(Reader(blob, "AIK blob")).pub)
+    # The certifying key ("AIK" in the paper) is a non-migratable signing key: rev 116 lets only
+    # TPM_KEY_SIGNING keys sign a transport log (Part 3, 24.3 step 3), so identity keys are refused.
+    blob = tpm.TPM_CreateWrapKey(C.TPM_KH_SRK, srk, key_template(C.TPM_KEY_SIGNING), aik_auth)
+    aik_public = rsa_public(Key12.unmarshal(Reader(blob, "signing key blob")).pub)
     aik = tpm.TPM_LoadKey2(C.TPM_KH_SRK, blob, srk)
     counter_auth = secret("trustlab-counter")
     counter_id, start = (tpm.TPM_CreateCounter(owner, counter_auth, COUNTER_LABEL)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import struct
+from array import array
 from dataclasses import dataclass
 
 from cryptography.exceptions import InvalidSignature
@@ -87,7 +88,9 @@ class TreeProver:
         self.attest_every = attest_every
         self.ops = 0
         self.updates = 0
-        self.last: dict[int, int] = {}
+        # update count at each counter's last increment (0: never): a dict while few counters were
+        # touched, then a flat array (8 MiB at 2^20 counters, where the dict grew to tens of MiB)
+        self.last: array | dict[int, int] = {}
         owner = owner_auth or dev.owner_auth
         clock = dev.tpm.clock
         before = clock.now_ms
@@ -125,7 +128,13 @@ class TreeProver:
             if host_root != root:
                 raise TpmError("TPM_BAD_HASHTREE", "host tree and TPM root diverged")
             self.updates += 1
-            self.last[counter] = self.updates
+            last = self.last
+            last[counter] = self.updates
+            if isinstance(last, dict) and len(last) >= merkle.DENSIFY_AT and self.counters <= 1 << 24:
+                dense = array("q", [0]) * self.counters
+                for c, u in last.items():
+                    dense[c] = u
+                self.last = dense
         return TreeCert(epoch, counter, old, new, tuple(siblings), root, nonce, sig)
 
     def read(self, counter: int, nonce: bytes) -> Answer:
@@ -144,7 +153,8 @@ class TreeProver:
         return Answer(counter, cert.new, cert, nonce)
 
     def updates_since(self, counter: int) -> int:
-        return self.updates - self.last.get(counter, 0)
+        last = self.last
+        return self.updates - (last[counter] if isinstance(last, array) else last.get(counter, 0))
 
 
 class TreeVerifier:

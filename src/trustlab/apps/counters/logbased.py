@@ -4,7 +4,7 @@ The TPM's one physical monotonic counter is a global clock; a virtual
 counter's value is the physical value at its last INCREMENT.
 
 *INCREMENT(c, n)*: in an exclusive, logged transport session the host runs
-TPM_IncrementCounter, then TPM_ReleaseTransportSigned with the AIK over the
+TPM_IncrementCounter, then TPM_ReleaseTransportSigned with the signing key over the
 session's log digest and ``antiReplay = SHA1("VC-INC" || c || n)`` - the
 counter ID and the merchant's nonce bound into the TPM's signature. The
 resulting *increment certificate* records everything the verifier needs to
@@ -198,8 +198,7 @@ class LogVerifier:
                            _sha1(struct.pack(">I", 0), ord_in, value_struct), cert.inner_ticks)
         anti = anti_replay(kind, cert.counter, cert.nonce)
         release_in = _sha1(struct.pack(">I", C.ORD["TPM_ReleaseTransportSigned"]), anti)
-        d = L.replay([establish, inner], tick_nonce)
-        d = L.extend(L.release_input(d, release_in), L.log_out(cert.release_ticks, release_in))
+        d = L.release_output(L.replay([establish, inner], tick_nonce), cert.release_ticks, release_in)
         if not L.verify_release(self.aik_public, anti, d, cert.signature):
             raise VerificationError("bad-signature",
                                     f"{kind} certificate (counter {cert.counter}, value {cert.value}) does not "

@@ -11,17 +11,30 @@ Records are flat (:class:`OpRecord`); :func:`summarize` turns those of one
 run into the experiment's JSON row. The model column comes from the scheme's
 analytic formula evaluated for the same request (same ``|Ut|``), never from the
 simulation.
+
+A run of 10^6 requests must fit in little memory, so :func:`run` keeps no
+record objects: the requests are consumed as they come (an iterable, e.g. a
+:class:`~trustlab.apps.workloads.RequestStream`), each timed request is
+written as one fixed-size binary row to a temporary file - the run's trace -
+and :class:`Records` reads that file back column by column (or as
+:class:`OpRecord` objects, one at a time) when the results are summarised.
+The verifier's memory of the last value per counter is a flat array.
 """
 
 from __future__ import annotations
 
+import math
 import random
 import statistics
+import struct
+import tempfile
+from array import array
 from dataclasses import dataclass
-from typing import Callable, Iterable, Protocol, Sequence
+from typing import Callable, Iterable, Iterator, Protocol, Sequence
 
 from trustlab.apps.counters.base import Prover, Verifier
 from trustlab.apps.workloads import INCREMENT, READ, Request
+from trustlab.devices.tpm12 import merkle
 from trustlab.timing.clock import Clock
 
 
@@ -51,20 +64,126 @@ class OpRecord:
     paper_ms: float | None = None
 
 
+_OPS = ("increment", "read")  # row codes (workloads.INCREMENT, workloads.READ)
+_ROW = struct.Struct("<qqbqdddd")  # index, counter, op, ut, ms, model_ms, verify_ms, paper_ms (NaN: None)
+_SPOOL_ROWS = 4096  # rows buffered before a write
+
+
+def _none_nan(x: float | None) -> float:
+    return math.nan if x is None else x
+
+
+def _nan_none(x: float) -> float | None:
+    return None if x != x else x
+
+
+class Records(Sequence[OpRecord]):
+    """The timed requests of a run, in a temporary file (57 bytes a request), read back on demand."""
+
+    def __init__(self) -> None:
+        self._file = tempfile.TemporaryFile(prefix="trustlab-records-")
+        self._pending = bytearray()
+        self._rows = 0
+
+    def append(self, r: OpRecord) -> None:
+        self._pending += _ROW.pack(r.index, r.counter, _OPS.index(r.op), r.ut, r.ms, _none_nan(r.model_ms),
+                                   r.verify_ms, _none_nan(r.paper_ms))
+        self._rows += 1
+        if len(self._pending) >= _SPOOL_ROWS * _ROW.size:
+            self._flush()
+
+    def _flush(self) -> None:
+        if self._pending:
+            self._file.seek(0, 2)
+            self._file.write(self._pending)
+            self._pending = bytearray()
+
+    def __len__(self) -> int:
+        return self._rows
+
+    def _tuples(self) -> Iterator[tuple]:
+        self._flush()
+        offset, end = 0, self._rows * _ROW.size
+        while offset < end:  # its own position: two readers (or a reader and an index) may interleave
+            self._file.seek(offset)
+            chunk = self._file.read(min(_SPOOL_ROWS * _ROW.size, end - offset))
+            offset += len(chunk)
+            yield from _ROW.iter_unpack(chunk)
+
+    def __iter__(self) -> Iterator[OpRecord]:
+        for i, c, op, ut, ms, model, verify, paper in self._tuples():
+            yield OpRecord(i, c, _OPS[op], ut, ms, _nan_none(model), verify, _nan_none(paper))
+
+    def __getitem__(self, item):  # type: ignore[override]
+        if isinstance(item, slice):
+            return [self[i] for i in range(*item.indices(self._rows))]
+        if item < 0:
+            item += self._rows
+        if not 0 <= item < self._rows:
+            raise IndexError(item)
+        self._flush()
+        self._file.seek(item * _ROW.size)
+        i, c, op, ut, ms, model, verify, paper = _ROW.unpack(self._file.read(_ROW.size))
+        return OpRecord(i, c, _OPS[op], ut, ms, _nan_none(model), verify, _nan_none(paper))
+
+    _FIELDS = {"ut": 3, "ms": 4, "model_ms": 5, "verify_ms": 6, "paper_ms": 7}
+
+    def column(self, name: str, op: str | None = None) -> Iterator[float]:
+        """One field of the rows of ``op`` (all with None), in request order (NaN: None), streamed."""
+        at, code = self._FIELDS[name], None if op is None else _OPS.index(op)
+        return (row[at] for row in self._tuples() if code is None or row[2] == code)
+
+    def columns(self, op: str | None = None) -> dict[str, array]:
+        """The rows of ``op`` as arrays: ut, ms, model_ms, verify_ms, paper_ms (NaN: None)."""
+        return {name: array("q" if name == "ut" else "d", self.column(name, op)) for name in self._FIELDS}
+
+    def close(self) -> None:
+        self._file.close()
+
+
+class _LastValues:
+    """The verifier's last accepted value per counter: a dict, then (once many counters were seen)
+    a flat array of them (-1: none yet), the dict keeping only what does not fit."""
+
+    def __init__(self, counters: int | None) -> None:
+        self._counters = counters if counters and counters <= 1 << 24 else None
+        self._dense: array | None = None
+        self._sparse: dict[int, int] = {}
+
+    def get(self, counter: int) -> int | None:
+        if self._dense is not None and 0 <= counter < len(self._dense):
+            v = self._dense[counter]
+            return None if v < 0 else v
+        return self._sparse.get(counter)
+
+    def set(self, counter: int, value: int) -> None:
+        if self._dense is not None and 0 <= counter < len(self._dense) and 0 <= value < 1 << 63:
+            self._dense[counter] = value
+        else:
+            self._sparse[counter] = value
+            if self._dense is None and self._counters and len(self._sparse) >= merkle.DENSIFY_AT:
+                sparse, self._sparse = self._sparse, {}
+                self._dense = array("q", [-1]) * self._counters
+                for c, v in sparse.items():
+                    self.set(c, v)
+
+
 def run(scheme: Scheme, requests: Iterable[Request], seed: int = 0,
-        progress: Callable[[int], None] | None = None) -> list[OpRecord]:
-    """Execute every request for real; return records of the timed ones."""
+        progress: Callable[[int], None] | None = None) -> Records:
+    """Execute every request for real (one at a time, as they come); return records of the timed ones."""
     rng = random.Random(seed)
     clock = scheme.clock
-    last_value: dict[int, int] = {}
-    records: list[OpRecord] = []
+    last_value = _LastValues(getattr(scheme.prover, "counters", None))
+    records = Records()
+    by_component = clock.by_component
+    paper_model = getattr(scheme, "paper_model_ms", None)
     for i, req in enumerate(requests):
         nonce = rng.randbytes(20)
         ut = scheme.updates_since(req.counter)
         model = scheme.model_ms(req.op, req.counter, ut)
-        paper = scheme.paper_model_ms(req.op, req.counter, ut) if hasattr(scheme, "paper_model_ms") else None
+        paper = paper_model(req.op, req.counter, ut) if paper_model is not None else None
         t0 = clock.now_ms
-        v0 = clock.by_component.get("host_verify", 0.0) + clock.by_component.get("host_hash", 0.0)
+        v0 = by_component.get("host_verify", 0.0) + by_component.get("host_hash", 0.0)
         if req.op == INCREMENT:
             answer = scheme.prover.increment(req.counter, nonce)
         elif req.op == READ:
@@ -79,9 +198,9 @@ def run(scheme: Scheme, requests: Iterable[Request], seed: int = 0,
                 value = scheme.verifier.check_read(answer, req.counter, nonce)
         else:  # batch attestation: this operation is covered by a later signed one
             value = answer.value
-        last_value[req.counter] = value
+        last_value.set(req.counter, value)
         if req.timed:
-            verify = clock.by_component.get("host_verify", 0.0) + clock.by_component.get("host_hash", 0.0) - v0
+            verify = by_component.get("host_verify", 0.0) + by_component.get("host_hash", 0.0) - v0
             records.append(OpRecord(i, req.counter, req.op, ut, clock.now_ms - t0, model, verify, paper))
         if progress is not None:
             progress(i)
@@ -98,20 +217,36 @@ def describe(values_ms: Sequence[float]) -> dict[str, float]:
 
 
 def summarize(records: Sequence[OpRecord], *, scheme: str, op: str, profile: str, counters: int) -> dict:
-    """The experiment's JSON row for one (scheme, op, profile, counters) run."""
-    chosen = [r for r in records if r.op == op]
+    """The experiment's JSON row for one (scheme, op, profile, counters) run.
+
+    Reads :class:`Records` column by column; the sums run over the same values
+    in the same order as over a list of records, so the figures are identical.
+    """
+    if isinstance(records, Records):  # one field at a time off the disk: only the times are held
+        ms = array("d", records.column("ms", op))
+        ut = records.column("ut", op)
+        verify = records.column("verify_ms", op)
+        model_s = (None if any(x != x for x in records.column("model_ms", op))
+                   else sum(records.column("model_ms", op)) / 1000.0)
+        paper_s = (None if any(x != x for x in records.column("paper_ms", op))
+                   else sum(records.column("paper_ms", op)) / 1000.0)
+    else:
+        chosen = [r for r in records if r.op == op]
+        ms, ut, verify = [r.ms for r in chosen], [r.ut for r in chosen], [r.verify_ms for r in chosen]
+        model_s = (None if any(r.model_ms is None for r in chosen)
+                   else sum(r.model_ms for r in chosen) / 1000.0)
+        paper_s = (None if any(r.paper_ms is None for r in chosen)
+                   else sum(r.paper_ms for r in chosen) / 1000.0)
     return {
         "scheme": scheme,
         "op": op,
         "profile": profile,
         "counters": counters,
-        "requests": len(chosen),
-        "total_s": sum(r.ms for r in chosen) / 1000.0,
-        "per_op_s": describe([r.ms for r in chosen]),
-        "max_gap": max((r.ut for r in chosen), default=0),
-        "model_s": (None if any(r.model_ms is None for r in chosen)
-                    else sum(r.model_ms for r in chosen) / 1000.0),
-        "verify_s": sum(r.verify_ms for r in chosen) / 1000.0,
-        "paper_formula_s": (None if any(r.paper_ms is None for r in chosen)
-                            else sum(r.paper_ms for r in chosen) / 1000.0),
+        "requests": len(ms),
+        "total_s": sum(ms) / 1000.0,
+        "per_op_s": describe(ms),
+        "max_gap": max(ut, default=0),
+        "model_s": model_s,
+        "verify_s": sum(verify) / 1000.0,
+        "paper_formula_s": paper_s,
     }

@@ -7,7 +7,7 @@ and most of them never touched, a dense tree would spend 2^21 hashes before the
 first request, so the tree is sparse: a node nobody wrote equals the
 precomputed hash of an all-default subtree of its height, shared by reference
 (heap-indexed: root 1, children 2i and 2i+1, leaf ``i`` at ``2^depth + i``; a
-list of references up to depth 20, a dict of written nodes beyond; see
+bytearray of 20-byte slots up to depth 20, a dict of written nodes beyond; see
 :class:`trustlab.devices.tpm12.merkle.HeapNodes`).
 
 Hashing conventions and the storage come from the TPM engine's pure Merkle
@@ -55,6 +55,11 @@ class SparseTree:
             if not node_hash(d, d) == inline[0](inline[1] + d * 2).digest() == merkle.node_hash(d, d):
                 raise ValueError("inline hash does not match node_hash and the engine's convention")
         self._store = merkle.HeapNodes(depth, defaults, None if inline is not None else node_hash)
+        # Leaf data: a dict while few are written; once the node storage has gone dense, fixed-width
+        # slots of one bytearray (8 MiB for 2^20 counters, where the dict grew to tens of MiB).
+        # Data of another width than the default leaf's stays in the dict, which takes precedence.
+        self._width = len(default_leaf)
+        self._leafbuf: bytearray | None = None
         self.leaves: dict[int, bytes] = {}
 
     # ---- reading ------------------------------------------------------------
@@ -65,7 +70,7 @@ class SparseTree:
 
     @property
     def nodes(self):
-        """The heap-indexed node storage (a list up to depth 20, else a dict of written nodes)."""
+        """The heap-indexed node storage (20-byte slots of a bytearray up to depth 20, else a dict)."""
         return self._store.nodes
 
     def stored_nodes(self) -> int:
@@ -75,7 +80,25 @@ class SparseTree:
     def leaf(self, index: int) -> bytes:
         """The leaf's data (the counter's encoded value)."""
         self._check(index)
+        if self._leafbuf is not None and index not in self.leaves:
+            w = self._width
+            return bytes(self._leafbuf[index * w:(index + 1) * w])
         return self.leaves.get(index, self._default_leaf)
+
+    def _put_leaf(self, index: int, data: bytes) -> None:
+        w, buf = self._width, self._leafbuf
+        if buf is None and self._store.dense and 0 < w <= 64:
+            buf = self._leafbuf = bytearray(w * self.size)
+            merkle.fill(buf, 0, len(buf), self._default_leaf)
+            for i, d in list(self.leaves.items()):
+                if len(d) == w:
+                    buf[i * w:(i + 1) * w] = d
+                    del self.leaves[i]
+        if buf is not None and len(data) == w:
+            buf[index * w:(index + 1) * w] = data
+            self.leaves.pop(index, None)
+        else:
+            self.leaves[index] = data
 
     def node(self, heap_index: int, height: int) -> bytes:
         return self._store.node(heap_index, height)
@@ -90,7 +113,7 @@ class SparseTree:
     def set(self, index: int, data: bytes) -> bytes:
         """Write a leaf and rehash its path; returns the new root."""
         self._check(index)
-        self.leaves[index] = data
+        self._put_leaf(index, data)
         return self._store.set_leaf(index, self._leaf_hash(data))
 
     def set_many(self, items: dict[int, bytes]) -> bytes:
@@ -103,21 +126,23 @@ class SparseTree:
         hashed = {}
         for index, data in items.items():
             self._check(index)
-            self.leaves[index] = data
+            self._put_leaf(index, data)
             hashed[index] = self._leaf_hash(data)
         return self._store.set_leaves(hashed)
 
     def poke(self, heap_index: int, value: bytes) -> None:
         """Overwrite a stored node without rehashing (what a hostile host can do)."""
-        self._store.nodes[heap_index] = value
+        self._store.put(heap_index, value)
 
-    def snapshot(self) -> tuple[object, dict[int, bytes]]:
+    def snapshot(self) -> tuple[object, dict[int, bytes], bytearray | None]:
         """Copies of the host state, e.g. to roll it back in an attack."""
-        return self._store.copy_nodes(), dict(self.leaves)
+        return (self._store.copy_nodes(), dict(self.leaves),
+                None if self._leafbuf is None else bytearray(self._leafbuf))
 
-    def restore(self, state: tuple[object, dict[int, bytes]]) -> None:
+    def restore(self, state: tuple[object, dict[int, bytes], bytearray | None]) -> None:
         self._store.replace_nodes(state[0])  # type: ignore[arg-type]
         self.leaves = dict(state[1])
+        self._leafbuf = None if state[2] is None else bytearray(state[2])
 
     def _check(self, index: int) -> None:
         if not 0 <= index < self.size:

@@ -97,11 +97,26 @@ class HostSession:
 
 @dataclass
 class HostTransport(HostSession):
-    """A transport session as the host sees it, with the log it must later verify."""
+    """A transport session as the host sees it, with the log it must later verify.
+
+    ``pubkeys``: handle -> RSA modulus of the keys the host uses inside the
+    session; a wrapped command naming keys is logged with their pubKeyHash
+    (Part 3, 24.2 step 10), so the host must know them (TPM_GetPubKey).
+    """
 
     kind: str = "TRANSPORT"
     tick_nonce: bytes = b""
     entries: list[L.LogEntry] = field(default_factory=list)
+    pubkeys: dict[int, bytes] = field(default_factory=dict)
+
+    def pubkey_hash(self, handles: Sequence[int]) -> bytes:
+        if not handles:
+            return L.ZERO
+        missing = [h for h in handles if h not in self.pubkeys]
+        if missing:
+            raise TpmError("TPM_BAD_PARAMETER", f"the host does not know the public key of handle "
+                           f"{missing[0]:#010x} (add it to transport.pubkeys to log the command)")
+        return _sha1(*(L.store_pubkey_digest(self.pubkeys[h]) for h in handles))
 
 
 Auth = Union[HostSession, bytes]
@@ -195,7 +210,7 @@ class Tpm12:
         trailers = b"".join([s.trailer(in_digest) for s in sessions])
         body = (struct.pack(f">{len(handles)}I", *handles) if handles else b"") + params + trailers
         frame = struct.pack(">HII", _TAG[len(sessions)], HEADER + len(body), ordinal) + body
-        rsp = self._send(frame, in_digest)
+        rsp = self._send(frame, in_digest, out_handles, len(sessions), handles)
         _tag, size, rc = struct.unpack(">HII", rsp[:HEADER])
         if rc != C.TPM_SUCCESS:
             for s in sessions:
@@ -211,8 +226,6 @@ class Tpm12:
             trailer = Reader(out[len(out) - n_trail:], f"{name} response authorization")
             for s in sessions:
                 s.accept(out_digest, trailer)
-            if self._through is not None:
-                self._through.entries.append(L.LogEntry(in_digest, out_digest, self._inner_ticks))
         else:
             self._last_digests = (ord_b, params, out_params)
         return out_h, Reader(out_params, f"{name} response")
@@ -229,21 +242,41 @@ class Tpm12:
         d = self._last_digests
         return d[1] if len(d) == 2 else _sha1(struct.pack(">I", C.TPM_SUCCESS), d[0], d[2])
 
-    def _send(self, frame: bytes, in_digest: bytes) -> bytes:
+    def _send(self, frame: bytes, in_digest: bytes, out_handles: int = 0, n_sessions: int = 0,
+              handles: Sequence[int] = ()) -> bytes:
         t = self._through
         if t is None:
             return self.engine.execute(frame)
-        self._through = None  # the wrapper itself is not logged as an inner command
-        try:
-            _, r = self.call("TPM_ExecuteTransport", params=Writer().sized(frame).bytes(), auth=[t])
-        finally:
-            self._through = t
-        ticks_us = struct.unpack(">Q", r.raw(8))[0]
-        r.u32()
-        inner = r.sized(1 << 16)
-        self._inner_ticks = ticks_us
-        if struct.unpack(">I", inner[6:10])[0] != C.TPM_SUCCESS:
-            t.entries.append(L.LogEntry(_sha1(frame[6:10], frame[10:]), _sha1(inner[6:10], frame[6:10]), ticks_us))
+        return self._execute_transport(t, frame, in_digest, out_handles, n_sessions, handles)
+
+    def _execute_transport(self, t: "HostTransport", frame: bytes, h1: bytes, out_handles: int,
+                           n_sessions: int, handles: Sequence[int]) -> bytes:
+        """Wrap ``frame`` in TPM_ExecuteTransport (Part 3, 24.2) and log it as the TPM does.
+
+        ``h1`` is SHA1(ORDw || DATAw), the wrapped command's parameter digest;
+        the outer authorization covers SHA1(ORDet || wrappedCmdSize || H1), the
+        response SHA1(RCet || ORDet || currentTicks || locality || wrappedRspSize || H2).
+        """
+        ord_et = _U32(C.ORD["TPM_ExecuteTransport"])
+        no_data = struct.unpack(">I", frame[6:10])[0] in L.NO_DATA_ORDINALS
+        if no_data:
+            h1 = _sha1(frame[6:10])
+        body = _U32(len(frame)) + frame + t.trailer(_sha1(ord_et, _U32(len(frame)), h1))
+        rsp = self.engine.execute(struct.pack(">HII", C.TPM_TAG_RQU_AUTH1_COMMAND, HEADER + len(body),
+                                              C.ORD["TPM_ExecuteTransport"]) + body)
+        rc = struct.unpack(">I", rsp[6:10])[0]
+        if rc != C.TPM_SUCCESS:
+            t.open = False
+            raise TpmError(C.RC_NAME.get(rc, f"TPM_rc_{rc:#x}"), "TPM_ExecuteTransport failed")
+        r = Reader(rsp[HEADER:len(rsp) - AUTH_OUT], "TPM_ExecuteTransport response")
+        ticks, locality, inner = r.raw(8), r.u32(), r.sized(1 << 16)
+        rc_w = inner[6:10]
+        s2 = (inner[HEADER + 4 * out_handles:len(inner) - AUTH_OUT * n_sessions]
+              if rc_w == _U32(C.TPM_SUCCESS) and not no_data else b"")
+        h2 = _sha1(rc_w, frame[6:10], s2)
+        t.accept(_sha1(_U32(C.TPM_SUCCESS), ord_et, ticks, _U32(locality), _U32(len(inner)), h2),
+                 Reader(rsp[len(rsp) - AUTH_OUT:], "transport authorization"))
+        t.entries.append(L.LogEntry(h1, h2, struct.unpack(">Q", ticks)[0], locality, t.pubkey_hash(handles)))
         return inner
 
     @contextmanager
@@ -441,20 +474,33 @@ class Tpm12:
         return r.rest()
 
     def TPM_CMK_CreateBlob(self, parent: int, parent_auth: Auth, migration_key_auth: bytes,
-                           source_digest: bytes, msa_list: bytes, enc: bytes) -> tuple[bytes, bytes]:
-        """Direct CMK migration; returns (random r1, outData for the destination)."""
-        params = (Writer().u16(C.TPM_MS_RESTRICT_MIGRATE).raw(migration_key_auth).raw(source_digest)
-                  .sized(msa_list).sized(b"").sized(b"").sized(enc).bytes())
+                           source_digest: bytes, msa_list: bytes, enc: bytes, *,
+                           scheme: int = C.TPM_MS_RESTRICT_MIGRATE, restrict_ticket: bytes = b"",
+                           sig_ticket: bytes = b"") -> tuple[bytes, bytes]:
+        """CMK migration (direct by default); returns (random r1, outData for the destination)."""
+        params = (Writer().u16(scheme).raw(migration_key_auth).raw(source_digest)
+                  .sized(msa_list).sized(restrict_ticket).sized(sig_ticket).sized(enc).bytes())
         _, r = self.call("TPM_CMK_CreateBlob", handles=[parent], params=params, auth=[parent_auth])
         return r.sized(), r.sized()
 
     def TPM_CMK_ConvertMigration(self, parent: int, parent_auth: Auth, restrict_ticket: bytes,
-                                 migrated_key: bytes, msa_list: bytes, random: bytes) -> bytes:
-        """Returns the new encData; the loadable key is the migrated TPM_KEY12 with it."""
-        params = (restrict_ticket + b"\x00" * 20 + migrated_key
+                                 migrated_key: bytes, msa_list: bytes, random: bytes,
+                                 sig_ticket: bytes = b"\x00" * 20) -> bytes:
+        """Returns the new encData; the loadable key is the migrated TPM_KEY12 with it.
+
+        ``sig_ticket`` (from :meth:`TPM_CMK_CreateTicket`) is required for RSA CMKs; the
+        what-if HMAC CMK converts without one (direct migration)."""
+        params = (restrict_ticket + sig_ticket + migrated_key
                   + Writer().sized(msa_list).sized(random).bytes())
         _, r = self.call("TPM_CMK_ConvertMigration", handles=[parent], params=params, auth=[parent_auth])
         return r.sized()
+
+    def TPM_CMK_CreateTicket(self, owner_auth: Auth, verification_key: bytes, signed_data: bytes,
+                             signature: bytes) -> bytes:
+        """A migration authority's signature over ``signed_data`` as this TPM's sigTicket (Part 3, 11.8)."""
+        _, r = self.call("TPM_CMK_CreateTicket", params=verification_key + signed_data + Writer().sized(signature).bytes(),
+                         auth=[owner_auth])
+        return r.raw(20)
 
     def TPM_CreateMigrationBlob(self, parent: int, parent_auth: Auth, migration_key_auth: bytes,
                                 enc: bytes, migration_auth: Auth,
@@ -500,12 +546,12 @@ class Tpm12:
             raise TpmError("TPM_BAD_PARAMETER", "cannot establish a transport inside a transport")
         (handle,), r = self.call("TPM_EstablishTransport", handles=[C.TPM_KH_TRANSPORT], params=params,
                                  out_handles=1)
-        r.u32()
+        locality = r.u32()
         ticks = r.raw(32)
         even = r.raw(20)
         t = HostTransport(handle, even, transport_secret, tick_nonce=ticks[12:32])
         t.entries.append(L.LogEntry(self.last_in_digest, self.last_out_digest,
-                                    struct.unpack(">Q", ticks[2:10])[0]))
+                                    struct.unpack(">Q", ticks[2:10])[0], locality))
         return t
 
     def TPM_ReleaseTransportSigned(self, key: int, anti_replay: bytes, transport: HostTransport,
@@ -521,10 +567,10 @@ class Tpm12:
             _, r = self.call("TPM_ReleaseTransportSigned", handles=[key], params=anti_replay, auth=auths)
         finally:
             self._through = previous if previous is not transport else None
-        r.u32()
+        locality = r.u32()
         ticks = r.raw(32)
         sig = r.sized()
-        d = L.replay(transport.entries, transport.tick_nonce)
-        d = L.extend(L.release_input(d, self.last_in_digest), L.log_out(ticks, self.last_in_digest))
+        d = L.release_output(L.replay(transport.entries, transport.tick_nonce), ticks, self.last_in_digest, locality)
+        transport.open = False
         return TransportRelease(sig, ticks, anti_replay, d)
 

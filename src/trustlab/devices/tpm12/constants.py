@@ -354,6 +354,7 @@ TPM_ET_REVOKE = 0x0006
 TPM_ET_COUNTER = 0x000A
 TPM_ET_NV = 0x000B
 TPM_ET_OPERATOR = 0x000C
+TPM_ET_XOR = 0x00  # ADIP encryption scheme in the MSB of TPM_ENTITY_TYPE
 
 # protocol ids (Part 2, 4.8)
 TPM_PID_OIAP = 0x0001

@@ -33,22 +33,20 @@ import json
 import os
 import struct
 from contextlib import nullcontext
-from dataclasses import dataclass, field
 from typing import Callable
 
-from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 from trustlab.devices.tpm12 import constants as C
 from trustlab.devices.tpm12 import registry
 from trustlab.devices.tpm12.errors import TpmError
 from trustlab.devices.tpm12.keys import LoadedKey, key_from_json, key_to_json
-from trustlab.devices.tpm12.pc_client import (PCR_DEFAULT, PCR_EXTEND_LOCAL, PCR_RESET_LOCAL,  # noqa: F401
-                                              PCR_RESETTABLE)
+from trustlab.devices.tpm12.pc_client import PCR_DEFAULT, PCR_RESETTABLE
 from trustlab.devices.tpm12.nvstore import MemoryNVStore, NVStore
 from trustlab.devices.tpm12.primitives import Primitives
 from trustlab.devices.tpm12.registry import Request
 from trustlab.devices.tpm12.sessions import AuthContext, Session, SessionUse
+from trustlab.devices.tpm12.state import LOCKOUT_THRESHOLD, Counter, PersistentState  # noqa: F401 (re-exported)
 from trustlab.devices.tpm12.wire import Reader, Writer
 from trustlab.errors import TrustlabError
 from trustlab.timing.clock import Clock
@@ -56,7 +54,6 @@ from trustlab.timing.clock import Clock
 HEADER = 10
 AUTH_IN = 45   # authHandle 4 + nonceOdd 20 + continue 1 + authValue 20
 AUTH_OUT = 41  # nonceEven 20 + continue 1 + resAuth 20
-STATE_VERSION = 2
 _NO_COMMAND = nullcontext()  # reusable: an outer command's record is opened by execute()
 _HEADER_IN = struct.Struct(">HII").unpack_from
 _HEADER_OUT = struct.Struct(">HII").pack
@@ -72,104 +69,17 @@ _FAILURE_MODE_OK = {C.ORD["TPM_GetTestResult"], C.ORD["TPM_GetCapability"]}
 _DEACTIVATED_OK = {C.ORD[n] for n in ("TPM_Startup", "TPM_GetCapability", "TPM_SelfTestFull",
                                       "TPM_ContinueSelfTest", "TPM_GetTestResult", "TPM_PCRRead",
                                       "TPM_Extend", "TPM_SaveState", "TPM_FlushSpecific", "TPM_OIAP")}
-SAVED_STATE = "saved_state"  # key in PersistentState.extra: what TPM_SaveState preserved
-LOCKOUT_THRESHOLD = 5  # failures tolerated before the dictionary-attack defence (as libtpms)
+# commands whose state check (no owner: TPM_NOSRK) comes before their authorization is parsed
+_NEEDS_OWNER = {C.ORD[n] for n in ("TPM_OSAP", "TPM_OwnerReadPubek", "TPM_OwnerReadInternalPub", "TPM_CreateCounter",
+                                   "TPM_ResetLockValue", "TPM_CMK_ApproveMA", "TPM_AuthorizeMigrationKey",
+                                   "TPM_MakeIdentity")}
+SAVED_STATE = "saved_state"
+AUDITED, AUDIT_COUNT = "audited", "audit_counter"  # PersistentState.extra keys
+_ORD_SAVE_STATE = struct.pack(">I", C.ORD["TPM_SaveState"])  # key in PersistentState.extra: what TPM_SaveState preserved
 
 
 def _handles_struct(n: int) -> struct.Struct:
     return _HANDLES[n] if n < len(_HANDLES) else struct.Struct(f">{n}I")
-
-
-_json_str = json.encoder.encode_basestring_ascii  # a JSON string literal, in C
-
-_DER_CACHE: dict[int, tuple[rsa.RSAPrivateKey, str]] = {}
-
-
-def _der(key: rsa.RSAPrivateKey) -> str:
-    """PKCS#8 DER (hex) of a key; cached, since the state is saved after every counter bump."""
-    hit = _DER_CACHE.get(id(key))
-    if hit is None or hit[0] is not key:
-        hit = (key, key.private_bytes(serialization.Encoding.DER, serialization.PrivateFormat.PKCS8,
-                                      serialization.NoEncryption()).hex())
-        _DER_CACHE[id(key)] = hit
-    return hit[1]
-
-
-def _undo_der(hexed: str) -> rsa.RSAPrivateKey:
-    key = serialization.load_der_private_key(bytes.fromhex(hexed), password=None)
-    assert isinstance(key, rsa.RSAPrivateKey)
-    return key
-
-
-@dataclass
-class Counter:
-    label: bytes
-    auth: bytes
-    value: int
-
-
-@dataclass
-class PersistentState:
-    """Everything a power cycle must not lose."""
-
-    ek: rsa.RSAPrivateKey | None = None
-    owner_auth: bytes | None = None
-    tpm_proof: bytes | None = None
-    srk: rsa.RSAPrivateKey | None = None
-    srk_auth: bytes = b"\x00" * 20
-    counters: dict[int, Counter] = field(default_factory=dict)
-    next_counter_id: int = 1
-    hashtree_root: bytes | None = None
-    extra: dict[str, str] = field(default_factory=dict)
-
-    def to_bytes(self) -> bytes:
-        """One JSON document; the part that changes only at ownership (keys, secrets) is cached.
-
-        Counters are saved after every increment, and re-encoding two RSA keys
-        each time would dominate a counter command's simulation cost.
-        """
-        static_id = (self.ek, self.srk, self.owner_auth, self.tpm_proof, self.srk_auth)
-        cached = getattr(self, "_static_json", None)  # (identity of the static fields, their JSON)
-        if cached is None or any(a is not b for a, b in zip(cached[0], static_id)):
-            static = json.dumps({
-                "ek": _der(self.ek) if self.ek else None,
-                "owner_auth": self.owner_auth.hex() if self.owner_auth else None,
-                "tpm_proof": self.tpm_proof.hex() if self.tpm_proof else None,
-                "srk": _der(self.srk) if self.srk else None,
-                "srk_auth": self.srk_auth.hex(),
-            }, sort_keys=True)
-            cached = self._static_json = (static_id, static)
-        # The dynamic part is written by hand (same JSON as json.dumps with sorted keys, as
-        # from_bytes reads it): it is saved after every counter or hash-tree update, and the
-        # generic encoder was a tenth of such a command's simulation cost.
-        counters = ", ".join([f'"{k}": ["{c.label.hex()}", "{c.auth.hex()}", {int(c.value)}]'
-                              for k, c in sorted(self.counters.items())])
-        extra = ", ".join([f"{_json_str(str(k))}: {_json_str(str(v))}" for k, v in sorted(self.extra.items())])
-        root = f'"{self.hashtree_root.hex()}"' if self.hashtree_root else "null"
-        dynamic = (f'{{"counters": {{{counters}}}, "extra": {{{extra}}}, "hashtree_root": {root}, '
-                   f'"next_counter_id": {int(self.next_counter_id)}}}')
-        return f'{{"version": {STATE_VERSION}, "static": {cached[1]}, "dynamic": {dynamic}}}'.encode()
-
-    @classmethod
-    def from_bytes(cls, data: bytes, where: str) -> "PersistentState":
-        try:
-            outer = json.loads(data)
-            if not isinstance(outer, dict) or outer.get("version") != STATE_VERSION:
-                raise ValueError(f"unknown state version {outer.get('version') if isinstance(outer, dict) else None!r}")
-            doc = {**outer["static"], **outer["dynamic"]}
-            h = lambda v: bytes.fromhex(v) if v else None  # noqa: E731
-            return cls(
-                ek=_undo_der(doc["ek"]) if doc["ek"] else None,
-                owner_auth=h(doc["owner_auth"]), tpm_proof=h(doc["tpm_proof"]),
-                srk=_undo_der(doc["srk"]) if doc["srk"] else None,
-                srk_auth=bytes.fromhex(doc["srk_auth"]),
-                counters={int(k): Counter(bytes.fromhex(a), bytes.fromhex(b), int(v))
-                          for k, (a, b, v) in doc["counters"].items()},
-                next_counter_id=int(doc["next_counter_id"]),
-                hashtree_root=h(doc["hashtree_root"]), extra=dict(doc.get("extra", {})),
-            )
-        except (ValueError, KeyError, TypeError) as e:
-            raise TrustlabError(f"TPM state in {where} is corrupt: {e}") from None
 
 
 class Engine:
@@ -193,6 +103,7 @@ class Engine:
         else:
             self.state = PersistentState.from_bytes(data, type(self.nv).__name__)
         self._persisted = data  # the last state known to be durable
+        self._load_audited()
         self._dirty = False
         self.last_internal_error: Exception | None = None  # set if a handler raised a non-TPM error
         self._storage_failure: BaseException | None = None
@@ -227,6 +138,7 @@ class Engine:
         self.tick_nonce = os.urandom(20)
         self.nv_stclear_locks: set[tuple[str, int]] = set()  # bReadSTClear / bWriteSTClear
         self.global_lock = False  # TPM_STCLEAR_FLAGS.bGlobalLock
+        self.audit_digest = bytes(20)  # TPM_STANY_DATA.auditDigest: zeroed by TPM_Startup
         self._next_handle = {"key": 0x01000000, "auth": 0x02000000, "trans": 0x05000000}
 
     def startup(self, kind: int = C.TPM_ST_CLEAR) -> None:
@@ -329,6 +241,40 @@ class Engine:
             raise TpmError("TPM_NOSRK", "the TPM has no owner")
         return self.state.owner_auth
 
+    # ---- auditing (Part 3, 8.1) -----------------------------------------------------
+    @property
+    def audited(self) -> frozenset[int]:
+        """Ordinals whose successful execution extends the audit digest (set by the owner)."""
+        return self._audited
+
+    def set_audited(self, ordinals: frozenset[int]) -> None:
+        self.state.extra[AUDITED] = ",".join(str(o) for o in sorted(ordinals))
+        self._audited = frozenset(ordinals)
+        self.mark_dirty()
+
+    def _load_audited(self) -> None:
+        self._audited = frozenset(int(x) for x in self.state.extra.get(AUDITED, "").split(",") if x)
+
+    def audit_counter_value(self) -> bytes:
+        """TPM_COUNTER_VALUE of auditMonotonicCounter (label all zeros)."""
+        return struct.pack(">H4sI", C.TPM_TAG_COUNTER_VALUE, b"\x00" * 4, int(self.state.extra.get(AUDIT_COUNT, "0")))
+
+    def _audit(self, ord_bytes: bytes, params: bytes, in_digest: bytes, out_digest: bytes, result) -> None:
+        if self.audit_digest == bytes(20):  # step 2.a: a new audit session bumps the counter
+            self.state.extra[AUDIT_COUNT] = str(int(self.state.extra.get(AUDIT_COUNT, "0")) + 1)
+            self.mark_dirty()
+        count = self.audit_counter_value()
+        in_d = in_digest or self.crypto.sha1(ord_bytes, params)
+        self.audit_digest = self.crypto.sha1(self.audit_digest, struct.pack(">H", 0x0012), in_d, count)
+        if ord_bytes != _ORD_SAVE_STATE:  # corner case 3.a: SaveState audits its input only
+            out_d = out_digest or self.crypto.sha1(_RC_SUCCESS, ord_bytes, result.params)
+            self.audit_digest = self.crypto.sha1(self.audit_digest, struct.pack(">H", 0x0013), out_d, count)
+
+    def end_session(self, handle: int) -> None:
+        self.sessions.pop(handle, None)
+        if handle == self.exclusive:
+            self.exclusive = None
+
     def mark_dirty(self) -> None:
         """Persist the state before this command's response leaves the TPM."""
         self._dirty = True
@@ -359,8 +305,8 @@ class Engine:
                 return spec.name
         return "TPM_(malformed)"
 
-    def dispatch(self, frame: bytes, *, outer: bool, transport: int | None = None
-                 ) -> tuple[bytes, bytes, bytes]:
+    def dispatch(self, frame: bytes, *, outer: bool, transport: int | None = None,
+                 in_digest: bytes | None = None) -> tuple[bytes, bytes, bytes]:
         """Parse, authorize, run and answer one command (no bus overhead charged here).
 
         Returns the response frame and the SHA-1 input/output parameter
@@ -386,6 +332,8 @@ class Engine:
             n_auth = C.REQUEST_TAGS[tag]
             if n_auth not in spec.auth:
                 raise TpmError("TPM_BADTAG", f"{spec.name} takes {spec.auth} authorization session(s), not {n_auth}")
+            if ordinal in _NEEDS_OWNER and self.state.owner_auth is None:  # libtpms TPM_CHECK_OWNER
+                raise TpmError("TPM_NOSRK", f"{spec.name} needs an owner")
             if outer:
                 if self.exclusive is not None and not self._inside_exclusive(spec.name, frame):
                     self.sessions.pop(self.exclusive, None)  # Part 1, 24.3: exclusivity is lost
@@ -405,13 +353,14 @@ class Engine:
             handles = list(_handles_struct(spec.handles).unpack_from(body))
             params = body[4 * spec.handles:]
             ord_bytes = frame[6:10]
-            in_digest = self.crypto.sha1(ord_bytes, params) if (n_auth or transport) else b""
+            if in_digest is None:  # (TPM_ExecuteTransport hands in H1, Part 3 24.2 step 6)
+                in_digest = (self.crypto.sha1(ord_bytes, params) if (n_auth or transport) and not spec.own_digests
+                             else b"")
             for at in range(len(frame) - AUTH_IN * n_auth, len(frame), AUTH_IN):
                 handle, odd, cont, value = _AUTH_IN(frame, at)
-                session = self.sessions.get(handle)
-                if session is None:
-                    raise TpmError("TPM_INVALID_AUTHHANDLE", f"{spec.name}: no session {handle:#010x}")
-                uses.append(SessionUse(session, odd, cont, value))
+                # an unknown handle fails when the handler checks the session (TPM_INVALID_AUTHHANDLE),
+                # after the command's state checks, as in libtpms
+                uses.append(SessionUse(self.sessions.get(handle), odd, cont, value, handle=handle))
             auth = AuthContext(self.crypto, in_digest, uses)
             req = Request(spec.name, ordinal, handles, Reader(params, spec.name), params, auth, in_digest,
                           self.locality, transport is not None)
@@ -425,15 +374,18 @@ class Engine:
                 unchecked = [i for i, u in enumerate(uses) if u.key is None]
                 if unchecked:
                     raise TpmError("TPM_FAIL", f"{spec.name}: session #{unchecked[0] + 1} was never checked")
-                out_digest = (self.crypto.sha1(_RC_SUCCESS, ord_bytes, result.params)
+                out_digest = (result.out_digest if result.out_digest is not None
+                              else self.crypto.sha1(_RC_SUCCESS, ord_bytes, result.params)
                               if (n_auth or transport) else b"")
+                if ordinal in self._audited:  # Part 1, 17 / Part 3, 8.1: audit a successful command
+                    self._audit(ord_bytes, params, in_digest, out_digest, result)
                 trailer_out = []
                 for u in uses:
                     even = u.session.nonce_even = self.crypto.random(20)
                     cont = _BYTE[u.cont]
                     trailer_out += (even, cont, self.crypto.hmac(u.key, out_digest, even, u.nonce_odd, cont))
-                    if not u.cont and u.session.kind != "TRANSPORT":
-                        self.sessions.pop(u.session.handle, None)
+                    if not u.cont:  # continueAuthSession / continueTransSession FALSE ends the session
+                        self.end_session(u.session.handle)
                 payload = b"".join([result.handles, result.params, *trailer_out])
                 response = _HEADER_OUT(C.RESPONSE_TAG[n_auth], HEADER + len(payload), C.TPM_SUCCESS) + payload
                 if not outer:
@@ -446,9 +398,9 @@ class Engine:
                 e = TpmError("TPM_FAIL", f"internal error: {type(e).__name__}: {e}")
             elif e.dictionary:
                 self.auth_failed()
-            for u in uses:  # a failed command ends its authorization sessions (Part 1, 13.2)
-                if u.session.kind != "TRANSPORT":
-                    self.sessions.pop(u.session.handle, None)
+            for u in uses:  # a failed command ends its sessions (Part 1, 13.2; libtpms, transport too)
+                if u.session is not None and (u.session.kind != "TRANSPORT" or outer):
+                    self.end_session(u.session.handle)
             try:
                 self._persist()  # a handler that changed state before failing still persists it
             except Exception as store_error:  # noqa: BLE001 - storage broke while answering: still an answer
@@ -474,6 +426,7 @@ class Engine:
             self.nv.save(data)
         except BaseException as e:
             self.state = PersistentState.from_bytes(self._persisted, type(self.nv).__name__)
+            self._load_audited()
             self._storage_failure = e
             raise
         self._persisted = data
@@ -483,6 +436,8 @@ class Engine:
         if name not in ("TPM_ExecuteTransport", "TPM_ReleaseTransportSigned"):
             return False
         # the transport session is the last authorization trailer
+        if len(frame) < HEADER + AUTH_IN:
+            return False
         handle = struct.unpack(">I", frame[len(frame) - AUTH_IN:len(frame) - AUTH_IN + 4])[0]
         return handle == self.exclusive
 

@@ -63,6 +63,34 @@ class KeyParms:
         return cls(alg, enc, sig, bits)
 
 
+_OAEP, _PKCS1 = C.TPM_ES_RSAESOAEP_SHA1_MGF1, C.TPM_ES_RSAESPKCSv15
+_SHA1, _DER, _INFO = C.TPM_SS_RSASSAPKCS1v15_SHA1, C.TPM_SS_RSASSAPKCS1v15_DER, C.TPM_SS_RSASSAPKCS1v15_INFO
+# Part 2, 5.7.1 mandatory key usage schemes: usage -> (encryption schemes, signature schemes, minimum bits)
+USAGE_SCHEMES = {
+    C.TPM_KEY_SIGNING: ({C.TPM_ES_NONE}, {_SHA1, _DER, _INFO}, 512),
+    C.TPM_KEY_STORAGE: ({_OAEP}, {C.TPM_SS_NONE}, 2048),
+    C.TPM_KEY_IDENTITY: ({C.TPM_ES_NONE}, {_SHA1}, 2048),
+    C.TPM_KEY_AUTHCHANGE: ({_OAEP}, {C.TPM_SS_NONE}, 512),
+    C.TPM_KEY_BIND: ({_OAEP, _PKCS1}, {C.TPM_SS_NONE}, 512),
+    C.TPM_KEY_LEGACY: ({_OAEP, _PKCS1}, {_SHA1, _DER}, 512),
+    C.TPM_KEY_MIGRATE: ({_OAEP}, {C.TPM_SS_NONE}, 2048),
+}
+
+
+def check_key_parms(usage: int, parms: KeyParms) -> None:
+    """A key's schemes and size must suit its usage (Part 2, 5.7.1), else TPM_BAD_KEY_PROPERTY."""
+    if parms.algorithm == C.TPM_ALG_HMAC and usage == C.TPM_KEY_HMAC:
+        return  # the what-if HMAC key has no RSA schemes
+    rule = USAGE_SCHEMES.get(usage)
+    if rule is None or parms.algorithm != C.TPM_ALG_RSA:
+        raise TpmError("TPM_BAD_KEY_PROPERTY", f"no RSA key of usage {usage:#06x}")
+    enc, sig, bits = rule
+    if parms.enc_scheme not in enc or parms.sig_scheme not in sig or parms.key_bits < bits:
+        raise TpmError("TPM_BAD_KEY_PROPERTY",
+                       f"usage {usage:#06x} with encScheme {parms.enc_scheme:#x}, sigScheme {parms.sig_scheme:#x}, "
+                       f"{parms.key_bits} bits (Part 2, 5.7.1)")
+
+
 @dataclass(frozen=True)
 class Key12:
     """TPM_KEY12 (Part 2, 10.3)."""

@@ -78,6 +78,39 @@ def root_from_path(index: int, leaf: bytes, siblings: Sequence[bytes], h: Hash =
     return node
 
 
+def counter_roots(index: int, old: int, new: int, siblings: Sequence[bytes]) -> tuple[bytes, bytes]:
+    """The roots implied by counter ``index`` = ``old`` and = ``new`` over the same siblings.
+
+    One pass up the path computes both (what TPM_ExecuteHashTree's INCREMENT
+    needs: check the old, install the new), with SHA-1 called inline rather
+    than through a hash parameter: the caller charges the ``2 (depth + 1)``
+    one-block hashes itself, in one call. Equal to ``root_from_path(index,
+    counter_leaf(v), siblings)`` for v in (old, new); with ``new == old`` the
+    second root is the first (no second pass).
+    """
+    if index < 0 or index >> len(siblings):
+        raise ValueError(f"leaf index {index} does not fit a tree of depth {len(siblings)}")
+    sha, p = _node_sha1, b"\x01"
+    a = sha(b"\x00" + struct.pack(">Q", old)).digest()
+    if new == old:
+        for sib in siblings:
+            if len(sib) != DIGEST:
+                raise ValueError(f"sibling is {len(sib)} bytes, not {DIGEST}")
+            a = sha(p + sib + a).digest() if index & 1 else sha(p + a + sib).digest()
+            index >>= 1
+        return a, a
+    b = sha(b"\x00" + struct.pack(">Q", new)).digest()
+    for sib in siblings:
+        if len(sib) != DIGEST:
+            raise ValueError(f"sibling is {len(sib)} bytes, not {DIGEST}")
+        if index & 1:
+            a, b = sha(p + sib + a).digest(), sha(p + sib + b).digest()
+        else:
+            a, b = sha(p + a + sib).digest(), sha(p + b + sib).digest()
+        index >>= 1
+    return a, b
+
+
 def default_nodes(depth: int, h: Hash = sha1) -> list[bytes]:
     """``[empty leaf, empty height-1 node, ..., empty root]`` (depth + 1 entries)."""
     nodes = [leaf_hash(b"", h)]
@@ -97,6 +130,7 @@ def hashtree_info(epoch: int, nonce: bytes, index: int, old: int, new: int, root
 
 
 DENSE_MAX_DEPTH = 20
+DENSIFY_AT = 1 << 16  # written nodes (about 6 MiB as a dict) before a dense tree moves to slots
 
 try:  # CPython's own SHA-1: for 41-byte node inputs it has less per-call overhead than OpenSSL's EVP
     from _sha1 import sha1 as _node_sha1
@@ -104,15 +138,25 @@ except ImportError:  # pragma: no cover - other interpreters
     _node_sha1 = hashlib.sha1
 
 
+def fill(buf: bytearray, start: int, end: int, pattern: bytes) -> None:
+    """``buf[start:end] = pattern * n`` without a temporary of the whole length (up to 20 MiB here)."""
+    chunk = pattern * max(1, 65536 // len(pattern))
+    for at in range(start, end, len(chunk)):
+        piece = chunk[:end - at] if end - at < len(chunk) else chunk
+        buf[at:at + len(piece)] = piece
+
+
 class HeapNodes:
     """The node storage and the hot loops of every Merkle tree here (host, tests, benchmarks).
 
     Heap-indexed: root 1, children ``2i`` and ``2i + 1``, leaf ``i`` at
     ``2**depth + i``; ``defaults[h]`` is the hash of an untouched subtree of
-    height ``h``. Up to ``DENSE_MAX_DEPTH`` levels the nodes are one Python
-    list of *references* (to the shared default digests until written: 8
-    bytes per node, 16 MiB at 2^20 leaves), whose indexing is the cheapest
-    lookup Python has; deeper trees use a dict of the written nodes only.
+    height ``h``. The written nodes start in a dict; once there are many
+    (``DENSIFY_AT``) in a tree of up to ``DENSE_MAX_DEPTH`` levels, they move
+    to one ``bytearray`` of fixed-width slots (20 bytes a node: 40 MiB at 2^20
+    leaves however many are written, where digest objects grew to four times
+    that under a 10^6-request workload). So a tree that sees a few updates (a
+    probe, a small run) stays small, and a big one stays bounded.
 
     ``node_hash=None`` means this module's convention ``SHA1(0x01 || l || r)``,
     hashed inline in the loop (no Python call per level); anything else is
@@ -125,20 +169,42 @@ class HeapNodes:
         self.size = 1 << depth
         self.defaults = list(defaults)
         self.node_hash = node_hash
-        self.dense = depth <= DENSE_MAX_DEPTH
+        width = len(self.defaults[0])
+        self.width = width
+        self._can_densify = depth <= DENSE_MAX_DEPTH and all(len(d) == width for d in self.defaults)
+        self.dense = False
         self._path_defaults = tuple(self.defaults[:depth])
-        if self.dense:
-            nodes: list[bytes] = [self.defaults[depth]]  # slot 0 unused
-            for height in range(depth, -1, -1):
-                nodes.extend(repeat(self.defaults[height], 1 << (depth - height)))
-            self.nodes: list[bytes] | dict[int, bytes] = nodes
-        else:
-            self.nodes = {}
+        self.nodes: bytearray | dict[int, bytes] = {}
+
+    def _densify(self) -> None:
+        """Move the written nodes from the dict into the slot array (once, when it pays)."""
+        depth, width = self.depth, self.width
+        nodes = bytearray(width * (2 << depth))
+        nodes[width:2 * width] = self.defaults[depth]  # root; slot 0 unused
+        for height in range(depth - 1, -1, -1):
+            start = 1 << (depth - height)
+            fill(nodes, start * width, 2 * start * width, self.defaults[height])
+        for idx, value in self.nodes.items():  # type: ignore[union-attr]
+            nodes[idx * width:(idx + 1) * width] = value
+        self.nodes, self.dense = nodes, True
 
     def node(self, heap_index: int, height: int) -> bytes:
         if self.dense:
-            return self.nodes[heap_index]  # type: ignore[index]
+            w = self.width
+            return bytes(self.nodes[heap_index * w:(heap_index + 1) * w])  # type: ignore[index]
         return self.nodes.get(heap_index, self.defaults[height])  # type: ignore[union-attr]
+
+    def put(self, heap_index: int, value: bytes) -> None:
+        """Overwrite one stored node (no rehash)."""
+        if self.dense:
+            if len(value) != self.width:
+                raise ValueError(f"a node is {self.width} bytes, not {len(value)}")
+            w = self.width
+            self.nodes[heap_index * w:(heap_index + 1) * w] = value  # type: ignore[index]
+        else:
+            self.nodes[heap_index] = value  # type: ignore[index]
+            if self._can_densify and len(self.nodes) >= DENSIFY_AT:
+                self._densify()
 
     @property
     def root(self) -> bytes:
@@ -149,9 +215,10 @@ class HeapNodes:
         idx = self.size + index
         nodes = self.nodes
         if self.dense:
-            out = []
+            w, out = self.width, []
             for _ in range(self.depth):
-                out.append(nodes[idx ^ 1])  # type: ignore[index]
+                sib = (idx ^ 1) * w
+                out.append(bytes(nodes[sib:sib + w]))  # type: ignore[index]
                 idx >>= 1
             return out
         get = nodes.get  # type: ignore[union-attr]
@@ -165,18 +232,37 @@ class HeapNodes:
         """Write leaf hash ``h`` at ``index``, rehash its path (``depth`` hashes); returns the root."""
         nodes = self.nodes
         idx = self.size + index
-        nodes[idx] = h
-        if self.node_hash is None:
-            sha, p = _node_sha1, b"\x01"
-            if self.dense:  # the hot loop of the 2^20-counter runs
+        if self.dense:
+            w = self.width
+            if len(h) != w:
+                raise ValueError(f"a leaf hash is {w} bytes, not {len(h)}")
+            at = idx * w
+            nodes[at:at + w] = h  # type: ignore[index]
+            if self.node_hash is None:  # the hot loop of the 2^20-counter runs
+                sha, p = _node_sha1, b"\x01"
                 for _ in range(self.depth):
                     if idx & 1:
-                        h = sha(p + nodes[idx - 1] + h).digest()
+                        h = sha(p + nodes[at - w:at] + h).digest()  # type: ignore[index]
                     else:
-                        h = sha(p + h + nodes[idx + 1]).digest()
+                        h = sha(p + h + nodes[at + w:at + 2 * w]).digest()  # type: ignore[index]
                     idx >>= 1
-                    nodes[idx] = h
+                    at = idx * w
+                    nodes[at:at + w] = h  # type: ignore[index]
                 return h
+            node_hash = self.node_hash
+            for _ in range(self.depth):
+                sib = (idx ^ 1) * w
+                s = bytes(nodes[sib:sib + w])  # type: ignore[index]
+                h = node_hash(s, h) if idx & 1 else node_hash(h, s)
+                idx >>= 1
+                nodes[idx * w:(idx + 1) * w] = h  # type: ignore[index]
+            return h
+        if self._can_densify and len(nodes) >= DENSIFY_AT:
+            self._densify()
+            return self.set_leaf(index, h)
+        nodes[idx] = h  # type: ignore[index]
+        if self.node_hash is None:
+            sha, p = _node_sha1, b"\x01"
             get = nodes.get  # type: ignore[union-attr]
             for default in self._path_defaults:
                 if idx & 1:
@@ -184,14 +270,14 @@ class HeapNodes:
                 else:
                     h = sha(p + h + get(idx + 1, default)).digest()
                 idx >>= 1
-                nodes[idx] = h
+                nodes[idx] = h  # type: ignore[index]
             return h
         node_hash, node = self.node_hash, self.node
         for height in range(self.depth):
             sib = node(idx ^ 1, height)
             h = node_hash(sib, h) if idx & 1 else node_hash(h, sib)
             idx >>= 1
-            nodes[idx] = h
+            nodes[idx] = h  # type: ignore[index]
         return h
 
     def set_leaves(self, leaves: dict[int, bytes]) -> bytes:
@@ -201,16 +287,16 @@ class HeapNodes:
         their upper levels: k random leaves cost about k (depth - log2 k) + 2k
         hashes instead of k depth.
         """
-        nodes, size = self.nodes, self.size
+        size, put = self.size, self.put
         dirty = set()
         for index, h in leaves.items():
-            nodes[size + index] = h
+            put(size + index, h)
             dirty.add((size + index) >> 1)
         node, node_hash, sha, p = self.node, self.node_hash, _node_sha1, b"\x01"
         for height in range(1, self.depth + 1):
             for idx in dirty:
                 left, right = node(2 * idx, height - 1), node(2 * idx + 1, height - 1)
-                nodes[idx] = sha(p + left + right).digest() if node_hash is None else node_hash(left, right)
+                put(idx, sha(p + left + right).digest() if node_hash is None else node_hash(left, right))
             dirty = {idx >> 1 for idx in dirty}
         return self.root
 
@@ -218,18 +304,19 @@ class HeapNodes:
         """Nodes that differ from their default (what a sparse representation must keep)."""
         if not self.dense:
             return len(self.nodes)
-        nodes, count, start = self.nodes, 0, 1
+        nodes, w, count = self.nodes, self.width, 0
         for height in range(self.depth, -1, -1):
-            default, end = self.defaults[height], start + (1 << (self.depth - height))
-            count += sum(1 for i in range(start, end) if nodes[i] is not default and nodes[i] != default)
-            start = end
+            default, start = self.defaults[height], 1 << (self.depth - height)
+            level = memoryview(nodes)[start * w:2 * start * w]
+            count += sum(1 for i in range(0, len(level), w) if level[i:i + w] != default)
         return count
 
-    def copy_nodes(self) -> list[bytes] | dict[int, bytes]:
-        return list(self.nodes) if self.dense else dict(self.nodes)  # type: ignore[arg-type]
+    def copy_nodes(self) -> bytearray | dict[int, bytes]:
+        return bytearray(self.nodes) if self.dense else dict(self.nodes)  # type: ignore[arg-type]
 
-    def replace_nodes(self, nodes: list[bytes] | dict[int, bytes]) -> None:
-        self.nodes = list(nodes) if self.dense else dict(nodes)  # type: ignore[arg-type]
+    def replace_nodes(self, nodes: bytearray | dict[int, bytes]) -> None:
+        self.dense = isinstance(nodes, bytearray)
+        self.nodes = bytearray(nodes) if self.dense else dict(nodes)  # type: ignore[arg-type]
 
 
 class SparseMerkleTree:

@@ -24,9 +24,11 @@ from __future__ import annotations
 import hashlib
 import hmac as _hmac
 import os
+import subprocess
 from typing import Callable
 
-from cryptography.hazmat.primitives import hashes
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import padding, rsa, utils
 
 from trustlab.devices.tpm12.errors import TpmError
@@ -78,7 +80,7 @@ class Primitives:
     def __init__(self, clock: Clock, keygen: Callable[[int], rsa.RSAPrivateKey] | None = None) -> None:
         self.clock = clock
         self._pending_blocks = 0
-        self.make_key = keygen or (lambda bits: rsa.generate_private_key(public_exponent=65537, key_size=bits))
+        self.make_key = keygen or generate_rsa
 
     # ---- hashing ----------------------------------------------------------
     def charge_hash_blocks(self, blocks: int) -> None:
@@ -138,6 +140,14 @@ class Primitives:
         self.clock.charge("rsa_sign")
         return private.sign(digest, _PKCS1, _PREHASHED)
 
+    def rsa_verify(self, public: rsa.RSAPublicKey, signature: bytes, digest: bytes) -> None:
+        """Check a PKCS#1 v1.5 signature over a SHA-1 digest (a public-key operation: ``rsa_enc``)."""
+        self.clock.charge("rsa_enc")
+        try:
+            public.verify(signature, digest, _PKCS1, _PREHASHED)
+        except (InvalidSignature, ValueError):
+            raise TpmError("TPM_BAD_SIGNATURE", "the signature does not verify") from None
+
     def rsa_generate(self, bits: int = 2048) -> rsa.RSAPrivateKey:
         """Key generation; charged as ``rsa_keygen`` when the profile has it.
 
@@ -164,6 +174,26 @@ class Primitives:
             self.clock.charge(component, count)
 
 
+def generate_rsa(bits: int) -> rsa.RSAPrivateKey:
+    """A fresh RSA key (e = 65537) of ``bits``; TPM 1.2's 512-bit keys come from the OpenSSL tool.
+
+    ``cryptography`` refuses to *generate* keys below 1024 bits (it uses them
+    fine), so the few 512-bit keys TPM 1.2 software asks for are made by
+    ``openssl genpkey`` - the same OpenSSL, through its command line.
+    """
+    if bits >= 1024:
+        return rsa.generate_private_key(public_exponent=65537, key_size=bits)
+    try:
+        pem = subprocess.run(["openssl", "genpkey", "-algorithm", "RSA", "-pkeyopt", f"rsa_keygen_bits:{bits}",
+                              "-pkeyopt", "rsa_keygen_pubexp:65537"], capture_output=True, check=True,
+                             timeout=30).stdout
+    except (OSError, subprocess.SubprocessError) as e:
+        raise TpmError("TPM_FAIL", f"cannot generate a {bits}-bit RSA key with the openssl tool: {e}") from None
+    key = serialization.load_pem_private_key(pem, password=None)
+    assert isinstance(key, rsa.RSAPrivateKey)
+    return key
+
+
 def mgf1(sha1, seed: bytes, length: int) -> bytes:
     out = b""
     counter = 0
@@ -176,32 +206,38 @@ def mgf1(sha1, seed: bytes, length: int) -> bytes:
 def oaep_encode(sha1, message: bytes, phash: bytes, seed: bytes, length: int) -> bytes:
     """OAEP encoding without RSA, as TPM 1.2 migration does to a 198-byte block (Part 3, 11.3).
 
-    ``phash`` is the 20-byte parameter hash, ``seed`` a 20-byte seed (the
-    first 20 bytes of the private key, so the migrated blob carries them).
-    Hashing is charged through ``sha1`` (MGF1 over seed and data block).
+    PKCS#1 v2.0 EME-OAEP as libtpms does it: ``EM = maskedSeed || maskedDB`` of
+    ``length`` bytes (no leading zero octet; that belongs to RSA encryption),
+    ``DB = pHash || PS || 0x01 || M``. ``phash`` is the 20-byte parameter hash,
+    ``seed`` a 20-byte seed (the first 20 bytes of the private key, so the
+    migrated blob carries them). Hashing is charged through ``sha1`` (MGF1 over
+    seed and data block).
     """
-    db_len = length - DIGEST - 1
+    db_len = length - DIGEST
     if len(message) > db_len - DIGEST - 1:
         raise TpmError("TPM_BAD_DATASIZE", f"{len(message)} bytes do not fit a {length}-byte OAEP block")
     db = phash + b"\x00" * (db_len - DIGEST - 1 - len(message)) + b"\x01" + message
     masked_db = xor(db, mgf1(sha1, seed, db_len))
     masked_seed = xor(seed, mgf1(sha1, masked_db, DIGEST))
-    return b"\x00" + masked_seed + masked_db
+    return masked_seed + masked_db
 
 
-def oaep_decode(sha1, block: bytes, phash: bytes) -> tuple[bytes, bytes]:
-    """Inverse of :func:`oaep_encode`; returns (message, seed) or raises TPM_DECRYPT_ERROR."""
-    if len(block) < 2 * DIGEST + 2 or block[0] != 0:
+def oaep_decode(sha1, block: bytes, phash: bytes | None) -> tuple[bytes, bytes, bytes]:
+    """Inverse of :func:`oaep_encode`: (message, seed, pHash), or TPM_DECRYPT_ERROR.
+
+    ``phash`` None accepts the block's own (TPM_ConvertMigrationBlob recovers migrationAuth so).
+    """
+    if len(block) < 2 * DIGEST + 1:
         raise TpmError("TPM_DECRYPT_ERROR", "migration block is not OAEP-encoded")
-    masked_seed, masked_db = block[1:1 + DIGEST], block[1 + DIGEST:]
+    masked_seed, masked_db = block[:DIGEST], block[DIGEST:]
     seed = xor(masked_seed, mgf1(sha1, masked_db, DIGEST))
     db = xor(masked_db, mgf1(sha1, seed, len(masked_db)))
-    if not _hmac.compare_digest(db[:DIGEST], phash):
+    if phash is not None and not _hmac.compare_digest(db[:DIGEST], phash):
         raise TpmError("TPM_DECRYPT_ERROR", "migration block was made for other parameters")
     rest = db[DIGEST:].lstrip(b"\x00")
     if not rest or rest[0] != 1:
         raise TpmError("TPM_DECRYPT_ERROR", "bad OAEP padding in the migration block")
-    return rest[1:], seed
+    return rest[1:], seed, db[:DIGEST]
 
 
 class KeyPool:
@@ -219,7 +255,7 @@ class KeyPool:
 
     def __call__(self, bits: int = 2048) -> rsa.RSAPrivateKey:
         if bits != 2048:
-            return rsa.generate_private_key(public_exponent=65537, key_size=bits)
+            return generate_rsa(bits)
         if self._next == len(self._keys):
             self._keys.append(rsa.generate_private_key(public_exponent=65537, key_size=bits))
         key = self._keys[self._next]

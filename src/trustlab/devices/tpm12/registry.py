@@ -24,13 +24,12 @@ authorization sessions (0, 1, 2). Registering an existing name replaces it
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from trustlab.devices.tpm12 import constants as C
 from trustlab.devices.tpm12.wire import Reader
 
 if TYPE_CHECKING:  # pragma: no cover
-    from trustlab.devices.tpm12.engine import Engine
     from trustlab.devices.tpm12.sessions import AuthContext
 
 
@@ -57,9 +56,12 @@ class Response:
     handles: bytes = b""
     # set by handlers whose output must not be HMACed with the usual session keys
     extra: dict = field(default_factory=dict)
+    # outParamDigest, for commands that define their own (TPM_ExecuteTransport, Part 3, 24.2 step 15)
+    out_digest: bytes | None = None
 
 
-Handler = Callable[["Engine", Request], Response]
+# A handler receives the engine (typed Any: the registry sits below the engine, which imports it)
+Handler = Callable[[Any, Request], Response]
 
 
 @dataclass(frozen=True)
@@ -70,6 +72,7 @@ class CommandSpec:
     handles: int
     auth: tuple[int, ...]
     transport_ok: bool = True
+    own_digests: bool = False  # the handler computes inParamDigest/outParamDigest (TPM_ExecuteTransport)
 
 
 _BY_ORDINAL: dict[int, CommandSpec] = {}
@@ -77,14 +80,15 @@ _BY_NAME: dict[str, CommandSpec] = {}
 
 
 def tpm_command(name: str, *, ordinal: int | None = None, handles: int = 0,
-                auth: tuple[int, ...] = (0,), transport_ok: bool = True) -> Callable[[Handler], Handler]:
+                auth: tuple[int, ...] = (0,), transport_ok: bool = True,
+                own_digests: bool = False) -> Callable[[Handler], Handler]:
     """Register ``fn`` as the implementation of TPM command ``name``."""
     code = ordinal if ordinal is not None else C.ORD.get(name)
     if code is None:
         raise ValueError(f"{name}: give ordinal= (not a known TPM 1.2 ordinal)")
 
     def deco(fn: Handler) -> Handler:
-        spec = CommandSpec(name, code, fn, handles, tuple(auth), transport_ok)
+        spec = CommandSpec(name, code, fn, handles, tuple(auth), transport_ok, own_digests)
         old = _BY_NAME.pop(name, None)
         if old is not None:
             _BY_ORDINAL.pop(old.ordinal, None)

@@ -35,11 +35,12 @@ class Session:
 
 @dataclass
 class SessionUse:
-    session: Session
+    session: Session | None  # None: the command named a handle the TPM does not have
     nonce_odd: bytes
     cont: int
     value: bytes
     key: bytes | None = None  # set once checked
+    handle: int = 0
 
 
 @dataclass
@@ -59,7 +60,7 @@ class AuthContext:
             raise TpmError("TPM_AUTHFAIL" if i == 0 else "TPM_AUTH2FAIL",
                            f"command needs authorization session #{i + 1}")
         use = self.uses[i]
-        s = use.session
+        s = self.session(i)
         if s.kind == "OSAP":
             if entity is not None and s.entity != entity:
                 raise TpmError("TPM_AUTHFAIL" if i == 0 else "TPM_AUTH2FAIL",
@@ -75,20 +76,29 @@ class AuthContext:
                            dictionary=True)
         use.key = key
 
-    def check_transport(self, i: int, session: Session) -> None:
+    def session(self, i: int) -> Session:
+        """The TPM's session behind trailer ``i``, or TPM_INVALID_AUTHHANDLE (Part 2, 16)."""
+        s = self.uses[i].session
+        if s is None:
+            raise TpmError("TPM_INVALID_AUTHHANDLE", f"no session {self.uses[i].handle:#010x}")
+        return s
+
+    def check_transport(self, i: int, session: Session, in_digest: bytes | None = None,
+                        code: str = "TPM_AUTHFAIL") -> None:
+        """Prove trailer ``i`` knows the transport session's authData (over ``in_digest`` if given)."""
         use = self.uses[i]
         if use.session is not session or session.kind != "TRANSPORT":
             raise TpmError("TPM_INVALID_AUTHHANDLE", "expected the transport session")
-        expect = self.crypto.hmac(session.auth_secret, self.in_digest, session.nonce_even,
-                                  use.nonce_odd, bytes([use.cont]))
+        expect = self.crypto.hmac(session.auth_secret, in_digest if in_digest is not None else self.in_digest,
+                                  session.nonce_even, use.nonce_odd, bytes([use.cont]))
         if not _hmac.compare_digest(expect, use.value):
-            raise TpmError("TPM_AUTHFAIL", "wrong transport session authorization", dictionary=True)
+            raise TpmError(code, "wrong transport session authorization", dictionary=True)
         use.key = session.auth_secret
 
     def decrypt_auth(self, i: int, enc_auth: bytes, odd: bool = False) -> bytes:
         """ADIP (Part 1, 13.8): encAuth XOR SHA1(sharedSecret || nonceEven [or nonceOdd])."""
         use = self.uses[i]
-        if use.session.kind != "OSAP":
+        if self.session(i).kind != "OSAP":
             raise TpmError("TPM_AUTHFAIL",
                            "new secrets must be sent under an OSAP session")
         pad = self.crypto.sha1(use.session.shared_secret,

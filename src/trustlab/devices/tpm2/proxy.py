@@ -445,6 +445,9 @@ class TimingProxy:
                     client.id, self.profile, lambda c: self.transact_in_space(client, c), self.extension_state))
                 if claimed is not None:
                     assessed = claimed.assessed(len(command))
+                    self.objects.observe(claimed.code, command, claimed.response, claimed.rc)  # e.g. a forwarded Startup
+                    if claimed.fault and self._log is not None:
+                        self._log(claimed.fault)  # the client only saw TPM_RC_FAILURE
                     for component, count in assessed.terms.items():
                         self.clock.charge(component, count)
                     for component, ms in claimed.charges_ms.items():
@@ -554,7 +557,8 @@ class TimingProxy:
         control channel, else acknowledged here (a device has no control channel).
         """
         code = struct.unpack(">I", request[:4])[0]
-        if code not in wire.ALLOWED_CONTROL:
+        # a backend may allow more of its own (the in-process TPM 1.2: power-down and the DRTM sequence)
+        if code not in wire.ALLOWED_CONTROL and code not in getattr(self.backend, "extra_control", ()):
             self.refused_control += 1
             if self._log is not None:
                 name = wire.CONTROL_NAMES.get(code, f"control code {code}")

@@ -13,7 +13,7 @@ from trustlab.devices.tpm12 import constants as C
 from trustlab.devices.tpm12.pc_client import PCR_EXTEND_LOCAL, PCR_RESET_LOCAL, PCR_RESETTABLE
 from trustlab.devices.tpm12.errors import TpmError
 from trustlab.devices.tpm12.commands.endorsement import ek as ek_key
-from trustlab.devices.tpm12.keys import modulus_of, unmarshal_key
+from trustlab.devices.tpm12.keys import check_key_parms, modulus_of, unmarshal_key
 from trustlab.devices.tpm12.registry import Request, Response, tpm_command
 from trustlab.devices.tpm12.wire import Writer
 
@@ -24,9 +24,12 @@ def startup(tpm, req: Request) -> Response:
     req.params.end()
     if not tpm.post_init:
         raise TpmError("TPM_INVALID_POSTINIT", "TPM_Startup was already run since _TPM_Init")
-    if kind not in (C.TPM_ST_CLEAR, C.TPM_ST_STATE, C.TPM_ST_DEACTIVATED):
-        raise TpmError("TPM_BAD_PARAMETER", f"startup type {kind:#x}")
-    tpm.startup(kind)
+    try:
+        if kind not in (C.TPM_ST_CLEAR, C.TPM_ST_STATE, C.TPM_ST_DEACTIVATED):
+            raise TpmError("TPM_BAD_PARAMETER", f"startup type {kind:#x}")
+        tpm.startup(kind)
+    finally:  # Part 3, 3.2 action 6: postInitialise is FALSE afterwards, even if Startup failed
+        tpm.post_init = False
     return Response()
 
 
@@ -84,9 +87,9 @@ def take_ownership(tpm, req: Request) -> Response:
     if tpm.state.owner_auth is not None:
         raise TpmError("TPM_OWNER_SET", "the TPM already has an owner")
     ek = ek_key(tpm)
-    if template.usage != C.TPM_KEY_STORAGE or template.parms.algorithm != C.TPM_ALG_RSA \
-            or template.parms.key_bits != 2048 or template.migratable:
-        raise TpmError("TPM_BAD_KEY_PROPERTY", "the SRK must be a non-migratable 2048-bit RSA storage key")
+    if template.usage != C.TPM_KEY_STORAGE or template.migratable:
+        raise TpmError("TPM_INVALID_KEYUSAGE", "the SRK must be a non-migratable storage key")
+    check_key_parms(template.usage, template.parms)
     owner_auth = tpm.crypto.rsa_decrypt(ek, enc_owner)
     srk_auth = tpm.crypto.rsa_decrypt(ek, enc_srk)
     if len(owner_auth) != 20 or len(srk_auth) != 20:
@@ -151,12 +154,18 @@ def flush_specific(tpm, req: Request) -> Response:
     handle = req.handles[0]
     rtype = req.params.u32()
     req.params.end()
-    table = {C.TPM_RT_KEY: tpm.keys, C.TPM_RT_AUTH: tpm.sessions, C.TPM_RT_TRANS: tpm.sessions}.get(rtype)
-    if table is None or handle not in table:
-        raise TpmError("TPM_BAD_PARAMETER", f"no resource {handle:#010x} of type {rtype}")
-    del table[handle]
-    if handle == tpm.exclusive:
-        tpm.exclusive = None
+    if rtype == C.TPM_RT_KEY:
+        if tpm.keys.pop(handle, None) is None:
+            raise TpmError("TPM_BAD_PARAMETER", f"no key {handle:#010x}")
+    elif rtype in (C.TPM_RT_AUTH, C.TPM_RT_TRANS):
+        s = tpm.sessions.get(handle)
+        if s is None or (s.kind == "TRANSPORT") != (rtype == C.TPM_RT_TRANS):
+            raise TpmError("TPM_INVALID_AUTHHANDLE", f"no session {handle:#010x} of type {rtype}")
+        del tpm.sessions[handle]
+        if handle == tpm.exclusive:
+            tpm.exclusive = None
+    else:
+        raise TpmError("TPM_INVALID_RESOURCE", f"resource type {rtype:#x} cannot be flushed here")
     return Response()
 
 

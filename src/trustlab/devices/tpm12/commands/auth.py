@@ -59,6 +59,10 @@ def entity_secret(tpm, etype: int, value: int) -> bytes:
 def osap(tpm, req: Request) -> Response:
     etype, value, odd_osap = req.params.u16(), req.params.u32(), req.params.raw(20)
     req.params.end()
+    if etype >> 8 != C.TPM_ET_XOR:  # Part 2, 4.9: the MSB names the ADIP encryption; only XOR here
+        raise TpmError("TPM_INAPPROPRIATE_ENC", f"ADIP encryption scheme {etype >> 8:#x}")
+    if etype == C.TPM_ET_OWNER:  # the owner is one entity whatever entityValue says (TrouSerS sends 0)
+        value = C.TPM_KH_OWNER
     secret = entity_secret(tpm, etype, value)
     s = _new_session(tpm, "OSAP")
     even_osap = tpm.crypto.random(20)

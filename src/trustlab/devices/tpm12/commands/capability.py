@@ -17,6 +17,7 @@ from trustlab.devices.tpm12.commands.keys import KEY_SLOTS
 from trustlab.devices.tpm12.commands.nv import MAX_TOTAL, areas, nv_locked
 from trustlab.devices.tpm12.errors import TpmError
 from trustlab.devices.tpm12.registry import Request, Response, by_ordinal, tpm_command
+from trustlab.devices.tpm12.state import LOCKOUT_THRESHOLD
 from trustlab.devices.tpm12.wire import Reader, Writer
 
 MANUFACTURER = b"TLAB"  # TPM_CAP_PROP_MANUFACTURER: the vendor's 4 bytes (Part 2, 21.2)
@@ -28,9 +29,9 @@ DURATION_US = (2_000_000, 20_000_000, 60_000_000)  # small, medium, long (TIS 1.
 INPUT_BUFFER = 4096
 _AUTH_PIDS = {C.TPM_PID_OIAP, C.TPM_PID_OSAP, C.TPM_PID_ADIP, C.TPM_PID_ADCP, C.TPM_PID_OWNER,
               C.TPM_PID_TRANSPORT}
-# TPM_STARTUP_EFFECTS (Part 2, 21.4): ST_STATE restores keys (bit 2 "TPM_RT_KEY" resources),
-# ST_CLEAR clears audit digest... here: bits postInitialise-relevant as libtpms (0x54)
-STARTUP_EFFECTS = 0x54
+# TPM_STARTUP_EFFECTS (Part 2, 21.4): bit 6 auditDigest zeroed by ST_CLEAR only; bits 3 and 1:
+# authorization and transport sessions are not kept across TPM_Startup(ST_STATE) (keys are).
+STARTUP_EFFECTS = 0x40 | 0x08 | 0x02
 
 
 def _bool(v: bool) -> bytes:
@@ -50,8 +51,12 @@ def _handle_list(handles) -> bytes:
 def permanent_flags(tpm) -> bytes:
     """TPM_PERMANENT_FLAGS (Part 2, 7.1): tag and 20 booleans, in specification order."""
     owned = tpm.state.owner_auth is not None
-    flags = [False, True, False, not owned, False, True, False, False, False, False, False, False,
-             False, False, False, nv_locked(tpm), False, False, False, False]
+    cekp_used = tpm.state.extra.get("cekp_used") == "1"  # the EK came from TPM_CreateEndorsementKeyPair
+    # disable, ownership, deactivated, readPubek, disableOwnerClear, allowMaintenance, PP lifetime lock,
+    # PP HW enable, PP CMD enable, CEKPUsed, TPMpost, TPMpostLock, FIPS, operator, enableRevokeEK,
+    # nvLocked, readSRKPub, tpmEstablished, maintenanceDone, disableFullDALogicInfo
+    flags = [False, True, False, not owned, False, True, False, False, False, cekp_used, False, False,
+             False, False, tpm.state.ek is None, nv_locked(tpm), False, False, False, False]
     return Writer().u16(C.TPM_TAG_PERMANENT_FLAGS).raw(b"".join(map(_bool, flags))).bytes()
 
 
@@ -70,8 +75,6 @@ def version_info() -> bytes:
 
 def da_info(tpm) -> bytes:
     """TPM_DA_INFO (Part 2, 21.7): state, counts, action (lock out, then wait)."""
-    from trustlab.devices.tpm12.engine import LOCKOUT_THRESHOLD
-
     remaining = tpm.lockout_remaining_s()
     return (Writer().u16(C.TPM_TAG_DA_INFO).u8(1 if remaining else 0).u16(min(tpm.auth_fail_count, 0xFFFF))
             .u16(LOCKOUT_THRESHOLD).u16(0x0039).u32(0x00000001).u32(int(remaining)).u32(0).bytes())

@@ -13,7 +13,7 @@ has only the dispatcher and crypto terms).
 from __future__ import annotations
 
 from trustlab.devices.tpm12 import constants as C
-from trustlab.devices.tpm12.engine import Counter
+from trustlab.devices.tpm12.state import Counter
 from trustlab.devices.tpm12.errors import TpmError
 from trustlab.devices.tpm12.registry import Request, Response, tpm_command
 from trustlab.devices.tpm12.wire import Writer

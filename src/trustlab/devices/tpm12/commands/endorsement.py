@@ -38,6 +38,7 @@ def create_endorsement_key_pair(tpm, req: Request) -> Response:
     if parms.algorithm != C.TPM_ALG_RSA or parms.key_bits != 2048:
         raise TpmError("TPM_BAD_KEY_PROPERTY", "the EK is a 2048-bit RSA key")
     tpm.state.ek = tpm.crypto.rsa_generate(2048)
+    tpm.state.extra["cekp_used"] = "1"
     tpm.mark_dirty()
     pub = ek_pubkey(tpm)
     return Response(params=pub + tpm.crypto.sha1(pub, anti_replay))

@@ -73,7 +73,8 @@ def execute_hash_tree(tpm, req: Request) -> Response:
     count = p.u32()
     if count > merkle.MAX_DEPTH:
         raise TpmError("TPM_BAD_PARAMETER", f"path of {count} siblings exceeds depth {merkle.MAX_DEPTH}")
-    siblings = [p.raw(20) for _ in range(count)]
+    path = p.raw(20 * count)
+    siblings = [path[i:i + 20] for i in range(0, 20 * count, 20)]
     p.end()
     st = tpm.state
     if mode == MODE_INIT:
@@ -102,16 +103,23 @@ def execute_hash_tree(tpm, req: Request) -> Response:
         raise TpmError("TPM_BAD_PARAMETER", f"path has {count} siblings, the tree has depth {depth}")
     if index >> depth:
         raise TpmError("TPM_BAD_PARAMETER", f"counter {index} outside a tree of {1 << depth} counters")
-    h = tpm.crypto.sha1
-    if not _hmac.compare_digest(merkle.root_from_path(index, merkle.counter_leaf(value, h), siblings, h), root):
+    # Both roots in one pass over the path (old: check it, new: install it); every hash is one
+    # SHA-1 block (a 9-byte leaf, 41-byte nodes), charged in one call: depth + 1 blocks for the
+    # check, as many again for the new root, exactly what hashing them one by one charged.
+    incrementing = mode == MODE_INCREMENT
+    delta_ok = 1 <= delta and value + delta <= merkle.MAX_VALUE
+    new = value + delta if incrementing and delta_ok else value
+    old_root, new_root = merkle.counter_roots(index, value, new, siblings)
+    crypto = tpm.crypto
+    crypto.charge_hash_blocks(depth + 1)
+    if not _hmac.compare_digest(old_root, root):
         raise TpmError("TPM_BAD_HASHTREE", f"counter {index} = {value} and its path do not match the held root")
-    new = value
-    if mode == MODE_INCREMENT:
-        if delta < 1 or value + delta > merkle.MAX_VALUE:
+    if incrementing:
+        if not delta_ok:
             raise TpmError("TPM_BAD_PARAMETER", f"delta {delta}: counters only go up, within 64 bits")
-        new = value + delta
-        root = st.hashtree_root = merkle.root_from_path(index, merkle.counter_leaf(new, h), siblings, h)
+        crypto.charge_hash_blocks(depth + 1)
+        root = st.hashtree_root = new_root
         tpm.mark_dirty()
-    sig = tpm.crypto.rsa_sign(key.private, h(merkle.hashtree_info(epoch, nonce, index, value, new, root))) \
+    sig = crypto.rsa_sign(key.private, crypto.sha1(merkle.hashtree_info(epoch, nonce, index, value, new, root))) \
         if sign else b""
     return _answer(root, epoch, sig)

@@ -18,7 +18,7 @@ from dataclasses import replace
 from trustlab.devices.tpm12 import constants as C
 from trustlab.devices.tpm12.errors import TpmError
 from trustlab.devices.tpm12.keys import (Key12, KeyParms, LoadedKey, StoreAsymkey, modulus_of,
-                                         prime_of, rsa_from_prime, unmarshal_key)
+                                         check_key_parms, prime_of, rsa_from_prime, unmarshal_key)
 from trustlab.devices.tpm12.registry import Request, Response, tpm_command
 from trustlab.devices.tpm12.wire import Writer
 
@@ -57,15 +57,13 @@ def loaded(blob: Key12, store: StoreAsymkey, parent: int) -> LoadedKey:
 
 
 def check_template(t: Key12) -> None:
+    """Part 3, 10.4 (TPM_CreateWrapKey) steps 5-7: usage, schemes and size (Part 2, 5.7.1)."""
     allowed = {C.TPM_KEY_SIGNING, C.TPM_KEY_STORAGE, C.TPM_KEY_BIND, C.TPM_KEY_LEGACY}
-    if t.usage not in allowed or t.parms.algorithm != C.TPM_ALG_RSA:
-        raise TpmError("TPM_INVALID_KEYUSAGE", f"cannot create an RSA key of usage {t.usage:#x} here")
+    if t.usage not in allowed:
+        raise TpmError("TPM_INVALID_KEYUSAGE", f"cannot create a key of usage {t.usage:#x} here")
     if t.is_cmk:
         raise TpmError("TPM_INVALID_KEYUSAGE", "certified migratable keys need TPM_CMK_CreateKey")
-    if t.usage == C.TPM_KEY_STORAGE and t.parms.enc_scheme != C.TPM_ES_RSAESOAEP_SHA1_MGF1:
-        raise TpmError("TPM_BAD_KEY_PROPERTY", "storage keys use RSAESOAEP_SHA1_MGF1")
-    if t.usage == C.TPM_KEY_STORAGE and t.parms.key_bits != 2048:  # Part 3, 10.4 step 6
-        raise TpmError("TPM_BAD_KEY_PROPERTY", "storage keys are 2048 bits")
+    check_key_parms(t.usage, t.parms)
 
 
 @tpm_command("TPM_CreateWrapKey", handles=1, auth=(1,))
@@ -174,7 +172,7 @@ def certify_key2(tpm, req: Request) -> Response:
         raise TpmError("TPM_INVALID_KEYUSAGE", "the certifying key must be an identity or signing key")
     pk_digest = tpm.crypto.sha1(key.blob.pubkey())
     if key.blob.is_cmk:  # Part 3, 12.2: the certified list must be the CMK's own (+4 blocks)
-        migauth = Writer().u16(0x0034).raw(msa_digest).raw(pk_digest).bytes()
+        migauth = Writer().u16(C.TPM_TAG_CMK_MIGAUTH).raw(msa_digest).raw(pk_digest).bytes()
         if not _hmac.compare_digest(key.migration_auth, tpm.crypto.hmac(tpm.state.tpm_proof, migauth)):
             raise TpmError("TPM_MA_SOURCE", "migrationPubDigest is not this CMK's approved list")
     info = certify_info2(key, nonce, msa_digest, pk_digest)
@@ -184,4 +182,4 @@ def certify_key2(tpm, req: Request) -> Response:
 
 def cmk_migauth(tpm, blob: Key12, msa_digest: bytes) -> bytes:
     """TPM_CMK_MIGAUTH (Part 2, 5.16): tag, msaDigest, SHA1(TPM_PUBKEY)."""
-    return Writer().u16(0x0034).raw(msa_digest).raw(tpm.crypto.sha1(blob.pubkey())).bytes()
+    return Writer().u16(C.TPM_TAG_CMK_MIGAUTH).raw(msa_digest).raw(tpm.crypto.sha1(blob.pubkey())).bytes()

@@ -49,12 +49,14 @@ import hmac as _hmac
 from trustlab.devices.tpm12 import constants as C
 from trustlab.devices.tpm12.commands.keys import cmk_migauth, storage_parent
 from trustlab.devices.tpm12.errors import TpmError
-from trustlab.devices.tpm12.keys import HMAC_KEY_LABEL, Key12, KeyParms, StoreAsymkey, modulus_of, prime_of
+from trustlab.devices.tpm12.keys import (HMAC_KEY_LABEL, Key12, KeyParms, StoreAsymkey, modulus_of, prime_of,
+                                         rsa_from_prime, rsa_public, unmarshal_key)
 from trustlab.devices.tpm12.primitives import oaep_decode, oaep_encode
 from trustlab.devices.tpm12.registry import Request, Response, tpm_command
 from trustlab.devices.tpm12.wire import Reader, Writer
 
 MIGRATION_BLOCK = 198  # Part 3, 11.3: the OAEP encoding of TPM_MIGRATE_ASYMKEY for 2048-bit keys
+HMAC_SECRET = 20  # the what-if HMAC CMK's private part: 20 bytes (an RSA prime is at least 32)
 TAG_MA_APPROVAL = C.TPM_TAG_CMK_MA_APPROVAL
 
 
@@ -96,7 +98,7 @@ def cmk_create_key(tpm, req: Request) -> Response:
     req.auth.check(0, parent.usage_auth, (C.TPM_ET_KEYHANDLE, parent_h))
     expect = tpm.crypto.hmac(tpm.state.tpm_proof, Writer().u16(TAG_MA_APPROVAL).raw(msa_digest).bytes())
     if not _hmac.compare_digest(expect, approval):
-        raise TpmError("TPM_AUTHFAIL", "msaList was not approved by the owner")
+        raise TpmError("TPM_MA_AUTHORITY", "msaList was not approved by the owner")  # Part 3, 11.5
     if not template.is_cmk or not template.migratable:
         raise TpmError("TPM_INVALID_KEYUSAGE", "a CMK template sets migratable and migrateAuthority")
     usage_auth = req.auth.decrypt_auth(0, enc_auth)
@@ -146,38 +148,128 @@ def _read_mka(tpm, req: Request) -> tuple[bytes, int]:
 
 
 def _blob(tpm, pubkey: bytes, store: StoreAsymkey, payload: int, phash: bytes) -> tuple[bytes, bytes]:
-    """Mask the key (198-byte OAEP block XOR random) and encrypt it to the destination."""
-    from trustlab.devices.tpm12.keys import rsa_public
-
-    seed, rest = store.priv[:20].ljust(20, b"\x00"), store.priv[20:]
-    m1 = (Writer().u8(payload).raw(store.usage_auth).raw(store.pub_digest)
-          .sized(rest).u8(len(store.priv)).bytes())
-    o1 = oaep_encode(tpm.crypto.sha1, m1, phash, seed, MIGRATION_BLOCK)
+    """Part 3, 11.3 / 11.9 steps 11-17: TPM_MIGRATE_ASYMKEY (K2) OAEP-encoded with seed K1 into
+    the 198-byte block o1, masked with a fresh random r1, encrypted to the destination."""
+    k1, k2 = _split_private(store.priv)
+    m1 = Writer().u8(payload).raw(store.usage_auth).raw(store.pub_digest).sized(k2).bytes()
+    o1 = oaep_encode(tpm.crypto.sha1, m1, phash, k1, MIGRATION_BLOCK)
     r1 = tpm.crypto.random(MIGRATION_BLOCK)
     out = tpm.crypto.rsa_encrypt(rsa_public(pubkey[28:]), _xor(o1, r1))
     return r1, out
 
 
+def _unblob(tpm, parent, enc: bytes, random: bytes, phash: bytes | None
+            ) -> tuple[int, bytes, bytes, bytes, bytes]:
+    """Decrypt, unmask and OAEP-decode a migration blob: (payload, usageAuth, pubDataDigest,
+    private key, pHash). ``phash`` None: take it from the block (TPM_ConvertMigrationBlob)."""
+    o1 = _xor(tpm.crypto.rsa_decrypt(parent.private, enc), random)
+    if len(random) != MIGRATION_BLOCK or len(o1) != MIGRATION_BLOCK:
+        raise TpmError("TPM_BAD_PARAMETER", f"the random must be {MIGRATION_BLOCK} bytes")
+    m1, k1, found = oaep_decode(tpm.crypto.sha1, o1, phash)
+    r = Reader(m1, "TPM_MIGRATE_ASYMKEY")
+    payload, usage_auth, pub_digest, k2 = r.u8(), r.raw(20), r.raw(20), r.sized(512)
+    r.end()
+    return payload, usage_auth, pub_digest, Reader(k1 + k2, "TPM_STORE_PRIVKEY").sized(512), found
+
+
+def _cmk_migauth(tpm, msa_digest: bytes, key_digest: bytes) -> bytes:
+    """HMAC(tpmProof, TPM_CMK_MIGAUTH(msaDigest, pubKeyDigest)): a CMK's migrationAuth (Part 3, 11.5)."""
+    return tpm.crypto.hmac(tpm.state.tpm_proof,
+                           Writer().u16(C.TPM_TAG_CMK_MIGAUTH).raw(msa_digest).raw(key_digest).bytes())
+
+
+def sig_ticket(tpm, ver_key_digest: bytes, signed_data: bytes) -> bytes:
+    """HMAC(tpmProof, TPM_CMK_SIGTICKET(verKeyDigest, signedData)) (Part 3, 11.8 step 4-5)."""
+    return tpm.crypto.hmac(tpm.state.tpm_proof,
+                           Writer().u16(C.TPM_TAG_CMK_SIGTICKET).raw(ver_key_digest).raw(signed_data).bytes())
+
+
+def _check_sig_ticket(tpm, ticket: bytes, msa: list[bytes], restrict_ticket: bytes) -> None:
+    """Part 3, 11.9 step 9.a / 11.10 step 11: an MA on the list signed SHA1(restrictTicket)."""
+    signed = tpm.crypto.sha1(restrict_ticket)
+    if not any(_hmac.compare_digest(sig_ticket(tpm, d, signed), ticket) for d in msa):
+        raise TpmError("TPM_MA_TICKET_SIGNATURE", "no migration authority on the list signed this ticket")
+
+
+@tpm_command("TPM_CMK_CreateTicket", auth=(1,))
+def cmk_create_ticket(tpm, req: Request) -> Response:
+    """Part 3, 11.8: the owner turns a migration authority's signature into a sigTicket."""
+    p = req.params
+    start = p.pos
+    parms = KeyParms.unmarshal(p)
+    modulus = p.sized(512)
+    verification_key = req.param_bytes[start:p.pos]
+    signed_data, signature = p.raw(20), p.sized(512)
+    p.end()
+    _owner(tpm, req)
+    if parms.algorithm != C.TPM_ALG_RSA:
+        raise TpmError("TPM_BAD_KEY_PROPERTY", "the verification key must be RSA")
+    if parms.enc_scheme != C.TPM_ES_NONE:
+        raise TpmError("TPM_INAPPROPRIATE_ENC", "the verification key must not encrypt")
+    if parms.sig_scheme not in (C.TPM_SS_RSASSAPKCS1v15_SHA1, C.TPM_SS_RSASSAPKCS1v15_INFO):
+        raise TpmError("TPM_INVALID_KEYUSAGE", "the verification key must sign with RSASSA-PKCS1v15")
+    tpm.crypto.rsa_verify(rsa_public(modulus), signature, signed_data)
+    return Response(params=sig_ticket(tpm, tpm.crypto.sha1(verification_key), signed_data))
+
+
+def _split_private(priv: bytes) -> tuple[bytes, bytes]:
+    """K1, K2 (Part 3, 11.9 step 11): TPM_STORE_PRIVKEY (keyLength || key) split after 20 bytes."""
+    store_privkey = Writer().sized(priv).bytes()
+    return store_privkey[:20], store_privkey[20:]
+
+
 @tpm_command("TPM_CMK_CreateBlob", handles=1, auth=(1,))
 def cmk_create_blob(tpm, req: Request) -> Response:
+    """Part 3, 11.9. RSA CMKs follow it to the byte (their blobs import into libtpms and back);
+    the what-if HMAC CMK (a 20-byte secret, no TCG migration format) keeps Gunupudi & Tate's
+    direct migration to a listed destination, whose costs the oracle study reproduces."""
     parent_h = req.handles[0]
     mtype = req.params.u16()
     pubkey, scheme = _read_mka(tpm, req)
     source_digest = req.params.raw(20)
-    msa_list, _restrict, _sig = req.params.sized(4 + 64 * 20), req.params.sized(256), req.params.sized(256)
+    msa_list, restrict, ticket = req.params.sized(4 + 64 * 20), req.params.sized(256), req.params.sized(256)
     enc = req.params.sized(512)
     req.params.end()
     parent = storage_parent(tpm, parent_h)
     req.auth.check(0, parent.usage_auth, (C.TPM_ET_KEYHANDLE, parent_h))
-    if mtype != C.TPM_MS_RESTRICT_MIGRATE or scheme != C.TPM_MS_RESTRICT_MIGRATE:
-        raise TpmError("TPM_BAD_PARAMETER", "only direct migration (TPM_MS_RESTRICT_MIGRATE) is implemented")
     store = StoreAsymkey.from_bytes(tpm.crypto.rsa_decrypt(parent.private, enc))
+    if len(store.priv) == HMAC_SECRET:
+        return _cmk_create_blob_direct(tpm, mtype, scheme, pubkey, source_digest, msa_list, store)
+    if store.payload not in (C.TPM_PT_MIGRATE_RESTRICTED, C.TPM_PT_MIGRATE_EXTERNAL):
+        raise TpmError("TPM_INVALID_STRUCTURE", "not a certified migratable key")
+    msa = msa_digests(msa_list)
+    msa_digest = tpm.crypto.sha1(msa_list)
+    if not _hmac.compare_digest(store.migration_auth, _cmk_migauth(tpm, msa_digest, source_digest)):
+        raise TpmError("TPM_MA_AUTHORITY", "msaList or source key digest is not this CMK's")
+    dest_digest = tpm.crypto.sha1(pubkey)
+    if scheme == C.TPM_MS_RESTRICT_MIGRATE:  # step 8: the destination is itself an approved MA
+        if dest_digest not in msa:
+            raise TpmError("TPM_MA_AUTHORITY", "the destination is not on the CMK's list")
+        if restrict or ticket:
+            raise TpmError("TPM_BAD_PARAMETER", "TPM_MS_RESTRICT_MIGRATE takes no tickets")
+    elif scheme == C.TPM_MS_RESTRICT_APPROVE:  # step 9: an MA on the list approved this migration
+        if len(restrict) != 60 or len(ticket) != 20:
+            raise TpmError("TPM_BAD_PARAMETER", "TPM_MS_RESTRICT_APPROVE needs restrictTicket and sigTicket")
+        _check_sig_ticket(tpm, ticket, msa, restrict)
+        if not _hmac.compare_digest(restrict[20:40], dest_digest):
+            raise TpmError("TPM_MA_DESTINATION", "restrictTicket names another destination")
+        if not _hmac.compare_digest(restrict[40:60], source_digest):
+            raise TpmError("TPM_MA_SOURCE", "restrictTicket names another source key")
+    else:
+        raise TpmError("TPM_BAD_PARAMETER", f"migration scheme {scheme:#x} is not a CMK scheme")
+    r1, out = _blob(tpm, pubkey, store, C.TPM_PT_CMK_MIGRATE, tpm.crypto.sha1(msa_digest, source_digest))
+    return Response(params=Writer().sized(r1).sized(out).bytes())
+
+
+def _cmk_create_blob_direct(tpm, mtype, scheme, pubkey, source_digest, msa_list, store) -> Response:
+    """The what-if HMAC CMK: direct migration, no tickets (Gunupudi & Tate 2010, Sec. VI-A)."""
+    if mtype != C.TPM_MS_RESTRICT_MIGRATE or scheme != C.TPM_MS_RESTRICT_MIGRATE:
+        raise TpmError("TPM_BAD_PARAMETER", "the HMAC CMK migrates directly (TPM_MS_RESTRICT_MIGRATE)")
     if store.payload != C.TPM_PT_MIGRATE_RESTRICTED:
         raise TpmError("TPM_INVALID_KEYUSAGE", "not a certified migratable key")
     msa_digest = tpm.crypto.sha1(msa_list)
-    migauth = Writer().u16(0x0034).raw(msa_digest).raw(source_digest).bytes()
-    if not _hmac.compare_digest(store.migration_auth, tpm.crypto.hmac(tpm.state.tpm_proof, migauth)):
-        raise TpmError("TPM_MA_SOURCE", "msaList or source key digest is not this CMK's")
+    if not _hmac.compare_digest(store.migration_auth, _cmk_migauth(tpm, msa_digest, source_digest)):
+        raise TpmError("TPM_MA_AUTHORITY", "msaList or source key digest is not this CMK's")
     if tpm.crypto.sha1(pubkey) not in msa_digests(msa_list):
         raise TpmError("TPM_MA_DESTINATION", "the destination key is not on the CMK's approved list")
     r1, out = _blob(tpm, pubkey, store, C.TPM_PT_CMK_MIGRATE, msa_digest)
@@ -186,27 +278,49 @@ def cmk_create_blob(tpm, req: Request) -> Response:
 
 @tpm_command("TPM_CMK_ConvertMigration", handles=1, auth=(1,))
 def cmk_convert_migration(tpm, req: Request) -> Response:
+    """Part 3, 11.10 for RSA CMKs (sigTicket checked); the what-if HMAC CMK converts directly."""
     parent_h = req.handles[0]
     p = req.params
-    ma_digest, dest_digest, source_digest = p.raw(20), p.raw(20), p.raw(20)  # TPM_CMK_AUTH
-    _sig_ticket = p.raw(20)
-    migrated = Key12.unmarshal(p)
+    restrict = p.raw(60)  # TPM_CMK_AUTH: migrationAuthorityDigest, destinationKeyDigest, sourceKeyDigest
+    ticket = p.raw(20)
+    migrated = unmarshal_key(p)
     msa_list, random = p.sized(4 + 64 * 20), p.sized(512)
     p.end()
     parent = storage_parent(tpm, parent_h)
     req.auth.check(0, parent.usage_auth, (C.TPM_ET_KEYHANDLE, parent_h))
+    if migrated.parms.algorithm == C.TPM_ALG_HMAC:
+        return _cmk_convert_direct(tpm, parent, restrict, migrated, msa_list, random)
+    msa = msa_digests(msa_list)
+    msa_digest = tpm.crypto.sha1(msa_list)
+    key_digest = tpm.crypto.sha1(migrated.pubkey())
+    payload, usage_auth, pub_digest, priv, _ = _unblob(tpm, parent, migrated.enc, random,
+                                                       tpm.crypto.sha1(msa_digest, key_digest))
+    if payload != C.TPM_PT_CMK_MIGRATE:
+        raise TpmError("TPM_BAD_MIGRATION", "not a CMK migration blob")
+    _check_sig_ticket(tpm, ticket, msa, restrict)  # step 11
+    if not _hmac.compare_digest(restrict[20:40], tpm.crypto.sha1(parent.blob.pubkey())):
+        raise TpmError("TPM_MA_DESTINATION", "this parent is not the approved destination")
+    if not _hmac.compare_digest(pub_digest, tpm.crypto.sha1(migrated.public_part())):
+        raise TpmError("TPM_DECRYPT_ERROR", "the migrated key's public part was altered")
+    rsa_from_prime(migrated.pub, priv)  # step 14: the private key belongs to the public key
+    if not migrated.migratable or not migrated.is_cmk:
+        raise TpmError("TPM_INVALID_KEYUSAGE", "not a certified migratable key")
+    if not _hmac.compare_digest(restrict[40:60], key_digest):
+        raise TpmError("TPM_MA_SOURCE", "restrictTicket names another source key")
+    store = StoreAsymkey(C.TPM_PT_MIGRATE_RESTRICTED, usage_auth, _cmk_migauth(tpm, msa_digest, key_digest),
+                         pub_digest, priv)
+    return Response(params=Writer().sized(tpm.crypto.rsa_encrypt(parent.public, store.marshal())).bytes())
+
+
+def _cmk_convert_direct(tpm, parent, restrict, migrated, msa_list, random) -> Response:
+    """The what-if HMAC CMK (Gunupudi & Tate 2010, Sec. VI-A): the destination is on the list."""
+    ma_digest, dest_digest, source_digest = restrict[:20], restrict[20:40], restrict[40:60]
     if not migrated.is_cmk:
         raise TpmError("TPM_INVALID_KEYUSAGE", "not a certified migratable key")
     msa_digest = tpm.crypto.sha1(msa_list)
-    o1 = _xor(tpm.crypto.rsa_decrypt(parent.private, migrated.enc), random)
-    if len(random) != MIGRATION_BLOCK or len(o1) != MIGRATION_BLOCK:
-        raise TpmError("TPM_BAD_PARAMETER", f"the random must be {MIGRATION_BLOCK} bytes")
-    m1, seed = oaep_decode(tpm.crypto.sha1, o1, msa_digest)
-    r = Reader(m1, "TPM_MIGRATE_ASYMKEY")
-    payload, usage_auth, pub_digest, rest, priv_len = r.u8(), r.raw(20), r.raw(20), r.sized(512), r.u8()
-    r.end()
+    payload, usage_auth, pub_digest, priv, _ = _unblob(tpm, parent, migrated.enc, random, msa_digest)
     if payload != C.TPM_PT_CMK_MIGRATE:
-        raise TpmError("TPM_DECRYPT_ERROR", "not a CMK migration blob")
+        raise TpmError("TPM_BAD_MIGRATION", "not a CMK migration blob")
     if not _hmac.compare_digest(pub_digest, tpm.crypto.sha1(migrated.public_part())):
         raise TpmError("TPM_DECRYPT_ERROR", "the migrated key's public part was altered")
     if ma_digest != msa_digest or dest_digest not in msa_digests(msa_list):
@@ -216,9 +330,8 @@ def cmk_convert_migration(tpm, req: Request) -> Response:
     key_digest = tpm.crypto.sha1(migrated.pubkey())
     if not _hmac.compare_digest(source_digest, key_digest):
         raise TpmError("TPM_MA_SOURCE", "restrictTicket names another source key")
-    mig_auth = tpm.crypto.hmac(tpm.state.tpm_proof, Writer().u16(0x0034).raw(msa_digest).raw(key_digest).bytes())
-    priv = (seed + rest)[:priv_len]
-    store = StoreAsymkey(C.TPM_PT_MIGRATE_RESTRICTED, usage_auth, mig_auth, pub_digest, priv)
+    store = StoreAsymkey(C.TPM_PT_MIGRATE_RESTRICTED, usage_auth, _cmk_migauth(tpm, msa_digest, key_digest),
+                         pub_digest, priv)
     return Response(params=Writer().sized(tpm.crypto.rsa_encrypt(parent.public, store.marshal())).bytes())
 
 
@@ -240,9 +353,25 @@ def create_migration_blob(tpm, req: Request) -> Response:
     if _hmac.compare_digest(store.migration_auth, tpm.state.tpm_proof):
         raise TpmError("TPM_INVALID_KEYUSAGE", "the key is not migratable")
     if mtype == C.TPM_MS_REWRAP:
-        from trustlab.devices.tpm12.keys import rsa_public
-
         out = tpm.crypto.rsa_encrypt(rsa_public(pubkey[28:]), store.marshal())
         return Response(params=Writer().sized(b"").sized(out).bytes())
     r1, out = _blob(tpm, pubkey, store, C.TPM_PT_MIGRATE, store.migration_auth)
     return Response(params=Writer().sized(r1).sized(out).bytes())
+
+
+@tpm_command("TPM_ConvertMigrationBlob", handles=1, auth=(1,))
+def convert_migration_blob(tpm, req: Request) -> Response:
+    """Part 3, 11.4: re-wrap a TPM_MS_MIGRATE blob under ``parentHandle`` (pHash becomes the
+    key's migrationAuth, as TPM_CreateMigrationBlob used it)."""
+    parent_h = req.handles[0]
+    enc, random = req.params.sized(512), req.params.sized(512)
+    req.params.end()
+    parent = storage_parent(tpm, parent_h)
+    req.auth.check(0, parent.usage_auth, (C.TPM_ET_KEYHANDLE, parent_h))
+    if parent.blob.migratable:
+        raise TpmError("TPM_INVALID_KEYUSAGE", "the new parent must be a non-migratable storage key")
+    payload, usage_auth, pub_digest, priv, migration_auth = _unblob(tpm, parent, enc, random, None)
+    if payload != C.TPM_PT_MIGRATE:
+        raise TpmError("TPM_BAD_MIGRATION", "not a TPM_PT_MIGRATE blob")
+    store = StoreAsymkey(C.TPM_PT_ASYM, usage_auth, migration_auth, pub_digest, priv)
+    return Response(params=Writer().sized(tpm.crypto.rsa_encrypt(parent.public, store.marshal())).bytes())

@@ -35,7 +35,7 @@ def sign(tpm, req: Request) -> Response:
     req.params.end()
     key = signing_key(tpm, req, req.handles[0])
     if key.blob.parms.sig_scheme == C.TPM_SS_RSASSAPKCS1v15_SHA1 and len(area) != 20:
-        raise TpmError("TPM_BAD_DATASIZE", "RSASSA-PKCS1v15-SHA1 signs a 20-byte digest")
+        raise TpmError("TPM_BAD_PARAMETER", "RSASSA-PKCS1v15-SHA1 signs a 20-byte digest")  # Part 3, 13.1
     sig = tpm.crypto.rsa_sign(key.private, area if len(area) == 20 else tpm.crypto.sha1(area))
     return Response(params=Writer().sized(sig).bytes())
 

@@ -81,12 +81,15 @@ def unseal(tpm, req: Request) -> Response:
     pcr_info, enc = p.sized(256), p.sized(512)
     p.end()
     key = _storage_key(tpm, req, req.handles[0])
-    r = Reader(tpm.crypto.rsa_decrypt(key.private, enc), "TPM_SEALED_DATA")
-    payload, data_auth, proof, digest, data = r.u8(), r.raw(20), r.raw(20), r.raw(20), r.sized(256)
-    if payload != TPM_PT_SEAL or not _hmac.compare_digest(proof, tpm.state.tpm_proof):
-        raise TpmError("TPM_DECRYPT_ERROR", "not sealed by this TPM")
-    if not _hmac.compare_digest(digest, tpm.crypto.sha1(stored_data(pcr_info, b""))):
-        raise TpmError("TPM_DECRYPT_ERROR", "sealInfo was altered")
+    try:  # Part 3, 10.3 step 6.h: any failure to decrypt or validate is TPM_NOTSEALED_BLOB
+        r = Reader(tpm.crypto.rsa_decrypt(key.private, enc), "TPM_SEALED_DATA")
+        payload, data_auth, proof, digest, data = r.u8(), r.raw(20), r.raw(20), r.raw(20), r.sized(256)
+        if payload != TPM_PT_SEAL or not _hmac.compare_digest(proof, tpm.state.tpm_proof):
+            raise TpmError("TPM_NOTSEALED_BLOB", "not sealed by this TPM")
+        if not _hmac.compare_digest(digest, tpm.crypto.sha1(stored_data(pcr_info, b""))):
+            raise TpmError("TPM_NOTSEALED_BLOB", "sealInfo was altered")
+    except TpmError as e:
+        raise TpmError("TPM_NOTSEALED_BLOB", str(e)) from None
     req.auth.check(1, data_auth)
     if pcr_info:
         indices, release = _pcr_digest(tpm, pcr_info)

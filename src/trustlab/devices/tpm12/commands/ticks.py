@@ -10,6 +10,7 @@ from __future__ import annotations
 from trustlab.devices.tpm12 import constants as C
 from trustlab.devices.tpm12.commands.sign import signing_key
 from trustlab.devices.tpm12.registry import Request, Response, tpm_command
+from trustlab.devices.tpm12.transport_log import sign_info
 from trustlab.devices.tpm12.wire import Writer
 
 
@@ -19,11 +20,6 @@ def get_ticks(tpm, req: Request) -> Response:
     return Response(params=tpm.current_ticks())
 
 
-def sign_info(fixed: bytes, anti_replay: bytes, data: bytes) -> bytes:
-    """TPM_SIGN_INFO (Part 2, 8.1): tag, 4-byte fixed label, replay nonce, sized data."""
-    return Writer().u16(C.TPM_TAG_SIGNINFO).raw(fixed).raw(anti_replay).sized(data).bytes()
-
-
 @tpm_command("TPM_TickStampBlob", handles=1, auth=(0, 1))
 def tick_stamp_blob(tpm, req: Request) -> Response:
     """Sign TPM_SIGN_INFO("TSTP", antiReplay, digestToStamp || TPM_CURRENT_TICKS) (Part 3, 23.2)."""
@@ -31,5 +27,5 @@ def tick_stamp_blob(tpm, req: Request) -> Response:
     req.params.end()
     key = signing_key(tpm, req, req.handles[0], (C.TPM_KEY_SIGNING, C.TPM_KEY_LEGACY, C.TPM_KEY_IDENTITY))
     ticks = tpm.current_ticks()
-    sig = tpm.crypto.rsa_sign(key.private, tpm.crypto.sha1(sign_info(b"TSTP", anti_replay, digest + ticks)))
+    sig = tpm.crypto.rsa_sign(key.private, tpm.crypto.sha1(sign_info(anti_replay, digest + ticks, b"TSTP")))
     return Response(params=ticks + Writer().sized(sig).bytes())

@@ -1,11 +1,16 @@
-"""Exclusive logged transport sessions (Part 3, 24): Establish, Execute, ReleaseSigned.
+"""Logged, exclusive transport sessions (Part 3, 24): Establish, Execute, ReleaseSigned.
 
-The log digest construction lives in :mod:`..transport_log` so verifiers share
-it. Building the session charges ``transport`` when the profile defines it
-(Sarmenta's T_tt; the 2010 profiles have no such variable). An exclusive
-session is ended by any command not sent through it (checked by the
-dispatcher), which is what makes the log a faithful record of everything the
-TPM did in between — the basis of the log-based virtual counters.
+Follows Part 3 rev 116 step by step (and libtpms): TPM_ExecuteTransport's
+authorization covers ``SHA1(ORDet || wrappedCmdSize || H1)`` with ``H1 =
+SHA1(ORDw || DATAw)``, its response ``SHA1(RCet || ORDet || currentTicks ||
+locality || wrappedRspSize || H2)``; the log entries are described in
+:mod:`..transport_log`. The wrapped command is charged its own crypto but no bus
+overhead (it crossed the bus inside the outer command). Establishing a session
+charges ``transport`` when the profile defines it (Sarmenta's T_tt; the 2010
+profiles have no such variable). An exclusive session is ended by any command
+not sent through it (checked by the dispatcher) - the basis of the log-based
+virtual counters. Encrypted sessions (TPM_TRANSPORT_ENCRYPT) are refused with
+TPM_BAD_SCHEME.
 """
 
 from __future__ import annotations
@@ -13,21 +18,22 @@ from __future__ import annotations
 import struct
 
 from trustlab.devices.tpm12 import constants as C
+from trustlab.devices.tpm12 import registry
 from trustlab.devices.tpm12 import transport_log as L
 from trustlab.devices.tpm12.errors import TpmError
+from trustlab.devices.tpm12.keys import modulus_of
 from trustlab.devices.tpm12.registry import Request, Response, tpm_command
 from trustlab.devices.tpm12.sessions import Session
-from trustlab.devices.tpm12.wire import Writer
+from trustlab.devices.tpm12.wire import Reader, Writer
+
+_U32 = struct.Struct(">I").pack
+_ORD_ET = _U32(C.ORD["TPM_ExecuteTransport"])
+TRANSPORT_AUTH_TAG = C.TPM_TAG_TRANSPORT_AUTH
 
 
-def _log(tpm, s: Session, in_digest: bytes, out_digest: bytes, ticks: bytes, pubkey_hash: bytes = L.ZERO) -> None:
+def _log(tpm, s: Session, entry: bytes) -> None:
     if s.attributes & C.TPM_TRANSPORT_LOG:
-        s.digest = L.extend(s.digest, L.log_in(in_digest, pubkey_hash), tpm.crypto.sha1)
-        s.digest = L.extend(s.digest, L.log_out(ticks, out_digest), tpm.crypto.sha1)
-
-
-def _ticks_struct(tpm) -> bytes:
-    return tpm.current_ticks()
+        s.digest = L.extend(s.digest, entry, tpm.crypto.sha1)
 
 
 @tpm_command("TPM_EstablishTransport", handles=1, auth=(0, 1), transport_ok=False)
@@ -38,81 +44,122 @@ def establish(tpm, req: Request) -> Response:
     p.end()
     if tag != C.TPM_TAG_TRANSPORT_PUBLIC:
         raise TpmError("TPM_INVALID_STRUCTURE", "transPublic tag")
-    if attributes & C.TPM_TRANSPORT_ENCRYPT:
-        raise TpmError("TPM_BAD_SCHEME", "encrypted transport sessions are not implemented")
     handle = req.handles[0]
-    if handle != C.TPM_KH_TRANSPORT:
+    if handle == C.TPM_KH_TRANSPORT:  # step 1: the secret in clear
+        if len(req.auth):
+            raise TpmError("TPM_BADTAG", "TPM_KH_TRANSPORT takes no authorization")
+        if attributes & C.TPM_TRANSPORT_ENCRYPT:
+            raise TpmError("TPM_BAD_SCHEME", "an encrypted session needs an encryption key")
+        if len(secret) != 20:
+            raise TpmError("TPM_BAD_PARAM_SIZE", "the transport secret is 20 bytes")
+    else:  # step 2: TPM_TRANSPORT_AUTH encrypted under a storage or legacy key
         key = tpm.key(handle)
-        req.auth.check(0, key.usage_auth, (C.TPM_ET_KEYHANDLE, handle))
-        secret = tpm.crypto.rsa_decrypt(key.private, secret)
-    elif len(req.auth):
-        raise TpmError("TPM_BADTAG", "TPM_KH_TRANSPORT takes no authorization")
-    if len(secret) != 20:
-        raise TpmError("TPM_BAD_PARAMETER", "the transport secret is 20 bytes")
+        if key.blob.usage not in (C.TPM_KEY_STORAGE, C.TPM_KEY_LEGACY):
+            raise TpmError("TPM_INVALID_KEYUSAGE", "the transport key must be a storage or legacy key")
+        if len(req.auth):
+            req.auth.check(0, key.usage_auth, (C.TPM_ET_KEYHANDLE, handle))
+        elif key.blob.auth_usage != C.TPM_AUTH_NEVER:
+            raise TpmError("TPM_AUTHFAIL", "the transport key needs authorization")
+        r = Reader(tpm.crypto.rsa_decrypt(key.private, secret), "TPM_TRANSPORT_AUTH")
+        if r.u16() != TRANSPORT_AUTH_TAG:
+            raise TpmError("TPM_INVALID_STRUCTURE", "not a TPM_TRANSPORT_AUTH")
+        secret = r.raw(20)
+        r.end()
+        if attributes & C.TPM_TRANSPORT_ENCRYPT:
+            raise TpmError("TPM_BAD_SCHEME", "encrypted transport sessions are not implemented")
+    if sum(1 for x in tpm.sessions.values() if x.kind == "TRANSPORT") >= MAX_TRANSPORTS:
+        raise TpmError("TPM_RESOURCES", f"all {MAX_TRANSPORTS} transport session slots are in use")
     tpm.crypto.optional("transport")
     s = Session(tpm.new_handle("trans"), "TRANSPORT", tpm.crypto.random(20),
                 auth_secret=secret, attributes=attributes)
     tpm.sessions[s.handle] = s
-    if attributes & C.TPM_TRANSPORT_EXCLUSIVE:
+    ticks = tpm.current_ticks()
+    out = _U32(req.locality) + ticks + s.nonce_even
+    ordinal = _U32(req.ordinal)
+    _log(tpm, s, L.log_in(tpm.crypto.sha1(ordinal, req.param_bytes)))
+    _log(tpm, s, L.log_out(ticks, tpm.crypto.sha1(_U32(C.TPM_SUCCESS), ordinal, out), req.locality))
+    if attributes & C.TPM_TRANSPORT_EXCLUSIVE:  # step 9
         if tpm.exclusive is not None:
-            tpm.sessions.pop(tpm.exclusive, None)
+            tpm.end_session(tpm.exclusive)
         tpm.exclusive = s.handle
-    ticks = _ticks_struct(tpm)
-    in_digest = tpm.crypto.sha1(struct.pack(">I", req.ordinal), req.param_bytes)
-    out = Writer().u32(0).raw(ticks).raw(s.nonce_even).bytes()
-    _log(tpm, s, in_digest, tpm.crypto.sha1(struct.pack(">II", 0, req.ordinal), out), ticks)
     return Response(handles=Writer().u32(s.handle).bytes(), params=out)
 
 
-def _transport_session(tpm, req: Request) -> Session:
-    use = req.auth.uses[-1]
-    s = use.session
+MAX_TRANSPORTS = 16
+
+
+def _transport_session(req: Request) -> Session:
+    s = req.auth.session(len(req.auth) - 1)
     if s.kind != "TRANSPORT":
         raise TpmError("TPM_INVALID_AUTHHANDLE", "the last session must be a transport session")
-    req.auth.check_transport(len(req.auth) - 1, s)
     return s
 
 
-@tpm_command("TPM_ExecuteTransport", auth=(1,), transport_ok=False)
+def _pubkey_hash(tpm, spec: registry.CommandSpec, wrapped: bytes) -> bytes:
+    """LOG_IN pubKeyHash (step 10.c-e): over the keys the wrapped command names, else zero."""
+    handles = list(struct.unpack_from(f">{spec.handles}I", wrapped, 10)) if spec.handles else []
+    if spec.name == "TPM_FlushSpecific":  # step 5 special case: only a key being flushed is logged
+        rtype = struct.unpack_from(">I", wrapped, 14)[0] if len(wrapped) >= 18 else 0
+        handles = handles if rtype == C.TPM_RT_KEY else []
+    if not handles:
+        return L.ZERO
+    digests = []
+    for h in handles:
+        key = tpm.key(h)
+        digests.append(tpm.crypto.sha1(Writer().sized(key.blob.pub if key.private is None
+                                                      else modulus_of(key.private)).bytes()))
+    return tpm.crypto.sha1(*digests)
+
+
+@tpm_command("TPM_ExecuteTransport", auth=(1,), transport_ok=False, own_digests=True)
 def execute_transport(tpm, req: Request) -> Response:
     wrapped = req.params.sized(1 << 16)
     req.params.end()
-    s = _transport_session(tpm, req)
-    if len(wrapped) >= 10:
-        inner = struct.unpack(">I", wrapped[6:10])[0]
-        from trustlab.devices.tpm12 import registry
-
-        spec = registry.by_ordinal(inner)
-        if spec is not None and not spec.transport_ok:
-            raise TpmError("TPM_BAD_ORDINAL", f"{spec.name} cannot be wrapped in a transport session")
-    rsp, in_d, out_d = tpm.dispatch(wrapped, outer=False, transport=s.handle)
-    if not out_d:  # a failed inner command is logged as (ordinal||body, rc||ordinal)
-        in_d = tpm.crypto.sha1(wrapped[6:10], wrapped[10:])
-        out_d = tpm.crypto.sha1(rsp[6:10], wrapped[6:10])
-    ticks = _ticks_struct(tpm)
-    _log(tpm, s, in_d, out_d, ticks)
-    return Response(params=ticks[2:10] + Writer().u32(0).sized(rsp).bytes())
+    s = _transport_session(req)
+    if len(wrapped) < 10:
+        raise TpmError("TPM_BAD_PARAM_SIZE", "the wrapped command is shorter than a header")
+    tag_w, _size_w, ord_w = struct.unpack_from(">HII", wrapped)
+    spec = registry.by_ordinal(ord_w)
+    n_auth = C.REQUEST_TAGS.get(tag_w, 0)
+    data_w = (b"" if ord_w in L.NO_DATA_ORDINALS
+              else wrapped[10 + 4 * (spec.handles if spec else 0):max(10, len(wrapped) - 45 * n_auth)])
+    h1 = tpm.crypto.sha1(wrapped[6:10], data_w)  # step 6
+    req.auth.check_transport(0, s, tpm.crypto.sha1(_ORD_ET, _U32(len(wrapped)), h1))  # step 7
+    if spec is None:
+        raise TpmError("TPM_BAD_PARAMETER", f"wrapped ordinal {ord_w:#x} is unknown")  # step 3
+    if not spec.transport_ok:
+        raise TpmError("TPM_NO_WRAP_TRANSPORT", f"{spec.name} cannot be wrapped")  # step 9
+    if s.attributes & C.TPM_TRANSPORT_LOG:
+        _log(tpm, s, L.log_in(h1, _pubkey_hash(tpm, spec, wrapped)))
+    rsp, _, h2 = tpm.dispatch(wrapped, outer=False, transport=s.handle, in_digest=h1)
+    if not h2 or ord_w in L.NO_DATA_ORDINALS:  # failed, or no DATAw: H2 = SHA1(RCw || ORDw) (step 14)
+        h2 = tpm.crypto.sha1(rsp[6:10], wrapped[6:10])
+    ticks = tpm.current_ticks()
+    _log(tpm, s, L.log_out(ticks, h2, req.locality))
+    head = ticks[2:10] + _U32(req.locality)
+    out_digest = tpm.crypto.sha1(_U32(C.TPM_SUCCESS), _ORD_ET, head, _U32(len(rsp)), h2)  # step 15
+    return Response(params=head + Writer().sized(rsp).bytes(), out_digest=out_digest)
 
 
 @tpm_command("TPM_ReleaseTransportSigned", handles=1, auth=(1, 2), transport_ok=False)
 def release_transport_signed(tpm, req: Request) -> Response:
     anti_replay = req.params.raw(20)
     req.params.end()
-    s = _transport_session(tpm, req)
+    s = _transport_session(req)
     key = tpm.key(req.handles[0])
+    if key.blob.parms.sig_scheme not in (C.TPM_SS_RSASSAPKCS1v15_SHA1, C.TPM_SS_RSASSAPKCS1v15_INFO):
+        raise TpmError("TPM_INAPPROPRIATE_SIG", "the key must sign with RSASSA-PKCS1v15 SHA1 or INFO")
+    if len(req.auth) == 1 and key.blob.auth_usage != C.TPM_AUTH_NEVER:
+        raise TpmError("TPM_AUTHFAIL", "the signing key needs authorization")
+    if key.blob.usage != C.TPM_KEY_SIGNING or key.private is None:  # step 3
+        raise TpmError("TPM_INVALID_KEYUSAGE", "TPM_ReleaseTransportSigned needs a signing key")
     if len(req.auth) == 2:
         req.auth.check(0, key.usage_auth, (C.TPM_ET_KEYHANDLE, req.handles[0]))
-    elif key.blob.auth_usage != C.TPM_AUTH_NEVER:
-        raise TpmError("TPM_AUTHFAIL", "the signing key needs authorization")
-    if key.blob.usage not in (C.TPM_KEY_IDENTITY, C.TPM_KEY_SIGNING) or key.private is None:
-        raise TpmError("TPM_INVALID_KEYUSAGE", "ReleaseTransportSigned needs an identity or signing key")
+    req.auth.check_transport(len(req.auth) - 1, s, code="TPM_AUTH2FAIL")  # step 5
     if not s.attributes & C.TPM_TRANSPORT_LOG:
-        raise TpmError("TPM_BAD_PARAMETER", "the session is not logged")
-    ticks = _ticks_struct(tpm)
-    s.digest = L.extend(s.digest, L.log_in(req.in_digest), tpm.crypto.sha1)
-    s.digest = L.extend(s.digest, L.log_out(ticks, req.in_digest), tpm.crypto.sha1)
+        raise TpmError("TPM_BAD_MODE", "the session is not logged")
+    ticks = tpm.current_ticks()
+    s.digest = L.release_output(s.digest, ticks, req.in_digest, req.locality, tpm.crypto.sha1)  # step 6
     sig = tpm.crypto.rsa_sign(key.private, tpm.crypto.sha1(L.sign_info(anti_replay, s.digest)))
-    tpm.sessions.pop(s.handle, None)
-    if tpm.exclusive == s.handle:
-        tpm.exclusive = None
-    return Response(params=Writer().u32(0).raw(ticks).sized(sig).bytes())
+    req.auth.uses[-1].cont = 0  # step 10: continueTransSession = FALSE, the session ends
+    return Response(params=_U32(req.locality) + ticks + Writer().sized(sig).bytes())

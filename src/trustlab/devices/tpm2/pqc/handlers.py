@@ -4,25 +4,27 @@ Key objects (ML-DSA-44/65/87, HashML-DSA, ML-KEM-768/1024) are created by
 ``TPM2_CreatePrimary`` / ``TPM2_Create`` and loaded by ``TPM2_Load`` when the
 template names TPM_ALG_MLDSA, TPM_ALG_HASH_MLDSA or TPM_ALG_MLKEM; every other
 template goes to swtpm unchanged. Loaded objects and sequences live at
-0x80FF0000-0x80FFFFFF and belong to the connection that loaded them.
+0x80FF0000-0x80FFFFFF. Besides the eight 1.85 commands, TPM2_Quote,
+ReadPublic, FlushContext and SequenceUpdate are answered for these handles,
+TPM2_TestParms for PQC parameters, and TPM2_GetCapability lists the new
+algorithms and commands.
 The crypto is FIPS 203/204 through pyca/cryptography; the time is the PQC
 cost model's (:mod:`.pricing`).
 """
 
 from __future__ import annotations
 
-import os
 import struct
 from dataclasses import dataclass
 from typing import Any
 
 from trustlab.devices.tpm2 import extensions as ext
+from trustlab.devices.tpm2.commands import TPM_RC_FAILURE, TPM_RC_HANDLE
 from trustlab.devices.tpm2.extensions import (
     TPM_RC_ATTRIBUTES,
     TPM_RC_AUTH_UNAVAILABLE,
     TPM_RC_BINDING,
     TPM_RC_EXT_MU,
-    TPM_RC_HANDLE,
     TPM_RC_KEY,
     TPM_RC_MODE,
     TPM_RC_OBJECT_MEMORY,
@@ -60,6 +62,8 @@ class PqcObject:
     name: bytes
     qualified_name: bytes
     conn: Any
+    hierarchy: int = S.TPM_RH_OWNER
+    seed: bytes = b""
 
 
 @dataclass
@@ -77,6 +81,7 @@ class PqcState:
     def __init__(self) -> None:
         self.objects: dict[int, PqcObject] = {}
         self.sequences: dict[int, Sequence] = {}
+        self.contexts_saved = 0
 
     def allocate(self) -> int:
         used = set(self.objects) | set(self.sequences)
@@ -132,17 +137,45 @@ def _parameter_set(pub: S.Public, n: int) -> keys.ParameterSet:
     return ps
 
 
-def _claims_template(cmd: Command) -> bool:
-    """Peek at inPublic (parameter 2 of Create/CreatePrimary/Load) without consuming anything."""
+def _backend(ctx: Context, command: bytes, what: str) -> Reader:
+    """Run a command on swtpm; its parameter area (a failure is passed on as the client's error)."""
+    response = ctx.backend_transact(command)
+    rc = S.response_code(response)
+    if rc != 0:
+        raise TpmError(rc, f"backend {what} failed")
+    return Reader(response, 10)
+
+
+def _template_area(cmd: Command) -> bytes | None:
+    """inPublic's TPMT_PUBLIC (parameter 2 of Create/CreatePrimary/Load/CreateLoaded), read without consuming."""
     r = Reader(cmd.raw, cmd.params.pos)
     try:
         r.tpm2b()
-        public_area = r.tpm2b()
+        return r.tpm2b()
+    except TpmError:
+        return None
+
+
+def _pqc_template(cmd: Command) -> bool:
+    """Claim test: the template is ML-DSA/HashML-DSA/ML-KEM (the reserved derivation template is refused)."""
+    area = _template_area(cmd)
+    if area is None:
+        return False
+    if binding.is_reserved_template(area):
+        raise TpmError(at_param(TPM_RC_VALUE, 2), "template reserved for the proxy's key derivation")
+    return S.peek_public_type(area) in S.PQC_TYPES
+
+
+def _extension_handle(cmd: Command) -> bool:
+    return is_extension_handle(cmd.handles[0])
+
+
+def _flushes_extension_handle(cmd: Command) -> bool:
+    r = Reader(cmd.raw, cmd.params.pos)
+    try:
+        return is_extension_handle(r.u32())
     except TpmError:
         return False
-    if binding.is_reserved_template(public_area):
-        raise TpmError(at_param(TPM_RC_VALUE, 2), "template reserved for the proxy's key derivation")
-    return S.peek_public_type(public_area) in S.PQC_TYPES
 
 
 def _read_template(cmd: Command) -> tuple[S.SensitiveCreate, S.Public, bytes, bytes, list]:
@@ -174,15 +207,16 @@ def _sensitive(pub: S.Public, auth: bytes, seed: bytes) -> bytes:
     return S.u16(pub.type) + S.tpm2b(auth) + S.tpm2b(b"") + S.tpm2b(seed)
 
 
-def _load(ctx: Context, cmd: Command, pub: S.Public, ps: keys.ParameterSet, seed: bytes, auth: bytes,
-          qualified_parent: bytes) -> PqcObject:
+def _load(ctx: Context, pub: S.Public, ps: keys.ParameterSet, seed: bytes, auth: bytes,
+          qualified_parent: bytes, hierarchy: int = S.TPM_RH_OWNER) -> PqcObject:
+    """Expand ``seed`` into a key object at a free extension handle (public key = ``unique``)."""
     state = _state(ctx)
     handle = state.allocate()
     private = keys.private_from_seed(ps, seed)
     full = pub.with_unique(keys.public_bytes(private))
     name = full.name()
     obj = PqcObject(handle, full, ps, private, auth, name, _qualified(full.name_alg, qualified_parent, name),
-                    ctx.conn_id)
+                    ctx.conn_id, hierarchy, seed)
     state.objects[handle] = obj
     return obj
 
@@ -190,38 +224,28 @@ def _load(ctx: Context, cmd: Command, pub: S.Public, ps: keys.ParameterSet, seed
 # ---- object creation -----------------------------------------------------------
 
 
-@tpm_command(0x131, "TPM2_CreatePrimary", handles=1)
-def create_primary(cmd: Command, ctx: Context) -> Reply | None:
-    if not _claims_template(cmd):
-        return None
+@tpm_command(0x131, "TPM2_CreatePrimary", handles=1, claims=_pqc_template)
+def create_primary(cmd: Command, ctx: Context) -> Reply:
     hierarchy = cmd.handles[0]
     sensitive, pub, area, outside, pcrs = _read_template(cmd)
     ps = _parameter_set(pub, 2)
     if hierarchy not in S.HIERARCHIES:
         raise TpmError(at_handle(TPM_RC_VALUE, 1), "not a hierarchy")
+    if not cmd.sessions:
+        raise TpmError(ext.TPM_RC_AUTH_MISSING, "the hierarchy must be authorized")
     # the hierarchy's authorization is checked by swtpm: the client's area is replayed
-    secret = binding.hierarchy_secret(ctx.backend_transact, hierarchy, cmd.auth_area or None)
+    secret = binding.hierarchy_secret(ctx.backend_transact, hierarchy, cmd.auth_area)
     seed = binding.primary_seed(secret, area, sensitive.data, ps.seed_size)
-    obj = _load(ctx, cmd, pub, ps, seed, sensitive.user_auth, S.u32(hierarchy))
-    cdata = S.creation_data(pub.name_alg, S.u32(hierarchy), S.u32(hierarchy), outside, pcrs)
+    obj = _load(ctx, pub, ps, seed, sensitive.user_auth, S.u32(hierarchy), hierarchy)
+    cdata = S.creation_data(S.u32(hierarchy), S.u32(hierarchy), outside, pcrs)
     params = (S.tpm2b(obj.public.marshal()) + S.creation_tail(pub.name_alg, cdata) + S.tpm2b(obj.name))
     return Reply(params=params, handles=[obj.handle], price=_priced(ctx, ps, "keygen"), variant=ps.variant)
 
 
-@tpm_command(0x191, "TPM2_CreateLoaded", handles=1)
-def create_loaded(cmd: Command, ctx: Context) -> Reply | None:
-    """Only guards the reserved derivation template; PQC keys via CreateLoaded are not offered."""
-    r = Reader(cmd.raw, cmd.params.pos)
-    try:
-        r.tpm2b()
-        area = r.tpm2b()
-    except TpmError:
-        return None
-    if binding.is_reserved_template(area):
-        raise TpmError(at_param(TPM_RC_VALUE, 2), "template reserved for the proxy's key derivation")
-    if S.peek_public_type(area) in S.PQC_TYPES:
-        raise TpmError(at_param(TPM_RC_TYPE, 2), "use TPM2_Create + TPM2_Load for post-quantum keys")
-    return None
+@tpm_command(0x191, "TPM2_CreateLoaded", handles=1, claims=_pqc_template)
+def create_loaded(cmd: Command, ctx: Context) -> Reply:
+    """PQC keys through CreateLoaded are not offered (the claim test already refuses the reserved template)."""
+    raise TpmError(at_param(TPM_RC_TYPE, 2), "use TPM2_Create + TPM2_Load for post-quantum keys")
 
 
 def _storage_parent(ctx: Context, cmd: Command) -> tuple[bytes, bytes]:
@@ -232,10 +256,10 @@ def _storage_parent(ctx: Context, cmd: Command) -> tuple[bytes, bytes]:
     rc, public, name, qn = binding.read_public(ctx.backend_transact, parent)
     if rc != 0:
         raise TpmError(rc)
-    attrs = struct.unpack_from(">I", public, 4)[0] if len(public) >= 8 else 0
+    attrs = struct.unpack_from(">I", public, 4)[0] if len(public) >= 8 else 0  # type, nameAlg, objectAttributes
     if not (attrs & S.RESTRICTED and attrs & S.DECRYPT):
         raise TpmError(at_handle(TPM_RC_TYPE, 1), "parent is not a storage key")
-    if cmd.tag != 0x8002 or not cmd.sessions:
+    if not cmd.sessions:
         raise TpmError(ext.TPM_RC_AUTH_MISSING)
     rc = binding.check_parent_auth(ctx.backend_transact, parent, cmd.auth_area)
     if rc != 0:
@@ -243,32 +267,35 @@ def _storage_parent(ctx: Context, cmd: Command) -> tuple[bytes, bytes]:
     return name, qn
 
 
-@tpm_command(0x153, "TPM2_Create", handles=1)
-def create(cmd: Command, ctx: Context) -> Reply | None:
-    if not _claims_template(cmd):
-        return None
+def _backend_random(ctx: Context, n: int) -> bytes:
+    """``n`` bytes of the backend TPM's RNG (TPM2_GetRandom answers at most a digest's size per call)."""
+    out = b""
+    while len(out) < n:
+        r = _backend(ctx, S.frame(0x17B, [], S.u16(min(32, n - len(out)))), "TPM2_GetRandom")
+        chunk = r.tpm2b()
+        if not chunk:
+            raise TpmError(TPM_RC_FAILURE, "backend TPM2_GetRandom returned nothing")
+        out += chunk
+    return out[:n]
+
+
+@tpm_command(0x153, "TPM2_Create", handles=1, claims=_pqc_template)
+def create(cmd: Command, ctx: Context) -> Reply:
     sensitive, pub, _area, outside, pcrs = _read_template(cmd)
     ps = _parameter_set(pub, 2)
     parent_name, parent_qn = _storage_parent(ctx, cmd)
-    seed = os.urandom(ps.seed_size)
+    seed = _backend_random(ctx, ps.seed_size)
     private = keys.private_from_seed(ps, seed)
     full = pub.with_unique(keys.public_bytes(private))
     secret = binding.storage_secret(ctx.backend_transact)
     blob = binding.seal(secret, parent_name, full.name(), _sensitive(full, sensitive.user_auth, seed))
-    cdata = S.creation_data(pub.name_alg, parent_name, parent_qn, outside, pcrs)
+    cdata = S.creation_data(parent_name, parent_qn, outside, pcrs)
     params = S.tpm2b(blob) + S.tpm2b(full.marshal()) + S.creation_tail(pub.name_alg, cdata)
     return Reply(params=params, price=_priced(ctx, ps, "keygen"), variant=ps.variant)
 
 
-@tpm_command(0x157, "TPM2_Load", handles=1)
-def load(cmd: Command, ctx: Context) -> Reply | None:
-    r = Reader(cmd.raw, cmd.params.pos)
-    try:
-        r.tpm2b()
-        if S.peek_public_type(r.tpm2b()) not in S.PQC_TYPES:
-            return None
-    except TpmError:
-        return None
+@tpm_command(0x157, "TPM2_Load", handles=1, claims=_pqc_template)
+def load(cmd: Command, ctx: Context) -> Reply:
     blob = cmd.params.param(1).tpm2b(4096)
     area = cmd.params.param(2).tpm2b(4096)
     cmd.params.end()
@@ -285,7 +312,7 @@ def load(cmd: Command, ctx: Context) -> Reply | None:
     kind, auth, _seed_value, seed = sensitive.u16(), sensitive.tpm2b(), sensitive.tpm2b(), sensitive.tpm2b()
     if kind != pub.type or len(seed) != ps.seed_size:
         raise TpmError(at_param(TPM_RC_TYPE, 1), "private area does not match the public area")
-    obj = _load(ctx, cmd, pub, ps, seed, auth, parent_qn)
+    obj = _load(ctx, pub, ps, seed, auth, parent_qn)
     if obj.public.unique != pub.unique:
         del _state(ctx).objects[obj.handle]
         raise TpmError(at_param(TPM_RC_BINDING, 2), "public key does not match the private seed")
@@ -296,29 +323,67 @@ def load(cmd: Command, ctx: Context) -> Reply | None:
 # ---- object management ---------------------------------------------------------
 
 
-@tpm_command(0x173, "TPM2_ReadPublic", handles=1)
-def read_public(cmd: Command, ctx: Context) -> Reply | None:
-    if not is_extension_handle(cmd.handles[0]):
-        return None
+@tpm_command(0x173, "TPM2_ReadPublic", handles=1, claims=_extension_handle)
+def read_public(cmd: Command, ctx: Context) -> Reply:
     obj = _key(ctx, cmd.handles[0])
     cmd.params.end()
     return Reply(params=S.tpm2b(obj.public.marshal()) + S.tpm2b(obj.name) + S.tpm2b(obj.qualified_name),
                  variant=obj.params.variant)
 
 
-@tpm_command(0x165, "TPM2_FlushContext", handles=0)
-def flush_context(cmd: Command, ctx: Context) -> Reply | None:
-    r = Reader(cmd.raw, cmd.params.pos)
-    try:
-        handle = r.u32()
-    except TpmError:
-        return None
-    if not is_extension_handle(handle):
-        return None
+@tpm_command(0x165, "TPM2_FlushContext", handles=0, claims=_flushes_extension_handle)
+def flush_context(cmd: Command, ctx: Context) -> Reply:
+    handle = cmd.params.param(1).u32()
+    cmd.params.end()
     state = _state(ctx)
     if state.objects.pop(handle, None) is None and state.sequences.pop(handle, None) is None:
         raise TpmError(at_param(TPM_RC_HANDLE, 1), "no such extension object")
     return Reply()
+
+
+def _loads_extension_context(cmd: Command) -> bool:
+    r = Reader(cmd.raw, cmd.params.pos)
+    try:
+        r.take(8)
+        return r.u32() == SAVED_HANDLE
+    except TpmError:
+        return False
+
+
+SAVED_HANDLE = ext.EXTENSION_HANDLE_FIRST
+"""TPMS_CONTEXT.savedHandle of a saved extension object (how ContextLoad recognises ours)."""
+
+
+@tpm_command(0x162, "TPM2_ContextSave", handles=1, claims=_extension_handle)
+def context_save(cmd: Command, ctx: Context) -> Reply:
+    """TPMS_CONTEXT of a PQC key: its public area, password and seed, sealed to this TPM instance."""
+    obj = _key(ctx, cmd.handles[0])
+    cmd.params.end()
+    state = _state(ctx)
+    state.contexts_saved += 1
+    header = struct.pack(">QII", state.contexts_saved, SAVED_HANDLE, obj.hierarchy)
+    body = (S.tpm2b(obj.public.marshal()) + S.tpm2b(obj.auth) + S.tpm2b(obj.seed)
+            + S.tpm2b(obj.qualified_name))
+    blob = binding.seal_context(binding.storage_secret(ctx.backend_transact), header, body)
+    return Reply(params=header + S.tpm2b(blob), variant=obj.params.variant)
+
+
+@tpm_command(0x161, "TPM2_ContextLoad", handles=0, claims=_loads_extension_context)
+def context_load(cmd: Command, ctx: Context) -> Reply:
+    r = cmd.params.param(1)
+    header = r.take(16)
+    hierarchy = struct.unpack_from(">I", header, 12)[0]
+    blob = r.tpm2b(4096)
+    r.end()
+    body = Reader(binding.unseal_context(binding.storage_secret(ctx.backend_transact), header, blob)).param(1)
+    area = Reader(body.tpm2b()).param(1)
+    pub = S.parse_public(area)
+    area.end()
+    auth, seed, qualified = body.tpm2b(), body.tpm2b(), body.tpm2b()
+    ps = _parameter_set(pub, 1)
+    obj = _load(ctx, pub, ps, seed, auth, b"", hierarchy)
+    obj.qualified_name = qualified
+    return Reply(handles=[obj.handle], price=_priced(ctx, ps, "keygen"), variant=ps.variant)
 
 
 # ---- ML-DSA ----------------------------------------------------------------------
@@ -423,10 +488,8 @@ def _sequence(ctx: Context, cmd: Command, sign: bool) -> Sequence:
     return seq
 
 
-@tpm_command(0x15C, "TPM2_SequenceUpdate", handles=1)
-def sequence_update(cmd: Command, ctx: Context) -> Reply | None:
-    if not is_extension_handle(cmd.handles[0]):
-        return None
+@tpm_command(0x15C, "TPM2_SequenceUpdate", handles=1, claims=_extension_handle)
+def sequence_update(cmd: Command, ctx: Context) -> Reply:
     seq = _state(ctx).sequences.get(cmd.handles[0])
     if seq is None:
         raise TpmError(at_handle(TPM_RC_HANDLE, 1), "no such sequence")
@@ -434,7 +497,9 @@ def sequence_update(cmd: Command, ctx: Context) -> Reply | None:
     data = cmd.params.param(1).tpm2b(S.MAX_BUFFER)
     cmd.params.end()
     _feed(seq, data)
-    return Reply(terms={**ext.wire_terms(len(cmd.raw), 0), "sha256_byte": float(len(data))})
+    key = _state(ctx).objects.get(seq.key_handle)
+    return Reply(terms={**ext.wire_terms(len(cmd.raw), 0), "sha256_byte": float(len(data))},
+                 variant=key.params.variant if key else None)
 
 
 def _feed(seq: Sequence, data: bytes) -> None:
@@ -480,6 +545,79 @@ def verify_sequence_complete(cmd: Command, ctx: Context) -> Reply:
                  price=_priced(ctx, obj.params, "verify"), variant=obj.params.variant)
 
 
+# ---- attestation -------------------------------------------------------------------
+
+TPM_GENERATED_VALUE = 0xFF544347
+TPM_ST_ATTEST_QUOTE = 0x8018
+TPM_PT_FIRMWARE_VERSION_1 = 0x10B
+
+
+def _quotes_with_pqc_key(cmd: Command) -> bool:
+    return is_extension_handle(cmd.handles[0])
+
+
+def _pcr_values(ctx: Context, selection: list[tuple[int, bytes]]) -> bytes:
+    """The selected PCRs' values, in selection order, read from swtpm (TPM2_PCR_Read returns 8 at most)."""
+    remaining = [(alg, bytearray(mask)) for alg, mask in selection]
+    values = b""
+    while any(any(m) for _, m in remaining):
+        sel = S.u32(len(remaining)) + b"".join(S.u16(a) + bytes([len(m)]) + bytes(m) for a, m in remaining)
+        r = _backend(ctx, S.frame(0x17E, [], sel), "TPM2_PCR_Read")
+        r.u32()  # pcrUpdateCounter
+        got = S.parse_pcr_selection(r)
+        n = r.u32()
+        digests = [r.tpm2b() for _ in range(n)]
+        if not digests:
+            raise TpmError(at_param(TPM_RC_VALUE, 3), "PCR selection names PCRs this TPM does not have")
+        values += b"".join(digests)
+        before = [bytes(m) for _, m in remaining]
+        for (_alg, mask), (_galg, gmask) in zip(remaining, got):
+            for i, byte in enumerate(gmask[:len(mask)]):
+                mask[i] &= ~byte
+        if before == [bytes(m) for _, m in remaining]:
+            raise TpmError(TPM_RC_FAILURE, "backend TPM2_PCR_Read made no progress")
+    return values
+
+
+@tpm_command(0x158, "TPM2_Quote", handles=1, claims=_quotes_with_pqc_key)
+def quote(cmd: Command, ctx: Context) -> Reply:
+    """TPMS_ATTEST of type QUOTE over swtpm's PCRs, signed with an ML-DSA key (message = the attest bytes).
+
+    pcrDigest uses the key's nameAlg (ML-DSA has no scheme hash); clockInfo and
+    firmwareVersion are swtpm's, not obfuscated for non-privacy-sensitive hierarchies.
+    """
+    obj = _signing_key(ctx, cmd.handles[0])
+    r = cmd.params
+    qualifying = r.param(1).tpm2b(S.MAX_DIGEST_BUFFER)
+    scheme = r.param(2).u16()
+    if scheme == S.TPM_ALG_HASH_MLDSA:
+        r.u16()
+    if scheme not in (S.TPM_ALG_NULL, obj.public.type):
+        raise TpmError(at_param(ext.TPM_RC_SCHEME, 2), "scheme differs from the key's")
+    selection = S.parse_pcr_selection(r.param(3))
+    r.end()
+    _authorize(cmd, 0, obj)
+    digest = S.digest(obj.public.name_alg, _pcr_values(ctx, selection))
+    clock = _backend(ctx, S.frame(0x181, [], b""), "TPM2_ReadClock")
+    clock.take(8)  # time
+    clock_info = clock.take(17)  # clock, resetCount, restartCount, safe
+    cap = S.u32(6) + S.u32(TPM_PT_FIRMWARE_VERSION_1) + S.u32(2)
+    fw = _backend(ctx, S.frame(0x17A, [], cap), "TPM2_GetCapability")
+    fw.u8(), fw.u32(), fw.u32()
+    fw.u32()
+    v1 = fw.u32()
+    fw.u32()
+    v2 = fw.u32()
+    sel = S.u32(len(selection)) + b"".join(S.u16(a) + bytes([len(m)]) + m for a, m in selection)
+    attest = (S.u32(TPM_GENERATED_VALUE) + S.u16(TPM_ST_ATTEST_QUOTE) + S.tpm2b(obj.qualified_name)
+              + S.tpm2b(qualifying) + clock_info + S.u32(v1) + S.u32(v2) + sel + S.tpm2b(digest))
+    stream = keys.MuStream(obj.public.unique, b"", obj.public.type, obj.public.hash_alg)
+    stream.update(attest)
+    sig = keys.sign_mu(obj.private, stream.mu())
+    return Reply(params=S.tpm2b(attest) + S.signature(obj.public, sig), price=_priced(ctx, obj.params, "sign"),
+                 variant=obj.params.variant)
+
+
 # ---- ML-KEM ----------------------------------------------------------------------
 
 
@@ -523,3 +661,76 @@ def startup(cmd: Command, ctx: Context) -> Reply:
         state.objects.clear()
         state.sequences.clear()
     return Reply(raw=response)
+
+
+def _tests_pqc_parameters(cmd: Command) -> bool:
+    r = Reader(cmd.raw, cmd.params.pos)
+    try:
+        return r.u16() in S.PQC_TYPES
+    except TpmError:
+        return False
+
+
+@tpm_command(0x18A, "TPM2_TestParms", handles=0, claims=_tests_pqc_parameters)
+def test_parms(cmd: Command, ctx: Context) -> Reply:
+    """TPMT_PUBLIC_PARMS of a PQC type: success if this TPM could make such a key (TPM_RC_PARMS if not)."""
+    area = cmd.params.rest()
+    kind = struct.unpack_from(">H", area)[0]
+    # TPMT_PUBLIC_PARMS is TPMT_PUBLIC without nameAlg, attributes, authPolicy and unique
+    r = Reader(S.u16(kind) + S.u16(S.TPM_ALG_SHA256) + S.u32(0) + S.tpm2b(b"") + area[2:] + S.tpm2b(b"")).param(1)
+    pub = S.parse_public(r)
+    r.end()
+    _parameter_set(pub, 1)
+    if pub.type == S.TPM_ALG_MLKEM and pub.symmetric is not None:
+        raise TpmError(at_param(ext.TPM_RC_SYMMETRIC, 1), "restricted (storage) ML-KEM keys are not supported")
+    return Reply()
+
+
+# ---- discovery -------------------------------------------------------------------
+
+TPM_CAP_ALGS = 0x0
+TPM_CAP_COMMANDS = 0x2
+# TPMA_ALGORITHM: asymmetric (bit 0), object (3), signing (8), encrypting (9)
+PQC_ALGORITHMS = {S.TPM_ALG_MLKEM: 0x0209, S.TPM_ALG_MLDSA: 0x0109, S.TPM_ALG_HASH_MLDSA: 0x0109}
+
+
+def _pqc_commands() -> dict[int, int]:
+    """TPMA_CC of the 1.85 commands: commandIndex, cHandles (bits 25-27), rHandle (bit 28)."""
+    out = {}
+    for code, reg in ext.registered().items():
+        if 0x1A3 <= code <= 0x1AA:
+            out[code] = code | reg.handles << 25 | (1 << 28 if code in (0x1A9, 0x1AA) else 0)
+    return out
+
+
+def _lists_algs_or_commands(cmd: Command) -> bool:
+    r = Reader(cmd.raw, cmd.params.pos)
+    try:
+        return r.u32() in (TPM_CAP_ALGS, TPM_CAP_COMMANDS)
+    except TpmError:
+        return False
+
+
+@tpm_command(0x17A, "TPM2_GetCapability", handles=0, claims=_lists_algs_or_commands)
+def get_capability(cmd: Command, ctx: Context) -> Reply:
+    """swtpm's algorithm / command list with the 1.85 PQC entries merged in, in order."""
+    capability, first, count = cmd.params.u32(), cmd.params.u32(), cmd.params.u32()
+    response = ctx.backend_transact(cmd.raw)
+    if response[6:10] != b"\0\0\0\0":
+        return Reply(raw=response)
+    r = Reader(response, 10)
+    more, _cap, n = r.u8(), r.u32(), r.u32()
+    width = 6 if capability == TPM_CAP_ALGS else 4
+    entries = [r.take(width) for _ in range(n)]
+
+    def key(entry: bytes) -> int:  # TPM_ALG_ID, or commandIndex of a TPMA_CC
+        return struct.unpack(">H", entry[:2])[0] if width == 6 else struct.unpack(">I", entry)[0] & 0xFFFF
+
+    ours = ({a: S.u16(a) + S.u32(attrs) for a, attrs in PQC_ALGORITHMS.items()} if width == 6
+            else {c: S.u32(v) for c, v in _pqc_commands().items()})
+    last = key(entries[-1]) if entries and more else None  # the backend stopped there: ours after it come later
+    merged = sorted(entries + [e for k, e in ours.items() if k >= first and (last is None or k < last)], key=key)
+    if len(merged) > count:
+        merged, more = merged[:count], 1
+    body = bytes([more]) + S.u32(capability) + S.u32(len(merged)) + b"".join(merged)
+    return Reply(raw=struct.pack(">HII", 0x8001, 10 + len(body), 0) + body)

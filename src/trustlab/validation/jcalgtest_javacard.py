@@ -1,0 +1,48 @@
+"""Reference source: JCAlgTest measurements of other NXP JCOP 2.4.x Java Cards (leave-one-card-out).
+
+jcop-2018's persistent-memory and bytecode costs come from one card each
+(NXP J3D081 for Util.arrayCopy to and from EEPROM, JCOP21 v2.4.2R3 for the
+XOR loop). The same methods measured on the other cards of that generation
+(data/jcalgtest_javacard_jcop24.csv, extracted from the JCAlgTest files) are
+what those components must predict; rows from a component's own file are
+calibration. The hash cost cannot be checked this way: hash_call is the
+applet's doFinal plus its Java glue, which no JCAlgTest method measures.
+"""
+
+from __future__ import annotations
+
+import csv
+from importlib import resources
+
+from trustlab.timing import registry
+from trustlab.validation.core import CALIBRATION, INDEPENDENT, Check, Inconsistency, device_class
+
+PROFILE = "jcop-2018"
+PROFILES = (PROFILE,)
+FILE = "jcalgtest_javacard_jcop24.csv"
+SOURCE = "JCAlgTest Java Card results (crocs-muni/jcalgtest_results, MIT; validation/data/" + FILE + ")"
+METHODS = {  # JCAlgTest method -> (per-call component, per-byte component, what)
+    "UTIL Util_arrayCopy_RAM2EEPROM()": ("nvm_write_call", "nvm_write_byte", "Util.arrayCopy RAM -> EEPROM"),
+    "UTIL Util_arrayCopy_EEPROM2RAM()": ("nvm_read_call", "nvm_read_byte", "Util.arrayCopy EEPROM -> RAM"),
+    "SWALGS SWAlgs_xor()": (None, "ram_byte", "bytecode XOR loop"),
+}
+
+
+def checks() -> list[Check]:
+    prof = registry.load(PROFILE)
+    text = resources.files("trustlab.validation").joinpath("data", FILE).read_text(encoding="utf-8")
+    out = []
+    for row in csv.DictReader(line for line in text.splitlines() if line and not line.startswith("#")):
+        call, per_byte, what = METHODS[row["method"]]
+        n = int(row["length"])
+        predicted = (prof.mean(call) if call else 0.0) + n * prof.mean(per_byte)
+        own = row["file"] in prof[per_byte].provenance.source
+        out.append(Check(PROFILE, device_class(PROFILE, prof.family), f"{what}, {n} B", predicted,
+                         float(row["avg_ms"]), "ms", CALIBRATION if own else INDEPENDENT,
+                         f"{SOURCE}: {row['card']} ({row['file']} line {row['line']})",
+                         "" if own else f"leave-one-card-out: {PROFILE}'s {per_byte} comes from another JCOP card"))
+    return out
+
+
+def inconsistencies() -> list[Inconsistency]:
+    return []

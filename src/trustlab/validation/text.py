@@ -1,0 +1,62 @@
+"""The validation as text (``trustlab validate``, the experiment's text) and as a plot spec."""
+
+from __future__ import annotations
+
+from trustlab.cli._output import table
+from trustlab.validation.core import DEVICE_CLASSES, INDEPENDENT
+from trustlab.validation.run import Validation
+
+
+def render(v: Validation, independent_only: bool = False) -> str:
+    """The text report: accuracy per profile, every check, every inconsistency."""
+    acc = v.accuracy()
+    out = ["Accuracy per profile (independent references only)",
+           table([[a.profile, a.device_class, a.n, _pct(a.median), _pct(a.worst), a.calibration_n]
+                  for a in acc.values()],
+                 ["profile", "class", "n indep.", "median |err|", "worst |err|", "n calib."])]
+    rows = [[c.profile, c.command, c.predicted, c.reference, c.unit, f"{c.error:+.1%}", c.kind,
+             c.source + (f" -- {c.note}" if c.note else "")]
+            for c in v.checks if not independent_only or c.kind == INDEPENDENT]
+    out += ["", "Checks", table(rows, ["profile", "command", "predicted", "reference", "unit", "error", "kind",
+                                       "reference provenance"])]
+    if v.inconsistencies:
+        irows = [["FLAG", i.source, i.what, "; ".join(f"{k} = {_num(val)}" for k, val in i.readings.items()),
+                  "-" if i.ours is None else _num(i.ours), i.unit, i.note] for i in v.inconsistencies]
+        out += ["", "Inconsistencies: a source contradicts itself; every reading shown, none picked",
+                table(irows, ["", "source", "what", "readings", "trustlab", "unit", "note"])]
+    return "\n".join(out)
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{x:.1%}"
+
+
+def _num(x: float) -> str:
+    return f"{x:,.0f}" if abs(x) >= 1000 else f"{x:.4g}"
+
+
+def accuracy_rows(v: Validation) -> list[dict]:
+    """One row per profile: the accuracy it may state."""
+    return [{"profile": a.profile, "class": a.device_class, "independent refs": a.n,
+             "median |error| %": None if a.median is None else 100 * a.median,
+             "worst |error| %": None if a.worst is None else 100 * a.worst, "calibration refs": a.calibration_n}
+            for a in v.accuracy().values()]
+
+
+def accuracy_plot(v: Validation) -> dict:
+    """Predicted vs reference over every independent reference, one colour per device class."""
+    series = []
+    pts = [c for c in v.checks if c.kind == INDEPENDENT and c.predicted > 0 and c.reference > 0]
+    for cls in DEVICE_CLASSES + tuple(sorted({c.device_class for c in pts} - set(DEVICE_CLASSES))):
+        mine = [c for c in pts if c.device_class == cls]
+        if mine:
+            series.append({"label": f"{cls} ({len(mine)})", "x": [c.reference for c in mine],
+                           "y": [c.predicted for c in mine], "style": "points"})
+    if not pts:
+        return {}
+    lo = min(min(c.reference, c.predicted) for c in pts)
+    hi = max(max(c.reference, c.predicted) for c in pts)
+    series.append({"label": "y = x", "x": [lo, hi], "y": [lo, hi], "style": "dashed"})
+    return {"kind": "loglog", "title": "Predicted vs independent reference, by device class",
+            "xlabel": "reference (its unit: ms, or s for Java Card HBS)", "ylabel": "trustlab prediction",
+            "series": series}
