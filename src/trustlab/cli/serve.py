@@ -15,16 +15,20 @@ LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
-        "serve", help="serve a TPM 2.0 (swtpm) through a timing proxy",
+        "serve", help="serve a TPM 2.0 (swtpm) or TPM 1.2 (trustlab's engine) through a timing proxy",
         description="Listen with swtpm's protocol (data port P, control port P+1), forward each command to "
         "the backend through a resource manager with the Linux tpmrm's rules, and hold the response until "
         "the profile's modelled time for it has passed since its last request byte arrived. swtpm: and "
         "mssim: TCTIs both work against the default (the control port tells them apart by their first frame). "
-        "The TPM state is temporary unless --state is given.",
-        epilog="example: trustlab serve --profile nuvoton-npct75x-7.2.0.1-jcalgtest --port 2321 & "
-        "TPM2TOOLS_TCTI=swtpm:port=2321 tpm2_getrandom 8",
+        "The TPM state is temporary unless --state is given. With a tpm1.2 profile the backend is trustlab's "
+        "own TPM 1.2 engine (no resource manager; each command takes the time the engine charged), which "
+        "TrouSerS tcsd reaches in its TCP device mode.",
+        epilog="examples: trustlab serve --profile nuvoton-npct75x-7.2.0.1-jcalgtest --port 2321 & "
+        "TPM2TOOLS_TCTI=swtpm:port=2321 tpm2_getrandom 8;  trustlab serve --profile infineon-2010 --port 2321 & "
+        "TCSD_USE_TCP_DEVICE=1 TCSD_TCP_DEVICE_PORT=2321 tcsd -e -f",
     )
-    p.add_argument("--profile", required=True, metavar="NAME", help="tpm2 profile name or .toml path")
+    p.add_argument("--profile", required=True, metavar="NAME",
+                   help="tpm2 or tpm1.2 profile name or .toml path")
     p.add_argument("--host", default="127.0.0.1",
                    help="address to listen on (default 127.0.0.1; the control port has no authentication)")
     p.add_argument("--port", type=int, default=2321, help="data port P (control is P+1); 0 picks free ports")
@@ -150,7 +154,8 @@ def _start_tpm2(args: argparse.Namespace, profile):
 
 def _start_tpm12(args: argparse.Namespace, profile):
     """The in-process TPM 1.2 engine behind the same front end (devices/tpm12/served.py)."""
-    from trustlab.devices.tpm12.served import EngineBackend, Tpm12Proxy
+    from trustlab.devices.tpm12.served import EngineBackend
+    from trustlab.devices.tpm2.proxy import TimingProxy
 
     if args.backend != "swtpm":
         raise TrustlabError(f"--backend {args.backend}: a tpm1.2 profile is served by trustlab's own TPM 1.2 "
@@ -159,8 +164,11 @@ def _start_tpm12(args: argparse.Namespace, profile):
         raise TrustlabError("--control mssim: the MS simulator's platform protocol is TPM 2.0 only")
     backend = EngineBackend(profile, args.state, seed=args.seed, startup=args.startup)
     try:
-        return Tpm12Proxy(profile, backend, virtual=args.virtual, trace=args.trace, host=args.host,
-                          port=args.port, seed=args.seed, rt_priority=not args.no_rt_priority, log=_log)
-    except OSError as exc:
+        return TimingProxy(profile, backend, control="swtpm", virtual=args.virtual, trace=args.trace,
+                           host=args.host, port=args.port, seed=args.seed, rt_priority=not args.no_rt_priority,
+                           log=_log)
+    except BaseException as exc:
         backend.close()
-        raise TrustlabError(f"cannot start the proxy: {exc}") from None
+        if isinstance(exc, OSError):
+            raise TrustlabError(f"cannot start the proxy: {exc}") from None
+        raise

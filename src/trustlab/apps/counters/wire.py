@@ -62,13 +62,14 @@ def open_tpm12(mode: str, profile: Profile, clock: Clock, *, seed: int = 0) -> W
 
 
 def _served(profile: Profile, clock: Clock, seed: int) -> WiredTpm:
-    from trustlab.devices.tpm12.served import EngineBackend, Tpm12Proxy
+    from trustlab.devices.tpm12.served import EngineBackend
+    from trustlab.devices.tpm2.proxy import TimingProxy
     from trustlab.devices.tpm12.socket_tpm import SocketTpm12
 
     records: collections.deque = collections.deque()
     # powered and started, as serve runs it; host keys from the cached pool, as provision() gives the in-process engine
     backend = EngineBackend(profile, nv=MemoryNVStore(), seed=seed, keygen=keypool.cursor())
-    proxy = Tpm12Proxy(profile, backend, virtual=True, trace=records.append, keep_records=2)
+    proxy = TimingProxy(profile, backend, virtual=True, control="swtpm", trace=records.append, keep_records=2)
 
     def price(command: bytes, response: bytes) -> tuple[str, dict[str, float]]:
         record = records.popleft()  # traced before the response left the proxy
