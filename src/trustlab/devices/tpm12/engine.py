@@ -46,9 +46,8 @@ from trustlab.devices.tpm12.nvstore import MemoryNVStore, NVStore
 from trustlab.devices.tpm12.primitives import Primitives
 from trustlab.devices.tpm12.registry import Request
 from trustlab.devices.tpm12.sessions import AuthContext, Session, SessionUse
-from trustlab.devices.tpm12.state import LOCKOUT_THRESHOLD, Counter, PersistentState  # noqa: F401 (re-exported)
+from trustlab.devices.tpm12.state import LOCKOUT_THRESHOLD, PersistentState
 from trustlab.devices.tpm12.wire import Reader, Writer
-from trustlab.errors import TrustlabError
 from trustlab.timing.clock import Clock
 
 HEADER = 10
