@@ -704,6 +704,8 @@ def _pqc_commands() -> dict[int, int]:
 
 
 def _lists_algs_or_commands(cmd: Command) -> bool:
+    if cmd.sessions:  # an audit/encrypt session's response must come from the TPM untouched
+        return False
     r = Reader(cmd.raw, cmd.params.pos)
     try:
         return r.u32() in (TPM_CAP_ALGS, TPM_CAP_COMMANDS)
