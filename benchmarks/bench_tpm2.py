@@ -218,18 +218,9 @@ def sigterm_loop(tries: int) -> dict[str, Any]:
     import signal
     import subprocess
     import sys
-    import tempfile
     from pathlib import Path
 
-    def dirs_of(pid: int) -> list[Path]:  # other runs share /tmp: count only this serve's own
-        found = []
-        for d in Path(tempfile.gettempdir()).glob("trustlab-swtpm-*"):
-            try:
-                if (d / "owner").read_text().split()[0] == str(pid):
-                    found.append(d)
-            except (OSError, IndexError):
-                continue
-        return found
+    from trustlab.devices.tpm2.swtpm import state_dirs_of
 
     src = str(Path(__file__).resolve().parents[1] / "src")
     env = dict(os.environ, PYTHONPATH=src + os.pathsep + os.environ.get("PYTHONPATH", ""))
@@ -254,7 +245,7 @@ def sigterm_loop(tries: int) -> dict[str, Any]:
             proc.wait()
         elapsed = time.monotonic() - t0
         slowest = max(slowest, elapsed)
-        good += elapsed < 2.0 and proc.returncode == 0 and not dirs_of(proc.pid)
+        good += elapsed < 2.0 and proc.returncode == 0 and not state_dirs_of(proc.pid)
     return {"sigterm_tries": tries, "sigterm_ok": good, "sigterm_exit_max_s": slowest}
 
 
