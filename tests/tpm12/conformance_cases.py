@@ -801,6 +801,27 @@ raw_case("establish_with_unknown_key", "transport",
          frame(ORD["TPM_EstablishTransport"], u32(0x01ABCDEF) + transport_public(LOGX) + u32(20) + TRANS))
 
 
+def establish_with_key(s, alg: int, scheme: int) -> None:
+    """An encrypted session: the secret travels as TPM_TRANSPORT_AUTH under the storage key."""
+    pub = quiet(s.tpm.TPM_GetPubKey, s.ctx.get("h_storage", 0), KEY)
+    if pub is not None:
+        from trustlab.devices.tpm12.keys import pubkey_modulus
+
+        s.ctx["storage_modulus"] = pubkey_modulus(pub)[1]
+    quiet(s.tpm.TPM_EstablishTransport, TRANS, exclusive=False, logged=False, alg=alg, scheme=scheme,
+          key=(s.ctx.get("h_storage", 0), s.ctx.get("storage_modulus", b"\x01" * 256), KEY))
+
+
+for _name, _alg, _scheme in [("mgf1", C.TPM_ALG_MGF1, C.TPM_ES_NONE), ("aes_ctr", C.TPM_ALG_AES128, C.TPM_ES_SYM_CTR),
+                             ("aes_ofb", C.TPM_ALG_AES128, C.TPM_ES_SYM_OFB),
+                             ("mgf1_with_scheme", C.TPM_ALG_MGF1, C.TPM_ES_SYM_CTR),
+                             ("aes_ecb", C.TPM_ALG_AES128, C.TPM_ES_NONE), ("xor", C.TPM_ALG_XOR, C.TPM_ES_NONE)]:
+    CASES.append(Case(f"establish_encrypted_{_name}", "transport",
+                      (lambda a, b: lambda s: establish_with_key(s, a, b))(_alg, _scheme), _establish_fields))
+for _alg in (C.TPM_ALG_MGF1, C.TPM_ALG_AES128, C.TPM_ALG_AES256, C.TPM_ALG_RSA):
+    raw_case(f"cap_trans_alg_{_alg:#x}", "transport", cap(C.TPM_CAP_TRANS_ALG, u32(_alg)))
+
+
 def _execute_fields(rsp: bytes) -> bytes:
     """The tick count is the TPM's: compare locality and the wrapped response's header."""
     return rsp[:10] + stripped(rsp)[18:22] + stripped(rsp)[22:32] if not rc_of(rsp) else rsp
