@@ -114,6 +114,13 @@ def _pubkey_hash(tpm, spec: registry.CommandSpec, wrapped: bytes) -> bytes:
     return tpm.crypto.sha1(*digests)
 
 
+def _crypt(tpm, s: Session, even: bytes, odd: bytes, label: bytes, data: bytes) -> bytes:
+    """One direction's pad; MGF1's hashing is charged, AES blocks as ``aes_block`` where profiled."""
+    if s.alg == C.TPM_ALG_AES128:
+        tpm.crypto.optional("aes_block", -(-len(data) // crypt.AES_BLOCK))
+    return crypt.crypt(s.alg, s.scheme, s.auth_secret, even, odd, label, data, tpm.crypto.sha1)
+
+
 @tpm_command("TPM_ExecuteTransport", auth=(1,), transport_ok=False, own_digests=True)
 def execute_transport(tpm, req: Request) -> Response:
     wrapped = req.params.sized(1 << 16)
@@ -129,8 +136,7 @@ def execute_transport(tpm, req: Request) -> Response:
     odd = req.auth.uses[0].nonce_odd
     encrypted = bool(s.attributes & C.TPM_TRANSPORT_ENCRYPT)
     if encrypted and end > start:  # step 4: C1 = the decrypted DATAw
-        plain = crypt.crypt(s.alg, s.scheme, s.auth_secret, s.nonce_even, odd, b"in", wrapped[start:end],
-                            tpm.crypto.sha1)
+        plain = _crypt(tpm, s, s.nonce_even, odd, b"in", wrapped[start:end])
         wrapped = wrapped[:start] + plain + wrapped[end:]
     h1 = tpm.crypto.sha1(wrapped[6:10], wrapped[start:end])  # step 6
     req.auth.check_transport(0, s, tpm.crypto.sha1(_ORD_ET, _U32(len(wrapped)), h1))  # step 7
@@ -149,8 +155,7 @@ def execute_transport(tpm, req: Request) -> Response:
         s.next_even = tpm.crypto.random(20)  # the nonceEven this response carries seeds its pad
         n_out = {C.TPM_TAG_RSP_AUTH1_COMMAND: 1, C.TPM_TAG_RSP_AUTH2_COMMAND: 2}.get(struct.unpack(">H", rsp[:2])[0], 0)
         a, b = 10 + 4 * tpm.last_out_handles, len(rsp) - 41 * n_out
-        rsp = rsp[:a] + crypt.crypt(s.alg, s.scheme, s.auth_secret, s.next_even, odd, b"out", rsp[a:b],
-                                    tpm.crypto.sha1) + rsp[b:]
+        rsp = rsp[:a] + _crypt(tpm, s, s.next_even, odd, b"out", rsp[a:b]) + rsp[b:]
     head = ticks[2:10] + _U32(req.locality)
     out_digest = tpm.crypto.sha1(_U32(C.TPM_SUCCESS), _ORD_ET, head, _U32(len(rsp)), h2)  # step 15
     return Response(params=head + Writer().sized(rsp).bytes(), out_digest=out_digest)
