@@ -509,20 +509,23 @@ def unbind_garbage(s):
 
 
 # ---- 9. NV storage (Part 3, 20) ----
-def nv_public(index: int, attrs: int, size: int) -> bytes:
-    pcr = b"\x00\x03\x00\x00\x00" + b"\x1f" + b"\x00" * 20
-    return (struct.pack(">HI", C.TPM_TAG_NV_DATA_PUBLIC, index) + pcr + pcr
+NO_PCRS = b"\x00\x03\x00\x00\x00" + b"\x1f" + b"\x00" * 20  # TPM_PCR_INFO_SHORT: any locality, no PCRs
+
+
+def nv_public(index: int, attrs: int, size: int, pcr_read: bytes = NO_PCRS, pcr_write: bytes = NO_PCRS) -> bytes:
+    return (struct.pack(">HI", C.TPM_TAG_NV_DATA_PUBLIC, index) + pcr_read + pcr_write
             + struct.pack(">HI", C.TPM_TAG_NV_ATTRIBUTES, attrs) + b"\x00\x00\x00" + u32(size))
 
 
-def nv_define(s, index: int, attrs: int, size: int, auth: bytes = NVA, owner: bytes | None = OWNER) -> None:
+def nv_define(s, index: int, attrs: int, size: int, auth: bytes = NVA, owner: bytes | None = OWNER,
+              pcr_read: bytes = NO_PCRS, pcr_write: bytes = NO_PCRS) -> None:
+    public = nv_public(index, attrs, size, pcr_read, pcr_write)
     if owner is None:
-        s.raw(frame(ORD["TPM_NV_DefineSpace"], nv_public(index, attrs, size) + auth))
+        s.raw(frame(ORD["TPM_NV_DefineSpace"], public + auth))
         return
     sess = s.tpm.TPM_OSAP(C.TPM_ET_OWNER, C.TPM_KH_OWNER, owner)
     sess.cont = False
-    quiet(s.tpm.call, "TPM_NV_DefineSpace", params=nv_public(index, attrs, size) + sess.encrypt_auth(auth),
-          auth=[sess])
+    quiet(s.tpm.call, "TPM_NV_DefineSpace", params=public + sess.encrypt_auth(auth), auth=[sess])
 
 
 def nv_write(index: int, offset: int, data: bytes) -> bytes:
@@ -656,6 +659,32 @@ def nv_write_owner_on_auth_area(s):
 @case("nv")
 def nv_delete_area(s):
     nv_define(s, 0x00011004, C.TPM_NV_PER_OWNERWRITE, 0)
+
+
+def _pcr10_info(locality: int, digest: bytes) -> bytes:
+    return b"\x00\x03\x00\x04\x00" + bytes([locality]) + digest
+
+
+@case("nv")
+def nv_define_pcr_and_locality_bound(s):
+    pcr10 = s.tpm.TPM_PCRRead(10)
+    good = hashlib.sha1(b"\x00\x03\x00\x04\x00" + u32(20) + pcr10).digest()
+    nv_define(s, 0x00011010, C.TPM_NV_PER_OWNERWRITE, 8, pcr_read=_pcr10_info(C.TPM_LOC_TWO, good),
+              pcr_write=_pcr10_info(C.TPM_LOC_ZERO, good))
+    nv_define(s, 0x00011011, C.TPM_NV_PER_OWNERWRITE, 8, pcr_write=_pcr10_info(C.TPM_LOC_ALL, b"\x00" * 20))
+
+
+@case("nv")
+def nv_write_pcr_bound_in_the_right_state(s):
+    quiet(s.tpm.call, "TPM_NV_WriteValue", params=nv_write(0x00011010, 0, b"pcrbound"), auth=[OWNER])
+
+
+raw_case("nv_read_from_the_wrong_locality", "nv", frame(ORD["TPM_NV_ReadValue"], u32(0x00011010) + u32(0) + u32(8)))
+
+
+@case("nv")
+def nv_write_with_the_wrong_pcr_value(s):
+    quiet(s.tpm.call, "TPM_NV_WriteValue", params=nv_write(0x00011011, 0, b"x"), auth=[OWNER])
 
 
 raw_case("nv_cap_list_after", "nv", cap(C.TPM_CAP_NV_LIST))
