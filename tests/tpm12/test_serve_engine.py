@@ -23,7 +23,7 @@ import pytest
 from trustlab.apps.counters import schemes
 from trustlab.apps.counters.runner import run as run_scheme
 from trustlab.apps.workloads import Request
-from trustlab.devices.tpm12 import MemoryNVStore, Tpm12
+from trustlab.devices.tpm12 import MemoryNVStore, Tpm12, TpmError
 from trustlab.devices.tpm12 import constants as C
 from trustlab.devices.tpm12.served import CAPABILITIES, STATE_FILE, EngineBackend
 from trustlab.devices.tpm12.socket_tpm import SocketTpm12, Swtpm12
@@ -341,3 +341,29 @@ def test_save_state_power_cycle(backend: EngineBackend, tmp_path: Path) -> None:
             theirs = power_cycle_script(remote.execute, lambda req: ctrl(sw.port + 1, req))
             remote.close()
         assert ours == theirs
+
+
+def test_storage_failure_answers_tpm_fail() -> None:
+    """If the state cannot be saved, the command answers TPM_FAIL and the state stays the last durable one."""
+    from types import SimpleNamespace
+
+    class Broken(MemoryNVStore):
+        fail = False
+
+        def save(self, data: bytes) -> None:
+            if self.fail:
+                raise OSError("disk full")
+            super().save(data)
+
+    nv = Broken()
+    backend = EngineBackend(load("infineon-2010"), nv=nv)
+    host = Tpm12(Clock(load("infineon-2010")), engine=SimpleNamespace(execute=backend.transact))
+    nv.fail = True
+    with pytest.raises(TpmError, match="TPM_FAIL"):
+        host.TPM_TakeOwnership(b"\1" * 20, b"\2" * 20)
+    assert isinstance(backend.last_error, OSError)
+    assert backend.engine.state.owner_auth is None  # nothing half-done
+    nv.fail = False
+    host.TPM_TakeOwnership(b"\1" * 20, b"\2" * 20)
+    assert backend.engine.state.owner_auth == b"\1" * 20
+    backend.close()

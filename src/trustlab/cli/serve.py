@@ -49,9 +49,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="do not ask for SCHED_FIFO for the thread that holds responses (realtime mode)")
     p.add_argument("--seed", type=int, default=0, help="seed for drawing from spreads (key generation)")
     p.add_argument("--startup", choices=("clear", "none"), default="clear",
-                   help="TPM 1.2 only: after every power-up (start, CMD_INIT) send TPM_Startup(ST_CLEAR) as a "
-                   "BIOS would (default), or leave TPM_Startup to the client (none, e.g. ST_STATE after "
-                   "TPM_SaveState)")
+                   help="after power-up send TPM(2)_Startup(CLEAR) as a BIOS would (default), or leave it to "
+                   "the client (none: e.g. tpm2-pytss' own tests, or TPM 1.2 ST_STATE after TPM_SaveState; "
+                   "TPM 1.2: after every CMD_INIT too)")
     p.set_defaults(handler=run)
 
 
@@ -66,19 +66,19 @@ def _open_backend(args: argparse.Namespace):
 
     for stale in remove_stale_state():
         _log(f"removed {stale} (left by a process that no longer runs)")
-    if args.state is None:
+    if args.state is None and args.startup == "clear":
         return args.backend
     if args.backend != "swtpm":
-        raise TrustlabError(f"--state applies to --backend swtpm, not {args.backend!r}")
+        raise TrustlabError(f"--state and --startup apply to --backend swtpm, not {args.backend!r}")
     from pathlib import Path
 
     from trustlab.devices.tpm2.backend import swtpm_backend
     from trustlab.devices.tpm2.swtpm import Swtpm
 
-    state = Path(args.state)
-    if state.exists() and not state.is_dir():
+    state = Path(args.state) if args.state else None
+    if state is not None and state.exists() and not state.is_dir():
         raise TrustlabError(f"--state {args.state}: not a directory")
-    return swtpm_backend(Swtpm(state_dir=state).start(), owned=True)
+    return swtpm_backend(Swtpm(state_dir=state, startup=args.startup == "clear").start(), owned=True)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -93,8 +93,6 @@ def run(args: argparse.Namespace) -> int:
                             f"tpm1.2 profile (see 'trustlab profiles list')")
     if not 0 <= args.port < 65535:
         raise TrustlabError(f"--port {args.port}: expected 0..65534")
-    if profile.family == "tpm2" and args.startup != "clear":
-        raise TrustlabError("--startup applies to tpm1.2 profiles only")
     if args.host not in LOOPBACK_HOSTS:
         _log(f"warning: listening on {args.host}: the control port (P+1) has no authentication; anyone who "
              "can reach it can power-cycle this TPM")

@@ -2,14 +2,15 @@
 
 tpm2-tools 5.4 knows neither TPM2_SignDigest nor TPM_ALG_MLDSA, so these verbs
 send the raw 1.85 frames themselves, to a ``trustlab serve`` (or any TPM that
-implements them) named by a TCTI string. Handles stay valid between
-invocations, as with tpm2-tools over ``tcti-swtpm``.
+implements them) named by a TCTI string. Under serve's resource manager a key
+lives as long as the process that loaded it (as with tpm2-tools): save it with
+``--context-out`` and name the file as ``--key`` in later invocations.
 
     trustlab serve --profile st-st33ktpm2xspi-wolftpm --port 2321 &
     export TPM2TOOLS_TCTI=swtpm:port=2321
-    trustlab tpm2 pqc createprimary --alg ML-DSA-65 --public-out key.pub
-    trustlab tpm2 pqc sign-digest --key 0x80ff0000 --message msg.bin --signature-out msg.sig
-    trustlab tpm2 pqc verify-digest --key 0x80ff0000 --message msg.bin --signature msg.sig
+    trustlab tpm2 pqc createprimary --alg ML-DSA-65 --context-out key.ctx
+    trustlab tpm2 pqc sign-digest --key key.ctx --message msg.bin --signature-out msg.sig
+    trustlab tpm2 pqc verify-digest --key key.ctx --message msg.bin --signature msg.sig
 """
 
 from __future__ import annotations
@@ -104,7 +105,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         v.add_argument("--public-out", type=Path, metavar="FILE", help="write the TPMT_PUBLIC here")
 
     v = verb("createprimary", "create a PQC primary key (derived from the hierarchy seed) and load it",
-             "createprimary --alg ML-DSA-65 --public-out key.pub --json")
+             "createprimary --alg ML-DSA-65 --context-out key.ctx --json")
     template_args(v)
     v.add_argument("--hierarchy", choices=tuple(HIERARCHIES), default="owner", help="hierarchy (default owner)")
     v.add_argument("--hierarchy-auth", type=_auth, default=b"", metavar="PASSWORD", help="hierarchy password")
@@ -137,33 +138,33 @@ def register(sub: argparse._SubParsersAction) -> None:
         key_arg(v, "ML-DSA")
 
     v = verb("sign-digest", "TPM2_SignDigest: sign an external mu / pre-hash with an ML-DSA key",
-             "sign-digest --key 0x80ff0000 --message msg.bin --signature-out msg.sig")
+             "sign-digest --key key.ctx --message msg.bin --signature-out msg.sig")
     message_args(v)
     key_auth(v)
     v.add_argument("--signature-out", type=Path, metavar="FILE", help="write the raw signature here")
     v.set_defaults(handler=run_sign)
 
     v = verb("verify-digest", "TPM2_VerifyDigestSignature in the TPM, and cryptography's verify beside it",
-             "verify-digest --key 0x80ff0000 --message msg.bin --signature msg.sig")
+             "verify-digest --key key.ctx --message msg.bin --signature msg.sig")
     message_args(v)
     v.add_argument("--signature", type=Path, required=True, metavar="FILE", help="raw signature file")
     v.set_defaults(handler=run_verify)
 
     v = verb("encapsulate", "TPM2_Encapsulate: a fresh shared secret and its ML-KEM ciphertext",
-             "encapsulate --key 0x80ff0001 --ciphertext-out ct.bin --json")
+             "encapsulate --key kem.ctx --ciphertext-out ct.bin --json")
     key_arg(v, "ML-KEM")
     v.add_argument("--ciphertext-out", type=Path, metavar="FILE", help="write the ciphertext here")
     v.set_defaults(handler=run_encapsulate)
 
     v = verb("decapsulate", "TPM2_Decapsulate: the shared secret inside an ML-KEM ciphertext",
-             "decapsulate --key 0x80ff0001 --ciphertext ct.bin --json")
+             "decapsulate --key kem.ctx --ciphertext ct.bin --json")
     key_arg(v, "ML-KEM")
     v.add_argument("--ciphertext", type=Path, required=True, metavar="FILE", help="ciphertext file")
     key_auth(v)
     v.set_defaults(handler=run_decapsulate)
 
     v = verb("quote", "TPM2_Quote with an ML-DSA key: a TPMS_ATTEST over PCRs, checked with cryptography",
-             "quote --key 0x80ff0000 --pcrs 0,1,2,7 --qualifying 6e6f6e6365 --attest-out q.attest --json")
+             "quote --key ak.ctx --pcrs 0,1,2,7 --qualifying 6e6f6e6365 --attest-out q.attest --json")
     key_arg(v, "ML-DSA")
     v.add_argument("--pcrs", default="0,1,2,3,4,5,6,7", metavar="LIST", help="SHA-256 PCRs (default 0-7)")
     v.add_argument("--qualifying", default="", metavar="HEX", help="qualifyingData (a verifier's nonce)")

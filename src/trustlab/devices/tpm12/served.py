@@ -131,6 +131,7 @@ class EngineBackend(Backend):
         self._lock = threading.RLock()
         self._last_breakdown: dict[str, float] | None = None
         self.last_command = ""
+        self.last_error: Exception | None = None  # why the last TPM_FAIL for a storage failure
         self.power_on()
 
     # ---- power -------------------------------------------------------------
@@ -161,7 +162,14 @@ class EngineBackend(Backend):
                 self._last_breakdown = None
                 self.last_command = "TPM_(powered off)"
                 return fail_response(TPM_FAIL)
-            response = self.engine.execute(command)
+            try:
+                response = self.engine.execute(command)
+            except Exception as e:  # noqa: BLE001 - the state could not be saved (disk full ...): the
+                # engine rolled back to its last durable state; a chip answers every frame
+                self.last_error = e
+                self._last_breakdown = {}
+                self.last_command = "TPM_(state not saved)"
+                return fail_response(TPM_FAIL)
             record = self.clock.last
             self._last_breakdown = dict(record.breakdown) if record is not None else {}
             self.last_command = record.name if record is not None else "TPM_(unknown)"
