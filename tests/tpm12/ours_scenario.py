@@ -14,6 +14,7 @@ import struct
 
 from trustlab.devices.tpm12 import Tpm12, key_template, secret
 from trustlab.devices.tpm12 import constants as C
+from trustlab.devices.tpm12.engine import Engine
 from trustlab.devices.tpm12.keys import Key11, Key12, KeyParms
 from trustlab.devices.tpm12.nvstore import MemoryNVStore
 from trustlab.timing.clock import Clock, CommandRecord
@@ -164,4 +165,9 @@ def run(clock: Clock, keygen=None) -> dict[str, CommandRecord]:
 
     tpm.call("TPM_SaveState")
     rec("TPM_SaveState")
+
+    factory = Tpm12(clock, engine=Engine(clock, MemoryNVStore(), keygen, ek=False))  # no EK yet
+    factory.call("TPM_CreateEndorsementKeyPair", params=b"e" * 20 + KeyParms(
+        C.TPM_ALG_RSA, C.TPM_ES_RSAESOAEP_SHA1_MGF1, C.TPM_SS_NONE).marshal())
+    rec("TPM_CreateEndorsementKeyPair")
     return out

@@ -141,3 +141,26 @@ def test_both_tpms_refuse_an_identity_key_for_release(sides) -> None:
         with pytest.raises(Exception, match="TPM_INVALID_KEYUSAGE"):
             s.tpm.TPM_ReleaseTransportSigned(aik, b"\x00" * 20, t, SIGN)
         s.tpm.TPM_FlushSpecific(aik)
+
+
+@pytest.mark.parametrize("cipher", ["MGF1", "AES128-CTR", "AES128-OFB"])
+@pytest.mark.parametrize("which", ["trustlab", "libtpms"])
+def test_encrypted_transport(sides, which, cipher) -> None:
+    """Part 3, 24.2 steps 4 and 17: our host's pads match the TPM's - the TPM decrypts the
+    commands (their authorizations verify) and the host decrypts the answers (theirs verify)."""
+    s = sides[0] if which == "trustlab" else sides[1]
+    tpm = s.tpm
+    alg, scheme = {"MGF1": (C.TPM_ALG_MGF1, C.TPM_ES_NONE), "AES128-CTR": (C.TPM_ALG_AES128, C.TPM_ES_SYM_CTR),
+                   "AES128-OFB": (C.TPM_ALG_AES128, C.TPM_ES_SYM_OFB)}[cipher]
+    blob = tpm.TPM_CreateWrapKey(C.TPM_KH_SRK, SRK, key_template(C.TPM_KEY_STORAGE), SIGN)
+    storage = tpm.TPM_LoadKey2(C.TPM_KH_SRK, blob, SRK)
+    sign_s = tpm.TPM_OIAP(SIGN)
+    t = tpm.TPM_EstablishTransport(TRANS, exclusive=False, logged=False, alg=alg, scheme=scheme,
+                                   key=(storage, Key12.from_bytes(blob).pub, SIGN))
+    with tpm.through(t):
+        assert len(tpm.TPM_GetRandom(100)) == 100  # a response longer than one AES block
+        value = tpm.TPM_ReadCounter(s.ctx["cid"])
+        sig = tpm.TPM_Sign(s.ctx["key"], b"\x44" * 20, sign_s)
+    s.ctx["pub"].verify(sig, b"\x44" * 20, padding.PKCS1v15(), utils.Prehashed(hashes.SHA1()))
+    assert value == tpm.TPM_ReadCounter(s.ctx["cid"])
+    tpm.TPM_FlushSpecific(storage)

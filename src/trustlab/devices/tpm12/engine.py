@@ -380,11 +380,13 @@ class Engine:
                     self._audit(ord_bytes, params, in_digest, out_digest, result)
                 trailer_out = []
                 for u in uses:
-                    even = u.session.nonce_even = self.crypto.random(20)
+                    even = u.session.next_even or self.crypto.random(20)
+                    u.session.nonce_even, u.session.next_even = even, None
                     cont = _BYTE[u.cont]
                     trailer_out += (even, cont, self.crypto.hmac(u.key, out_digest, even, u.nonce_odd, cont))
                     if not u.cont:  # continueAuthSession / continueTransSession FALSE ends the session
                         self.end_session(u.session.handle)
+                self.last_out_handles = len(result.handles)  # TPM_ExecuteTransport's S2 starts after them
                 payload = b"".join([result.handles, result.params, *trailer_out])
                 response = _HEADER_OUT(C.RESPONSE_TAG[n_auth], HEADER + len(payload), C.TPM_SUCCESS) + payload
                 if not outer:

@@ -88,6 +88,7 @@ _OURS = {
     "TPM_CMK_CreateTicket": (619, 71, 0, 1, 0, 1920),
     "TPM_ConvertMigrationBlob": (521, 311, 1, 1, 0, 4416),
     "TPM_SaveState": (10, 10, 0, 0, 0, 0),
+    "TPM_CreateEndorsementKeyPair": (54, 314, 0, 0, 0, 320),
 }
 
 for _command, (_ir, _or, _dec, _enc, _sign, _hash) in _OURS.items():

@@ -185,13 +185,11 @@ def capability(tpm, area: int, sub: bytes) -> bytes:
             raise TpmError("TPM_BADINDEX", f"no NV area {index:#010x}")
         return a.public(("r", index) in tpm.nv_stclear_locks, ("w", index) in tpm.nv_stclear_locks)
     if area == C.TPM_CAP_TRANS_ALG:
-        need(n32)
-        return _bool(False)  # encrypted transport not implemented
+        return _bool(need(n32) in (C.TPM_ALG_MGF1, C.TPM_ALG_AES128))
     if area == C.TPM_CAP_HANDLE:
         return _handles(tpm, need(n32))
     if area == C.TPM_CAP_TRANS_ES:
-        need(n16)
-        return _bool(False)
+        return _bool(need(n16) in (C.TPM_ES_SYM_CTR, C.TPM_ES_SYM_OFB))
     if area == C.TPM_CAP_AUTH_ENCRYPT:
         return _bool(need(n32) == C.TPM_ALG_XOR)
     if area == C.TPM_CAP_SELECT_SIZE:
