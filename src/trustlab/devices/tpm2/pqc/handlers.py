@@ -498,8 +498,13 @@ def sequence_update(cmd: Command, ctx: Context) -> Reply:
     cmd.params.end()
     _feed(seq, data)
     key = _state(ctx).objects.get(seq.key_handle)
-    return Reply(terms={**ext.wire_terms(len(cmd.raw), 0), "sha256_byte": float(len(data))},
-                 variant=key.params.variant if key else None)
+    variant = key.params.variant if key else None
+    if seq.stream.kind == S.TPM_ALG_HASH_MLDSA:  # PH is SHA-2: the chip's hashing rate
+        return Reply(terms=lambda n_in, n_out: {**ext.wire_terms(n_in, n_out), "sha256_byte": float(len(data))},
+                     variant=variant)
+    # ML-DSA absorbs the message into SHAKE256 (mu): the PQC model's Keccak rate, plus the wire formula
+    return Reply(terms=ext.wire_terms, price=lambda n_in, n_out: pricing.sequence_update_ms(ctx.profile, len(data)),
+                 variant=variant)
 
 
 def _feed(seq: Sequence, data: bytes) -> None:
