@@ -885,6 +885,83 @@ def release_transport_with_1024_bit_key(s):
     release(s, "h_sign1024")
 
 
+# ---- 13b. auditing (Part 3, 8) and certified migratable keys (Part 3, 11) ----
+raw_case("get_audit_digest", "audit", frame(ORD["TPM_GetAuditDigest"], u32(0)), header_only,
+         "which ordinals are audited by default differs (see README)")
+
+
+@case("audit")
+def set_ordinal_audit_status_get_random(s):
+    quiet(s.tpm.call, "TPM_SetOrdinalAuditStatus", params=u32(ORD["TPM_GetRandom"]) + b"\x01", auth=[OWNER])
+
+
+@case("audit")
+def set_ordinal_audit_status_never_auditable(s):
+    quiet(s.tpm.call, "TPM_SetOrdinalAuditStatus", params=u32(ORD["TPM_GetAuditDigest"]) + b"\x01", auth=[OWNER])
+
+
+@case("audit", key=header_only)
+def get_audit_digest_signed(s):
+    quiet(s.tpm.call, "TPM_GetAuditDigestSigned", handles=[s.ctx.get("h_sign2048", 0)],
+          params=b"\x00" + b"\x0a" * 20, auth=[KEY])
+
+
+@case("audit")
+def get_audit_digest_signed_close_with_signing_key(s):
+    quiet(s.tpm.call, "TPM_GetAuditDigestSigned", handles=[s.ctx.get("h_sign2048", 0)],
+          params=b"\x01" + b"\x0a" * 20, auth=[KEY])
+
+
+@case("audit")
+def set_ordinal_audit_status_off(s):
+    quiet(s.tpm.call, "TPM_SetOrdinalAuditStatus", params=u32(ORD["TPM_GetRandom"]) + b"\x00", auth=[OWNER])
+
+
+MSA = struct.pack(">I", 1) + hashlib.sha1(b"an MA key").digest()
+
+
+@case("cmk", key=header_only)
+def cmk_approve_ma(s):
+    r = quiet(s.tpm.TPM_CMK_ApproveMA, OWNER, hashlib.sha1(MSA).digest())
+    if r:
+        s.ctx["approval"] = r
+
+
+def _cmk_template() -> Key12:
+    t = key_template(C.TPM_KEY_SIGNING)
+    return Key12(t.usage, C.TPM_KEY_FLAG_MIGRATABLE | C.TPM_KEY_FLAG_MIGRATE_AUTHORITY, t.auth_usage, t.parms, b"")
+
+
+@case("cmk", key=_blob_fields)
+def cmk_create_key(s):
+    quiet(s.tpm.TPM_CMK_CreateKey, C.TPM_KH_SRK, SRK, _cmk_template(), KEY, s.ctx.get("approval", bytes(20)),
+          hashlib.sha1(MSA).digest())
+
+
+@case("cmk")
+def cmk_create_key_unapproved_list(s):
+    quiet(s.tpm.TPM_CMK_CreateKey, C.TPM_KH_SRK, SRK, _cmk_template(), KEY, bytes(20), hashlib.sha1(MSA).digest())
+
+
+@case("cmk")
+def cmk_create_key_not_migratable(s):
+    quiet(s.tpm.TPM_CMK_CreateKey, C.TPM_KH_SRK, SRK, key_template(C.TPM_KEY_SIGNING), KEY,
+          s.ctx.get("approval", bytes(20)), hashlib.sha1(MSA).digest())
+
+
+@case("cmk")
+def cmk_create_ticket_bad_signature(s):
+    ma_pub = (KeyParms(C.TPM_ALG_RSA, C.TPM_ES_NONE, C.TPM_SS_RSASSAPKCS1v15_SHA1).marshal()
+              + u32(256) + b"\xc5" * 256)
+    quiet(s.tpm.TPM_CMK_CreateTicket, OWNER, ma_pub, b"\x01" * 20, b"\x02" * 256)
+
+
+@case("cmk")
+def cmk_create_ticket_encryption_key(s):
+    ma_pub = OAEP_PARMS.marshal() + u32(256) + b"\xc5" * 256
+    quiet(s.tpm.TPM_CMK_CreateTicket, OWNER, ma_pub, b"\x01" * 20, b"\x02" * 256)
+
+
 # ---- 13. dictionary-attack lockout (Part 1, 20) ----
 for _i in range(6):
     CASES.append(Case(f"da_wrong_owner_auth_{_i + 1}", "lockout",

@@ -23,11 +23,12 @@ import pytest
 from trustlab.apps.counters import schemes
 from trustlab.apps.counters.runner import run as run_scheme
 from trustlab.apps.workloads import Request
-from trustlab.devices.tpm12 import MemoryNVStore, Tpm12
+from trustlab.devices.tpm12 import MemoryNVStore, Tpm12, TpmError
 from trustlab.devices.tpm12 import constants as C
-from trustlab.devices.tpm12.served import CAPABILITIES, STATE_FILE, EngineBackend, Tpm12Proxy
+from trustlab.devices.tpm12.served import CAPABILITIES, STATE_FILE, EngineBackend
 from trustlab.devices.tpm12.socket_tpm import SocketTpm12, Swtpm12
 from trustlab.devices.tpm2 import wire
+from trustlab.devices.tpm2.proxy import TimingProxy
 from trustlab.timing.clock import Clock
 from trustlab.timing.registry import load
 
@@ -88,6 +89,7 @@ def test_control_replies(backend: EngineBackend) -> None:
     assert caps == struct.pack(">Q", CAPABILITIES)
 
 
+@pytest.mark.swtpm
 @needs_swtpm
 def test_control_channel_matches_swtpm(tmp_path: Path) -> None:
     """Every reply of the sequence, and the DRTM PCR 17, byte for byte as swtpm (libtpms TPM 1.2) gives them."""
@@ -164,7 +166,8 @@ def test_proxy_serves_and_holds(tmp_path: Path) -> None:
     """Over TCP: the proxy's ledger equals the engine's, the trace has one line per command."""
     profile = load("infineon-2010")
     trace = tmp_path / "trace.jsonl"
-    with Tpm12Proxy(profile, EngineBackend(profile, tmp_path / "s"), virtual=True, trace=str(trace)) as proxy:
+    with TimingProxy(profile, EngineBackend(profile, tmp_path / "s"), virtual=True, trace=str(trace),
+                     control="swtpm") as proxy:
         remote = SocketTpm12("127.0.0.1", proxy.port)
         assert rc_of(remote.execute(GET_RANDOM_8)) == 0
         assert rc_of(remote.execute(pcr_read(99))) == C.RC["TPM_BADINDEX"]
@@ -177,9 +180,28 @@ def test_proxy_serves_and_holds(tmp_path: Path) -> None:
     assert lines[1]["rc"] == C.RC["TPM_BADINDEX"] and lines[0]["modelled_ms"] > 0
 
 
+def test_power_cycle_through_the_proxy(tmp_path: Path) -> None:
+    """The control port reaches the backend: SHUTDOWN and the DRTM sequence too (the backend's extra_control)."""
+    profile = load("infineon-2010")
+    with TimingProxy(profile, EngineBackend(profile, tmp_path / "s"), virtual=True, control="swtpm") as proxy:
+        remote = SocketTpm12("127.0.0.1", proxy.port)
+        for request in (wire.ctrl_request(wire.CMD_HASH_START),
+                        wire.ctrl_request(wire.CMD_HASH_DATA, struct.pack(">I", 3) + b"abc"),
+                        wire.ctrl_request(wire.CMD_HASH_END)):
+            assert ctrl(proxy.ctrl_port, request) == b"\0\0\0\0"
+        assert ctrl(proxy.ctrl_port, wire.ctrl_request(wire.CMD_GET_TPMESTABLISHED)) == struct.pack(">IB3x", 0, 1)
+        assert ctrl(proxy.ctrl_port, wire.ctrl_request(wire.CMD_SHUTDOWN)) == b"\0\0\0\0"
+        assert rc_of(remote.execute(GET_RANDOM_8)) == C.RC["TPM_FAIL"]
+        assert ctrl(proxy.ctrl_port, wire.ctrl_init()) == b"\0\0\0\0"
+        assert rc_of(remote.execute(GET_RANDOM_8)) == 0
+        proxy.reset()  # the proxy's own power cycle: CMD_INIT + TPM_Startup(ST_CLEAR) (already started: fine)
+        assert rc_of(remote.execute(GET_RANDOM_8)) == 0
+        remote.close()
+
+
 def test_proxy_rejects_oversized_frame(tmp_path: Path) -> None:
     profile = load("infineon-2010")
-    with Tpm12Proxy(profile, EngineBackend(profile, tmp_path / "s"), virtual=True) as proxy:
+    with TimingProxy(profile, EngineBackend(profile, tmp_path / "s"), virtual=True, control="swtpm") as proxy:
         with socket.create_connection(("127.0.0.1", proxy.port), timeout=5) as s:
             s.sendall(struct.pack(">HII", 0xC1, 1 << 20, 0x46))
             assert rc_of(s.recv(64)) == C.RC["TPM_BAD_PARAM_SIZE"]
@@ -273,18 +295,11 @@ def test_lockstep_times_are_the_twin_engines(monkeypatch) -> None:
     assert _op_times("log", "libtpms", REQUESTS) == pytest.approx(_op_times("log", "inproc", REQUESTS), rel=1e-12)
 
 
+@pytest.mark.swtpm
 @needs_swtpm
 def test_counters_on_libtpms() -> None:
     """`run counters --scheme log --tpm12 libtpms`: the scheme's certificates from libtpms verify."""
-    from trustlab.errors import TrustlabError
-
-    try:
-        times = _op_times("log", "libtpms", REQUESTS)
-    except TrustlabError as e:
-        if "TPM_ExecuteTransport" in str(e) and "TPM_AUTH2FAIL" in str(e):
-            pytest.xfail("engine/host gap (issue 12 part A): TPM_ExecuteTransport's authorization differs from "
-                         "libtpms (spec: SHA1(ordinal || wrappedCmdSize || H1)), so libtpms refuses the host's HMAC")
-        raise
+    times = _op_times("log", "libtpms", REQUESTS)
     assert times == pytest.approx(_op_times("log", "inproc", REQUESTS), rel=1e-12)
 
 
@@ -326,3 +341,29 @@ def test_save_state_power_cycle(backend: EngineBackend, tmp_path: Path) -> None:
             theirs = power_cycle_script(remote.execute, lambda req: ctrl(sw.port + 1, req))
             remote.close()
         assert ours == theirs
+
+
+def test_storage_failure_answers_tpm_fail() -> None:
+    """If the state cannot be saved, the command answers TPM_FAIL and the state stays the last durable one."""
+    from types import SimpleNamespace
+
+    class Broken(MemoryNVStore):
+        fail = False
+
+        def save(self, data: bytes) -> None:
+            if self.fail:
+                raise OSError("disk full")
+            super().save(data)
+
+    nv = Broken()
+    backend = EngineBackend(load("infineon-2010"), nv=nv)
+    host = Tpm12(Clock(load("infineon-2010")), engine=SimpleNamespace(execute=backend.transact))
+    nv.fail = True
+    with pytest.raises(TpmError, match="TPM_FAIL"):
+        host.TPM_TakeOwnership(b"\1" * 20, b"\2" * 20)
+    assert isinstance(backend.last_error, OSError)
+    assert backend.engine.state.owner_auth is None  # nothing half-done
+    nv.fail = False
+    host.TPM_TakeOwnership(b"\1" * 20, b"\2" * 20)
+    assert backend.engine.state.owner_auth == b"\1" * 20
+    backend.close()

@@ -3,8 +3,11 @@
 tcsd's TCP device mode (``tcsd -e`` with TCSD_USE_TCP_DEVICE,
 TCSD_TCP_DEVICE_HOSTNAME, TCSD_TCP_DEVICE_PORT) speaks swtpm's data protocol.
 The same flow runs first against libtpms' TPM 1.2 (``swtpm socket`` without
-``--tpm2``), which shows the harness is right, then against the served engine.
-Each tcsd has its own configuration, system persistent storage and port.
+``--tpm2``), which shows the harness is right, then against the served engine;
+both are traced by the proxy, and every command must get the same return code
+and the same request and response sizes from both (a differential test through
+real TPM software). Each tcsd has its own configuration, system persistent
+storage and port.
 
 Run with ``-s`` to see the transcript (command, exit code, wall time).
 """
@@ -28,6 +31,9 @@ import pytest
 
 from trustlab.devices.tpm12.served import STATE_FILE
 from trustlab.devices.tpm12.socket_tpm import Swtpm12
+from trustlab.devices.tpm2.backend import SocketBackend
+from trustlab.devices.tpm2.proxy import TimingProxy
+from trustlab.timing.registry import load
 
 pytestmark = pytest.mark.swtpm
 
@@ -75,6 +81,7 @@ class Tcsd:
         self.proc: subprocess.Popen | None = None
 
     def start(self) -> "Tcsd":
+        self.dir.mkdir(mode=0o755, exist_ok=True)
         state = self.dir / "tcsd-state"
         state.mkdir()
         shutil.chown(state, "tss", "tss")
@@ -190,60 +197,60 @@ def workdir():
     shutil.rmtree(d, ignore_errors=True)
 
 
-def test_tcsd_and_tpm_tools_on_libtpms(workdir: Path) -> None:
-    """The harness itself: the flow succeeds against libtpms' TPM 1.2."""
+class Tpm12Relay(SocketBackend):
+    """libtpms' TPM 1.2 (a swtpm) behind the proxy, which traces each command's rc and sizes (no timing)."""
+
+    family = "tpm1.2"
+
+
+def traced(path: Path) -> list[tuple[int, int, int]]:
+    """(rc, request bytes, response bytes) of every traced command."""
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    return [(r["rc"], r["in_bytes"], r["out_bytes"]) for r in rows]
+
+
+def libtpms_flow(workdir: Path) -> tuple[list[Step], Tcsd, list[tuple[int, int, int]]]:
+    """The flow against libtpms (with tpm_createek first), traced through the proxy."""
+    trace = workdir / "libtpms.jsonl"
     with Swtpm12(state_dir=workdir / "libtpms") as tpm:
         assert tpm.port is not None
-        tcsd = Tcsd(tpm.port, workdir).start()
-        try:
-            steps = tools_flow(tcsd, create_ek=True)
-        finally:
-            tcsd.stop()
-    print("\nlibtpms TPM 1.2:\n" + transcript(steps))
-    check_flow(steps, tcsd)
-
-
-# What tcsd and these tools send besides commands every TPM 1.2 engine here had (recorded against libtpms
-# through a relay: see the notes of issue 12 part B): without these the flow cannot get past its first step.
-NEEDED_ORDINALS = {0x65: "TPM_GetCapability", 0x81: "TPM_OwnerReadInternalPub", 0xCC: "TPM_NV_DefineSpace",
-                   0xCD: "TPM_NV_WriteValue", 0xCF: "TPM_NV_ReadValue"}
+        relay = Tpm12Relay(("127.0.0.1", tpm.port), ("127.0.0.1", tpm.port + 1))
+        with TimingProxy(load("infineon-2010"), relay, virtual=True, control="swtpm", trace=str(trace)) as proxy:
+            tcsd = Tcsd(proxy.port, workdir / "libtpms-tcsd").start()
+            try:
+                steps = tools_flow(tcsd, create_ek=True)
+            finally:
+                tcsd.stop()
+    return steps, tcsd, traced(trace)
 
 
 def test_tcsd_and_tpm_tools_on_served_engine(workdir: Path) -> None:
     """The same flow against `trustlab serve --profile infineon-2010` (the CLI, in virtual time: a unit test)."""
-    from trustlab.devices.tpm12 import registry
-
-    lacking = [name for ordinal, name in NEEDED_ORDINALS.items() if ordinal not in registry.table()]
-    if lacking:
-        pytest.skip(f"the engine does not implement {', '.join(lacking)} yet (issue 12 part A)")
+    reference, reference_tcsd, theirs = libtpms_flow(workdir)
+    print("\nlibtpms TPM 1.2:\n" + transcript(reference))
+    check_flow(reference, reference_tcsd)  # the harness itself is right
     trace = workdir / "trace.jsonl"
     with serve(workdir, "--virtual", "--trace", str(trace)) as port:
-        tcsd = Tcsd(port, workdir).start()
+        tcsd = Tcsd(port, workdir / "served-tcsd").start()
         try:
             steps = tools_flow(tcsd, create_ek=False)
         finally:
             tcsd.stop()
     commands = [json.loads(line)["command"] for line in trace.read_text().splitlines()]
     print("\nserved engine (infineon-2010):\n" + transcript(steps))
-    last = steps[-1]
-    if last.rc != 0 and last.command.startswith("tpm_nvdefine") and "Authentication failed" in last.output:
-        # TrouSerS opens the owner's OSAP session with entityValue 0; the engine binds it to that value
-        # and NV_DefineSpace then wants TPM_KH_OWNER (libtpms ignores entityValue for TPM_ET_OWNER).
-        pytest.xfail("engine gap (issue 12 part A): TPM_OSAP(TPM_ET_OWNER, entityValue 0) then TPM_NV_DefineSpace "
-                     "answers TPM_AUTHFAIL")
     check_flow(steps, tcsd)
     assert "TPM_TakeOwnership" in commands and "TPM_Unseal" in commands
     assert (workdir / "engine" / STATE_FILE).exists()  # --state kept the owner
+    # differential: every command tcsd and the tools sent got the same rc and sizes as from libtpms
+    # (libtpms' extra TPM_CreateEndorsementKeyPair, which a factory-made chip does not need, left out)
+    ek = theirs.index((0, 54, 314))
+    assert traced(trace) == theirs[:ek] + theirs[ek + 1:]
 
 
 @pytest.mark.realtime
 def test_tcsd_realtime_transcript(workdir: Path) -> None:
     """Realtime: every tool takes at least the modelled time of the commands it caused (the hold works
     through tcsd); prints the transcript (tool, wall, modelled)."""
-    from trustlab.devices.tpm12 import registry
-
-    if any(ordinal not in registry.table() for ordinal in NEEDED_ORDINALS):
-        pytest.skip("the engine lacks commands tcsd needs (see the virtual test)")
     trace = workdir / "trace.jsonl"
 
     def records() -> list[dict]:
@@ -267,8 +274,6 @@ def test_tcsd_realtime_transcript(workdir: Path) -> None:
             tcsd.stop()
     print("\n" + "\n".join(f"{s.wall_s * 1000:9.1f} ms wall  {m:9.1f} ms modelled  rc={s.rc}  {s.command}"
                             for s, m in rows))
-    if steps[-1].rc != 0 and steps[-1].command.startswith("tpm_nvdefine"):
-        pytest.xfail("engine gap (issue 12 part A): TPM_OSAP(TPM_ET_OWNER, entityValue 0) then NV_DefineSpace")
     check_flow(steps, tcsd)
     for step, modelled in rows:
         assert step.wall_s * 1000 >= modelled, step.command

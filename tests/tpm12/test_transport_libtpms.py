@@ -16,7 +16,7 @@ from cryptography.hazmat.primitives.asymmetric import padding, utils
 from trustlab.devices.tpm12 import constants as C
 from trustlab.devices.tpm12 import key_template, secret
 from trustlab.devices.tpm12 import transport_log as L
-from trustlab.devices.tpm12.keys import Key12, pubkey_modulus, rsa_public
+from trustlab.devices.tpm12.keys import Key12, rsa_public
 from trustlab.devices.tpm12.primitives import KeyPool
 
 from .conformance_cases import OAEP_PARMS, frame
@@ -71,6 +71,7 @@ def spec_verify(record, nonce: bytes, public, moduli: dict[int, bytes]) -> None:
     """Recompute transDigest from the raw exchanges (Part 3, 24.1-24.3) and check the signature."""
     digest = b"\x00" * 20
     signature = None
+    tick_rate_nonce = b""
     for cmd, rsp in record:
         tag, _size, ordinal = struct.unpack(">HII", cmd[:10])
         assert struct.unpack(">I", rsp[6:10])[0] == 0, f"ordinal {ordinal:#x} failed"
@@ -81,6 +82,7 @@ def spec_verify(record, nonce: bytes, public, moduli: dict[int, bytes]) -> None:
             digest = sha1(digest, struct.pack(">H", 0x0010), sha1(u32(EST), params), b"\x00" * 20)
             digest = sha1(digest, struct.pack(">H", 0x0011), ticks,
                           sha1(u32(0), u32(EST), locality, ticks, out[36:56]), locality)
+            tick_rate_nonce = ticks[10:32]  # the session's tickRate and tickNonce
         elif ordinal == ET:  # 24.2 steps 6, 10, 14, 16
             wsize = struct.unpack(">I", cmd[10:14])[0]
             wrapped = cmd[14:14 + wsize]
@@ -109,8 +111,6 @@ def spec_verify(record, nonce: bytes, public, moduli: dict[int, bytes]) -> None:
             locality, ticks = body[:4], body[4:36]
             digest = sha1(digest, struct.pack(">H", 0x0011), ticks, sha1(u32(REL), nonce), locality)
             signature = body[40:40 + struct.unpack(">I", body[36:40])[0]]
-        if ordinal == EST:
-            tick_rate_nonce = rsp[14 + 4 + 10:14 + 4 + 32]
     info = struct.pack(">H", 0x0005) + b"TRAN" + nonce + u32(20) + digest
     public.verify(signature, sha1(info), padding.PKCS1v15(), utils.Prehashed(hashes.SHA1()))
 

@@ -163,7 +163,7 @@ class CountersExperiment:
             for p in profiles:
                 for s in scheme_names:
                     scheme = schemes.build(s, p, n, seed=args.seed, attest_every=args.attest_every,
-                                           tpm12=args.tpm12 if s != "log-tpm2" else "inproc")
+                                           tpm12=args.tpm12)
                     try:
                         records = run(scheme, requests, seed=args.seed)
                     except VerificationError as exc:  # the verifier refused an honest answer: a verdict

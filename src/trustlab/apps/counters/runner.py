@@ -82,21 +82,23 @@ class Records(Sequence[OpRecord]):
 
     def __init__(self) -> None:
         self._file = tempfile.TemporaryFile(prefix="trustlab-records-")
-        self._pending = bytearray()
+        self._buffer = bytearray(_SPOOL_ROWS * _ROW.size)  # one fixed buffer: no reallocation per row
+        self._pending = 0
         self._rows = 0
 
     def append(self, r: OpRecord) -> None:
-        self._pending += _ROW.pack(r.index, r.counter, _OPS.index(r.op), r.ut, r.ms, _none_nan(r.model_ms),
-                                   r.verify_ms, _none_nan(r.paper_ms))
+        _ROW.pack_into(self._buffer, self._pending * _ROW.size, r.index, r.counter, _OPS.index(r.op), r.ut, r.ms,
+                       _none_nan(r.model_ms), r.verify_ms, _none_nan(r.paper_ms))
+        self._pending += 1
         self._rows += 1
-        if len(self._pending) >= _SPOOL_ROWS * _ROW.size:
+        if self._pending == _SPOOL_ROWS:
             self._flush()
 
     def _flush(self) -> None:
         if self._pending:
             self._file.seek(0, 2)
-            self._file.write(self._pending)
-            self._pending = bytearray()
+            self._file.write(memoryview(self._buffer)[:self._pending * _ROW.size])
+            self._pending = 0
 
     def __len__(self) -> int:
         return self._rows

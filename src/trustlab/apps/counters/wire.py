@@ -40,7 +40,6 @@ from trustlab.timing.profile import Profile
 MODES = ("inproc", "served", "libtpms")
 
 
-
 @dataclass
 class WiredTpm:
     """A host-side :class:`Tpm12` and how to let go of what stands behind it."""
@@ -51,27 +50,28 @@ class WiredTpm:
 
 
 def open_tpm12(mode: str, profile: Profile, clock: Clock, *, seed: int = 0) -> WiredTpm:
-    """A fresh, unowned TPM 1.2 for one scheme run, reached as ``mode`` says."""
-    if mode == "inproc":
-        return WiredTpm(Tpm12(clock, MemoryNVStore()), "in-process engine", lambda: None)
+    """A fresh, unowned, started TPM 1.2 over the wire for one scheme run (``served`` or ``libtpms``)."""
     if mode == "served":
         return _served(profile, clock, seed)
     if mode == "libtpms":
         return _libtpms(clock)
-    raise TrustlabError(f"--tpm12 {mode!r}: expected one of {', '.join(MODES)}")
+    raise TrustlabError(f"--tpm12 {mode!r}: expected served or libtpms here (inproc needs no wire)")
 
 
 def _served(profile: Profile, clock: Clock, seed: int) -> WiredTpm:
-    from trustlab.devices.tpm12.served import EngineBackend, Tpm12Proxy
+    from trustlab.devices.tpm12.served import EngineBackend
     from trustlab.devices.tpm12.socket_tpm import SocketTpm12
+    from trustlab.devices.tpm2.proxy import TimingProxy
 
     records: collections.deque = collections.deque()
     # powered and started, as serve runs it; host keys from the cached pool, as provision() gives the in-process engine
     backend = EngineBackend(profile, nv=MemoryNVStore(), seed=seed, keygen=keypool.cursor())
-    proxy = Tpm12Proxy(profile, backend, virtual=True, trace=records.append, keep_records=2)
+    proxy = TimingProxy(profile, backend, virtual=True, control="swtpm", trace=records.append, keep_records=2)
 
     def price(command: bytes, response: bytes) -> tuple[str, dict[str, float]]:
-        record = records.popleft()  # traced before the response left the proxy
+        if not records:  # every executed command is traced before its response leaves the proxy
+            raise TrustlabError("--tpm12 served: the proxy answered a command it did not execute (rejected frame)")
+        record = records.popleft()
         return record.command, record.breakdown
 
     remote = SocketTpm12(proxy.host, proxy.port, clock, price)
@@ -80,8 +80,7 @@ def _served(profile: Profile, clock: Clock, seed: int) -> WiredTpm:
         remote.close()
         proxy.stop()
 
-    return WiredTpm(Tpm12(clock, engine=remote), "served engine (trustlab serve, over TCP)",
-                    close)
+    return WiredTpm(Tpm12(clock, engine=remote), "served engine (trustlab serve, over TCP)", close)
 
 
 def _libtpms(clock: Clock) -> WiredTpm:

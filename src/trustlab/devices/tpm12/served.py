@@ -131,6 +131,7 @@ class EngineBackend(Backend):
         self._lock = threading.RLock()
         self._last_breakdown: dict[str, float] | None = None
         self.last_command = ""
+        self.last_error: Exception | None = None  # why the last TPM_FAIL for a storage failure
         self.power_on()
 
     # ---- power -------------------------------------------------------------
@@ -161,7 +162,14 @@ class EngineBackend(Backend):
                 self._last_breakdown = None
                 self.last_command = "TPM_(powered off)"
                 return fail_response(TPM_FAIL)
-            response = self.engine.execute(command)
+            try:
+                response = self.engine.execute(command)
+            except Exception as e:  # noqa: BLE001 - the state could not be saved (disk full ...): the
+                # engine rolled back to its last durable state; a chip answers every frame
+                self.last_error = e
+                self._last_breakdown = {}
+                self.last_command = "TPM_(state not saved)"
+                return fail_response(TPM_FAIL)
             record = self.clock.last
             self._last_breakdown = dict(record.breakdown) if record is not None else {}
             self.last_command = record.name if record is not None else "TPM_(unknown)"
@@ -280,30 +288,3 @@ _WHILE_ON = {
     wire.CMD_CANCEL_TPM_CMD: EngineBackend._cancel,
 }
 """Control commands that need the TPM powered (swtpm answers TPM_BAD_ORDINAL while it is off)."""
-
-
-# ---- front end ----------------------------------------------------------------
-# The TPM 2.0 proxy honours the Backend contract (family "tpm1.2": TPM 1.2
-# framing, no resource manager, cost = charged(), control answered by the
-# backend); this subclass only names the TCP device and checks power.
-
-from trustlab.devices.tpm2.proxy import TimingProxy  # noqa: E402
-
-
-class Tpm12Proxy(TimingProxy):
-    """:class:`TimingProxy` serving an :class:`EngineBackend`, control answered by the backend."""
-
-    backend: EngineBackend
-
-    def __init__(self, profile: Profile, backend: EngineBackend, **kwargs) -> None:
-        if kwargs.get("control", "swtpm") not in ("swtpm", "auto"):
-            backend.close()
-            raise TrustlabError("a TPM 1.2 is served with swtpm's control channel only (no --control mssim)")
-        kwargs["control"] = "swtpm"
-        super().__init__(profile, backend, **kwargs)
-
-    def reset(self) -> None:
-        """Power-cycle the TPM (CMD_INIT) and clear the ledger."""
-        with self._tpm_lock:
-            self.backend.control(wire.CMD_INIT, struct.pack(">I", 0))
-            self.clock.reset()

@@ -557,7 +557,8 @@ class TimingProxy:
         control channel, else acknowledged here (a device has no control channel).
         """
         code = struct.unpack(">I", request[:4])[0]
-        if code not in wire.ALLOWED_CONTROL:
+        # a backend may allow more of its own (the in-process TPM 1.2: power-down and the DRTM sequence)
+        if code not in wire.ALLOWED_CONTROL and code not in getattr(self.backend, "extra_control", ()):
             self.refused_control += 1
             if self._log is not None:
                 name = wire.CONTROL_NAMES.get(code, f"control code {code}")

@@ -196,8 +196,8 @@ def capability(tpm, area: int, sub: bytes) -> bytes:
         return _bool(need(n32) == C.TPM_ALG_XOR)
     if area == C.TPM_CAP_SELECT_SIZE:
         r = Reader(sub, "TPM_SELECT_SIZE")
-        major, minor, req_size = r.u8(), r.u8(), r.u16()
-        del major, minor
+        r.raw(2)  # major, minor: every version's size limit is the same here
+        req_size = r.u16()
         return _bool(0 < req_size <= C.NUM_PCRS // 8)
     if area == C.TPM_CAP_DA_LOGIC:
         return da_info(tpm)

@@ -39,7 +39,8 @@ def _log(tpm, s: Session, entry: bytes) -> None:
 @tpm_command("TPM_EstablishTransport", handles=1, auth=(0, 1), transport_ok=False)
 def establish(tpm, req: Request) -> Response:
     p = req.params
-    tag, attributes, _alg, _scheme = p.u16(), p.u32(), p.u32(), p.u16()
+    tag, attributes = p.u16(), p.u32()
+    p.u32(), p.u16()  # algId, encScheme: only for encrypted sessions, which are refused
     secret = p.sized(512)
     p.end()
     if tag != C.TPM_TAG_TRANSPORT_PUBLIC:

@@ -1,0 +1,52 @@
+"""The flagship (``make main``): total CPU of ``trustlab flagship --jobs 2`` (issue 15 target: < 25 s).
+
+Figures (one run): ``cpu_s`` (user + system of the flagship and every child it
+waited for: the experiment runs, swtpm, the figure-drawing workers), ``wall_s``,
+``runs``, ``failed``, and ``cpu_vs_python_pass`` (the same CPU in units of an
+empty interpreter's start on this machine, so it compares across machines).
+The key pool and the profile index are warmed first, as on any second run.
+``--quick`` runs only the oracle and AE studies.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _cpu(before: resource.struct_rusage) -> float:
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def run(quick: bool) -> dict[str, Any]:
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "src") + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    tl = [sys.executable, "-m", "trustlab"]
+    subprocess.run(tl + ["run", "oracle", "--parties", "5"], env=env, check=True, capture_output=True)  # warm
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    for _ in range(5):
+        subprocess.run([sys.executable, "-c", "pass"], check=True)
+    python_pass = _cpu(before) / 5
+    only = ["--only", "oracle", "--only", "ae"] if quick else []
+    with tempfile.TemporaryDirectory(prefix="bench-flagship-") as tmp:
+        out = Path(tmp) / "report"
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        started = time.perf_counter()
+        proc = subprocess.run(tl + ["flagship", "--out", str(out), "--jobs", "2", "--no-progress", *only],
+                              env=env, capture_output=True, text=True)
+        wall = time.perf_counter() - started
+        cpu = _cpu(before)
+        records = json.loads((out / "results.json").read_text()) if (out / "results.json").exists() else []
+    return {"cpu_s": cpu, "wall_s": wall, "runs": len(records),
+            "failed": sum(1 for r in records if "data" not in r), "exit_status": proc.returncode,
+            "python_pass_cpu_s": python_pass, "cpu_vs_python_pass": cpu / python_pass if python_pass else None,
+            "target_cpu_s": 25.0, "experiments": sorted({r["experiment"] for r in records})}
