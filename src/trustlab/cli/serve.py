@@ -8,6 +8,7 @@ import sys
 import time
 
 from trustlab.errors import TrustlabError
+from trustlab.experiments._params import seed
 from trustlab.timing import registry
 
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
@@ -47,7 +48,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "objects, as with /dev/tpm0)")
     p.add_argument("--no-rt-priority", action="store_true",
                    help="do not ask for SCHED_FIFO for the thread that holds responses (realtime mode)")
-    p.add_argument("--seed", type=int, default=0, help="seed for drawing from spreads (key generation)")
+    p.add_argument("--seed", type=seed, default=0, help="seed for drawing from spreads (key generation)")
     p.add_argument("--startup", choices=("clear", "none"), default="clear",
                    help="after power-up send TPM(2)_Startup(CLEAR) as a BIOS would (default), or leave it to "
                    "the client (none: e.g. tpm2-pytss' own tests, or TPM 1.2 ST_STATE after TPM_SaveState; "
