@@ -92,3 +92,19 @@ def test_going_dense_midway_changes_nothing(monkeypatch):
         i, v = rng.randrange(512), merkle.encode_value(rng.randrange(1 << 40))
         assert t.set(i, v) == plain.set(i, v)
     assert t._store.dense and t.siblings(5) == plain.siblings(5) and t.leaf(5) == plain.leaf(5)
+
+
+def test_vectorised_increment_gaps_equal_the_loop():
+    import numpy as np
+
+    def loop(ids):
+        last, gaps = {}, []
+        for t, c in enumerate(int(i) for i in ids):
+            if c in last:
+                gaps.append(t - last[c] - 1)
+            last[c] = t
+        return gaps
+
+    for n, k in ((0, 1), (1, 1), (2, 1), (300, 7), (2000, 10_000)):
+        ids = np.random.default_rng(n + k).integers(0, k, n)
+        assert w.increment_gaps(ids).tolist() == loop(ids) == w.increment_gaps(list(ids)).tolist()

@@ -399,3 +399,11 @@ def test_contexts_move_keys_between_connections_and_stay_bound(served, tmp_path)
         with pytest.raises(TpmResponseError) as e:
             elsewhere.context_load(saved)
         assert e.value.rc == 0x1DF  # TPM_RC_INTEGRITY: another instance's context
+
+
+def test_sequence_updates_are_priced_by_the_message_they_absorb(served, tpm):
+    key = tpm.create_primary("ML-DSA-44", allow_external_mu=False)
+    tpm.sign_sequence(key.handle, b"\x00" * 2048 + b"tail")
+    updates = [r for r in served.trace_records if r.command == "TPM2_SequenceUpdate"][-2:]
+    assert all(r.variant == "mldsa44" and r.breakdown["pqc_keccak"] > 0 for r in updates)
+    tpm.flush(key.handle)

@@ -230,15 +230,15 @@ def test_mutated_pqc_frames_get_tpm_error_codes_never_a_handler_crash():
     each answer is a well-formed TPM response, and no handler ever raises (its fault would be TPM_RC_FAILURE)."""
     import random
 
-    from trustlab.devices.tpm2.pqc import handlers
+    from trustlab.devices.tpm2.pqc import state as pqc_state
 
     rng = random.Random(17)
     c = ctx()
-    state = c.state.get("pqc", handlers.PqcState)
+    state = c.state.get("pqc", pqc_state.PqcState)
     key = mldsa.MLDSA44PrivateKey.from_seed_bytes(b"\x02" * 32)
     pub = template("ML-DSA-44").with_unique(key.public_key().public_bytes_raw())
     ps = keys.MLDSA_SETS[1]
-    state.objects[0x80FF0000] = handlers.PqcObject(0x80FF0000, pub, ps, key, b"", pub.name(), pub.name(), "conn")
+    state.objects[0x80FF0000] = pqc_state.PqcObject(0x80FF0000, pub, ps, key, b"", pub.name(), pub.name(), "conn")
     seeds = [
         frame(0x1A6, [0x80FF0000], S.tpm2b(b"") + S.tpm2b(b"\x01" * 64) + S.null_hashcheck_ticket(), [password()]),
         frame(0x1A5, [0x80FF0000], S.tpm2b(b"") + S.tpm2b(b"\x01" * 64) + S.signature(pub, b"\x00" * 2420)),

@@ -100,6 +100,19 @@ def worth_workers(remaining: int, seconds_per_point: float, jobs: int, start_s: 
     return remaining * seconds_per_point * (1 - 1 / jobs) > start_s
 
 
+def _busy() -> float:
+    """How much a busy machine stretches a worker's start (load average per CPU, at least 1).
+
+    The probe point's wall time is stretched the same way, so on a loaded
+    machine light points are not mistaken for heavy ones (and workers that
+    could not run any sooner are not started).
+    """
+    try:
+        return max(1.0, os.getloadavg()[0] / (os.cpu_count() or 1))
+    except OSError:
+        return 1.0
+
+
 def adaptive(points: Sequence[Point], jobs: int) -> Iterator[tuple[str, dict[str, Any]]]:
     """The first point here, timed; the rest on ``jobs`` workers only if that pays (see the module doc)."""
     if not points:
@@ -114,9 +127,9 @@ def adaptive(points: Sequence[Point], jobs: int) -> Iterator[tuple[str, dict[str
     imported = time.perf_counter() - imported
     started = time.perf_counter()
     yield run_point(points[0].key, points[0].experiment, points[0].argv)
-    per_point = time.perf_counter() - started
+    per_point = time.perf_counter() - started  # wall time: a point may wait (swtpm, --realtime)
     rest = points[1:]
-    if len(rest) > 1 and worth_workers(len(rest), per_point, jobs, WORKER_START_S + imported):
+    if len(rest) > 1 and worth_workers(len(rest), per_point, jobs, (WORKER_START_S + imported) * _busy()):
         yield from local_processes(rest, jobs)
     else:
         yield from serial(rest)

@@ -248,7 +248,8 @@ class Reply:
     """A handler's answer: response parameters/handles and what the command costs.
 
     ``terms``: component -> count, priced by the proxy's clock like the wire
-    formula of any TPM 2.0 command (``ohc``, ``ohir``, ``ohor`` ...).
+    formula of any TPM 2.0 command (``ohc``, ``ohir``, ``ohor`` ...), or a
+    function of (command bytes, response bytes) returning them.
     ``price``: called with (command bytes, response bytes), returns
     component -> ms already priced (e.g. by the PQC cost model).
     With neither, the command costs the wire formula: ``ohc`` + ``ohir`` x
@@ -259,7 +260,7 @@ class Reply:
 
     params: bytes = b""
     handles: list[int] = field(default_factory=list)
-    terms: dict[str, float] | None = None
+    terms: "dict[str, float] | Callable[[int, int], dict[str, float]] | None" = None
     price: Callable[[int, int], dict[str, float]] | None = None
     variant: str | None = None
     raw: bytes | None = None
@@ -434,7 +435,7 @@ def _result(command: bytes, reg: Registration, response: bytes, reply: Reply, ct
     """Price a claimed command: the handler's ``price``/``terms``, else the wire formula."""
     rc = struct.unpack_from(">I", response, 6)[0] if len(response) >= HEADER_SIZE else TPM_RC_FAILURE
     charges = dict(reply.price(len(command), len(response))) if reply.price is not None else {}
-    terms = reply.terms
+    terms = reply.terms(len(command), len(response)) if callable(reply.terms) else reply.terms
     if terms is None:
         terms = {} if charges else wire_terms(len(command), len(response))
     terms = {c: n for c, n in terms.items() if c in ctx.profile}

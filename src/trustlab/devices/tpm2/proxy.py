@@ -140,6 +140,7 @@ class TimingProxy:
         self.late_count = 0
         """Responses where the backend alone took longer than the modelled time."""
         self.refused_control = 0
+        self.rejected_frames = 0
         self._keep = keep_records
         self._seq = 0
         self._chip_free = 0.0
@@ -320,7 +321,8 @@ class TimingProxy:
     def summary(self) -> str:
         """One line for the operator at exit: commands, modelled time, late responses."""
         return (f"{self._seq} command(s), {self.clock.now_ms:.1f} ms modelled, {self.late_count} response(s) "
-                f"where the backend alone exceeded the model, {self.refused_control} control request(s) refused")
+                f"where the backend alone exceeded the model, {self.refused_control} control request(s) refused, "
+                f"{self.rejected_frames} malformed frame(s) rejected")
 
     # ---- clients (resource-manager spaces) ---------------------------------
 
@@ -544,7 +546,8 @@ class TimingProxy:
         return record
 
     def note_reject(self, reason: str) -> None:
-        """A frame the proxy could not parse (answered with an error, connection closed)."""
+        """A frame the proxy could not parse (answered with an error, connection closed): counted."""
+        self.rejected_frames += 1
 
     # ---- control channel ---------------------------------------------------
 
