@@ -72,9 +72,9 @@ _DEACTIVATED_OK = {C.ORD[n] for n in ("TPM_Startup", "TPM_GetCapability", "TPM_S
 _NEEDS_OWNER = {C.ORD[n] for n in ("TPM_OSAP", "TPM_OwnerReadPubek", "TPM_OwnerReadInternalPub", "TPM_CreateCounter",
                                    "TPM_ResetLockValue", "TPM_CMK_ApproveMA", "TPM_AuthorizeMigrationKey",
                                    "TPM_MakeIdentity")}
-SAVED_STATE = "saved_state"
+SAVED_STATE = "saved_state"  # key in PersistentState.extra: what TPM_SaveState preserved
 AUDITED, AUDIT_COUNT = "audited", "audit_counter"  # PersistentState.extra keys
-_ORD_SAVE_STATE = struct.pack(">I", C.ORD["TPM_SaveState"])  # key in PersistentState.extra: what TPM_SaveState preserved
+_ORD_SAVE_STATE = struct.pack(">I", C.ORD["TPM_SaveState"])
 
 
 def _handles_struct(n: int) -> struct.Struct:

@@ -15,6 +15,7 @@ from trustlab.devices.tpm12.commands.auth import MAX_SESSIONS
 from trustlab.devices.tpm12.commands.counters import MAX_COUNTERS
 from trustlab.devices.tpm12.commands.keys import KEY_SLOTS
 from trustlab.devices.tpm12.commands.nv import MAX_TOTAL, areas, nv_locked
+from trustlab.devices.tpm12.commands.transport import MAX_TRANSPORTS as MAX_TRANS
 from trustlab.devices.tpm12.errors import TpmError
 from trustlab.devices.tpm12.registry import Request, Response, by_ordinal, tpm_command
 from trustlab.devices.tpm12.state import LOCKOUT_THRESHOLD
@@ -23,7 +24,6 @@ from trustlab.devices.tpm12.wire import Reader, Writer
 MANUFACTURER = b"TLAB"  # TPM_CAP_PROP_MANUFACTURER: the vendor's 4 bytes (Part 2, 21.2)
 SPEC_LEVEL, ERRATA_REV = 0x0002, 0x03  # rev 116: level 2, errata 3 (as libtpms reports)
 FIRMWARE = (0x01, 0x00)  # revMajor, revMinor of TPM_VERSION in TPM_CAP_VERSION_INFO
-MAX_TRANS = 16
 TIS_TIMEOUT_US = (750_000, 2_000_000, 750_000, 750_000)  # TIS 1.2 defaults A-D
 DURATION_US = (2_000_000, 20_000_000, 60_000_000)  # small, medium, long (TIS 1.2 defaults)
 INPUT_BUFFER = 4096
