@@ -26,6 +26,12 @@ class FitError(TrustlabError):
     """Measurements cannot determine the requested parameters."""
 
 
+def one_line(text: str) -> str:
+    """``text`` with control characters escaped (a user's file can put a newline or a form feed
+    into a message through a column name or value): an error stays one line."""
+    return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in text.strip())
+
+
 def read_user_text(path: Path, what: str, max_bytes: int | None = None) -> str:
     """A user-named file's text (bounded, see :mod:`trustlab.limits`); any fault is a one-line TrustlabError."""
     from trustlab import limits  # limits builds on this module

@@ -62,7 +62,13 @@ def check_file(path: Path, inputs: Iterable[Any] = (), flag: str = "--out", make
     """Refuse an output file that names a directory, an input, or a missing directory — before work starts.
 
     ``make_parents``: the writer creates missing directories, so only an existing parent is checked."""
-    path = Path(path)
+    try:
+        return _check_file(Path(path), inputs, flag, make_parents)
+    except OSError as exc:  # a name too long, a loop of links ...
+        raise TrustlabError(f"{flag} {str(path)[:80]}: unusable path ({exc.strerror or exc})") from None
+
+
+def _check_file(path: Path, inputs: Iterable[Any], flag: str, make_parents: bool) -> Path:
     for source in _existing_inputs(inputs):
         if _same(path, source):
             raise TrustlabError(f"{flag} {path}: is an input of this command; refusing to write over it")
@@ -102,6 +108,10 @@ def claim_dir(directory: Path, command: str, *, force: bool = False, inputs: Ite
     directory = Path(directory)
     if not str(directory):
         raise TrustlabError(f"{flag}: an empty path; name a directory")
+    try:
+        directory.exists()
+    except OSError as exc:
+        raise TrustlabError(f"{flag} {str(directory)[:80]}: unusable path ({exc.strerror or exc})") from None
     if directory.exists() and not directory.is_dir():
         raise TrustlabError(f"{flag} {directory}: cannot create directory (a file of that name exists)")
     for source in _existing_inputs(inputs):

@@ -122,7 +122,7 @@ def test_flagship_timeout_must_be_positive(tmp_path, capsys, value):
     assert "--timeout" in err and not (tmp_path / "o").exists()
 
 
-@pytest.mark.parametrize("scheduler", ["garbage://x", "tcp://", "tcp://127.0.0.1:99999", "tcp://[::1", " "])
+@pytest.mark.parametrize("scheduler", ["garbage://x", "tcp://", "tcp://127.0.0.1:99999", "tcp://[::1", " ", "ucx://"])
 def test_bad_scheduler_addresses_fail_fast(tmp_path, capsys, scheduler):
     spec = tmp_path / "s.toml"
     spec.write_text('experiment = "lab-counting"\n[grid]\nx = [1, 2]\n')
@@ -145,3 +145,20 @@ def test_one_seed_rule_for_every_experiment(capsys, experiment, value):
     assert action.type is seed, experiment
     err = one_line_error(capsys, ["run", experiment, f"--seed={value}"])
     assert f"--seed {value}: " in err and "4294967295" in err
+
+
+@pytest.mark.parametrize("argv, needle", [
+    (["run", "ftpm-crash", f"--commands={2**64}"], "--commands 18446744073709551616: expected a positive integer"),
+    (["run", "ftpm-crash", f"--boots={2**64}"], "--boots"),
+    (["run", "ftpm-vs-dtpm", f"--reps={2**64}"], "--reps"),
+    (["run", "timing-model", f"--repeats={2**64}"], "--repeats"),
+    (["run", "wallet", f"--credit={2**64}"], "--credit"),
+    (["serve", "--profile", "atmel-2010", "--seed", "-1"], "--seed -1: must not be negative"),
+    (["run", "timing-model", "--save", "x" * 5000], "unusable path (File name too long)"),
+    (["report", "r.json", "--out", "x" * 5000], "unusable path (File name too long)"),
+    (["profiles", "import-jcalgtest", "/dev/zero"], "not a JCAlgTest performance file"),
+])
+def test_unbounded_counts_and_unusable_paths(tmp_path, capsys, monkeypatch, argv, needle):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "r.json").write_text(json.dumps({"experiment": "demo", "data": {}}))
+    assert needle in one_line_error(capsys, argv)

@@ -509,20 +509,23 @@ def unbind_garbage(s):
 
 
 # ---- 9. NV storage (Part 3, 20) ----
-def nv_public(index: int, attrs: int, size: int) -> bytes:
-    pcr = b"\x00\x03\x00\x00\x00" + b"\x1f" + b"\x00" * 20
-    return (struct.pack(">HI", C.TPM_TAG_NV_DATA_PUBLIC, index) + pcr + pcr
+NO_PCRS = b"\x00\x03\x00\x00\x00" + b"\x1f" + b"\x00" * 20  # TPM_PCR_INFO_SHORT: any locality, no PCRs
+
+
+def nv_public(index: int, attrs: int, size: int, pcr_read: bytes = NO_PCRS, pcr_write: bytes = NO_PCRS) -> bytes:
+    return (struct.pack(">HI", C.TPM_TAG_NV_DATA_PUBLIC, index) + pcr_read + pcr_write
             + struct.pack(">HI", C.TPM_TAG_NV_ATTRIBUTES, attrs) + b"\x00\x00\x00" + u32(size))
 
 
-def nv_define(s, index: int, attrs: int, size: int, auth: bytes = NVA, owner: bytes | None = OWNER) -> None:
+def nv_define(s, index: int, attrs: int, size: int, auth: bytes = NVA, owner: bytes | None = OWNER,
+              pcr_read: bytes = NO_PCRS, pcr_write: bytes = NO_PCRS) -> None:
+    public = nv_public(index, attrs, size, pcr_read, pcr_write)
     if owner is None:
-        s.raw(frame(ORD["TPM_NV_DefineSpace"], nv_public(index, attrs, size) + auth))
+        s.raw(frame(ORD["TPM_NV_DefineSpace"], public + auth))
         return
     sess = s.tpm.TPM_OSAP(C.TPM_ET_OWNER, C.TPM_KH_OWNER, owner)
     sess.cont = False
-    quiet(s.tpm.call, "TPM_NV_DefineSpace", params=nv_public(index, attrs, size) + sess.encrypt_auth(auth),
-          auth=[sess])
+    quiet(s.tpm.call, "TPM_NV_DefineSpace", params=public + sess.encrypt_auth(auth), auth=[sess])
 
 
 def nv_write(index: int, offset: int, data: bytes) -> bytes:
@@ -656,6 +659,32 @@ def nv_write_owner_on_auth_area(s):
 @case("nv")
 def nv_delete_area(s):
     nv_define(s, 0x00011004, C.TPM_NV_PER_OWNERWRITE, 0)
+
+
+def _pcr10_info(locality: int, digest: bytes) -> bytes:
+    return b"\x00\x03\x00\x04\x00" + bytes([locality]) + digest
+
+
+@case("nv")
+def nv_define_pcr_and_locality_bound(s):
+    pcr10 = s.tpm.TPM_PCRRead(10)
+    good = hashlib.sha1(b"\x00\x03\x00\x04\x00" + u32(20) + pcr10).digest()
+    nv_define(s, 0x00011010, C.TPM_NV_PER_OWNERWRITE, 8, pcr_read=_pcr10_info(C.TPM_LOC_TWO, good),
+              pcr_write=_pcr10_info(C.TPM_LOC_ZERO, good))
+    nv_define(s, 0x00011011, C.TPM_NV_PER_OWNERWRITE, 8, pcr_write=_pcr10_info(C.TPM_LOC_ALL, b"\x00" * 20))
+
+
+@case("nv")
+def nv_write_pcr_bound_in_the_right_state(s):
+    quiet(s.tpm.call, "TPM_NV_WriteValue", params=nv_write(0x00011010, 0, b"pcrbound"), auth=[OWNER])
+
+
+raw_case("nv_read_from_the_wrong_locality", "nv", frame(ORD["TPM_NV_ReadValue"], u32(0x00011010) + u32(0) + u32(8)))
+
+
+@case("nv")
+def nv_write_with_the_wrong_pcr_value(s):
+    quiet(s.tpm.call, "TPM_NV_WriteValue", params=nv_write(0x00011011, 0, b"x"), auth=[OWNER])
 
 
 raw_case("nv_cap_list_after", "nv", cap(C.TPM_CAP_NV_LIST))
@@ -801,6 +830,27 @@ raw_case("establish_with_unknown_key", "transport",
          frame(ORD["TPM_EstablishTransport"], u32(0x01ABCDEF) + transport_public(LOGX) + u32(20) + TRANS))
 
 
+def establish_with_key(s, alg: int, scheme: int) -> None:
+    """An encrypted session: the secret travels as TPM_TRANSPORT_AUTH under the storage key."""
+    pub = quiet(s.tpm.TPM_GetPubKey, s.ctx.get("h_storage", 0), KEY)
+    if pub is not None:
+        from trustlab.devices.tpm12.keys import pubkey_modulus
+
+        s.ctx["storage_modulus"] = pubkey_modulus(pub)[1]
+    quiet(s.tpm.TPM_EstablishTransport, TRANS, exclusive=False, logged=False, alg=alg, scheme=scheme,
+          key=(s.ctx.get("h_storage", 0), s.ctx.get("storage_modulus", b"\x01" * 256), KEY))
+
+
+for _name, _alg, _scheme in [("mgf1", C.TPM_ALG_MGF1, C.TPM_ES_NONE), ("aes_ctr", C.TPM_ALG_AES128, C.TPM_ES_SYM_CTR),
+                             ("aes_ofb", C.TPM_ALG_AES128, C.TPM_ES_SYM_OFB),
+                             ("mgf1_with_scheme", C.TPM_ALG_MGF1, C.TPM_ES_SYM_CTR),
+                             ("aes_ecb", C.TPM_ALG_AES128, C.TPM_ES_NONE), ("xor", C.TPM_ALG_XOR, C.TPM_ES_NONE)]:
+    CASES.append(Case(f"establish_encrypted_{_name}", "transport",
+                      (lambda a, b: lambda s: establish_with_key(s, a, b))(_alg, _scheme), _establish_fields))
+for _alg in (C.TPM_ALG_MGF1, C.TPM_ALG_AES128, C.TPM_ALG_AES256, C.TPM_ALG_RSA):
+    raw_case(f"cap_trans_alg_{_alg:#x}", "transport", cap(C.TPM_CAP_TRANS_ALG, u32(_alg)))
+
+
 def _execute_fields(rsp: bytes) -> bytes:
     """The tick count is the TPM's: compare locality and the wrapped response's header."""
     return rsp[:10] + stripped(rsp)[18:22] + stripped(rsp)[22:32] if not rc_of(rsp) else rsp
@@ -883,6 +933,83 @@ def release_transport_with_storage_key(s):
 @case("transport", key=_release_fields)
 def release_transport_with_1024_bit_key(s):
     release(s, "h_sign1024")
+
+
+# ---- 13b. auditing (Part 3, 8) and certified migratable keys (Part 3, 11) ----
+raw_case("get_audit_digest", "audit", frame(ORD["TPM_GetAuditDigest"], u32(0)), header_only,
+         "which ordinals are audited by default differs (see README)")
+
+
+@case("audit")
+def set_ordinal_audit_status_get_random(s):
+    quiet(s.tpm.call, "TPM_SetOrdinalAuditStatus", params=u32(ORD["TPM_GetRandom"]) + b"\x01", auth=[OWNER])
+
+
+@case("audit")
+def set_ordinal_audit_status_never_auditable(s):
+    quiet(s.tpm.call, "TPM_SetOrdinalAuditStatus", params=u32(ORD["TPM_GetAuditDigest"]) + b"\x01", auth=[OWNER])
+
+
+@case("audit", key=header_only)
+def get_audit_digest_signed(s):
+    quiet(s.tpm.call, "TPM_GetAuditDigestSigned", handles=[s.ctx.get("h_sign2048", 0)],
+          params=b"\x00" + b"\x0a" * 20, auth=[KEY])
+
+
+@case("audit")
+def get_audit_digest_signed_close_with_signing_key(s):
+    quiet(s.tpm.call, "TPM_GetAuditDigestSigned", handles=[s.ctx.get("h_sign2048", 0)],
+          params=b"\x01" + b"\x0a" * 20, auth=[KEY])
+
+
+@case("audit")
+def set_ordinal_audit_status_off(s):
+    quiet(s.tpm.call, "TPM_SetOrdinalAuditStatus", params=u32(ORD["TPM_GetRandom"]) + b"\x00", auth=[OWNER])
+
+
+MSA = struct.pack(">I", 1) + hashlib.sha1(b"an MA key").digest()
+
+
+@case("cmk", key=header_only)
+def cmk_approve_ma(s):
+    r = quiet(s.tpm.TPM_CMK_ApproveMA, OWNER, hashlib.sha1(MSA).digest())
+    if r:
+        s.ctx["approval"] = r
+
+
+def _cmk_template() -> Key12:
+    t = key_template(C.TPM_KEY_SIGNING)
+    return Key12(t.usage, C.TPM_KEY_FLAG_MIGRATABLE | C.TPM_KEY_FLAG_MIGRATE_AUTHORITY, t.auth_usage, t.parms, b"")
+
+
+@case("cmk", key=_blob_fields)
+def cmk_create_key(s):
+    quiet(s.tpm.TPM_CMK_CreateKey, C.TPM_KH_SRK, SRK, _cmk_template(), KEY, s.ctx.get("approval", bytes(20)),
+          hashlib.sha1(MSA).digest())
+
+
+@case("cmk")
+def cmk_create_key_unapproved_list(s):
+    quiet(s.tpm.TPM_CMK_CreateKey, C.TPM_KH_SRK, SRK, _cmk_template(), KEY, bytes(20), hashlib.sha1(MSA).digest())
+
+
+@case("cmk")
+def cmk_create_key_not_migratable(s):
+    quiet(s.tpm.TPM_CMK_CreateKey, C.TPM_KH_SRK, SRK, key_template(C.TPM_KEY_SIGNING), KEY,
+          s.ctx.get("approval", bytes(20)), hashlib.sha1(MSA).digest())
+
+
+@case("cmk")
+def cmk_create_ticket_bad_signature(s):
+    ma_pub = (KeyParms(C.TPM_ALG_RSA, C.TPM_ES_NONE, C.TPM_SS_RSASSAPKCS1v15_SHA1).marshal()
+              + u32(256) + b"\xc5" * 256)
+    quiet(s.tpm.TPM_CMK_CreateTicket, OWNER, ma_pub, b"\x01" * 20, b"\x02" * 256)
+
+
+@case("cmk")
+def cmk_create_ticket_encryption_key(s):
+    ma_pub = OAEP_PARMS.marshal() + u32(256) + b"\xc5" * 256
+    quiet(s.tpm.TPM_CMK_CreateTicket, OWNER, ma_pub, b"\x01" * 20, b"\x02" * 256)
 
 
 # ---- 13. dictionary-attack lockout (Part 1, 20) ----

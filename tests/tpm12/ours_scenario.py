@@ -2,8 +2,9 @@
 
 Sizes: RSA-2048 keys (TPM 1.1 TPM_KEY for TPM_LoadKey), one-shot OIAP sessions
 (continueAuthSession FALSE), a 20-byte TPM_GetRandom, TPM_CAP_VERSION_VAL,
-one PCR in TPM_Quote2, a 32-byte NV area written and read whole with owner
-authorization, TPM_ReadCounter wrapped in TPM_ExecuteTransport. Returns
+one PCR in TPM_Quote2, 32-byte NV areas written and read whole, TPM_ReadCounter
+wrapped in TPM_ExecuteTransport, one audited ordinal. Key generation is charged
+as ``rsa_keygen`` only on profiles that have it (the 2010 ones do not). Returns
 ``{command: CommandRecord}`` of the engine's own charges, as paper_scenario does.
 """
 
@@ -13,7 +14,8 @@ import struct
 
 from trustlab.devices.tpm12 import Tpm12, key_template, secret
 from trustlab.devices.tpm12 import constants as C
-from trustlab.devices.tpm12.keys import Key11, KeyParms
+from trustlab.devices.tpm12.engine import Engine
+from trustlab.devices.tpm12.keys import Key11, Key12, KeyParms
 from trustlab.devices.tpm12.nvstore import MemoryNVStore
 from trustlab.timing.clock import Clock, CommandRecord
 
@@ -52,6 +54,7 @@ def run(clock: Clock, keygen=None) -> dict[str, CommandRecord]:
     tpm.TPM_ReadPubek()
     rec("TPM_ReadPubek")
     tpm.TPM_TakeOwnership(OWNER, SRK)
+    rec("TPM_TakeOwnership")
     tpm.TPM_GetRandom(20)
     rec("TPM_GetRandom")
     tpm.TPM_Extend(10, b"\x01" * 20)
@@ -112,6 +115,59 @@ def run(clock: Clock, keygen=None) -> dict[str, CommandRecord]:
     rec("TPM_ReleaseTransportSigned")
     tpm.TPM_ReleaseCounter(cid, oiap(K))
     rec("TPM_ReleaseCounter")
+
+    tpm.call("TPM_ContinueSelfTest")
+    rec("TPM_ContinueSelfTest")
+    tpm.call("TPM_ResetLockValue", auth=[oiap(OWNER)])
+    rec("TPM_ResetLockValue")
+    tpm.call("TPM_PCR_Reset", params=b"\x00\x03\x00\x00\x01")
+    rec("TPM_PCR_Reset")
+    tpm.call("TPM_OwnerReadPubek", auth=[oiap(OWNER)])
+    rec("TPM_OwnerReadPubek")
+    tpm.TPM_CreateWrapKey(srk, SRK, key_template(C.TPM_KEY_SIGNING), K)
+    rec("TPM_CreateWrapKey")
+    tpm.TPM_MakeIdentity(OWNER, SRK, K)
+    rec("TPM_MakeIdentity")
+
+    osap = tpm.TPM_OSAP(C.TPM_ET_OWNER, C.TPM_KH_OWNER, OWNER)
+    osap.cont = False
+    tpm.call("TPM_NV_DefineSpace", params=nv_public(NV_INDEX + 1, C.TPM_NV_PER_AUTHWRITE | C.TPM_NV_PER_AUTHREAD,
+                                                    NV_SIZE) + osap.encrypt_auth(NV), auth=[osap])
+    tpm.call("TPM_NV_WriteValueAuth", params=u32(NV_INDEX + 1) + u32(0) + u32(NV_SIZE) + b"a" * NV_SIZE,
+             auth=[oiap(NV)])
+    rec("TPM_NV_WriteValueAuth")
+    tpm.call("TPM_NV_ReadValueAuth", params=u32(NV_INDEX + 1) + u32(0) + u32(NV_SIZE), auth=[oiap(NV)])
+    rec("TPM_NV_ReadValueAuth")
+
+    tpm.call("TPM_SetOrdinalAuditStatus", params=u32(C.ORD["TPM_GetRandom"]) + b"\x01", auth=[oiap(OWNER)])
+    rec("TPM_SetOrdinalAuditStatus")
+    tpm.call("TPM_GetAuditDigest", params=u32(0))
+    rec("TPM_GetAuditDigest")
+    tpm.call("TPM_GetAuditDigestSigned", handles=[sign], params=b"\x00" + b"a" * 20, auth=[oiap(K)])
+    rec("TPM_GetAuditDigestSigned")
+    tpm.call("TPM_SetOrdinalAuditStatus", params=u32(C.ORD["TPM_GetRandom"]) + b"\x00", auth=[oiap(OWNER)])
+
+    # a signed ticket from a migration authority; a plain migration blob converted by this TPM
+    ma_pub = tpm.TPM_GetPubKey(sign, oiap(K))
+    signed = b"s" * 20
+    sig = tpm.TPM_Sign(sign, signed, oiap(K))
+    tpm.TPM_CMK_CreateTicket(oiap(OWNER), ma_pub, signed, sig)
+    rec("TPM_CMK_CreateTicket")
+    storage_blob = tpm.TPM_CreateWrapKey(srk, SRK, key_template(C.TPM_KEY_STORAGE), K)
+    storage = tpm.TPM_LoadKey2(srk, storage_blob, SRK)
+    mka = tpm.TPM_AuthorizeMigrationKey(oiap(OWNER), Key12.from_bytes(storage_blob).pubkey(), C.TPM_MS_MIGRATE)
+    mig = Key12.from_bytes(tpm.TPM_CreateWrapKey(srk, SRK, key_template(C.TPM_KEY_SIGNING, migratable=True), K,
+                                                 migration_auth=NV))
+    random, blob = tpm.TPM_CreateMigrationBlob(srk, oiap(SRK), mka, mig.enc, oiap(NV))
+    tpm.call("TPM_ConvertMigrationBlob", handles=[storage],
+             params=u32(len(blob)) + blob + u32(len(random)) + random, auth=[oiap(K)])
+    rec("TPM_ConvertMigrationBlob")
+
     tpm.call("TPM_SaveState")
     rec("TPM_SaveState")
+
+    factory = Tpm12(clock, engine=Engine(clock, MemoryNVStore(), keygen, ek=False))  # no EK yet
+    factory.call("TPM_CreateEndorsementKeyPair", params=b"e" * 20 + KeyParms(
+        C.TPM_ALG_RSA, C.TPM_ES_RSAESOAEP_SHA1_MGF1, C.TPM_SS_NONE).marshal())
+    rec("TPM_CreateEndorsementKeyPair")
     return out

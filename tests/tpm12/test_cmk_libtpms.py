@@ -59,18 +59,27 @@ def cmk_template() -> Key12:
     return Key12(t.usage, C.TPM_KEY_FLAG_MIGRATABLE | C.TPM_KEY_FLAG_MIGRATE_AUTHORITY, t.auth_usage, t.parms, b"")
 
 
+@pytest.mark.parametrize("scheme", ["RESTRICT_MIGRATE", "RESTRICT_APPROVE"])
 @pytest.mark.parametrize("source,dest", [("libtpms", "trustlab"), ("trustlab", "libtpms")])
-def test_cmk_blob_imports(world, source, dest) -> None:
+def test_cmk_blob_imports(world, source, dest, scheme) -> None:
+    """RESTRICT_MIGRATE: the destination is on the list; RESTRICT_APPROVE: only the MA is, and
+    the source TPM checks the MA's ticket over restrictTicket before it makes the blob."""
     src, dst = world[source].tpm, world[dest].tpm
     dest_pub = world[dest].ctx["dest_pub"]
-    msa = msa_composite([sha1(world["ma_pub"]), sha1(dest_pub)])
+    approve = scheme == "RESTRICT_APPROVE"
+    msa = msa_composite([sha1(world["ma_pub"])] + ([] if approve else [sha1(dest_pub)]))
     approval = src.TPM_CMK_ApproveMA(OWNER, sha1(msa))
     cmk = Key12.from_bytes(src.TPM_CMK_CreateKey(SRK_H, SRK, cmk_template(), KEY, approval, sha1(msa)))
-    mka = src.TPM_AuthorizeMigrationKey(OWNER, dest_pub, C.TPM_MS_RESTRICT_MIGRATE)
-    random, out = src.TPM_CMK_CreateBlob(SRK_H, SRK, mka, sha1(cmk.pubkey()), msa, cmk.enc)
-
     restrict = sha1(world["ma_pub"]) + sha1(dest_pub) + sha1(cmk.pubkey())  # TPM_CMK_AUTH
     signature = world["ma"].sign(sha1(restrict), padding.PKCS1v15(), utils.Prehashed(hashes.SHA1()))
+    mka = src.TPM_AuthorizeMigrationKey(OWNER, dest_pub, getattr(C, f"TPM_MS_{scheme}"))
+    if approve:
+        src_ticket = src.TPM_CMK_CreateTicket(OWNER, world["ma_pub"], sha1(restrict), signature)
+        random, out = src.TPM_CMK_CreateBlob(SRK_H, SRK, mka, sha1(cmk.pubkey()), msa, cmk.enc,
+                                             scheme=C.TPM_MS_RESTRICT_APPROVE, restrict_ticket=restrict,
+                                             sig_ticket=src_ticket)
+    else:
+        random, out = src.TPM_CMK_CreateBlob(SRK_H, SRK, mka, sha1(cmk.pubkey()), msa, cmk.enc)
     ticket = dst.TPM_CMK_CreateTicket(OWNER, world["ma_pub"], sha1(restrict), signature)
     dest_h = world[dest].ctx["dest_h"]
     migrated = cmk.with_enc(out).marshal()

@@ -23,11 +23,12 @@ import pytest
 from trustlab.apps.counters import schemes
 from trustlab.apps.counters.runner import run as run_scheme
 from trustlab.apps.workloads import Request
-from trustlab.devices.tpm12 import MemoryNVStore, Tpm12
+from trustlab.devices.tpm12 import MemoryNVStore, Tpm12, TpmError
 from trustlab.devices.tpm12 import constants as C
-from trustlab.devices.tpm12.served import CAPABILITIES, STATE_FILE, EngineBackend, Tpm12Proxy
+from trustlab.devices.tpm12.served import CAPABILITIES, STATE_FILE, EngineBackend
 from trustlab.devices.tpm12.socket_tpm import SocketTpm12, Swtpm12
 from trustlab.devices.tpm2 import wire
+from trustlab.devices.tpm2.proxy import TimingProxy
 from trustlab.timing.clock import Clock
 from trustlab.timing.registry import load
 
@@ -88,6 +89,7 @@ def test_control_replies(backend: EngineBackend) -> None:
     assert caps == struct.pack(">Q", CAPABILITIES)
 
 
+@pytest.mark.swtpm
 @needs_swtpm
 def test_control_channel_matches_swtpm(tmp_path: Path) -> None:
     """Every reply of the sequence, and the DRTM PCR 17, byte for byte as swtpm (libtpms TPM 1.2) gives them."""
@@ -164,7 +166,8 @@ def test_proxy_serves_and_holds(tmp_path: Path) -> None:
     """Over TCP: the proxy's ledger equals the engine's, the trace has one line per command."""
     profile = load("infineon-2010")
     trace = tmp_path / "trace.jsonl"
-    with Tpm12Proxy(profile, EngineBackend(profile, tmp_path / "s"), virtual=True, trace=str(trace)) as proxy:
+    with TimingProxy(profile, EngineBackend(profile, tmp_path / "s"), virtual=True, trace=str(trace),
+                     control="swtpm") as proxy:
         remote = SocketTpm12("127.0.0.1", proxy.port)
         assert rc_of(remote.execute(GET_RANDOM_8)) == 0
         assert rc_of(remote.execute(pcr_read(99))) == C.RC["TPM_BADINDEX"]
@@ -177,9 +180,28 @@ def test_proxy_serves_and_holds(tmp_path: Path) -> None:
     assert lines[1]["rc"] == C.RC["TPM_BADINDEX"] and lines[0]["modelled_ms"] > 0
 
 
+def test_power_cycle_through_the_proxy(tmp_path: Path) -> None:
+    """The control port reaches the backend: SHUTDOWN and the DRTM sequence too (the backend's extra_control)."""
+    profile = load("infineon-2010")
+    with TimingProxy(profile, EngineBackend(profile, tmp_path / "s"), virtual=True, control="swtpm") as proxy:
+        remote = SocketTpm12("127.0.0.1", proxy.port)
+        for request in (wire.ctrl_request(wire.CMD_HASH_START),
+                        wire.ctrl_request(wire.CMD_HASH_DATA, struct.pack(">I", 3) + b"abc"),
+                        wire.ctrl_request(wire.CMD_HASH_END)):
+            assert ctrl(proxy.ctrl_port, request) == b"\0\0\0\0"
+        assert ctrl(proxy.ctrl_port, wire.ctrl_request(wire.CMD_GET_TPMESTABLISHED)) == struct.pack(">IB3x", 0, 1)
+        assert ctrl(proxy.ctrl_port, wire.ctrl_request(wire.CMD_SHUTDOWN)) == b"\0\0\0\0"
+        assert rc_of(remote.execute(GET_RANDOM_8)) == C.RC["TPM_FAIL"]
+        assert ctrl(proxy.ctrl_port, wire.ctrl_init()) == b"\0\0\0\0"
+        assert rc_of(remote.execute(GET_RANDOM_8)) == 0
+        proxy.reset()  # the proxy's own power cycle: CMD_INIT + TPM_Startup(ST_CLEAR) (already started: fine)
+        assert rc_of(remote.execute(GET_RANDOM_8)) == 0
+        remote.close()
+
+
 def test_proxy_rejects_oversized_frame(tmp_path: Path) -> None:
     profile = load("infineon-2010")
-    with Tpm12Proxy(profile, EngineBackend(profile, tmp_path / "s"), virtual=True) as proxy:
+    with TimingProxy(profile, EngineBackend(profile, tmp_path / "s"), virtual=True, control="swtpm") as proxy:
         with socket.create_connection(("127.0.0.1", proxy.port), timeout=5) as s:
             s.sendall(struct.pack(">HII", 0xC1, 1 << 20, 0x46))
             assert rc_of(s.recv(64)) == C.RC["TPM_BAD_PARAM_SIZE"]
@@ -230,3 +252,118 @@ def test_counters_over_the_wire_time_as_in_process(scheme: str) -> None:
         finally:
             built.close()
     assert times["served"] == pytest.approx(times["inproc"], rel=1e-12)
+
+
+def test_run_counters_records_where_the_tpm_ran() -> None:
+    from trustlab.experiments.registry import run_argv
+
+    argv = ["--scheme", "log", "--profile", "winbond-counters-2010", "--counters", "2", "--requests", "4",
+            "--deterministic"]
+    inproc = run_argv("counters", argv)
+    served = run_argv("counters", argv + ["--tpm12", "served"])
+    assert served.params["tpm12"] == "served" and inproc.params["tpm12"] == "inproc"
+    (a,), (b,) = inproc.data, served.data
+    assert a["tpm12"] == "in-process engine" and b["tpm12"].startswith("served engine")
+    assert b["total_s"] == pytest.approx(a["total_s"], rel=1e-12)
+
+
+def test_tpm12_flag_errors() -> None:
+    from trustlab.errors import TrustlabError
+
+    with pytest.raises(TrustlabError, match="TPM_ExecuteHashTree"):
+        schemes.build("hashtree", load("infineon-counters-2010"), 2, tpm12="libtpms")
+    with pytest.raises(TrustlabError, match="log-tpm2"):
+        schemes.build("log-tpm2", load("infineon-slb9672-wolftpm"), 2, tpm12="served")
+
+
+def _op_times(scheme: str, tpm12: str, requests: list) -> list[float]:
+    built = schemes.build(scheme, load("infineon-counters-2010").without_spread(), 3, seed=1, tpm12=tpm12)
+    try:
+        return [r.ms for r in run_scheme(built, requests, seed=1)]
+    finally:
+        built.close()
+
+
+REQUESTS = [Request(i % 3, op) for i, op in enumerate(["increment"] * 4 + ["read"] * 2)]
+
+
+def test_lockstep_times_are_the_twin_engines(monkeypatch) -> None:
+    """The lockstep plumbing of --tpm12 libtpms, with the served engine standing in for libtpms."""
+    from trustlab.apps.counters import wire as W
+
+    monkeypatch.setattr(W, "_libtpms", lambda clock: W._served(load("infineon-counters-2010"), clock, 0))
+    assert _op_times("log", "libtpms", REQUESTS) == pytest.approx(_op_times("log", "inproc", REQUESTS), rel=1e-12)
+
+
+@pytest.mark.swtpm
+@needs_swtpm
+def test_counters_on_libtpms() -> None:
+    """`run counters --scheme log --tpm12 libtpms`: the scheme's certificates from libtpms verify."""
+    times = _op_times("log", "libtpms", REQUESTS)
+    assert times == pytest.approx(_op_times("log", "inproc", REQUESTS), rel=1e-12)
+
+
+
+def _startup(kind: int) -> bytes:
+    return struct.pack(">HIIH", C.TPM_TAG_RQU_COMMAND, 12, C.ORD["TPM_Startup"], kind)
+
+
+EXTEND_PCR1 = struct.pack(">HIII", C.TPM_TAG_RQU_COMMAND, 34, C.ORD["TPM_Extend"], 1) + b"\x11" * 20
+SAVE_STATE = struct.pack(">HII", C.TPM_TAG_RQU_COMMAND, 10, C.ORD["TPM_SaveState"])
+
+
+def power_cycle_script(data, control) -> list:
+    """TPM_SaveState, CMD_INIT, TPM_Startup(ST_STATE) keeps PCR 1, also with INIT_FLAG_DELETE_VOLATILE (it
+    deletes swtpm's CMD_STORE_VOLATILE blob, not the SaveState image); a second ST_STATE fails."""
+    out = [rc_of(data(GET_RANDOM_8)), rc_of(data(_startup(C.TPM_ST_CLEAR))), rc_of(data(_startup(C.TPM_ST_CLEAR)))]
+    extended = data(EXTEND_PCR1)[10:]
+    out += [rc_of(data(SAVE_STATE)), control(wire.ctrl_init())]
+    out += [rc_of(data(_startup(C.TPM_ST_STATE))), data(pcr_read(1))[10:] == extended]
+    out += [rc_of(data(SAVE_STATE)), control(wire.ctrl_init(1)), rc_of(data(_startup(C.TPM_ST_STATE)))]
+    out += [control(wire.ctrl_init()), rc_of(data(_startup(C.TPM_ST_STATE)))]  # the image was used up
+    return out
+
+
+def test_save_state_power_cycle(backend: EngineBackend, tmp_path: Path) -> None:
+    """--startup none: the client drives TPM_Startup; ST_STATE resumes after TPM_SaveState and CMD_INIT."""
+    b = EngineBackend(load("infineon-2010"), tmp_path / "none", startup="none")
+    try:
+        ours = power_cycle_script(b.transact, lambda req: b.control(struct.unpack(">I", req[:4])[0], req[4:]))
+    finally:
+        b.close()
+    assert ours[:3] == [C.RC["TPM_INVALID_POSTINIT"], 0, C.RC["TPM_INVALID_POSTINIT"]]
+    assert ours[3:7] == [0, b"\0\0\0\0", 0, True]
+    assert ours[7:] == [0, b"\0\0\0\0", 0, b"\0\0\0\0", C.RC["TPM_FAILEDSELFTEST"]]
+    if shutil.which("swtpm") is not None:  # the same script on libtpms gives the same answers
+        with Swtpm12(state_dir=tmp_path / "libtpms", startup=False) as sw:
+            assert sw.port is not None
+            remote = SocketTpm12("127.0.0.1", sw.port)
+            theirs = power_cycle_script(remote.execute, lambda req: ctrl(sw.port + 1, req))
+            remote.close()
+        assert ours == theirs
+
+
+def test_storage_failure_answers_tpm_fail() -> None:
+    """If the state cannot be saved, the command answers TPM_FAIL and the state stays the last durable one."""
+    from types import SimpleNamespace
+
+    class Broken(MemoryNVStore):
+        fail = False
+
+        def save(self, data: bytes) -> None:
+            if self.fail:
+                raise OSError("disk full")
+            super().save(data)
+
+    nv = Broken()
+    backend = EngineBackend(load("infineon-2010"), nv=nv)
+    host = Tpm12(Clock(load("infineon-2010")), engine=SimpleNamespace(execute=backend.transact))
+    nv.fail = True
+    with pytest.raises(TpmError, match="TPM_FAIL"):
+        host.TPM_TakeOwnership(b"\1" * 20, b"\2" * 20)
+    assert isinstance(backend.last_error, OSError)
+    assert backend.engine.state.owner_auth is None  # nothing half-done
+    nv.fail = False
+    host.TPM_TakeOwnership(b"\1" * 20, b"\2" * 20)
+    assert backend.engine.state.owner_auth == b"\1" * 20
+    backend.close()

@@ -3,27 +3,36 @@
 tcsd's TCP device mode (``tcsd -e`` with TCSD_USE_TCP_DEVICE,
 TCSD_TCP_DEVICE_HOSTNAME, TCSD_TCP_DEVICE_PORT) speaks swtpm's data protocol.
 The same flow runs first against libtpms' TPM 1.2 (``swtpm socket`` without
-``--tpm2``), which shows the harness is right, then against the served engine.
-Each tcsd has its own configuration, system persistent storage and port.
+``--tpm2``), which shows the harness is right, then against the served engine;
+both are traced by the proxy, and every command must get the same return code
+and the same request and response sizes from both (a differential test through
+real TPM software). Each tcsd has its own configuration, system persistent
+storage and port.
 
 Run with ``-s`` to see the transcript (command, exit code, wall time).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 
-from trustlab.devices.tpm12.served import EngineBackend, Tpm12Proxy
+from trustlab.devices.tpm12.served import STATE_FILE
 from trustlab.devices.tpm12.socket_tpm import Swtpm12
+from trustlab.devices.tpm2.backend import SocketBackend
+from trustlab.devices.tpm2.proxy import TimingProxy
 from trustlab.timing.registry import load
 
 pytestmark = pytest.mark.swtpm
@@ -72,6 +81,7 @@ class Tcsd:
         self.proc: subprocess.Popen | None = None
 
     def start(self) -> "Tcsd":
+        self.dir.mkdir(mode=0o755, exist_ok=True)
         state = self.dir / "tcsd-state"
         state.mkdir()
         shutil.chown(state, "tss", "tss")
@@ -157,6 +167,25 @@ def check_flow(steps: list[Step], tcsd: Tcsd) -> None:
     assert (tcsd.dir / "unsealed.txt").read_bytes() == SECRET_TEXT
 
 
+@contextmanager
+def serve(workdir: Path, *flags: str) -> Iterator[int]:
+    """`trustlab serve --profile infineon-2010 --port 0 --state WORKDIR/engine FLAGS`; yields its data port."""
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src")}
+    proc = subprocess.Popen([sys.executable, "-m", "trustlab", "serve", "--profile", "infineon-2010", "--port", "0",
+                             "--state", str(workdir / "engine"), *flags], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        banner = proc.stdout.readline() if proc.stdout else ""
+        if " on 127.0.0.1:" not in banner:
+            proc.kill()
+            raise AssertionError(f"trustlab serve did not start: {banner}{proc.communicate()[1]}")
+        yield int(banner.split(" on 127.0.0.1:")[1].split()[0])
+    finally:
+        if proc.poll() is None:
+            proc.terminate()
+        proc.communicate(timeout=30)
+
+
 @pytest.fixture
 def workdir():
     why = _missing()
@@ -168,40 +197,83 @@ def workdir():
     shutil.rmtree(d, ignore_errors=True)
 
 
-def test_tcsd_and_tpm_tools_on_libtpms(workdir: Path) -> None:
-    """The harness itself: the flow succeeds against libtpms' TPM 1.2."""
+class Tpm12Relay(SocketBackend):
+    """libtpms' TPM 1.2 (a swtpm) behind the proxy, which traces each command's rc and sizes (no timing)."""
+
+    family = "tpm1.2"
+
+
+def traced(path: Path) -> list[tuple[int, int, int]]:
+    """(rc, request bytes, response bytes) of every traced command."""
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    return [(r["rc"], r["in_bytes"], r["out_bytes"]) for r in rows]
+
+
+def libtpms_flow(workdir: Path) -> tuple[list[Step], Tcsd, list[tuple[int, int, int]]]:
+    """The flow against libtpms (with tpm_createek first), traced through the proxy."""
+    trace = workdir / "libtpms.jsonl"
     with Swtpm12(state_dir=workdir / "libtpms") as tpm:
         assert tpm.port is not None
-        tcsd = Tcsd(tpm.port, workdir).start()
-        try:
-            steps = tools_flow(tcsd, create_ek=True)
-        finally:
-            tcsd.stop()
-    print("\nlibtpms TPM 1.2:\n" + transcript(steps))
-    check_flow(steps, tcsd)
-
-
-# What tcsd and these tools send besides commands every TPM 1.2 engine here had (recorded against libtpms
-# through a relay: see the notes of issue 12 part B): without these the flow cannot get past its first step.
-NEEDED_ORDINALS = {0x65: "TPM_GetCapability", 0x81: "TPM_OwnerReadInternalPub", 0xCC: "TPM_NV_DefineSpace",
-                   0xCD: "TPM_NV_WriteValue", 0xCF: "TPM_NV_ReadValue"}
+        relay = Tpm12Relay(("127.0.0.1", tpm.port), ("127.0.0.1", tpm.port + 1))
+        with TimingProxy(load("infineon-2010"), relay, virtual=True, control="swtpm", trace=str(trace)) as proxy:
+            tcsd = Tcsd(proxy.port, workdir / "libtpms-tcsd").start()
+            try:
+                steps = tools_flow(tcsd, create_ek=True)
+            finally:
+                tcsd.stop()
+    return steps, tcsd, traced(trace)
 
 
 def test_tcsd_and_tpm_tools_on_served_engine(workdir: Path) -> None:
-    """The same flow against `trustlab serve --profile infineon-2010` (virtual time: a unit test)."""
-    from trustlab.devices.tpm12 import registry
-
-    lacking = [name for ordinal, name in NEEDED_ORDINALS.items() if ordinal not in registry.table()]
-    if lacking:
-        pytest.skip(f"the engine does not implement {', '.join(lacking)} yet (issue 12 part A)")
-    profile = load("infineon-2010")
-    with Tpm12Proxy(profile, EngineBackend(profile, workdir / "engine"), virtual=True) as proxy:
-        tcsd = Tcsd(proxy.port, workdir).start()
+    """The same flow against `trustlab serve --profile infineon-2010` (the CLI, in virtual time: a unit test)."""
+    reference, reference_tcsd, theirs = libtpms_flow(workdir)
+    print("\nlibtpms TPM 1.2:\n" + transcript(reference))
+    check_flow(reference, reference_tcsd)  # the harness itself is right
+    trace = workdir / "trace.jsonl"
+    with serve(workdir, "--virtual", "--trace", str(trace)) as port:
+        tcsd = Tcsd(port, workdir / "served-tcsd").start()
         try:
             steps = tools_flow(tcsd, create_ek=False)
         finally:
             tcsd.stop()
-        commands = [r.command for r in proxy.records]
+    commands = [json.loads(line)["command"] for line in trace.read_text().splitlines()]
     print("\nserved engine (infineon-2010):\n" + transcript(steps))
     check_flow(steps, tcsd)
     assert "TPM_TakeOwnership" in commands and "TPM_Unseal" in commands
+    assert (workdir / "engine" / STATE_FILE).exists()  # --state kept the owner
+    # differential: every command tcsd and the tools sent got the same rc and sizes as from libtpms
+    # (libtpms' extra TPM_CreateEndorsementKeyPair, which a factory-made chip does not need, left out)
+    ek = theirs.index((0, 54, 314))
+    assert traced(trace) == theirs[:ek] + theirs[ek + 1:]
+
+
+@pytest.mark.realtime
+def test_tcsd_realtime_transcript(workdir: Path) -> None:
+    """Realtime: every tool takes at least the modelled time of the commands it caused (the hold works
+    through tcsd); prints the transcript (tool, wall, modelled)."""
+    trace = workdir / "trace.jsonl"
+
+    def records() -> list[dict]:
+        return [json.loads(line) for line in trace.read_text().splitlines()] if trace.exists() else []
+
+    rows = []
+    with serve(workdir, "--trace", str(trace)) as port:
+        tcsd = Tcsd(port, workdir).start()
+        plain = tcsd.tool
+
+        def timed_tool(*argv: str) -> Step:
+            before = len(records())
+            step = plain(*argv)
+            rows.append((step, sum(r["modelled_ms"] for r in records()[before:])))
+            return step
+
+        tcsd.tool = timed_tool  # type: ignore[method-assign]
+        try:
+            steps = tools_flow(tcsd, create_ek=False)
+        finally:
+            tcsd.stop()
+    print("\n" + "\n".join(f"{s.wall_s * 1000:9.1f} ms wall  {m:9.1f} ms modelled  rc={s.rc}  {s.command}"
+                            for s, m in rows))
+    check_flow(steps, tcsd)
+    for step, modelled in rows:
+        assert step.wall_s * 1000 >= modelled, step.command

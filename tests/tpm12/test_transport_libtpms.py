@@ -16,7 +16,7 @@ from cryptography.hazmat.primitives.asymmetric import padding, utils
 from trustlab.devices.tpm12 import constants as C
 from trustlab.devices.tpm12 import key_template, secret
 from trustlab.devices.tpm12 import transport_log as L
-from trustlab.devices.tpm12.keys import Key12, pubkey_modulus, rsa_public
+from trustlab.devices.tpm12.keys import Key12, rsa_public
 from trustlab.devices.tpm12.primitives import KeyPool
 
 from .conformance_cases import OAEP_PARMS, frame
@@ -71,6 +71,7 @@ def spec_verify(record, nonce: bytes, public, moduli: dict[int, bytes]) -> None:
     """Recompute transDigest from the raw exchanges (Part 3, 24.1-24.3) and check the signature."""
     digest = b"\x00" * 20
     signature = None
+    tick_rate_nonce = b""
     for cmd, rsp in record:
         tag, _size, ordinal = struct.unpack(">HII", cmd[:10])
         assert struct.unpack(">I", rsp[6:10])[0] == 0, f"ordinal {ordinal:#x} failed"
@@ -81,6 +82,7 @@ def spec_verify(record, nonce: bytes, public, moduli: dict[int, bytes]) -> None:
             digest = sha1(digest, struct.pack(">H", 0x0010), sha1(u32(EST), params), b"\x00" * 20)
             digest = sha1(digest, struct.pack(">H", 0x0011), ticks,
                           sha1(u32(0), u32(EST), locality, ticks, out[36:56]), locality)
+            tick_rate_nonce = ticks[10:32]  # the session's tickRate and tickNonce
         elif ordinal == ET:  # 24.2 steps 6, 10, 14, 16
             wsize = struct.unpack(">I", cmd[10:14])[0]
             wrapped = cmd[14:14 + wsize]
@@ -109,8 +111,6 @@ def spec_verify(record, nonce: bytes, public, moduli: dict[int, bytes]) -> None:
             locality, ticks = body[:4], body[4:36]
             digest = sha1(digest, struct.pack(">H", 0x0011), ticks, sha1(u32(REL), nonce), locality)
             signature = body[40:40 + struct.unpack(">I", body[36:40])[0]]
-        if ordinal == EST:
-            tick_rate_nonce = rsp[14 + 4 + 10:14 + 4 + 32]
     info = struct.pack(">H", 0x0005) + b"TRAN" + nonce + u32(20) + digest
     public.verify(signature, sha1(info), padding.PKCS1v15(), utils.Prehashed(hashes.SHA1()))
 
@@ -141,3 +141,26 @@ def test_both_tpms_refuse_an_identity_key_for_release(sides) -> None:
         with pytest.raises(Exception, match="TPM_INVALID_KEYUSAGE"):
             s.tpm.TPM_ReleaseTransportSigned(aik, b"\x00" * 20, t, SIGN)
         s.tpm.TPM_FlushSpecific(aik)
+
+
+@pytest.mark.parametrize("cipher", ["MGF1", "AES128-CTR", "AES128-OFB"])
+@pytest.mark.parametrize("which", ["trustlab", "libtpms"])
+def test_encrypted_transport(sides, which, cipher) -> None:
+    """Part 3, 24.2 steps 4 and 17: our host's pads match the TPM's - the TPM decrypts the
+    commands (their authorizations verify) and the host decrypts the answers (theirs verify)."""
+    s = sides[0] if which == "trustlab" else sides[1]
+    tpm = s.tpm
+    alg, scheme = {"MGF1": (C.TPM_ALG_MGF1, C.TPM_ES_NONE), "AES128-CTR": (C.TPM_ALG_AES128, C.TPM_ES_SYM_CTR),
+                   "AES128-OFB": (C.TPM_ALG_AES128, C.TPM_ES_SYM_OFB)}[cipher]
+    blob = tpm.TPM_CreateWrapKey(C.TPM_KH_SRK, SRK, key_template(C.TPM_KEY_STORAGE), SIGN)
+    storage = tpm.TPM_LoadKey2(C.TPM_KH_SRK, blob, SRK)
+    sign_s = tpm.TPM_OIAP(SIGN)
+    t = tpm.TPM_EstablishTransport(TRANS, exclusive=False, logged=False, alg=alg, scheme=scheme,
+                                   key=(storage, Key12.from_bytes(blob).pub, SIGN))
+    with tpm.through(t):
+        assert len(tpm.TPM_GetRandom(100)) == 100  # a response longer than one AES block
+        value = tpm.TPM_ReadCounter(s.ctx["cid"])
+        sig = tpm.TPM_Sign(s.ctx["key"], b"\x44" * 20, sign_s)
+    s.ctx["pub"].verify(sig, b"\x44" * 20, padding.PKCS1v15(), utils.Prehashed(hashes.SHA1()))
+    assert value == tpm.TPM_ReadCounter(s.ctx["cid"])
+    tpm.TPM_FlushSpecific(storage)

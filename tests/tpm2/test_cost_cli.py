@@ -127,3 +127,42 @@ def test_proxy_queues_concurrent_clients_like_one_tpm(swtpm):
         for t in threads:
             t.join()
         assert (max(done) - t0) * 1000 >= 80.0
+
+
+@needs_swtpm
+@pytest.mark.skipif(not __import__("shutil").which("tpm2_pcrread"), reason="tpm2-tools not installed")
+def test_estimate_prices_what_serve_charges(swtpm, tmp_path, capsys):
+    """Every command serve charges as overhead + bytes, estimate prices the same, marked 'overhead only'."""
+    from trustlab.timing import registry
+    from trustlab.timing.formula_sets.tpm2 import OVERHEAD_SIZES
+
+    profile = registry.load("nuvoton-npct750-wolftpm")  # no nv_write: NV_Write/EvictControl are overhead only
+    with TimingProxy(profile, swtpm, virtual=True, rm=False) as proxy:
+        env = dict(os.environ, TPM2TOOLS_TCTI=proxy.tcti, TSS2_LOG="all+NONE")
+        (tmp_path / "data").write_bytes(b"x" * 16)
+        for argv in (["tpm2_pcrread", "sha256:0"], ["tpm2_getcap", "properties-fixed"],
+                     ["tpm2_createprimary", "-C", "o", "-c", "p.ctx"],
+                     ["tpm2_evictcontrol", "-C", "o", "-c", "p.ctx", "0x81000007"],
+                     ["tpm2_nvdefine", "-C", "o", "-s", "16", "0x1500009"],
+                     ["tpm2_nvwrite", "-C", "o", "-i", "data", "0x1500009"], ["tpm2_selftest"]):
+            done = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, timeout=60)
+            assert done.returncode == 0, (argv, done.stderr)
+        records = list(proxy.records)
+    checked = set()
+    for rec in records:
+        if rec.command not in ("TPM2_PCR_Read", "TPM2_GetCapability", "TPM2_EvictControl", "TPM2_NV_Write",
+                               "TPM2_SelfTest", "TPM2_ContextSave", "TPM2_ReadPublic") or rec.rc != 0:
+            continue
+        capsys.readouterr()
+        assert main(["estimate", "--profile", profile.name, rec.command, "--in-bytes", str(rec.in_bytes),
+                     "--out-bytes", str(rec.out_bytes), "--json"]) == 0
+        (row,) = json.loads(capsys.readouterr().out)
+        assert row["ms"] == pytest.approx(rec.modelled_ms, abs=1e-9), rec.command
+        assert row["note"].startswith("overhead only"), row
+        checked.add(rec.command)
+    assert {"TPM2_PCR_Read", "TPM2_GetCapability", "TPM2_EvictControl", "TPM2_NV_Write"} <= checked
+    pcr = next(r for r in records if r.command == "TPM2_PCR_Read")
+    assert (pcr.in_bytes, pcr.out_bytes) == OVERHEAD_SIZES["TPM2_PCR_Read"]  # the recorded default is real
+    assert main(["estimate", "--profile", profile.name, "TPM2_PolicyOR", "--json"]) == 0  # no sizes: a bare header
+    (row,) = json.loads(capsys.readouterr().out)
+    assert row["note"] == "overhead only" and row["ms"] == pytest.approx(profile.mean("ohc"))

@@ -46,6 +46,15 @@ def test_sign_and_verify_with_the_cli(tcti, tmp_path, capsys):
     capsys.readouterr()
 
 
+def test_quote_with_the_cli(tcti, tmp_path, capsys):
+    key = run(capsys, "createprimary", "--tcti", tcti, "--alg", "ML-DSA-44", "--no-external-mu")
+    out = run(capsys, "quote", "--tcti", tcti, "--key", key["handle"], "--pcrs", "0,7", "--qualifying", "ab",
+              "--attest-out", str(tmp_path / "q"))
+    assert out["cryptography_verified"] is True and out["signature_bytes"] == 2420
+    assert (tmp_path / "q").read_bytes()[:6] == bytes.fromhex("ff5443478018")
+    run(capsys, "flush", "--tcti", tcti, "--key", key["handle"])
+
+
 def test_create_load_and_kem_with_the_cli(tcti, tmp_path, capsys):
     from trustlab.devices.tpm2.pqc.client import PqcClient
 
@@ -72,3 +81,63 @@ def test_cli_errors_are_one_line(tcti, tmp_path, capsys):
     assert err.count("\n") == 1 and "TPM2_Encapsulate: TPM returned 0x18b" in err
     assert main(["tpm2", "pqc", "createprimary", "--tcti", "swtpm:port=1", "--alg", "ML-DSA-44"]) == 2
     assert "cannot connect" in capsys.readouterr().err
+
+
+def test_measure_writes_rows_fit_reads(tcti, tmp_path, capsys):
+    out = tmp_path / "pqc.csv"
+    assert main(["tpm2", "pqc", "measure", "--tcti", tcti, "--alg", "ML-DSA-44", "--alg", "ML-KEM-768",
+                 "--repeat", "2", "--out", str(out), "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert {(r["command"], r["variant"]) for r in rows} == {
+        ("TPM2_CreatePrimary", "mldsa44"), ("TPM2_SignDigest", "mldsa44"), ("TPM2_VerifyDigestSignature", "mldsa44"),
+        ("TPM2_CreatePrimary", "mlkem768"), ("TPM2_Encapsulate", "mlkem768"), ("TPM2_Decapsulate", "mlkem768")}
+    assert all(r["n"] == 2 and r["ms"] > 0 for r in rows)
+    assert out.read_text().splitlines()[0].startswith("command,variant,ms")
+
+
+def test_context_files_carry_keys_between_invocations(tcti, tmp_path, capsys):
+    key = run(capsys, "createprimary", "--tcti", tcti, "--alg", "ML-KEM-768", "--context-out",
+              str(tmp_path / "kem.ctx"))
+    run(capsys, "flush", "--tcti", tcti, "--key", key["handle"])  # as a resource manager would at exit
+    enc = run(capsys, "encapsulate", "--tcti", tcti, "--key", str(tmp_path / "kem.ctx"), "--ciphertext-out",
+              str(tmp_path / "ct"))
+    dec = run(capsys, "decapsulate", "--tcti", tcti, "--key", str(tmp_path / "kem.ctx"), "--ciphertext",
+              str(tmp_path / "ct"))
+    assert dec["shared_secret"] == enc["shared_secret"]
+    assert main(["tpm2", "pqc", "encapsulate", "--tcti", tcti, "--key", str(tmp_path / "nothing.ctx")]) == 2
+    assert "no such key context file" in capsys.readouterr().err
+
+
+def test_trustlab_serve_answers_the_pqc_commands(tmp_path):
+    """The real ``trustlab serve`` process (virtual mode, free ports) runs the PQC commands and traces them."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from trustlab.devices.tpm2.pqc.client import PqcClient, external_mu, public_key
+
+    trace = tmp_path / "trace.jsonl"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    proc = subprocess.Popen([sys.executable, "-c", "import sys; from trustlab.cli import main; sys.exit(main())",
+                             "serve", "--profile", "st-st33ktpm2xspi-wolftpm", "--port", "0", "--virtual",
+                             "--trace", str(trace)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        tcti = None
+        for _ in range(20):
+            line = proc.stdout.readline()
+            if line.startswith("TPM2TOOLS_TCTI="):
+                tcti = line.strip().split("=", 1)[1]
+                break
+        assert tcti, proc.stderr.read() if proc.poll() is not None else "no TCTI line"
+        with PqcClient.connect(tcti) as tpm:
+            key = tpm.create_primary("ML-DSA-65")
+            sig = tpm.sign_digest(key.handle, external_mu(key.public.unique, b"served"))
+            public_key(key.public).verify(sig, b"served")
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
+    lines = [json.loads(x) for x in trace.read_text().splitlines()]
+    signed = [x for x in lines if x["command"] == "TPM2_SignDigest"]
+    assert signed and signed[0]["variant"] == "mldsa65" and signed[0]["modelled_ms"] > 0

@@ -15,7 +15,15 @@ from cryptography.hazmat.primitives.asymmetric import mlkem
 
 from trustlab.devices.tpm2.backend import swtpm_backend
 from trustlab.devices.tpm2.pqc import structures as S
-from trustlab.devices.tpm2.pqc.client import PqcClient, TpmResponseError, external_mu, frame, password, public_key
+from trustlab.devices.tpm2.pqc.client import (
+    PqcClient,
+    TpmResponseError,
+    external_mu,
+    frame,
+    password,
+    pcr_selection,
+    public_key,
+)
 from trustlab.devices.tpm2.proxy import TimingProxy, timed_swtpm
 from trustlab.devices.tpm2.swtpm import Swtpm
 from trustlab.timing import registry
@@ -50,7 +58,7 @@ def test_mldsa65_primary_signs_a_digest_that_verifies_independently(served, tpm)
     record = served.trace_records[-1]
     assert record.command == "TPM2_SignDigest" and record.variant == "mldsa65" and record.rc == 0
     assert record.modelled_ms > 10 * record.breakdown.get("ohc", 0.0) > 0  # priced by the PQC model
-    assert "pqc_compute" in record.breakdown
+    assert {"pqc_keccak", "pqc_arith", "pqc_bus"} <= set(record.breakdown)  # the PQC cost model's components
     tpm.flush(key.handle)
 
 
@@ -132,11 +140,13 @@ def test_mlkem768_shared_secrets_agree_both_ways(served, tpm):
     tpm.flush(key.handle)
 
 
-def test_created_key_loads_under_its_parent_with_its_password(tpm):
+def test_created_key_loads_under_its_parent_with_its_password(served, tpm):
     srk = tpm.create_storage_primary()
     private, public = tpm.create(srk, "ML-KEM-1024", auth=b"kem-pw")
-    assert b"\x00" * 32 not in private and len(private) < 200  # a sealed seed, never the expanded key
     key = tpm.load(srk, private, public)
+    inside = served.extension_state.get("pqc", dict).objects[key.handle].private
+    seed = inside.private_bytes_raw()  # white-box: the seed the TPM holds
+    assert seed not in private and seed[:16] not in private and len(private) < 200  # sealed, not in the clear
     secret, ct = tpm.encapsulate(key.handle)
     assert tpm.decapsulate(key.handle, ct, auth=b"kem-pw") == secret
     with pytest.raises(TpmResponseError) as e:
@@ -174,6 +184,12 @@ def test_bad_input_answers_tpm_error_codes(tpm):
         "wrong handle type: a PCR": (frame(0x1A7, [0x00000001], b""), 0x18B),
         "flushed handle": (frame(0x1A7, [0x80FFFFFF], b""), 0x18B),
         "missing authorization": (frame(0x1A8, [kem.handle], S.tpm2b(b"\x00" * 1088)), 0x125),
+        "unauthorized hierarchy": (frame(0x131, [S.TPM_RH_OWNER], S.sensitive_create()
+                                         + S.tpm2b(S.Public(S.TPM_ALG_MLDSA, S.TPM_ALG_SHA256, 0x00040072, b"",
+                                                            2).marshal()) + S.tpm2b(b"") + S.u32(0)), 0x125),
+        "not a hierarchy": (frame(0x131, [0x40000010], S.sensitive_create()
+                                  + S.tpm2b(S.Public(S.TPM_ALG_MLDSA, S.TPM_ALG_SHA256, 0x00040072, b"",
+                                                     2).marshal()) + S.tpm2b(b"") + S.u32(0), [password()]), 0x184),
     }
     for what, (command, rc) in cases.items():
         response = tpm.transport.transact(command)
@@ -190,10 +206,24 @@ def test_the_reserved_derivation_template_is_refused_to_clients(tpm):
     assert int.from_bytes(tpm.transport.transact(command)[6:10], "big") == 0x2C4  # TPM_RC_VALUE, parameter 2
 
 
-def test_hierarchy_authorization_is_checked_by_the_backend(tpm):
+def test_hierarchy_and_parent_authorization_are_checked_by_the_backend(tpm):
     with pytest.raises(TpmResponseError) as e:
         tpm.create_primary("ML-DSA-44", hierarchy_auth=b"not-the-owner-password")
-    assert e.value.rc & 0xFF in (0x8E, 0xA2)  # swtpm's own AUTH_FAIL / BAD_AUTH on session 1
+    assert e.value.rc in (0x98E, 0x9A2)  # swtpm's own AUTH_FAIL / BAD_AUTH on session 1
+    srk = tpm.create_storage_primary()
+    with pytest.raises(TpmResponseError) as e:
+        tpm.create(srk, "ML-DSA-44", parent_auth=b"not-the-srk-password")
+    assert e.value.rc in (0x98E, 0x9A2)
+    private, public = tpm.create(srk, "ML-DSA-44")
+    with pytest.raises(TpmResponseError) as e:
+        tpm.load(srk, private, public, parent_auth=b"wrong")
+    assert e.value.rc in (0x98E, 0x9A2)
+    signing = tpm.create_primary("ML-DSA-44")
+    with pytest.raises(TpmResponseError) as e:  # an ML-DSA key is not a storage parent
+        tpm.create(signing.handle, "ML-DSA-44")
+    assert e.value.rc == 0x18A  # TPM_RC_TYPE, handle 1
+    for h in (srk, signing.handle):
+        tpm.flush(h)
 
 
 def _proxy_on(tpm_process: Swtpm) -> TimingProxy:
@@ -229,3 +259,151 @@ def test_realtime_client_sees_the_modelled_time():
         modelled = proxy.records[-1].modelled_ms
         assert proxy.records[-1].command == "TPM2_Encapsulate"
         assert waited_ms >= modelled - 0.5  # the response was held for the modelled time
+
+
+def test_tpm2_getcap_lists_the_pqc_algorithms_and_commands(served):
+    """Unmodified tpm2-tools sees the 1.85 IDs in TPM_CAP_ALGS / TPM_CAP_COMMANDS (merged into swtpm's lists)."""
+    import os
+    import shutil
+    import subprocess
+
+    if shutil.which("tpm2_getcap") is None:
+        pytest.skip("tpm2-tools not installed")
+    env = dict(os.environ, TPM2TOOLS_TCTI=served.tcti)
+    algs = subprocess.run(["tpm2_getcap", "algorithms"], env=env, capture_output=True, text=True, timeout=60)
+    assert algs.returncode == 0
+    for value in ("0xA0", "0xA1", "0xA2"):
+        assert f"value:      {value}" in algs.stdout
+    assert "value:      0x23" in algs.stdout  # swtpm's own ECC entry is still there
+    cmds = subprocess.run(["tpm2_getcap", "commands"], env=env, capture_output=True, text=True, timeout=60)
+    assert cmds.returncode == 0
+    # TPMA_CC: SignSequenceComplete takes 2 handles; SignSequenceStart returns one
+    assert "value: 0x40001A4" in cmds.stdout and "value: 0x120001AA" in cmds.stdout
+
+
+def test_getcapability_paging_keeps_order(tpm):
+    """Asked for 2 entries from 0x1A0, the list is the first two PQC commands and says there is more."""
+    import struct
+
+    response = tpm.transport.transact(struct.pack(">HIIIII", 0x8001, 22, 0x17A, 2, 0x1A0, 2))
+    assert response[10:] == bytes.fromhex("01 00000002 00000002 040001a3 040001a4")
+    response = tpm.transport.transact(struct.pack(">HIIIII", 0x8001, 22, 0x17A, 0, 0x90, 8))
+    assert response[10:] == bytes.fromhex("00 00000000 00000003 00a0 00000209 00a1 00000109 00a2 00000109")
+
+
+def test_startup_clear_ends_pqc_objects():
+    import socket
+
+    from trustlab.devices.tpm2 import wire
+
+    with timed_swtpm(PROFILE, virtual=True) as proxy, PqcClient.connect(proxy.tcti) as tpm:
+        key = tpm.create_primary("ML-KEM-768")
+        with socket.create_connection(proxy.backend.ctrl_address) as c:  # power cycle the backend, then Startup(CLEAR) via the proxy
+            c.sendall(wire.ctrl_init())
+            c.recv(4)
+        proxy.backend.release()
+        assert int.from_bytes(tpm.transport.transact(wire.startup_command())[6:10], "big") == 0
+        with pytest.raises(TpmResponseError) as e:
+            tpm.encapsulate(key.handle)
+        assert e.value.rc == 0x18B
+
+
+def test_mldsa65_quote_parses_with_tpm2_pytss_and_verifies_independently(served, tpm):
+    """A restricted ML-DSA-65 attestation key quotes swtpm's PCRs; the attest parses and the signature verifies."""
+    from tpm2_pytss.types import TPMS_ATTEST
+
+    attrs = (S.FIXED_TPM | S.FIXED_PARENT | S.SENSITIVE_DATA_ORIGIN | S.USER_WITH_AUTH | S.RESTRICTED | S.SIGN)
+    ak = tpm.create_primary("ML-DSA-65", attributes=attrs, allow_external_mu=False)
+    with pytest.raises(TpmResponseError) as e:  # a restricted key never signs an external digest
+        tpm.sign_digest(ak.handle, b"\x00" * 64)
+    assert e.value.rc in (0x182, 0x1AB)
+    pcrs = list(range(10))  # more than one TPM2_PCR_Read returns
+    attest, sig = tpm.quote(ak.handle, pcrs, qualifying=b"nonce-123")
+    public_key(ak.public).verify(sig, attest)  # ML-DSA over the TPMS_ATTEST bytes, no context
+    parsed, used = TPMS_ATTEST.unmarshal(attest)
+    assert used == len(attest) and parsed.magic == 0xFF544347 and int(parsed.type) == 0x8018
+    assert bytes(parsed.extraData) == b"nonce-123"
+    _pub, _name, qualified = tpm.read_public(ak.handle)
+    assert bytes(parsed.qualifiedSigner) == qualified
+    # independent PCR read through the proxy (swtpm answers it): the digest covers exactly these values
+    from trustlab.devices.tpm2.pqc.client import frame as raw_frame, pcr_selection
+
+    values = b""
+    for i in pcrs:
+        r = tpm.transport.transact(raw_frame(0x17E, [], pcr_selection(S.TPM_ALG_SHA256, [i])))
+        values += r[-32:]
+    assert bytes(parsed.attested.quote.pcrDigest) == hashlib.sha256(values).digest()
+    quoted = [r for r in served.trace_records if r.command == "TPM2_Quote"][-1]
+    assert quoted.variant == "mldsa65" and quoted.rc == 0 and "pqc_bus" in quoted.breakdown
+    tpm.flush(ak.handle)
+
+
+@pytest.mark.parametrize("how", ["tcti-ldr", "mssim"])
+def test_other_transports_reach_the_pqc_commands(served, how):
+    """tpm2-pytss's TCTILdr (here loading tcti-swtpm) and MS-simulator framing carry the same frames."""
+    from trustlab.devices.tpm2.pqc.client import SocketTransport, TctiTransport
+
+    transport = (TctiTransport(served.tcti) if how == "tcti-ldr"
+                 else SocketTransport(served.host, served.port, mssim=True))
+    with PqcClient(transport) as tpm:
+        key = tpm.create_primary("ML-KEM-1024")
+        secret, ct = tpm.encapsulate(key.handle)
+        assert tpm.decapsulate(key.handle, ct) == secret
+        tpm.flush(key.handle)
+        big = tpm.create_primary("ML-DSA-87")  # a 4.6 KB response: more than a TCTI's default buffer
+        public_key(big.public).verify(tpm.sign_digest(big.handle, external_mu(big.public.unique, b"m")), b"m")
+        tpm.flush(big.handle)
+
+
+def test_testparms_answers_for_the_pqc_parameter_sets(tpm):
+    def test_parms(parms: bytes) -> int:
+        return S.response_code(tpm.transport.transact(frame(0x18A, [], parms)))
+
+    assert test_parms(S.u16(S.TPM_ALG_MLDSA) + S.u16(3) + b"\x01") == 0  # ML-DSA-87, external mu
+    assert test_parms(S.u16(S.TPM_ALG_HASH_MLDSA) + S.u16(1) + S.u16(S.TPM_ALG_SHA512)) == 0
+    assert test_parms(S.u16(S.TPM_ALG_MLKEM) + S.u16(S.TPM_ALG_NULL) + S.u16(2)) == 0
+    assert test_parms(S.u16(S.TPM_ALG_MLKEM) + S.u16(S.TPM_ALG_NULL) + S.u16(1)) == 0x1EA  # ML-KEM-512: PARMS
+    assert test_parms(S.u16(S.TPM_ALG_MLDSA) + S.u16(4) + b"\x00") == 0x1EA
+    assert test_parms(S.u16(0x0023) + S.u16(S.TPM_ALG_NULL) + S.u16(S.TPM_ALG_NULL) + S.u16(3)
+                      + S.u16(S.TPM_ALG_NULL)) == 0  # ECC P-256: swtpm's own answer
+
+
+def test_swtpm_path_tcti_is_a_unix_socket():
+    """``swtpm:path=...`` reaches a unix-socket TPM (here swtpm itself, answering a classical command)."""
+    with Swtpm(unix=True) as plain, PqcClient.connect(f"swtpm:path={plain.data_path}") as tpm:
+        assert tpm.create_storage_primary() >> 24 == 0x80
+        with pytest.raises(TpmResponseError) as e:  # swtpm itself has no 1.85 commands
+            tpm.encapsulate(0x80000000)
+        assert e.value.rc == 0x143  # TPM_RC_COMMAND_CODE
+
+
+def test_contexts_move_keys_between_connections_and_stay_bound(served, tmp_path):
+    """ContextSave/ContextLoad of a PQC key (how tpm2-tools-style clients survive a resource manager)."""
+    with PqcClient.connect(served.tcti) as first:
+        key = first.create_primary("ML-DSA-44", auth=b"pw")
+        saved = first.context_save(key.handle)
+        first.flush(key.handle)
+    assert saved[8:12] == b"\x80\xff\x00\x00" and saved[12:16] == b"\x40\x00\x00\x01"
+    with PqcClient.connect(served.tcti) as second:
+        again = second.context_load(saved)
+        assert again.public == key.public and again.name == key.name
+        sig = second.sign_digest(again.handle, external_mu(key.public.unique, b"x"), auth=b"pw")
+        public_key(key.public).verify(sig, b"x")
+        second.flush(again.handle)
+        tampered = bytearray(saved)
+        tampered[7] ^= 1  # the sequence number is bound to the blob
+        with pytest.raises(TpmResponseError) as e:
+            second.context_load(bytes(tampered))
+        assert e.value.rc == 0x1DF
+    with Swtpm() as other, _proxy_on(other) as proxy, PqcClient.connect(proxy.tcti) as elsewhere:
+        with pytest.raises(TpmResponseError) as e:
+            elsewhere.context_load(saved)
+        assert e.value.rc == 0x1DF  # TPM_RC_INTEGRITY: another instance's context
+
+
+def test_sequence_updates_are_priced_by_the_message_they_absorb(served, tpm):
+    key = tpm.create_primary("ML-DSA-44", allow_external_mu=False)
+    tpm.sign_sequence(key.handle, b"\x00" * 2048 + b"tail")
+    updates = [r for r in served.trace_records if r.command == "TPM2_SequenceUpdate"][-2:]
+    assert all(r.variant == "mldsa44" and r.breakdown["pqc_keccak"] > 0 for r in updates)
+    tpm.flush(key.handle)

@@ -147,6 +147,7 @@ def test_a_handler_bug_is_tpm_rc_failure_not_a_crash():
     try:
         out = ext.dispatch(frame(code, [], b""), ctx())
         assert out.rc == 0x101 and len(out.response) == 10
+        assert out.fault == "TPM2_Broken handler raised RuntimeError: bug"
     finally:
         ext._REGISTRY.pop(code)
 
@@ -189,3 +190,86 @@ def test_pqc_commands_on_unknown_handles_answer_tpm_error_codes():
     assert ext.dispatch(pcr, c).rc == 0x18B
     swtpm_key = frame(0x1A7, [0x80000001], b"")
     assert ext.dispatch(swtpm_key, c).rc == 0x19C  # TPM_RC_KEY: a key, but not an ML-KEM one
+
+
+def test_the_readme_example_runs_as_written():
+    """devices/tpm2/README.md's ten-line example, executed: it registers, answers and prices."""
+    from pathlib import Path
+
+    import trustlab.devices.tpm2 as pkg
+
+    text = (Path(pkg.__file__).parent / "README.md").read_text(encoding="utf-8")
+    code = text.split("```python\n", 1)[1].split("```", 1)[0]
+    assert len(code.strip().splitlines()) <= 11
+    exec(compile(code, "README.md", "exec"), {})
+    try:
+        c = ctx()
+        out = ext.dispatch(frame(0x20000001, [], S.tpm2b(b"abc")), c)
+        assert out.rc == 0 and out.command == "TPM2_Reverse"
+        random_bytes = Backend()(b"")[12:20]  # what the fake swtpm answered to GetRandom
+        assert out.response[10:] == S.tpm2b(b"cba" + random_bytes)
+        assert c.backend_transact.seen == [bytes.fromhex("80010000000c0000017b0008")]
+        assert out.charges_ms == {"ohc": 1.0, "reverse_ms": 2.5} and out.terms == {}
+    finally:
+        ext._REGISTRY.pop(0x20000001)
+
+
+def test_claimed_commands_refuse_non_password_sessions_and_leave_malformed_backend_commands_alone():
+    audit = struct.pack(">IH", 0x02000001, 0) + b"\x00" + S.tpm2b(b"")
+    assert ext.dispatch(frame(0x1A7, [0x80FF0000], b"", [audit]), ctx()).rc == ext.TPM_RC_AUTH_TYPE
+    # a CreatePrimary whose authorization size lies: not ours to judge, swtpm answers it
+    body = S.u32(S.TPM_RH_OWNER) + S.u32(999)
+    broken = struct.pack(">HII", 0x8002, 10 + len(body), 0x131) + body
+    assert ext.dispatch(broken, ctx()) is None
+    # and one for the FlushContext of a handle of swtpm's
+    assert ext.dispatch(frame(0x165, [], S.u32(0x80000001)), ctx()) is None
+
+
+def test_mutated_pqc_frames_get_tpm_error_codes_never_a_handler_crash():
+    """Byte flips, truncations and extensions of valid frames (against a backend that answers nonsense):
+    each answer is a well-formed TPM response, and no handler ever raises (its fault would be TPM_RC_FAILURE)."""
+    import random
+
+    from trustlab.devices.tpm2.pqc import state as pqc_state
+
+    rng = random.Random(17)
+    c = ctx()
+    state = c.state.get("pqc", pqc_state.PqcState)
+    key = mldsa.MLDSA44PrivateKey.from_seed_bytes(b"\x02" * 32)
+    pub = template("ML-DSA-44").with_unique(key.public_key().public_bytes_raw())
+    ps = keys.MLDSA_SETS[1]
+    state.objects[0x80FF0000] = pqc_state.PqcObject(0x80FF0000, pub, ps, key, b"", pub.name(), pub.name(), "conn")
+    seeds = [
+        frame(0x1A6, [0x80FF0000], S.tpm2b(b"") + S.tpm2b(b"\x01" * 64) + S.null_hashcheck_ticket(), [password()]),
+        frame(0x1A5, [0x80FF0000], S.tpm2b(b"") + S.tpm2b(b"\x01" * 64) + S.signature(pub, b"\x00" * 2420)),
+        frame(0x1AA, [0x80FF0000], S.tpm2b(b"") + S.tpm2b(b"ctx")),
+        frame(0x1A9, [0x80FF0000], S.tpm2b(b"") + S.tpm2b(b"") + S.tpm2b(b"")),
+        frame(0x1A8, [0x80FF0000], S.tpm2b(b"\x00" * 1088), [password()]),
+        frame(0x1A7, [0x80FF0000], b""),
+        frame(0x165, [], S.u32(0x80FF0001)),
+        frame(0x173, [0x80FF0000], b""),
+        frame(0x162, [0x80FF0000], b""),
+        frame(0x161, [], struct.pack(">QII", 1, 0x80FF0000, 0x40000001) + S.tpm2b(b"TLPQ\x01" + b"\x00" * 40)),
+        frame(0x131, [S.TPM_RH_OWNER], S.sensitive_create() + S.tpm2b(template("ML-DSA-44").marshal())
+              + S.tpm2b(b"") + S.u32(0), [password()]),
+        frame(0x153, [0x80000000], S.sensitive_create() + S.tpm2b(template("ML-KEM-768").marshal())
+              + S.tpm2b(b"") + S.u32(0), [password()]),
+        frame(0x158, [0x80FF0000], S.tpm2b(b"n") + S.u16(S.TPM_ALG_NULL) + S.u32(1) + S.u16(0x000B)
+              + b"\x03\x07\x00\x00", [password()]),
+    ]
+    for _ in range(1200):
+        f = bytearray(rng.choice(seeds))
+        for _ in range(rng.randint(1, 4)):
+            op = rng.randrange(3)
+            if op == 0 and len(f) > 10:
+                f[rng.randrange(10, len(f))] = rng.randrange(256)
+            elif op == 1 and len(f) > 14:
+                del f[rng.randrange(14, len(f)):]
+            else:
+                f += bytes(rng.randrange(256) for _ in range(rng.randint(1, 8)))
+        f[2:6] = struct.pack(">I", len(f))
+        out = ext.dispatch(bytes(f), c)
+        if out is None:
+            continue
+        assert out.fault is None, (out.fault, bytes(f).hex())
+        assert len(out.response) == struct.unpack_from(">I", out.response, 2)[0]

@@ -21,7 +21,7 @@ import pytest
 
 from trustlab.devices.tpm2 import rm, wire
 from trustlab.devices.tpm2.proxy import TimingProxy
-from trustlab.devices.tpm2.swtpm import OWNER_FILE, STATE_PREFIX, Swtpm
+from trustlab.devices.tpm2.swtpm import OWNER_FILE, STATE_PREFIX, Swtpm, state_dirs_of
 
 from .conftest import needs_swtpm
 
@@ -71,7 +71,7 @@ def test_four_parallel_sign_loops(served, tmp_path):
     ok(tcti, tmp_path, "tpm2_create", "-C", "p.ctx", "-u", "k.pub", "-r", "k.priv")
     ok(tcti, tmp_path, "tpm2_load", "-C", "p.ctx", "-u", "k.pub", "-r", "k.priv", "-c", "k.ctx")
     (tmp_path / "msg").write_bytes(b"hello")
-    script = (f"ok=0; for i in $(seq 10); do tpm2_sign -c k.ctx -g sha256 -o sig$$ msg && ok=$((ok+1)); done; "
+    script = ("ok=0; for i in $(seq 10); do tpm2_sign -c k.ctx -g sha256 -o sig$$ msg && ok=$((ok+1)); done; "
               "echo $ok")
     env = dict(os.environ, TPM2TOOLS_TCTI=tcti, TSS2_LOG="all+NONE")
     loops = [subprocess.Popen(["sh", "-c", script], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
@@ -167,21 +167,17 @@ def _serve(*extra: str) -> tuple[subprocess.Popen, int]:
     raise AssertionError(proc.stderr.read() if proc.stderr else "no banner")
 
 
-def _state_dirs() -> set[Path]:
-    return set(Path(tempfile.gettempdir()).glob(f"{STATE_PREFIX}*"))
-
-
 def test_sigterm_right_after_start_exits_fast_and_cleans_up():
-    before = _state_dirs()
     for _ in range(3):  # the full 20-of-20 loop is in benchmarks/bench_tpm2.py
         proc, port = _serve()
+        assert state_dirs_of(proc.pid)
         socket.create_connection(("127.0.0.1", port), timeout=5).close()
         t = time.monotonic()
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=10)
         elapsed = time.monotonic() - t
         assert proc.returncode == 0 and elapsed < 2.0 * 3  # generous here; measured in the benchmark
-    assert _state_dirs() <= before
+        assert not state_dirs_of(proc.pid)
 
 
 def test_stale_state_of_dead_owner_is_removed():

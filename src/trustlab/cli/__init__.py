@@ -13,7 +13,7 @@ import sys
 from typing import Sequence
 
 from trustlab import __version__
-from trustlab.errors import TrustlabError
+from trustlab.errors import TrustlabError, one_line
 from trustlab.plugins import import_submodules
 
 
@@ -38,7 +38,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)  # an argument type may raise TrustlabError (e.g. --seed)
         return int(args.handler(args) or 0)
     except TrustlabError as exc:
-        print(f"trustlab: error: {exc}", file=sys.stderr)
+        print(f"trustlab: error: {one_line(str(exc))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("trustlab: interrupted", file=sys.stderr)

@@ -7,6 +7,7 @@ import argparse
 from trustlab.cli._output import print_json, table
 from trustlab.errors import FormulaError, TrustlabError
 from trustlab.timing import formulas, registry
+from trustlab.timing.formula_sets import tpm2 as tpm2_rules
 from trustlab.timing.profile import Profile
 
 
@@ -23,6 +24,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--all-profiles", metavar="FAMILY", nargs="?", const="tpm1.2",
                    help="every shipped profile of FAMILY (default tpm1.2)")
     p.add_argument("--key", metavar="ALG", help="formula variant, e.g. rsa2048 or ecc256 for TPM 2.0 commands")
+    p.add_argument("--in-bytes", type=int, metavar="N",
+                   help="TPM 2.0: price the command frame as N bytes (default: the recorded wire size)")
+    p.add_argument("--out-bytes", type=int, metavar="N",
+                   help="TPM 2.0: price the response frame as N bytes (default: the recorded wire size)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(handler=run)
 
@@ -31,7 +36,8 @@ def _priceable(profile: Profile, key: str | None) -> list[formulas.Formula]:
     """Every formula of the profile's family that its components can price.
 
     Data-derived profiles rarely cover a whole family (a benchmark that never
-    wrote NV has no NV cost), so "all commands" means all the ones it can time.
+    wrote NV has no NV cost), so "all commands" means all the ones it can time
+    - for TPM 2.0 that is every one, as ``serve`` charges them (see :func:`_as_served`).
     """
     out = []
     for command in formulas.commands(profile.family):
@@ -39,32 +45,80 @@ def _priceable(profile: Profile, key: str | None) -> list[formulas.Formula]:
             formula = formulas.lookup(profile.family, command, key)
         except FormulaError:
             continue  # this command needs a variant other than `key`
-        if all(comp in profile for comp in formula.terms):
+        if profile.family == "tpm2" or all(comp in profile for comp in formula.terms):
             out.append(formula)
     return out
 
 
+def _tpm2_formula(command: str, key: str | None) -> formulas.Formula:
+    """A TPM 2.0 command's formula; one with no recorded sizes is overhead + a bare header each way."""
+    try:
+        return formulas.lookup("tpm2", command, key)
+    except FormulaError:
+        from trustlab.devices.tpm2.commands import CODES_BY_NAME
+
+        name = command if command.startswith("TPM2_") else f"TPM2_{command}"
+        if name not in CODES_BY_NAME or key is not None or formulas.variants("tpm2", name):
+            raise  # unknown, or it has formulas and needs a --key
+        n_in, n_out = tpm2_rules.MINIMAL_FRAME
+        return formulas.Formula(name, tpm2_rules.command_terms(name, None, n_in, n_out), "tpm2",
+                                f"{tpm2_rules.SOURCE}; no recorded wire sizes: {n_in} in / {n_out} out bytes "
+                                "assumed (--in-bytes/--out-bytes)")
+
+
+def _as_served(formula: formulas.Formula, profile: Profile, in_bytes: int | None,
+               out_bytes: int | None) -> tuple[formulas.Formula, str]:
+    """The formula as ``serve`` charges it on ``profile``, and a note when that is overhead only.
+
+    The proxy drops the terms whose component the profile lacks (and traces
+    the command as unmodelled); commands without a primitive of their own
+    cost overhead + bytes. Both are labelled "overhead only".
+    """
+    terms = dict(formula.terms)
+    if in_bytes is not None:
+        terms["ohir"] = in_bytes
+    if out_bytes is not None:
+        terms["ohor"] = out_bytes
+    dropped = [c for c in terms if c not in profile]
+    terms = {c: n for c, n in terms.items() if c in profile}
+    note = ""
+    if set(terms) <= set(tpm2_rules.OVERHEAD_COMPONENTS):
+        note = "overhead only" + (f" (profile lacks {', '.join(dropped)})" if dropped else "")
+    elif dropped:
+        note = f"profile lacks {', '.join(dropped)}: not charged"
+    return formulas.Formula(formula.command, terms, formula.family, formula.source), note
+
+
 def estimates(profile_names: list[str], commands: list[str], key: str | None,
-              skip_unpriceable: bool = False) -> list[dict]:
+              skip_unpriceable: bool = False, in_bytes: int | None = None,
+              out_bytes: int | None = None) -> list[dict]:
     rows = []
     for name in profile_names:
         profile = registry.load(name)
+        if (in_bytes is not None or out_bytes is not None) and profile.family != "tpm2":
+            raise TrustlabError("--in-bytes/--out-bytes apply to tpm2 profiles only")
         if commands:
             if key is not None:
                 for c in commands:
                     if not formulas.variants(profile.family, c):
                         raise TrustlabError(f"{c} has no variants in family {profile.family!r}; "
                                             "--key does not apply to it")
-            chosen = [formulas.lookup(profile.family, c, key) for c in commands]
+            if profile.family == "tpm2":
+                chosen = [_tpm2_formula(c, key) for c in commands]
+            else:
+                chosen = [formulas.lookup(profile.family, c, key) for c in commands]
         else:
             chosen = _priceable(profile, key)
             if not chosen and not skip_unpriceable:
                 raise TrustlabError(f"profile {profile.name!r}: no {profile.family} formula"
                                     f"{' for --key ' + key if key else ''} can be priced with its components")
         for formula in chosen:
+            note = ""
+            if profile.family == "tpm2":
+                formula, note = _as_served(formula, profile, in_bytes, out_bytes)
             ms, breakdown = formula.evaluate(profile)
             rows.append({"command": formula.command, "profile": profile.name, "ms": ms,
-                         "breakdown": breakdown, "formula_source": formula.source,
+                         "breakdown": breakdown, "note": note, "formula_source": formula.source,
                          "profile_source": profile.provenance.describe()})
     return rows
 
@@ -82,7 +136,8 @@ def run(args: argparse.Namespace) -> int:
         names += family_names
     if not names:
         raise TrustlabError("give --profile NAME (or --all-profiles); see 'trustlab profiles list'")
-    rows = estimates(names, args.commands, args.key, skip_unpriceable=bool(args.all_profiles))
+    rows = estimates(names, args.commands, args.key, skip_unpriceable=bool(args.all_profiles),
+                     in_bytes=args.in_bytes, out_bytes=args.out_bytes)
     if not rows:
         raise TrustlabError("none of the selected profiles can price any command"
                             + (f" with --key {args.key}" if args.key else ""))
@@ -100,7 +155,13 @@ def run(args: argparse.Namespace) -> int:
             print(ours_note)
         return 0
     cell = {(r["command"], r["profile"]): r["ms"] for r in rows}
-    print(table([[c] + [cell.get((c, p)) for p in profiles] for c in commands], ["command"] + profiles))
+    notes = {}
+    for r in rows:
+        if r["note"]:
+            notes.setdefault(r["command"], r["note"] if len(profiles) == 1 else "overhead only (some profiles)")
+    headers = ["command"] + profiles + (["note"] if notes else [])
+    print(table([[c] + [cell.get((c, p)) for p in profiles] + ([notes.get(c, "")] if notes else [])
+                 for c in commands], headers))
     if ours:
         print(ours_note)
     return 0

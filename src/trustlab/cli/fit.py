@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import math
 import re
 from pathlib import Path
@@ -76,8 +77,20 @@ def _component_names() -> set[str]:
     """Component names of every profile, for checking CSV columns: a scan of the files'
     [components.NAME] headers (milliseconds instead of parsing ~65 profiles); a profile
     written in another TOML layout (no such header) is parsed in full."""
-    names: set[str] = set()
+    files = []
     for name, path in registry.available().items():
+        try:
+            files.append((name, path, path.stat().st_mtime_ns))
+        except OSError:
+            continue
+    return set(_scan_component_names(tuple(files)))
+
+
+@functools.lru_cache(maxsize=4)
+def _scan_component_names(files: tuple[tuple[str, Path, int], ...]) -> frozenset[str]:
+    """The scan behind :func:`_component_names`, cached while no profile file changes."""
+    names: set[str] = set()
+    for name, path, _ in files:
         try:
             with path.open(encoding="utf-8") as fh:
                 found = {a or b for a, b in _COMPONENT_HEADER.findall(fh.read(limits.MAX_TEXT_BYTES))}
@@ -89,7 +102,7 @@ def _component_names() -> set[str]:
             except ProfileError:
                 continue
         names |= found
-    return names
+    return frozenset(names)
 
 
 def _fitted_profile(result: FitResult, measurements: list[Measurement], args: argparse.Namespace) -> Profile:

@@ -8,6 +8,7 @@ import sys
 import time
 
 from trustlab.errors import TrustlabError
+from trustlab.experiments._params import seed
 from trustlab.timing import registry
 
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
@@ -15,16 +16,20 @@ LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
-        "serve", help="serve a TPM 2.0 (swtpm) through a timing proxy",
+        "serve", help="serve a TPM 2.0 (swtpm) or TPM 1.2 (trustlab's engine) through a timing proxy",
         description="Listen with swtpm's protocol (data port P, control port P+1), forward each command to "
         "the backend through a resource manager with the Linux tpmrm's rules, and hold the response until "
         "the profile's modelled time for it has passed since its last request byte arrived. swtpm: and "
         "mssim: TCTIs both work against the default (the control port tells them apart by their first frame). "
-        "The TPM state is temporary unless --state is given.",
-        epilog="example: trustlab serve --profile nuvoton-npct75x-7.2.0.1-jcalgtest --port 2321 & "
-        "TPM2TOOLS_TCTI=swtpm:port=2321 tpm2_getrandom 8",
+        "The TPM state is temporary unless --state is given. With a tpm1.2 profile the backend is trustlab's "
+        "own TPM 1.2 engine (no resource manager; each command takes the time the engine charged), which "
+        "TrouSerS tcsd reaches in its TCP device mode.",
+        epilog="examples: trustlab serve --profile nuvoton-npct75x-7.2.0.1-jcalgtest --port 2321 & "
+        "TPM2TOOLS_TCTI=swtpm:port=2321 tpm2_getrandom 8;  trustlab serve --profile infineon-2010 --port 2321 & "
+        "TCSD_USE_TCP_DEVICE=1 TCSD_TCP_DEVICE_PORT=2321 tcsd -e -f",
     )
-    p.add_argument("--profile", required=True, metavar="NAME", help="tpm2 profile name or .toml path")
+    p.add_argument("--profile", required=True, metavar="NAME",
+                   help="tpm2 or tpm1.2 profile name or .toml path")
     p.add_argument("--host", default="127.0.0.1",
                    help="address to listen on (default 127.0.0.1; the control port has no authentication)")
     p.add_argument("--port", type=int, default=2321, help="data port P (control is P+1); 0 picks free ports")
@@ -43,11 +48,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "objects, as with /dev/tpm0)")
     p.add_argument("--no-rt-priority", action="store_true",
                    help="do not ask for SCHED_FIFO for the thread that holds responses (realtime mode)")
-    p.add_argument("--seed", type=int, default=0, help="seed for drawing from spreads (key generation)")
+    p.add_argument("--seed", type=seed, default=0, help="seed for drawing from spreads (key generation)")
     p.add_argument("--startup", choices=("clear", "none"), default="clear",
-                   help="TPM 1.2 only: after every power-up (start, CMD_INIT) send TPM_Startup(ST_CLEAR) as a "
-                   "BIOS would (default), or leave TPM_Startup to the client (none, e.g. ST_STATE after "
-                   "TPM_SaveState)")
+                   help="after power-up send TPM(2)_Startup(CLEAR) as a BIOS would (default), or leave it to "
+                   "the client (none: e.g. tpm2-pytss' own tests, or TPM 1.2 ST_STATE after TPM_SaveState; "
+                   "TPM 1.2: after every CMD_INIT too)")
     p.set_defaults(handler=run)
 
 
@@ -62,19 +67,19 @@ def _open_backend(args: argparse.Namespace):
 
     for stale in remove_stale_state():
         _log(f"removed {stale} (left by a process that no longer runs)")
-    if args.state is None:
+    if args.state is None and args.startup == "clear":
         return args.backend
     if args.backend != "swtpm":
-        raise TrustlabError(f"--state applies to --backend swtpm, not {args.backend!r}")
+        raise TrustlabError(f"--state and --startup apply to --backend swtpm, not {args.backend!r}")
     from pathlib import Path
 
     from trustlab.devices.tpm2.backend import swtpm_backend
     from trustlab.devices.tpm2.swtpm import Swtpm
 
-    state = Path(args.state)
-    if state.exists() and not state.is_dir():
+    state = Path(args.state) if args.state else None
+    if state is not None and state.exists() and not state.is_dir():
         raise TrustlabError(f"--state {args.state}: not a directory")
-    return swtpm_backend(Swtpm(state_dir=state).start(), owned=True)
+    return swtpm_backend(Swtpm(state_dir=state, startup=args.startup == "clear").start(), owned=True)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -89,8 +94,6 @@ def run(args: argparse.Namespace) -> int:
                             f"tpm1.2 profile (see 'trustlab profiles list')")
     if not 0 <= args.port < 65535:
         raise TrustlabError(f"--port {args.port}: expected 0..65534")
-    if profile.family == "tpm2" and args.startup != "clear":
-        raise TrustlabError("--startup applies to tpm1.2 profiles only")
     if args.host not in LOOPBACK_HOSTS:
         _log(f"warning: listening on {args.host}: the control port (P+1) has no authentication; anyone who "
              "can reach it can power-cycle this TPM")
@@ -150,7 +153,8 @@ def _start_tpm2(args: argparse.Namespace, profile):
 
 def _start_tpm12(args: argparse.Namespace, profile):
     """The in-process TPM 1.2 engine behind the same front end (devices/tpm12/served.py)."""
-    from trustlab.devices.tpm12.served import EngineBackend, Tpm12Proxy
+    from trustlab.devices.tpm12.served import EngineBackend
+    from trustlab.devices.tpm2.proxy import TimingProxy
 
     if args.backend != "swtpm":
         raise TrustlabError(f"--backend {args.backend}: a tpm1.2 profile is served by trustlab's own TPM 1.2 "
@@ -159,8 +163,11 @@ def _start_tpm12(args: argparse.Namespace, profile):
         raise TrustlabError("--control mssim: the MS simulator's platform protocol is TPM 2.0 only")
     backend = EngineBackend(profile, args.state, seed=args.seed, startup=args.startup)
     try:
-        return Tpm12Proxy(profile, backend, virtual=args.virtual, trace=args.trace, host=args.host,
-                          port=args.port, seed=args.seed, rt_priority=not args.no_rt_priority, log=_log)
-    except OSError as exc:
+        return TimingProxy(profile, backend, control="swtpm", virtual=args.virtual, trace=args.trace,
+                           host=args.host, port=args.port, seed=args.seed, rt_priority=not args.no_rt_priority,
+                           log=_log)
+    except BaseException as exc:
         backend.close()
-        raise TrustlabError(f"cannot start the proxy: {exc}") from None
+        if isinstance(exc, OSError):
+            raise TrustlabError(f"cannot start the proxy: {exc}") from None
+        raise

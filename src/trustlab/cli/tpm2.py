@@ -2,14 +2,15 @@
 
 tpm2-tools 5.4 knows neither TPM2_SignDigest nor TPM_ALG_MLDSA, so these verbs
 send the raw 1.85 frames themselves, to a ``trustlab serve`` (or any TPM that
-implements them) named by a TCTI string. Handles stay valid between
-invocations, as with tpm2-tools over ``tcti-swtpm``.
+implements them) named by a TCTI string. Under serve's resource manager a key
+lives as long as the process that loaded it (as with tpm2-tools): save it with
+``--context-out`` and name the file as ``--key`` in later invocations.
 
     trustlab serve --profile st-st33ktpm2xspi-wolftpm --port 2321 &
     export TPM2TOOLS_TCTI=swtpm:port=2321
-    trustlab tpm2 pqc createprimary --alg ML-DSA-65 --public-out key.pub
-    trustlab tpm2 pqc sign-digest --key 0x80ff0000 --message msg.bin --signature-out msg.sig
-    trustlab tpm2 pqc verify-digest --key 0x80ff0000 --message msg.bin --signature msg.sig
+    trustlab tpm2 pqc createprimary --alg ML-DSA-65 --context-out key.ctx
+    trustlab tpm2 pqc sign-digest --key key.ctx --message msg.bin --signature-out msg.sig
+    trustlab tpm2 pqc verify-digest --key key.ctx --message msg.bin --signature msg.sig
 """
 
 from __future__ import annotations
@@ -17,7 +18,9 @@ from __future__ import annotations
 import argparse
 import hashlib
 import os
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 from trustlab.cli._output import print_json
 from trustlab.errors import TrustlabError
@@ -25,6 +28,17 @@ from trustlab.errors import TrustlabError
 HIERARCHIES = {"owner": 0x40000001, "o": 0x40000001, "endorsement": 0x4000000B, "e": 0x4000000B,
                "platform": 0x4000000C, "p": 0x4000000C, "null": 0x40000007, "n": 0x40000007}
 HASHES = {"sha256": 0x000B, "sha384": 0x000C, "sha512": 0x000D}
+ALGORITHM_CHOICES = ("ML-DSA-44", "ML-DSA-65", "ML-DSA-87", "ML-KEM-768", "ML-KEM-1024")
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if not 1 <= value <= 100_000:
+        raise argparse.ArgumentTypeError(f"{text}: expected 1..100000")
+    return value
 
 
 def _handle(text: str) -> int:
@@ -73,9 +87,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     def key_auth(v: argparse.ArgumentParser, what: str = "the key's password (password session)") -> None:
         v.add_argument("--key-auth", type=_auth, default=b"", metavar="PASSWORD", help=what)
 
+    def key_arg(v: argparse.ArgumentParser, kind: str) -> None:
+        v.add_argument("--key", required=True, metavar="KEY",
+                       help=f"{kind} key: a handle (0x80ff0000) or a context file from --context-out")
+
+    def context_out(v: argparse.ArgumentParser) -> None:
+        v.add_argument("--context-out", type=Path, metavar="FILE",
+                       help="also save the key's context here (TPM2_ContextSave): later verbs take it as --key, "
+                       "which survives a resource manager that flushes keys when this process ends")
+
     def template_args(v: argparse.ArgumentParser) -> None:
-        v.add_argument("--alg", required=True, choices=("ML-DSA-44", "ML-DSA-65", "ML-DSA-87", "ML-KEM-768",
-                                                        "ML-KEM-1024"), help="key algorithm and parameter set")
+        v.add_argument("--alg", required=True, choices=ALGORITHM_CHOICES, help="key algorithm and parameter set")
         v.add_argument("--hash", choices=tuple(HASHES), help="make an ML-DSA key HashML-DSA with this pre-hash")
         v.add_argument("--no-external-mu", action="store_true",
                        help="ML-DSA: allowExternalMu=NO (the key then signs only through sign sequences)")
@@ -83,10 +105,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         v.add_argument("--public-out", type=Path, metavar="FILE", help="write the TPMT_PUBLIC here")
 
     v = verb("createprimary", "create a PQC primary key (derived from the hierarchy seed) and load it",
-             "createprimary --alg ML-DSA-65 --public-out key.pub --json")
+             "createprimary --alg ML-DSA-65 --context-out key.ctx --json")
     template_args(v)
     v.add_argument("--hierarchy", choices=tuple(HIERARCHIES), default="owner", help="hierarchy (default owner)")
     v.add_argument("--hierarchy-auth", type=_auth, default=b"", metavar="PASSWORD", help="hierarchy password")
+    context_out(v)
     v.set_defaults(handler=run_createprimary)
 
     v = verb("create", "create a PQC key under a storage parent; writes its private blob and public area",
@@ -103,6 +126,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     v.add_argument("--parent-auth", type=_auth, default=b"", metavar="PASSWORD", help="parent's password")
     v.add_argument("--private", type=Path, required=True, metavar="FILE", help="private blob from 'create'")
     v.add_argument("--public", type=Path, required=True, metavar="FILE", help="public area from 'create'")
+    context_out(v)
     v.set_defaults(handler=run_load)
 
     def message_args(v: argparse.ArgumentParser) -> None:
@@ -111,33 +135,51 @@ def register(sub: argparse._SubParsersAction) -> None:
                          help="message file: the client computes the external mu (ML-DSA) or PH(M) (HashML-DSA)")
         src.add_argument("--digest", metavar="HEX", help="the digest parameter as is (mu, or PH(M))")
         v.add_argument("--context", default="", metavar="TEXT", help="FIPS 204 context string (HashML-DSA/mu)")
-        v.add_argument("--key", type=_handle, required=True, help="loaded ML-DSA key handle")
+        key_arg(v, "ML-DSA")
 
     v = verb("sign-digest", "TPM2_SignDigest: sign an external mu / pre-hash with an ML-DSA key",
-             "sign-digest --key 0x80ff0000 --message msg.bin --signature-out msg.sig")
+             "sign-digest --key key.ctx --message msg.bin --signature-out msg.sig")
     message_args(v)
     key_auth(v)
     v.add_argument("--signature-out", type=Path, metavar="FILE", help="write the raw signature here")
     v.set_defaults(handler=run_sign)
 
     v = verb("verify-digest", "TPM2_VerifyDigestSignature in the TPM, and cryptography's verify beside it",
-             "verify-digest --key 0x80ff0000 --message msg.bin --signature msg.sig")
+             "verify-digest --key key.ctx --message msg.bin --signature msg.sig")
     message_args(v)
     v.add_argument("--signature", type=Path, required=True, metavar="FILE", help="raw signature file")
     v.set_defaults(handler=run_verify)
 
     v = verb("encapsulate", "TPM2_Encapsulate: a fresh shared secret and its ML-KEM ciphertext",
-             "encapsulate --key 0x80ff0001 --ciphertext-out ct.bin --json")
-    v.add_argument("--key", type=_handle, required=True, help="loaded ML-KEM key handle")
+             "encapsulate --key kem.ctx --ciphertext-out ct.bin --json")
+    key_arg(v, "ML-KEM")
     v.add_argument("--ciphertext-out", type=Path, metavar="FILE", help="write the ciphertext here")
     v.set_defaults(handler=run_encapsulate)
 
     v = verb("decapsulate", "TPM2_Decapsulate: the shared secret inside an ML-KEM ciphertext",
-             "decapsulate --key 0x80ff0001 --ciphertext ct.bin --json")
-    v.add_argument("--key", type=_handle, required=True, help="loaded ML-KEM key handle")
+             "decapsulate --key kem.ctx --ciphertext ct.bin --json")
+    key_arg(v, "ML-KEM")
     v.add_argument("--ciphertext", type=Path, required=True, metavar="FILE", help="ciphertext file")
     key_auth(v)
     v.set_defaults(handler=run_decapsulate)
+
+    v = verb("quote", "TPM2_Quote with an ML-DSA key: a TPMS_ATTEST over PCRs, checked with cryptography",
+             "quote --key ak.ctx --pcrs 0,1,2,7 --qualifying 6e6f6e6365 --attest-out q.attest --json")
+    key_arg(v, "ML-DSA")
+    v.add_argument("--pcrs", default="0,1,2,3,4,5,6,7", metavar="LIST", help="SHA-256 PCRs (default 0-7)")
+    v.add_argument("--qualifying", default="", metavar="HEX", help="qualifyingData (a verifier's nonce)")
+    key_auth(v)
+    v.add_argument("--attest-out", type=Path, metavar="FILE", help="write the TPMS_ATTEST here")
+    v.add_argument("--signature-out", type=Path, metavar="FILE", help="write the raw signature here")
+    v.set_defaults(handler=run_quote)
+
+    v = verb("measure", "time the PQC commands from the client (rows 'trustlab fit' reads, like 'trustlab measure')",
+             "measure --alg ML-DSA-65 --alg ML-KEM-768 --repeat 20 --out pqc.csv")
+    v.add_argument("--alg", action="append", choices=ALGORITHM_CHOICES, metavar="ALG",
+                   help=f"algorithm (repeatable; default all: {', '.join(ALGORITHM_CHOICES)})")
+    v.add_argument("--repeat", type=_positive, default=10, help="repetitions per command (default 10)")
+    v.add_argument("--out", type=Path, metavar="FILE.csv", help="write the rows as CSV")
+    v.set_defaults(handler=run_measure)
 
     v = verb("flush", "TPM2_FlushContext of a PQC key", "flush --key 0x80ff0000")
     v.add_argument("--key", type=_handle, required=True, help="handle to flush")
@@ -147,10 +189,25 @@ def register(sub: argparse._SubParsersAction) -> None:
 # ---- verbs ---------------------------------------------------------------------
 
 
-def _client(args: argparse.Namespace):
+@contextmanager
+def _client(args: argparse.Namespace) -> Iterator:
+    """A client for ``args.tcti``; a ``--key`` naming a context file is loaded now and flushed at the end."""
     from trustlab.devices.tpm2.pqc.client import PqcClient
 
-    return PqcClient.connect(args.tcti)
+    with PqcClient.connect(args.tcti) as tpm:
+        loaded = None
+        ref = getattr(args, "key", None)
+        if isinstance(ref, str):
+            try:
+                args.key = _handle(ref)
+            except argparse.ArgumentTypeError:
+                loaded = tpm.context_load(read_user_bytes(Path(ref), "key context"))
+                args.key = loaded.handle
+        try:
+            yield tpm
+        finally:
+            if loaded is not None:
+                tpm.flush(loaded.handle)
 
 
 def _template(args: argparse.Namespace):
@@ -193,6 +250,8 @@ def run_createprimary(args: argparse.Namespace) -> int:
     with _client(args) as tpm:
         key = tpm.create_primary(pub, hierarchy=HIERARCHIES[args.hierarchy], auth=args.key_auth,
                                  hierarchy_auth=args.hierarchy_auth)
+        if args.context_out is not None:
+            _write(args.context_out, tpm.context_save(key.handle), "--context-out")
     _write(args.public_out, key.public.marshal(), "--public-out")
     return _show(args, _key_info(key))
 
@@ -211,6 +270,8 @@ def run_load(args: argparse.Namespace) -> int:
     public = read_user_bytes(args.public, "public area")
     with _client(args) as tpm:
         key = tpm.load(args.parent, private, public, parent_auth=args.parent_auth)
+        if args.context_out is not None:
+            _write(args.context_out, tpm.context_save(key.handle), "--context-out")
     return _show(args, _key_info(key))
 
 
@@ -298,6 +359,55 @@ def run_decapsulate(args: argparse.Namespace) -> int:
     with _client(args) as tpm:
         secret = tpm.decapsulate(args.key, ciphertext, auth=args.key_auth)
     return _show(args, {"shared_secret": secret.hex()})
+
+
+def run_quote(args: argparse.Namespace) -> int:
+    from trustlab.devices.tpm2.pqc import structures as S
+    from trustlab.devices.tpm2.pqc.client import public_key
+
+    try:
+        pcrs = [int(x) for x in args.pcrs.split(",") if x.strip()]
+        qualifying = bytes.fromhex(args.qualifying)
+    except ValueError:
+        raise TrustlabError(f"--pcrs {args.pcrs!r} / --qualifying {args.qualifying!r}: expected e.g. 0,1,7 and hex") \
+            from None
+    with _client(args) as tpm:
+        public, _name, _qn = tpm.read_public(args.key)
+        attest, signature = tpm.quote(args.key, pcrs, qualifying=qualifying, auth=args.key_auth)
+    _write(args.attest_out, attest, "--attest-out")
+    _write(args.signature_out, signature, "--signature-out")
+    verified = None
+    if public.type == S.TPM_ALG_MLDSA:
+        try:
+            public_key(public).verify(signature, attest)
+            verified = True
+        except Exception:  # noqa: BLE001 - InvalidSignature or a malformed signature
+            verified = False
+    _show(args, {"attest_bytes": len(attest), "signature_bytes": len(signature),
+                 "cryptography_verified": verified})
+    return 0 if verified is not False else 1
+
+
+def run_measure(args: argparse.Namespace) -> int:
+    import sys
+
+    from trustlab.cli._output import table
+    from trustlab.devices.tpm2 import harness
+    from trustlab.devices.tpm2.pqc.client import measure
+
+    if args.out is not None:
+        harness.check_output(args.out)
+    with _client(args) as tpm:
+        rows = measure(tpm, tuple(args.alg or ALGORITHM_CHOICES), args.repeat,
+                       progress=lambda c, v: print(f"  {c}[{v}]", file=sys.stderr, flush=True))
+    if args.out is not None:
+        harness.write_csv(rows, args.out)
+    if args.json:
+        print_json([{f: getattr(r, f) for f in harness.FIELDS} for r in rows])
+    else:
+        print(table([(r.command, r.variant, r.ms, r.p50, r.p95, r.n) for r in rows],
+                    ["command", "variant", "mean ms", "p50", "p95", "n"]))
+    return 0
 
 
 def run_flush(args: argparse.Namespace) -> int:

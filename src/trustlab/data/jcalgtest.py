@@ -16,8 +16,9 @@ from trustlab.timing.profile import Profile
 
 def sniff(path: Path) -> str:
     """``"tpm"`` or ``"javacard"``."""
-    try:
-        head = path.read_text(encoding="utf-8", errors="replace")[:20000]
+    try:  # only the head: a device or a huge file must not be read whole to be told apart
+        with path.open("rb") as fh:
+            head = fh.read(80_000).decode("utf-8", errors="replace")[:20000]
     except OSError as exc:
         raise ProfileError(f"{path}: cannot read: {exc.strerror}") from None
     if "AlgTest applet version" in head or "AlgTestJClient" in head or "Card ATR" in head:

@@ -20,6 +20,28 @@ _RESERVED = {"json", "save", "help"}
 SEED_MAX = 2**32 - 1
 
 
+def count(low: int, high: int, flag: str):
+    """argparse ``type=`` for a count option: an integer low..high, else one line naming ``flag``.
+
+    The bound keeps a typo (or 2^64) from starting a run that would never end."""
+    wanted = {1: f"a positive integer (at most {high})", 0: f"a non-negative integer (at most {high})"}.get(
+        low, f"an integer {low}..{high}")
+
+    def parse(text: str) -> int:
+        shown = text if len(text) <= 30 else f"{text[:20]}...({len(text)} characters)"
+        try:
+            value = int(text, 10)
+        except (TypeError, ValueError):
+            raise TrustlabError(f"{flag} {shown}: expected {wanted}") from None
+        if value < 0 <= low:
+            raise TrustlabError(f"{flag} {shown}: must not be negative")
+        if not low <= value <= high:
+            raise TrustlabError(f"{flag} {shown}: expected {wanted}")
+        return value
+    parse.__name__ = "int"
+    return parse
+
+
 def seed(text: str) -> int:
     """argparse ``type=`` of every experiment's ``--seed``: one rule everywhere, an integer
     0..2^32-1 (what every generator underneath accepts, with room for per-party offsets).

@@ -24,20 +24,10 @@ from trustlab.devices.ftpm.atomic_store import capacity
 from trustlab.devices.ftpm.crash import run_campaign
 from trustlab.devices.ftpm.usability import BootMix, compare
 from trustlab.errors import TrustlabError
-from trustlab.experiments._params import seed
+from trustlab.experiments._params import count, seed
 from trustlab.experiments.registry import Reference, Result, experiment
 from trustlab.timing import registry
 from trustlab.timing.clock import Clock
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return value
 
 
 def _probability(text: str) -> float:
@@ -60,14 +50,14 @@ class FtpmCrashExperiment:
     ]
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
-        parser.add_argument("--commands", type=_positive, default=200, metavar="N",
+        parser.add_argument("--commands", type=count(1, 100_000, "--commands"), default=200, metavar="N",
                             help="workload length; every crash point of every command is tried (default 200)")
         parser.add_argument("--seed", type=seed, default=0)
         parser.add_argument("--profile", default=DEFAULT_STORAGE_PROFILE,
                             help=f"eMMC RPMB storage cost profile (default {DEFAULT_STORAGE_PROFILE})")
         parser.add_argument("--levels", type=int, choices=(1, 2), default=1,
                             help="bit-vector levels of the atomic store (2 = the extra indirection)")
-        parser.add_argument("--boots", type=int, default=0, metavar="N",
+        parser.add_argument("--boots", type=count(0, 10_000_000, "--boots"), default=0, metavar="N",
                             help="also simulate N boots per dark-period policy (usability vs attack)")
         parser.add_argument("--p-typo", type=_probability, default=0.1, help="P(first PIN entry wrong)")
         parser.add_argument("--p-dark-reboot", type=_probability, default=0.02,

@@ -30,7 +30,7 @@ from trustlab.devices.ftpm.storage_cost import EXTRA_COMMANDS, PAPER_COMMANDS, m
 from trustlab.errors import TrustlabError
 from trustlab.experiments.registry import Result, experiment
 from trustlab.devices.ftpm.platform import STORAGE_COMPONENTS
-from trustlab.experiments._params import seed
+from trustlab.experiments._params import count, seed
 from trustlab.timing import formulas, registry
 from trustlab.timing.clock import Clock
 
@@ -67,7 +67,7 @@ class FtpmVsDtpmExperiment:
                             "firmware and five discrete TPMs, those of them that are installed)")
         parser.add_argument("--storage-profile", default=DEFAULT_STORAGE_PROFILE,
                             help=f"eMMC RPMB cost profile for the fTPM's storage (default {DEFAULT_STORAGE_PROFILE})")
-        parser.add_argument("--reps", type=int, default=3, help="repetitions per command on swtpm (default 3)")
+        parser.add_argument("--reps", type=count(1, 100_000, "--reps"), default=3, help="repetitions per command on swtpm (default 3)")
         parser.add_argument("--seed", type=seed, default=0)
 
     def run(self, args: argparse.Namespace) -> Result:

@@ -189,6 +189,12 @@ class _RaisingParser(argparse.ArgumentParser):
     def exit(self, status: int = 0, message: str | None = None) -> Any:  # type: ignore[override]
         raise TrustlabError(f"{self.prog}: {message.strip() if message else f'exit {status}'}")
 
+    def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:  # type: ignore[override]
+        try:
+            return super().parse_known_args(args, namespace)
+        except TrustlabError as exc:  # an argument type's own error (e.g. --seed): name the experiment
+            raise TrustlabError(str(exc) if str(exc).startswith(self.prog) else f"{self.prog}: {exc}") from None
+
 
 def add_common_arguments(parser: argparse.ArgumentParser) -> None:
     """``--json`` (unless the experiment declared it) and ``--save``, on every experiment."""

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 
 from trustlab.cli._output import table
 from trustlab.errors import TrustlabError
-from trustlab.experiments._params import seed
+from trustlab.experiments._params import count, seed
 from trustlab.experiments.registry import Reference, Result, experiment
 from trustlab.timing import formulas, registry
 from trustlab.validation.gunupudi2010 import TABLE_II, TABLE_II_MODEL as _TABLE_II_MODEL
@@ -57,7 +57,7 @@ class TimingModel:
         parser.add_argument("--noise", type=float, default=0.0, metavar="REL_SD",
                             help="relative s.d. of the synthetic measurement noise in the fit round trip "
                             "(default 0: the fit must recover the profile exactly)")
-        parser.add_argument("--repeats", type=int, default=5, metavar="N",
+        parser.add_argument("--repeats", type=count(1, 100_000, "--repeats"), default=5, metavar="N",
                             help="synthetic measurements per command in the fit round trip (default 5)")
         parser.add_argument("--seed", type=seed, default=0, help="seed of the synthetic noise and the clock")
         parser.add_argument("--no-simulate", dest="simulate", action="store_false",
@@ -238,6 +238,8 @@ def _synthetic(profile, rng: np.random.Generator, noise: float, repeats: int) ->
     out = []
     for command in formulas.commands(profile.family):
         f = formulas.lookup(profile.family, command)
+        if f.source.startswith("trustlab"):  # the paper's formulas only: commands it measured
+            continue
         true_ms, _ = f.evaluate(profile)
         for _ in range(repeats):
             ms = true_ms * (1.0 + noise * rng.standard_normal()) if noise else true_ms

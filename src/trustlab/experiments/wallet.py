@@ -24,7 +24,7 @@ from trustlab.apps.counters.runner import describe
 from trustlab.apps.wallet.protocol import BuyerDevice, Issuer, Merchant
 from trustlab.cli._output import table
 from trustlab.errors import TrustlabError
-from trustlab.experiments._params import seed
+from trustlab.experiments._params import count, seed
 from trustlab.experiments.registry import Result, experiment
 from trustlab.timing import registry
 
@@ -68,7 +68,7 @@ class WalletExperiment:
                             "arithmetic (hash-tree only: the counter is the amount spent)")
         parser.add_argument("--cheat-rate", type=float, default=0.1, metavar="F",
                             help="fraction of purchases that start a double-spend attempt (default 0.1)")
-        parser.add_argument("--credit", type=int, default=None, metavar="C",
+        parser.add_argument("--credit", type=count(0, 2**31 - 1, "--credit"), default=None, metavar="C",
                             help="credit per buyer, >= 0 (default: ample, 100 x purchases); prices are 1..100")
         parser.add_argument("--seed", type=seed, default=0,
                             help="seed (>= 0) of prices, cheats, merchant/buyer choice and timing spreads "
@@ -79,8 +79,6 @@ class WalletExperiment:
         for name, most in (("merchants", MAX_PARTIES), ("purchases", MAX_PURCHASES), ("buyers", MAX_PARTIES)):
             if not 1 <= getattr(args, name) <= most:
                 raise TrustlabError(f"--{name} {getattr(args, name)}: must be between 1 and {most}")
-        if args.credit is not None and args.credit < 0:
-            raise TrustlabError(f"--credit {args.credit}: must not be negative")
         if not 0 <= args.cheat_rate <= 1:
             raise TrustlabError(f"--cheat-rate {args.cheat_rate}: must be in [0, 1]")
         if args.ordering == "arithmetic" and args.scheme != "hashtree":

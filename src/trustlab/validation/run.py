@@ -8,7 +8,7 @@ from trustlab.errors import TrustlabError
 from trustlab.timing import registry
 from trustlab.validation.core import Accuracy, Check, Inconsistency, accuracy
 
-SOURCES = ("mayes2017", "vanderlaan2018", "jcalgtest_javacard", "gunupudi2010", "raj2016", "tpm2")
+SOURCES = ("mayes2017", "vanderlaan2018", "jcalgtest_javacard", "gunupudi2010", "raj2016", "tpm2", "pqc_model")
 
 
 @dataclass

@@ -161,6 +161,8 @@ def build(scheme: str, profile: Profile, counters: int, *, seed: int = 0, attest
     clock = Clock(profile, seed=seed)
     clock.require(*NEEDED)
     terms = M.Terms.from_profile(profile)
+    if tpm12 == "libtpms":
+        return _lockstep(scheme, profile, counters, clock, terms, seed)
     wired = wire.open_tpm12(tpm12, profile, clock, seed=seed) if tpm12 != "inproc" else None
     try:
         built = _build_tpm12(scheme, profile, counters, clock, terms, attest_every,
@@ -172,6 +174,25 @@ def build(scheme: str, profile: Profile, counters: int, *, seed: int = 0, attest
     if wired is not None:
         built.extra.update(tpm12=tpm12, tpm12_where=wired.where, close_tpm=wired.close)
     return built
+
+
+def _lockstep(scheme: str, profile: Profile, counters: int, clock: Clock, terms: M.Terms, seed: int) -> BuiltScheme:
+    """libtpms does the work, an in-process twin engine times it (see :class:`.wire.Lockstep`)."""
+    if scheme != "log":
+        raise TrustlabError(f"--tpm12 libtpms: the {scheme} scheme needs the what-if TPM_ExecuteHashTree, which "
+                            "libtpms does not have; use --scheme log")
+    twin = _build_tpm12(scheme, profile, counters, clock, terms, 1, None)
+    scratch = Clock(profile, seed=seed)  # the real TPM's host side: nothing it charges is kept
+    wired = wire.open_tpm12("libtpms", profile, scratch, seed=seed)
+    try:
+        real = _build_tpm12(scheme, profile, counters, scratch, terms, 1, wired.tpm)
+    except BaseException:
+        wired.close()
+        raise
+    real.verifier.clock = clock  # the verifier's host work is charged to the run's clock
+    return BuiltScheme(scheme, profile, counters, clock, wire.Lockstep(real.prover, twin.prover), real.verifier,
+                       terms, twin.accounting, extra={"tpm12": "libtpms", "tpm12_where": wired.where,
+                                                      "close_tpm": wired.close})
 
 
 def _build_tpm12(scheme: str, profile: Profile, counters: int, clock: Clock, terms: M.Terms, attest_every: int,

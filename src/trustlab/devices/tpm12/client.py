@@ -28,11 +28,12 @@ from cryptography.hazmat.primitives.asymmetric import padding, rsa
 
 from trustlab.devices.tpm12 import constants as C
 from trustlab.devices.tpm12 import transport_log as L
-from trustlab.devices.tpm12.engine import AUTH_OUT, HEADER, Engine
+from trustlab.devices.tpm12.engine import AUTH_IN, AUTH_OUT, HEADER, Engine
 from trustlab.devices.tpm12.errors import TpmError
 from trustlab.devices.tpm12.keys import Key12, KeyParms, pubkey_modulus, rsa_public
 from trustlab.devices.tpm12.nvstore import NVStore
 from trustlab.devices.tpm12.primitives import xor
+from trustlab.devices.tpm12.transport_crypt import crypt
 from trustlab.devices.tpm12.wire import Reader, Writer
 from trustlab.timing.clock import Clock
 
@@ -108,6 +109,9 @@ class HostTransport(HostSession):
     tick_nonce: bytes = b""
     entries: list[L.LogEntry] = field(default_factory=list)
     pubkeys: dict[int, bytes] = field(default_factory=dict)
+    alg: int = 0  # encrypted session: TPM_ALG_MGF1 or TPM_ALG_AES128 (with scheme CTR/OFB)
+    scheme: int = 0
+    logged: bool = True
 
     def pubkey_hash(self, handles: Sequence[int]) -> bytes:
         if not handles:
@@ -261,7 +265,13 @@ class Tpm12:
         no_data = struct.unpack(">I", frame[6:10])[0] in L.NO_DATA_ORDINALS
         if no_data:
             h1 = _sha1(frame[6:10])
-        body = _U32(len(frame)) + frame + t.trailer(_sha1(ord_et, _U32(len(frame)), h1))
+        odd = t.next_odd  # the nonceOdd the trailer below sends (it seeds the pads)
+        start = HEADER + 4 * len(handles)
+        end = start if no_data else len(frame) - AUTH_IN * n_sessions
+        wire = frame
+        if t.alg and end > start:  # step 4: only DATAw travels encrypted
+            wire = frame[:start] + crypt(t.alg, t.scheme, t.key, t.nonce_even, odd, b"in", frame[start:end]) + frame[end:]
+        body = _U32(len(wire)) + wire + t.trailer(_sha1(ord_et, _U32(len(wire)), h1))
         rsp = self.engine.execute(struct.pack(">HII", C.TPM_TAG_RQU_AUTH1_COMMAND, HEADER + len(body),
                                               C.ORD["TPM_ExecuteTransport"]) + body)
         rc = struct.unpack(">I", rsp[6:10])[0]
@@ -271,12 +281,16 @@ class Tpm12:
         r = Reader(rsp[HEADER:len(rsp) - AUTH_OUT], "TPM_ExecuteTransport response")
         ticks, locality, inner = r.raw(8), r.u32(), r.sized(1 << 16)
         rc_w = inner[6:10]
-        s2 = (inner[HEADER + 4 * out_handles:len(inner) - AUTH_OUT * n_sessions]
-              if rc_w == _U32(C.TPM_SUCCESS) and not no_data else b"")
+        a, b = HEADER + 4 * out_handles, len(inner) - AUTH_OUT * n_sessions
+        s2 = inner[a:b] if rc_w == _U32(C.TPM_SUCCESS) and not no_data else b""
+        if t.alg and s2:  # step 17: decrypt with the pad of the nonceEven this response brings
+            s2 = crypt(t.alg, t.scheme, t.key, rsp[len(rsp) - AUTH_OUT:len(rsp) - AUTH_OUT + 20], odd, b"out", s2)
+            inner = inner[:a] + s2 + inner[b:]
         h2 = _sha1(rc_w, frame[6:10], s2)
         t.accept(_sha1(_U32(C.TPM_SUCCESS), ord_et, ticks, _U32(locality), _U32(len(inner)), h2),
                  Reader(rsp[len(rsp) - AUTH_OUT:], "transport authorization"))
-        t.entries.append(L.LogEntry(h1, h2, struct.unpack(">Q", ticks)[0], locality, t.pubkey_hash(handles)))
+        if t.logged:
+            t.entries.append(L.LogEntry(h1, h2, struct.unpack(">Q", ticks)[0], locality, t.pubkey_hash(handles)))
         return inner
 
     @contextmanager
@@ -538,18 +552,31 @@ class Tpm12:
 
     # ---- transport sessions -------------------------------------------------------------
     def TPM_EstablishTransport(self, transport_secret: bytes, *, exclusive: bool = True,
-                               logged: bool = True) -> HostTransport:
-        attrs = (C.TPM_TRANSPORT_LOG if logged else 0) | (C.TPM_TRANSPORT_EXCLUSIVE if exclusive else 0)
-        pub = Writer().u16(C.TPM_TAG_TRANSPORT_PUBLIC).u32(attrs).u32(0).u16(0).bytes()
-        params = pub + Writer().sized(transport_secret).bytes()
+                               logged: bool = True, key: tuple[int, bytes, Auth | None] | None = None,
+                               alg: int = 0, scheme: int = 0) -> HostTransport:
+        """Open a transport session. ``key`` = (handle, RSA modulus, authorization or None) sends
+        the secret as TPM_TRANSPORT_AUTH encrypted to that storage key, which an encrypted
+        session (``alg`` TPM_ALG_MGF1 or TPM_ALG_AES128 with ``scheme`` CTR/OFB) requires."""
+        attrs = ((C.TPM_TRANSPORT_LOG if logged else 0) | (C.TPM_TRANSPORT_EXCLUSIVE if exclusive else 0)
+                 | (C.TPM_TRANSPORT_ENCRYPT if alg else 0))
+        pub = Writer().u16(C.TPM_TAG_TRANSPORT_PUBLIC).u32(attrs).u32(alg).u16(scheme).bytes()
+        handle, secret, auth = C.TPM_KH_TRANSPORT, transport_secret, []
+        if key is not None:
+            handle, modulus, key_auth = key
+            oaep = padding.OAEP(padding.MGF1(hashes.SHA1()), hashes.SHA1(), b"TCPA")
+            secret = rsa_public(modulus).encrypt(Writer().u16(C.TPM_TAG_TRANSPORT_AUTH).raw(transport_secret).bytes(),
+                                                 oaep)
+            auth = [key_auth] if key_auth is not None else []
+        params = pub + Writer().sized(secret).bytes()
         if self._through is not None:
             raise TpmError("TPM_BAD_PARAMETER", "cannot establish a transport inside a transport")
-        (handle,), r = self.call("TPM_EstablishTransport", handles=[C.TPM_KH_TRANSPORT], params=params,
+        (handle,), r = self.call("TPM_EstablishTransport", handles=[handle], params=params, auth=auth,
                                  out_handles=1)
         locality = r.u32()
         ticks = r.raw(32)
         even = r.raw(20)
-        t = HostTransport(handle, even, transport_secret, tick_nonce=ticks[12:32])
+        t = HostTransport(handle, even, transport_secret, tick_nonce=ticks[12:32], alg=alg, scheme=scheme,
+                          logged=logged)
         t.entries.append(L.LogEntry(self.last_in_digest, self.last_out_digest,
                                     struct.unpack(">Q", ticks[2:10])[0], locality))
         return t

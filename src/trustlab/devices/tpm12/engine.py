@@ -46,9 +46,8 @@ from trustlab.devices.tpm12.nvstore import MemoryNVStore, NVStore
 from trustlab.devices.tpm12.primitives import Primitives
 from trustlab.devices.tpm12.registry import Request
 from trustlab.devices.tpm12.sessions import AuthContext, Session, SessionUse
-from trustlab.devices.tpm12.state import LOCKOUT_THRESHOLD, Counter, PersistentState  # noqa: F401 (re-exported)
+from trustlab.devices.tpm12.state import LOCKOUT_THRESHOLD, PersistentState
 from trustlab.devices.tpm12.wire import Reader, Writer
-from trustlab.errors import TrustlabError
 from trustlab.timing.clock import Clock
 
 HEADER = 10
@@ -74,6 +73,8 @@ _NEEDS_OWNER = {C.ORD[n] for n in ("TPM_OSAP", "TPM_OwnerReadPubek", "TPM_OwnerR
                                    "TPM_ResetLockValue", "TPM_CMK_ApproveMA", "TPM_AuthorizeMigrationKey",
                                    "TPM_MakeIdentity")}
 SAVED_STATE = "saved_state"  # key in PersistentState.extra: what TPM_SaveState preserved
+AUDITED, AUDIT_COUNT = "audited", "audit_counter"  # PersistentState.extra keys
+_ORD_SAVE_STATE = struct.pack(">I", C.ORD["TPM_SaveState"])
 
 
 def _handles_struct(n: int) -> struct.Struct:
@@ -101,6 +102,7 @@ class Engine:
         else:
             self.state = PersistentState.from_bytes(data, type(self.nv).__name__)
         self._persisted = data  # the last state known to be durable
+        self._load_audited()
         self._dirty = False
         self.last_internal_error: Exception | None = None  # set if a handler raised a non-TPM error
         self._storage_failure: BaseException | None = None
@@ -135,6 +137,7 @@ class Engine:
         self.tick_nonce = os.urandom(20)
         self.nv_stclear_locks: set[tuple[str, int]] = set()  # bReadSTClear / bWriteSTClear
         self.global_lock = False  # TPM_STCLEAR_FLAGS.bGlobalLock
+        self.audit_digest = bytes(20)  # TPM_STANY_DATA.auditDigest: zeroed by TPM_Startup
         self._next_handle = {"key": 0x01000000, "auth": 0x02000000, "trans": 0x05000000}
 
     def startup(self, kind: int = C.TPM_ST_CLEAR) -> None:
@@ -236,6 +239,35 @@ class Engine:
         if self.state.owner_auth is None:
             raise TpmError("TPM_NOSRK", "the TPM has no owner")
         return self.state.owner_auth
+
+    # ---- auditing (Part 3, 8.1) -----------------------------------------------------
+    @property
+    def audited(self) -> frozenset[int]:
+        """Ordinals whose successful execution extends the audit digest (set by the owner)."""
+        return self._audited
+
+    def set_audited(self, ordinals: frozenset[int]) -> None:
+        self.state.extra[AUDITED] = ",".join(str(o) for o in sorted(ordinals))
+        self._audited = frozenset(ordinals)
+        self.mark_dirty()
+
+    def _load_audited(self) -> None:
+        self._audited = frozenset(int(x) for x in self.state.extra.get(AUDITED, "").split(",") if x)
+
+    def audit_counter_value(self) -> bytes:
+        """TPM_COUNTER_VALUE of auditMonotonicCounter (label all zeros)."""
+        return struct.pack(">H4sI", C.TPM_TAG_COUNTER_VALUE, b"\x00" * 4, int(self.state.extra.get(AUDIT_COUNT, "0")))
+
+    def _audit(self, ord_bytes: bytes, params: bytes, in_digest: bytes, out_digest: bytes, result) -> None:
+        if self.audit_digest == bytes(20):  # step 2.a: a new audit session bumps the counter
+            self.state.extra[AUDIT_COUNT] = str(int(self.state.extra.get(AUDIT_COUNT, "0")) + 1)
+            self.mark_dirty()
+        count = self.audit_counter_value()
+        in_d = in_digest or self.crypto.sha1(ord_bytes, params)
+        self.audit_digest = self.crypto.sha1(self.audit_digest, struct.pack(">H", 0x0012), in_d, count)
+        if ord_bytes != _ORD_SAVE_STATE:  # corner case 3.a: SaveState audits its input only
+            out_d = out_digest or self.crypto.sha1(_RC_SUCCESS, ord_bytes, result.params)
+            self.audit_digest = self.crypto.sha1(self.audit_digest, struct.pack(">H", 0x0013), out_d, count)
 
     def end_session(self, handle: int) -> None:
         self.sessions.pop(handle, None)
@@ -344,13 +376,17 @@ class Engine:
                 out_digest = (result.out_digest if result.out_digest is not None
                               else self.crypto.sha1(_RC_SUCCESS, ord_bytes, result.params)
                               if (n_auth or transport) else b"")
+                if ordinal in self._audited:  # Part 1, 17 / Part 3, 8.1: audit a successful command
+                    self._audit(ord_bytes, params, in_digest, out_digest, result)
                 trailer_out = []
                 for u in uses:
-                    even = u.session.nonce_even = self.crypto.random(20)
+                    even = u.session.next_even or self.crypto.random(20)
+                    u.session.nonce_even, u.session.next_even = even, None
                     cont = _BYTE[u.cont]
                     trailer_out += (even, cont, self.crypto.hmac(u.key, out_digest, even, u.nonce_odd, cont))
                     if not u.cont:  # continueAuthSession / continueTransSession FALSE ends the session
                         self.end_session(u.session.handle)
+                self.last_out_handles = len(result.handles)  # TPM_ExecuteTransport's S2 starts after them
                 payload = b"".join([result.handles, result.params, *trailer_out])
                 response = _HEADER_OUT(C.RESPONSE_TAG[n_auth], HEADER + len(payload), C.TPM_SUCCESS) + payload
                 if not outer:
@@ -391,6 +427,7 @@ class Engine:
             self.nv.save(data)
         except BaseException as e:
             self.state = PersistentState.from_bytes(self._persisted, type(self.nv).__name__)
+            self._load_audited()
             self._storage_failure = e
             raise
         self._persisted = data

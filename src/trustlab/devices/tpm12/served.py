@@ -46,7 +46,7 @@ from pathlib import Path
 from trustlab.devices.tpm12 import constants as C
 from trustlab.devices.tpm12 import registry
 from trustlab.devices.tpm12.engine import Engine
-from trustlab.devices.tpm12.nvstore import FileNVStore, MemoryNVStore, NVStore
+from trustlab.devices.tpm12.nvstore import FileNVStore, NVStore
 from trustlab.devices.tpm2 import wire
 from trustlab.devices.tpm2.backend import Backend
 from trustlab.errors import TrustlabError
@@ -55,8 +55,6 @@ from trustlab.timing.profile import Profile
 
 STATE_FILE = "tpm12-state.json"
 """The engine's persistent state inside ``--state DIR``."""
-
-INIT_FLAG_DELETE_VOLATILE = 1
 
 # swtpm's PTM_CAP_* bits (tpm_ioctl.h): what this control channel implements
 PTM_CAP_INIT = 1 << 0
@@ -72,8 +70,8 @@ CAPABILITIES = (PTM_CAP_INIT | PTM_CAP_SHUTDOWN | PTM_CAP_GET_TPMESTABLISHED | P
 
 TPM_SUCCESS = 0
 TPM_FAIL = C.RC["TPM_FAIL"]
-TPM_BAD_ORDINAL = C.RC["TPM_BAD_ORDINAL"]  # swtpm's answer to control commands while the TPM is off, and to unknown codes
-TPM_BAD_LOCALITY = 0x3D
+TPM_BAD_ORDINAL = C.RC["TPM_BAD_ORDINAL"]  # swtpm's answer to control requests while off, and to unknown codes
+TPM_BAD_LOCALITY = C.RC["TPM_BAD_LOCALITY"]
 DRTM_PCRS = range(17, 23)
 ESTABLISHED = "tpm_established"   # key in the engine's persistent ``extra`` map
 
@@ -101,6 +99,9 @@ class EngineBackend(Backend):
 
     family = "tpm1.2"
     ctrl_address = None
+    extra_control = frozenset({wire.CMD_SHUTDOWN, wire.CMD_HASH_START, wire.CMD_HASH_DATA, wire.CMD_HASH_END})
+    """Control codes beyond what the proxy lets clients send to any TPM: the power-down and the DRTM
+    sequence are harmless on an in-process engine (they would stop or reset a shared swtpm)."""
 
     def __init__(self, profile: Profile, state_dir: str | Path | None = None, *, seed: int = 0,
                  startup: str = "clear", nv: NVStore | None = None, keygen=None) -> None:
@@ -130,24 +131,18 @@ class EngineBackend(Backend):
         self._lock = threading.RLock()
         self._last_breakdown: dict[str, float] | None = None
         self.last_command = ""
+        self.last_error: Exception | None = None  # why the last TPM_FAIL for a storage failure
         self.power_on()
 
     # ---- power -------------------------------------------------------------
 
-    def power_on(self, *, delete_volatile: bool = False) -> None:
-        """Power the chip up: a fresh engine on the same NV, then TPM_Startup(ST_CLEAR) if asked.
-
-        ``delete_volatile`` (CMD_INIT's INIT_FLAG_DELETE_VOLATILE) discards a
-        TPM_SaveState image first, if the engine keeps one.
-        """
+    def power_on(self) -> None:
+        """Power the chip up: a fresh engine on the same NV, then TPM_Startup(ST_CLEAR) if asked."""
         with self._lock:
-            self.engine = Engine(self.clock, self.nv, self.keygen)
+            self.engine = Engine(self.clock, self.nv, self.keygen, started=False)  # _TPM_Init
             self.engine.locality = self.locality
-            discard = getattr(self.engine, "discard_saved_state", None)
-            if delete_volatile and discard is not None:
-                discard()
             if self.startup == "clear":
-                self.engine.execute(startup_frame())  # its rc: already started is as good as started
+                self.engine.execute(startup_frame())
 
     def power_off(self) -> None:
         """Cut the power: volatile state is lost (the NV state was saved command by command)."""
@@ -167,7 +162,14 @@ class EngineBackend(Backend):
                 self._last_breakdown = None
                 self.last_command = "TPM_(powered off)"
                 return fail_response(TPM_FAIL)
-            response = self.engine.execute(command)
+            try:
+                response = self.engine.execute(command)
+            except Exception as e:  # noqa: BLE001 - the state could not be saved (disk full ...): the
+                # engine rolled back to its last durable state; a chip answers every frame
+                self.last_error = e
+                self._last_breakdown = {}
+                self.last_command = "TPM_(state not saved)"
+                return fail_response(TPM_FAIL)
             record = self.clock.last
             self._last_breakdown = dict(record.breakdown) if record is not None else {}
             self.last_command = record.name if record is not None else "TPM_(unknown)"
@@ -195,9 +197,10 @@ class EngineBackend(Backend):
         if code == wire.CMD_GET_CONFIG:
             return struct.pack(">II", TPM_SUCCESS, 0)
         if code == wire.CMD_INIT:
-            flags = struct.unpack(">I", payload[:4])[0] if len(payload) >= 4 else 0
+            # INIT_FLAG_DELETE_VOLATILE deletes swtpm's CMD_STORE_VOLATILE blob, which this backend
+            # never writes; the TPM_SaveState image survives it on libtpms too (a test checks).
             self.power_off()
-            self.power_on(delete_volatile=bool(flags & INIT_FLAG_DELETE_VOLATILE))
+            self.power_on()
             return _RESULT(TPM_SUCCESS)
         if code == wire.CMD_SHUTDOWN:
             self.power_off()
@@ -285,38 +288,3 @@ _WHILE_ON = {
     wire.CMD_CANCEL_TPM_CMD: EngineBackend._cancel,
 }
 """Control commands that need the TPM powered (swtpm answers TPM_BAD_ORDINAL while it is off)."""
-
-
-# ---- front end ----------------------------------------------------------------
-# The TPM 2.0 proxy honours the Backend contract (family "tpm1.2": TPM 1.2
-# framing, no resource manager, cost = charged(), control answered by the
-# backend); this subclass only names the TCP device and checks power.
-
-from trustlab.devices.tpm2.proxy import TimingProxy  # noqa: E402
-
-
-class Tpm12Proxy(TimingProxy):
-    """:class:`TimingProxy` serving an :class:`EngineBackend` (TPM 1.2 frames, in-process control)."""
-
-    backend: EngineBackend
-
-    def __init__(self, profile: Profile, backend: EngineBackend, **kwargs) -> None:
-        if kwargs.get("control", "swtpm") not in ("swtpm", "auto"):
-            backend.close()
-            raise TrustlabError("a TPM 1.2 is served with swtpm's control channel only (no --control mssim)")
-        kwargs["control"] = "swtpm"
-        super().__init__(profile, backend, **kwargs)
-
-    @property
-    def tcti(self) -> str:
-        return f"tcp:{self.host}:{self.port}"
-
-    def check_backend(self) -> None:
-        if not self.backend.powered:
-            raise TrustlabError(f"backend {self.backend.describe()}: not powered")
-
-    def reset(self) -> None:
-        """Power-cycle the TPM (CMD_INIT) and clear the ledger."""
-        with self._tpm_lock:
-            self.backend.control(wire.CMD_INIT, struct.pack(">I", 0))
-            self.clock.reset()

@@ -31,6 +31,9 @@ class Session:
     auth_secret: bytes | None = None
     attributes: int = 0
     digest: bytes = b"\x00" * 20
+    alg: int = 0  # encrypted transport: TPM_ALG_MGF1 or TPM_ALG_AES128, with encScheme
+    scheme: int = 0
+    next_even: bytes | None = None  # a nonceEven the command already chose (encrypted responses)
 
 
 @dataclass

@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
+from trustlab.devices.tpm2.swtpm import free_port_pair, recv_exact
 from trustlab.errors import TrustlabError
 from trustlab.timing.clock import Clock
 
@@ -32,16 +33,6 @@ Pricer = Callable[[bytes, bytes], "tuple[str, dict[str, float]]"]
 
 class WireError(TrustlabError):
     """The TPM at the other end cannot be reached or answered something that is not a TPM 1.2 frame."""
-
-
-def _recv_exact(sock: socket.socket, n: int, where: str) -> bytes:
-    data = bytearray()
-    while len(data) < n:
-        chunk = sock.recv(n - len(data))
-        if not chunk:
-            raise WireError(f"{where}: connection closed after {len(data)} of {n} bytes")
-        data += chunk
-    return bytes(data)
 
 
 class SocketTpm12:
@@ -74,11 +65,11 @@ class SocketTpm12:
         where = f"TPM 1.2 at {self.describe()}"
         try:
             self._sock.sendall(frame)
-            head = _recv_exact(self._sock, HEADER, where)
+            head = recv_exact(self._sock, HEADER)
             size = struct.unpack_from(">I", head, 2)[0]
             if not HEADER <= size <= MAX_RESPONSE:
                 raise WireError(f"{where}: response size field {size} out of range")
-            response = head + _recv_exact(self._sock, size - HEADER, where)
+            response = head + recv_exact(self._sock, size - HEADER)
         except OSError as exc:
             self.close()
             raise WireError(f"{where}: {exc.strerror or exc}") from None
@@ -119,8 +110,6 @@ class Swtpm12:
         self.proc: subprocess.Popen | None = None
 
     def start(self) -> "Swtpm12":
-        from trustlab.devices.tpm2.swtpm import free_port_pair  # the same port probing as for TPM 2.0
-
         if shutil.which("swtpm") is None:
             raise WireError("'swtpm' not found on PATH: install the swtpm package (apt install swtpm)")
         if self.state_dir is None:

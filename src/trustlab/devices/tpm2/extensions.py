@@ -2,17 +2,16 @@
 
 The timing proxy forwards every command to swtpm - except those a handler
 registered here claims. That is how a command (or an algorithm) that no chip
-ships yet is put in front of real clients at a real chip's speed::
+ships yet is put in front of real clients at a real chip's speed (the example
+of ``devices/tpm2/README.md``, run by its tests)::
 
-    from trustlab.devices.tpm2.extensions import Reply, tpm_command
-
-    @tpm_command(0x20000001, "TPM2_MyIdea", handles=1)
-    def my_idea(cmd, ctx):
-        key = ctx.state.objects.get(cmd.handles[0])     # or ask swtpm: ctx.backend_transact(...)
-        cmd.require_password(0, key.auth)               # password session on handle 1
-        data = cmd.params.tpm2b()                       # parameter 1
+    @tpm_command(0x20000001, "TPM2_Reverse", handles=0)
+    def reverse(cmd, ctx):
+        data = cmd.params.param(1).tpm2b(64)
         cmd.params.end()
-        return Reply(params=u16(len(data)) + data, price=lambda n_in, n_out: {"ohc": 0.1})
+        rnd = ctx.backend_transact(bytes.fromhex("80010000000c0000017b0008"))
+        return Reply(params=tpm2b(data[::-1] + rnd[12:20]),
+                     price=lambda n_in, n_out: {"ohc": ctx.profile.mean("ohc"), "reverse_ms": 2.5})
 
 A handler gets the parsed command (:class:`Command`: handles, authorization
 sessions, a reader over the parameters) and a :class:`Context` (connection id,
@@ -21,13 +20,14 @@ profile, per-proxy state, ``backend_transact`` to the real TPM). It returns a
 ``None`` to let the command go to the backend as usual (a handler may claim
 ``TPM2_CreatePrimary`` only when the template names an algorithm swtpm lacks).
 Errors are raised as :class:`TpmError` with the TPM's response code. The proxy
-charges ``Reply.terms`` (component -> count, drawn like any command's) and
-``Reply.charges_ms`` (component -> ms) on its clock, holds the response in
-realtime mode, and traces it like any other command.
+charges what ``Reply.price(bytes_in, bytes_out)`` returns (component -> ms)
+and ``Reply.terms`` (component -> count, drawn like any command's) on its
+clock, holds the response in realtime mode, and traces it like any other
+command.
 
-Transient objects of extensions use handles 0x80FF0000-0x80FFFFFF: the
-resource manager never virtualizes or saves them, and they are flushed when
-the connection that loaded them closes (:func:`connection_closed`).
+Transient objects of extensions use handles 0x80FF0000-0x80FFFFFF, which the
+resource manager never virtualizes or saves; :func:`connection_closed` says
+how long they live.
 """
 
 from __future__ import annotations
@@ -57,16 +57,13 @@ EXTENSION_HANDLE_FIRST = 0x80FF0000
 EXTENSION_HANDLE_LAST = 0x80FFFFFF
 TPM_RS_PW = 0x40000009
 
-# response codes (TPM 2.0 Part 2, 6.6) a handler commonly needs; format-one
-# codes are combined with where(): handle n, parameter n or session n
-RC_FMT1 = 0x080
-TPM_RC_ASYMMETRIC = 0x081
+# response codes (TPM 2.0 Part 2, 6.6; 1.85 adds PARMS .. SIGN_CONTEXT_KEY) a handler
+# commonly needs; format-one codes name their place with at_handle/at_param/at_session
 TPM_RC_ATTRIBUTES = 0x082
 TPM_RC_HASH = 0x083
 TPM_RC_VALUE = 0x084
 TPM_RC_MODE = 0x089
 TPM_RC_TYPE = 0x08A
-TPM_RC_HANDLE = 0x08B
 TPM_RC_SCHEME = 0x092
 TPM_RC_SIZE = 0x095
 TPM_RC_SYMMETRIC = 0x096
@@ -134,7 +131,7 @@ class Reader:
         self.n = n
         return self
 
-    def _take(self, k: int) -> bytes:
+    def take(self, k: int) -> bytes:
         if self.pos + k > len(self.data):
             raise TpmError(at_param(TPM_RC_INSUFFICIENT, self.n), "parameter area too short")
         v = self.data[self.pos:self.pos + k]
@@ -142,20 +139,20 @@ class Reader:
         return v
 
     def u8(self) -> int:
-        return self._take(1)[0]
+        return self.take(1)[0]
 
     def u16(self) -> int:
-        return struct.unpack(">H", self._take(2))[0]
+        return struct.unpack(">H", self.take(2))[0]
 
     def u32(self) -> int:
-        return struct.unpack(">I", self._take(4))[0]
+        return struct.unpack(">I", self.take(4))[0]
 
     def tpm2b(self, limit: int | None = None) -> bytes:
         """A TPM2B: UINT16 size and that many bytes; ``limit`` is the type's maximum size."""
         n = self.u16()
         if limit is not None and n > limit:
             raise TpmError(at_param(TPM_RC_SIZE, self.n), f"buffer of {n} bytes exceeds {limit}")
-        return self._take(n)
+        return self.take(n)
 
     def rest(self) -> bytes:
         v = self.data[self.pos:]
@@ -220,7 +217,7 @@ def parse_command(frame: bytes, name: str, n_handles: int) -> Command:
         raise TpmError(TPM_RC_COMMAND_SIZE)
     pos = HEADER_SIZE + 4 * n_handles
     if pos > len(frame):
-        raise TpmError(TPM_RC_INSUFFICIENT | _H | (1 << 8))
+        raise TpmError(at_handle(TPM_RC_INSUFFICIENT, 1))
     handles = [struct.unpack_from(">I", frame, HEADER_SIZE + 4 * i)[0] for i in range(n_handles)]
     sessions: list[AuthSession] = []
     auth_area = b""
@@ -251,7 +248,8 @@ class Reply:
     """A handler's answer: response parameters/handles and what the command costs.
 
     ``terms``: component -> count, priced by the proxy's clock like the wire
-    formula of any TPM 2.0 command (``ohc``, ``ohir``, ``ohor`` ...).
+    formula of any TPM 2.0 command (``ohc``, ``ohir``, ``ohor`` ...), or a
+    function of (command bytes, response bytes) returning them.
     ``price``: called with (command bytes, response bytes), returns
     component -> ms already priced (e.g. by the PQC cost model).
     With neither, the command costs the wire formula: ``ohc`` + ``ohir`` x
@@ -262,7 +260,7 @@ class Reply:
 
     params: bytes = b""
     handles: list[int] = field(default_factory=list)
-    terms: dict[str, float] | None = None
+    terms: "dict[str, float] | Callable[[int, int], dict[str, float]] | None" = None
     price: Callable[[int, int], dict[str, float]] | None = None
     variant: str | None = None
     raw: bytes | None = None
@@ -279,6 +277,8 @@ class ExtensionResult:
     terms: dict[str, float]
     charges_ms: dict[str, float]
     variant: str | None = None
+    fault: str | None = None
+    """Set when the handler raised (a bug): the client saw TPM_RC_FAILURE; this says why."""
 
     def assessed(self, in_bytes: int) -> "cost.CommandCost":
         """The trace's view of this command, as :func:`cost.assess` gives it for forwarded ones."""
@@ -317,6 +317,7 @@ class Registration:
     name: str
     handles: int
     handler: Handler
+    claims: Callable[[Command], bool] | None = None
 
 
 _REGISTRY: dict[int, Registration] = {}
@@ -326,14 +327,18 @@ _loaded = False
 _load_lock = threading.Lock()
 
 
-def tpm_command(code: int, name: str, *, handles: int) -> Callable[[Handler], Handler]:
+def tpm_command(code: int, name: str, *, handles: int,
+                claims: Callable[[Command], bool] | None = None) -> Callable[[Handler], Handler]:
     """Register ``handler`` for command ``code``; ``handles`` is the size of its handle area.
 
-    Registering a code again replaces the handler (a what-if variant); several
-    handlers for one code are not chained - a claiming handler decides alone.
+    ``claims``: for a command the backend also has, a side-effect-free test of
+    the parsed command (e.g. "the template is ML-DSA"); False, or a frame it
+    cannot parse, sends the command to the backend untouched. Without it the
+    command is always the handler's. Registering a code again replaces the
+    handler (a what-if variant); handlers for one code are not chained.
     """
     def deco(fn: Handler) -> Handler:
-        _REGISTRY[code] = Registration(code, name, handles, fn)
+        _REGISTRY[code] = Registration(code, name, handles, fn, claims)
         return fn
     return deco
 
@@ -392,8 +397,9 @@ class Context:
 
 def dispatch(command: bytes, ctx: Context) -> ExtensionResult | None:
     """Run ``command`` through its extension handler, or return None (forward it as usual)."""
-    if len(command) < HEADER_SIZE:
-        return None
+    if len(command) < HEADER_SIZE or struct.unpack_from(">H", command, 0)[0] not in (TPM_ST_NO_SESSIONS,
+                                                                                      TPM_ST_SESSIONS):
+        return None  # not a TPM 2.0 command (a TPM 1.2 frame, garbage): the backend answers it
     code = struct.unpack_from(">I", command, 6)[0]
     _load_plugins()
     reg = _REGISTRY.get(code)
@@ -401,24 +407,39 @@ def dispatch(command: bytes, ctx: Context) -> ExtensionResult | None:
         return None
     try:
         cmd = parse_command(command, reg.name, reg.handles)
+    except TpmError as exc:
+        if reg.claims is not None:
+            return None  # the backend's own command, malformed: the backend answers it
+        return _result(command, reg, error_frame(exc.rc), Reply(), ctx)
+    try:
+        if reg.claims is not None and not reg.claims(cmd):
+            return None
+        if any(s.handle != TPM_RS_PW for s in cmd.sessions):
+            # HMAC, policy, audit and encrypt sessions live inside the backend, out of the handler's reach
+            raise TpmError(TPM_RC_AUTH_TYPE, "extension commands take password sessions only")
         with ctx.state.lock:
             reply = reg.handler(cmd, ctx)
         if reply is None:
             return None
         response = reply.raw if reply.raw is not None else build_response(cmd, reply)
-        rc = struct.unpack_from(">I", response, 6)[0] if len(response) >= HEADER_SIZE else TPM_RC_FAILURE
     except TpmError as exc:
-        response, rc, reply = error_frame(exc.rc), exc.rc, Reply()
-    except Exception:  # noqa: BLE001 - a handler bug must look like a TPM failure, not kill the proxy
-        response, rc, reply = error_frame(TPM_RC_FAILURE), TPM_RC_FAILURE, Reply()
-    charges: dict[str, float] = {}
-    if reply.price is not None:
-        charges = dict(reply.price(len(command), len(response)))
-    terms = reply.terms
+        response, reply = error_frame(exc.rc), Reply()
+    except Exception as exc:  # noqa: BLE001 - a handler bug must look like a TPM failure, not kill the proxy
+        return _result(command, reg, error_frame(TPM_RC_FAILURE), Reply(), ctx,
+                       fault=f"{reg.name} handler raised {type(exc).__name__}: {exc}")
+    return _result(command, reg, response, reply, ctx)
+
+
+def _result(command: bytes, reg: Registration, response: bytes, reply: Reply, ctx: Context,
+            fault: str | None = None) -> ExtensionResult:
+    """Price a claimed command: the handler's ``price``/``terms``, else the wire formula."""
+    rc = struct.unpack_from(">I", response, 6)[0] if len(response) >= HEADER_SIZE else TPM_RC_FAILURE
+    charges = dict(reply.price(len(command), len(response))) if reply.price is not None else {}
+    terms = reply.terms(len(command), len(response)) if callable(reply.terms) else reply.terms
     if terms is None:
         terms = {} if charges else wire_terms(len(command), len(response))
     terms = {c: n for c, n in terms.items() if c in ctx.profile}
-    return ExtensionResult(response, reg.name, code, rc, terms, charges, reply.variant)
+    return ExtensionResult(response, reg.name, reg.code, rc, terms, charges, reply.variant, fault)
 
 
 def wire_terms(in_bytes: int, out_bytes: int) -> dict[str, float]:

@@ -48,7 +48,9 @@ SPIN = 0.0002
 """The last part of a hold is spun, not slept: ``select`` wakes ~0.1 ms late."""
 REAP_INTERVAL = 0.5
 """Seconds between checks for client processes that have exited (their spaces are flushed)."""
-SEND_TIMEOUT = 5.0
+SEND_TIMEOUT = 2.0
+"""Seconds a client may leave a response unread (a full socket buffer) before it is dropped: the loop
+serves everyone, so one stalled reader must not hold it long."""
 
 
 def precise_sleep_until(deadline: float) -> None:

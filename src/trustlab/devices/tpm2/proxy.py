@@ -87,6 +87,8 @@ class TraceRecord:
     rm_ms: float = 0.0
     rm_commands: int = 0
     client: int = 0
+    late_count: int = 0
+    """Responses so far (this one included) where the backend alone exceeded the model."""
     arrived: float = field(default=0.0, repr=False, compare=False)
 
 
@@ -140,6 +142,7 @@ class TimingProxy:
         self.late_count = 0
         """Responses where the backend alone took longer than the modelled time."""
         self.refused_control = 0
+        self.rejected_frames = 0
         self._keep = keep_records
         self._seq = 0
         self._chip_free = 0.0
@@ -320,7 +323,8 @@ class TimingProxy:
     def summary(self) -> str:
         """One line for the operator at exit: commands, modelled time, late responses."""
         return (f"{self._seq} command(s), {self.clock.now_ms:.1f} ms modelled, {self.late_count} response(s) "
-                f"where the backend alone exceeded the model, {self.refused_control} control request(s) refused")
+                f"where the backend alone exceeded the model, {self.refused_control} control request(s) refused, "
+                f"{self.rejected_frames} malformed frame(s) rejected")
 
     # ---- clients (resource-manager spaces) ---------------------------------
 
@@ -410,6 +414,7 @@ class TimingProxy:
                                   rec.breakdown, served_ms=(max(due, done) - arrived) * 1000.0, late=late,
                                   client=client.id)
             record.arrived = arrived
+            record.late_count = self.late_count
         return response, due, record
 
     def sent(self, record: TraceRecord, when: float) -> None:
@@ -445,6 +450,9 @@ class TimingProxy:
                     client.id, self.profile, lambda c: self.transact_in_space(client, c), self.extension_state))
                 if claimed is not None:
                     assessed = claimed.assessed(len(command))
+                    self.objects.observe(claimed.code, command, claimed.response, claimed.rc)  # e.g. a forwarded Startup
+                    if claimed.fault and self._log is not None:
+                        self._log(claimed.fault)  # the client only saw TPM_RC_FAILURE
                     for component, count in assessed.terms.items():
                         self.clock.charge(component, count)
                     for component, ms in claimed.charges_ms.items():
@@ -541,7 +549,8 @@ class TimingProxy:
         return record
 
     def note_reject(self, reason: str) -> None:
-        """A frame the proxy could not parse (answered with an error, connection closed)."""
+        """A frame the proxy could not parse (answered with an error, connection closed): counted."""
+        self.rejected_frames += 1
 
     # ---- control channel ---------------------------------------------------
 
@@ -554,7 +563,8 @@ class TimingProxy:
         control channel, else acknowledged here (a device has no control channel).
         """
         code = struct.unpack(">I", request[:4])[0]
-        if code not in wire.ALLOWED_CONTROL:
+        # a backend may allow more of its own (the in-process TPM 1.2: power-down and the DRTM sequence)
+        if code not in wire.ALLOWED_CONTROL and code not in getattr(self.backend, "extra_control", ()):
             self.refused_control += 1
             if self._log is not None:
                 name = wire.CONTROL_NAMES.get(code, f"control code {code}")

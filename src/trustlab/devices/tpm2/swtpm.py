@@ -88,6 +88,18 @@ def _owner_alive(text: str) -> bool:
     return _start_time(int(fields[0])) == fields[1]
 
 
+def state_dirs_of(pid: int, tmp: Path | None = None) -> list[Path]:
+    """The temporary state directories process ``pid`` made (by their owner file)."""
+    found = []
+    for d in Path(tmp or tempfile.gettempdir()).glob(f"{STATE_PREFIX}*"):
+        try:
+            if (d / OWNER_FILE).read_text().split()[0] == str(pid):
+                found.append(d)
+        except (OSError, IndexError):
+            continue
+    return found
+
+
 def remove_stale_state(tmp: Path | None = None) -> list[Path]:
     """Delete temporary swtpm state directories whose owning process is gone (killed with SIGKILL).
 

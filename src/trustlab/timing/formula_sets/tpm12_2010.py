@@ -39,9 +39,10 @@ for _command, (_ir, _or, _dec, _enc, _sign, _hash, _where, _aliases) in _TABLE.i
 
 # Commands the paper has no formula for: trustlab's own, derived by the same accounting rules
 # from what the engine charges at the sizes of tests/tpm12/ours_scenario.py (RSA-2048 keys,
-# one-shot OIAP, 32-byte NV area, GetRandom(20), Quote2 of one PCR, ReadCounter in a transport),
+# one-shot OIAP, 32-byte NV areas, GetRandom(20), Quote2 of one PCR, ReadCounter in a transport),
 # which tests/tpm12/test_formulas.py holds them to. Counters, NV writes and transport sessions
-# also charge counter_inc / counter_read / nvm_write_byte / transport on profiles that define them.
+# also charge counter_inc / counter_read / nvm_write_byte / transport, key generation rsa_keygen,
+# on profiles that define them.
 # command: (ohir, ohor, rsa_dec, rsa_enc, rsa_sign, sha1_byte)
 OURS_SOURCE = "trustlab (no published formula; derived from the engine's charges at tests/tpm12/ours_scenario.py sizes)"
 _OURS = {
@@ -50,6 +51,7 @@ _OURS = {
     "TPM_GetTestResult": (10, 31, 0, 0, 0, 0),
     "TPM_GetCapability": (18, 29, 0, 0, 0, 0),
     "TPM_ReadPubek": (30, 314, 0, 0, 0, 320),
+    "TPM_TakeOwnership": (624, 354, 2, 0, 0, 3776),
     "TPM_GetRandom": (14, 34, 0, 0, 0, 0),
     "TPM_Extend": (34, 30, 0, 0, 0, 64),
     "TPM_PCRRead": (14, 30, 0, 0, 0, 0),
@@ -72,7 +74,21 @@ _OURS = {
     "TPM_ExecuteTransport": (73, 87, 0, 0, 0, 1152),
     "TPM_ReleaseTransportSigned": (124, 388, 0, 0, 1, 1856),
     "TPM_ReleaseCounter": (59, 51, 0, 0, 0, 768),
+    "TPM_ContinueSelfTest": (10, 10, 0, 0, 0, 0),
+    "TPM_ResetLockValue": (55, 51, 0, 0, 0, 768),
+    "TPM_PCR_Reset": (15, 10, 0, 0, 0, 0),
+    "TPM_OwnerReadPubek": (55, 335, 0, 0, 0, 1024),
+    "TPM_CreateWrapKey": (146, 610, 0, 1, 0, 2816),
+    "TPM_MakeIdentity": (187, 911, 0, 1, 1, 4160),
+    "TPM_NV_WriteValueAuth": (99, 51, 0, 0, 0, 768),
+    "TPM_NV_ReadValueAuth": (67, 87, 0, 0, 0, 768),
+    "TPM_SetOrdinalAuditStatus": (60, 51, 0, 0, 0, 768),
+    "TPM_GetAuditDigest": (14, 49, 0, 0, 0, 0),
+    "TPM_GetAuditDigestSigned": (80, 361, 0, 0, 1, 1280),
+    "TPM_CMK_CreateTicket": (619, 71, 0, 1, 0, 1920),
+    "TPM_ConvertMigrationBlob": (521, 311, 1, 1, 0, 4416),
     "TPM_SaveState": (10, 10, 0, 0, 0, 0),
+    "TPM_CreateEndorsementKeyPair": (54, 314, 0, 0, 0, 320),
 }
 
 for _command, (_ir, _or, _dec, _enc, _sign, _hash) in _OURS.items():

@@ -149,6 +149,25 @@ SIZES: dict[tuple[str, str], tuple[int, int, int, bool]] = {
     ('TPM2_NV_Read', 'bad-auth'): (49, 10, 0, False),
 }
 
+OVERHEAD_SIZES: dict[str, tuple[int, int]] = {
+    "TPM2_GetCapability": (22, 43), "TPM2_PCR_Read": (20, 62), "TPM2_PCR_Extend": (65, 19),
+    "TPM2_ContextSave": (14, 1268), "TPM2_ContextLoad": (1268, 14), "TPM2_EvictControl": (99, 83),
+    "TPM2_ReadPublic": (14, 366), "TPM2_NV_ReadPublic": (14, 62), "TPM2_NV_UndefineSpace": (95, 83),
+    "TPM2_SelfTest": (11, 10), "TPM2_GetTestResult": (10, 16), "TPM2_ReadClock": (10, 35),
+    "TPM2_StirRandom": (20, 10), "TPM2_TestParms": (22, 10), "TPM2_DictionaryAttackLockReset": (91, 83),
+    "TPM2_Clear": (91, 83), "TPM2_Shutdown": (12, 10), "TPM2_Startup": (12, 10),
+}
+"""Wire sizes (input, output bytes) of commands the suite does not time but serve charges (overhead +
+bytes, plus an NV update for EvictControl/NV_UndefineSpace), recorded from swtpm 0.7.1 through serve's
+trace with tpm2-tools 5.x: ``tpm2_pcrread sha256:0``, ``tpm2_getcap properties-fixed``,
+``tpm2_evictcontrol`` (with the tools' HMAC session), ``tpm2_readpublic`` of an ECC primary ..."""
+
+MINIMAL_FRAME = (10, 10)
+"""Sizes assumed for a command with neither a suite nor a recorded size: a bare header each way."""
+
+OVERHEAD_COMPONENTS = ("ohc", "ohir", "ohor")
+
+
 DEFAULT_VARIANT = {"TPM2_Hash": "1024", "TPM2_HMAC": "1024", "TPM2_GetRandom": "32",
                    "TPM2_NV_Write": "32", "TPM2_NV_Read": "32", "TPM2_Create": "seal"}
 
@@ -174,6 +193,11 @@ def _register_all() -> None:
             register(FAMILY, command, command_terms(command, _key_of(default), n_in, n_out, n_hash, ok),
                      source=f"{SOURCE}; variant {default}, {n_in} in / {n_out} out bytes",
                      aliases=(command.removeprefix("TPM2_"),))
+
+    for command, (n_in, n_out) in OVERHEAD_SIZES.items():
+        register(FAMILY, command, command_terms(command, None, n_in, n_out),
+                 source=f"{SOURCE}; overhead + bytes, {n_in} in / {n_out} out bytes recorded from swtpm 0.7.1 "
+                 "with tpm2-tools", aliases=(command.removeprefix("TPM2_"),))
 
 
 _register_all()

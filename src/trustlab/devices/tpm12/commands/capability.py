@@ -15,6 +15,7 @@ from trustlab.devices.tpm12.commands.auth import MAX_SESSIONS
 from trustlab.devices.tpm12.commands.counters import MAX_COUNTERS
 from trustlab.devices.tpm12.commands.keys import KEY_SLOTS
 from trustlab.devices.tpm12.commands.nv import MAX_TOTAL, areas, nv_locked
+from trustlab.devices.tpm12.commands.transport import MAX_TRANSPORTS as MAX_TRANS
 from trustlab.devices.tpm12.errors import TpmError
 from trustlab.devices.tpm12.registry import Request, Response, by_ordinal, tpm_command
 from trustlab.devices.tpm12.state import LOCKOUT_THRESHOLD
@@ -23,7 +24,6 @@ from trustlab.devices.tpm12.wire import Reader, Writer
 MANUFACTURER = b"TLAB"  # TPM_CAP_PROP_MANUFACTURER: the vendor's 4 bytes (Part 2, 21.2)
 SPEC_LEVEL, ERRATA_REV = 0x0002, 0x03  # rev 116: level 2, errata 3 (as libtpms reports)
 FIRMWARE = (0x01, 0x00)  # revMajor, revMinor of TPM_VERSION in TPM_CAP_VERSION_INFO
-MAX_TRANS = 16
 TIS_TIMEOUT_US = (750_000, 2_000_000, 750_000, 750_000)  # TIS 1.2 defaults A-D
 DURATION_US = (2_000_000, 20_000_000, 60_000_000)  # small, medium, long (TIS 1.2 defaults)
 INPUT_BUFFER = 4096
@@ -185,19 +185,17 @@ def capability(tpm, area: int, sub: bytes) -> bytes:
             raise TpmError("TPM_BADINDEX", f"no NV area {index:#010x}")
         return a.public(("r", index) in tpm.nv_stclear_locks, ("w", index) in tpm.nv_stclear_locks)
     if area == C.TPM_CAP_TRANS_ALG:
-        need(n32)
-        return _bool(False)  # encrypted transport not implemented
+        return _bool(need(n32) in (C.TPM_ALG_MGF1, C.TPM_ALG_AES128))
     if area == C.TPM_CAP_HANDLE:
         return _handles(tpm, need(n32))
     if area == C.TPM_CAP_TRANS_ES:
-        need(n16)
-        return _bool(False)
+        return _bool(need(n16) in (C.TPM_ES_SYM_CTR, C.TPM_ES_SYM_OFB))
     if area == C.TPM_CAP_AUTH_ENCRYPT:
         return _bool(need(n32) == C.TPM_ALG_XOR)
     if area == C.TPM_CAP_SELECT_SIZE:
         r = Reader(sub, "TPM_SELECT_SIZE")
-        major, minor, req_size = r.u8(), r.u8(), r.u16()
-        del major, minor
+        r.raw(2)  # major, minor: every version's size limit is the same here
+        req_size = r.u16()
         return _bool(0 < req_size <= C.NUM_PCRS // 8)
     if area == C.TPM_CAP_DA_LOGIC:
         return da_info(tpm)

@@ -98,7 +98,7 @@ def cmk_create_key(tpm, req: Request) -> Response:
     req.auth.check(0, parent.usage_auth, (C.TPM_ET_KEYHANDLE, parent_h))
     expect = tpm.crypto.hmac(tpm.state.tpm_proof, Writer().u16(TAG_MA_APPROVAL).raw(msa_digest).bytes())
     if not _hmac.compare_digest(expect, approval):
-        raise TpmError("TPM_AUTHFAIL", "msaList was not approved by the owner")
+        raise TpmError("TPM_MA_AUTHORITY", "msaList was not approved by the owner")  # Part 3, 11.5
     if not template.is_cmk or not template.migratable:
         raise TpmError("TPM_INVALID_KEYUSAGE", "a CMK template sets migratable and migrateAuthority")
     usage_auth = req.auth.decrypt_auth(0, enc_auth)

@@ -6,8 +6,8 @@ value and data, kept in the engine's persistent state. As the specification
 says, while ``nvLocked`` (TPM_PERMANENT_FLAGS) is FALSE - a TPM fresh from
 manufacturing - no NV authorization is checked, and only 64 writes may happen
 without an owner (TPM_MAXNVWRITES); defining the index TPM_NV_INDEX_LOCK sets
-it. The PCR restrictions of an area are stored and reported, not enforced
-(see the README's difference table). Writes charge ``nvm_write_byte`` when the
+it. Once locked, an area's PCR and locality restrictions (TPM_PCR_INFO_SHORT
+for reading and for writing) are enforced. Writes charge ``nvm_write_byte`` when the
 profile has it (the 2010 profiles do not).
 """
 
@@ -17,6 +17,7 @@ import json
 from dataclasses import dataclass
 
 from trustlab.devices.tpm12 import constants as C
+from trustlab.devices.tpm12.commands.sign import pcr_composite
 from trustlab.devices.tpm12.errors import TpmError
 from trustlab.devices.tpm12.registry import Request, Response, tpm_command
 from trustlab.devices.tpm12.wire import Reader, Writer
@@ -168,6 +169,19 @@ def nv_define_space(tpm, req: Request) -> Response:
     return Response()
 
 
+def _check_pcr_info(tpm, info: bytes) -> None:
+    """TPM_PCR_INFO_SHORT restrictions (Part 3, 20.2 step 7 / 20.4 step 6): the locality must be
+    one of localityAtRelease, and the selected PCRs must have digestAtRelease."""
+    r = Reader(info, "TPM_PCR_INFO_SHORT")
+    size = r.u16()
+    select, locality, release = r.raw(size), r.u8(), r.raw(20)
+    if not locality & (1 << tpm.locality):
+        raise TpmError("TPM_BAD_LOCALITY", f"the area is not accessible from locality {tpm.locality}")
+    indices = [i for i in range(8 * size) if select[i // 8] >> (i % 8) & 1]
+    if indices and tpm.crypto.sha1(pcr_composite(tpm, indices, size)) != release:
+        raise TpmError("TPM_WRONGPCRVAL", "the PCRs are not in the state the area requires")
+
+
 def _write(tpm, req: Request, owner_session: bool, area_session: bool) -> Response:
     p = req.params
     index, offset, data = p.u32(), p.u32(), p.sized(MAX_AREA + 1)
@@ -191,6 +205,7 @@ def _write(tpm, req: Request, owner_session: bool, area_session: bool) -> Respon
         if owner_session and a.attributes & C.TPM_NV_PER_AUTHWRITE:
             raise TpmError("TPM_AUTH_CONFLICT", "the area is written with its own authorization")
     if locked or area_session:
+        _check_pcr_info(tpm, a.pcr_write)
         if a.attributes & C.TPM_NV_PER_WRITEDEFINE and a.write_define:
             raise TpmError("TPM_AREA_LOCKED", "the area was locked by a zero-length write")
         if a.attributes & C.TPM_NV_PER_WRITE_STCLEAR and ("w", index) in tpm.nv_stclear_locks:
@@ -234,6 +249,8 @@ def _read(tpm, req: Request, owner_session: bool, area_session: bool) -> Respons
             raise TpmError("TPM_AUTH_CONFLICT", "the area needs authorization to be read")
         if owner_session and a.attributes & C.TPM_NV_PER_AUTHREAD:
             raise TpmError("TPM_AUTH_CONFLICT", "the area is read with its own authorization")
+    if locked or area_session:
+        _check_pcr_info(tpm, a.pcr_read)
     if a.attributes & C.TPM_NV_PER_READ_STCLEAR and ("r", index) in tpm.nv_stclear_locks:
         raise TpmError("TPM_DISABLED_CMD", "the area is read-locked until the next TPM_Startup")
     if size == 0:

@@ -9,8 +9,8 @@ overhead (it crossed the bus inside the outer command). Establishing a session
 charges ``transport`` when the profile defines it (Sarmenta's T_tt; the 2010
 profiles have no such variable). An exclusive session is ended by any command
 not sent through it (checked by the dispatcher) - the basis of the log-based
-virtual counters. Encrypted sessions (TPM_TRANSPORT_ENCRYPT) are refused with
-TPM_BAD_SCHEME.
+virtual counters. Encrypted sessions (TPM_TRANSPORT_ENCRYPT, established with a
+key) use MGF1 or AES-128 CTR/OFB pads (:mod:`..transport_crypt`).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import struct
 
 from trustlab.devices.tpm12 import constants as C
 from trustlab.devices.tpm12 import registry
+from trustlab.devices.tpm12 import transport_crypt as crypt
 from trustlab.devices.tpm12 import transport_log as L
 from trustlab.devices.tpm12.errors import TpmError
 from trustlab.devices.tpm12.keys import modulus_of
@@ -39,7 +40,7 @@ def _log(tpm, s: Session, entry: bytes) -> None:
 @tpm_command("TPM_EstablishTransport", handles=1, auth=(0, 1), transport_ok=False)
 def establish(tpm, req: Request) -> Response:
     p = req.params
-    tag, attributes, _alg, _scheme = p.u16(), p.u32(), p.u32(), p.u16()
+    tag, attributes, alg, scheme = p.u16(), p.u32(), p.u32(), p.u16()
     secret = p.sized(512)
     p.end()
     if tag != C.TPM_TAG_TRANSPORT_PUBLIC:
@@ -65,13 +66,15 @@ def establish(tpm, req: Request) -> Response:
             raise TpmError("TPM_INVALID_STRUCTURE", "not a TPM_TRANSPORT_AUTH")
         secret = r.raw(20)
         r.end()
-        if attributes & C.TPM_TRANSPORT_ENCRYPT:
-            raise TpmError("TPM_BAD_SCHEME", "encrypted transport sessions are not implemented")
+        if attributes & C.TPM_TRANSPORT_ENCRYPT:  # step 7
+            crypt.check_scheme(alg, scheme)
     if sum(1 for x in tpm.sessions.values() if x.kind == "TRANSPORT") >= MAX_TRANSPORTS:
         raise TpmError("TPM_RESOURCES", f"all {MAX_TRANSPORTS} transport session slots are in use")
     tpm.crypto.optional("transport")
     s = Session(tpm.new_handle("trans"), "TRANSPORT", tpm.crypto.random(20),
                 auth_secret=secret, attributes=attributes)
+    if attributes & C.TPM_TRANSPORT_ENCRYPT:
+        s.alg, s.scheme = alg, scheme
     tpm.sessions[s.handle] = s
     ticks = tpm.current_ticks()
     out = _U32(req.locality) + ticks + s.nonce_even
@@ -111,6 +114,13 @@ def _pubkey_hash(tpm, spec: registry.CommandSpec, wrapped: bytes) -> bytes:
     return tpm.crypto.sha1(*digests)
 
 
+def _crypt(tpm, s: Session, even: bytes, odd: bytes, label: bytes, data: bytes) -> bytes:
+    """One direction's pad; MGF1's hashing is charged, AES blocks as ``aes_block`` where profiled."""
+    if s.alg == C.TPM_ALG_AES128:
+        tpm.crypto.optional("aes_block", -(-len(data) // crypt.AES_BLOCK))
+    return crypt.crypt(s.alg, s.scheme, s.auth_secret, even, odd, label, data, tpm.crypto.sha1)
+
+
 @tpm_command("TPM_ExecuteTransport", auth=(1,), transport_ok=False, own_digests=True)
 def execute_transport(tpm, req: Request) -> Response:
     wrapped = req.params.sized(1 << 16)
@@ -121,9 +131,14 @@ def execute_transport(tpm, req: Request) -> Response:
     tag_w, _size_w, ord_w = struct.unpack_from(">HII", wrapped)
     spec = registry.by_ordinal(ord_w)
     n_auth = C.REQUEST_TAGS.get(tag_w, 0)
-    data_w = (b"" if ord_w in L.NO_DATA_ORDINALS
-              else wrapped[10 + 4 * (spec.handles if spec else 0):max(10, len(wrapped) - 45 * n_auth)])
-    h1 = tpm.crypto.sha1(wrapped[6:10], data_w)  # step 6
+    start = 10 + 4 * (spec.handles if spec else 0)
+    end = start if ord_w in L.NO_DATA_ORDINALS else max(start, len(wrapped) - 45 * n_auth)
+    odd = req.auth.uses[0].nonce_odd
+    encrypted = bool(s.attributes & C.TPM_TRANSPORT_ENCRYPT)
+    if encrypted and end > start:  # step 4: C1 = the decrypted DATAw
+        plain = _crypt(tpm, s, s.nonce_even, odd, b"in", wrapped[start:end])
+        wrapped = wrapped[:start] + plain + wrapped[end:]
+    h1 = tpm.crypto.sha1(wrapped[6:10], wrapped[start:end])  # step 6
     req.auth.check_transport(0, s, tpm.crypto.sha1(_ORD_ET, _U32(len(wrapped)), h1))  # step 7
     if spec is None:
         raise TpmError("TPM_BAD_PARAMETER", f"wrapped ordinal {ord_w:#x} is unknown")  # step 3
@@ -136,6 +151,11 @@ def execute_transport(tpm, req: Request) -> Response:
         h2 = tpm.crypto.sha1(rsp[6:10], wrapped[6:10])
     ticks = tpm.current_ticks()
     _log(tpm, s, L.log_out(ticks, h2, req.locality))
+    if encrypted and rsp[6:10] == _U32(C.TPM_SUCCESS) and ord_w not in L.NO_DATA_ORDINALS:  # step 17
+        s.next_even = tpm.crypto.random(20)  # the nonceEven this response carries seeds its pad
+        n_out = {C.TPM_TAG_RSP_AUTH1_COMMAND: 1, C.TPM_TAG_RSP_AUTH2_COMMAND: 2}.get(struct.unpack(">H", rsp[:2])[0], 0)
+        a, b = 10 + 4 * tpm.last_out_handles, len(rsp) - 41 * n_out
+        rsp = rsp[:a] + _crypt(tpm, s, s.next_even, odd, b"out", rsp[a:b]) + rsp[b:]
     head = ticks[2:10] + _U32(req.locality)
     out_digest = tpm.crypto.sha1(_U32(C.TPM_SUCCESS), _ORD_ET, head, _U32(len(rsp)), h2)  # step 15
     return Response(params=head + Writer().sized(rsp).bytes(), out_digest=out_digest)

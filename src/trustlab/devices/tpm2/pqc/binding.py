@@ -12,7 +12,7 @@ the backend TPM* from a hierarchy seed, the way a TPM derives a primary key:
 
 A PQC *primary* key's seed is HKDF(secret of its hierarchy, template digest,
 sensitive data): the same template gives the same key, as Part 1 requires.
-An *ordinary* key (``TPM2_Create``) gets a random seed, returned as a
+An *ordinary* key (``TPM2_Create``) gets a seed from swtpm's RNG, returned as a
 TPM2B_PRIVATE sealed with AES-256-GCM under HKDF(storage secret, parent's
 Name), with the object's Name as associated data: it loads only under the
 same parent on the same TPM instance, with its own public area, and a blob
@@ -27,17 +27,17 @@ from __future__ import annotations
 
 import hashlib
 import os
-import struct
 
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
+from trustlab.devices.tpm2.commands import TPM_RC_FAILURE
 from trustlab.devices.tpm2.extensions import (
     TPM_RC_INTEGRITY,
     TPM_RC_SIZE,
-    TPM_RS_PW,
+    Reader,
     TpmError,
     at_param,
 )
@@ -52,6 +52,9 @@ from trustlab.devices.tpm2.pqc.structures import (
     TPM_ALG_SHA256,
     TPM_RH_OWNER,
     USER_WITH_AUTH,
+    frame,
+    password,
+    response_code,
     tpm2b,
     u16,
     u32,
@@ -62,21 +65,7 @@ DERIVATION_TEMPLATE = (u16(TPM_ALG_KEYEDHASH) + u16(TPM_ALG_SHA256)
                        + u32(FIXED_TPM | FIXED_PARENT | SENSITIVE_DATA_ORIGIN | USER_WITH_AUTH | NO_DA | SIGN)
                        + tpm2b(b"") + u16(TPM_ALG_HMAC) + u16(TPM_ALG_SHA256) + tpm2b(DERIVATION_UNIQUE))
 BLOB_MAGIC = b"TLPQ\x01"
-PASSWORD_EMPTY = u32(TPM_RS_PW) + u16(0) + b"\x00" + u16(0)
-
-
-class BackendRefused(TpmError):
-    """The backend TPM answered a derivation step with an error; its code goes to the client."""
-
-
-def _frame(tag: int, code: int, body: bytes) -> bytes:
-    return struct.pack(">HII", tag, 10 + len(body), code) + body
-
-
-def _rc(response: bytes) -> int:
-    if len(response) < 10:
-        return 0x101
-    return struct.unpack_from(">I", response, 6)[0]
+PASSWORD_EMPTY = password()
 
 
 def is_reserved_template(public_area: bytes) -> bool:
@@ -84,36 +73,48 @@ def is_reserved_template(public_area: bytes) -> bool:
     return public_area == DERIVATION_TEMPLATE
 
 
-def hierarchy_secret(transact, hierarchy: int, auth_area: bytes | None = None, label: bytes = b"primary") -> bytes:
+def hierarchy_secret(transact, hierarchy: int, auth_area: bytes = PASSWORD_EMPTY,
+                     label: bytes = b"primary") -> bytes:
     """32 bytes only this TPM instance's ``hierarchy`` seed yields, for ``label``.
 
     ``auth_area`` authorizes the hierarchy (the client's, replayed: swtpm
-    checks it); None means an empty password.
+    checks it); by default an empty password.
     """
-    auth = auth_area if auth_area is not None else PASSWORD_EMPTY
-    create = _frame(0x8002, 0x131, u32(hierarchy) + u32(len(auth)) + auth
-                    + tpm2b(tpm2b(b"") + tpm2b(b"")) + tpm2b(DERIVATION_TEMPLATE) + tpm2b(b"") + u32(0))
-    response = transact(create)
-    rc = _rc(response)
-    if rc != 0:
-        raise BackendRefused(rc, "backend refused the derivation primary")
-    handle = struct.unpack_from(">I", response, 10)[0]
+    response = _answer(transact, frame(0x131, [hierarchy], tpm2b(tpm2b(b"") + tpm2b(b""))
+                                       + tpm2b(DERIVATION_TEMPLATE) + tpm2b(b"") + u32(0), [auth_area]))
+    handle = _read(response.u32)
     try:
-        mac = _frame(0x8002, 0x155, u32(handle) + u32(len(PASSWORD_EMPTY)) + PASSWORD_EMPTY
-                     + tpm2b(b"trustlab-pqc:" + label) + u16(TPM_ALG_SHA256))
-        response = transact(mac)
-        rc = _rc(response)
-        if rc != 0:
-            raise BackendRefused(rc, "backend refused the derivation HMAC")
-        size = struct.unpack_from(">H", response, 14)[0]
-        return response[16:16 + size]
+        response = _answer(transact, frame(0x155, [handle], tpm2b(b"trustlab-pqc:" + label) + u16(TPM_ALG_SHA256),
+                                           [PASSWORD_EMPTY]))
+        _read(response.u32)  # parameterSize
+        secret = _read(response.tpm2b)
+        if len(secret) != 32:
+            raise TpmError(TPM_RC_FAILURE, "backend HMAC of the wrong size")
+        return secret
     finally:
-        transact(_frame(0x8001, 0x165, u32(handle)))
+        transact(frame(0x165, [], u32(handle)))
+
+
+def _answer(transact, command: bytes) -> Reader:
+    """The backend's answer after the header; its error code is passed on."""
+    response = transact(command)
+    rc = response_code(response)
+    if rc != 0:
+        raise TpmError(rc, "backend refused a derivation step")
+    return Reader(response, 10)
+
+
+def _read(field):
+    """One field of a backend answer; a short answer is the backend's failure, not the client's error."""
+    try:
+        return field()
+    except TpmError:
+        raise TpmError(TPM_RC_FAILURE, "backend answer too short") from None
 
 
 def storage_secret(transact) -> bytes:
     """The secret that wraps ordinary (``TPM2_Create``) keys: owner hierarchy, empty owner password."""
-    return hierarchy_secret(transact, TPM_RH_OWNER, None, b"storage")
+    return hierarchy_secret(transact, TPM_RH_OWNER, label=b"storage")
 
 
 def hkdf(secret: bytes, info: bytes, length: int) -> bytes:
@@ -147,17 +148,12 @@ def unseal(secret: bytes, parent_name: bytes, object_name: bytes, blob: bytes, p
 
 def read_public(transact, handle: int) -> tuple[int, bytes, bytes, bytes]:
     """(rc, TPMT_PUBLIC, name, qualifiedName) of a backend object."""
-    response = transact(_frame(0x8001, 0x173, u32(handle)))
-    rc = _rc(response)
+    response = transact(frame(0x173, [handle], b""))
+    rc = response_code(response)
     if rc != 0:
         return rc, b"", b"", b""
-    pos = 10
-    out = []
-    for _ in range(3):
-        size = struct.unpack_from(">H", response, pos)[0]
-        out.append(response[pos + 2:pos + 2 + size])
-        pos += 2 + size
-    return 0, out[0], out[1], out[2]
+    r = Reader(response, 10)
+    return 0, _read(r.tpm2b), _read(r.tpm2b), _read(r.tpm2b)
 
 
 def check_parent_auth(transact, parent: int, auth_area: bytes) -> int:
@@ -168,6 +164,15 @@ def check_parent_auth(transact, parent: int, auth_area: bytes) -> int:
     """
     template = (u16(TPM_ALG_KEYEDHASH) + u16(TPM_ALG_SHA256) + u32(FIXED_TPM | FIXED_PARENT | USER_WITH_AUTH | NO_DA)
                 + tpm2b(b"") + u16(0x0010) + tpm2b(b""))
-    create = _frame(0x8002, 0x153, u32(parent) + u32(len(auth_area)) + auth_area
-                    + tpm2b(tpm2b(b"") + tpm2b(b"\x00")) + tpm2b(template) + tpm2b(b"") + u32(0))
-    return _rc(transact(create))
+    return response_code(transact(frame(0x153, [parent], tpm2b(tpm2b(b"") + tpm2b(b"\x00")) + tpm2b(template)
+                                        + tpm2b(b"") + u32(0), [auth_area])))
+
+
+def seal_context(secret: bytes, header: bytes, body: bytes) -> bytes:
+    """A saved context's blob: ``body`` sealed under the storage secret, bound to the context ``header``."""
+    return seal(secret, b"context", header, body)
+
+
+def unseal_context(secret: bytes, header: bytes, blob: bytes) -> bytes:
+    """The body of a saved context; another instance's, or a changed header, is TPM_RC_INTEGRITY."""
+    return unseal(secret, b"context", header, blob, 1)

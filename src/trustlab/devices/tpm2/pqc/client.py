@@ -24,15 +24,18 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from trustlab.devices.tpm2.commands import response_code_text
-from trustlab.devices.tpm2.extensions import Reader, TPM_RS_PW
+from trustlab.devices.tpm2.extensions import Reader
 from trustlab.devices.tpm2.pqc import keys
 from trustlab.devices.tpm2.pqc import structures as S
+from trustlab.devices.tpm2.pqc.structures import frame, password
 from trustlab.errors import TrustlabError
 
 ALGORITHMS = tuple(keys.MLDSA_BY_NAME) + tuple(keys.MLKEM_BY_NAME)
 DEFAULT_SIGN_ATTRS = (S.FIXED_TPM | S.FIXED_PARENT | S.SENSITIVE_DATA_ORIGIN | S.USER_WITH_AUTH | S.SIGN)
 DEFAULT_KEM_ATTRS = (S.FIXED_TPM | S.FIXED_PARENT | S.SENSITIVE_DATA_ORIGIN | S.USER_WITH_AUTH | S.DECRYPT)
 SEQUENCE_CHUNK = 1024
+MAX_RESPONSE = 8192
+"""Largest response this client accepts (a 1.85 TPM's ML-DSA-87 answers exceed 4096 bytes)."""
 
 
 class TpmResponseError(TrustlabError):
@@ -51,13 +54,20 @@ class Transport(Protocol):
 class SocketTransport:
     """Raw TPM 2.0 frames on a swtpm data port, or MS-simulator TPM_SEND_COMMAND framing."""
 
-    def __init__(self, host: str, port: int, mssim: bool = False, timeout: float = 120.0) -> None:
+    def __init__(self, host: str, port: int, mssim: bool = False, timeout: float = 120.0,
+                 path: str | None = None) -> None:
         self.mssim = mssim
+        where = path or f"{host}:{port}"
         try:
-            self.sock = socket.create_connection((host, port), timeout=timeout)
+            if path is not None:
+                self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                self.sock.settimeout(timeout)
+                self.sock.connect(path)
+            else:
+                self.sock = socket.create_connection((host, port), timeout=timeout)
+                self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         except OSError as exc:
-            raise TrustlabError(f"cannot connect to the TPM at {host}:{port}: {exc.strerror or exc}") from None
-        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            raise TrustlabError(f"cannot connect to the TPM at {where}: {exc.strerror or exc}") from None
 
     def _read(self, n: int) -> bytes:
         buf = b""
@@ -72,16 +82,22 @@ class SocketTransport:
         if self.mssim:
             self.sock.sendall(struct.pack(">IBI", 8, 0, len(command)) + command)
             (size,) = struct.unpack(">I", self._read(4))
-            response = self._read(size)
+            response = self._read(_checked_size(size, 10))
             self._read(4)  # trailing ack
             return response
         self.sock.sendall(command)
         header = self._read(10)
         (size,) = struct.unpack_from(">I", header, 2)
-        return header + self._read(size - 10)
+        return header + self._read(_checked_size(size, 10) - 10)
 
     def close(self) -> None:
         self.sock.close()
+
+
+def _checked_size(size: int, least: int) -> int:
+    if not least <= size <= MAX_RESPONSE:
+        raise TrustlabError(f"the TPM announced a {size}-byte response (expected {least}..{MAX_RESPONSE})")
+    return size
 
 
 class TctiTransport:
@@ -98,7 +114,8 @@ class TctiTransport:
 
     def transact(self, command: bytes) -> bytes:
         self.tcti.transmit(command)
-        return bytes(self.tcti.receive())
+        # TCTIs default to a 4096-byte buffer; an ML-DSA-87 signature response is 4.6 KB
+        return bytes(self.tcti.receive(MAX_RESPONSE))
 
     def close(self) -> None:
         self.tcti.close()
@@ -113,25 +130,8 @@ def open_transport(spec: str) -> Transport:
             port = int(opts.get("port", 2321))
         except ValueError:
             raise TrustlabError(f"TCTI {spec!r}: port is not a number") from None
-        return SocketTransport(opts.get("host", "127.0.0.1"), port, mssim=(name == "mssim"))
+        return SocketTransport(opts.get("host", "127.0.0.1"), port, mssim=(name == "mssim"), path=opts.get("path"))
     return TctiTransport(spec)
-
-
-def password(auth: bytes = b"") -> bytes:
-    """One TPMS_AUTH_COMMAND of a password session (TPM_RS_PW)."""
-    return struct.pack(">IH", TPM_RS_PW, 0) + b"\x00" + S.tpm2b(auth)
-
-
-def frame(code: int, handles: list[int], params: bytes, auths: list[bytes] | None = None) -> bytes:
-    """A command frame: sessions tag and authorization area when ``auths`` is given."""
-    body = b"".join(S.u32(h) for h in handles)
-    tag = 0x8001
-    if auths is not None:
-        tag = 0x8002
-        area = b"".join(auths)
-        body += S.u32(len(area)) + area
-    body += params
-    return struct.pack(">HII", tag, 10 + len(body), code) + body
 
 
 def split_response(response: bytes, n_handles: int) -> tuple[list[int], Reader]:
@@ -175,6 +175,16 @@ def public_key(public: S.Public):
     return ps.public_cls.from_public_bytes(public.unique)
 
 
+def pcr_selection(bank: int, pcrs: list[int]) -> bytes:
+    """TPML_PCR_SELECTION of one bank (three-byte mask, PCRs 0-23)."""
+    mask = bytearray(3)
+    for i in pcrs:
+        if not 0 <= i < 24:
+            raise TrustlabError(f"PCR {i}: expected 0..23")
+        mask[i // 8] |= 1 << (i % 8)
+    return S.u32(1) + S.u16(bank) + bytes([3]) + bytes(mask)
+
+
 @dataclass
 class LoadedKey:
     handle: int
@@ -213,7 +223,7 @@ class PqcClient:
         response = self.transport.transact(command)
         if len(response) < 10:
             raise TrustlabError(f"{name}: short response ({len(response)} bytes)")
-        rc = struct.unpack_from(">I", response, 6)[0]
+        rc = S.response_code(response)
         if rc != 0:
             raise TpmResponseError(name, rc)
         return response
@@ -264,6 +274,17 @@ class PqcClient:
     def flush(self, handle: int) -> None:
         self.call("TPM2_FlushContext", frame(0x165, [], S.u32(handle)))
 
+    def context_save(self, handle: int) -> bytes:
+        """The TPMS_CONTEXT of a loaded key (reload it in another connection with :meth:`context_load`)."""
+        response = self.call("TPM2_ContextSave", frame(0x162, [handle], b""))
+        return split_response(response, 0)[1].rest()
+
+    def context_load(self, context: bytes) -> LoadedKey:
+        response = self.call("TPM2_ContextLoad", frame(0x161, [], context))
+        handle = split_response(response, 1)[0][0]
+        public, name, _qn = self.read_public(handle)
+        return LoadedKey(handle, public, name)
+
     # ---- ML-DSA --------------------------------------------------------------
 
     def sign_digest(self, key: int, digest: bytes, *, context: bytes = b"", auth: bytes = b"") -> bytes:
@@ -310,6 +331,15 @@ class PqcClient:
                                    [password(seq_auth)]))
         return split_response(response, 0)[1].rest()
 
+    def quote(self, key: int, pcrs: list[int], *, qualifying: bytes = b"", bank: int = S.TPM_ALG_SHA256,
+              auth: bytes = b"") -> tuple[bytes, bytes]:
+        """(TPMS_ATTEST bytes, ML-DSA signature over them) of the given PCRs of ``bank``."""
+        params = S.tpm2b(qualifying) + S.u16(S.TPM_ALG_NULL) + pcr_selection(bank, pcrs)
+        response = self.call("TPM2_Quote", frame(0x158, [key], params, [password(auth)]))
+        _, r = split_response(response, 0)
+        attest = r.tpm2b()
+        return attest, S.parse_signature_bytes(r.rest())[2]
+
     # ---- ML-KEM --------------------------------------------------------------
 
     def encapsulate(self, key: int) -> tuple[bytes, bytes]:
@@ -321,3 +351,61 @@ class PqcClient:
     def decapsulate(self, key: int, ciphertext: bytes, *, auth: bytes = b"") -> bytes:
         response = self.call("TPM2_Decapsulate", frame(0x1A8, [key], S.tpm2b(ciphertext), [password(auth)]))
         return split_response(response, 0)[1].tpm2b()
+
+
+# ---- measurement ---------------------------------------------------------------
+
+
+def measure(client: PqcClient, algorithms: tuple[str, ...] = ALGORITHMS, repeat: int = 10,
+            progress=None) -> list:
+    """Client-side wall time of each PQC command, as ``trustlab measure`` rows (``harness.Row``).
+
+    Per algorithm: TPM2_CreatePrimary (key generation; the flush after it is
+    not timed), then TPM2_SignDigest + TPM2_VerifyDigestSignature (ML-DSA; the
+    in-TPM verify is skipped for ML-DSA-87, whose signature does not fit a
+    4096-byte command) or TPM2_Encapsulate + TPM2_Decapsulate (ML-KEM).
+    Against ``trustlab serve`` in realtime mode the rows are the modelled
+    chip's times (plus the host's client overhead).
+    """
+    import time
+
+    from trustlab.devices.tpm2.harness import Row
+
+    def timed(fn):
+        started = time.perf_counter()
+        out = fn()
+        return (time.perf_counter() - started) * 1000.0, out
+
+    rows = []
+    for algorithm in algorithms:
+        ps = keys.parameter_set(*(_algorithm_ids(algorithm)))
+        samples: dict[str, list[float]] = {}
+        for _ in range(repeat):
+            ms, key = timed(lambda: client.create_primary(algorithm))
+            samples.setdefault("TPM2_CreatePrimary", []).append(ms)
+            if algorithm in keys.MLDSA_BY_NAME:
+                mu = external_mu(key.public.unique, b"trustlab measure")
+                ms, sig = timed(lambda: client.sign_digest(key.handle, mu))
+                samples.setdefault("TPM2_SignDigest", []).append(ms)
+                if algorithm != "ML-DSA-87":
+                    ms, _ = timed(lambda: client.verify_digest_signature(key, mu, sig))
+                    samples.setdefault("TPM2_VerifyDigestSignature", []).append(ms)
+            else:
+                ms, (_secret, ct) = timed(lambda: client.encapsulate(key.handle))
+                samples.setdefault("TPM2_Encapsulate", []).append(ms)
+                ms, _ = timed(lambda: client.decapsulate(key.handle, ct))
+                samples.setdefault("TPM2_Decapsulate", []).append(ms)
+            client.flush(key.handle)
+        for command, xs in samples.items():
+            rows.append(Row.of(command, ps.variant, xs))
+            if progress is not None:
+                progress(command, ps.variant)
+    return rows
+
+
+def _algorithm_ids(algorithm: str) -> tuple[int, int]:
+    if algorithm in keys.MLDSA_BY_NAME:
+        return S.TPM_ALG_MLDSA, keys.MLDSA_BY_NAME[algorithm]
+    if algorithm in keys.MLKEM_BY_NAME:
+        return S.TPM_ALG_MLKEM, keys.MLKEM_BY_NAME[algorithm]
+    raise TrustlabError(f"unknown algorithm {algorithm!r}; expected one of {', '.join(ALGORITHMS)}")

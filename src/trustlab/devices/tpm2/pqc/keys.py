@@ -18,7 +18,7 @@ from typing import Any
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric import mldsa, mlkem
 
-from trustlab.devices.tpm2.pqc.structures import HASH_OIDS, TPM_ALG_HASH_MLDSA, TPM_ALG_MLDSA, TPM_ALG_MLKEM
+from trustlab.devices.tpm2.pqc.structures import HASH_OIDS, HASHES, TPM_ALG_HASH_MLDSA, TPM_ALG_MLKEM
 
 
 @dataclass(frozen=True)
@@ -75,7 +75,6 @@ class MuStream:
         self.context = context
         self._tr = tr(public)
         if kind == TPM_ALG_HASH_MLDSA:
-            from trustlab.devices.tpm2.pqc.structures import HASHES
             self._ph = hashlib.new(HASHES[hash_alg])
             self._hash_alg = hash_alg
         else:

@@ -22,6 +22,7 @@ from trustlab.devices.tpm2.extensions import (
     TPM_RC_SYMMETRIC,
     TPM_RC_TYPE,
     TPM_RC_VALUE,
+    TPM_RS_PW,
     Reader,
     TpmError,
     at_param,
@@ -92,6 +93,28 @@ def u32(v: int) -> bytes:
 
 def tpm2b(data: bytes) -> bytes:
     return u16(len(data)) + data
+
+
+def password(auth: bytes = b"") -> bytes:
+    """One TPMS_AUTH_COMMAND of a password session (TPM_RS_PW)."""
+    return u32(TPM_RS_PW) + u16(0) + b"\x00" + tpm2b(auth)
+
+
+def frame(code: int, handles: list[int], params: bytes, auths: list[bytes] | None = None) -> bytes:
+    """A command frame; with ``auths`` (TPMS_AUTH_COMMANDs) the sessions tag and authorization area."""
+    body = b"".join(u32(h) for h in handles)
+    tag = 0x8001
+    if auths is not None:
+        tag = 0x8002
+        area = b"".join(auths)
+        body += u32(len(area)) + area
+    body += params
+    return struct.pack(">HII", tag, 10 + len(body), code) + body
+
+
+def response_code(response: bytes) -> int:
+    """The response code of a response frame (TPM_RC_FAILURE if it is too short to have one)."""
+    return struct.unpack_from(">I", response, 6)[0] if len(response) >= 10 else 0x101
 
 
 def digest(alg: int, data: bytes) -> bytes:
@@ -220,7 +243,7 @@ def parse_pcr_selection(r: Reader) -> list[tuple[int, bytes]]:
     for _ in range(count):
         alg = r.u16()
         size = r.u8()
-        out.append((alg, r._take(size)))
+        out.append((alg, r.take(size)))
     return out
 
 
@@ -261,14 +284,15 @@ def null_hashcheck_ticket() -> bytes:
     return u16(TPM_ST_HASHCHECK) + u32(TPM_RH_NULL) + tpm2b(b"")
 
 
-def creation_data(name_alg: int, parent_name: bytes, parent_qn: bytes, outside: bytes,
-                  pcrs: list[tuple[int, bytes]]) -> bytes:
-    """TPMS_CREATION_DATA (pcrDigest empty: this lab refuses PCR selections, see handlers)."""
+def creation_data(parent_name: bytes, parent_qn: bytes, outside: bytes, pcrs: list[tuple[int, bytes]]) -> bytes:
+    """TPMS_CREATION_DATA; pcrDigest is empty because selections must select nothing (see handlers).
+
+    A hierarchy's Name is its 4-byte handle, whose nameAlg is TPM_ALG_NULL.
+    """
     sel = u32(len(pcrs)) + b"".join(u16(a) + bytes([len(m)]) + m for a, m in pcrs)
     parent_alg = struct.unpack(">H", parent_name[:2])[0] if len(parent_name) > 4 else TPM_ALG_NULL
-    body = (sel + tpm2b(b"") + b"\x00" + u16(parent_alg) + tpm2b(parent_name) + tpm2b(parent_qn)
+    return (sel + tpm2b(b"") + b"\x00" + u16(parent_alg) + tpm2b(parent_name) + tpm2b(parent_qn)
             + tpm2b(outside))
-    return body
 
 
 def creation_tail(name_alg: int, cdata: bytes) -> bytes:

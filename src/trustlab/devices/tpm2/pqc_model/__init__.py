@@ -1,8 +1,26 @@
 """A cost model for post-quantum operations (ML-KEM, ML-DSA) on TPM-class chips.
 
+How a command is priced: count the work of the operation by running it
+(:mod:`.mlkem`, :mod:`.mldsa`: FIPS 203 / 204 written out, Keccak from hashlib,
+every unit tallied by :mod:`.tally`; ``data/op_counts.json`` keeps many runs), price
+each unit in Cortex-M4 cycles from pqm4 (:mod:`.calibration`), turn cycles into
+milliseconds with each chip's processor class, clock and measured SHA-256 rate
+(:mod:`.chips`, ``data/chips.toml``, :mod:`.model` -> the ``<tpm2 profile>-pqc``
+profiles under ``timing/profiles/pqc``), and add the bus (:mod:`.frames` sizes).
+
 Modules, one job each:
 
-- :mod:`.params`  FIPS 203 / FIPS 204 parameter sets and the byte sizes they imply
-- :mod:`.cost`    ``operation_cost(profile, algorithm, operation, ...)``: component -> ms
+- :mod:`.params`      FIPS 203 / 204 parameter sets and the byte sizes they imply
+- :mod:`.tally`       unit counters; Keccak-f[1600] permutations from byte lengths and rates
+- :mod:`.mlkem`, :mod:`.mldsa`   the counting implementations (ACVP- and cryptography-exact)
+- :mod:`.counting`    one instrumented operation on seeded random inputs
+- :mod:`.counts`      the shipped counts (tools/build_pqc_counts.py)
+- :mod:`.calibration` Cortex-M4 cycles per unit from pqm4
+- :mod:`.chips`       processor / bus / I/O-buffer facts per chip, with sources
+- :mod:`.model`       a chip's unit costs as a ``pqc`` profile (tools/build_pqc_profiles.py)
+- :mod:`.cost`        ``operation_cost(profile, algorithm, operation, ...)``: component -> ms
   (the pricing API the TPM 2.0 PQC command handlers call)
+- :mod:`.frames`      bytes on the wire of the 1.85 commands
+- :mod:`.ram`         peak RAM per operation (pqm4) and what chips state
+- :mod:`.validation`  the model beside published figures (independent / calibration)
 """

@@ -1,44 +1,117 @@
 """The price of one post-quantum TPM command on a chip: component -> ms.
 
-INTERIM VERSION (to be replaced by the unit-count model): the compute time is
-pqm4's portable-C ("clean") Cortex-M4 cycle count for the whole operation
-(mupq/pqm4 benchmarks.md, AVG column) at an assumed 30 MHz, and the bus moves
-one byte per microsecond. It exists so that the TPM 2.0 PQC command handlers
-can call the stable API below while the calibrated model is built.
+This is the pricing API the TPM 2.0 PQC command handlers call
+(``trustlab.devices.tpm2.pqc``). One command's cost is
+
+* ``ohc``: the chip's per-command overhead, from its tpm2 profile;
+* ``pqc_keccak`` + ``pqc_arith``: the operation's counted units (:mod:`.counts`, one
+  counted run drawn per call, so ML-DSA signing keeps its rejection-loop spread)
+  priced with the chip's unit costs (the ``<name>-pqc`` companion profile, :mod:`.model`;
+  one speed quantile drawn per call);
+* ``pqc_bus``: the command and response bytes over the chip's bus.
+
+Messages longer than the counted one (32 bytes, a digest) add the Keccak
+permutations of absorbing the extra bytes.
 """
 
 from __future__ import annotations
 
+import functools
+import math
 import random
 
-from trustlab.devices.tpm2.pqc_model.params import check_operation
-from trustlab.timing.profile import Profile
+from trustlab.devices.tpm2.pqc_model import calibration, counts, model
+from trustlab.devices.tpm2.pqc_model.params import MLDSAParams, check_operation
+from trustlab.errors import TrustlabError
+from trustlab.timing import registry
+from trustlab.timing.profile import Component, Profile
 
-# INTERIM: mupq/pqm4 benchmarks.md, "clean" implementation, AVG cycles.
-_PQM4_CLEAN_CYCLES = {
-    ("ML-KEM-768", "keygen"): 988_722, ("ML-KEM-768", "encapsulate"): 1_138_225,
-    ("ML-KEM-768", "decapsulate"): 1_387_984,
-    ("ML-KEM-1024", "keygen"): 1_536_343, ("ML-KEM-1024", "encapsulate"): 1_708_071,
-    ("ML-KEM-1024", "decapsulate"): 2_020_327,
-    ("ML-DSA-44", "keygen"): 1_874_405, ("ML-DSA-44", "sign"): 7_925_955, ("ML-DSA-44", "verify"): 2_063_096,
-    ("ML-DSA-65", "keygen"): 3_205_533, ("ML-DSA-65", "sign"): 12_359_056, ("ML-DSA-65", "verify"): 3_377_305,
-    ("ML-DSA-87", "keygen"): 5_341_863, ("ML-DSA-87", "sign"): 15_579_513, ("ML-DSA-87", "verify"): 5_610_203,
-}
-_INTERIM_MHZ = 30.0
-_INTERIM_BUS_MS_PER_BYTE = 0.001
+SHAKE256_RATE = 136
+FRAME_OVERHEAD = 64
+"""Bytes of a sign/verify command frame that are not message (header, handles, auth area, sizes), taken
+off ``in_bytes`` before charging extra message hashing."""
+
+
+@functools.cache
+def _companion_cached(name: str) -> Profile | None:
+    shipped = model.companion_name(name)
+    return registry.load(shipped) if shipped in registry.available() else None
+
+
+def unit_costs(profile: Profile) -> Profile:
+    """The chip's ``pqc`` companion profile: the shipped one, or built now for an unshipped tpm2 profile."""
+    if profile.family != "tpm2":
+        raise TrustlabError(f"profile {profile.name!r} is a {profile.family!r} profile; PQC pricing needs a tpm2 profile")
+    return _companion_cached(profile.name) or _built(profile)
+
+
+_BUILT: dict[tuple, Profile] = {}
+
+
+def _built(profile: Profile) -> Profile:
+    """Build a companion profile, once per name and the tpm2 figures the build reads."""
+    key = (profile.name,) + tuple(profile.mean(c) if c in profile else None for c in model.TPM2_INPUTS)
+    if key not in _BUILT:
+        _BUILT[key] = model.build(profile)
+    return _BUILT[key]
+
+
+def _pick(c: Component, index: int | None, rng: random.Random | None) -> float:
+    if index is not None and c.samples:
+        return c.samples[index % len(c.samples)]
+    if rng is not None and c.sd:
+        return max(0.0, rng.gauss(c.mean, c.sd))
+    return c.mean
+
+
+def extra_message_permutations(algorithm: str, operation: str, in_bytes: int) -> int:
+    """Keccak permutations for message bytes beyond the counted 32-byte message (sign/verify only)."""
+    p = check_operation(algorithm, operation)
+    if not isinstance(p, MLDSAParams) or operation == "keygen":
+        return 0
+    message = max(0, in_bytes - FRAME_OVERHEAD - (p.sig_bytes if operation == "verify" else 0))
+    counted = counts.message_bytes()
+    absorbed = 64 + 2 + message  # mu = H(tr || M'), M' = 0 || |ctx| || M
+    return max(0, math.ceil((absorbed + 1) / SHAKE256_RATE) - math.ceil((64 + 2 + counted + 1) / SHAKE256_RATE))
+
+
+def compute_ms(pqc: Profile, algorithm: str, unit_counts: dict[str, float], index: int | None) -> dict[str, float]:
+    """Keccak and arithmetic milliseconds of these counts at speed quantile ``index`` (None = means)."""
+    key = model.FAMILY_KEYS[calibration.family_of(algorithm)]
+    keccak = _pick(pqc["pqc_keccak_f1600"], index, None) * unit_counts.get("keccak_f1600", 0)
+    regs = calibration.regressors(unit_counts)
+    arith = sum(_pick(pqc[f"pqc_{key}_{unit}"], index, None) * regs[unit] for unit in model.COMPUTE_UNITS)
+    return {"pqc_keccak": keccak, "pqc_arith": arith}
 
 
 def operation_cost(profile: Profile, algorithm: str, operation: str, *, in_bytes: int, out_bytes: int,
                    rng: random.Random | None = None) -> dict[str, float]:
     """What one whole TPM command doing ``operation`` with ``algorithm`` costs on ``profile``'s chip.
 
-    The returned components are the command's entire cost (command overhead
-    ``ohc`` included, so a caller adds nothing): ``ohc``, ``pqc_bus`` (moving
-    ``in_bytes`` + ``out_bytes`` over the chip's bus) and ``pqc_compute``.
+    The components are the command's entire cost (``ohc`` included: a caller adds
+    nothing): ``ohc``, ``pqc_keccak``, ``pqc_arith``, ``pqc_bus``. With ``rng`` the
+    counted run, the speed quantile and the bus factor are drawn; without, means.
     """
     check_operation(algorithm, operation)
     if in_bytes < 0 or out_bytes < 0:
-        raise ValueError("in_bytes and out_bytes must not be negative")
-    ohc = profile.mean("ohc") if "ohc" in profile else 0.0
-    compute = _PQM4_CLEAN_CYCLES[(algorithm, operation)] / (_INTERIM_MHZ * 1000.0)
-    return {"ohc": ohc, "pqc_bus": (in_bytes + out_bytes) * _INTERIM_BUS_MS_PER_BYTE, "pqc_compute": compute}
+        raise TrustlabError(f"in_bytes and out_bytes must not be negative (got {in_bytes}, {out_bytes})")
+    pqc = unit_costs(profile)
+    unit_counts = dict(counts.draw(algorithm, operation, rng) if rng is not None else counts.mean(algorithm, operation))
+    unit_counts["keccak_f1600"] = unit_counts.get("keccak_f1600", 0) + extra_message_permutations(
+        algorithm, operation, in_bytes)
+    n = len(pqc["pqc_keccak_f1600"].samples) or 1
+    index = rng.randrange(n) if rng is not None else None
+    bus = pqc["pqc_bus_byte"]
+    bus_index = rng.randrange(len(bus.samples) or 1) if rng is not None else None
+    cost = {"ohc": _pick(profile["ohc"], None, rng) if "ohc" in profile else 0.0}
+    cost.update(compute_ms(pqc, algorithm, unit_counts, index))
+    cost["pqc_bus"] = (in_bytes + out_bytes) * _pick(bus, bus_index, None)
+    return cost
+
+
+def absorb_ms(profile: Profile, n_bytes: int) -> dict[str, float]:
+    """Keccak time of absorbing ``n_bytes`` more message into ML-DSA's SHAKE256 (a SequenceUpdate of a
+    sign/verify sequence): n / 136 permutations at the chip's mean Keccak cost."""
+    if n_bytes < 0:
+        raise TrustlabError(f"n_bytes must not be negative (got {n_bytes})")
+    return {"pqc_keccak": unit_costs(profile).mean("pqc_keccak_f1600") * n_bytes / SHAKE256_RATE}

@@ -1,0 +1,96 @@
+"""What the TPM says it can do: TPM2_TestParms for PQC parameters and TPM2_GetCapability
+with the 1.85 algorithm IDs and commands merged into swtpm's lists.
+"""
+
+from __future__ import annotations
+
+import struct
+
+from trustlab.devices.tpm2 import extensions as ext
+from trustlab.devices.tpm2.extensions import (
+    TPM_RC_PARMS,
+    Command,
+    Context,
+    Reader,
+    Reply,
+    TpmError,
+    at_param,
+    tpm_command,
+)
+from trustlab.devices.tpm2.pqc import structures as S
+from trustlab.devices.tpm2.pqc.state import (
+    parameter_set,
+)
+
+
+def _tests_pqc_parameters(cmd: Command) -> bool:
+    r = Reader(cmd.raw, cmd.params.pos)
+    try:
+        return r.u16() in S.PQC_TYPES
+    except TpmError:
+        return False
+
+
+@tpm_command(0x18A, "TPM2_TestParms", handles=0, claims=_tests_pqc_parameters)
+def test_parms(cmd: Command, ctx: Context) -> Reply:
+    """TPMT_PUBLIC_PARMS of a PQC type: success if this TPM could make such a key (TPM_RC_PARMS if not)."""
+    area = cmd.params.rest()
+    kind = struct.unpack_from(">H", area)[0]
+    # TPMT_PUBLIC_PARMS is TPMT_PUBLIC without nameAlg, attributes, authPolicy and unique
+    r = Reader(S.u16(kind) + S.u16(S.TPM_ALG_SHA256) + S.u32(0) + S.tpm2b(b"") + area[2:] + S.tpm2b(b"")).param(1)
+    pub = S.parse_public(r)
+    r.end()
+    parameter_set(pub, 1)
+    if pub.type == S.TPM_ALG_MLKEM and pub.symmetric is not None:
+        raise TpmError(at_param(ext.TPM_RC_SYMMETRIC, 1), "restricted (storage) ML-KEM keys are not supported")
+    return Reply()
+
+
+TPM_CAP_ALGS = 0x0
+TPM_CAP_COMMANDS = 0x2
+# TPMA_ALGORITHM: asymmetric (bit 0), object (3), signing (8), encrypting (9)
+PQC_ALGORITHMS = {S.TPM_ALG_MLKEM: 0x0209, S.TPM_ALG_MLDSA: 0x0109, S.TPM_ALG_HASH_MLDSA: 0x0109}
+
+
+def _pqc_commands() -> dict[int, int]:
+    """TPMA_CC of the 1.85 commands: commandIndex, cHandles (bits 25-27), rHandle (bit 28)."""
+    out = {}
+    for code, reg in ext.registered().items():
+        if 0x1A3 <= code <= 0x1AA:
+            out[code] = code | reg.handles << 25 | (1 << 28 if code in (0x1A9, 0x1AA) else 0)
+    return out
+
+
+def _lists_algs_or_commands(cmd: Command) -> bool:
+    if cmd.sessions:  # an audit/encrypt session's response must come from the TPM untouched
+        return False
+    r = Reader(cmd.raw, cmd.params.pos)
+    try:
+        return r.u32() in (TPM_CAP_ALGS, TPM_CAP_COMMANDS)
+    except TpmError:
+        return False
+
+
+@tpm_command(0x17A, "TPM2_GetCapability", handles=0, claims=_lists_algs_or_commands)
+def get_capability(cmd: Command, ctx: Context) -> Reply:
+    """swtpm's algorithm / command list with the 1.85 PQC entries merged in, in order."""
+    capability, first, count = cmd.params.u32(), cmd.params.u32(), cmd.params.u32()
+    response = ctx.backend_transact(cmd.raw)
+    if response[6:10] != b"\0\0\0\0":
+        return Reply(raw=response)
+    r = Reader(response, 10)
+    more, _cap, n = r.u8(), r.u32(), r.u32()
+    width = 6 if capability == TPM_CAP_ALGS else 4
+    entries = [r.take(width) for _ in range(n)]
+
+    def key(entry: bytes) -> int:  # TPM_ALG_ID, or commandIndex of a TPMA_CC
+        return struct.unpack(">H", entry[:2])[0] if width == 6 else struct.unpack(">I", entry)[0] & 0xFFFF
+
+    ours = ({a: S.u16(a) + S.u32(attrs) for a, attrs in PQC_ALGORITHMS.items()} if width == 6
+            else {c: S.u32(v) for c, v in _pqc_commands().items()})
+    last = key(entries[-1]) if entries and more else None  # the backend stopped there: ours after it come later
+    merged = sorted(entries + [e for k, e in ours.items() if k >= first and (last is None or k < last)], key=key)
+    if len(merged) > count:
+        merged, more = merged[:count], 1
+    body = bytes([more]) + S.u32(capability) + S.u32(len(merged)) + b"".join(merged)
+    return Reply(raw=struct.pack(">HII", 0x8001, 10 + len(body), 0) + body)

@@ -1,0 +1,204 @@
+"""Per-TPM-instance state of the PQC commands and the helpers every command module shares.
+
+Key objects and sequences (at 0x80FF0000-0x80FFFFFF), how a command finds and
+authorizes them, asks swtpm for something, reads a key template, prices an
+operation (through :mod:`.pricing`) and loads a key from its seed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from trustlab.devices.tpm2 import extensions as ext
+from trustlab.devices.tpm2.commands import TPM_RC_HANDLE
+from trustlab.devices.tpm2.extensions import (
+    TPM_RC_AUTH_UNAVAILABLE,
+    TPM_RC_KEY,
+    TPM_RC_OBJECT_MEMORY,
+    TPM_RC_PARMS,
+    TPM_RC_SIZE,
+    TPM_RC_VALUE,
+    Command,
+    Context,
+    Reader,
+    TpmError,
+    at_handle,
+    at_param,
+    is_extension_handle,
+)
+from trustlab.devices.tpm2.pqc import binding, keys, pricing
+from trustlab.devices.tpm2.pqc import structures as S
+
+MAX_OBJECTS = 16
+"""Extension objects + sequences loaded at once (TPM_RC_OBJECT_MEMORY beyond)."""
+MAX_SEQUENCE_BYTES = 1 << 20
+
+
+@dataclass
+class PqcObject:
+    handle: int
+    public: S.Public
+    params: keys.ParameterSet
+    private: Any  # a cryptography private key
+    auth: bytes
+    name: bytes
+    qualified_name: bytes
+    conn: Any
+    hierarchy: int = S.TPM_RH_OWNER
+    seed: bytes = b""
+
+
+@dataclass
+class Sequence:
+    handle: int
+    key_handle: int
+    sign: bool
+    auth: bytes
+    stream: keys.MuStream
+    conn: Any
+    size: int = 0
+
+
+class PqcState:
+    def __init__(self) -> None:
+        self.objects: dict[int, PqcObject] = {}
+        self.sequences: dict[int, Sequence] = {}
+        self.contexts_saved = 0
+
+    def allocate(self) -> int:
+        used = set(self.objects) | set(self.sequences)
+        if len(used) >= MAX_OBJECTS:
+            raise TpmError(TPM_RC_OBJECT_MEMORY, "extension object slots full")
+        handle = ext.EXTENSION_HANDLE_FIRST
+        while handle in used:
+            handle += 1
+        return handle
+
+
+def state_of(ctx: Context) -> PqcState:
+    return ctx.state.get("pqc", PqcState)
+
+
+@ext.on_connection_closed
+def flush_connection(state: ext.ExtensionState, conn: Any) -> None:
+    pqc = state.get("pqc", PqcState)
+    pqc.objects = {h: o for h, o in pqc.objects.items() if o.conn != conn}
+    pqc.sequences = {h: s for h, s in pqc.sequences.items() if s.conn != conn}
+
+
+def key_at(ctx: Context, handle: int, n: int = 1) -> PqcObject:
+    """The extension object at handle ``n`` of the command; another handle type is a TPM error."""
+    obj = state_of(ctx).objects.get(handle)
+    if obj is not None:
+        return obj
+    if handle >> 24 in (0x80, 0x81) and not is_extension_handle(handle):
+        raise TpmError(at_handle(TPM_RC_KEY, n), "not a post-quantum key")  # a key of swtpm's
+    raise TpmError(at_handle(TPM_RC_HANDLE, n), "no such object")
+
+
+def authorize(cmd: Command, index: int, obj: PqcObject) -> None:
+    """USER-role authorization of ``obj`` by a password session."""
+    if not obj.public.attributes & S.USER_WITH_AUTH:
+        raise TpmError(TPM_RC_AUTH_UNAVAILABLE, "key needs a policy session (userWithAuth CLEAR)")
+    cmd.require_password(index, obj.auth, no_da=bool(obj.public.attributes & S.NO_DA))
+
+
+def priced(ctx: Context, ps: keys.ParameterSet, operation: str):
+    rng = ctx.state.rng
+
+    def price(in_bytes: int, out_bytes: int) -> dict[str, float]:
+        return pricing.operation_ms(ctx.profile, rng, ps.algorithm, operation, in_bytes=in_bytes,
+                                    out_bytes=out_bytes)
+    return price
+
+
+def parameter_set(pub: S.Public, n: int) -> keys.ParameterSet:
+    ps = keys.parameter_set(pub.type, pub.parameter_set)
+    if ps is None:
+        raise TpmError(at_param(TPM_RC_PARMS, n), "parameter set not supported")
+    return ps
+
+
+def backend_call(ctx: Context, command: bytes, what: str) -> Reader:
+    """Run a command on swtpm; its parameter area (a failure is passed on as the client's error)."""
+    response = ctx.backend_transact(command)
+    rc = S.response_code(response)
+    if rc != 0:
+        raise TpmError(rc, f"backend {what} failed")
+    return Reader(response, 10)
+
+
+def template_area(cmd: Command) -> bytes | None:
+    """inPublic's TPMT_PUBLIC (parameter 2 of Create/CreatePrimary/Load/CreateLoaded), read without consuming."""
+    r = Reader(cmd.raw, cmd.params.pos)
+    try:
+        r.tpm2b()
+        return r.tpm2b()
+    except TpmError:
+        return None
+
+
+def pqc_template(cmd: Command) -> bool:
+    """Claim test: the template is ML-DSA/HashML-DSA/ML-KEM (the reserved derivation template is refused)."""
+    area = template_area(cmd)
+    if area is None:
+        return False
+    if binding.is_reserved_template(area):
+        raise TpmError(at_param(TPM_RC_VALUE, 2), "template reserved for the proxy's key derivation")
+    return S.peek_public_type(area) in S.PQC_TYPES
+
+
+def extension_handle(cmd: Command) -> bool:
+    return is_extension_handle(cmd.handles[0])
+
+
+def flushes_extension_handle(cmd: Command) -> bool:
+    r = Reader(cmd.raw, cmd.params.pos)
+    try:
+        return is_extension_handle(r.u32())
+    except TpmError:
+        return False
+
+
+def read_template(cmd: Command) -> tuple[S.SensitiveCreate, S.Public, bytes, bytes, list]:
+    r = cmd.params
+    sensitive = S.parse_sensitive_create(r.param(1))
+    area = r.param(2).tpm2b(4096)
+    pr = Reader(area).param(2)
+    pub = S.parse_public(pr)
+    pr.end()
+    outside = r.param(3).tpm2b(S.MAX_DIGEST_BUFFER)
+    pcrs = S.parse_pcr_selection(r.param(4))
+    r.end()
+    if any(any(mask) for _, mask in pcrs):
+        raise TpmError(at_param(TPM_RC_VALUE, 4), "creation PCRs are not supported for PQC objects")
+    if sensitive.data:
+        raise TpmError(at_param(TPM_RC_SIZE, 1), "an asymmetric key takes no sensitive data")
+    if pub.unique:
+        pub = pub.with_unique(b"")  # unique is an entropy hint only for primaries; recomputed below
+    S.check_template(pub, 2)
+    return sensitive, pub, area, outside, pcrs
+
+
+def qualify(name_alg: int, parent_qn: bytes, name: bytes) -> bytes:
+    return S.u16(name_alg) + S.digest(name_alg, parent_qn + name)
+
+
+def sensitive_area(pub: S.Public, auth: bytes, seed: bytes) -> bytes:
+    """TPMT_SENSITIVE {sensitiveType, authValue, seedValue, sensitive (the FIPS seed)}."""
+    return S.u16(pub.type) + S.tpm2b(auth) + S.tpm2b(b"") + S.tpm2b(seed)
+
+
+def load_object(ctx: Context, pub: S.Public, ps: keys.ParameterSet, seed: bytes, auth: bytes,
+          qualified_parent: bytes, hierarchy: int = S.TPM_RH_OWNER) -> PqcObject:
+    """Expand ``seed`` into a key object at a free extension handle (public key = ``unique``)."""
+    state = state_of(ctx)
+    handle = state.allocate()
+    private = keys.private_from_seed(ps, seed)
+    full = pub.with_unique(keys.public_bytes(private))
+    name = full.name()
+    obj = PqcObject(handle, full, ps, private, auth, name, qualify(full.name_alg, qualified_parent, name),
+                    ctx.conn_id, hierarchy, seed)
+    state.objects[handle] = obj
+    return obj

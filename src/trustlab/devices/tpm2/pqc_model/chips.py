@@ -1,0 +1,88 @@
+"""What is publicly known about each TPM 2.0 profile's chip: processor class, bus, I/O buffer.
+
+The facts live in ``data/chips.toml`` with a source per figure; a profile is
+matched by name prefix (first match wins; an unknown chip falls into a
+"discrete TPM, unknown core" default that says so).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import random
+import tomllib
+from dataclasses import dataclass
+from importlib import resources
+
+N_QUANTILES = 32
+"""Every spread is stored as this many quantiles (comonotonic across one chip's compute units)."""
+
+
+@dataclass(frozen=True)
+class Chip:
+    prefix: str
+    label: str
+    cls: str
+    cpu: str
+    cpu_source: str
+    clock_mhz: tuple[float, float]
+    clock_source: str
+    per_clock: tuple[float, float]
+    per_clock_source: str
+    bus: str
+    bus_hz: float
+    bus_source: str
+    bus_efficiency: tuple[float, float]
+    bus_efficiency_source: str
+    max_command_size: int
+    max_command_source: str
+    software_crypto: bool = False
+
+    @property
+    def clock_public(self) -> bool:
+        return self.clock_mhz[0] == self.clock_mhz[1]
+
+
+@functools.cache
+def _doc() -> dict:
+    text = (resources.files("trustlab.devices.tpm2.pqc_model") / "data" / "chips.toml").read_text("utf-8")
+    return tomllib.loads(text)
+
+
+def chip_for(profile_name: str) -> Chip:
+    doc = _doc()
+    for entry in doc["chips"]:
+        if profile_name.startswith(entry["prefix"]):
+            cls = doc["classes"][entry["class"]]
+            bus = doc["buses"][entry["bus"]]
+            return Chip(entry["prefix"], entry["label"], entry["class"], cls["cpu"], cls["cpu_source"],
+                        tuple(cls["clock_mhz"]), cls["clock_source"], tuple(cls["per_clock"]),
+                        cls["per_clock_source"], entry["bus"], float(entry["bus_hz"]), entry["bus_source"],
+                        tuple(bus["efficiency"]), bus["source"], int(entry["max_command_size"]),
+                        entry["max_command_source"], bool(cls.get("software_crypto", False)))
+    raise AssertionError("chips.toml has no default entry")  # the last entry matches every name
+
+
+def countermeasure(family: str, operation: str) -> tuple[tuple[float, float], str] | None:
+    """The published first-order masking slowdown range of ``operation`` ("ML-KEM"/"ML-DSA"), or None."""
+    entry = _doc().get("countermeasures", {}).get(family, {}).get(operation)
+    return None if entry is None else (tuple(entry["factor"]), entry["source"])
+
+
+def log_uniform_quantiles(lo: float, hi: float, n: int = N_QUANTILES) -> list[float]:
+    """Mid-quantiles of a log-uniform distribution on [lo, hi] (a point if lo == hi)."""
+    if lo == hi:
+        return [lo] * n
+    a, b = math.log(lo), math.log(hi)
+    return [math.exp(a + (b - a) * (i + 0.5) / n) for i in range(n)]
+
+
+def product_quantiles(r1: tuple[float, float], r2: tuple[float, float], n: int = N_QUANTILES) -> list[float]:
+    """Quantiles of X*Y for independent log-uniform X, Y (reproducible Monte-Carlo, 20000 draws)."""
+    rng = random.Random(20260417)
+    draws = sorted(_log_uniform(rng, *r1) * _log_uniform(rng, *r2) for _ in range(20000))
+    return [draws[int((i + 0.5) / n * len(draws))] for i in range(n)]
+
+
+def _log_uniform(rng: random.Random, lo: float, hi: float) -> float:
+    return lo if lo == hi else math.exp(rng.uniform(math.log(lo), math.log(hi)))

@@ -1,0 +1,337 @@
+"""``trustlab run pqc-tpm``: ML-DSA and ML-KEM on today's TPM chips (TCG Library 1.85 what-if).
+
+For every TPM 2.0 profile and ML-DSA-44/65/87, ML-KEM-768/1024: key generation
+(TPM2_Create + TPM2_Load; the TPM keeps the seed, so Load expands it again),
+sign (TPM2_SignDigest) or encapsulate, verify (TPM2_VerifyDigestSignature) or
+decapsulate, and for ML-DSA one whole attestation (create the AK, sign the PCR
+digest, verify). Each figure is the median and 95th percentile of ``--draws``
+Monte-Carlo draws of the PQC cost model (:mod:`trustlab.devices.tpm2.pqc_model`:
+a counted run of the FIPS 203/204 operation, a speed quantile of the chip, a
+bus factor), with the share spent on the bus and the bytes moved. Beside each,
+the classical equivalent on the same profile from its measured components
+(ECDSA P-256 / ECDH, RSA-2048) through the tpm2 cost formulas.
+
+Also: whether each command frame fits the chip's TPM_PT_MAX_COMMAND_SIZE, the
+peak RAM of each operation (pqm4) and the validation rows of the model.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+
+from trustlab.cli._output import table
+from trustlab.devices.tpm2.pqc_model import calibration, chips, frames, ram, validation
+from trustlab.devices.tpm2.pqc_model.cost import absorb_ms, operation_cost, unit_costs
+from trustlab.devices.tpm2.pqc_model.params import ALGORITHMS, DSA_OPERATIONS, KEM_OPERATIONS, params
+from trustlab.errors import TrustlabError
+from trustlab.experiments.registry import Result, experiment
+from trustlab.timing import registry
+from trustlab.timing.clock import Clock
+from trustlab.timing.formula_sets import tpm2 as rules
+
+FOCUS_DEFAULT = "st-st33ktpm2xspi-wolftpm"
+# Classical twins: (command, variant) frames per operation; sizes from swtpm's recorded frames
+# (rules.SIZES) or, for ECDH (not in the measurement suite), from the parameter lists.
+ECDH_SIZES = {"TPM2_ECDH_KeyGen": (14, 154), "TPM2_ECDH_ZGen": (97, 89)}
+AUTH = 13  # authorizationSize + one password session
+CLASSICAL_SIG = {"ECDSA P-256": "ecc256", "RSA-2048": "rsa2048"}
+CLASSICAL_KEM = {"ECDH P-256": "ecc256", "RSA-2048": "rsa2048"}
+SIG_COMMANDS = {"keygen": ("TPM2_Create", "TPM2_Load"), "sign": ("TPM2_Sign",), "verify": ("TPM2_VerifySignature",)}
+KEM_COMMANDS = {"ecc256": {"keygen": ("TPM2_Create", "TPM2_Load"), "encapsulate": ("TPM2_ECDH_KeyGen",),
+                           "decapsulate": ("TPM2_ECDH_ZGen",)},
+                "rsa2048": {"keygen": ("TPM2_Create", "TPM2_Load"), "encapsulate": ("TPM2_RSA_Encrypt",),
+                            "decapsulate": ("TPM2_RSA_Decrypt",)}}
+
+
+def _stats(xs: list[float]) -> tuple[float, float]:
+    xs = sorted(xs)
+    return statistics.median(xs), xs[min(len(xs) - 1, int(round(0.95 * (len(xs) - 1))))]
+
+
+def _pqc_frames(algorithm: str, operation: str) -> list[tuple[str, frames.Frame]]:
+    if operation == "keygen":
+        return [("keygen", f) for f in frames.keygen_frames(algorithm)]
+    return [(operation, frames.use_frames(algorithm, operation))]
+
+
+def pqc_draws(profile, algorithm: str, operation: str, draws: int, rng: random.Random,
+              masking: bool = False) -> dict:
+    """Totals, bus ms and frames of ``draws`` draws of one operation (all its commands).
+
+    With ``masking``, operations that have a published first-order masking slowdown
+    (chips.toml ``countermeasures``) have their compute time multiplied by a drawn factor.
+    """
+    plan = _pqc_frames(algorithm, operation)
+    cm = chips.countermeasure(calibration.family_of(algorithm), operation) if masking else None
+    factors = chips.log_uniform_quantiles(*cm[0]) if cm else [1.0]
+    totals, bus = [], []
+    for _ in range(draws):
+        t = b = 0.0
+        for op, f in plan:
+            cost = operation_cost(profile, algorithm, op, in_bytes=f.in_bytes, out_bytes=f.out_bytes, rng=rng)
+            factor = rng.choice(factors) if cm else 1.0
+            t += cost["ohc"] + cost["pqc_bus"] + factor * (cost["pqc_keccak"] + cost["pqc_arith"])
+            b += cost["pqc_bus"]
+        totals.append(t)
+        bus.append(b)
+    return {"totals": totals, "bus": bus, "frames": [f for _, f in plan]}
+
+
+SEQ_UPDATE_OVERHEAD = 10 + 4 + AUTH + 2 + 10 + 5  # command header, handle, password auth, TPM2B size; response
+INPUT_BUFFER = 1024
+"""TPM_PT_INPUT_BUFFER (largest TPM2B_MAX_BUFFER) of the SLB 9670 and NPCT75x (0x400 in their published
+tpm2_getcap output); the sequence chunk is the smaller of it and what the command size allows."""
+
+
+def sequence_sign(profile, algorithm: str, message: int, draws: int, rng: random.Random) -> dict:
+    """Signing a ``message``-byte message through SignSequenceStart / SequenceUpdate x n / SignSequenceComplete."""
+    chip = chips.chip_for(profile.name)
+    pqc = unit_costs(profile)
+    chunk = min(INPUT_BUFFER, chip.max_command_size - SEQ_UPDATE_OVERHEAD)
+    n = -(-message // chunk)
+    ohc = profile.mean("ohc") if "ohc" in profile else 0.0
+    bus = pqc.mean("pqc_bus_byte")
+    start = ohc + bus * 40
+    updates = n * ohc + bus * (message + n * SEQ_UPDATE_OVERHEAD) + absorb_ms(profile, message)["pqc_keccak"]
+    f = frames.use_frames(algorithm, "sign")
+    totals, buses = [], []
+    for _ in range(draws):
+        cost = operation_cost(profile, algorithm, "sign", in_bytes=40, out_bytes=f.out_bytes, rng=rng)
+        totals.append(start + updates + sum(cost.values()))
+        buses.append(bus * (40 + message + n * SEQ_UPDATE_OVERHEAD) + cost["pqc_bus"])
+    classical = None
+    if all(c in profile for c in ("ohc", "sha256_byte", "ecc256_sign")):  # HashSequence + TPM2_Sign
+        classical = (n + 2) * ohc + profile.mean("sha256_byte") * message + ohc + profile.mean("ecc256_sign")
+    largest = max(chunk + SEQ_UPDATE_OVERHEAD - 15, f.out_bytes)  # an update command, or the signature response
+    return {"totals": totals, "bus": buses, "updates": n, "chunk": chunk, "largest": largest,
+            "bytes": 40 + message + n * SEQ_UPDATE_OVERHEAD + 40 + f.out_bytes, "classical": classical}
+
+
+def _classical_frame(command: str, variant: str) -> tuple[int, int]:
+    if command in ECDH_SIZES:
+        return ECDH_SIZES[command]
+    i, o, _, _ = rules.SIZES[(command, variant)]
+    return i, o
+
+
+def classical_draws(profile, variant: str, commands: tuple[str, ...], draws: int, seed: int) -> list[float] | None:
+    """Draws of a classical operation on the profile's own components (None if it lacks one)."""
+    plan = []
+    for command in commands:
+        i, o = _classical_frame(command, variant)
+        terms = rules.command_terms(command, variant, i, o)
+        if any(c not in profile for c in terms if terms[c]):
+            return None
+        plan.append(terms)
+    clock = Clock(profile, seed=seed)
+    return [sum(clock.charge(c, n) for terms in plan for c, n in terms.items()) for _ in range(draws)]
+
+
+def _short(name: str) -> str:
+    return name.replace("-jcalgtest", "").replace("-wolftpm", "")
+
+
+@experiment("pqc-tpm", help="ML-DSA-44/65/87 and ML-KEM-768/1024 (TPM 2.0 Library 1.85) on every TPM 2.0 profile: "
+            "keygen, sign/encapsulate, verify/decapsulate, one attestation; median/p95, bus share, bytes, vs "
+            "ECDSA P-256 / RSA-2048")
+class PqcTpmExperiment:
+    flagship = [["--draws", "100"]]
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("--profiles", default="all", metavar="NAME[,NAME...]|all",
+                            help="TPM 2.0 profiles to price (default: all tpm2 profiles)")
+        parser.add_argument("--algorithms", default=",".join(ALGORITHMS), metavar="ALG[,ALG...]",
+                            help=f"post-quantum algorithms (default: {','.join(ALGORITHMS)})")
+        parser.add_argument("--draws", type=int, default=400,
+                            help="Monte-Carlo draws per operation: counted run x chip speed quantile x bus "
+                            "factor (default 400; median and p95 come from them)")
+        parser.add_argument("--focus", default=FOCUS_DEFAULT, metavar="NAME",
+                            help=f"profile whose full table is printed (default {FOCUS_DEFAULT}; every profile's "
+                            "rows are in --json either way)")
+        parser.add_argument("--message-bytes", type=int, default=16384, metavar="N",
+                            help="message size for the 'sign-sequence' row: pure ML-DSA over a message too large "
+                            "for one command goes through SignSequenceStart / SequenceUpdate / SignSequenceComplete "
+                            "(default 16384)")
+        parser.add_argument("--masking", action="store_true",
+                            help="what if the chip masks secret-key operations against side channels: multiply "
+                            "the compute time of operations with a published first-order masking figure (ML-KEM "
+                            "decapsulation: 2.6-3.5x) by a drawn factor; ML-DSA has no published masked figure "
+                            "here and stays unprotected")
+        parser.add_argument("--seed", type=int, default=0, help="seed of the draws (default 0)")
+
+    def run(self, args: argparse.Namespace) -> Result:
+        if not 10 <= args.draws <= 100000:
+            raise TrustlabError(f"--draws must be between 10 and 100000, got {args.draws}")
+        known = registry.names("tpm2")
+        names = known if args.profiles == "all" else [n.strip() for n in args.profiles.split(",") if n.strip()]
+        if not names:
+            raise TrustlabError("--profiles: no profile named")
+        profiles = [registry.load(n) for n in names]
+        for p in profiles:
+            if p.family != "tpm2":
+                raise TrustlabError(f"--profiles: {p.name!r} is a {p.family!r} profile, not tpm2")
+        algorithms = [a.strip() for a in args.algorithms.split(",") if a.strip()]
+        for a in algorithms:
+            if a not in ALGORITHMS:
+                raise TrustlabError(f"--algorithms: {a!r} is not one of {', '.join(ALGORITHMS)}")
+        if not algorithms:
+            raise TrustlabError("--algorithms: no algorithm named")
+        if not 1 <= args.message_bytes <= 1 << 24:
+            raise TrustlabError(f"--message-bytes must be between 1 and 16777216, got {args.message_bytes}")
+        focus = args.focus if args.focus in [p.name for p in profiles] else profiles[0].name
+        rows, attest = [], []
+        for pi, p in enumerate(profiles):
+            chip = chips.chip_for(p.name)
+            rng = random.Random(f"{args.seed}:{p.name}")
+            for algorithm in algorithms:
+                kem = "KEM" in algorithm
+                ops = KEM_OPERATIONS if kem else DSA_OPERATIONS
+                draws = {}
+                for op in ops:
+                    d = pqc_draws(p, algorithm, op, args.draws, rng, masking=args.masking)
+                    draws[op] = d
+                    med, p95 = _stats(d["totals"])
+                    moved = sum(f.in_bytes + f.out_bytes for f in d["frames"])
+                    largest = max(max(f.in_bytes, f.out_bytes) for f in d["frames"])
+                    row = {"profile": p.name, "chip": chip.label, "algorithm": algorithm, "operation": op,
+                           "commands": [f.command for f in d["frames"]], "median_ms": med, "p95_ms": p95,
+                           "bus_share": statistics.fmean(d["bus"]) / statistics.fmean(d["totals"]),
+                           "bytes_moved": moved, "largest_frame": largest,
+                           "max_command_size": chip.max_command_size,
+                           "fits_buffer": largest <= chip.max_command_size}
+                    classical = CLASSICAL_KEM if kem else CLASSICAL_SIG
+                    for label, variant in classical.items():
+                        cmds = (KEM_COMMANDS[variant] if kem else SIG_COMMANDS)[op]
+                        c = classical_draws(p, variant, cmds, args.draws, seed=args.seed + pi)
+                        row[f"{label} median_ms"] = None if c is None else _stats(c)[0]
+                    rows.append(row)
+                if not kem:
+                    seq = sequence_sign(p, algorithm, args.message_bytes, args.draws, rng)
+                    med, p95 = _stats(seq["totals"])
+                    rows.append({"profile": p.name, "chip": chip.label, "algorithm": algorithm,
+                                 "operation": "sign-sequence", "message_bytes": args.message_bytes,
+                                 "commands": ["TPM2_SignSequenceStart"] + ["TPM2_SequenceUpdate"] * seq["updates"]
+                                 + ["TPM2_SignSequenceComplete"], "sequence_updates": seq["updates"],
+                                 "chunk_bytes": seq["chunk"], "median_ms": med, "p95_ms": p95,
+                                 "bus_share": statistics.fmean(seq["bus"]) / statistics.fmean(seq["totals"]),
+                                 "bytes_moved": seq["bytes"], "largest_frame": seq["largest"],
+                                 "max_command_size": chip.max_command_size,
+                                 "fits_buffer": seq["largest"] <= chip.max_command_size,
+                                 "ECDSA P-256 median_ms": seq["classical"], "RSA-2048 median_ms": None})
+                if not kem:  # one attestation: create AK (Create + Load), SignDigest, VerifyDigestSignature
+                    tot = [sum(draws[op]["totals"][i] for op in DSA_OPERATIONS) for i in range(args.draws)]
+                    bus = sum(sum(draws[op]["bus"]) for op in DSA_OPERATIONS)
+                    med, p95 = _stats(tot)
+                    entry = {"profile": p.name, "algorithm": algorithm, "median_ms": med, "p95_ms": p95,
+                             "bus_share": bus / sum(tot),
+                             "bytes_moved": sum(draws[op]["frames"][i].in_bytes + draws[op]["frames"][i].out_bytes
+                                                for op in DSA_OPERATIONS for i in range(len(draws[op]["frames"])))}
+                    for label, variant in CLASSICAL_SIG.items():
+                        parts = [classical_draws(p, variant, SIG_COMMANDS[op], args.draws, seed=args.seed + pi)
+                                 for op in DSA_OPERATIONS]
+                        entry[f"{label} median_ms"] = (None if any(x is None for x in parts) else
+                                                       _stats([sum(xs) for xs in zip(*parts)])[0])
+                    attest.append(entry)
+        facts = []
+        for p in profiles:
+            c = chips.chip_for(p.name)
+            facts.append({"profile": p.name, "chip": c.label, "cpu": c.cpu, "cpu_source": c.cpu_source,
+                          "clock_mhz": list(c.clock_mhz), "clock_source": c.clock_source,
+                          "per_clock_vs_cortex_m4": list(c.per_clock), "per_clock_source": c.per_clock_source,
+                          "bus": c.bus, "bus_hz": c.bus_hz, "bus_source": c.bus_source,
+                          "max_command_size": c.max_command_size, "max_command_source": c.max_command_source,
+                          "unit_costs": {n: comp.provenance.describe() for n, comp in unit_costs(p).components.items()}})
+        ram_rows = [{"algorithm": a, "operation": op, **ram.peak_ram(a, op)} for a in algorithms
+                    for op in (KEM_OPERATIONS if "KEM" in a else DSA_OPERATIONS)]
+        checks = validation.rows()
+        data = {"draws": args.draws, "seed": args.seed, "masking": args.masking, "rows": rows,
+                "attestation": attest, "ram": ram_rows,
+                "validation": checks, "chips": facts,
+                "sizes": {a: {k: getattr(params(a), k) for k in ("pk_bytes", "sk_bytes", "sig_bytes", "ct_bytes")
+                              if hasattr(params(a), k)} for a in algorithms}}
+        text = self._text(rows, attest, ram_rows, checks, focus, profiles, args.draws, args.masking)
+        plots = self._plots(rows, attest, profiles, algorithms)
+        provs = {p.name: p.provenance.describe() for p in profiles}
+        return Result(experiment="pqc-tpm", params={"profiles": [p.name for p in profiles], "algorithms": algorithms,
+                                                    "draws": args.draws, "seed": args.seed, "focus": focus,
+                                                    "message_bytes": args.message_bytes, "masking": args.masking},
+                      data=data, text=text, references=[], profiles=provs, plots=plots)
+
+    @staticmethod
+    def _text(rows, attest, ram_rows, checks, focus, profiles, draws, masking) -> str:
+        f_rows = [r for r in rows if r["profile"] == focus]
+        head = ["algorithm", "operation", "median ms", "p95 ms", "bus %", "bytes", "largest frame",
+                "fits", "ECDSA/ECDH P-256 ms", "RSA-2048 ms"]
+        body = [[r["algorithm"], r["operation"], r["median_ms"], r["p95_ms"], 100 * r["bus_share"], r["bytes_moved"],
+                 r["largest_frame"], "yes" if r["fits_buffer"] else f"no (> {r['max_command_size']})",
+                 r.get("ECDSA P-256 median_ms", r.get("ECDH P-256 median_ms")), r.get("RSA-2048 median_ms")]
+                for r in f_rows]
+        masked = "; first-order masking applied to ML-KEM decapsulation" if masking else ""
+        out = [f"Post-quantum TPM commands on {focus} ({draws} draws per operation{masked}; classical twins from "
+               "the profile's measured components):", table(body, head), ""]
+        per_chip = []
+        for p in profiles:
+            def get(alg, op, key="median_ms"):
+                r = next((r for r in rows if r["profile"] == p.name and r["algorithm"] == alg and r["operation"] == op), None)
+                return None if r is None else r.get(key)
+            a = next((a for a in attest if a["profile"] == p.name and a["algorithm"] == "ML-DSA-65"), None)
+            per_chip.append([_short(p.name), get("ML-DSA-65", "sign"), get("ML-DSA-65", "sign", "p95_ms"),
+                             get("ML-DSA-65", "sign", "ECDSA P-256 median_ms"),
+                             None if a is None else a["median_ms"], None if a is None else a["ECDSA P-256 median_ms"],
+                             get("ML-KEM-768", "decapsulate"), get("ML-KEM-768", "decapsulate", "ECDH P-256 median_ms"),
+                             None if get("ML-DSA-65", "keygen", "fits_buffer") is None else
+                             ("yes" if get("ML-DSA-65", "keygen", "fits_buffer") else "no")])
+        out += ["Per chip (median ms; '-' = not in the selection or the profile lacks the classical component):",
+                table(per_chip, ["profile", "ML-DSA-65 sign", "p95", "ECDSA sign", "ML-DSA-65 attest.",
+                                 "ECDSA attest.", "ML-KEM-768 decaps", "ECDH ZGen", "ML-DSA-65 key fits buffer"]), ""]
+        out += ["Peak RAM (pqm4 stack bytes on a Cortex-M4; chip RAM is " + ram.CHIP_RAM_NOTE + "):",
+                table([[r["algorithm"], r["operation"], r.get("clean"), r.get("m4fstack")] for r in ram_rows],
+                      ["algorithm", "operation", "clean", "m4fstack"]), ""]
+        out += ["Validation (independent = not used to build the model; calibration = used):",
+                table([[c["kind"], c["profile"], c["command"], c["predicted"], c["reference"], c["unit"],
+                        c["predicted"] / c["reference"] - 1] for c in checks],
+                      ["kind", "profile / platform", "operation", "model", "reference", "unit", "error"]),
+                "No published ML-DSA / ML-KEM (FIPS 203/204) measurement on a TPM, secure element or smart card "
+                "was found; the only independent figure is a pre-standard Kyber768 variant on an SLE 78 card."]
+        return "\n".join(out)
+
+    @staticmethod
+    def _plots(rows, attest, profiles, algorithms) -> list[dict]:
+        names = [p.name for p in profiles]
+        x = [_short(n) for n in names]
+
+        def series(alg, op, key="median_ms"):
+            by = {r["profile"]: r.get(key) for r in rows if r["algorithm"] == alg and r["operation"] == op}
+            return [by.get(n) for n in names]
+
+        plots = []
+
+        def bar(title: str, series_list: list[dict]) -> None:
+            plots.append({"kind": "bar", "title": title, "xlabel": "TPM 2.0 profile", "ylabel": "ms (log)",
+                          "logx": False, "logy": True, "series": [_clean(d) for d in series_list]})
+
+        sig = [a for a in algorithms if "DSA" in a]
+        if sig:
+            s = [{"label": f"{a} sign", "x": x, "y": series(a, "sign")} for a in sig]
+            s += [{"label": f"{lab} sign", "x": x, "y": series(sig[0], "sign", f"{lab} median_ms")}
+                  for lab in CLASSICAL_SIG]
+            bar("Signing: ms per operation per chip, ML-DSA vs classical (median)", s)
+            by = {(a["profile"], a["algorithm"]): a for a in attest}
+            s = [{"label": f"{a} attestation", "x": x, "y": [by[(n, a)]["median_ms"] for n in names]} for a in sig]
+            s += [{"label": f"{lab} attestation", "x": x, "y": [by[(n, sig[0])][f"{lab} median_ms"] for n in names]}
+                  for lab in CLASSICAL_SIG]
+            bar("One attestation (create AK + sign PCR digest + verify), median ms", s)
+        kem = [a for a in algorithms if "KEM" in a]
+        if kem:
+            s = [{"label": f"{a} decapsulate", "x": x, "y": series(a, "decapsulate")} for a in kem]
+            s += [{"label": f"{lab} (decapsulate twin)", "x": x, "y": series(kem[0], "decapsulate", f"{lab} median_ms")}
+                  for lab in CLASSICAL_KEM]
+            bar("Decapsulation: ms per chip, ML-KEM vs ECDH ZGen / RSA decrypt", s)
+        return plots
+
+
+def _clean(series: dict) -> dict:
+    """Bars for chips that lack a figure are drawn as 0-height (a log axis cannot show None)."""
+    return {**series, "y": [0.0 if v is None else v for v in series["y"]]}

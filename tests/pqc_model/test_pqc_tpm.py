@@ -1,0 +1,179 @@
+"""``trustlab run pqc-tpm`` end to end through the CLI, and the pricing it rests on."""
+
+import contextlib
+import io
+import json
+import random
+import statistics
+
+import pytest
+
+from trustlab.cli import main
+from trustlab.devices.tpm2.pqc_model import chips, frames, model
+from trustlab.devices.tpm2.pqc_model.cost import operation_cost, unit_costs
+from trustlab.devices.tpm2.pqc_model.params import ALGORITHMS, params
+from trustlab.timing import registry
+
+FAST = ("--profiles", "st-st33ktpm2xspi-wolftpm,infineon-slb9673-wolftpm,intel-ptt-11.6.0.1126-jcalgtest",
+        "--draws", "20")
+
+
+def run(*argv):
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            rc = main(list(argv))
+        except SystemExit as exc:
+            rc = exc.code if isinstance(exc.code, int) else 2
+    return rc, out.getvalue(), err.getvalue()
+
+
+@pytest.fixture(scope="module")
+def result():
+    rc, out, err = run("run", "pqc-tpm", *FAST, "--json")
+    assert rc == 0, err
+    return json.loads(out)
+
+
+def test_json_has_every_profile_algorithm_and_operation(result):
+    rows = result["rows"]
+    assert {r["profile"] for r in rows} == set(FAST[1].split(","))
+    assert {r["algorithm"] for r in rows} == set(ALGORITHMS)
+    for r in rows:
+        assert 0 < r["median_ms"] <= r["p95_ms"]
+        assert 0 <= r["bus_share"] < 1
+        assert r["fits_buffer"] == (r["largest_frame"] <= r["max_command_size"])
+    assert {(a["profile"], a["algorithm"]) for a in result["attestation"]} == {
+        (p, a) for p in FAST[1].split(",") for a in ALGORITHMS if "DSA" in a}
+
+
+def test_classical_twins_come_from_the_profile(result):
+    st = {(r["algorithm"], r["operation"]): r for r in result["rows"] if r["profile"] == "st-st33ktpm2xspi-wolftpm"}
+    prof = registry.load("st-st33ktpm2xspi-wolftpm")
+    # TPM2_Sign (ECDSA P-256) = ohc + ecc256_sign: the wolfTPM figure, whole-operation
+    assert st[("ML-DSA-65", "sign")]["ECDSA P-256 median_ms"] == pytest.approx(prof.mean("ohc") + prof.mean("ecc256_sign"))
+    # ML-DSA-65 signatures (3309 bytes) do not fit a 2048-byte I/O buffer; ML-KEM-768 ciphertexts do
+    assert not st[("ML-DSA-65", "sign")]["fits_buffer"] and st[("ML-KEM-768", "decapsulate")]["fits_buffer"]
+
+
+def test_i2c_bus_dominates_more_than_spi(result):
+    share = {r["profile"]: r["bus_share"] for r in result["rows"]
+             if r["algorithm"] == "ML-KEM-768" and r["operation"] == "decapsulate"}
+    assert share["infineon-slb9673-wolftpm"] > 5 * share["st-st33ktpm2xspi-wolftpm"]
+    assert share["intel-ptt-11.6.0.1126-jcalgtest"] == 0  # firmware TPM: shared memory
+
+
+def test_text_plots_and_validation_rows():
+    rc, out, err = run("run", "pqc-tpm", *FAST, "--algorithms", "ML-DSA-65,ML-KEM-768")
+    assert rc == 0, err
+    assert "Validation" in out and "independent" in out and "calibration" in out
+    assert "No published ML-DSA / ML-KEM" in out
+
+
+def test_same_seed_same_numbers():
+    a = json.loads(run("run", "pqc-tpm", *FAST, "--algorithms", "ML-DSA-44", "--seed", "7", "--json")[1])
+    b = json.loads(run("run", "pqc-tpm", *FAST, "--algorithms", "ML-DSA-44", "--seed", "7", "--json")[1])
+    assert a["rows"] == b["rows"]
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--draws", "3"], "--draws must be between"),
+    (["--algorithms", "ML-DSA-99"], "--algorithms: 'ML-DSA-99' is not one of"),
+    (["--profiles", "sim-2010"], "is a 'tpm1.2' profile, not tpm2"),
+    (["--profiles", "no-such-chip"], "unknown profile"),
+])
+def test_bad_arguments_are_one_line_errors(argv, message):
+    rc, out, err = run("run", "pqc-tpm", *argv)
+    assert rc != 0 and message in err and "Traceback" not in err
+
+
+def test_help_explains_every_argument():
+    rc, out, _ = run("run", "pqc-tpm", "--help")
+    assert rc == 0
+    for flag in ("--profiles", "--algorithms", "--draws", "--focus", "--seed"):
+        assert flag in out
+
+
+def test_shipped_companion_profiles_are_current():
+    """tools/build_pqc_profiles.py output equals what the model builds now (rerun it after changes)."""
+    for name in ("st-st33ktpm2xspi-wolftpm", "infineon-slb9673-wolftpm", "swtpm-native"):
+        shipped = registry.load(model.companion_name(name))
+        built = model.build(registry.load(name))
+        assert shipped.to_toml_dict() == built.to_toml_dict()
+
+
+def test_pricing_spread_and_structure():
+    prof = registry.load("st-st33ktpm2xspi-wolftpm")
+    f = frames.use_frames("ML-DSA-65", "sign")
+    rng = random.Random(3)
+    draws = [sum(operation_cost(prof, "ML-DSA-65", "sign", in_bytes=f.in_bytes, out_bytes=f.out_bytes,
+                                rng=rng).values()) for _ in range(300)]
+    mean = sum(operation_cost(prof, "ML-DSA-65", "sign", in_bytes=f.in_bytes, out_bytes=f.out_bytes).values())
+    assert min(draws) < mean < max(draws)
+    assert statistics.quantiles(draws, n=20)[-1] > 1.5 * statistics.median(draws)  # rejection loop + speed
+    # a longer message costs more Keccak, never less
+    longer = operation_cost(prof, "ML-DSA-65", "sign", in_bytes=f.in_bytes + 4096, out_bytes=f.out_bytes)
+    assert longer["pqc_keccak"] > operation_cost(prof, "ML-DSA-65", "sign", in_bytes=f.in_bytes,
+                                                 out_bytes=f.out_bytes)["pqc_keccak"]
+
+
+def test_unshipped_tpm2_profile_is_priced_from_chip_facts():
+    base = registry.load("st-st33ktpm2xspi-wolftpm")
+    from dataclasses import replace
+    mine = replace(base, name="my-lab-chip")
+    pqc = unit_costs(mine)
+    assert pqc.name == "my-lab-chip-pqc" and chips.chip_for("my-lab-chip").prefix == ""
+    assert operation_cost(mine, "ML-KEM-768", "encapsulate", in_bytes=14, out_bytes=1134)["pqc_arith"] > 0
+
+
+def test_frame_sizes_follow_the_key_and_signature_sizes():
+    for alg in ALGORITHMS:
+        p = params(alg)
+        create, load = frames.keygen_frames(alg)
+        assert create.out_bytes > p.pk_bytes and load.in_bytes > p.pk_bytes
+    assert frames.use_frames("ML-DSA-87", "sign").out_bytes > params("ML-DSA-87").sig_bytes
+    assert frames.use_frames("ML-KEM-1024", "decapsulate").in_bytes > params("ML-KEM-1024").ct_bytes
+
+
+def test_large_messages_go_through_the_sequence_commands(result):
+    rows = {(r["profile"], r["algorithm"], r["operation"]): r for r in result["rows"]}
+    for prof, limit in (("st-st33ktpm2xspi-wolftpm", 2048), ("infineon-slb9673-wolftpm", 1280)):
+        seq = rows[(prof, "ML-DSA-65", "sign-sequence")]
+        assert seq["chunk_bytes"] <= min(1024, limit)
+        assert seq["sequence_updates"] == -(-16384 // seq["chunk_bytes"])
+        assert seq["median_ms"] > rows[(prof, "ML-DSA-65", "sign")]["median_ms"]
+    facts = {f["profile"]: f for f in result["chips"]}
+    assert facts["infineon-slb9673-wolftpm"]["bus"] == "i2c" and "cheatsheet" in facts["infineon-slb9673-wolftpm"]["max_command_source"]
+
+
+def test_software_tpms_are_placed_by_their_measured_ecdsa_sign():
+    """A firmware TPM's crypto speed is its measured ECDSA sign, not its core clock (2.2 GHz A78AE)."""
+    orin = registry.load("nvidia-jetson-orin-op-tee-ftpm-wolftpm")
+    speed, how = model.speed_quantiles(chips.chip_for(orin.name), orin)
+    placed = model.ECDSA_M4_SIGN_CYCLES / (orin.mean("ecc256_sign") * 1000.0)
+    assert statistics.median(speed) == pytest.approx(placed, rel=0.05) and "ECDSA" in how
+    st = registry.load("st-st33ktpm2xspi-wolftpm")  # hardware ECC: stays on the CPU class
+    speed, how = model.speed_quantiles(chips.chip_for(st.name), st)
+    assert "SC300" in how and 25 <= statistics.median(speed) <= 145
+
+
+def test_validate_carries_the_pqc_rows():
+    from trustlab.validation import run as validate
+
+    rows = [c for c in validate().checks if c.profile.endswith("-pqc") or "pqm4" in c.profile or "SC300" in c.profile]
+    kinds = {c.kind for c in rows}
+    assert kinds == {"independent", "calibration"}
+    independent = [c for c in rows if c.kind == "independent"]
+    assert independent and all(c.note.startswith("flagged") and "SLE 78" in c.source for c in independent)
+
+
+def test_masking_what_if_slows_only_operations_with_a_published_figure():
+    base = ("run", "pqc-tpm", "--profiles", "st-st33ktpm2xspi-wolftpm", "--algorithms", "ML-KEM-768,ML-DSA-44",
+            "--draws", "60", "--json")
+    plain = {(r["algorithm"], r["operation"]): r for r in json.loads(run(*base)[1])["rows"]}
+    masked_doc = json.loads(run(*base, "--masking")[1])
+    masked = {(r["algorithm"], r["operation"]): r for r in masked_doc["rows"]}
+    assert masked_doc["masking"] is True
+    assert masked[("ML-KEM-768", "decapsulate")]["median_ms"] > 2 * plain[("ML-KEM-768", "decapsulate")]["median_ms"]
+    assert masked[("ML-KEM-768", "encapsulate")] == plain[("ML-KEM-768", "encapsulate")]
+    assert chips.countermeasure("ML-DSA", "sign") is None  # no published masked ML-DSA figure used
