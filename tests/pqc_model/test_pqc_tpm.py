@@ -81,6 +81,8 @@ def test_same_seed_same_numbers():
     (["--algorithms", "ML-DSA-99"], "--algorithms: 'ML-DSA-99' is not one of"),
     (["--profiles", "sim-2010"], "is a 'tpm1.2' profile, not tpm2"),
     (["--profiles", "no-such-chip"], "unknown profile"),
+    (["--profiles", "st-st33ktpm2xspi-wolftpm", "--focus", "no-such-chip"], "--focus: 'no-such-chip' is not among"),
+    (["--profiles", "st-st33ktpm2xspi-wolftpm", "--focus", "infineon-slb9673-wolftpm"], "--focus"),
 ])
 def test_bad_arguments_are_one_line_errors(argv, message):
     rc, out, err = run("run", "pqc-tpm", *argv)
@@ -177,3 +179,10 @@ def test_masking_what_if_slows_only_operations_with_a_published_figure():
     assert masked[("ML-KEM-768", "decapsulate")]["median_ms"] > 2 * plain[("ML-KEM-768", "decapsulate")]["median_ms"]
     assert masked[("ML-KEM-768", "encapsulate")] == plain[("ML-KEM-768", "encapsulate")]
     assert chips.countermeasure("ML-DSA", "sign") is None  # no published masked ML-DSA figure used
+
+
+def test_repeated_names_are_priced_once():
+    doc = json.loads(run("run", "pqc-tpm", "--profiles", "st-st33ktpm2xspi-wolftpm,st-st33ktpm2xspi-wolftpm",
+                         "--algorithms", "ML-KEM-768,ML-KEM-768", "--draws", "10", "--json")[1])
+    keys = [(r["profile"], r["algorithm"], r["operation"]) for r in doc["rows"]]
+    assert keys and len(keys) == len(set(keys))
