@@ -186,3 +186,16 @@ def test_repeated_names_are_priced_once():
                          "--algorithms", "ML-KEM-768,ML-KEM-768", "--draws", "10", "--json")[1])
     keys = [(r["profile"], r["algorithm"], r["operation"]) for r in doc["rows"]]
     assert keys and len(keys) == len(set(keys))
+
+
+def test_profile_builder_help_writes_nothing(tmp_path, capsys):
+    """`tools/build_pqc_profiles.py --help` used to ignore its arguments and rewrite every profile."""
+    import runpy
+    from pathlib import Path
+
+    main = runpy.run_path(str(Path(__file__).resolve().parents[2] / "tools" / "build_pqc_profiles.py"))["main"]
+    main.__globals__["OUT"] = tmp_path / "pqc"
+    with pytest.raises(SystemExit) as exc:
+        main(["--help"])
+    assert exc.value.code == 0 and "companion profiles" in capsys.readouterr().out
+    assert not (tmp_path / "pqc").exists()
