@@ -152,3 +152,11 @@ def test_check_fits_the_smallest_key():
     text, refs = functional_check(XMSSParams(2, 1, 4), registry.load("jcop-2018"))
     assert "torn mid-signature" in text and "ACCEPTED" not in text
     assert all(r.simulated == r.reference and r.reference > 0 for r in refs)
+
+
+def test_calibration_tool_names_a_missing_data_directory(tmp_path, capsys):
+    tool = runpy.run_path(str(ROOT / "tools" / "calibrate_jcop_2018.py"))
+    with pytest.raises(SystemExit) as exc:
+        tool["main"](["--data", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and "NXP_JCOP_J3D081" in err and "Traceback" not in err
