@@ -199,3 +199,12 @@ def test_profile_builder_help_writes_nothing(tmp_path, capsys):
         main(["--help"])
     assert exc.value.code == 0 and "companion profiles" in capsys.readouterr().out
     assert not (tmp_path / "pqc").exists()
+
+
+def test_a_profile_with_absurd_costs_is_a_one_line_error(tmp_path, capsys):
+    toml = tmp_path / "huge.toml"
+    toml.write_text('name = "qa-huge"\nfamily = "tpm2"\nversion = "1"\ndescription = "d"\n'
+                    '[provenance]\nsource = "s"\ntable = "-"\nnote = "-"\n'
+                    '[components.ohc]\nmean = 1.7e308\nunit = "call"\nsource = "s"\ntable = "-"\nnote = "-"\n')
+    rc, out, err = run("run", "pqc-tpm", "--profiles", str(toml), "--draws", "10")
+    assert rc == 2 and "component ohc" in err and len(err.strip().splitlines()) == 1

@@ -45,6 +45,9 @@ KEM_COMMANDS = {"ecc256": {"keygen": ("TPM2_Create", "TPM2_Load"), "encapsulate"
                             "decapsulate": ("TPM2_RSA_Decrypt",)}}
 
 
+MAX_COMPONENT_MS = 1e9  # ~11.6 days per unit: far beyond any chip, small enough that every sum stays finite
+
+
 def _stats(xs: list[float]) -> tuple[float, float]:
     xs = sorted(xs)
     return statistics.median(xs), xs[min(len(xs) - 1, int(round(0.95 * (len(xs) - 1))))]
@@ -177,6 +180,10 @@ class PqcTpmExperiment:
         for p in profiles:
             if p.family != "tpm2":
                 raise TrustlabError(f"--profiles: {p.name!r} is a {p.family!r} profile, not tpm2")
+            for cname, comp in p.components.items():
+                if comp.mean > MAX_COMPONENT_MS:  # sums of such draws overflow a float
+                    raise TrustlabError(f"--profiles: {p.name!r}: component {cname} = {comp.mean:g} ms is beyond any "
+                                        f"chip (at most {MAX_COMPONENT_MS:g} ms)")
         algorithms = _unique(args.algorithms)
         for a in algorithms:
             if a not in ALGORITHMS:
