@@ -96,7 +96,7 @@ def test_owned_backend_and_trace_file(tmp_path, zero_profile):
     (line,) = trace.read_text().splitlines()
     rec = json.loads(line)
     assert rec["command"] == "TPM2_GetRandom" and rec["in_bytes"] == 12 and rec["out_bytes"] == 20
-    assert {"modelled_ms", "backend_ms", "rc", "unmodelled"} <= set(rec)
+    assert {"modelled_ms", "backend_ms", "rc", "unmodelled", "served_ms", "late", "late_count", "rm_ms"} <= set(rec)
 
 
 def test_control_channel_relay_and_proxy_reset(swtpm, zero_profile):

@@ -87,6 +87,8 @@ class TraceRecord:
     rm_ms: float = 0.0
     rm_commands: int = 0
     client: int = 0
+    late_count: int = 0
+    """Responses so far (this one included) where the backend alone exceeded the model."""
     arrived: float = field(default=0.0, repr=False, compare=False)
 
 
@@ -412,6 +414,7 @@ class TimingProxy:
                                   rec.breakdown, served_ms=(max(due, done) - arrived) * 1000.0, late=late,
                                   client=client.id)
             record.arrived = arrived
+            record.late_count = self.late_count
         return response, due, record
 
     def sent(self, record: TraceRecord, when: float) -> None:
