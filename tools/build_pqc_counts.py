@@ -30,6 +30,8 @@ def main() -> None:
     ap.add_argument("--signs", type=int, default=1000, help="ML-DSA signings per parameter set (default 1000)")
     ap.add_argument("--runs", type=int, default=100, help="runs of every other operation (default 100)")
     args = ap.parse_args()
+    if args.signs < 1 or args.runs < 1:
+        ap.error("--signs and --runs must be at least 1 (the model needs a distribution)")
     table: dict = {}
     jobs = [(a, op) for a in MLKEM for op in KEM_OPERATIONS] + [(a, op) for a in MLDSA for op in DSA_OPERATIONS]
     for algorithm, op in jobs:

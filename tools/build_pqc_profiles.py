@@ -11,6 +11,7 @@ A pure function of those inputs: rerun it after any of them changes.
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 
@@ -24,7 +25,9 @@ from trustlab.timing.profile import save_toml  # noqa: E402
 OUT = ROOT / "src" / "trustlab" / "timing" / "profiles" / "pqc"
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    # argparse first: `--help` (or a stray argument) must not rewrite the shipped profiles
+    argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args(argv)
     OUT.mkdir(parents=True, exist_ok=True)
     names = [n for n in registry.names("tpm2") if registry.available()[n].is_relative_to(registry.SHIPPED_DIR)]
     for name in names:

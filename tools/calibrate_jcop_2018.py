@@ -174,6 +174,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA, help="JCAlgTest javacard directory")
     ap.add_argument("--write", action="store_true", help=f"write {OUT.relative_to(ROOT)}")
     args = ap.parse_args(argv)
+    missing = [f for f in (J3D081, JCOP21) if not (args.data / f).is_file()]
+    if missing:
+        ap.error(f"--data {args.data}: no {', '.join(missing)} there (give the JCAlgTest javacard directory)")
     profile, report = derive(args.data)
     for name, c in profile.components.items():
         print(f"{name:15s} {c.mean:12.6f} ms/{c.unit:5s}  {c.provenance.table}")

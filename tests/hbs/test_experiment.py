@@ -96,6 +96,7 @@ def test_grid_is_a_list_of_records_with_plots(capsys):
     (["--set", "hash_cal=1"], "COMPONENT=MS"),
     (["--set", "hash_call=fast"], "not a number"),
     (["--set", "hash_call=-1"], "non-negative"),
+    (["--set", "apdu=1e308", "--responses", "short"], "at most"),
 ])
 def test_bad_input_is_one_line_exit_2(capsys, argv, needle):
     code, out, err = run(capsys, "run", "hbs", *argv)
@@ -141,3 +142,21 @@ def test_what_if_override_changes_time_not_memory(capsys):
     assert f["sign_s"]["avg"] < b["sign_s"]["avg"]
     assert f["persistent_bytes"] == b["persistent_bytes"]
     assert "jcop-2018+hash_call=0" in text
+
+
+def test_check_fits_the_smallest_key():
+    """h=2, d=1 has four one-time keys: the check must not run the key out (it did: SW 6A84)."""
+    from trustlab.experiments.hbs import functional_check
+    from trustlab.apps.hbs.params import XMSSParams
+
+    text, refs = functional_check(XMSSParams(2, 1, 4), registry.load("jcop-2018"))
+    assert "torn mid-signature" in text and "ACCEPTED" not in text
+    assert all(r.simulated == r.reference and r.reference > 0 for r in refs)
+
+
+def test_calibration_tool_names_a_missing_data_directory(tmp_path, capsys):
+    tool = runpy.run_path(str(ROOT / "tools" / "calibrate_jcop_2018.py"))
+    with pytest.raises(SystemExit) as exc:
+        tool["main"](["--data", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and "NXP_JCOP_J3D081" in err and "Traceback" not in err

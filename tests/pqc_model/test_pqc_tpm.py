@@ -81,6 +81,8 @@ def test_same_seed_same_numbers():
     (["--algorithms", "ML-DSA-99"], "--algorithms: 'ML-DSA-99' is not one of"),
     (["--profiles", "sim-2010"], "is a 'tpm1.2' profile, not tpm2"),
     (["--profiles", "no-such-chip"], "unknown profile"),
+    (["--profiles", "st-st33ktpm2xspi-wolftpm", "--focus", "no-such-chip"], "--focus: 'no-such-chip' is not among"),
+    (["--profiles", "st-st33ktpm2xspi-wolftpm", "--focus", "infineon-slb9673-wolftpm"], "--focus"),
 ])
 def test_bad_arguments_are_one_line_errors(argv, message):
     rc, out, err = run("run", "pqc-tpm", *argv)
@@ -177,3 +179,32 @@ def test_masking_what_if_slows_only_operations_with_a_published_figure():
     assert masked[("ML-KEM-768", "decapsulate")]["median_ms"] > 2 * plain[("ML-KEM-768", "decapsulate")]["median_ms"]
     assert masked[("ML-KEM-768", "encapsulate")] == plain[("ML-KEM-768", "encapsulate")]
     assert chips.countermeasure("ML-DSA", "sign") is None  # no published masked ML-DSA figure used
+
+
+def test_repeated_names_are_priced_once():
+    doc = json.loads(run("run", "pqc-tpm", "--profiles", "st-st33ktpm2xspi-wolftpm,st-st33ktpm2xspi-wolftpm",
+                         "--algorithms", "ML-KEM-768,ML-KEM-768", "--draws", "10", "--json")[1])
+    keys = [(r["profile"], r["algorithm"], r["operation"]) for r in doc["rows"]]
+    assert keys and len(keys) == len(set(keys))
+
+
+def test_profile_builder_help_writes_nothing(tmp_path, capsys):
+    """`tools/build_pqc_profiles.py --help` used to ignore its arguments and rewrite every profile."""
+    import runpy
+    from pathlib import Path
+
+    main = runpy.run_path(str(Path(__file__).resolve().parents[2] / "tools" / "build_pqc_profiles.py"))["main"]
+    main.__globals__["OUT"] = tmp_path / "pqc"
+    with pytest.raises(SystemExit) as exc:
+        main(["--help"])
+    assert exc.value.code == 0 and "companion profiles" in capsys.readouterr().out
+    assert not (tmp_path / "pqc").exists()
+
+
+def test_a_profile_with_absurd_costs_is_a_one_line_error(tmp_path, capsys):
+    toml = tmp_path / "huge.toml"
+    toml.write_text('name = "qa-huge"\nfamily = "tpm2"\nversion = "1"\ndescription = "d"\n'
+                    '[provenance]\nsource = "s"\ntable = "-"\nnote = "-"\n'
+                    '[components.ohc]\nmean = 1.7e308\nunit = "call"\nsource = "s"\ntable = "-"\nnote = "-"\n')
+    rc, out, err = run("run", "pqc-tpm", "--profiles", str(toml), "--draws", "10")
+    assert rc == 2 and "component ohc" in err and len(err.strip().splitlines()) == 1

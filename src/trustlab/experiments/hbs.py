@@ -50,6 +50,9 @@ def _profile(name: str) -> Profile:
     return prof
 
 
+MAX_SET_MS = 1e9  # ~11.6 days per unit: far beyond any card, small enough that lifetime totals stay finite
+
+
 def _what_if(prof: Profile, settings: list[str]) -> Profile:
     """The profile with ``COMPONENT=MS`` overrides, named so that results say they are hypothetical."""
     if not settings:
@@ -66,6 +69,8 @@ def _what_if(prof: Profile, settings: list[str]) -> Profile:
             raise TrustlabError(f"--set {item!r}: {value.strip()!r} is not a number") from None
         if not ms >= 0 or ms == float("inf"):
             raise TrustlabError(f"--set {item!r}: a cost must be a finite non-negative number")
+        if ms > MAX_SET_MS:
+            raise TrustlabError(f"--set {item!r}: at most {MAX_SET_MS:g} ms per unit (larger costs overflow the totals)")
         means[name] = ms
     label = ",".join(f"{k}={v:g}" for k, v in means.items())
     tweaked = prof.with_means(means, Provenance("what-if", "--set", f"set on the command line: {label}"))
@@ -333,7 +338,9 @@ def functional_check(p: XMSSParams, prof: Profile) -> tuple[str, list[Reference]
     card, pk = personalize(p, SecretSeeds.random(), clock)
     signer, verifier = CardSigner(card), Verifier(p.h, p.d, p.w)
     lines, verified, signed, indices = [], 0, 0, []
-    target = p.leaves_per_tree + 2  # past the first switch of the bottom subtree
+    # past the first switch of the bottom subtree, keeping one index free for the last prepare
+    # (h=2, d=1 has only 4 one-time keys)
+    target = min(p.leaves_per_tree + 2, 2 ** p.h - 1)
     torn_at = 1
     while signer.index() < target:
         if signer.index() == torn_at:

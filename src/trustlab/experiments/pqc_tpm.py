@@ -45,6 +45,9 @@ KEM_COMMANDS = {"ecc256": {"keygen": ("TPM2_Create", "TPM2_Load"), "encapsulate"
                             "decapsulate": ("TPM2_RSA_Decrypt",)}}
 
 
+MAX_COMPONENT_MS = 1e9  # ~11.6 days per unit: far beyond any chip, small enough that every sum stays finite
+
+
 def _stats(xs: list[float]) -> tuple[float, float]:
     xs = sorted(xs)
     return statistics.median(xs), xs[min(len(xs) - 1, int(round(0.95 * (len(xs) - 1))))]
@@ -133,6 +136,11 @@ def _short(name: str) -> str:
     return name.replace("-jcalgtest", "").replace("-wolftpm", "")
 
 
+def _unique(items: str) -> list[str]:
+    """A comma list's names, stripped, empty ones dropped, each once (a repeat would price it twice)."""
+    return list(dict.fromkeys(n.strip() for n in items.split(",") if n.strip()))
+
+
 @experiment("pqc-tpm", help="ML-DSA-44/65/87 and ML-KEM-768/1024 (TPM 2.0 Library 1.85) on every TPM 2.0 profile: "
             "keygen, sign/encapsulate, verify/decapsulate, one attestation; median/p95, bus share, bytes, vs "
             "ECDSA P-256 / RSA-2048")
@@ -147,9 +155,9 @@ class PqcTpmExperiment:
         parser.add_argument("--draws", type=int, default=400,
                             help="Monte-Carlo draws per operation: counted run x chip speed quantile x bus "
                             "factor (default 400; median and p95 come from them)")
-        parser.add_argument("--focus", default=FOCUS_DEFAULT, metavar="NAME",
-                            help=f"profile whose full table is printed (default {FOCUS_DEFAULT}; every profile's "
-                            "rows are in --json either way)")
+        parser.add_argument("--focus", default=None, metavar="NAME",
+                            help=f"profile whose full table is printed, one of --profiles (default {FOCUS_DEFAULT} "
+                            "if priced, else the first; every profile's rows are in --json either way)")
         parser.add_argument("--message-bytes", type=int, default=16384, metavar="N",
                             help="message size for the 'sign-sequence' row: pure ML-DSA over a message too large "
                             "for one command goes through SignSequenceStart / SequenceUpdate / SignSequenceComplete "
@@ -165,14 +173,18 @@ class PqcTpmExperiment:
         if not 10 <= args.draws <= 100000:
             raise TrustlabError(f"--draws must be between 10 and 100000, got {args.draws}")
         known = registry.names("tpm2")
-        names = known if args.profiles == "all" else [n.strip() for n in args.profiles.split(",") if n.strip()]
+        names = known if args.profiles == "all" else _unique(args.profiles)
         if not names:
             raise TrustlabError("--profiles: no profile named")
         profiles = [registry.load(n) for n in names]
         for p in profiles:
             if p.family != "tpm2":
                 raise TrustlabError(f"--profiles: {p.name!r} is a {p.family!r} profile, not tpm2")
-        algorithms = [a.strip() for a in args.algorithms.split(",") if a.strip()]
+            for cname, comp in p.components.items():
+                if comp.mean > MAX_COMPONENT_MS:  # sums of such draws overflow a float
+                    raise TrustlabError(f"--profiles: {p.name!r}: component {cname} = {comp.mean:g} ms is beyond any "
+                                        f"chip (at most {MAX_COMPONENT_MS:g} ms)")
+        algorithms = _unique(args.algorithms)
         for a in algorithms:
             if a not in ALGORITHMS:
                 raise TrustlabError(f"--algorithms: {a!r} is not one of {', '.join(ALGORITHMS)}")
@@ -180,7 +192,10 @@ class PqcTpmExperiment:
             raise TrustlabError("--algorithms: no algorithm named")
         if not 1 <= args.message_bytes <= 1 << 24:
             raise TrustlabError(f"--message-bytes must be between 1 and 16777216, got {args.message_bytes}")
-        focus = args.focus if args.focus in [p.name for p in profiles] else profiles[0].name
+        priced = [p.name for p in profiles]
+        if args.focus is not None and args.focus not in priced:
+            raise TrustlabError(f"--focus: {args.focus!r} is not among the priced --profiles")
+        focus = args.focus or (FOCUS_DEFAULT if FOCUS_DEFAULT in priced else priced[0])
         rows, attest = [], []
         for pi, p in enumerate(profiles):
             chip = chips.chip_for(p.name)

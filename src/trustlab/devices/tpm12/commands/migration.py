@@ -132,8 +132,10 @@ def authorize_migration_key(tpm, req: Request) -> Response:
     return Response(params=pubkey + scheme.to_bytes(2, "big") + digest)
 
 
-def _read_mka(tpm, req: Request) -> tuple[bytes, int]:
-    """TPM_MIGRATIONKEYAUTH: check the owner authorized this destination and scheme."""
+def _read_mka(tpm, req: Request) -> tuple[bytes, int, bytes]:
+    """TPM_MIGRATIONKEYAUTH: (migrationKey, migrationScheme, digest); :func:`_check_mka` checks it
+    once the parent key is known (libtpms: after the parent lookup, so an unowned TPM answers
+    about the missing key instead of hashing a tpmProof it does not have)."""
     p = req.params
     start = p.pos
     parms = KeyParms.unmarshal(p)
@@ -142,9 +144,14 @@ def _read_mka(tpm, req: Request) -> tuple[bytes, int]:
     scheme, digest = p.u16(), p.raw(20)
     if parms.algorithm != C.TPM_ALG_RSA or len(key) != 256:
         raise TpmError("TPM_BAD_KEY_PROPERTY", "migration key must be RSA-2048")
-    if not _hmac.compare_digest(digest, tpm.crypto.sha1(pubkey, scheme.to_bytes(2, "big"), tpm.state.tpm_proof)):
+    return pubkey, scheme, digest
+
+
+def _check_mka(tpm, pubkey: bytes, scheme: int, digest: bytes) -> None:
+    """Part 3, 11.3 step 5: the owner authorized this destination and scheme."""
+    proof = tpm.state.tpm_proof
+    if proof is None or not _hmac.compare_digest(digest, tpm.crypto.sha1(pubkey, scheme.to_bytes(2, "big"), proof)):
         raise TpmError("TPM_MIGRATEFAIL", "migration key was not authorized by this TPM's owner")
-    return pubkey, scheme
 
 
 def _blob(tpm, pubkey: bytes, store: StoreAsymkey, payload: int, phash: bytes) -> tuple[bytes, bytes]:
@@ -225,13 +232,14 @@ def cmk_create_blob(tpm, req: Request) -> Response:
     direct migration to a listed destination, whose costs the oracle study reproduces."""
     parent_h = req.handles[0]
     mtype = req.params.u16()
-    pubkey, scheme = _read_mka(tpm, req)
+    pubkey, scheme, mka_digest = _read_mka(tpm, req)
     source_digest = req.params.raw(20)
     msa_list, restrict, ticket = req.params.sized(4 + 64 * 20), req.params.sized(256), req.params.sized(256)
     enc = req.params.sized(512)
     req.params.end()
     parent = storage_parent(tpm, parent_h)
     req.auth.check(0, parent.usage_auth, (C.TPM_ET_KEYHANDLE, parent_h))
+    _check_mka(tpm, pubkey, scheme, mka_digest)
     store = StoreAsymkey.from_bytes(tpm.crypto.rsa_decrypt(parent.private, enc))
     if len(store.priv) == HMAC_SECRET:
         return _cmk_create_blob_direct(tpm, mtype, scheme, pubkey, source_digest, msa_list, store)
@@ -339,11 +347,12 @@ def _cmk_convert_direct(tpm, parent, restrict, migrated, msa_list, random) -> Re
 def create_migration_blob(tpm, req: Request) -> Response:
     parent_h = req.handles[0]
     mtype = req.params.u16()
-    pubkey, scheme = _read_mka(tpm, req)
+    pubkey, scheme, mka_digest = _read_mka(tpm, req)
     enc = req.params.sized(512)
     req.params.end()
     parent = storage_parent(tpm, parent_h)
     req.auth.check(0, parent.usage_auth, (C.TPM_ET_KEYHANDLE, parent_h))
+    _check_mka(tpm, pubkey, scheme, mka_digest)
     if mtype not in (C.TPM_MS_MIGRATE, C.TPM_MS_REWRAP) or scheme != mtype:
         raise TpmError("TPM_BAD_PARAMETER", "migrationType must match the authorized scheme")
     store = StoreAsymkey.from_bytes(tpm.crypto.rsa_decrypt(parent.private, enc))

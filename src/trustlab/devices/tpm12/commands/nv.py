@@ -182,6 +182,28 @@ def _check_pcr_info(tpm, info: bytes) -> None:
         raise TpmError("TPM_WRONGPCRVAL", "the PCRs are not in the state the area requires")
 
 
+def _authorize(tpm, req: Request, a: NVArea, index: int, owner_session: bool, area_session: bool, locked: bool,
+               verb: str) -> None:
+    """Part 3, 20.2 / 20.4: who may write (``verb`` "written") or read ("read") the area, then its PCRs.
+
+    Before nvLocked nothing is checked (an unowned TPM in manufacture); the area's own
+    authorization, the owner's, or none, as its PER_AUTH* / PER_OWNER* attributes say.
+    """
+    per_auth, per_owner, pcr = ((C.TPM_NV_PER_AUTHWRITE, C.TPM_NV_PER_OWNERWRITE, a.pcr_write) if verb == "written"
+                                else (C.TPM_NV_PER_AUTHREAD, C.TPM_NV_PER_OWNERREAD, a.pcr_read))
+    if area_session:
+        if not a.attributes & per_auth:
+            raise TpmError("TPM_AUTH_CONFLICT", f"the area is not {verb} with its own authorization")
+        req.auth.check(0, a.auth, (C.TPM_ET_NV, index))
+    elif locked:
+        if not owner_session and a.attributes & (per_owner | per_auth):
+            raise TpmError("TPM_AUTH_CONFLICT", f"the area needs authorization to be {verb}")
+        if owner_session and a.attributes & per_auth:
+            raise TpmError("TPM_AUTH_CONFLICT", f"the area is {verb} with its own authorization")
+    if locked or area_session:
+        _check_pcr_info(tpm, pcr)
+
+
 def _write(tpm, req: Request, owner_session: bool, area_session: bool) -> Response:
     p = req.params
     index, offset, data = p.u32(), p.u32(), p.sized(MAX_AREA + 1)
@@ -195,17 +217,8 @@ def _write(tpm, req: Request, owner_session: bool, area_session: bool) -> Respon
         tpm.global_lock = True
         return Response()
     a = _area(tpm, index)
-    if area_session:
-        if not a.attributes & C.TPM_NV_PER_AUTHWRITE:
-            raise TpmError("TPM_AUTH_CONFLICT", "the area is not written with its own authorization")
-        req.auth.check(0, a.auth, (C.TPM_ET_NV, index))
-    elif locked:
-        if not owner_session and a.attributes & (C.TPM_NV_PER_OWNERWRITE | C.TPM_NV_PER_AUTHWRITE):
-            raise TpmError("TPM_AUTH_CONFLICT", "the area needs authorization to be written")
-        if owner_session and a.attributes & C.TPM_NV_PER_AUTHWRITE:
-            raise TpmError("TPM_AUTH_CONFLICT", "the area is written with its own authorization")
+    _authorize(tpm, req, a, index, owner_session, area_session, locked, "written")
     if locked or area_session:
-        _check_pcr_info(tpm, a.pcr_write)
         if a.attributes & C.TPM_NV_PER_WRITEDEFINE and a.write_define:
             raise TpmError("TPM_AREA_LOCKED", "the area was locked by a zero-length write")
         if a.attributes & C.TPM_NV_PER_WRITE_STCLEAR and ("w", index) in tpm.nv_stclear_locks:
@@ -240,17 +253,7 @@ def _read(tpm, req: Request, owner_session: bool, area_session: bool) -> Respons
     if owner_session:
         _owner(tpm, req)
     a = _area(tpm, index)
-    if area_session:
-        if not a.attributes & C.TPM_NV_PER_AUTHREAD:
-            raise TpmError("TPM_AUTH_CONFLICT", "the area is not read with its own authorization")
-        req.auth.check(0, a.auth, (C.TPM_ET_NV, index))
-    elif locked:
-        if not owner_session and a.attributes & (C.TPM_NV_PER_OWNERREAD | C.TPM_NV_PER_AUTHREAD):
-            raise TpmError("TPM_AUTH_CONFLICT", "the area needs authorization to be read")
-        if owner_session and a.attributes & C.TPM_NV_PER_AUTHREAD:
-            raise TpmError("TPM_AUTH_CONFLICT", "the area is read with its own authorization")
-    if locked or area_session:
-        _check_pcr_info(tpm, a.pcr_read)
+    _authorize(tpm, req, a, index, owner_session, area_session, locked, "read")
     if a.attributes & C.TPM_NV_PER_READ_STCLEAR and ("r", index) in tpm.nv_stclear_locks:
         raise TpmError("TPM_DISABLED_CMD", "the area is read-locked until the next TPM_Startup")
     if size == 0:

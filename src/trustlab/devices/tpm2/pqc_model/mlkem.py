@@ -154,19 +154,17 @@ def _dot(t: Tally, row: list[list[int]], vec: list[list[int]]) -> list[int]:
 
 # ---- K-PKE (Alg. 13-15) -------------------------------------------------
 
+def _cbd_vector(t: Tally, k: int, eta: int, seed: bytes, first: int) -> list:
+    """k polynomials SamplePolyCBD_eta(PRF_eta(seed, N)) for N = first, first+1, ... (Alg. 13/14 loops)."""
+    return [sample_cbd(t, prf(t, eta, seed, first + i), eta) for i in range(k)]
+
+
 def kpke_keygen(t: Tally, p: MLKEMParams, d: bytes) -> tuple[bytes, bytes]:
     g = sha3_512(t, d + bytes([p.k]))
     rho, sigma = g[:32], g[32:]
     a_hat = _matrix(t, p, rho)
-    n = 0
-    s = []
-    for _ in range(p.k):
-        s.append(sample_cbd(t, prf(t, p.eta1, sigma, n), p.eta1))
-        n += 1
-    e = []
-    for _ in range(p.k):
-        e.append(sample_cbd(t, prf(t, p.eta1, sigma, n), p.eta1))
-        n += 1
+    s = _cbd_vector(t, p.k, p.eta1, sigma, 0)
+    e = _cbd_vector(t, p.k, p.eta1, sigma, p.k)
     s_hat = [ntt(t, x) for x in s]
     e_hat = [ntt(t, x) for x in e]
     t_hat = [add(t, _dot(t, a_hat[i], s_hat), e_hat[i]) for i in range(p.k)]
@@ -179,16 +177,9 @@ def kpke_encrypt(t: Tally, p: MLKEMParams, ek: bytes, m: bytes, r: bytes) -> byt
     t_hat = [byte_decode(ek[384 * i:384 * (i + 1)], 12) for i in range(p.k)]
     rho = ek[384 * p.k:]
     a_hat = _matrix(t, p, rho)
-    n = 0
-    y = []
-    for _ in range(p.k):
-        y.append(sample_cbd(t, prf(t, p.eta1, r, n), p.eta1))
-        n += 1
-    e1 = []
-    for _ in range(p.k):
-        e1.append(sample_cbd(t, prf(t, p.eta2, r, n), p.eta2))
-        n += 1
-    e2 = sample_cbd(t, prf(t, p.eta2, r, n), p.eta2)
+    y = _cbd_vector(t, p.k, p.eta1, r, 0)
+    e1 = _cbd_vector(t, p.k, p.eta2, r, p.k)
+    e2 = sample_cbd(t, prf(t, p.eta2, r, 2 * p.k), p.eta2)
     y_hat = [ntt(t, x) for x in y]
     a_t = [[a_hat[j][i] for j in range(p.k)] for i in range(p.k)]
     u = [add(t, invntt(t, _dot(t, a_t[i], y_hat)), e1[i]) for i in range(p.k)]
