@@ -159,7 +159,6 @@ class CountersExperiment:
         gap_info: dict[int, dict] = {}
         for n in args.counters:
             requests, ids = self._requests(args, n)
-            gap_info[n] = workloads.gap_stats(ids).to_dict() if ids is not None else {}
             for p in profiles:
                 for s in scheme_names:
                     scheme = schemes.build(s, p, n, seed=args.seed, attest_every=args.attest_every,
@@ -182,6 +181,9 @@ class CountersExperiment:
                             row["tpm12"] = where
                         rows.append(row)
                     per_gap[(s, p.name, n)] = records
+            # after the runs: its sorting scratch (tens of MiB at 10^6 requests) must not sit under
+            # the host tree's memory
+            gap_info[n] = workloads.gap_stats(ids).to_dict() if ids is not None else {}
         params = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()
                   if k not in ("handler", "json", "save", "experiment")}
         if not rows:
