@@ -367,3 +367,21 @@ def test_storage_failure_answers_tpm_fail() -> None:
     host.TPM_TakeOwnership(b"\1" * 20, b"\2" * 20)
     assert backend.engine.state.owner_auth == b"\1" * 20
     backend.close()
+
+
+def test_shutdown_after_save_state_resumes(tmp_path: Path) -> None:
+    """The suspend path: TPM_SaveState, CMD_SHUTDOWN (power off), CMD_INIT, TPM_Startup(ST_STATE) keeps PCR 1.
+
+    (swtpm exits on CMD_SHUTDOWN, so this one has no libtpms side.)
+    """
+    b = EngineBackend(load("infineon-2010"), tmp_path / "s", startup="none")
+    try:
+        assert rc_of(b.transact(_startup(C.TPM_ST_CLEAR))) == 0
+        extended = b.transact(EXTEND_PCR1)[10:]
+        assert rc_of(b.transact(SAVE_STATE)) == 0
+        assert b.control(wire.CMD_SHUTDOWN, b"") == b"\0\0\0\0" and not b.powered
+        assert b.control(wire.CMD_INIT, struct.pack(">I", 0)) == b"\0\0\0\0"
+        assert rc_of(b.transact(_startup(C.TPM_ST_STATE))) == 0
+        assert b.transact(pcr_read(1))[10:] == extended
+    finally:
+        b.close()

@@ -171,13 +171,15 @@ class CountersExperiment:
                         continue
                     finally:
                         scheme.close()
+                    where = scheme.extra.get("tpm12_where", "in-process engine")
+                    del scheme  # the host tree (tens of MiB at 2^20) goes before the summaries' work
                     ops = [args.op] if args.read_fraction is None else list(workloads.OPS)
                     for op in ops:
                         row = summarize(records, scheme=s, op=op, profile=p.name, counters=n)
                         row["workload"] = "trace" if args.trace else args.workload
                         row["seed"] = args.seed
                         if s != "log-tpm2":
-                            row["tpm12"] = scheme.extra.get("tpm12_where", "in-process engine")
+                            row["tpm12"] = where
                         rows.append(row)
                     per_gap[(s, p.name, n)] = records
         params = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()
