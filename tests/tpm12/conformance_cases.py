@@ -107,6 +107,7 @@ raw_case("frame_size_larger_than_frame", "malformed", frame(ORD["TPM_GetRandom"]
 raw_case("frame_size_smaller_than_frame", "malformed", frame(ORD["TPM_GetRandom"], u32(8), size=12)[:12] + u32(8))
 raw_case("frame_trailing_byte", "malformed", frame(ORD["TPM_GetRandom"], u32(8) + b"\x00"))
 raw_case("frame_truncated_param", "malformed", frame(ORD["TPM_GetRandom"], b"\x00\x00"))
+raw_case("frame_sized_buffer_over_64k", "malformed", cap(C.TPM_CAP_PROPERTY, b"")[:-4] + u32(0x00100000))
 raw_case("frame_tag_response", "malformed", frame(ORD["TPM_GetRandom"], u32(8), tag=C.TPM_TAG_RSP_COMMAND))
 raw_case("frame_tag_garbage", "malformed", frame(ORD["TPM_GetRandom"], u32(8), tag=0x1234))
 raw_case("frame_tag_auth1_on_noauth", "malformed", frame(ORD["TPM_PCRRead"], u32(0), tag=C.TPM_TAG_RQU_AUTH1_COMMAND))
@@ -161,7 +162,7 @@ raw_case("continue_selftest", "selftest", frame(ORD["TPM_ContinueSelfTest"]))
 raw_case("get_test_result", "selftest", frame(ORD["TPM_GetTestResult"]), header_only,
          "outData is manufacturer-specific (Part 3, 4.3)")
 raw_case("selftest_full_extra_byte", "selftest", frame(ORD["TPM_SelfTestFull"], b"\x00"))
-for _n in (0, 1, 20, 128):
+for _n in (0, 1, 20, 128, 0xFFFFFFFF):
     raw_case(f"get_random_{_n}", "random", frame(ORD["TPM_GetRandom"], u32(_n)), lambda r: r[:14])
 for _i in (0, 7, 15, 16, 17, 22, 23, 24):
     raw_case(f"pcr_read_{_i}", "pcr", frame(ORD["TPM_PCRRead"], u32(_i)))

@@ -8,7 +8,10 @@ without ``last_internal_error`` being set.
 from __future__ import annotations
 
 import random
+import shutil
 import struct
+
+import pytest
 
 from trustlab.devices.tpm12 import MemoryNVStore
 from trustlab.devices.tpm12 import constants as C
@@ -16,8 +19,12 @@ from trustlab.devices.tpm12.engine import HEADER, Engine
 from trustlab.timing.clock import Clock
 from trustlab.timing.registry import load
 
+from trustlab.devices.tpm12.primitives import KeyPool
+
 from . import ours_scenario
+from .conformance_cases import cap, frame, u32
 from .conftest import POOL
+from .differential import pair
 
 
 def _recorded_frames() -> tuple[list[bytes], list[Engine]]:
@@ -88,3 +95,42 @@ def test_migration_blob_on_an_unowned_tpm_is_not_an_internal_error():
         rsp = engine.execute(struct.pack(">HII", tag, HEADER + len(body), ordinal) + body)
         assert engine.last_internal_error is None
         assert struct.unpack(">I", rsp[6:10])[0] not in (C.TPM_SUCCESS, C.RC["TPM_FAIL"])
+
+
+@pytest.mark.swtpm
+@pytest.mark.skipif(shutil.which("swtpm") is None, reason="swtpm not installed")
+def test_mutated_unauthenticated_commands_answer_as_libtpms():
+    """The same mutated frames (truncated, bytes flipped, bytes appended, tag changed; size header
+    kept consistent) to our engine and to libtpms: the same return code and response length."""
+    ours, libtpms = pair(KeyPool())
+    try:
+        for side in (ours, libtpms):
+            side.execute(frame(C.ORD["TPM_Startup"], struct.pack(">H", C.TPM_ST_CLEAR)))
+        o = C.ORD
+        bases = [cap(C.TPM_CAP_PROPERTY, u32(0x101)), cap(0x06), cap(0x1A), cap(0x04, u32(0x20)),
+                 frame(o["TPM_PCRRead"], u32(3)), frame(o["TPM_Extend"], u32(5) + bytes(range(20))),
+                 frame(o["TPM_GetRandom"], u32(16)), frame(o["TPM_ReadPubek"], bytes(20)),
+                 frame(o["TPM_GetTicks"]), frame(o["TPM_NV_ReadValue"], u32(0x00011000) + u32(0) + u32(4)),
+                 frame(o["TPM_ReadCounter"], u32(1)), frame(o["TPM_FlushSpecific"], u32(0x01000000) + u32(1)),
+                 frame(o["TPM_PCR_Reset"], struct.pack(">H", 3) + b"\x00\x00\x01")]
+        rng = random.Random(16)
+        differ = []
+        for base in bases:
+            for _ in range(12):
+                f = bytearray(base)
+                m = rng.random()
+                if m < 0.35 and len(f) > HEADER:
+                    f = f[:rng.randrange(HEADER, len(f))]
+                elif m < 0.7 and len(f) > HEADER:
+                    f[rng.randrange(HEADER, len(f))] = rng.getrandbits(8)
+                elif m < 0.85:
+                    f += bytes(rng.getrandbits(8) for _ in range(rng.randrange(1, 9)))
+                else:
+                    f[0:2] = struct.pack(">H", rng.choice([0xC2, 0xC3, 0xC4, 0x00]))
+                f[2:6] = struct.pack(">I", len(f))
+                a, b = ours.execute(bytes(f)), libtpms.execute(bytes(f))
+                if a[6:10] != b[6:10] or len(a) != len(b):
+                    differ.append((bytes(f).hex(), a[:10].hex(), len(a), b[:10].hex(), len(b)))
+        assert not differ, differ[:5]
+    finally:
+        libtpms.target.close()

@@ -32,9 +32,10 @@ def _run(args: argparse.Namespace) -> int:
     if args.json:
         print_json(v.to_dict())
         return 0
-    print(render(v, independent_only=args.independent))
+    if v.checks or v.inconsistencies:  # (no empty tables when nothing asked for has a reference)
+        print(render(v, independent_only=args.independent))
     checked = {c.profile for c in v.checks}
-    for name in args.profiles:
+    for name in dict.fromkeys(args.profiles):
         if name not in checked:
             print(f"{name}: no reference to check it against")
     return 0

@@ -70,7 +70,8 @@ def _what_if(prof: Profile, settings: list[str]) -> Profile:
         if not ms >= 0 or ms == float("inf"):
             raise TrustlabError(f"--set {item!r}: a cost must be a finite non-negative number")
         if ms > MAX_SET_MS:
-            raise TrustlabError(f"--set {item!r}: at most {MAX_SET_MS:g} ms per unit (larger costs overflow the totals)")
+            raise TrustlabError(f"--set {item!r}: at most {MAX_SET_MS:g} ms per unit "
+                                "(larger costs overflow the totals)")
         means[name] = ms
     label = ",".join(f"{k}={v:g}" for k, v in means.items())
     tweaked = prof.with_means(means, Provenance("what-if", "--set", f"set on the command line: {label}"))

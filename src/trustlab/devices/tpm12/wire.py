@@ -46,6 +46,9 @@ _U16 = struct.Struct(">H").unpack_from
 _U32 = struct.Struct(">I").unpack_from
 
 
+ALLOC_MAX = 0x10000  # libtpms TPM_ALLOC_MAX: no TPM_SIZED_BUFFER larger than this is taken in
+
+
 class Reader:
     """Consumes a TPM structure; a short or oversized read is TPM_BAD_PARAM_SIZE.
 
@@ -102,6 +105,8 @@ class Reader:
 
     def sized(self, limit: int = 1 << 20) -> bytes:
         n = self.u32()
+        if n > ALLOC_MAX:  # libtpms TPM_SizedBuffer_Load allocates first: TPM_Malloc refuses > 64 KiB
+            raise TpmError("TPM_SIZE", f"{self._what}: size field {n} exceeds the TPM's {ALLOC_MAX}-byte buffers")
         if n > limit:
             raise TpmError("TPM_BAD_PARAM_SIZE", f"{self._what}: size field {n} exceeds {limit}")
         return self._take(n)
