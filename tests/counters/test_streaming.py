@@ -108,3 +108,18 @@ def test_vectorised_increment_gaps_equal_the_loop():
     for n, k in ((0, 1), (1, 1), (2, 1), (300, 7), (2000, 10_000)):
         ids = np.random.default_rng(n + k).integers(0, k, n)
         assert w.increment_gaps(ids).tolist() == loop(ids) == w.increment_gaps(list(ids)).tolist()
+
+
+def test_last_values_keep_what_does_not_fit_32_bits(monkeypatch):
+    from trustlab.apps.counters.runner import _LastValues
+
+    monkeypatch.setattr(merkle, "DENSIFY_AT", 4)
+    lv = _LastValues(100)
+    for c in range(10):
+        lv.set(c, c)
+    lv.set(3, 1 << 40)
+    lv.set(99, 0)
+    assert [lv.get(c) for c in range(10)] == [0, 1, 2, 1 << 40, 4, 5, 6, 7, 8, 9]
+    assert lv.get(50) is None and lv.get(99) == 0
+    lv.set(3, 5)
+    assert lv.get(3) == 5

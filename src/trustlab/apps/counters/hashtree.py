@@ -89,7 +89,7 @@ class TreeProver:
         self.ops = 0
         self.updates = 0
         # update count at each counter's last increment (0: never): a dict while few counters were
-        # touched, then a flat array (8 MiB at 2^20 counters, where the dict grew to tens of MiB)
+        # touched, then a flat array (4 MiB at 2^20 counters, where the dict grew to tens of MiB)
         self.last: array | dict[int, int] = {}
         owner = owner_auth or dev.owner_auth
         clock = dev.tpm.clock
@@ -129,9 +129,12 @@ class TreeProver:
                 raise TpmError("TPM_BAD_HASHTREE", "host tree and TPM root diverged")
             self.updates += 1
             last = self.last
+            if isinstance(last, array) and self.updates > 0xFFFFFFFF:  # past 32 bits: back to a dict
+                last = self.last = {c: u for c, u in enumerate(last) if u}
             last[counter] = self.updates
-            if isinstance(last, dict) and len(last) >= merkle.DENSIFY_AT and self.counters <= 1 << 24:
-                dense = array("q", [0]) * self.counters
+            if isinstance(last, dict) and len(last) >= merkle.DENSIFY_AT and self.counters <= 1 << 24 \
+                    and self.updates <= 0xFFFFFFFF:
+                dense = array("I", [0]) * self.counters  # 4 bytes a counter
                 for c, u in last.items():
                     dense[c] = u
                 self.last = dense

@@ -145,7 +145,7 @@ class Records(Sequence[OpRecord]):
 
 class _LastValues:
     """The verifier's last accepted value per counter: a dict, then (once many counters were seen)
-    a flat array of them (-1: none yet), the dict keeping only what does not fit."""
+    a flat array of them (32 bits each), the dict keeping only what does not fit."""
 
     def __init__(self, counters: int | None) -> None:
         self._counters = counters if counters and counters <= 1 << 24 else None
@@ -153,19 +153,22 @@ class _LastValues:
         self._sparse: dict[int, int] = {}
 
     def get(self, counter: int) -> int | None:
+        if counter in self._sparse:  # values that do not fit the array's 32 bits
+            return self._sparse[counter]
         if self._dense is not None and 0 <= counter < len(self._dense):
             v = self._dense[counter]
-            return None if v < 0 else v
-        return self._sparse.get(counter)
+            return None if v == 0xFFFFFFFF else v
+        return None
 
     def set(self, counter: int, value: int) -> None:
-        if self._dense is not None and 0 <= counter < len(self._dense) and 0 <= value < 1 << 63:
+        if self._dense is not None and 0 <= counter < len(self._dense) and 0 <= value < 0xFFFFFFFF:
             self._dense[counter] = value
+            self._sparse.pop(counter, None)
         else:
             self._sparse[counter] = value
             if self._dense is None and self._counters and len(self._sparse) >= merkle.DENSIFY_AT:
                 sparse, self._sparse = self._sparse, {}
-                self._dense = array("q", [-1]) * self._counters
+                self._dense = array("I", [0xFFFFFFFF]) * self._counters  # 4 bytes a counter; all-ones: none
                 for c, v in sparse.items():
                     self.set(c, v)
 
