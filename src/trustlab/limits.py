@@ -24,6 +24,7 @@ MAX_RECORD_BYTES = 256 * MiB   # one result-record JSON file (a sweep's results.
 MAX_ROWS = 1_000_000           # measurement rows in one CSV
 MAX_NESTING = 32               # tables/arrays inside each other in a TOML or JSON document
 MAX_SWEEP_POINTS = 100_000     # points of one sweep spec (product of the grid, times experiments)
+MAX_COMPONENT_MS = 1e12        # a profile component's mean, sd or sample (ms per unit): ~31 years; beyond it sums overflow to inf
 
 
 def read_text(path: Path, what: str, max_bytes: int | None = None,

@@ -123,3 +123,15 @@ def test_non_utf8_profile_files_are_reported_not_raised(tmp_path):
 def test_missing_component_is_named():
     with pytest.raises(ProfileError, match="no component 'ecc_sign'"):
         registry.load("atmel-2010")["ecc_sign"]
+
+
+def test_absurd_component_cost_is_a_one_line_error(tmp_path):
+    """A finite but absurd cost (1.7e308 ms) would overflow every sum to inf: refused at load."""
+    from trustlab.errors import ProfileError
+    from trustlab.timing.profile import Component
+
+    with pytest.raises(ProfileError, match="'ohc'.*above 1e\\+12 ms"):
+        Component("ohc", 1.7e308)
+    with pytest.raises(ProfileError, match="above"):
+        Component("ohc", 1.0, sd=1e300)
+    assert Component("ohc", 1e12).mean == 1e12

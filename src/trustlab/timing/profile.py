@@ -67,6 +67,9 @@ class Component:
             raise ProfileError(f"{where}: sd must be a non-negative number, got {self.sd}")
         if any((not math.isfinite(s)) or s < 0 for s in self.samples):
             raise ProfileError(f"{where}: samples must be non-negative numbers")
+        if max((self.mean, self.sd, *self.samples)) > limits.MAX_COMPONENT_MS:
+            raise ProfileError(f"{where}: costs above {limits.MAX_COMPONENT_MS:g} ms per {self.unit} are not accepted "
+                               f"(mean {self.mean:g}, sd {self.sd:g}); is the unit right?")
 
     @property
     def deterministic(self) -> bool:
