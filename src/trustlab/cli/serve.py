@@ -65,8 +65,9 @@ def _open_backend(args: argparse.Namespace):
     """The backend spec, or for ``--state`` a swtpm on that directory (owned: stopped on exit)."""
     from trustlab.devices.tpm2.swtpm import remove_stale_state
 
-    for stale in remove_stale_state():
-        _log(f"removed {stale} (left by a process that no longer runs)")
+    if args.backend == "swtpm":  # only a serve that starts a swtpm tidies what killed ones left
+        for stale in remove_stale_state():
+            _log(f"removed {stale} (left by a process that no longer runs)")
     if args.state is None and args.startup == "clear":
         return args.backend
     if args.backend != "swtpm":
