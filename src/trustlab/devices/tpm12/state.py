@@ -82,7 +82,11 @@ class PersistentState:
         # generic encoder was a tenth of such a command's simulation cost.
         counters = ", ".join([f'"{k}": ["{c.label.hex()}", "{c.auth.hex()}", {int(c.value)}]'
                               for k, c in sorted(self.counters.items())])
-        extra = ", ".join([f"{_json_str(str(k))}: {_json_str(str(v))}" for k, v in sorted(self.extra.items())])
+        ext = getattr(self, "_extra_json", None)  # (copy of extra, its JSON): extra rarely changes
+        if ext is None or ext[0] != self.extra:
+            ext = self._extra_json = (dict(self.extra), ", ".join(
+                [f"{_json_str(str(k))}: {_json_str(str(v))}" for k, v in sorted(self.extra.items())]))
+        extra = ext[1]
         root = f'"{self.hashtree_root.hex()}"' if self.hashtree_root else "null"
         dynamic = (f'{{"counters": {{{counters}}}, "extra": {{{extra}}}, "hashtree_root": {root}, '
                    f'"next_counter_id": {int(self.next_counter_id)}}}')

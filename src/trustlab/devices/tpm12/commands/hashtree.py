@@ -55,6 +55,7 @@ from trustlab.devices.tpm12.wire import Writer
 MODE_INIT, MODE_READ, MODE_UPDATE, MODE_INCREMENT = 0, 1, 2, 3
 FLAG_NOSIGN = 0x80
 DEPTH_KEY, EPOCH_KEY = "hashtree_depth", "hashtree_epoch"
+_HEAD = struct.Struct(">BQQQ").unpack
 
 
 def _answer(root: bytes, epoch: int, sig: bytes) -> Response:
@@ -64,11 +65,8 @@ def _answer(root: bytes, epoch: int, sig: bytes) -> Response:
 @tpm_command("TPM_ExecuteHashTree", handles=1, auth=(1,))
 def execute_hash_tree(tpm, req: Request) -> Response:
     p = req.params
-    mode_flags = p.u8()
+    mode_flags, index, value, delta = _HEAD(p.raw(25))  # mode u8, index/value/delta u64
     mode, sign = mode_flags & 0x7F, not mode_flags & FLAG_NOSIGN
-    index = p.u32() << 32 | p.u32()
-    value = p.u32() << 32 | p.u32()
-    delta = p.u32() << 32 | p.u32()
     nonce = p.raw(20)
     count = p.u32()
     if count > merkle.MAX_DEPTH:
