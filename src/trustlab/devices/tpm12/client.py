@@ -45,6 +45,20 @@ except ImportError:  # pragma: no cover - Python built without OpenSSL
 
 _U32 = struct.Struct(">I").pack
 _HASHTREE_HEAD = struct.Struct(">BQQQ").pack  # TPM_ExecuteHashTree: mode, index, value, delta
+_HEADER_PACK = struct.Struct(">HII").pack  # tag, paramSize, ordinal / returnCode
+_HEADER_UNPACK = struct.Struct(">HII").unpack_from
+_RC_SUCCESS = _U32(C.TPM_SUCCESS)
+_HANDLE_STRUCTS = [struct.Struct(f">{n}I") for n in range(4)]
+
+
+def _pack_handles(handles: Sequence[int]) -> bytes:
+    n = len(handles)
+    return (_HANDLE_STRUCTS[n] if n < 4 else struct.Struct(f">{n}I")).pack(*handles)
+
+
+def _unpack_handles(n: int, out: bytes) -> tuple[int, ...]:
+    """The ``n`` output handles at the start of a response's body."""
+    return (_HANDLE_STRUCTS[n] if n < 4 else struct.Struct(f">{n}I")).unpack(out[:4 * n])
 _TAG = {0: C.TPM_TAG_RQU_COMMAND, 1: C.TPM_TAG_RQU_AUTH1_COMMAND, 2: C.TPM_TAG_RQU_AUTH2_COMMAND}
 
 
@@ -206,27 +220,28 @@ class Tpm12:
     def call(self, name: str, *, handles: Sequence[int] = (), params: bytes = b"",
              auth: Sequence[Auth] = (), out_handles: int = 0) -> tuple[list[int], Reader]:
         """Build, send and check one command; returns output handles and a parameter reader."""
-        sessions = [self._session(a) for a in auth]
+        # (precompiled structs and no per-call format strings: every command of every run comes here)
+        sessions = [a if isinstance(a, HostSession) else self._session(a) for a in auth]
         ordinal = C.ORD[name]
-        ord_b = struct.pack(">I", ordinal)
+        ord_b = _U32(ordinal)
         # the parameter digests are needed only by sessions and transport logs; otherwise on demand
         digests = bool(sessions) or self._through is not None
         in_digest = _sha1(ord_b, params) if digests else b""
         trailers = b"".join([s.trailer(in_digest) for s in sessions])
-        body = (struct.pack(f">{len(handles)}I", *handles) if handles else b"") + params + trailers
-        frame = struct.pack(">HII", _TAG[len(sessions)], HEADER + len(body), ordinal) + body
+        body = (_pack_handles(handles) if handles else b"") + params + trailers
+        frame = _HEADER_PACK(_TAG[len(sessions)], HEADER + len(body), ordinal) + body
         rsp = self._send(frame, in_digest, out_handles, len(sessions), handles)
-        _tag, size, rc = struct.unpack(">HII", rsp[:HEADER])
+        _tag, size, rc = _HEADER_UNPACK(rsp)
         if rc != C.TPM_SUCCESS:
             for s in sessions:
                 s.open = False
             raise TpmError(C.RC_NAME.get(rc, f"TPM_rc_{rc:#x}"), f"{name} failed")
         out = rsp[HEADER:]
         n_trail = AUTH_OUT * len(sessions)
-        out_h = list(struct.unpack(f">{out_handles}I", out[:4 * out_handles]))
+        out_h = list(_unpack_handles(out_handles, out)) if out_handles else []
         out_params = out[4 * out_handles:len(out) - n_trail]
         if digests:
-            out_digest = _sha1(struct.pack(">I", rc), ord_b, out_params)
+            out_digest = _sha1(_RC_SUCCESS, ord_b, out_params)
             self._last_digests = (in_digest, out_digest)
             trailer = Reader(out[len(out) - n_trail:], f"{name} response authorization")
             for s in sessions:
