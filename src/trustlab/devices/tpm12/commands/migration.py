@@ -51,17 +51,13 @@ from trustlab.devices.tpm12.commands.keys import cmk_migauth, storage_parent
 from trustlab.devices.tpm12.errors import TpmError
 from trustlab.devices.tpm12.keys import (HMAC_KEY_LABEL, Key12, KeyParms, StoreAsymkey, modulus_of, prime_of,
                                          rsa_from_prime, rsa_public, unmarshal_key)
-from trustlab.devices.tpm12.primitives import oaep_decode, oaep_encode
+from trustlab.devices.tpm12.primitives import oaep_decode, oaep_encode, xor
 from trustlab.devices.tpm12.registry import Request, Response, tpm_command
 from trustlab.devices.tpm12.wire import Reader, Writer
 
 MIGRATION_BLOCK = 198  # Part 3, 11.3: the OAEP encoding of TPM_MIGRATE_ASYMKEY for 2048-bit keys
 HMAC_SECRET = 20  # the what-if HMAC CMK's private part: 20 bytes (an RSA prime is at least 32)
 TAG_MA_APPROVAL = C.TPM_TAG_CMK_MA_APPROVAL
-
-
-def _xor(a: bytes, b: bytes) -> bytes:
-    return bytes(x ^ y for x, y in zip(a, b))
 
 
 def msa_digests(msa_list: bytes) -> list[bytes]:
@@ -161,7 +157,7 @@ def _blob(tpm, pubkey: bytes, store: StoreAsymkey, payload: int, phash: bytes) -
     m1 = Writer().u8(payload).raw(store.usage_auth).raw(store.pub_digest).sized(k2).bytes()
     o1 = oaep_encode(tpm.crypto.sha1, m1, phash, k1, MIGRATION_BLOCK)
     r1 = tpm.crypto.random(MIGRATION_BLOCK)
-    out = tpm.crypto.rsa_encrypt(rsa_public(pubkey[28:]), _xor(o1, r1))
+    out = tpm.crypto.rsa_encrypt(rsa_public(pubkey[28:]), xor(o1, r1))
     return r1, out
 
 
@@ -169,7 +165,7 @@ def _unblob(tpm, parent, enc: bytes, random: bytes, phash: bytes | None
             ) -> tuple[int, bytes, bytes, bytes, bytes]:
     """Decrypt, unmask and OAEP-decode a migration blob: (payload, usageAuth, pubDataDigest,
     private key, pHash). ``phash`` None: take it from the block (TPM_ConvertMigrationBlob)."""
-    o1 = _xor(tpm.crypto.rsa_decrypt(parent.private, enc), random)
+    o1 = xor(tpm.crypto.rsa_decrypt(parent.private, enc), random)
     if len(random) != MIGRATION_BLOCK or len(o1) != MIGRATION_BLOCK:
         raise TpmError("TPM_BAD_PARAMETER", f"the random must be {MIGRATION_BLOCK} bytes")
     m1, k1, found = oaep_decode(tpm.crypto.sha1, o1, phash)
