@@ -61,6 +61,7 @@ _AUTH_IN = struct.Struct(">I20sB20s").unpack_from  # authHandle, nonceOdd, conti
 _HANDLES = [struct.Struct(f">{n}I") for n in range(4)]
 _BYTE = [bytes((i,)) for i in range(256)]
 _RC_SUCCESS = struct.pack(">I", C.TPM_SUCCESS)
+_REQUEST_TAGS = C.REQUEST_TAGS  # tag -> number of authorization trailers
 _ORD_STARTUP = C.ORD["TPM_Startup"]
 # Part 3, 4.2 (failure mode): only these answer; libtpms adds nothing else
 _FAILURE_MODE_OK = {C.ORD["TPM_GetTestResult"], C.ORD["TPM_GetCapability"]}
@@ -314,12 +315,14 @@ class Engine:
         ordinal = 0
         uses: list[SessionUse] = []
         try:
-            if len(frame) < HEADER:
-                raise TpmError("TPM_BAD_PARAM_SIZE", f"frame of {len(frame)} bytes is shorter than a header")
+            flen = len(frame)
+            if flen < HEADER:
+                raise TpmError("TPM_BAD_PARAM_SIZE", f"frame of {flen} bytes is shorter than a header")
             tag, size, ordinal = _HEADER_IN(frame)
-            if size != len(frame):
-                raise TpmError("TPM_BAD_PARAM_SIZE", f"paramSize {size} but frame has {len(frame)} bytes")
-            if tag not in C.REQUEST_TAGS:
+            if size != flen:
+                raise TpmError("TPM_BAD_PARAM_SIZE", f"paramSize {size} but frame has {flen} bytes")
+            n_auth = _REQUEST_TAGS.get(tag)
+            if n_auth is None:
                 raise TpmError("TPM_BADTAG", f"tag {tag:#06x}")
             spec = self._specs.get(ordinal)
             if spec is None:
@@ -328,7 +331,6 @@ class Engine:
                 raise TpmError("TPM_INVALID_POSTINIT", f"{spec.name} before TPM_Startup")
             if self.failed and ordinal not in _FAILURE_MODE_OK:
                 raise TpmError("TPM_FAILEDSELFTEST", f"{spec.name}: the TPM is in failure mode")
-            n_auth = C.REQUEST_TAGS[tag]
             if n_auth not in spec.auth:
                 raise TpmError("TPM_BADTAG", f"{spec.name} takes {spec.auth} authorization session(s), not {n_auth}")
             if ordinal in _NEEDS_OWNER and self.state.owner_auth is None:  # libtpms TPM_CHECK_OWNER
@@ -344,18 +346,20 @@ class Engine:
             if n_auth and self.auth_fail_count > LOCKOUT_THRESHOLD and self.lockout_remaining_s() > 0:
                 raise TpmError("TPM_DEFEND_LOCK_RUNNING",
                                f"{spec.name}: dictionary-attack lockout, {self.lockout_remaining_s():.1f} s left")
-            if len(frame) < HEADER + AUTH_IN * n_auth:
+            trail_at = flen - AUTH_IN * n_auth  # where the authorization trailers start
+            if trail_at < HEADER:
                 raise TpmError("TPM_BAD_PARAM_SIZE", f"{spec.name}: frame too short for {n_auth} authorization(s)")
-            body = frame[HEADER:len(frame) - AUTH_IN * n_auth]
-            if len(body) < 4 * spec.handles:
-                raise TpmError("TPM_BAD_PARAM_SIZE", f"{spec.name} needs {spec.handles} handle(s)")
-            handles = list(_handles_struct(spec.handles).unpack_from(body))
-            params = body[4 * spec.handles:]
+            body = frame[HEADER:trail_at]
+            n_handles = spec.handles
+            if len(body) < 4 * n_handles:
+                raise TpmError("TPM_BAD_PARAM_SIZE", f"{spec.name} needs {n_handles} handle(s)")
+            handles = list(_handles_struct(n_handles).unpack_from(body)) if n_handles else []
+            params = body[4 * n_handles:]
             ord_bytes = frame[6:10]
             if in_digest is None:  # (TPM_ExecuteTransport hands in H1, Part 3 24.2 step 6)
                 in_digest = (self.crypto.sha1(ord_bytes, params) if (n_auth or transport) and not spec.own_digests
                              else b"")
-            for at in range(len(frame) - AUTH_IN * n_auth, len(frame), AUTH_IN):
+            for at in range(trail_at, flen, AUTH_IN):
                 handle, odd, cont, value = _AUTH_IN(frame, at)
                 # an unknown handle fails when the handler checks the session (TPM_INVALID_AUTHHANDLE),
                 # after the command's state checks, as in libtpms
@@ -370,9 +374,9 @@ class Engine:
                     if not outer:  # charge an inner command's hashing to it even when it fails
                         self.crypto.flush()
                     raise
-                unchecked = [i for i, u in enumerate(uses) if u.key is None]
-                if unchecked:
-                    raise TpmError("TPM_FAIL", f"{spec.name}: session #{unchecked[0] + 1} was never checked")
+                for i, u in enumerate(uses):
+                    if u.key is None:
+                        raise TpmError("TPM_FAIL", f"{spec.name}: session #{i + 1} was never checked")
                 out_digest = (result.out_digest if result.out_digest is not None
                               else self.crypto.sha1(_RC_SUCCESS, ord_bytes, result.params)
                               if (n_auth or transport) else b"")

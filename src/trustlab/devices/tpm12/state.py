@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
@@ -31,6 +32,12 @@ def _der(key: rsa.RSAPrivateKey) -> str:
                                       serialization.NoEncryption()).hex())
         _DER_CACHE[id(key)] = hit
     return hit[1]
+
+
+@lru_cache(maxsize=1024)
+def _counter_head(label: bytes, auth: bytes) -> str:
+    """A counter's JSON up to its value (label and authData hex never change once it exists)."""
+    return f'["{label.hex()}", "{auth.hex()}", '
 
 
 def _undo_der(hexed: str) -> rsa.RSAPrivateKey:
@@ -68,7 +75,8 @@ class PersistentState:
         """
         static_id = (self.ek, self.srk, self.owner_auth, self.tpm_proof, self.srk_auth)
         cached = getattr(self, "_static_json", None)  # (identity of the static fields, their JSON)
-        if cached is None or any(a is not b for a, b in zip(cached[0], static_id)):
+        # (a tuple compare: identical objects match at once; equal values give the same JSON anyway)
+        if cached is None or cached[0] != static_id:
             static = json.dumps({
                 "ek": _der(self.ek) if self.ek else None,
                 "owner_auth": self.owner_auth.hex() if self.owner_auth else None,
@@ -80,7 +88,7 @@ class PersistentState:
         # The dynamic part is written by hand (same JSON as json.dumps with sorted keys, as
         # from_bytes reads it): it is saved after every counter or hash-tree update, and the
         # generic encoder was a tenth of such a command's simulation cost.
-        counters = ", ".join([f'"{k}": ["{c.label.hex()}", "{c.auth.hex()}", {int(c.value)}]'
+        counters = ", ".join([f'"{k}": {_counter_head(c.label, c.auth)}{int(c.value)}]'
                               for k, c in sorted(self.counters.items())])
         ext = getattr(self, "_extra_json", None)  # (copy of extra, its JSON): extra rarely changes
         if ext is None or ext[0] != self.extra:
