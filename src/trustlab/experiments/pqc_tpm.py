@@ -21,6 +21,7 @@ import argparse
 import random
 import statistics
 import sys
+from typing import Any
 
 from trustlab.cli._output import table
 from trustlab.devices.tpm2.pqc_model import calibration, chips, frames, ram, validation
@@ -48,7 +49,8 @@ KEM_COMMANDS = {"ecc256": {"keygen": ("TPM2_Create", "TPM2_Load"), "encapsulate"
 
 MIN_DRAWS, MAX_DRAWS = 10, 20000
 """The bound on --draws: 20000 draws pin the median and p95 far finer than the model's own spread (chip
-speed quantile, bus factor); 100000 over every tpm2 profile ran for most of an hour with no new figure."""
+speed quantile, bus factor). Run time grows linearly with --draws: 1000 draws over every tpm2 profile took
+7.6 s here, so the old bound of 100000 meant a quarter of an hour or more (about an hour on a loaded machine)."""
 PROGRESS_MIN_DRAWS = 100_000
 """Draws in the whole run (profiles x algorithms x --draws) from which a progress bar is worth showing."""
 
@@ -139,7 +141,7 @@ def classical_draws(profile, variant: str, commands: tuple[str, ...], draws: int
     return [sum(clock.charge(c, n) for terms in plan for c, n in terms.items()) for _ in range(draws)]
 
 
-def _progress(steps: int, draws: int, off: bool):
+def _progress(steps: int, draws: int, off: bool) -> Any:
     """A bar over the (profile, algorithm) pairs on stderr, for long runs in a terminal only."""
     from tqdm import tqdm
 

@@ -25,6 +25,7 @@ import importlib.util
 import json
 import os
 import platform
+import re
 import shutil
 import subprocess
 import sys
@@ -170,8 +171,6 @@ def unavailable(name: str) -> str | None:
 
 def _declared_names(module: str) -> set[str]:
     """The names a (broken) experiment module would register, read from its source."""
-    import re
-
     try:
         spec = importlib.util.find_spec(f"trustlab.experiments.{module}")
         source = Path(spec.origin).read_text(encoding="utf-8") if spec and spec.origin else ""
