@@ -136,6 +136,17 @@ def test_experiment_json_rows_and_report():
     assert json.dumps(res.to_record(), default=str)
 
 
+def test_the_largest_message_the_card_buffer_takes_runs_on_every_link(capsys):
+    from trustlab.apps.ae.analysis import CARD_BUFFER, largest_message
+
+    assert largest_message(("ocb3", "ccm")) == CARD_BUFFER == 1024
+    for link in ("paper", "char"):
+        rc, out, err = _cli(capsys, "run", "ae", "--platform", "s3cc9e8", "--mode", "ocb3,ccm", "--bytes", "1023,1024",
+                            "--link", link, "--json")
+        assert rc == 0, err
+        assert [r["bytes"] for r in json.loads(out)] == [1023, 1024, 1023, 1024]
+
+
 def test_cli_run_and_tiga(capsys):
     rc, out, err = _cli(capsys, "run", "ae", "--platform", "s3cc9e8", "--mode", "etm,ccm", "--bytes", "8,300",
                         "--json")
@@ -158,6 +169,12 @@ def test_cli_run_and_tiga(capsys):
     (["run", "ae", "--platform", "sle78-aes,,s3cc9e8"], "--platform 'sle78-aes,,s3cc9e8': empty item"),
     (["run", "ae", "--mode", ","], "--mode: empty list"),
     (["run", "ae", "--bytes", "8,,16"], "--bytes '8,,16': empty item"),
+    # QA: accepted up to 4096, then the card answered 6A84; the buffer is stated up front now
+    (["run", "ae", "--link", "char", "--bytes", "8,4096"],
+     "--bytes 4096: more than the card's message buffer takes: at most 1024 bytes on multos-sle78, s3cc9e8, "
+     "sle78-aes with --link char"),
+    (["run", "ae", "--platform", "sle78-tdes", "--bytes", "1025", "--no-pad"], "at most 1024 bytes on sle78-tdes"),
+    (["run", "ae", "--bytes", "-1"], "--bytes '-1': message sizes must not be negative"),
     (["tiga", "--platform", ","], "--platform: empty list"),
     (["tiga", "--platform", "sle78-aes", "--platform", " "], "--platform: empty list"),
 ])

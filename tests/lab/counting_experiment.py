@@ -29,6 +29,7 @@ class Counting:
         parser.add_argument("--sleep", type=float, default=0.0)
         parser.add_argument("--fail-on", type=int, default=None)
         parser.add_argument("--user-error-on", type=int, default=None)
+        parser.add_argument("--violate-on", type=int, default=None)
 
     def run(self, args: argparse.Namespace) -> Result:
         if args.log:
@@ -49,6 +50,8 @@ class Counting:
         return Result(experiment="lab-counting", params={"x": args.x, "y": args.y, "seed": args.seed},
                       data={"x": args.x, "y": args.y, "seed": args.seed, "value": value},
                       text=f"value = {value}",
+                      violations=([f"1 deliberate violation at x={args.x}"]
+                                  if args.violate_on is not None and args.x == args.violate_on else []),
                       plots=[{"kind": "line", "title": "x^2", "xlabel": "x", "ylabel": "y",
                               "series": [{"label": "x^2", "x": [0, 1, 2], "y": [0, 1, 4]}]}])
 
@@ -89,3 +92,16 @@ class WithSwtpm:
             info = {"point": args.point, "swtpm_pid": tpm.proc.pid, "port": tpm.port,
                     "state_dir": str(tpm.state_dir), "rc": wire.response_code(rsp), "random_len": len(rsp) - 12}
         return Result(experiment="lab-swtpm", params={"point": args.point}, data=info)
+
+
+@experiment("lab-violating", help="test experiment: its flagship run reports a violated safety property")
+class Violating:
+    flagship = [["--violate"]]
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("--violate", action="store_true")
+
+    def run(self, args: argparse.Namespace) -> Result:
+        lines = ["3 torn writes", "1 lost update"] if args.violate else []
+        return Result(experiment="lab-violating", params={"violate": args.violate},
+                      data={"violate": args.violate}, violations=lines)

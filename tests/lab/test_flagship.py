@@ -25,6 +25,18 @@ def test_flagship_tolerates_failing_and_hanging_studies(tmp_path, capsys):
     assert page.count("<img ") == 1  # the report with failures renders in Chromium: see test_report
 
 
+def test_flagship_exits_1_when_a_run_reports_violations(tmp_path, capsys):
+    out = tmp_path / "report"
+    rc = main(["flagship", "--out", str(out), "--jobs", "1", "--no-progress",
+               "--only", "lab-counting", "--only", "lab-violating"])
+    assert rc == 1
+    printed = capsys.readouterr().out
+    assert "2 runs, 0 failed, 1 with violations" in printed
+    assert "VIOLATED lab-violating --violate: 3 torn writes; 1 lost update" in printed
+    assert main(["flagship", "--out", str(out), "--jobs", "1", "--no-progress", "--only", "lab-counting"]) == 0
+    assert "0 with violations" in capsys.readouterr().out
+
+
 def test_flagship_list_and_errors(capsys):
     assert main(["flagship", "--list", "--only", "timing-model"]) == 0
     lines = capsys.readouterr().out.strip().splitlines()

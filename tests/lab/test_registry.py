@@ -41,3 +41,36 @@ def test_flagship_runs_default_and_declared():
 def test_tool_versions_is_a_copy():
     registry.tool_versions()["python"] = "tampered"
     assert registry.tool_versions()["python"] != "tampered"
+
+
+_WITH_BROKEN_MODULE = """
+import sys
+import trustlab.experiments as pkg
+pkg.__path__.append(sys.argv[1])  # a study module beside the shipped ones that does not import
+from trustlab.cli import main
+sys.exit(main(sys.argv[2:]))
+"""
+
+
+@pytest.mark.parametrize("name", ["lab-fragile", "lab-fragile-extra"])
+def test_run_of_an_experiment_whose_module_fails_to_import_says_why(tmp_path, name):
+    import os
+    import subprocess
+    import sys
+
+    (tmp_path / "lab_fragile.py").write_text(
+        "import no_such_module_for_trustlab_tests\n"
+        "from trustlab.experiments.registry import experiment\n\n"
+        "@experiment('lab-fragile', help='x')\nclass A: ...\n\n"
+        "@experiment(\"lab-fragile-extra\", help='y')\nclass B: ...\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    proc = subprocess.run([sys.executable, "-c", _WITH_BROKEN_MODULE, str(tmp_path), "run", name],
+                          capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.strip().splitlines() == [
+        f"trustlab: error: experiment {name} is not available: module trustlab.experiments.lab_fragile failed "
+        "to import: ModuleNotFoundError: No module named 'no_such_module_for_trustlab_tests'"]
+    # an experiment that is neither registered nor declared by a broken module: argparse's list
+    proc = subprocess.run([sys.executable, "-c", _WITH_BROKEN_MODULE, str(tmp_path), "run", "lab-nothing"],
+                          capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 2 and "invalid choice: 'lab-nothing'" in proc.stderr

@@ -154,6 +154,20 @@ def test_failed_points_are_reported_not_cached_and_retried(tmp_path, capsys):
     assert "failed" in csv_text and "ok" in csv_text
 
 
+def test_points_with_violations_are_listed_and_exit_1_also_from_cache(tmp_path, capsys):
+    spec = tmp_path / "s.toml"
+    spec.write_text('name = "v"\nexperiment = "lab-counting"\n[fixed]\nviolate-on = 2\n[grid]\nx = [1, 2, 3]\n')
+    for cached in (0, 3):  # the second run takes every point from the cache: still reported
+        assert main(["sweep", str(spec), "--jobs", "1", "--out", str(tmp_path), "--no-progress"]) == 1
+        out = capsys.readouterr().out
+        assert f"3 points, {cached} from cache" in out and "0 failed, 1 with violations" in out
+        assert "1 deliberate violation at x=2" in out
+    assert (tmp_path / "v" / "results.csv").read_text().count("violations") == 1
+    spec.write_text('name = "v"\nexperiment = "lab-counting"\n[grid]\nx = [1, 3]\n')
+    assert main(["sweep", str(spec), "--jobs", "1", "--out", str(tmp_path), "--no-progress"]) == 0
+    assert "0 with violations" in capsys.readouterr().out
+
+
 def test_damaged_cache_file_is_recomputed(tmp_path):
     spec = parse(_spec(tmp_path / "log"), "t")
     run_sweep(spec, tmp_path, jobs=1, progress=False)

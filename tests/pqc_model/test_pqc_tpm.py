@@ -78,6 +78,7 @@ def test_same_seed_same_numbers():
 
 @pytest.mark.parametrize("argv, message", [
     (["--draws", "3"], "--draws must be between"),
+    (["--draws", "20001"], "--draws must be between 10 and 20000, got 20001"),
     (["--algorithms", "ML-DSA-99"], "--algorithms: 'ML-DSA-99' is not one of"),
     (["--profiles", "sim-2010"], "is a 'tpm1.2' profile, not tpm2"),
     (["--profiles", "no-such-chip"], "unknown profile"),
@@ -87,6 +88,23 @@ def test_same_seed_same_numbers():
 def test_bad_arguments_are_one_line_errors(argv, message):
     rc, out, err = run("run", "pqc-tpm", *argv)
     assert rc != 0 and message in err and "Traceback" not in err
+
+
+class _Terminal(io.StringIO):
+    def isatty(self):
+        return True
+
+
+@pytest.mark.parametrize("extra, shown", [((), True), (("--no-progress",), False)])
+def test_long_runs_show_a_progress_bar_on_stderr_only(monkeypatch, extra, shown):
+    from trustlab.experiments import pqc_tpm
+
+    monkeypatch.setattr(pqc_tpm, "PROGRESS_MIN_DRAWS", 1)  # every run is "long"
+    out, err = io.StringIO(), _Terminal()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        assert main(["run", "pqc-tpm", *FAST, "--algorithms", "ML-KEM-768,ML-DSA-44", "--json", *extra]) == 0
+    assert json.loads(out.getvalue())["draws"] == 20  # stdout is the JSON alone
+    assert ("pqc-tpm:" in err.getvalue() and "/6 [" in err.getvalue()) == shown
 
 
 def test_help_explains_every_argument():
@@ -201,10 +219,14 @@ def test_profile_builder_help_writes_nothing(tmp_path, capsys):
     assert not (tmp_path / "pqc").exists()
 
 
-def test_a_profile_with_absurd_costs_is_a_one_line_error(tmp_path, capsys):
+@pytest.mark.parametrize("mean, message", [
+    ("1.7e308", "component 'ohc': costs above 1e+12 ms"),  # refused by the profile loader (timing/profile.py)
+    ("1e10", "component ohc = 1e+10 ms is beyond any chip"),  # loads, refused by pqc-tpm's own bound
+])
+def test_a_profile_with_absurd_costs_is_a_one_line_error(tmp_path, capsys, mean, message):
     toml = tmp_path / "huge.toml"
     toml.write_text('name = "qa-huge"\nfamily = "tpm2"\nversion = "1"\ndescription = "d"\n'
                     '[provenance]\nsource = "s"\ntable = "-"\nnote = "-"\n'
-                    '[components.ohc]\nmean = 1.7e308\nunit = "call"\nsource = "s"\ntable = "-"\nnote = "-"\n')
+                    f'[components.ohc]\nmean = {mean}\nunit = "call"\nsource = "s"\ntable = "-"\nnote = "-"\n')
     rc, out, err = run("run", "pqc-tpm", "--profiles", str(toml), "--draws", "10")
-    assert rc == 2 and "component ohc" in err and len(err.strip().splitlines()) == 1
+    assert rc == 2 and message in err and len(err.strip().splitlines()) == 1

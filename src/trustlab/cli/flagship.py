@@ -4,7 +4,9 @@ Runs each registered experiment's ``flagship`` argv lists (the timing model's
 own validation among them), each in its own ``trustlab run`` process so that
 a crash, a hang or a stray swtpm in one study cannot take the others down;
 saves every record; writes ``OUT/index.html``. A failed run is shown in the
-report with its error, and the command exits non-zero at the end.
+report with its error, and the command exits non-zero at the end; so does a
+run whose result reports a violated safety property (``Result.violations``),
+as ``trustlab run`` does.
 """
 
 from __future__ import annotations
@@ -38,7 +40,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         "flagship", help="run every experiment's flagship configuration and write the full report",
         description="Regenerate the papers' tables and figures: every registered experiment's flagship "
         "runs, each in its own process, then one HTML report (OUT/index.html) with CSV/JSON beside it. "
-        "A failing study is recorded in the report and makes the exit status non-zero.",
+        "A failing study is recorded in the report and makes the exit status non-zero; so does a run "
+        "that reports a violated safety property (exit 1, like a failed run).",
         epilog="example: trustlab flagship --out out/report --jobs 2",
     )
     p.add_argument("--out", type=path_arg, default=Path("out/report"), metavar="DIR",
@@ -219,8 +222,12 @@ def run(args: argparse.Namespace) -> int:
         index = write_report(records, args.out, title="trustlab — the papers' tables and figures, regenerated",
                              notes=notes, jobs=args.jobs)
     failed = [r for r in records if "data" not in r]
-    print(f"{index}: {len(records)} runs, {len(failed)} failed, {wall:.0f} s")
+    violated = [r for r in records if "data" in r and r.get("violations")]
+    print(f"{index}: {len(records)} runs, {len(failed)} failed, {len(violated)} with violations, {wall:.0f} s")
     for r in failed:
         first = str(r.get("error", "")).strip().splitlines()
         print(f"  FAILED {r['experiment']} {' '.join(r.get('argv') or [])}: {first[-1] if first else ''}")
-    return 1 if failed else 0
+    for r in violated:
+        argv = " ".join(r.get("meta", {}).get("argv") or [])
+        print(f"  VIOLATED {r['experiment']} {argv}: {'; '.join(map(str, r['violations']))}")
+    return 1 if failed or violated else 0

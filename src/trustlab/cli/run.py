@@ -34,6 +34,9 @@ class _LazyRunParser(argparse.ArgumentParser):
             try:
                 specs = {first: registry.get(first)}
             except TrustlabError:  # unknown: argparse lists the known ones below
+                reason = registry.unavailable(first)
+                if reason is not None:  # known, but its module does not import: say so, not "invalid choice"
+                    raise TrustlabError(reason) from None
                 specs = None
         if specs is None:
             specs = registry.all_experiments()

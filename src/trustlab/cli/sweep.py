@@ -17,7 +17,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         "sweep", help="run the cartesian product of experiment parameters (resumable, parallel)",
         description="Run every point of a sweep spec (experiment x grid of parameters). Finished points "
         "are cached under OUT/NAME/points, so an interrupted sweep resumes where it stopped. Points run "
-        "on local worker processes (joblib), or on a Dask distributed cluster with --scheduler.",
+        "on local worker processes (joblib), or on a Dask distributed cluster with --scheduler. Exit status 1 "
+        "when a point failed or its result reports a violated safety property (both are listed).",
         epilog="example: trustlab sweep examples/sweeps/fit-noise.toml --jobs 2 --out out/sweeps",
     )
     p.add_argument("spec", type=Path, metavar="SPEC.toml", nargs="?")
@@ -63,13 +64,16 @@ def run(args: argparse.Namespace) -> int:
         outcome = run_sweep(spec, args.out, jobs=args.jobs, scheduler=args.scheduler,
                             progress=not args.no_progress, fresh=args.fresh)
     total = len({p.key for p in outcome.points})
+    violated = outcome.violations
     print(f"{outcome.out_dir}: {total} points, {outcome.cached} from cache, {outcome.executed} run, "
-          f"{len(outcome.failed)} failed")
+          f"{len(outcome.failed)} failed, {len(violated)} with violations")
     for key in outcome.failed:
         first = str(outcome.records[key].get("error", "")).splitlines()
         print(f"  failed {key}: {first[0] if first else ''}")
+    for key, lines in violated.items():
+        print(f"  violations {key}: {'; '.join(lines)}")
     print(f"results: {outcome.out_dir / 'results.csv'}; report: trustlab report {outcome.out_dir / 'points'}")
-    return 1 if outcome.failed else 0
+    return 1 if outcome.failed or violated else 0
 
 
 def _print_params(experiment: str) -> int:

@@ -20,7 +20,8 @@ import math
 
 from trustlab.apps.ae import MODES
 from trustlab.apps.ae.analysis import (
-    PAPER_MODES, PAPER_SIZES, Row, coprocessor_tiga_s3cc9e8, links, predict, tiga, workload,
+    CARD_BUFFER, PAPER_MODES, PAPER_SIZES, Row, coprocessor_tiga_s3cc9e8, largest_message, links, predict, tiga,
+    workload,
 )
 from trustlab.apps.ae.ocb2 import WARNING as OCB2_WARNING
 from trustlab.cli._output import table
@@ -78,8 +79,8 @@ def _csv(flag: str, value, choices: tuple[str, ...] | None = None, number: bool 
             values = [int(t) for t in items]
         except ValueError:
             raise TrustlabError(f"{flag} {value!r}: must be whole numbers") from None
-        if any(v < 0 or v > 4096 for v in values):
-            raise TrustlabError(f"{flag} {value!r}: message sizes must be 0..4096 bytes")
+        if any(v < 0 for v in values):
+            raise TrustlabError(f"{flag} {value!r}: message sizes must not be negative")
         return tuple(dict.fromkeys(values))
     bad = [t for t in items if choices and t not in choices]
     if bad:
@@ -99,7 +100,8 @@ class AEExperiment:
         parser.add_argument("--mode", default=",".join(PAPER_MODES), metavar="MODE[,MODE...]",
                             help=f"modes, comma separated (default {','.join(PAPER_MODES)}; also etm-paper)")
         parser.add_argument("--bytes", default=",".join(map(str, PAPER_SIZES)), metavar="N[,N...]",
-                            help="message sizes in bytes (default the paper's 8,16,20,32,40,64,128,192)")
+                            help="message sizes in bytes (default the paper's 8,16,20,32,40,64,128,192; at most "
+                            f"{CARD_BUFFER}, the card's message buffer)")
         parser.add_argument("--link", choices=("paper", "char"), default="paper",
                             help="transmission model: 'paper' = 8 bits per payload byte (Table XII); "
                             "'char' = whole APDU exchange with ISO 7816-3 / 14443 framing")
@@ -117,6 +119,11 @@ class AEExperiment:
         plats = [platform(n) for n in platform_names(args.platform, FLAGSHIP)]
         modes = _csv("--mode", args.mode, tuple(MODES))
         sizes = _csv("--bytes", args.bytes, number=True)
+        limit = largest_message(modes, pad=not args.no_pad)
+        if max(sizes) > limit:  # checked here, before any card answers 6A84
+            raise TrustlabError(f"--bytes {max(sizes)}: more than the card's message buffer takes: at most {limit} "
+                                f"bytes on {', '.join(p.name for p in plats)} with --link {args.link} (one chained "
+                                "ENCRYPT command; the card answers 6A84 beyond it)")
         rows: list[Row] = []
         for plat in plats:
             rows += predict(plat, modes, sizes, link_mode=args.link, protocol=args.protocol, pad=not args.no_pad,

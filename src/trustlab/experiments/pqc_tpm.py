@@ -20,6 +20,8 @@ from __future__ import annotations
 import argparse
 import random
 import statistics
+import sys
+from typing import Any
 
 from trustlab.cli._output import table
 from trustlab.devices.tpm2.pqc_model import calibration, chips, frames, ram, validation
@@ -44,6 +46,13 @@ KEM_COMMANDS = {"ecc256": {"keygen": ("TPM2_Create", "TPM2_Load"), "encapsulate"
                 "rsa2048": {"keygen": ("TPM2_Create", "TPM2_Load"), "encapsulate": ("TPM2_RSA_Encrypt",),
                             "decapsulate": ("TPM2_RSA_Decrypt",)}}
 
+
+MIN_DRAWS, MAX_DRAWS = 10, 20000
+"""The bound on --draws: 20000 draws pin the median and p95 far finer than the model's own spread (chip
+speed quantile, bus factor). Run time grows linearly with --draws: 1000 draws over every tpm2 profile took
+7.6 s here, so the old bound of 100000 meant a quarter of an hour or more (about an hour on a loaded machine)."""
+PROGRESS_MIN_DRAWS = 100_000
+"""Draws in the whole run (profiles x algorithms x --draws) from which a progress bar is worth showing."""
 
 MAX_COMPONENT_MS = 1e9  # ~11.6 days per unit: far beyond any chip, small enough that every sum stays finite
 
@@ -132,6 +141,15 @@ def classical_draws(profile, variant: str, commands: tuple[str, ...], draws: int
     return [sum(clock.charge(c, n) for terms in plan for c, n in terms.items()) for _ in range(draws)]
 
 
+def _progress(steps: int, draws: int, off: bool) -> Any:
+    """A bar over the (profile, algorithm) pairs on stderr, for long runs in a terminal only."""
+    from tqdm import tqdm
+
+    show = not off and steps * draws >= PROGRESS_MIN_DRAWS and sys.stderr.isatty()
+    return tqdm(total=steps, desc="pqc-tpm", unit="alg", file=sys.stderr, disable=not show, leave=False,
+                dynamic_ncols=True)
+
+
 def _short(name: str) -> str:
     return name.replace("-jcalgtest", "").replace("-wolftpm", "")
 
@@ -154,7 +172,7 @@ class PqcTpmExperiment:
                             help=f"post-quantum algorithms (default: {','.join(ALGORITHMS)})")
         parser.add_argument("--draws", type=int, default=400,
                             help="Monte-Carlo draws per operation: counted run x chip speed quantile x bus "
-                            "factor (default 400; median and p95 come from them)")
+                            f"factor (default 400, {MIN_DRAWS} to {MAX_DRAWS}; median and p95 come from them)")
         parser.add_argument("--focus", default=None, metavar="NAME",
                             help=f"profile whose full table is printed, one of --profiles (default {FOCUS_DEFAULT} "
                             "if priced, else the first; every profile's rows are in --json either way)")
@@ -168,10 +186,14 @@ class PqcTpmExperiment:
                             "decapsulation: 2.6-3.5x) by a drawn factor; ML-DSA has no published masked figure "
                             "here and stays unprotected")
         parser.add_argument("--seed", type=int, default=0, help="seed of the draws (default 0)")
+        parser.add_argument("--no-progress", action="store_true",
+                            help="no progress bar (otherwise one is shown on stderr, if it is a terminal, for "
+                            f"runs of {PROGRESS_MIN_DRAWS} draws or more; stdout stays the table or --json)")
 
     def run(self, args: argparse.Namespace) -> Result:
-        if not 10 <= args.draws <= 100000:
-            raise TrustlabError(f"--draws must be between 10 and 100000, got {args.draws}")
+        if not MIN_DRAWS <= args.draws <= MAX_DRAWS:
+            raise TrustlabError(f"--draws must be between {MIN_DRAWS} and {MAX_DRAWS}, got {args.draws} "
+                                "(more draws do not sharpen the median or p95 further, they only take longer)")
         known = registry.names("tpm2")
         names = known if args.profiles == "all" else _unique(args.profiles)
         if not names:
@@ -197,9 +219,11 @@ class PqcTpmExperiment:
             raise TrustlabError(f"--focus: {args.focus!r} is not among the priced --profiles")
         focus = args.focus or (FOCUS_DEFAULT if FOCUS_DEFAULT in priced else priced[0])
         rows, attest = [], []
+        bar = _progress(len(profiles) * len(algorithms), args.draws, getattr(args, "no_progress", False))
         for pi, p in enumerate(profiles):
             chip = chips.chip_for(p.name)
             rng = random.Random(f"{args.seed}:{p.name}")
+            bar.set_postfix_str(_short(p.name))
             for algorithm in algorithms:
                 kem = "KEM" in algorithm
                 ops = KEM_OPERATIONS if kem else DSA_OPERATIONS
@@ -249,6 +273,8 @@ class PqcTpmExperiment:
                         entry[f"{label} median_ms"] = (None if any(x is None for x in parts) else
                                                        _stats([sum(xs) for xs in zip(*parts)])[0])
                     attest.append(entry)
+                bar.update(1)
+        bar.close()
         facts = []
         for p in profiles:
             c = chips.chip_for(p.name)

@@ -25,6 +25,7 @@ import importlib.util
 import json
 import os
 import platform
+import re
 import shutil
 import subprocess
 import sys
@@ -154,6 +155,30 @@ def import_errors() -> dict[str, str]:
     return dict(_IMPORT_ERRORS)
 
 
+def unavailable(name: str) -> str | None:
+    """Why experiment ``name`` cannot run, if its module is one that failed to import (else None).
+
+    A broken module registers nothing, so its experiments are known only by the
+    module's name (``pqc_tpm`` for ``pqc-tpm``) or the ``@experiment("NAME"``
+    lines in its source.
+    """
+    for module, error in import_errors().items():
+        if module == name.replace("-", "_") or name in _declared_names(module):
+            return (f"experiment {name} is not available: module trustlab.experiments.{module} "
+                    f"failed to import: {' '.join(error.split())}")
+    return None
+
+
+def _declared_names(module: str) -> set[str]:
+    """The names a (broken) experiment module would register, read from its source."""
+    try:
+        spec = importlib.util.find_spec(f"trustlab.experiments.{module}")
+        source = Path(spec.origin).read_text(encoding="utf-8") if spec and spec.origin else ""
+    except (ImportError, OSError, ValueError, UnicodeDecodeError):
+        return set()
+    return set(re.findall(r"@experiment\(\s*[\"']([^\"']+)[\"']", source))
+
+
 def get(name: str) -> ExperimentSpec:
     if name not in _EXPERIMENTS and not _LOADED:
         # Fast path for one run (a sweep worker, a flagship child): the module
@@ -165,6 +190,8 @@ def get(name: str) -> ExperimentSpec:
     if name in _EXPERIMENTS:
         return _EXPERIMENTS[name]
     experiments = all_experiments()
+    if name not in experiments and (reason := unavailable(name)) is not None:
+        raise TrustlabError(reason)
     if name not in experiments:
         broken = "; ".join(f"module {m} failed to import: {e}" for m, e in _IMPORT_ERRORS.items())
         raise TrustlabError(f"unknown experiment {name!r} (known: {', '.join(experiments)})"

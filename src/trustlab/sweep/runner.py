@@ -33,6 +33,12 @@ class SweepOutcome:
     failed: list[str] = field(default_factory=list)
     out_dir: Path = Path(".")
 
+    @property
+    def violations(self) -> dict[str, list[str]]:
+        """Points (cached or run now) whose result reports a violated safety property: key -> lines."""
+        return {p.key: list(rec["violations"]) for p in self.points
+                if (rec := self.records.get(p.key)) is not None and rec.get("violations")}
+
     def ordered(self) -> list[dict[str, Any]]:
         return [{"key": p.key, "experiment": p.experiment, "params": p.params, "argv": list(p.argv),
                  "record": self.records.get(p.key)} for p in self.points]
@@ -118,7 +124,7 @@ def _write_results(outcome: SweepOutcome) -> None:
             row["status"] = "failed"
             row["error"] = str(rec.get("error", "")).splitlines()[0] if rec.get("error") else ""
         else:
-            row["status"] = "ok"
+            row["status"] = "violations" if rec.get("violations") else "ok"
             row.update({f"data.{k}": v for k, v in _scalars(rec["data"]).items()})
         table.append(row)
     write_csv(outcome.out_dir / "results.csv", table)

@@ -39,6 +39,10 @@ from trustlab.timing.profile import Profile
 PAPER_SIZES = (8, 16, 20, 32, 40, 64, 128, 192)
 PAPER_MODES = ("ocb2", "ocb3", "ccm", "etm", "gcm")
 OCB_MODES = ("ocb2", "ocb3")
+CARD_BUFFER = 1024
+"""The AE card's message buffer (``Card(max_message=...)``): the data of one chained ENCRYPT command,
+i.e. the (padded) message, must fit in it; beyond it the card answers 6A84 (not enough memory). The
+same on every platform and link: the platforms differ in their primitives, not in the applet's buffer."""
 CONTACT_RATES = (13441, 78125, 312500)
 CONTACTLESS_RATES = (106000, 212000, 424000, 848000)
 OP_COMPONENT = {"E": None, "D": None, "xor": "block_xor", "copy": "block_copy", "shift": "block_shift",
@@ -64,6 +68,13 @@ def payload(mode: str, nbytes: int, pad: bool = True) -> bytes:
     if pad and mode not in OCB_MODES and nbytes % BLOCK:
         data += bytes(BLOCK - nbytes % BLOCK)
     return data
+
+
+def largest_message(modes: tuple[str, ...], pad: bool = True) -> int:
+    """The largest message size whose payload (padded as :func:`payload` pads) fits the card's buffer
+    in every one of ``modes``."""
+    padded = pad and any(m not in OCB_MODES for m in modes)
+    return CARD_BUFFER - (CARD_BUFFER % BLOCK if padded else 0)
 
 
 def _quiet_mode(name: str, crypto: CardCrypto):  # type: ignore[no-untyped-def]
@@ -144,12 +155,16 @@ def predict(plat: Platform, modes: tuple[str, ...] = PAPER_MODES, sizes: tuple[i
     for m in modes:
         if m not in MODES:
             raise TrustlabError(f"unknown AE mode {m!r} (known: {', '.join(MODES)})")
+    limit = largest_message(modes, pad)
+    if any(n > limit for n in sizes):
+        raise TrustlabError(f"message size {max(sizes)} B: the card's message buffer holds at most {limit} bytes")
     profile = plat.profile().without_spread()
     rate_links = links(link_mode, protocol)
     rows = []
     for mode in modes:
         clock = Clock(profile)
-        card = Card(clock, ContactLink(5e6, 512, 8, protocol=protocol, mode=link_mode), classes=(0x00, 0x80))
+        card = Card(clock, ContactLink(5e6, 512, 8, protocol=protocol, mode=link_mode), classes=(0x00, 0x80),
+                    max_message=CARD_BUFFER)
         crypto = plat.crypto(clock, dest)
         AEApplet(card, crypto, (mode,))
         setup_ms = clock.now_ms if setup_per_message else 0.0
