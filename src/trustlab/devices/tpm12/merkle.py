@@ -111,6 +111,36 @@ def counter_roots(index: int, old: int, new: int, siblings: Sequence[bytes]) -> 
     return a, b
 
 
+def counter_roots_packed(index: int, old: int, new: int, path: bytes) -> tuple[bytes, bytes]:
+    """:func:`counter_roots` over siblings packed back to back (``len(path) == 20 depth``).
+
+    TPM_ExecuteHashTree's wire form: taken as is, every sibling is 20 bytes by
+    construction, so no list is built and no length is checked per level.
+    """
+    depth, rem = divmod(len(path), DIGEST)
+    if rem:
+        raise ValueError(f"sibling path of {len(path)} bytes is not a multiple of {DIGEST}")
+    if index < 0 or index >> depth:
+        raise ValueError(f"leaf index {index} does not fit a tree of depth {depth}")
+    sha, p = _node_sha1, b"\x01"
+    a = sha(b"\x00" + struct.pack(">Q", old)).digest()
+    if new == old:
+        for at in range(0, len(path), DIGEST):
+            a = sha(p + path[at:at + DIGEST] + a).digest() if index & 1 else sha(p + a + path[at:at + DIGEST]).digest()
+            index >>= 1
+        return a, a
+    b = sha(b"\x00" + struct.pack(">Q", new)).digest()
+    for at in range(0, len(path), DIGEST):
+        if index & 1:
+            ps = p + path[at:at + DIGEST]
+            a, b = sha(ps + a).digest(), sha(ps + b).digest()
+        else:
+            sib = path[at:at + DIGEST]
+            a, b = sha(p + a + sib).digest(), sha(p + b + sib).digest()
+        index >>= 1
+    return a, b
+
+
 def default_nodes(depth: int, h: Hash = sha1) -> list[bytes]:
     """``[empty leaf, empty height-1 node, ..., empty root]`` (depth + 1 entries)."""
     nodes = [leaf_hash(b"", h)]
