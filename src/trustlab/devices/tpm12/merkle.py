@@ -90,25 +90,10 @@ def counter_roots(index: int, old: int, new: int, siblings: Sequence[bytes]) -> 
     """
     if index < 0 or index >> len(siblings):
         raise ValueError(f"leaf index {index} does not fit a tree of depth {len(siblings)}")
-    sha, p = _node_sha1, b"\x01"
-    a = sha(b"\x00" + struct.pack(">Q", old)).digest()
-    if new == old:
-        for sib in siblings:
-            if len(sib) != DIGEST:
-                raise ValueError(f"sibling is {len(sib)} bytes, not {DIGEST}")
-            a = sha(p + sib + a).digest() if index & 1 else sha(p + a + sib).digest()
-            index >>= 1
-        return a, a
-    b = sha(b"\x00" + struct.pack(">Q", new)).digest()
     for sib in siblings:
         if len(sib) != DIGEST:
             raise ValueError(f"sibling is {len(sib)} bytes, not {DIGEST}")
-        if index & 1:
-            a, b = sha(p + sib + a).digest(), sha(p + sib + b).digest()
-        else:
-            a, b = sha(p + a + sib).digest(), sha(p + b + sib).digest()
-        index >>= 1
-    return a, b
+    return counter_roots_packed(index, old, new, b"".join(siblings))
 
 
 def counter_roots_packed(index: int, old: int, new: int, path: bytes) -> tuple[bytes, bytes]:
@@ -116,6 +101,7 @@ def counter_roots_packed(index: int, old: int, new: int, path: bytes) -> tuple[b
 
     TPM_ExecuteHashTree's wire form: taken as is, every sibling is 20 bytes by
     construction, so no list is built and no length is checked per level.
+    ``0x01 || sibling`` is shared by the old and the new root when the sibling is on the left.
     """
     depth, rem = divmod(len(path), DIGEST)
     if rem:
@@ -126,7 +112,8 @@ def counter_roots_packed(index: int, old: int, new: int, path: bytes) -> tuple[b
     a = sha(b"\x00" + struct.pack(">Q", old)).digest()
     if new == old:
         for at in range(0, len(path), DIGEST):
-            a = sha(p + path[at:at + DIGEST] + a).digest() if index & 1 else sha(p + a + path[at:at + DIGEST]).digest()
+            sib = path[at:at + DIGEST]
+            a = sha(p + sib + a).digest() if index & 1 else sha(p + a + sib).digest()
             index >>= 1
         return a, a
     b = sha(b"\x00" + struct.pack(">Q", new)).digest()
