@@ -90,22 +90,39 @@ def counter_roots(index: int, old: int, new: int, siblings: Sequence[bytes]) -> 
     """
     if index < 0 or index >> len(siblings):
         raise ValueError(f"leaf index {index} does not fit a tree of depth {len(siblings)}")
+    for sib in siblings:
+        if len(sib) != DIGEST:
+            raise ValueError(f"sibling is {len(sib)} bytes, not {DIGEST}")
+    return counter_roots_packed(index, old, new, b"".join(siblings))
+
+
+def counter_roots_packed(index: int, old: int, new: int, path: bytes) -> tuple[bytes, bytes]:
+    """:func:`counter_roots` over siblings packed back to back (``len(path) == 20 depth``).
+
+    TPM_ExecuteHashTree's wire form: taken as is, every sibling is 20 bytes by
+    construction, so no list is built and no length is checked per level.
+    ``0x01 || sibling`` is shared by the old and the new root when the sibling is on the left.
+    """
+    depth, rem = divmod(len(path), DIGEST)
+    if rem:
+        raise ValueError(f"sibling path of {len(path)} bytes is not a multiple of {DIGEST}")
+    if index < 0 or index >> depth:
+        raise ValueError(f"leaf index {index} does not fit a tree of depth {depth}")
     sha, p = _node_sha1, b"\x01"
     a = sha(b"\x00" + struct.pack(">Q", old)).digest()
     if new == old:
-        for sib in siblings:
-            if len(sib) != DIGEST:
-                raise ValueError(f"sibling is {len(sib)} bytes, not {DIGEST}")
+        for at in range(0, len(path), DIGEST):
+            sib = path[at:at + DIGEST]
             a = sha(p + sib + a).digest() if index & 1 else sha(p + a + sib).digest()
             index >>= 1
         return a, a
     b = sha(b"\x00" + struct.pack(">Q", new)).digest()
-    for sib in siblings:
-        if len(sib) != DIGEST:
-            raise ValueError(f"sibling is {len(sib)} bytes, not {DIGEST}")
+    for at in range(0, len(path), DIGEST):
         if index & 1:
-            a, b = sha(p + sib + a).digest(), sha(p + sib + b).digest()
+            ps = p + path[at:at + DIGEST]
+            a, b = sha(ps + a).digest(), sha(ps + b).digest()
         else:
+            sib = path[at:at + DIGEST]
             a, b = sha(p + a + sib).digest(), sha(p + b + sib).digest()
         index >>= 1
     return a, b

@@ -12,6 +12,8 @@ has only the dispatcher and crypto terms).
 
 from __future__ import annotations
 
+import struct
+
 from trustlab.devices.tpm12 import constants as C
 from trustlab.devices.tpm12.state import Counter
 from trustlab.devices.tpm12.errors import TpmError
@@ -19,11 +21,13 @@ from trustlab.devices.tpm12.registry import Request, Response, tpm_command
 from trustlab.devices.tpm12.wire import Writer
 
 MAX_COUNTERS = 4
+_TAG_COUNTER_VALUE = struct.pack(">H", C.TPM_TAG_COUNTER_VALUE)
+_U32 = struct.Struct(">I").pack
 
 
 def counter_value(count_id: int, c: Counter) -> bytes:
     """TPM_COUNTER_VALUE: tag, 4-byte label, UINT32 count."""
-    return Writer().u16(C.TPM_TAG_COUNTER_VALUE).raw(c.label).u32(c.value).bytes()
+    return _TAG_COUNTER_VALUE + bytes(c.label) + _U32(c.value)  # (no Writer: on every counter command)
 
 
 def _counter(tpm, count_id: int) -> Counter:

@@ -50,16 +50,16 @@ from trustlab.devices.tpm12 import constants as C
 from trustlab.devices.tpm12 import merkle
 from trustlab.devices.tpm12.errors import TpmError
 from trustlab.devices.tpm12.registry import Request, Response, tpm_command
-from trustlab.devices.tpm12.wire import Writer
 
 MODE_INIT, MODE_READ, MODE_UPDATE, MODE_INCREMENT = 0, 1, 2, 3
 FLAG_NOSIGN = 0x80
 DEPTH_KEY, EPOCH_KEY = "hashtree_depth", "hashtree_epoch"
 _HEAD = struct.Struct(">BQQQ").unpack
+_EPOCH_SIZE = struct.Struct(">II").pack
 
 
 def _answer(root: bytes, epoch: int, sig: bytes) -> Response:
-    return Response(params=root + struct.pack(">I", epoch) + Writer().sized(sig).bytes())
+    return Response(params=root + _EPOCH_SIZE(epoch, len(sig)) + sig)  # root, epoch, sized signature
 
 
 @tpm_command("TPM_ExecuteHashTree", handles=1, auth=(1,))
@@ -71,8 +71,7 @@ def execute_hash_tree(tpm, req: Request) -> Response:
     count = p.u32()
     if count > merkle.MAX_DEPTH:
         raise TpmError("TPM_BAD_PARAMETER", f"path of {count} siblings exceeds depth {merkle.MAX_DEPTH}")
-    path = p.raw(20 * count)
-    siblings = [path[i:i + 20] for i in range(0, 20 * count, 20)]
+    path = p.raw(20 * count)  # the siblings, 20 bytes each
     p.end()
     st = tpm.state
     if mode == MODE_INIT:
@@ -107,7 +106,7 @@ def execute_hash_tree(tpm, req: Request) -> Response:
     incrementing = mode == MODE_INCREMENT
     delta_ok = 1 <= delta and value + delta <= merkle.MAX_VALUE
     new = value + delta if incrementing and delta_ok else value
-    old_root, new_root = merkle.counter_roots(index, value, new, siblings)
+    old_root, new_root = merkle.counter_roots_packed(index, value, new, path)
     crypto = tpm.crypto
     crypto.charge_hash_blocks(depth + 1)
     if not _hmac.compare_digest(old_root, root):
