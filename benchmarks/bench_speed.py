@@ -27,7 +27,6 @@ mostly measures the neighbours. Figures:
 from __future__ import annotations
 
 import hashlib
-import hmac
 import os
 import resource
 import subprocess
@@ -105,33 +104,8 @@ def _record_primitives() -> tuple[list[tuple], Callable[[], None]]:
     return calls, restore
 
 
-def _replay(calls: list[tuple]) -> float:
-    """CPU seconds to make exactly these raw calls with hashlib/hmac/cryptography."""
-    from cryptography.hazmat.primitives import hashes
-    from cryptography.hazmat.primitives.asymmetric import padding, utils
-
-    oaep = padding.OAEP(padding.MGF1(hashes.SHA1()), hashes.SHA1(), b"TCPA")
-    pkcs1, prehashed = padding.PKCS1v15(), utils.Prehashed(hashes.SHA1())
-    started = time.process_time()
-    for call in calls:
-        kind = call[0]
-        if kind == "sha1":
-            hashlib.sha1(call[1]).digest()
-        elif kind == "hmac":
-            hmac.digest(call[1], call[2], "sha1")
-        elif kind == "enc":
-            call[1].encrypt(call[2], oaep)
-        elif kind == "dec":
-            try:
-                call[1].decrypt(call[2], oaep)
-            except ValueError:
-                pass
-        else:
-            call[1].sign(call[2], pkcs1, prehashed)
-    return time.process_time() - started
-
-
 def oracle(quick: bool) -> dict[str, Any]:
+    from benchmarks.bench_tpm12 import replay
     from trustlab.experiments.registry import run_argv
     from trustlab.timing.clock import Clock
 
@@ -157,7 +131,7 @@ def oracle(quick: bool) -> dict[str, Any]:
         c0 = time.process_time()
         run_argv("oracle", argv)
         cpus.append(time.process_time() - c0)
-        raws.append(_replay(calls))
+        raws.append(replay(calls, timer=time.process_time))
     cpu, raw = min(cpus), min(raws)
     n = commands[0]
     return {"parties": int(argv[3]), "tpm_commands": n, "raw_crypto_calls": len(calls),
