@@ -10,19 +10,15 @@ last command/response pair.
 
 from __future__ import annotations
 
-import shutil
 import socket
 import struct
-import subprocess
-import tempfile
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from trustlab.devices.tpm12 import MemoryNVStore, Tpm12
 from trustlab.devices.tpm12.engine import Engine
 from trustlab.devices.tpm12.primitives import KeyPool
-from trustlab.devices.tpm2.swtpm import free_port_pair
+from trustlab.devices.tpm12.socket_tpm import Swtpm12
 from trustlab.timing.clock import Clock
 from trustlab.timing.registry import load
 
@@ -47,24 +43,9 @@ class Libtpms:
     name = "libtpms"
 
     def __init__(self) -> None:
-        self.dir = Path(tempfile.mkdtemp(prefix="trustlab-tpm12-diff-"))
-        self.port = free_port_pair()
-        self.proc = subprocess.Popen(
-            ["swtpm", "socket", "--tpmstate", f"dir={self.dir}",
-             "--server", f"type=tcp,port={self.port},bindaddr=127.0.0.1",
-             "--ctrl", f"type=tcp,port={self.port + 1},bindaddr=127.0.0.1",
-             "--flags", "not-need-init", "--log", f"file={self.dir / 'swtpm.log'},level=1"],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", self.port + 1), timeout=1).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline or self.proc.poll() is not None:
-                    self.close()
-                    raise RuntimeError("swtpm (TPM 1.2) did not start")
-                time.sleep(0.02)
+        # the process: not-need-init, no Startup, no EK (the factory state the cases start from)
+        self.swtpm = Swtpm12(startup=False).start()
+        self.port = self.swtpm.port
         self.sock: socket.socket | None = None
 
     def _data(self) -> socket.socket:
@@ -98,8 +79,7 @@ class Libtpms:
         assert self.ctrl(struct.pack(">II", CMD_INIT, 0)) == b"\x00" * 4
 
     def set_locality(self, loc: int) -> None:
-        if self.sock is not None:  # swtpm applies the locality to the next command on any connection
-            pass
+        # swtpm applies the locality to the next command on any connection
         assert self.ctrl(struct.pack(">IB", CMD_SET_LOCALITY, loc)) == b"\x00" * 4
 
     def wait(self, seconds: float) -> None:
@@ -108,14 +88,7 @@ class Libtpms:
     def close(self) -> None:
         if self.sock is not None:
             self.sock.close()
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        shutil.rmtree(self.dir, ignore_errors=True)
+        self.swtpm.stop()
 
 
 class Ours:
