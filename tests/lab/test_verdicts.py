@@ -6,19 +6,7 @@ from trustlab.apps.counters.base import VerificationError
 from trustlab.apps.wallet.protocol import Merchant
 from trustlab.cli import main
 from trustlab.devices.ftpm import crash
-from trustlab.devices.ftpm.atomic_store import AtomicStore, _get_bit
-
-
-class InPlaceStore(AtomicStore):
-    """A broken store that overwrites committed copies directly (no shadows, no bit flip)."""
-
-    def commit(self):
-        pending, self._pending = self._pending, None
-        for i, data in sorted(pending.items()):
-            copy = _get_bit(self._bits, i)
-            self.client.write(self._data_addr(i, copy), [self._seal(i, copy, data)])
-        self._committed.update(pending)
-        return len(pending)
+from ..ftpm.test_crash import InPlaceStore  # the broken store the fTPM crash tests use
 
 
 def _violation(capsys):
