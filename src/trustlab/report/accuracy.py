@@ -45,9 +45,8 @@ def accuracy_section(records: Sequence[dict[str, Any]], ids: Sequence[str], out_
         if error is not None:
             parts.append(f'<p class="bad">Accuracy figure could not be drawn: {h.esc(error)}</p>')
             continue
-        parts.append(f'<figure>{h.image(png, out_dir, str(spec.get("title", "")), inline)}<figcaption>'
-                     f'{h.esc(spec.get("title", ""))}: points on the diagonal agree · '
-                     f'<a href="plots/{png.name}">PNG</a></figcaption></figure>')
+        title = str(spec.get("title", ""))
+        parts.append(h.figure(png, out_dir, title, f"{h.esc(title)}: points on the diagonal agree", inline))
     incs = data.get("inconsistencies") or []
     if incs:
         parts.append("<h3>Sources that contradict themselves (flagged; every reading shown, none picked)</h3>"

@@ -65,6 +65,12 @@ def image(png: Path, out_dir: Path, alt: str, inline: bool) -> str:
     return f'<img src="{esc(src)}" alt="{esc(alt)}">'
 
 
+def figure(png: Path, out_dir: Path, alt: str, caption_html: str, inline: bool) -> str:
+    """A drawn figure with its caption and a link to the PNG beside the page."""
+    return (f'<figure>{image(png, out_dir, alt, inline)}<figcaption>{caption_html} · '
+            f'<a href="plots/{png.name}">PNG</a></figcaption></figure>')
+
+
 def details(summary: str, body: str) -> str:
     return f"<details><summary>{esc(summary)}</summary>{body}</details>"
 

@@ -213,8 +213,7 @@ def _section(run_id: str, record: dict[str, Any], refs: list[dict[str, Any]], ou
         if error is not None:
             parts.append(f'<p class="bad">Figure {n} ({h.esc(title)}) could not be drawn: {h.esc(error)}</p>')
             continue
-        parts.append(f'<figure>{h.image(png, out_dir, title, inline)}<figcaption>Figure {n}: '
-                     f'{h.esc(title)} · <a href="plots/{png.name}">PNG</a></figcaption></figure>')
+        parts.append(h.figure(png, out_dir, title, f"Figure {n}: {h.esc(title)}", inline))
     profiles = profile_rows(record)
     if profiles:
         parts.append("<h3>Profiles (provenance)</h3>" + h.table(profiles, ["profile", "version", "family",
