@@ -12,16 +12,11 @@ host's clock as an in-process engine would have charged them.
 
 from __future__ import annotations
 
-import shutil
 import socket
 import struct
-import subprocess
-import tempfile
-import time
-from pathlib import Path
 from typing import Callable
 
-from trustlab.devices.tpm2.swtpm import free_port_pair, recv_exact
+from trustlab.devices.tpm2.swtpm import Swtpm, recv_exact
 from trustlab.errors import TrustlabError
 from trustlab.timing.clock import Clock
 
@@ -91,51 +86,23 @@ class SocketTpm12:
                 self._sock = None
 
 
-class Swtpm12:
+class Swtpm12(Swtpm):
     """libtpms' TPM 1.2: ``swtpm socket`` without ``--tpm2``, powered, and started (ST_CLEAR)
     unless ``startup=False`` (then the client sends TPM_Startup).
 
-    A fresh state directory has no endorsement key; :meth:`create_ek` makes one
-    (TPM_CreateEndorsementKeyPair), as a manufacturer or ``swtpm_setup`` would.
+    The process life cycle (ports, state directory, readiness, stop) is
+    :class:`~trustlab.devices.tpm2.swtpm.Swtpm`'s; only the flags and the
+    power-up differ. A fresh state directory has no endorsement key:
+    :meth:`create_ek` makes one (TPM_CreateEndorsementKeyPair), as a
+    manufacturer or ``swtpm_setup`` would.
     """
 
-    def __init__(self, *, host: str = "127.0.0.1", state_dir: Path | None = None, startup: bool = True,
-                 timeout: float = 10.0) -> None:
-        self.host = host
-        self.startup = startup
-        self.timeout = timeout
-        self._own_dir = state_dir is None
-        self.state_dir = Path(state_dir) if state_dir is not None else None
-        self.port: int | None = None
-        self.proc: subprocess.Popen | None = None
+    def _family_args(self) -> list[str]:
+        return ["--flags", "not-need-init,startup-clear" if self.startup else "not-need-init"]
 
-    def start(self) -> "Swtpm12":
-        if shutil.which("swtpm") is None:
-            raise WireError("'swtpm' not found on PATH: install the swtpm package (apt install swtpm)")
-        if self.state_dir is None:
-            self.state_dir = Path(tempfile.mkdtemp(prefix="trustlab-swtpm12-"))
-        self.state_dir.mkdir(parents=True, exist_ok=True)
-        self.port = free_port_pair(self.host)
-        argv = ["swtpm", "socket", "--tpmstate", f"dir={self.state_dir}",
-                "--server", f"type=tcp,port={self.port},bindaddr={self.host}",
-                "--ctrl", f"type=tcp,port={self.port + 1},bindaddr={self.host}",
-                "--flags", "not-need-init,startup-clear" if self.startup else "not-need-init",
-                "--log", f"file={self.state_dir / 'swtpm.log'},level=1"]
-        self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.PIPE)
-        deadline = time.monotonic() + self.timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                err = (self.proc.stderr.read() or b"").decode(errors="replace").strip() if self.proc.stderr else ""
-                self.stop()
-                raise WireError(f"swtpm (TPM 1.2) exited at start: {err or 'no message'}")
-            try:
-                socket.create_connection((self.host, self.port + 1), timeout=1).close()
-                return self
-            except OSError:
-                time.sleep(0.02)
-        self.stop()
-        raise WireError(f"swtpm (TPM 1.2) did not listen on {self.host}:{self.port + 1} within {self.timeout} s")
+    def reset(self) -> None:
+        """Nothing to send: swtpm's ``--flags`` already initialised (and, unless
+        ``startup=False``, started) the TPM 1.2; TPM2_Startup would be a bad ordinal."""
 
     def create_ek(self) -> int:
         """TPM_CreateEndorsementKeyPair (Part 3, 14.1) with an RSA-2048 template; returns its rc."""
@@ -147,25 +114,3 @@ class Swtpm12:
             return struct.unpack_from(">I", tpm.execute(frame), 6)[0]
         finally:
             tpm.close()
-
-    def stop(self) -> None:
-        if self.proc is not None:
-            if self.proc.poll() is None:
-                self.proc.terminate()
-                try:
-                    self.proc.wait(timeout=5)
-                except subprocess.TimeoutExpired:
-                    self.proc.kill()
-                    self.proc.wait()
-            if self.proc.stderr is not None:
-                self.proc.stderr.close()
-            self.proc = None
-        if self._own_dir and self.state_dir is not None:
-            shutil.rmtree(self.state_dir, ignore_errors=True)
-            self.state_dir = None
-
-    def __enter__(self) -> "Swtpm12":
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()

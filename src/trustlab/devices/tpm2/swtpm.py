@@ -237,7 +237,7 @@ class Swtpm:
         else:
             server = f"type=tcp,port={self.port},bindaddr={self.host}"
             ctrl = f"type=tcp,port={self.ctrl_port},bindaddr={self.host}"
-        argv = [self.binary, "socket", "--tpm2", "--tpmstate", f"dir={self.state_dir}",
+        argv = [self.binary, "socket", *self._family_args(), "--tpmstate", f"dir={self.state_dir}",
                 "--server", server, "--ctrl", ctrl,
                 "--log", f"file={self.state_dir / 'swtpm.log'},level=1"]
         # PR_SET_PDEATHSIG fires when the *thread* that forked exits, so it is
@@ -248,6 +248,10 @@ class Swtpm:
         if self._own_state:
             me = os.getpid()
             (self.state_dir / OWNER_FILE).write_text(f"{me} {_start_time(me)} {self.proc.pid}\n")
+
+    def _family_args(self) -> list[str]:
+        """swtpm's flags for the TPM generation this class runs (TPM 1.2: a subclass)."""
+        return ["--tpm2"]
 
     def _wait_ready(self) -> None:
         deadline = time.monotonic() + self.timeout
