@@ -57,17 +57,14 @@ def _parse_fix(items: list[str]) -> dict[str, float]:
     return fixed
 
 
-def _shipped_components(family: str | None = None) -> dict[str, Component]:
-    """Every component of readable profiles (of one family): names for CSV checks, units for output."""
-    found: dict[str, Component] = {}
-    for name in registry.names(family):
-        try:
-            profile = registry.load(name)
-        except ProfileError:
-            continue
-        for comp in profile.components.values():
-            found.setdefault(comp.name, comp)
-    return found
+def _shipped_units(family: str | None = None) -> dict[str, str]:
+    """The unit of every component of readable profiles (of one family), from the profile index
+    (``profiles list``'s), so a fit does not parse every profile for them."""
+    units: dict[str, str] = {}
+    for summary in registry.summaries(family)[0]:
+        for component, unit in summary.components.items():
+            units.setdefault(component, unit)
+    return units
 
 
 _COMPONENT_HEADER = re.compile(r'^\[components\.(?:"([^"]+)"|([A-Za-z0-9_.-]+))\]\s*$', re.MULTILINE)
@@ -108,11 +105,11 @@ def _scan_component_names(files: tuple[tuple[str, Path, int], ...]) -> frozenset
 def _fitted_profile(result: FitResult, measurements: list[Measurement], args: argparse.Namespace) -> Profile:
     families = {m.family for m in measurements if m.family}
     family = args.family or (families.pop() if len(families) == 1 else "fitted")
-    shipped = _shipped_components(family if family != "fitted" else None)
+    units = _shipped_units(family if family != "fitted" else None)
     comps = {}
     for c, v in result.params.items():
         note = "held fixed" if c in result.fixed else f"fitted, stderr {result.stderr.get(c, math.nan):.3g} ms"
-        unit = shipped[c].unit if c in shipped else "call"
+        unit = units.get(c, "call")
         comps[c] = Component(name=c, mean=v, unit=unit, provenance=Provenance(source=str(args.csv), note=note))
     prov = Provenance(source=str(args.csv), note=f"fitted by trustlab fit (bounded least squares, "
                       f"weights {result.weighting})")
