@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import functools
 import math
-import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from trustlab.cli._output import print_json, table
-from trustlab import limits
-from trustlab.errors import ProfileError, TrustlabError
+from trustlab.errors import TrustlabError
 from trustlab.timing import registry
 from trustlab.safe_output import check_file, path_arg, reported, write_text
 from trustlab.timing.profile import Component, Profile, Provenance
@@ -67,39 +64,10 @@ def _shipped_units(family: str | None = None) -> dict[str, str]:
     return units
 
 
-_COMPONENT_HEADER = re.compile(r'^\[components\.(?:"([^"]+)"|([A-Za-z0-9_.-]+))\]\s*$', re.MULTILINE)
-
-
 def _component_names() -> set[str]:
-    """Component names of every profile, for checking CSV columns: a scan of the files'
-    [components.NAME] headers (milliseconds instead of parsing ~65 profiles); a profile
-    written in another TOML layout (no such header) is parsed in full."""
-    files = []
-    for name, path in registry.available().items():
-        try:
-            files.append((name, path, path.stat().st_mtime_ns))
-        except OSError:
-            continue
-    return set(_scan_component_names(tuple(files)))
-
-
-@functools.lru_cache(maxsize=4)
-def _scan_component_names(files: tuple[tuple[str, Path, int], ...]) -> frozenset[str]:
-    """The scan behind :func:`_component_names`, cached while no profile file changes."""
-    names: set[str] = set()
-    for name, path, _ in files:
-        try:
-            with path.open(encoding="utf-8") as fh:
-                found = {a or b for a, b in _COMPONENT_HEADER.findall(fh.read(limits.MAX_TEXT_BYTES))}
-        except (OSError, UnicodeDecodeError):
-            continue
-        if not found:
-            try:
-                found = set(registry.load(name).components)
-            except ProfileError:
-                continue
-        names |= found
-    return frozenset(names)
+    """Component names of every readable profile, for checking CSV columns (from the profile
+    index, which re-reads a profile only when its file changes)."""
+    return {component for summary in registry.summaries()[0] for component in summary.components}
 
 
 def _fitted_profile(result: FitResult, measurements: list[Measurement], args: argparse.Namespace) -> Profile:
