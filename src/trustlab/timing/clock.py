@@ -23,7 +23,7 @@ from trustlab.timing.profile import Component, Profile
 NO_COMMAND = "(outside commands)"
 
 
-@dataclass
+@dataclass(slots=True)  # (slots: one is built per command; no per-instance dict)
 class CommandRecord:
     """One completed (or running) command: its modelled cost and breakdown."""
 
@@ -51,7 +51,10 @@ class Clock:
         sleep: Callable[[float], None] = time.sleep,
         wallclock: Callable[[], float] = time.perf_counter,
     ) -> None:
-        self.profile = profile  # (the setter also caches the deterministic components' means)
+        self._profile = profile
+        self.components = profile.components  # ("name in clock.components": a membership test without a call)
+        # per-unit cost of every component without a spread: charging it draws nothing
+        self._fixed = {name: c.mean for name, c in profile.components.items() if not c.samples and not c.sd}
         self.realtime = realtime
         self.now_ms = 0.0
         self._rng = random.Random(seed)
@@ -67,15 +70,18 @@ class Clock:
 
     @property
     def profile(self) -> Profile:
+        """The profile this clock charges (fixed for the clock's life: devices cache its fixed costs)."""
         return self._profile
 
-    @profile.setter
-    def profile(self, profile: Profile) -> None:
-        self._profile = profile
-        self.components = profile.components  # ("name in clock.components": a membership test without a call)
-        # per-unit cost of every component without a spread: charging it needs no draw (the
-        # hot path: a TPM command charges its overheads and hashing several times)
-        self._fixed = {name: c.mean for name, c in profile.components.items() if not c.samples and not c.sd}
+    def fixed_cost(self, component: str) -> float | None:
+        """The per-unit ms of a component without a spread (charging it draws nothing), else None.
+
+        A hot path may charge ``charge_ms(component, count * fixed_cost(component))``
+        instead of ``charge(component, count)`` (a positive count): the same
+        product, the same ledger entries, one call less. A component with a
+        spread must go through :meth:`charge`, which draws.
+        """
+        return self._fixed.get(component)
 
     # ---- charging ---------------------------------------------------------
 
@@ -105,9 +111,10 @@ class Clock:
         """Advance time by an already computed amount attributed to ``component``."""
         self.now_ms += ms
         self.by_component[component] += ms
-        if self._stack:
-            top = self._stack[-1]
-            self.by_command_component[(top.name, component)] += ms
+        stack = self._stack
+        if stack:
+            top = stack[-1]
+            self.by_command_component[top.name, component] += ms
             top.ms += ms
             breakdown = top.breakdown
             breakdown[component] = breakdown.get(component, 0.0) + ms
@@ -145,7 +152,7 @@ class Clock:
         command (a device's dispatcher): ``record = clock.begin(name); try: ...
         finally: clock.end()``.
         """
-        record = CommandRecord(name=name, start_ms=self.now_ms)
+        record = CommandRecord(name, self.now_ms, 0.0, {})
         self._started.append(self._wallclock())
         self._stack.append(record)
         return record

@@ -119,6 +119,11 @@ class Primitives:
         self._pending_blocks = 0
         self.make_key = keygen or generate_rsa
         self._entropy = Entropy()
+        # the per-unit costs of the components charged on every command, None if one has a spread
+        # (then charge() draws, in the same order as ever); see Clock.fixed_cost
+        self._sha1_byte = clock.fixed_cost("sha1_byte")
+        self._rsa_ms = {c: None if clock.fixed_cost(c) is None else 1.0 * clock.fixed_cost(c)
+                        for c in ("rsa_enc", "rsa_dec", "rsa_sign") if c in clock.components}
 
     # ---- hashing ----------------------------------------------------------
     def charge_hash_blocks(self, blocks: int) -> None:
@@ -134,7 +139,17 @@ class Primitives:
     def flush(self) -> None:
         if self._pending_blocks:
             blocks, self._pending_blocks = self._pending_blocks, 0
-            self.clock.charge("sha1_byte", SHA1_BLOCK * blocks)
+            if self._sha1_byte is None:
+                self.clock.charge("sha1_byte", SHA1_BLOCK * blocks)
+            else:
+                self.clock.charge_ms("sha1_byte", SHA1_BLOCK * blocks * self._sha1_byte)
+
+    def _charge_rsa(self, component: str) -> None:
+        ms = self._rsa_ms.get(component)
+        if ms is None:
+            self.clock.charge(component)
+        else:
+            self.clock.charge_ms(component, ms)
 
     def sha1(self, *parts: bytes) -> bytes:
         data = b"".join(parts)
@@ -156,13 +171,13 @@ class Primitives:
         if len(plaintext) > k - 2 * DIGEST - 2:
             raise TpmError("TPM_BAD_DATASIZE", f"{len(plaintext)} bytes do not fit one OAEP block")
         out = public.encrypt(plaintext, _OAEP)
-        self.clock.charge("rsa_enc")
+        self._charge_rsa("rsa_enc")
         self._pending_blocks += oaep_blocks(k)
         return out
 
     def rsa_decrypt(self, private: rsa.RSAPrivateKey, ciphertext: bytes) -> bytes:
         k = private.key_size // 8
-        self.clock.charge("rsa_dec")
+        self._charge_rsa("rsa_dec")
         self._pending_blocks += oaep_blocks(k)
         if len(ciphertext) != k:
             raise TpmError("TPM_DECRYPT_ERROR", f"ciphertext is {len(ciphertext)} bytes, key needs {k}")
@@ -175,12 +190,12 @@ class Primitives:
         """PKCS#1 v1.5 signature over a SHA-1 digest the caller computed."""
         if len(digest) != DIGEST:
             raise TpmError("TPM_BAD_DATASIZE", f"sign needs a 20-byte digest, got {len(digest)}")
-        self.clock.charge("rsa_sign")
+        self._charge_rsa("rsa_sign")
         return private.sign(digest, _PKCS1, _PREHASHED)
 
     def rsa_verify(self, public: rsa.RSAPublicKey, signature: bytes, digest: bytes) -> None:
         """Check a PKCS#1 v1.5 signature over a SHA-1 digest (a public-key operation: ``rsa_enc``)."""
-        self.clock.charge("rsa_enc")
+        self._charge_rsa("rsa_enc")
         try:
             public.verify(signature, digest, _PKCS1, _PREHASHED)
         except (InvalidSignature, ValueError):

@@ -33,7 +33,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from trustlab.devices.tpm12.sessions import AuthContext
 
 
-@dataclass
+@dataclass(slots=True)  # (slots: one is built per command; no per-instance dict)
 class Request:
     """A parsed command as a handler sees it."""
 
@@ -48,7 +48,7 @@ class Request:
     transported: bool = False  # wrapped in TPM_ExecuteTransport
 
 
-@dataclass
+@dataclass(slots=True)
 class Response:
     """What a handler returns: output handles (not digested) and parameters."""
 

@@ -20,7 +20,7 @@ from trustlab.devices.tpm12.errors import TpmError
 from trustlab.devices.tpm12.primitives import Primitives, xor
 
 
-@dataclass
+@dataclass(slots=True)  # (slots: one is built per command; no per-instance dict)
 class Session:
     handle: int
     kind: str  # "OIAP" | "OSAP" | "TRANSPORT"
@@ -36,7 +36,7 @@ class Session:
     next_even: bytes | None = None  # a nonceEven the command already chose (encrypted responses)
 
 
-@dataclass
+@dataclass(slots=True)
 class SessionUse:
     session: Session | None  # None: the command named a handle the TPM does not have
     nonce_odd: bytes
@@ -46,7 +46,7 @@ class SessionUse:
     handle: int = 0
 
 
-@dataclass
+@dataclass(slots=True)
 class AuthContext:
     """The authorization sessions of one command, as handlers use them."""
 
