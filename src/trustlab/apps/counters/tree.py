@@ -21,7 +21,7 @@ the root inside the TPM and the AIK signature over it.
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, NamedTuple
 
 from trustlab.devices.tpm12 import merkle
 
@@ -116,6 +116,23 @@ class SparseTree:
         self._put_leaf(index, data)
         return self._store.set_leaf(index, self._leaf_hash(data))
 
+    def prepare(self, index: int, data: bytes) -> "Pending":
+        """One pass up a leaf's path: its siblings and the new path with ``data`` written, nothing stored.
+
+        What a host does before asking the TPM to increment: it needs the
+        siblings to send and will store the new path once the TPM agrees.
+        :meth:`commit` stores it (equal to :meth:`set` then), as long as
+        nothing was written in between.
+        """
+        self._check(index)
+        siblings, path = self._store.prepare(index, self._leaf_hash(data))
+        return Pending(index, data, siblings, path)
+
+    def commit(self, pending: "Pending") -> bytes:
+        """Store a write made ready by :meth:`prepare`; returns the new root."""
+        self._put_leaf(pending.index, pending.data)
+        return self._store.commit(pending.index, pending.path)
+
     def set_many(self, items: dict[int, bytes]) -> bytes:
         """Write many leaves, then rehash each dirty inner node once; returns the new root.
 
@@ -147,6 +164,19 @@ class SparseTree:
     def _check(self, index: int) -> None:
         if not 0 <= index < self.size:
             raise IndexError(f"counter {index} outside 0..{self.size - 1}")
+
+
+class Pending(NamedTuple):
+    """A leaf write prepared by :meth:`SparseTree.prepare`: the siblings, and the new path leaf to root."""
+
+    index: int
+    data: bytes
+    siblings: list[bytes]
+    path: list[bytes]
+
+    @property
+    def root(self) -> bytes:
+        return self.path[-1]
 
 
 def root_from_path(index: int, leaf_hash: bytes, siblings: list[bytes], node_hash: NodeHash) -> bytes:

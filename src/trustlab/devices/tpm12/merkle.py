@@ -117,13 +117,15 @@ def counter_roots_packed(index: int, old: int, new: int, path: bytes) -> tuple[b
             index >>= 1
         return a, a
     b = sha(b"\x00" + struct.pack(">Q", new)).digest()
+    known = _RECENT.get  # the new path is usually the one the host just hashed (see recent_path)
     for at in range(0, len(path), DIGEST):
         if index & 1:
             ps = p + path[at:at + DIGEST]
-            a, b = sha(ps + a).digest(), sha(ps + b).digest()
+            a, kb = sha(ps + a).digest(), ps + b
         else:
             sib = path[at:at + DIGEST]
-            a, b = sha(p + a + sib).digest(), sha(p + b + sib).digest()
+            a, kb = sha(p + a + sib).digest(), p + b + sib
+        b = known(kb) or sha(kb).digest()
         index >>= 1
     return a, b
 
@@ -153,6 +155,18 @@ try:  # CPython's own SHA-1: for 41-byte node inputs it has less per-call overhe
     from _sha1 import sha1 as _node_sha1
 except ImportError:  # pragma: no cover - other interpreters
     _node_sha1 = hashlib.sha1
+
+# The node hashes of the last path a host tree prepared (:meth:`HeapNodes.prepare`): one-block
+# input -> its SHA-1. The host and the TPM it drives compute the same new path in one process
+# (the host to store it, the TPM to install its root), so the second asks this memo first. Safe
+# whoever reads it: a key is the hash's whole input, so an entry can only ever be SHA1(key); a
+# tampered sibling is another input, a miss, and is hashed. Bounded: cleared on every prepare.
+_RECENT: dict[bytes, bytes] = {}
+
+
+def recent_path() -> dict[bytes, bytes]:
+    """A copy of the memo of the last prepared path's node hashes (input -> digest), for tests."""
+    return dict(_RECENT)
 
 
 def fill(buf: bytearray, start: int, end: int, pattern: bytes) -> None:
@@ -297,6 +311,62 @@ class HeapNodes:
             nodes[idx] = h  # type: ignore[index]
         return h
 
+    def prepare(self, index: int, h: bytes) -> tuple[list[bytes], list[bytes]]:
+        """One pass up leaf ``index``'s path with new leaf hash ``h``; nothing is written.
+
+        Returns the siblings (leaf level up) and the new path (``h``, the
+        nodes above it, the new root). :meth:`commit` stores that path, as
+        :meth:`set_leaf` would have, provided nothing was written in between.
+        With this module's node convention the hashes also go into the
+        recent-path memo (``_RECENT``), where a TPM computing the same new root
+        finds them.
+        """
+        idx, nodes, w = self.size + index, self.nodes, self.width
+        dense, get = self.dense, None if self.dense else self.nodes.get  # type: ignore[union-attr]
+        sibs: list[bytes] = []
+        path = [h]
+        node_hash = self.node_hash
+        if node_hash is None:
+            _RECENT.clear()
+            remember, sha, p = _RECENT.__setitem__, _node_sha1, b"\x01"
+        for height in range(self.depth):
+            if dense:
+                at = (idx ^ 1) * w
+                sib = bytes(nodes[at:at + w])  # type: ignore[index]
+            else:
+                sib = get(idx ^ 1, self._path_defaults[height])  # type: ignore[misc]
+            sibs.append(sib)
+            if node_hash is None:
+                key = p + sib + h if idx & 1 else p + h + sib
+                h = sha(key).digest()
+                remember(key, h)
+            else:
+                h = node_hash(sib, h) if idx & 1 else node_hash(h, sib)
+            path.append(h)
+            idx >>= 1
+        return sibs, path
+
+    def commit(self, index: int, path: Sequence[bytes]) -> bytes:
+        """Store a new path from :meth:`prepare` (leaf hash up to the root); returns the root."""
+        if len(path) != self.depth + 1:
+            raise ValueError(f"a path of a depth-{self.depth} tree has {self.depth + 1} nodes, not {len(path)}")
+        idx = self.size + index
+        if self.dense:
+            nodes, w = self.nodes, self.width
+            for h in path:
+                if len(h) != w:
+                    raise ValueError(f"a node is {w} bytes, not {len(h)}")
+                nodes[idx * w:(idx + 1) * w] = h  # type: ignore[index]
+                idx >>= 1
+            return path[-1]
+        nodes = self.nodes
+        for h in path:
+            nodes[idx] = h  # type: ignore[index]
+            idx >>= 1
+        if self._can_densify and len(nodes) >= DENSIFY_AT:
+            self._densify()
+        return path[-1]
+
     def set_leaves(self, leaves: dict[int, bytes]) -> bytes:
         """Write many leaf hashes, then rehash each dirty inner node once; returns the root.
 
@@ -334,6 +404,112 @@ class HeapNodes:
     def replace_nodes(self, nodes: bytearray | dict[int, bytes]) -> None:
         self.dense = isinstance(nodes, bytearray)
         self.nodes = bytearray(nodes) if self.dense else dict(nodes)  # type: ignore[arg-type]
+
+
+MEMO_LEVELS = 17  # heights a RootMemo keeps below its root: 2^18 slots, 5 MiB whatever the depth
+
+
+class RootMemo:
+    """The upper levels of the counter tree whose root a TPM holds, as the TPM itself computed them.
+
+    A host-side cache of the engine (never persisted, never modelled, no
+    figure depends on it): TPM_ExecuteHashTree checks a supplied path against
+    its root by hashing ``depth + 1`` blocks; when every supplied sibling at a
+    kept height equals the node the TPM computed there, and the path's own
+    node at the lowest kept height does too, that hashing would end at
+    :attr:`root` - the kept levels are a consistent Merkle tree (each node the
+    hash of its two children, true of the defaults at INIT and kept by
+    :meth:`commit`, which only installs paths proven against it). So the check
+    hashes only the levels below :attr:`low` and compares the rest. Any
+    mismatch (a tampered or stale sibling, a rolled-back memo) falls back to
+    hashing the supplied path from where the comparison broke, so the answer,
+    error and charge are exactly those of hashing everything. Valid only while
+    :attr:`root` equals the held root (the caller checks).
+    """
+
+    def __init__(self, depth: int, defaults: Sequence[bytes]) -> None:
+        if len(defaults) != depth + 1 or any(len(d) != DIGEST for d in defaults):
+            raise ValueError(f"a depth-{depth} tree has {depth + 1} default nodes of {DIGEST} bytes")
+        self.depth = depth
+        self.low = max(0, depth - MEMO_LEVELS)  # the lowest height kept (0: the leaves too)
+        nodes = bytearray(DIGEST * (2 << (depth - self.low)))  # heap slots 1 .. (slot 0 unused)
+        for height in range(self.low, depth + 1):
+            start = 1 << (depth - height)
+            fill(nodes, start * DIGEST, 2 * start * DIGEST, defaults[height])
+        self.nodes = nodes
+        self.root = defaults[depth]
+        self._pending: list[bytes] | None = None
+        self._index = 0
+
+    def roots(self, index: int, old: int, new: int, path: bytes) -> tuple[bytes, bytes]:
+        """:func:`counter_roots_packed`, with the kept levels compared instead of hashed where they match.
+
+        Remembers the new path's kept nodes for :meth:`commit` (only if the
+        comparison proved the whole path: a path that passed by hashing alone
+        is not installed, and :meth:`commit` then drops the memo).
+        """
+        depth, low, w, nodes = self.depth, self.low, DIGEST, self.nodes
+        if len(path) != depth * w or index < 0 or index >> depth:
+            raise ValueError(f"leaf {index} with a {len(path)}-byte path does not fit depth {depth}")
+        sha, p, known = _node_sha1, b"\x01", _RECENT.get
+        a = sha(b"\x00" + struct.pack(">Q", old)).digest()
+        same = new == old
+        b = a if same else sha(b"\x00" + struct.pack(">Q", new)).digest()
+        idx, at = (1 << depth) | index, 0
+        for _ in range(low):  # below the kept levels: hashed, as without the memo
+            sib = path[at:at + w]
+            if idx & 1:
+                ka, kb = p + sib + a, p + sib + b
+            else:
+                ka, kb = p + a + sib, p + b + sib
+            a = sha(ka).digest()
+            if not same:
+                b = known(kb) or sha(kb).digest()
+            idx >>= 1
+            at += w
+        s = idx * w
+        proven = nodes[s:s + w] == a  # the path's node at the lowest kept height is the TPM's
+        upper = [b]
+        for _ in range(low, depth):
+            sib = path[at:at + w]
+            if proven:
+                s = (idx ^ 1) * w
+                if nodes[s:s + w] != sib:  # from here on, hash the supplied path as without the memo
+                    proven = False
+                    s = idx * w
+                    a = bytes(nodes[s:s + w])  # what hashing the matched levels below gave
+            if not proven:
+                a = sha(p + sib + a).digest() if idx & 1 else sha(p + a + sib).digest()
+            if not same:
+                kb = p + sib + b if idx & 1 else p + b + sib
+                b = known(kb) or sha(kb).digest()
+                upper.append(b)
+            idx >>= 1
+            at += w
+        if proven:
+            a = self.root
+        if same:
+            b = a
+        self._pending, self._index = (upper if proven and not same else None), index
+        return a, b
+
+    def commit(self, new_root: bytes) -> bool:
+        """Install the new path of the last :meth:`roots` (its root now held); False: the memo is void.
+
+        A path proven only by hashing (siblings the memo does not have, yet the
+        held root - a memo out of step with the chip's state) leaves nothing
+        to install consistently, so the memo gives up (the caller drops it).
+        """
+        upper, self._pending = self._pending, None
+        if upper is None or upper[-1] != new_root:
+            return False
+        nodes, w = self.nodes, DIGEST
+        idx = ((1 << self.depth) | self._index) >> self.low
+        for h in upper:
+            nodes[idx * w:(idx + 1) * w] = h
+            idx >>= 1
+        self.root = new_root
+        return True
 
 
 class SparseMerkleTree:

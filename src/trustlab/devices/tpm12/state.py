@@ -66,6 +66,10 @@ class PersistentState:
     next_counter_id: int = 1
     hashtree_root: bytes | None = None
     extra: dict[str, str] = field(default_factory=dict)
+    # Not state: the host's cache of the hash tree's upper levels under hashtree_root
+    # (merkle.RootMemo; TPM_ExecuteHashTree). Never serialised, so a state read back from
+    # NV (a restart, a rolled-back save) starts without it.
+    hashtree_memo: object | None = field(default=None, compare=False, repr=False)
 
     def to_bytes(self) -> bytes:
         """One JSON document; the part that changes only at ownership (keys, secrets) is cached.
