@@ -1,8 +1,8 @@
 """TPM_ExecuteHashTree's host-side memos change no answer: tampered paths fail exactly as when hashed.
 
 ``merkle.RootMemo`` lets the TPM compare supplied siblings with the upper tree
-levels it computed itself instead of hashing them; ``merkle._RECENT`` lets it
-look up node hashes the host just computed. Both must be invisible: the same
+levels it computed itself instead of hashing them; ``merkle.recent_path`` lets
+it take the new path the host just hashed from the same inputs. Both must be invisible: the same
 roots, the same errors, the same modelled charges as hashing every block.
 """
 
@@ -169,10 +169,18 @@ def test_memo_is_dropped_when_the_held_root_is_not_its_root(tpm: Tpm12, aik) -> 
     assert root2 == tree.set(3, merkle.encode_value(2))
 
 
-def test_recent_path_memo_holds_only_true_hashes() -> None:
+def test_recent_path_answers_only_for_the_exact_inputs_it_hashed() -> None:
     tree = new_tree(8)
-    tree.prepare(77, merkle.encode_value(5))
-    memo = merkle.recent_path()
-    assert len(memo) == 8
-    for key, digest in memo.items():
-        assert digest == merkle.sha1(key)
+    tree.set(76, merkle.encode_value(3))
+    pending = tree.prepare(77, merkle.encode_value(5))
+    leaf, packed = merkle.counter_leaf(5), b"".join(pending.siblings)
+    assert merkle.recent_path(77, leaf, packed) == pending.path
+    assert pending.path[-1] == merkle.root_from_path(77, leaf, pending.siblings)
+    rng = random.Random(5)
+    for level in range(8):  # any other sibling, leaf or index is a miss (and gets hashed)
+        assert merkle.recent_path(77, leaf, _tamper(packed, level, rng)) is None
+    assert merkle.recent_path(76, leaf, packed) is None
+    assert merkle.recent_path(77, merkle.counter_leaf(4), packed) is None
+    tampered = _tamper(packed, 3, rng)
+    assert merkle.counter_roots_packed(77, 4, 5, tampered)[1] == merkle.root_from_path(
+        77, leaf, [tampered[i:i + 20] for i in range(0, 160, 20)])

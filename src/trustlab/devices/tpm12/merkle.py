@@ -117,15 +117,19 @@ def counter_roots_packed(index: int, old: int, new: int, path: bytes) -> tuple[b
             index >>= 1
         return a, a
     b = sha(b"\x00" + struct.pack(">Q", new)).digest()
-    known = _RECENT.get  # the new path is usually the one the host just hashed (see recent_path)
+    known = recent_path(index, b, path)  # usually the new path the host has just hashed
+    if known is not None:
+        for at in range(0, len(path), DIGEST):
+            a = sha(p + path[at:at + DIGEST] + a).digest() if index & 1 else sha(p + a + path[at:at + DIGEST]).digest()
+            index >>= 1
+        return a, known[-1]
     for at in range(0, len(path), DIGEST):
         if index & 1:
             ps = p + path[at:at + DIGEST]
-            a, kb = sha(ps + a).digest(), ps + b
+            a, b = sha(ps + a).digest(), sha(ps + b).digest()
         else:
             sib = path[at:at + DIGEST]
-            a, kb = sha(p + a + sib).digest(), p + b + sib
-        b = known(kb) or sha(kb).digest()
+            a, b = sha(p + a + sib).digest(), sha(p + b + sib).digest()
         index >>= 1
     return a, b
 
@@ -156,17 +160,26 @@ try:  # CPython's own SHA-1: for 41-byte node inputs it has less per-call overhe
 except ImportError:  # pragma: no cover - other interpreters
     _node_sha1 = hashlib.sha1
 
-# The node hashes of the last path a host tree prepared (:meth:`HeapNodes.prepare`): one-block
-# input -> its SHA-1. The host and the TPM it drives compute the same new path in one process
-# (the host to store it, the TPM to install its root), so the second asks this memo first. Safe
-# whoever reads it: a key is the hash's whole input, so an entry can only ever be SHA1(key); a
-# tampered sibling is another input, a miss, and is hashed. Bounded: cleared on every prepare.
-_RECENT: dict[bytes, bytes] = {}
+def node_hash_inline(left: bytes, right: bytes) -> bytes:
+    """``node_hash`` with SHA-1, without the hash parameter."""
+    return _node_sha1(b"\x01" + left + right).digest()
 
 
-def recent_path() -> dict[bytes, bytes]:
-    """A copy of the memo of the last prepared path's node hashes (input -> digest), for tests."""
-    return dict(_RECENT)
+# The last path a host tree prepared (:meth:`HeapNodes.prepare`): (leaf index, leaf hash, siblings
+# packed, the path's nodes leaf to root under this module's node convention). The host and the TPM
+# it drives compute the same new path in one process (the host to store it, the TPM to install its
+# root), so the TPM asks here first. Safe whoever asks: the key is everything the path is a function
+# of, compared in full, so an answer is only ever what hashing would give; a tampered sibling is
+# another key, a miss, and is hashed. One entry: replaced on every prepare.
+_RECENT: tuple[int, bytes, bytes, list[bytes]] | None = None
+
+
+def recent_path(index: int, leaf: bytes, siblings: bytes) -> list[bytes] | None:
+    """The nodes (leaf to root) above ``leaf`` at ``index`` with these packed siblings, if just prepared."""
+    r = _RECENT
+    if r is not None and r[0] == index and r[1] == leaf and r[2] == siblings:
+        return r[3]
+    return None
 
 
 def fill(buf: bytearray, start: int, end: int, pattern: bytes) -> None:
@@ -317,33 +330,36 @@ class HeapNodes:
         Returns the siblings (leaf level up) and the new path (``h``, the
         nodes above it, the new root). :meth:`commit` stores that path, as
         :meth:`set_leaf` would have, provided nothing was written in between.
-        With this module's node convention the hashes also go into the
-        recent-path memo (``_RECENT``), where a TPM computing the same new root
-        finds them.
+        With this module's node convention the path is also left in the
+        recent-path memo (:func:`recent_path`), where a TPM computing the same
+        new root finds it.
         """
-        idx, nodes, w = self.size + index, self.nodes, self.width
-        dense, get = self.dense, None if self.dense else self.nodes.get  # type: ignore[union-attr]
+        global _RECENT
+        idx, nodes, w, leaf = self.size + index, self.nodes, self.width, h
         sibs: list[bytes] = []
         path = [h]
         node_hash = self.node_hash
-        if node_hash is None:
-            _RECENT.clear()
-            remember, sha, p = _RECENT.__setitem__, _node_sha1, b"\x01"
-        for height in range(self.depth):
-            if dense:
+        if self.dense and node_hash is None:  # the hot loop of the 2^20-counter runs
+            sha, p = _node_sha1, b"\x01"
+            for _ in range(self.depth):
                 at = (idx ^ 1) * w
                 sib = bytes(nodes[at:at + w])  # type: ignore[index]
-            else:
-                sib = get(idx ^ 1, self._path_defaults[height])  # type: ignore[misc]
-            sibs.append(sib)
-            if node_hash is None:
-                key = p + sib + h if idx & 1 else p + h + sib
-                h = sha(key).digest()
-                remember(key, h)
-            else:
-                h = node_hash(sib, h) if idx & 1 else node_hash(h, sib)
-            path.append(h)
-            idx >>= 1
+                h = sha(p + sib + h).digest() if idx & 1 else sha(p + h + sib).digest()
+                sibs.append(sib)
+                path.append(h)
+                idx >>= 1
+        else:
+            for height in range(self.depth):
+                sib = self.node(idx ^ 1, height)
+                sibs.append(sib)
+                if node_hash is None:
+                    h = node_hash_inline(sib, h) if idx & 1 else node_hash_inline(h, sib)
+                else:
+                    h = node_hash(sib, h) if idx & 1 else node_hash(h, sib)
+                path.append(h)
+                idx >>= 1
+        if node_hash is None:
+            _RECENT = (index, leaf, b"".join(sibs), path)
         return sibs, path
 
     def commit(self, index: int, path: Sequence[bytes]) -> bytes:
@@ -353,10 +369,11 @@ class HeapNodes:
         idx = self.size + index
         if self.dense:
             nodes, w = self.nodes, self.width
+            if len(b"".join(path)) != w * len(path):  # a wrong width would shift every slot after it
+                raise ValueError(f"a path's nodes are {w} bytes each")
             for h in path:
-                if len(h) != w:
-                    raise ValueError(f"a node is {w} bytes, not {len(h)}")
-                nodes[idx * w:(idx + 1) * w] = h  # type: ignore[index]
+                at = idx * w
+                nodes[at:at + w] = h  # type: ignore[index]
                 idx >>= 1
             return path[-1]
         nodes = self.nodes
@@ -442,56 +459,48 @@ class RootMemo:
         self._index = 0
 
     def roots(self, index: int, old: int, new: int, path: bytes) -> tuple[bytes, bytes]:
-        """:func:`counter_roots_packed`, with the kept levels compared instead of hashed where they match.
+        """:func:`counter_roots_packed`, with the kept levels compared instead of hashed when they match.
 
         Remembers the new path's kept nodes for :meth:`commit` (only if the
-        comparison proved the whole path: a path that passed by hashing alone
-        is not installed, and :meth:`commit` then drops the memo).
+        comparison proved the path: a path that passed by hashing alone is
+        not installed, and :meth:`commit` then gives the memo up).
         """
         depth, low, w, nodes = self.depth, self.low, DIGEST, self.nodes
         if len(path) != depth * w or index < 0 or index >> depth:
             raise ValueError(f"leaf {index} with a {len(path)}-byte path does not fit depth {depth}")
-        sha, p, known = _node_sha1, b"\x01", _RECENT.get
+        sha, p = _node_sha1, b"\x01"
         a = sha(b"\x00" + struct.pack(">Q", old)).digest()
-        same = new == old
-        b = a if same else sha(b"\x00" + struct.pack(">Q", new)).digest()
-        idx, at = (1 << depth) | index, 0
+        leaf = (1 << depth) | index  # heap index of the leaf
+        idx, at = leaf, 0
         for _ in range(low):  # below the kept levels: hashed, as without the memo
-            sib = path[at:at + w]
-            if idx & 1:
-                ka, kb = p + sib + a, p + sib + b
-            else:
-                ka, kb = p + a + sib, p + b + sib
-            a = sha(ka).digest()
-            if not same:
-                b = known(kb) or sha(kb).digest()
+            a = sha(p + path[at:at + w] + a).digest() if idx & 1 else sha(p + a + path[at:at + w]).digest()
             idx >>= 1
             at += w
         s = idx * w
-        proven = nodes[s:s + w] == a  # the path's node at the lowest kept height is the TPM's
-        upper = [b]
-        for _ in range(low, depth):
-            sib = path[at:at + w]
-            if proven:
-                s = (idx ^ 1) * w
-                if nodes[s:s + w] != sib:  # from here on, hash the supplied path as without the memo
-                    proven = False
-                    s = idx * w
-                    a = bytes(nodes[s:s + w])  # what hashing the matched levels below gave
-            if not proven:
-                a = sha(p + sib + a).digest() if idx & 1 else sha(p + a + sib).digest()
-            if not same:
-                kb = p + sib + b if idx & 1 else p + b + sib
-                b = known(kb) or sha(kb).digest()
-                upper.append(b)
-            idx >>= 1
-            at += w
+        # the path's node at the lowest kept height and every sibling above it are the TPM's own
+        proven = nodes[s:s + w] == a and path[at:] == b"".join(
+            [nodes[(leaf >> k ^ 1) * w:(leaf >> k ^ 1) * w + w] for k in range(low, depth)])
         if proven:
             a = self.root
-        if same:
-            b = a
-        self._pending, self._index = (upper if proven and not same else None), index
-        return a, b
+        else:  # hash the rest of the supplied path, as without the memo
+            for _ in range(low, depth):
+                a = sha(p + path[at:at + w] + a).digest() if idx & 1 else sha(p + a + path[at:at + w]).digest()
+                idx >>= 1
+                at += w
+        self._pending = None
+        if new == old:
+            return a, a
+        b = sha(b"\x00" + struct.pack(">Q", new)).digest()
+        known = recent_path(index, b, path)  # usually the new path the host has just hashed
+        if known is None:
+            known, idx = [b], leaf
+            for at in range(0, depth * w, w):
+                b = sha(p + path[at:at + w] + b).digest() if idx & 1 else sha(p + b + path[at:at + w]).digest()
+                known.append(b)
+                idx >>= 1
+        if proven:
+            self._pending, self._index = known[low:], index
+        return a, known[-1]
 
     def commit(self, new_root: bytes) -> bool:
         """Install the new path of the last :meth:`roots` (its root now held); False: the memo is void.
