@@ -1,8 +1,8 @@
 """TPM_ExecuteHashTree's host-side memos change no answer: tampered paths fail exactly as when hashed.
 
 ``merkle.RootMemo`` lets the TPM compare supplied siblings with the upper tree
-levels it computed itself instead of hashing them; ``merkle.recent_path`` lets
-it take the new path the host just hashed from the same inputs. Both must be invisible: the same
+levels it computed itself instead of hashing them; ``merkle.path_nodes`` lets
+the host take the new path the TPM just hashed from the same inputs. Both must be invisible: the same
 roots, the same errors, the same modelled charges as hashing every block.
 """
 
@@ -57,8 +57,9 @@ def test_memo_roots_equal_hashing_for_honest_and_hostile_paths(depth, kept, seed
         elif kind == "value":
             old += 1 + rng.randrange(3)
         new = old if kind == "read" else old + 1
-        if kind == "inc":  # the host hashes the new path first, as the prover does
+        if kind == "inc":  # the host reads the siblings first, as the prover does
             pending = tree.prepare(index, merkle.encode_value(new))
+            assert pending.packed == path
         want = merkle.counter_roots_packed(index, old, new, path)
         got = memo.roots(index, old, new, path)
         assert got == want
@@ -169,18 +170,19 @@ def test_memo_is_dropped_when_the_held_root_is_not_its_root(tpm: Tpm12, aik) -> 
     assert root2 == tree.set(3, merkle.encode_value(2))
 
 
-def test_recent_path_answers_only_for_the_exact_inputs_it_hashed() -> None:
+def test_path_nodes_memo_answers_only_for_the_exact_inputs_it_hashed() -> None:
     tree = new_tree(8)
     tree.set(76, merkle.encode_value(3))
-    pending = tree.prepare(77, merkle.encode_value(5))
-    leaf, packed = merkle.counter_leaf(5), b"".join(pending.siblings)
-    assert merkle.recent_path(77, leaf, packed) == pending.path
-    assert pending.path[-1] == merkle.root_from_path(77, leaf, pending.siblings)
+    packed = tree.prepare(77, merkle.encode_value(5)).packed
+    leaf = merkle.counter_leaf(5)
+    want = merkle.path_nodes(77, leaf, packed)
+    assert want[-1] == merkle.root_from_path(77, leaf, tree.siblings(77))
+    assert merkle.path_nodes(77, leaf, packed) is want  # remembered
     rng = random.Random(5)
-    for level in range(8):  # any other sibling, leaf or index is a miss (and gets hashed)
-        assert merkle.recent_path(77, leaf, _tamper(packed, level, rng)) is None
-    assert merkle.recent_path(76, leaf, packed) is None
-    assert merkle.recent_path(77, merkle.counter_leaf(4), packed) is None
-    tampered = _tamper(packed, 3, rng)
-    assert merkle.counter_roots_packed(77, 4, 5, tampered)[1] == merkle.root_from_path(
-        77, leaf, [tampered[i:i + 20] for i in range(0, 160, 20)])
+    for level in range(8):  # any other sibling, leaf or index is a miss, and is hashed
+        tampered = _tamper(packed, level, rng)
+        got = merkle.path_nodes(77, leaf, tampered)
+        assert got[-1] == merkle.root_from_path(77, leaf, [tampered[i:i + 20] for i in range(0, 160, 20)]) != want[-1]
+        assert merkle.path_nodes(77, leaf, packed) == want
+    for index, lf in ((76, leaf), (77, merkle.counter_leaf(4))):
+        assert merkle.path_nodes(index, lf, packed)[-1] == merkle.root_from_path(index, lf, tree.siblings(77))

@@ -117,21 +117,23 @@ class SparseTree:
         return self._store.set_leaf(index, self._leaf_hash(data))
 
     def prepare(self, index: int, data: bytes) -> "Pending":
-        """One pass up a leaf's path: its siblings and the new path with ``data`` written, nothing stored.
+        """A write of ``data`` at ``index`` made ready: the leaf's siblings (read once), nothing stored.
 
-        What a host does before asking the TPM to increment: it needs the
-        siblings to send and will store the new path once the TPM agrees.
-        :meth:`commit` stores it (equal to :meth:`set` then), as long as
-        nothing was written in between.
+        What a host does before asking the TPM to increment: it sends the
+        siblings and stores the new path once the TPM agrees. :meth:`commit`
+        stores it (equal to :meth:`set`), provided nothing was written in between.
         """
         self._check(index)
-        siblings, path = self._store.prepare(index, self._leaf_hash(data))
-        return Pending(index, data, siblings, path)
+        return Pending(index, data, self._store.packed_siblings(index))
 
     def commit(self, pending: "Pending") -> bytes:
-        """Store a write made ready by :meth:`prepare`; returns the new root."""
+        """Store a write made ready by :meth:`prepare`; returns the new root.
+
+        The new path over the siblings read then: with the engine's node
+        convention, the one the TPM just computed for its root, if it did.
+        """
         self._put_leaf(pending.index, pending.data)
-        return self._store.commit(pending.index, pending.path)
+        return self._store.set_leaf_along(pending.index, self._leaf_hash(pending.data), pending.packed)
 
     def set_many(self, items: dict[int, bytes]) -> bytes:
         """Write many leaves, then rehash each dirty inner node once; returns the new root.
@@ -167,16 +169,15 @@ class SparseTree:
 
 
 class Pending(NamedTuple):
-    """A leaf write prepared by :meth:`SparseTree.prepare`: the siblings, and the new path leaf to root."""
+    """A leaf write made ready by :meth:`SparseTree.prepare`: where, what, and the siblings then (packed)."""
 
     index: int
     data: bytes
-    siblings: list[bytes]
-    path: list[bytes]
+    packed: bytes
 
     @property
-    def root(self) -> bytes:
-        return self.path[-1]
+    def siblings(self) -> list[bytes]:
+        return [self.packed[at:at + merkle.DIGEST] for at in range(0, len(self.packed), merkle.DIGEST)]
 
 
 def root_from_path(index: int, leaf_hash: bytes, siblings: list[bytes], node_hash: NodeHash) -> bytes:
