@@ -117,7 +117,7 @@ class TreeProver:
         sign = (self.ops - 1) % self.attest_every == 0
         old = self.value(counter)
         new = old + delta if kind == INC else old
-        if kind == INC:  # the siblings and the new path in one pass; stored once the TPM agrees
+        if kind == INC:  # the siblings, read once; the new path is stored once the TPM agrees
             pending = self.tree.prepare(counter, merkle.encode_value(new))
             siblings = pending.siblings
         else:
