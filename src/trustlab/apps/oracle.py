@@ -22,12 +22,11 @@ import hashlib
 from dataclasses import dataclass, field
 
 from cryptography.exceptions import InvalidSignature
-from cryptography.hazmat.primitives import hashes
-from cryptography.hazmat.primitives.asymmetric import padding, utils
 
 from trustlab.apps import keypool
 from trustlab.devices.tpm12 import MemoryNVStore, Tpm12, TpmError, secret
 from trustlab.devices.tpm12 import constants as C
+from trustlab.devices.tpm12 import hostcrypto
 from trustlab.devices.tpm12.client import hmac_key_template, msa_composite, pubkey_digest
 from trustlab.devices.tpm12.keys import Key12, rsa_public
 from trustlab.errors import TrustlabError
@@ -103,7 +102,7 @@ def _track(party: Party, log: list[tuple[str, float]]):
 def verify_certificate(aik_pub, info: bytes, signature: bytes, msa_digest: bytes, cmk: Key12) -> None:
     """Step 2a: the AIK certified this CMK, restricted to exactly this approved list."""
     try:
-        aik_pub.verify(signature, hashlib.sha1(info).digest(), padding.PKCS1v15(), utils.Prehashed(hashes.SHA1()))
+        hostcrypto.verify_sha1(aik_pub, signature, hostcrypto.sha1(info))
     except InvalidSignature:
         raise TrustlabError("oracle: the CMK certificate's AIK signature does not verify") from None
     if pubkey_digest(cmk.pubkey()) not in info or not info.endswith(b"\x00\x00\x00\x14" + msa_digest):
@@ -143,7 +142,7 @@ def run(profile: Profile, parties: int, *, input_blocks: int = 3, output_blocks:
     # ---- Step 1 at the source ----
     s = source.tpm
     msa = msa_composite([pubkey_digest(pub) for pub in dest_pubs])
-    msa_digest = hashlib.sha1(msa).digest()
+    msa_digest = hostcrypto.sha1(msa)
     approval = s.TPM_CMK_ApproveMA(OWNER, msa_digest)                                     # 1a T1
     cmk = Key12.from_bytes(s.TPM_CMK_CreateKey(C.TPM_KH_SRK, SRK, hmac_key_template(), KEY,
                                                approval, msa_digest))                     # 1b T2
