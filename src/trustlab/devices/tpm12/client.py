@@ -53,6 +53,11 @@ def _pack_handles(handles: Sequence[int]) -> bytes:
 def _unpack_handles(n: int, out: bytes) -> tuple[int, ...]:
     """The ``n`` output handles at the start of a response's body."""
     return (_HANDLE_STRUCTS[n] if n < 4 else struct.Struct(f">{n}I")).unpack(out[:4 * n])
+
+
+# TPM_TakeOwnership's SRK template, marshalled once (a Key12 is immutable)
+_SRK_TEMPLATE = Key12(C.TPM_KEY_STORAGE, 0, C.TPM_AUTH_ALWAYS,
+                      KeyParms(C.TPM_ALG_RSA, C.TPM_ES_RSAESOAEP_SHA1_MGF1, C.TPM_SS_NONE), b"").marshal()
 _TAG = {0: C.TPM_TAG_RQU_COMMAND, 1: C.TPM_TAG_RQU_AUTH1_COMMAND, 2: C.TPM_TAG_RQU_AUTH2_COMMAND}
 
 
@@ -88,13 +93,16 @@ class HostSession:
         c = b"\x01" if self.cont else b"\x00"
         return b"".join((_U32(self.handle), odd, c, hostcrypto.hmac_sha1(self.key, in_digest, self.nonce_even, odd, c)))
 
-    def accept(self, out_digest: bytes, trailer: Reader) -> None:
-        even, cont, res = trailer.raw(20), trailer.u8(), trailer.raw(20)
-        expect = hostcrypto.hmac_sha1(self.key, out_digest, even, self._sent_odd, bytes([cont]))
-        if not _hmac.compare_digest(expect, res):
+    def accept(self, out_digest: bytes, trailer: bytes) -> None:
+        """Check this session's 41-byte response trailer: nonceEven, continueAuthSession, HMAC."""
+        if len(trailer) != AUTH_OUT:
+            raise TpmError("TPM_BAD_PARAM_SIZE", f"response authorization of {len(trailer)} bytes, not {AUTH_OUT}")
+        even, cont = trailer[:20], trailer[20:21]
+        expect = hostcrypto.hmac_sha1(self.key, out_digest, even, self._sent_odd, cont)
+        if not _hmac.compare_digest(expect, trailer[21:]):
             raise TpmError("TPM_AUTHFAIL", "response authorization does not verify (tampered response?)")
         self.nonce_even = even
-        self.open = bool(cont)
+        self.open = cont != b"\x00"
 
 
 @dataclass
@@ -228,9 +236,10 @@ class Tpm12:
         if digests:
             out_digest = hostcrypto.sha1(_RC_SUCCESS, ord_b, out_params)
             self._last_digests = (in_digest, out_digest)
-            trailer = Reader(out[len(out) - n_trail:], f"{name} response authorization")
+            at = len(out) - n_trail
             for s in sessions:
-                s.accept(out_digest, trailer)
+                s.accept(out_digest, out[at:at + AUTH_OUT])
+                at += AUTH_OUT
         else:
             self._last_digests = (ord_b, params, out_params)
         return out_h, Reader(out_params, f"{name} response")
@@ -289,7 +298,7 @@ class Tpm12:
             inner = inner[:a] + s2 + inner[b:]
         h2 = hostcrypto.sha1(rc_w, frame[6:10], s2)
         t.accept(hostcrypto.sha1(_U32(C.TPM_SUCCESS), ord_et, ticks, _U32(locality), _U32(len(inner)), h2),
-                 Reader(rsp[len(rsp) - AUTH_OUT:], "transport authorization"))
+                 rsp[len(rsp) - AUTH_OUT:])
         if t.logged:
             t.entries.append(L.LogEntry(h1, h2, struct.unpack(">Q", ticks)[0], locality, t.pubkey_hash(handles)))
         return inner
@@ -329,11 +338,9 @@ class Tpm12:
 
     def TPM_TakeOwnership(self, owner_auth: bytes, srk_auth: bytes) -> rsa.RSAPublicKey:
         ek = self.TPM_ReadPubek()
-        srk_t = Key12(C.TPM_KEY_STORAGE, 0, C.TPM_AUTH_ALWAYS,
-                      KeyParms(C.TPM_ALG_RSA, C.TPM_ES_RSAESOAEP_SHA1_MGF1, C.TPM_SS_NONE), b"")
         params = (Writer().u16(0x0005).sized(hostcrypto.oaep_encrypt(ek, owner_auth))
                   .sized(hostcrypto.oaep_encrypt(ek, srk_auth))
-                  .raw(srk_t.marshal()).bytes())
+                  .raw(_SRK_TEMPLATE).bytes())
         _, r = self.call("TPM_TakeOwnership", params=params, auth=[owner_auth])
         return rsa_public(Key12.unmarshal(r).pub)
 
