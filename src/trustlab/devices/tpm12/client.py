@@ -41,7 +41,11 @@ _U32 = struct.Struct(">I").pack
 _HASHTREE_HEAD = struct.Struct(">BQQQ").pack  # TPM_ExecuteHashTree: mode, index, value, delta
 _HEADER_PACK = struct.Struct(">HII").pack  # tag, paramSize, ordinal / returnCode
 _HEADER_UNPACK = struct.Struct(">HII").unpack_from
+_U32_FROM = struct.Struct(">I").unpack_from
+_OSAP_HEAD = struct.Struct(">HI").pack  # TPM_OSAP: entityType, entityValue
 _RC_SUCCESS = _U32(C.TPM_SUCCESS)
+_ORD_OIAP = _U32(C.ORD["TPM_OIAP"])
+_OIAP_FRAME = _HEADER_PACK(C.TPM_TAG_RQU_COMMAND, HEADER, C.ORD["TPM_OIAP"])
 _HANDLE_STRUCTS = [struct.Struct(f">{n}I") for n in range(4)]
 
 
@@ -213,33 +217,35 @@ class Tpm12:
     def call(self, name: str, *, handles: Sequence[int] = (), params: bytes = b"",
              auth: Sequence[Auth] = (), out_handles: int = 0) -> tuple[list[int], Reader]:
         """Build, send and check one command; returns output handles and a parameter reader."""
-        # (precompiled structs and no per-call format strings: every command of every run comes here)
-        sessions = [a if isinstance(a, HostSession) else self._session(a) for a in auth]
+        # (precompiled structs, no per-call format strings, no helper frames: every command of every run comes here)
+        sessions = [a if isinstance(a, HostSession) else self._session(a) for a in auth] if auth else []
         ordinal = C.ORD[name]
         ord_b = _U32(ordinal)
+        t = self._through
         # the parameter digests are needed only by sessions and transport logs; otherwise on demand
-        digests = bool(sessions) or self._through is not None
+        digests = bool(sessions) or t is not None
         in_digest = hostcrypto.sha1(ord_b, params) if digests else b""
-        trailers = b"".join([s.trailer(in_digest) for s in sessions])
+        trailers = b"".join([s.trailer(in_digest) for s in sessions]) if sessions else b""
         body = (_pack_handles(handles) if handles else b"") + params + trailers
         frame = _HEADER_PACK(_TAG[len(sessions)], HEADER + len(body), ordinal) + body
-        rsp = self._send(frame, in_digest, out_handles, len(sessions), handles)
+        if t is None:
+            rsp = self.engine.execute(frame)
+        else:
+            rsp = self._execute_transport(t, frame, in_digest, out_handles, len(sessions), handles)
         _tag, size, rc = _HEADER_UNPACK(rsp)
-        if rc != C.TPM_SUCCESS:
+        if rc:  # != TPM_SUCCESS
             for s in sessions:
                 s.open = False
             raise TpmError(C.RC_NAME.get(rc, f"TPM_rc_{rc:#x}"), f"{name} failed")
-        out = rsp[HEADER:]
-        n_trail = AUTH_OUT * len(sessions)
-        out_h = list(_unpack_handles(out_handles, out)) if out_handles else []
-        out_params = out[4 * out_handles:len(out) - n_trail]
+        end = len(rsp) - AUTH_OUT * len(sessions)
+        out_h = list(_unpack_handles(out_handles, rsp[HEADER:])) if out_handles else []
+        out_params = rsp[HEADER + 4 * out_handles:end]
         if digests:
             out_digest = hostcrypto.sha1(_RC_SUCCESS, ord_b, out_params)
             self._last_digests = (in_digest, out_digest)
-            at = len(out) - n_trail
             for s in sessions:
-                s.accept(out_digest, out[at:at + AUTH_OUT])
-                at += AUTH_OUT
+                s.accept(out_digest, rsp[end:end + AUTH_OUT])
+                end += AUTH_OUT
         else:
             self._last_digests = (ord_b, params, out_params)
         return out_h, Reader(out_params, f"{name} response")
@@ -255,13 +261,6 @@ class Tpm12:
         """SHA-1(returnCode || ordinal || output parameters) of the last command."""
         d = self._last_digests
         return d[1] if len(d) == 2 else hostcrypto.sha1(struct.pack(">I", C.TPM_SUCCESS), d[0], d[2])
-
-    def _send(self, frame: bytes, in_digest: bytes, out_handles: int = 0, n_sessions: int = 0,
-              handles: Sequence[int] = ()) -> bytes:
-        t = self._through
-        if t is None:
-            return self.engine.execute(frame)
-        return self._execute_transport(t, frame, in_digest, out_handles, n_sessions, handles)
 
     def _execute_transport(self, t: "HostTransport", frame: bytes, h1: bytes, out_handles: int,
                            n_sessions: int, handles: Sequence[int]) -> bytes:
@@ -314,12 +313,25 @@ class Tpm12:
 
     # ---- sessions ---------------------------------------------------------------
     def TPM_OIAP(self, secret_: bytes) -> HostSession:
-        _, r = self.call("TPM_OIAP")
+        if self._through is not None:
+            _, r = self.call("TPM_OIAP")
+            return HostSession(r.u32(), r.raw(20), secret_, "OIAP")
+        # What call() would do, for the one command without parameters or sessions that
+        # precedes every command authorized by a bare secret: same frame, errors and digests.
+        rsp = self.engine.execute(_OIAP_FRAME)
+        rc = _HEADER_UNPACK(rsp)[2]
+        if rc:
+            raise TpmError(C.RC_NAME.get(rc, f"TPM_rc_{rc:#x}"), "TPM_OIAP failed")
+        out = rsp[HEADER:]
+        self._last_digests = (_ORD_OIAP, b"", out)
+        if len(out) >= 24:
+            return HostSession(_U32_FROM(out)[0], out[4:24], secret_, "OIAP")
+        r = Reader(out, "TPM_OIAP response")  # too short: the Reader's own error
         return HostSession(r.u32(), r.raw(20), secret_, "OIAP")
 
     def TPM_OSAP(self, entity_type: int, entity_value: int, secret_: bytes) -> HostSession:
         odd = os.urandom(20)
-        _, r = self.call("TPM_OSAP", params=Writer().u16(entity_type).u32(entity_value).raw(odd).bytes())
+        _, r = self.call("TPM_OSAP", params=_OSAP_HEAD(entity_type, entity_value) + odd)
         handle, even, even_osap = r.u32(), r.raw(20), r.raw(20)
         return HostSession(handle, even, hostcrypto.hmac_sha1(secret_, even_osap, odd), "OSAP")
 
@@ -534,7 +546,7 @@ class Tpm12:
 
     # ---- what-if: HMAC oracle -----------------------------------------------------------
     def TPM_HMAC(self, key: int, data: bytes, auth: Auth, output_blocks: int = 1) -> bytes:
-        _, r = self.call("TPM_HMAC", handles=[key], params=Writer().sized(data).u32(output_blocks).bytes(),
+        _, r = self.call("TPM_HMAC", handles=[key], params=b"".join((_U32(len(data)), data, _U32(output_blocks))),
                          auth=[auth])
         return r.sized()
 
