@@ -114,20 +114,19 @@ def _record_primitives() -> tuple[list[tuple], Callable[[], None]]:
 
 def oracle(quick: bool) -> dict[str, Any]:
     from benchmarks.bench_tpm12 import record_host_crypto, replay
+    from trustlab.devices.tpm12.engine import Engine
     from trustlab.experiments.registry import run_argv
-    from trustlab.timing.clock import Clock
 
     argv = ["--profile", "infineon-2010", "--parties", "3" if quick else "5", "--queries", "3"]
     run_argv("oracle", argv)  # warm-up: imports, and the key pool's cache on a first run
     commands = [0]
-    enter = Clock.command
+    execute = Engine.execute
 
-    def counting(self, name):
-        if not self._stack:
-            commands[0] += 1
-        return enter(self, name)
+    def counting(self, frame):  # one call per top-level TPM command (wrapped ones are dispatched inside)
+        commands[0] += 1
+        return execute(self, frame)
 
-    Clock.command = counting  # type: ignore[method-assign]
+    Engine.execute = counting  # type: ignore[method-assign]
     calls, restore = _record_primitives()
     host_calls: list[tuple] = []
     try:
@@ -135,7 +134,7 @@ def oracle(quick: bool) -> dict[str, Any]:
             run_argv("oracle", argv)
     finally:
         restore()
-        Clock.command = enter  # type: ignore[method-assign]
+        Engine.execute = execute  # type: ignore[method-assign]
     cpus, raws, hosts = [], [], []
     for _ in range(3 if quick else 5):  # alternate rounds so load drift cancels
         c0 = time.process_time()
