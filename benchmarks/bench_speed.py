@@ -9,8 +9,16 @@ mostly measures the neighbours. Figures:
   (best of 3 each), against ``python -c pass``. Targets < 0.25 / 0.25 / 0.4 s.
 * ``oracle``: the random-oracle study with 5 parties as ``trustlab run oracle``
   runs it (its key pool included), CPU per TPM command, against replaying
-  exactly the SHA-1 / HMAC / RSA calls the engine's primitives made (raw
-  ``hashlib``/``hmac``/``cryptography``). Target ratio <= 1.2.
+  exactly the raw SHA-1 / HMAC / RSA calls (``hashlib``/``hmac``/``cryptography``)
+  the protocol made: the engine's (its ``Primitives``) *and* the host's (the
+  client's authorization HMACs and parameter digests, its OAEP encryptions to
+  the EK, the destinations' checks of the AIK signature: every call through
+  ``devices/tpm12/hostcrypto``). ``ratio`` = framework / (engine + host crypto),
+  target <= 1.2. Until issue 15's third session the baseline was the engine's
+  calls alone; that figure stays as ``ratio_engine_crypto_only`` (1.85-2.0x at
+  the change, against 1.45-1.5x for ``ratio``): the issue's ideal is "the raw
+  cryptography and hashing the simulated protocol needs", and the host's half
+  of the protocol is part of that need.
 * ``hashtree``: counter increments at 2^20 counters through the whole stack
   (prover, TPM_ExecuteHashTree on the engine, the host tree, the runner; the
   AIK signs every 1000th and the verifier checks it) per CPU second, against a
@@ -117,39 +125,43 @@ def _record_primitives() -> tuple[list[tuple], Callable[[], None]]:
 
 
 def oracle(quick: bool) -> dict[str, Any]:
-    from benchmarks.bench_tpm12 import replay
+    from benchmarks.bench_tpm12 import record_host_crypto, replay
+    from trustlab.devices.tpm12.engine import Engine
     from trustlab.experiments.registry import run_argv
-    from trustlab.timing.clock import Clock
 
     argv = ["--profile", "infineon-2010", "--parties", "3" if quick else "5", "--queries", "3"]
     run_argv("oracle", argv)  # warm-up: imports, and the key pool's cache on a first run
     commands = [0]
-    enter = Clock.command
+    execute = Engine.execute
 
-    def counting(self, name):
-        if not self._stack:
-            commands[0] += 1
-        return enter(self, name)
+    def counting(self, frame):  # one call per top-level TPM command (wrapped ones are dispatched inside)
+        commands[0] += 1
+        return execute(self, frame)
 
-    Clock.command = counting  # type: ignore[method-assign]
+    Engine.execute = counting  # type: ignore[method-assign]
     calls, restore = _record_primitives()
+    host_calls: list[tuple] = []
     try:
-        run_argv("oracle", argv)
+        with record_host_crypto(host_calls):
+            run_argv("oracle", argv)
     finally:
         restore()
-        Clock.command = enter  # type: ignore[method-assign]
-    cpus, raws = [], []
-    for _ in range(2 if quick else 3):  # alternate rounds so load drift cancels
+        Engine.execute = execute  # type: ignore[method-assign]
+    cpus, raws, hosts = [], [], []
+    for _ in range(3 if quick else 5):  # alternate rounds so load drift cancels
         c0 = time.process_time()
         run_argv("oracle", argv)
         cpus.append(time.process_time() - c0)
         raws.append(replay(calls, timer=time.process_time))
-    cpu, raw = min(cpus), min(raws)
+        hosts.append(replay(host_calls, timer=time.process_time))
+    cpu, raw, host = min(cpus), min(raws), min(hosts)
     n = commands[0]
     return {"parties": int(argv[3]), "tpm_commands": n, "raw_crypto_calls": len(calls),
-            "framework_cpu_s": cpu, "raw_crypto_cpu_s": raw,
+            "host_crypto_calls": len(host_calls),
+            "framework_cpu_s": cpu, "raw_crypto_cpu_s": raw, "host_crypto_cpu_s": host,
             "framework_us_per_command": cpu / n * 1e6, "raw_us_per_command": raw / n * 1e6,
-            "ratio": cpu / raw, "target_ratio": 1.2}
+            "raw_incl_host_us_per_command": (raw + host) / n * 1e6,
+            "ratio": cpu / (raw + host), "ratio_engine_crypto_only": cpu / raw, "target_ratio": 1.2}
 
 
 # ---- hash-tree increments -------------------------------------------------------------------
