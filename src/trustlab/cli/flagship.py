@@ -15,6 +15,7 @@ import argparse
 import json
 import math
 import os
+import resource
 import signal
 import subprocess
 import sys
@@ -128,13 +129,24 @@ def child_main(argv: list[str]) -> int:
     from trustlab.report.records import write_json_atomic
 
     save, name, rest = Path(argv[0]), argv[1], argv[2:]
+    start_cpu = _process_cpu()
     try:
         result = run_experiment(name, parse_args(name, rest))
     except TrustlabError as exc:
         print(f"trustlab: error: {exc}", file=sys.stderr)
         return 2
+    # Host CPU of this run (its own and its reaped children's, e.g. swtpm), so a flagship's cost can
+    # be split by study (benchmarks/bench_flagship.py); host measurements, like wall_s, not figures.
+    cpu = _process_cpu()
+    result.meta.update(process_cpu_s=cpu, startup_cpu_s=start_cpu)
     write_json_atomic(save, result.to_record())
     return 0
+
+
+def _process_cpu() -> float:
+    """User + system CPU seconds of this process and of the children it has waited for."""
+    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
 
 
 def _terminate_as_interrupt() -> Any:
