@@ -6,6 +6,17 @@ waited for: the experiment runs, swtpm, the figure-drawing workers), ``wall_s``,
 empty interpreter's start on this machine, so it compares across machines).
 The key pool and the profile index are warmed first, as on any second run.
 ``--quick`` runs only the oracle and AE studies.
+
+Where the CPU goes: ``by_experiment`` sums each run's own CPU (its record's
+``meta.process_cpu_s``: the run's process and the children it waited for, e.g.
+swtpm) per study, with the number of runs; ``runs_cpu_s`` is their total;
+``report_cpu_s`` is writing the same report again from the saved records in a
+separate process (``trustlab report --jobs 2``: the HTML, the tables and the
+figures drawn on two workers); ``rest_cpu_s`` = ``cpu_s`` - runs - report: the
+flagship process itself (the run list, its fork server) and whatever the
+separate measurements miss. PYTHONDONTWRITEBYTECODE (set in some environments)
+makes every fresh interpreter compile what it imports; ``bytecode_writes`` says
+whether it was set.
 """
 
 from __future__ import annotations
@@ -46,7 +57,26 @@ def run(quick: bool) -> dict[str, Any]:
         wall = time.perf_counter() - started
         cpu = _cpu(before)
         records = json.loads((out / "results.json").read_text()) if (out / "results.json").exists() else []
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        subprocess.run(tl + ["report", str(out / "records"), "--out", str(Path(tmp) / "again"), "--jobs", "2"],
+                       env=env, check=True, capture_output=True)
+        report_cpu = _cpu(before)
+    by_experiment = _by_experiment(records)
+    runs_cpu = sum(e["cpu_s"] for e in by_experiment.values())
     return {"cpu_s": cpu, "wall_s": wall, "runs": len(records),
             "failed": sum(1 for r in records if "data" not in r), "exit_status": proc.returncode,
             "python_pass_cpu_s": python_pass, "cpu_vs_python_pass": cpu / python_pass if python_pass else None,
-            "target_cpu_s": 25.0, "experiments": sorted({r["experiment"] for r in records})}
+            "target_cpu_s": 25.0, "experiments": sorted({r["experiment"] for r in records}),
+            "by_experiment": by_experiment, "runs_cpu_s": runs_cpu, "report_cpu_s": report_cpu,
+            "rest_cpu_s": cpu - runs_cpu - report_cpu,
+            "bytecode_writes": not os.environ.get("PYTHONDONTWRITEBYTECODE")}
+
+
+def _by_experiment(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per study: runs and their summed CPU seconds (records without the figure count as 0), costliest first."""
+    out: dict[str, dict[str, Any]] = {}
+    for r in records:
+        entry = out.setdefault(r["experiment"], {"runs": 0, "cpu_s": 0.0})
+        entry["runs"] += 1
+        entry["cpu_s"] += float((r.get("meta") or {}).get("process_cpu_s") or 0.0)
+    return dict(sorted(out.items(), key=lambda item: -item[1]["cpu_s"]))

@@ -15,6 +15,7 @@ import argparse
 import json
 import math
 import os
+import resource
 import signal
 import subprocess
 import sys
@@ -24,6 +25,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
+from trustlab.cli._forkserver import ForkServer, ForkServerError
 from trustlab.errors import TrustlabError
 from trustlab.experiments.registry import all_experiments, flagship_runs, import_errors
 from trustlab.report.export import slug
@@ -85,11 +87,37 @@ def _child_env(jobs: int) -> dict[str, str]:
     return env
 
 
-def run_one(name: str, argv: list[str], save: Path, timeout: float, env: dict[str, str]) -> dict[str, Any]:
-    """One ``trustlab run NAME ARGV --save FILE`` in its own process; a record or a failure record."""
+def run_one(name: str, argv: list[str], save: Path, timeout: float, env: dict[str, str],
+            server: ForkServer | None = None) -> dict[str, Any]:
+    """One run in its own process (forked by ``server``, else a fresh ``python``); a record or a failure."""
     save.unlink(missing_ok=True)
-    cmd = [sys.executable, "-c", _ENTRY, str(save), name, *argv]
     started = time.perf_counter()
+    if server is not None and server.alive:
+        try:
+            returncode, stderr, _ = server.run(save, name, argv, timeout)
+        except ForkServerError as exc:
+            return failure(name, argv, str(exc))
+    else:
+        returncode, stderr = _run_process(name, argv, save, timeout, env)
+    if returncode is None:
+        return failure(name, argv, f"timed out after {timeout:g} s")
+    wall = time.perf_counter() - started
+    tail = "\n".join((stderr or "").strip().splitlines()[-30:])
+    if returncode != 0:
+        return failure(name, argv, f"exit status {returncode} after {wall:.1f} s\n{tail}")
+    try:
+        record = check(json.loads(save.read_text(encoding="utf-8")), str(save))
+    except (OSError, ValueError, TrustlabError) as exc:
+        return failure(name, argv, f"no usable result record ({exc})\n{tail}")
+    record.setdefault("meta", {})["argv"] = argv
+    record["meta"]["process_wall_s"] = wall
+    return record
+
+
+def _run_process(name: str, argv: list[str], save: Path, timeout: float,
+                 env: dict[str, str]) -> tuple[int | None, str]:
+    """``python -c child_main SAVE NAME ARGV``: (exit status, or None on timeout; its stderr)."""
+    cmd = [sys.executable, "-c", _ENTRY, str(save), name, *argv]
     # A session of its own: on timeout the whole group goes (swtpm children included).
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
                             text=True, env=env, start_new_session=True)
@@ -99,23 +127,25 @@ def run_one(name: str, argv: list[str], save: Path, timeout: float, env: dict[st
         _, stderr = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         _kill_group(proc)
-        return failure(name, argv, f"timed out after {timeout:g} s")
+        return None, ""
     finally:
         if proc.poll() is None:
             _kill_group(proc)
         with _LIVE_LOCK:
             _LIVE.discard(proc)
-    wall = time.perf_counter() - started
-    tail = "\n".join((stderr or "").strip().splitlines()[-30:])
-    if proc.returncode != 0:
-        return failure(name, argv, f"exit status {proc.returncode} after {wall:.1f} s\n{tail}")
+    return proc.returncode, stderr
+
+
+def _fork_server(runs: list[tuple[str, list[str]]], env: dict[str, str], timeout: float) -> ForkServer | None:
+    """A fork server preloading the runs' studies (saves each run an interpreter start and its
+    imports); None where processes cannot fork or it does not start: then each run is a fresh python."""
+    if not hasattr(os, "fork") or not runs:
+        return None
     try:
-        record = check(json.loads(save.read_text(encoding="utf-8")), str(save))
-    except (OSError, ValueError, TrustlabError) as exc:
-        return failure(name, argv, f"no usable result record ({exc})\n{tail}")
-    record.setdefault("meta", {})["argv"] = argv
-    record["meta"]["process_wall_s"] = wall
-    return record
+        return ForkServer(sorted({name for name, _ in runs}), env, timeout)
+    except (ForkServerError, OSError) as exc:
+        print(f"trustlab flagship: running each study in a fresh interpreter ({exc})", file=sys.stderr)
+        return None
 
 
 def child_main(argv: list[str]) -> int:
@@ -128,13 +158,24 @@ def child_main(argv: list[str]) -> int:
     from trustlab.report.records import write_json_atomic
 
     save, name, rest = Path(argv[0]), argv[1], argv[2:]
+    start_cpu = _process_cpu()
     try:
         result = run_experiment(name, parse_args(name, rest))
     except TrustlabError as exc:
         print(f"trustlab: error: {exc}", file=sys.stderr)
         return 2
+    # Host CPU of this run (its own and its reaped children's, e.g. swtpm), so a flagship's cost can
+    # be split by study (benchmarks/bench_flagship.py); host measurements, like wall_s, not figures.
+    cpu = _process_cpu()
+    result.meta.update(process_cpu_s=cpu, startup_cpu_s=start_cpu)
     write_json_atomic(save, result.to_record())
     return 0
+
+
+def _process_cpu() -> float:
+    """User + system CPU seconds of this process and of the children it has waited for."""
+    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
 
 
 def _terminate_as_interrupt() -> Any:
@@ -181,12 +222,14 @@ def run(args: argparse.Namespace) -> int:
     env = _child_env(args.jobs)
     started = time.perf_counter()
     results: list[dict[str, Any] | None] = [None] * len(runs)
-    pool = ThreadPoolExecutor(max_workers=args.jobs)
     previous = _terminate_as_interrupt()
+    server = None
+    pool = ThreadPoolExecutor(max_workers=args.jobs)
     try:
+        server = _fork_server(runs, env, args.timeout)
         with tqdm(total=len(runs), desc="flagship", unit="run", disable=args.no_progress) as bar:
             futures = {pool.submit(run_one, name, argv, records_dir / f"{i:02d}-{slug(name)}.json",
-                                   args.timeout, env): i
+                                   args.timeout, env, server): i
                        for i, (name, argv) in enumerate(runs)}
             for fut in as_completed(futures):
                 i = futures[fut]
@@ -195,6 +238,8 @@ def run(args: argparse.Namespace) -> int:
                 bar.update(1)
     except BaseException:
         pool.shutdown(wait=False, cancel_futures=True)
+        if server is not None:
+            server.close(kill=True)
         with _LIVE_LOCK:
             live = list(_LIVE)
         for proc in live:
@@ -207,6 +252,8 @@ def run(args: argparse.Namespace) -> int:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
     pool.shutdown()
+    if server is not None:
+        server.close()
     records = [r for r in results if r is not None]
     for module, error in broken.items():
         records.append(failure(f"module {module}", [], f"experiment module does not import: {error}"))

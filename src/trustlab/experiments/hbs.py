@@ -33,6 +33,7 @@ from trustlab.apps.hbs.model import (RESPONSES, Analysis, Stats, analyse, driver
 from trustlab.apps.hbs.params import XMSSParams
 from trustlab.cli._output import table
 from trustlab.errors import TrustlabError
+from trustlab.experiments._params import seed
 from trustlab.experiments.registry import Reference, Result, experiment
 from trustlab.timing import registry
 from trustlab.timing.profile import Profile, Provenance
@@ -153,6 +154,9 @@ class HBS:
                             help="also run the applet for real on a small key with the same d and w (h = 2d): "
                             "sign across a subtree switch, tear the card mid-signature, verify every signature "
                             "off-card, try to reuse a one-time key")
+        parser.add_argument("--seed", type=seed, default=0,
+                            help="--check: the card's secret key seeds (and the clock's draws) derive from it, so "
+                            "repeated runs sign the same messages with the same key in the same times (default 0)")
         parser.add_argument("--responses", choices=RESPONSES, default="extended",
                             help="how the signature leaves the card: 'extended' = the paper's eight APDUs with "
                             "extended-length responses (~1.2 KB each; default), 'short' = responses of at most "
@@ -179,14 +183,17 @@ class HBS:
         data = a.record()
         data["responses"] = responses
         data["assumptions"] = {"anchor": _anchor(prof), "drivers": drive, "responses": alt}
+        key_seed = getattr(args, "seed", 0)
         if args.check:
-            check_text, check_refs = functional_check(XMSSParams(2 * p.d, p.d, p.w), prof)
+            check_text, check_refs = functional_check(XMSSParams(2 * p.d, p.d, p.w), prof, key_seed)
             text += "\n\n" + check_text
             refs += check_refs
+        params = {"profile": prof.name, "h": p.h, "d": p.d, "w": p.w, "sensitivity": args.sensitivity,
+                  "check": args.check, "set": list(getattr(args, "set", []) or []), "responses": responses}
+        if args.check:  # the only draw: the check's key (without --check the seed changes nothing)
+            params["seed"] = key_seed
         return Result(
-            experiment="hbs",
-            params={"profile": prof.name, "h": p.h, "d": p.d, "w": p.w, "sensitivity": args.sensitivity,
-                    "check": args.check, "set": list(getattr(args, "set", []) or []), "responses": responses},
+            experiment="hbs", params=params,
             data=data, text=text, references=refs,
             profiles=provenance, plots=[_sensitivity_plot(a, sens, args.sensitivity)])
 
@@ -323,11 +330,14 @@ def _sensitivity_plot(a: Analysis, sens: list[dict], rel: float) -> dict:
                         "y": [r["prepare_avg_ms_per_10pct"] / 1e3 for r in sens]}]}
 
 
-def functional_check(p: XMSSParams, prof: Profile) -> tuple[str, list[Reference]]:
+def functional_check(p: XMSSParams, prof: Profile, seed: int = 0) -> tuple[str, list[Reference]]:
     """Run the applet for real: sign past the first subtree switch with a tear mid-signature.
 
     Every completed signature must verify with the independent verifier; the index a torn
     signature had reserved must stay used; asking for an already used index must be refused.
+    The key's seeds derive from ``seed`` (``SecretSeeds.from_int``): the WOTS+ chain lengths,
+    and so the signing times, depend on the message digests under that key, so a fresh random
+    key would make every run's times differ. It is a test key, not a secret one.
     """
     from trustlab.apps.hbs.costs import CardTear
     from trustlab.apps.hbs.host import CardError, CardSigner, personalize
@@ -335,8 +345,8 @@ def functional_check(p: XMSSParams, prof: Profile) -> tuple[str, list[Reference]
     from trustlab.apps.hbs.verify import Verifier
     from trustlab.timing.clock import Clock
 
-    clock = Clock(prof)
-    card, pk = personalize(p, SecretSeeds.random(), clock)
+    clock = Clock(prof, seed=seed)
+    card, pk = personalize(p, SecretSeeds.from_int(seed), clock)
     signer, verifier = CardSigner(card), Verifier(p.h, p.d, p.w)
     lines, verified, signed, indices = [], 0, 0, []
     # past the first switch of the bottom subtree, keeping one index free for the last prepare
@@ -372,7 +382,7 @@ def functional_check(p: XMSSParams, prof: Profile) -> tuple[str, list[Reference]
         except CardError as exc:
             lines.append(f"reuse of index {attempt}: refused ({exc})")
     refused = sum("refused" in line for line in lines)
-    text = (f"functional check on the card (h={p.h} d={p.d} w={p.w}, fresh random key, {prof.name}):\n  "
+    text = (f"functional check on the card (h={p.h} d={p.d} w={p.w}, test key from seed {seed}, {prof.name}):\n  "
             + "\n  ".join(lines))
     refs = [Reference("functional check: completed signatures that verify off-card", signed, simulated=verified,
                       unit="signatures", source="trustlab.apps.hbs.verify (independent verifier)"),

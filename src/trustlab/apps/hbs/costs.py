@@ -9,9 +9,9 @@ measured on the real code, and priced with any profile afterwards).
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
+from collections import Counter
 
-from trustlab.apps.hbs.hashes import sha256_blocks
+from trustlab.apps.hbs.hashes import BLOCKS, KINDS, sha256_blocks
 from trustlab.timing.clock import Clock
 
 # Profile components a Java Card profile must define for the HBS applet.
@@ -28,6 +28,8 @@ COMPONENTS = {
 # Bytes on the wire are timed by the card's link model (trustlab.devices.card.link), not by the
 # profile; the meter tallies that time as "link_ms" so counts can be priced without a clock.
 LINK = "link_ms"
+_KIND_INDEX = {kind: i for i, kind in enumerate(KINDS)}
+_ZEROS = (0,) * (len(KINDS) + 1)
 
 
 class CardTear(BaseException):
@@ -62,11 +64,13 @@ class CardMeter:
         self._counts: Counter[str] = Counter()
         self._per_call = clock is not None and any(
             clock.profile[c].sd or clock.profile[c].samples for c in self._AGGREGATED)
-        self._calls: defaultdict[str, int] = defaultdict(int)  # per hash function, not yet counted
-        self._blocks = 0
+        # hash calls per function (in KINDS order) and SHA-256 blocks, not yet counted; Hasher adds
+        # to it directly through ``tally`` (the Meter protocol) unless every hash must be checked
+        self._tally = [0] * (BLOCKS + 1)
         self._ram = 0
         self._tear_after: int | None = None
         self._checked = self._per_call  # True: every hash takes the checked path
+        self.tally: list[int] | None = None if self._checked else self._tally
 
     @property
     def tear_after(self) -> int | None:
@@ -77,6 +81,7 @@ class CardMeter:
     def tear_after(self, value: int | None) -> None:
         self._tear_after = value
         self._checked = value is not None or self._per_call
+        self.tally = None if self._checked else self._tally
 
     @property
     def events(self) -> int:
@@ -90,13 +95,15 @@ class CardMeter:
 
     def flush(self) -> None:
         """Charge the tallied hash calls, blocks and RAM bytes (in this order, as per call)."""
-        if self._blocks:  # every hash is at least one block
-            counts, calls = self._counts, self._calls
-            for kind, n in calls.items():
-                counts["calls:" + kind] += n  # per-function tallies (not priced): F calls = chain steps
-            n_calls, blocks = sum(calls.values()), self._blocks
-            calls.clear()
-            self._blocks = 0
+        tally = self._tally
+        if tally[BLOCKS]:  # every hash is at least one block
+            counts, n_calls = self._counts, 0
+            for i, kind in enumerate(KINDS):
+                if tally[i]:
+                    counts["calls:" + kind] += tally[i]  # per-function tallies (not priced): F calls = chain steps
+                    n_calls += tally[i]
+            blocks = tally[BLOCKS]
+            tally[:] = _ZEROS  # in place: Hashers hold this list
             self._charge("hash_call", n_calls)
             self._charge("hash_block", blocks)
         if self._ram:
@@ -118,17 +125,11 @@ class CardMeter:
 
     # -- Meter protocol used by Hasher ----------------------------------------
     def hash(self, kind: str, nbytes: int) -> None:
-        if self._checked:
-            self._checked_hash(kind, nbytes)
-            return
-        self._calls[kind] += 1
-        self._blocks += (nbytes + 72) >> 6  # sha256_blocks, inlined
-
-    def _checked_hash(self, kind: str, nbytes: int) -> None:
-        """A tear may be due, or each call draws its own cost."""
-        self._event("hash " + kind)
-        self._calls[kind] += 1
-        self._blocks += sha256_blocks(nbytes)
+        """One hash call (Hasher adds to ``tally`` itself unless each hash must be checked)."""
+        if self._checked:  # a tear may be due, or each call draws its own cost
+            self._event("hash " + kind)
+        self._tally[_KIND_INDEX[kind]] += 1
+        self._tally[BLOCKS] += sha256_blocks(nbytes)
         if self._per_call:
             self.flush()
 

@@ -40,10 +40,7 @@ def message_digits(p: XMSSParams, m: bytes) -> list[int]:
 
 def chain(hs: Hasher, x: bytes, start: int, steps: int, seed: bytes, adrs: Address) -> bytes:
     """RFC 8391 Algorithm 2, iteratively."""
-    for j in range(start, start + steps):
-        adrs.set_hash(j)
-        x = hs.chain_step(x, seed, adrs)
-    return x
+    return hs.chain(x, start, steps, seed, adrs)
 
 
 def chain_start(hs: Hasher, sk_seed: bytes, seed: bytes, adrs: Address, i: int) -> bytes:
