@@ -60,6 +60,7 @@ _HANDLES = [struct.Struct(f">{n}I") for n in range(4)]
 _BYTE = [bytes((i,)) for i in range(256)]
 _RC_SUCCESS = struct.pack(">I", C.TPM_SUCCESS)
 _REQUEST_TAGS = C.REQUEST_TAGS  # tag -> number of authorization trailers
+_RESPONSE_TAGS = C.RESPONSE_TAG  # number of authorization trailers -> response tag
 _ORD_STARTUP = C.ORD["TPM_Startup"]
 # Part 3, 4.2 (failure mode): only these answer; libtpms adds nothing else
 _FAILURE_MODE_OK = {C.ORD["TPM_GetTestResult"], C.ORD["TPM_GetCapability"]}
@@ -93,6 +94,7 @@ class Engine:
         self._bus = None if None in bus else (1.0 * bus[0], bus[1], bus[2])
         self.keygen = keygen
         self.crypto = Primitives(clock, keygen)
+        self._no_auth = AuthContext(self.crypto, b"", [])  # (the authorization of commands without sessions)
         self._specs = registry.table()  # ordinal -> CommandSpec, live (later registrations appear)
         self.nv: NVStore = nv if nv is not None else MemoryNVStore()
         data = self.nv.load()
@@ -367,18 +369,26 @@ class Engine:
             n_handles = spec.handles
             if len(body) < 4 * n_handles:
                 raise TpmError("TPM_BAD_PARAM_SIZE", f"{spec.name} needs {n_handles} handle(s)")
-            handles = list(_handles_struct(n_handles).unpack_from(body)) if n_handles else []
-            params = body[4 * n_handles:]
+            if n_handles:
+                handles = list((_HANDLES[n_handles] if n_handles < 4 else _handles_struct(n_handles))
+                               .unpack_from(body))
+                params = body[4 * n_handles:]
+            else:
+                handles, params = [], body
             ord_bytes = frame[6:10]
             if in_digest is None:  # (TPM_ExecuteTransport hands in H1, Part 3 24.2 step 6)
                 in_digest = (self.crypto.sha1(ord_bytes, params) if (n_auth or transport) and not spec.own_digests
                              else b"")
-            for at in range(trail_at, flen, AUTH_IN):
-                handle, odd, cont, value = _AUTH_IN(frame, at)
-                # an unknown handle fails when the handler checks the session (TPM_INVALID_AUTHHANDLE),
-                # after the command's state checks, as in libtpms
-                uses.append(SessionUse(self.sessions.get(handle), odd, cont, value, handle=handle))
-            auth = AuthContext(self.crypto, in_digest, uses)
+            if n_auth:
+                sessions = self.sessions
+                for at in range(trail_at, flen, AUTH_IN):
+                    handle, odd, cont, value = _AUTH_IN(frame, at)
+                    # an unknown handle fails when the handler checks the session (TPM_INVALID_AUTHHANDLE),
+                    # after the command's state checks, as in libtpms
+                    uses.append(SessionUse(sessions.get(handle), odd, cont, value, None, handle))
+                auth = AuthContext(self.crypto, in_digest, uses)
+            else:  # no sessions, nothing to digest: one shared, immutable context serves every such command
+                auth = self._no_auth if not in_digest else AuthContext(self.crypto, in_digest, uses)
             req = Request(spec.name, ordinal, handles, Reader(params, spec.name), params, auth, in_digest,
                           self.locality, transport is not None)
             if not outer:  # a wrapped command is a record of its own inside the outer one
@@ -390,8 +400,9 @@ class Engine:
                     if not outer:  # charge an inner command's hashing to it even when it fails
                         self.crypto.flush()
                     raise
-                for i, u in enumerate(uses):
+                for u in uses:
                     if u.key is None:
+                        i = next(i for i, x in enumerate(uses) if x is u)
                         raise TpmError("TPM_FAIL", f"{spec.name}: session #{i + 1} was never checked")
                 crypto = self.crypto
                 out_digest = (result.out_digest if result.out_digest is not None
@@ -410,7 +421,7 @@ class Engine:
                         self.end_session(session.handle)
                 self.last_out_handles = len(result.handles)  # TPM_ExecuteTransport's S2 starts after them
                 payload = b"".join(payload)
-                response = _HEADER_OUT(C.RESPONSE_TAG[n_auth], HEADER + len(payload), C.TPM_SUCCESS) + payload
+                response = _HEADER_OUT(_RESPONSE_TAGS[n_auth], HEADER + len(payload), 0) + payload  # TPM_SUCCESS
                 if not outer:
                     crypto.flush()
             finally:

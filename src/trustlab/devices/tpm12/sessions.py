@@ -19,6 +19,9 @@ from dataclasses import dataclass, field
 from trustlab.devices.tpm12.errors import TpmError
 from trustlab.devices.tpm12.primitives import Primitives, xor
 
+_BYTE = [bytes((i,)) for i in range(256)]
+_compare_digest = _hmac.compare_digest
+
 
 @dataclass(slots=True)  # (slots: one is built per command; no per-instance dict)
 class Session:
@@ -63,7 +66,9 @@ class AuthContext:
             raise TpmError("TPM_AUTHFAIL" if i == 0 else "TPM_AUTH2FAIL",
                            f"command needs authorization session #{i + 1}")
         use = self.uses[i]
-        s = self.session(i)
+        s = use.session
+        if s is None:
+            self.session(i)  # raises TPM_INVALID_AUTHHANDLE
         if s.kind == "OSAP":
             if entity is not None and s.entity != entity:
                 raise TpmError("TPM_AUTHFAIL" if i == 0 else "TPM_AUTH2FAIL",
@@ -73,8 +78,8 @@ class AuthContext:
             key = secret
         else:
             raise TpmError("TPM_INVALID_AUTHHANDLE", "a transport session cannot authorize this")
-        expect = self.crypto.hmac(key, self.in_digest, s.nonce_even, use.nonce_odd, bytes([use.cont]))
-        if not _hmac.compare_digest(expect, use.value):
+        expect = self.crypto.hmac(key, self.in_digest, s.nonce_even, use.nonce_odd, _BYTE[use.cont])
+        if not _compare_digest(expect, use.value):
             raise TpmError("TPM_AUTHFAIL" if i == 0 else "TPM_AUTH2FAIL", "wrong authorization data",
                            dictionary=True)
         use.key = key

@@ -124,3 +124,14 @@ class Reader:
     def end(self) -> None:
         if self.remaining():
             raise TpmError("TPM_BAD_PARAM_SIZE", f"{self._what}: {self.remaining()} trailing byte(s)")
+
+
+_U32_PACK = struct.Struct(">I").pack
+
+
+def sized(b: bytes) -> bytes:
+    """``UINT32 len(b) || b`` (a TPM_SIZED_BUFFER): ``Writer().sized(b).bytes()`` without a Writer.
+
+    For the command handlers every TPM command of a run goes through (one object less per command).
+    """
+    return _U32_PACK(len(b)) + b

@@ -15,7 +15,7 @@ from trustlab.devices.tpm12.errors import TpmError
 from trustlab.devices.tpm12.commands.endorsement import ek as ek_key
 from trustlab.devices.tpm12.keys import check_key_parms, modulus_of, unmarshal_key
 from trustlab.devices.tpm12.registry import Request, Response, tpm_command
-from trustlab.devices.tpm12.wire import Writer
+from trustlab.devices.tpm12.wire import Writer, sized
 
 
 @tpm_command("TPM_Startup")
@@ -110,7 +110,7 @@ def get_random(tpm, req: Request) -> Response:
     # Part 3, 13.6: the TPM may return fewer bytes; like libtpms, as many as fit a 4096-byte
     # response (header 10 + randomBytesSize 4)
     data = tpm.crypto.random(min(n, 4096 - 14))
-    return Response(params=Writer().sized(data).bytes())
+    return Response(params=sized(data))
 
 
 @tpm_command("TPM_Extend")

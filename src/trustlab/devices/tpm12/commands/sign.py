@@ -12,12 +12,16 @@ blocks = 2048 bytes; 84 bytes in, 800 out — the paper's Quote formula.
 
 from __future__ import annotations
 
+import functools
+import struct
+
 from trustlab.devices.tpm12 import constants as C
 from trustlab.devices.tpm12.errors import TpmError
 from trustlab.devices.tpm12.registry import Request, Response, tpm_command
-from trustlab.devices.tpm12.wire import Reader, Writer
+from trustlab.devices.tpm12.wire import Reader, Writer, sized
 
 SIGNERS = (C.TPM_KEY_SIGNING, C.TPM_KEY_LEGACY)
+_U16 = struct.Struct(">H").pack
 
 
 def signing_key(tpm, req: Request, handle: int, usages=SIGNERS):
@@ -37,23 +41,32 @@ def sign(tpm, req: Request) -> Response:
     if key.blob.parms.sig_scheme == C.TPM_SS_RSASSAPKCS1v15_SHA1 and len(area) != 20:
         raise TpmError("TPM_BAD_PARAMETER", "RSASSA-PKCS1v15-SHA1 signs a 20-byte digest")  # Part 3, 13.1
     sig = tpm.crypto.rsa_sign(key.private, area if len(area) == 20 else tpm.crypto.sha1(area))
-    return Response(params=Writer().sized(sig).bytes())
+    return Response(params=sized(sig))
 
 
 def pcr_selection(r: Reader) -> list[int]:
     size = r.u16()
     if size > 3:
         raise TpmError("TPM_INVALID_PCR_INFO", f"sizeOfSelect {size} (24 PCRs need at most 3)")
-    bits = r.raw(size)
-    return [i for i in range(8 * size) if bits[i // 8] >> (i % 8) & 1]
+    return list(_selected(r.raw(size)))
 
 
-def pcr_composite(tpm, indices: list[int], size_of_select: int = 3) -> bytes:
+@functools.lru_cache(maxsize=256)  # a TPM_PCR_SELECTION bitmap (at most 3 bytes) -> its indices; pure
+def _selected(bits: bytes) -> tuple[int, ...]:
+    return tuple(i for i in range(8 * len(bits)) if bits[i // 8] >> (i % 8) & 1)
+
+
+@functools.lru_cache(maxsize=256)  # the inverse, with sizeOfSelect: the composite's TPM_PCR_SELECTION; pure
+def _selection(indices: tuple[int, ...], size_of_select: int) -> bytes:
     bits = bytearray(size_of_select)
     for i in indices:
         bits[i // 8] |= 1 << (i % 8)
-    values = b"".join(tpm.pcrs[i] for i in indices)
-    return Writer().u16(size_of_select).raw(bytes(bits)).sized(values).bytes()
+    return _U16(size_of_select) + bytes(bits)
+
+
+def pcr_composite(tpm, indices: list[int], size_of_select: int = 3) -> bytes:
+    pcrs = tpm.pcrs
+    return _selection(tuple(indices), size_of_select) + sized(b"".join([pcrs[i] for i in indices]))
 
 
 @tpm_command("TPM_Quote", handles=1, auth=(0, 1))
@@ -67,7 +80,7 @@ def quote(tpm, req: Request) -> Response:
     composite = pcr_composite(tpm, indices, size_of_select)
     info = C.STRUCT_VER + b"QUOT" + tpm.crypto.sha1(composite) + nonce
     sig = tpm.crypto.rsa_sign(key.private, tpm.crypto.sha1(info))
-    return Response(params=composite + Writer().sized(sig).bytes())
+    return Response(params=composite + sized(sig))
 
 
 @tpm_command("TPM_Quote2", handles=1, auth=(0, 1))

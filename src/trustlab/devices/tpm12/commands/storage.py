@@ -22,17 +22,18 @@ from trustlab.devices.tpm12.commands.sign import pcr_composite
 from trustlab.devices.tpm12.errors import TpmError
 from trustlab.devices.tpm12.keys import StoreAsymkey
 from trustlab.devices.tpm12.registry import Request, Response, tpm_command
-from trustlab.devices.tpm12.wire import Reader, Writer
+from trustlab.devices.tpm12.wire import Reader, sized
 
 TPM_PT_SEAL = 0x05
 TPM_PT_BIND = 0x02
+_PT_SEAL = bytes((TPM_PT_SEAL,))
 TPM_ET_DATA = 0x0003  # entity types for TPM_ChangeAuth (Part 2, 4.9)
 TPM_ET_KEY = 0x0001
 
 
 def stored_data(seal_info: bytes, enc: bytes) -> bytes:
     """TPM_STORED_DATA (Part 2, 9.1): version, sealInfo, encData."""
-    return Writer().raw(C.STRUCT_VER).sized(seal_info).sized(enc).bytes()
+    return C.STRUCT_VER + sized(seal_info) + sized(enc)
 
 
 def _storage_key(tpm, req: Request, handle: int, session: int = 0):
@@ -68,8 +69,7 @@ def seal(tpm, req: Request) -> Response:
         creation = tpm.crypto.sha1(pcr_composite(tpm, indices))
         pcr_info = pcr_info[:-20] + creation
     digest = tpm.crypto.sha1(stored_data(pcr_info, b""))
-    sealed = (Writer().u8(TPM_PT_SEAL).raw(data_auth).raw(tpm.state.tpm_proof).raw(digest)
-              .sized(data).bytes())
+    sealed = _PT_SEAL + data_auth + tpm.state.tpm_proof + digest + sized(data)
     return Response(params=stored_data(pcr_info, tpm.crypto.rsa_encrypt(key.public, sealed)))
 
 
@@ -95,7 +95,7 @@ def unseal(tpm, req: Request) -> Response:
         indices, release = _pcr_digest(tpm, pcr_info)
         if not _hmac.compare_digest(release, tpm.crypto.sha1(pcr_composite(tpm, indices))):
             raise TpmError("TPM_WRONGPCRVAL", "the platform is not in the sealed state")
-    return Response(params=Writer().sized(data).bytes())
+    return Response(params=sized(data))
 
 
 @tpm_command("TPM_UnBind", handles=1, auth=(0, 1))
@@ -110,7 +110,7 @@ def unbind(tpm, req: Request) -> Response:
     r = Reader(tpm.crypto.rsa_decrypt(key.private, enc), "TPM_BOUND_DATA")
     if r.raw(4) != C.STRUCT_VER or r.u8() != TPM_PT_BIND:
         raise TpmError("TPM_DECRYPT_ERROR", "not TPM_BOUND_DATA")
-    return Response(params=Writer().sized(r.rest()).bytes())
+    return Response(params=sized(r.rest()))
 
 
 @tpm_command("TPM_ChangeAuth", handles=1, auth=(2,))
@@ -135,4 +135,4 @@ def change_auth(tpm, req: Request) -> Response:
         plain = plain[:1] + new_auth + plain[21:]
     else:
         raise TpmError("TPM_BAD_PARAMETER", f"entity type {etype:#x}")
-    return Response(params=Writer().sized(tpm.crypto.rsa_encrypt(parent.public, plain)).bytes())
+    return Response(params=sized(tpm.crypto.rsa_encrypt(parent.public, plain)))
