@@ -8,16 +8,20 @@ Figures (all measured within one run, so they compare across machines):
 * ``mix_sim_ms_per_wall_s`` / ``mix_speedup_vs_realtime``: the same for a
   command mix (the paper's Table II commands plus Extend, GetRandom and
   counters), 10,000 commands (1,000 with --quick).
-* ``overhead_ratio``: wall time of the mix through the whole framework (host
-  TSS helper, marshalling, sessions, dispatcher, clock) divided by the wall
+* ``overhead_ratio``: CPU time of the mix through the whole framework (host
+  TSS helper, marshalling, sessions, dispatcher, clock) divided by the CPU
   time of replaying exactly the ``cryptography``/hashlib calls the engine's
   primitives made during an identical run (process CPU time, minimum of
-  alternating rounds; the wall-time ratio is reported too). Target <= 1.5. Reported for the
+  alternating rounds; the wall-time ratio is reported too). Target <= 1.3
+  (issue 15; 1.5 before). Reported for the
   whole mix (``overhead_ratio`` = ``mix_overhead_ratio``) and for its
   RSA-bearing part alone (``rsa_mix_*``: the Table II commands). The host
   side's own HMACs and digests (the TSS half of every authorization) count
   as framework time, not as raw crypto, so the ratio is conservative;
   ``*_overhead_ratio_incl_host_crypto`` counts them as raw crypto too.
+  Since issue 15's third session the mix's command sequence is drawn before
+  the timer starts (the same sequence as before; the driver's own RNG calls,
+  ~2% of the framework side then, were counted as framework time until then).
 """
 
 from __future__ import annotations
@@ -142,31 +146,48 @@ ALL_OPS = ["Sign", "Quote", "Seal", "Unseal", "UnBind", "ChangeAuth", "Extend", 
 RSA_OPS = ALL_OPS[:6]  # the paper's Table II commands: every one does an RSA operation
 
 
-def _mix(tpm: Tpm12, env: dict, n: int, seed: int, ops: list[str] = ALL_OPS) -> None:
+def _plan(n: int, seed: int, ops: list[str] = ALL_OPS) -> list[tuple[str, int]]:
+    """The mix's commands (name, PCR index for Extend), drawn before any timing starts.
+
+    (Until issue 15's third session the driver drew them between commands,
+    inside the timed region; the driver's RNG is not the framework's work. Same
+    draws in the same order, so the same commands.)
+    """
     rng = random.Random(seed)
-    s = {"k": tpm.TPM_OIAP(K), "d": tpm.TPM_OIAP(D), "k2": tpm.TPM_OIAP(K)}  # long-lived sessions, as a TSS keeps
+    plan = []
     for _ in range(n):
         op = rng.choice(ops)
+        plan.append((op, rng.randrange(17) if op == "Extend" else 0))  # PCRs 17-22 need locality > 0
+    return plan
+
+
+def _mix(tpm: Tpm12, env: dict, n: int, seed: int, ops: list[str] = ALL_OPS,
+         plan: list[tuple[str, int]] | None = None) -> None:
+    if plan is None:
+        plan = _plan(n, seed, ops)
+    k, d, k2 = tpm.TPM_OIAP(K), tpm.TPM_OIAP(D), tpm.TPM_OIAP(K)  # long-lived sessions, as a TSS keeps
+    sign, storage, stored, cid = env["sign"], env["storage"], env["stored"], env["cid"]
+    for op, pcr in plan:
         if op == "Sign":
-            tpm.TPM_Sign(env["sign"], b"\x01" * 20, s["k"])
+            tpm.TPM_Sign(sign, b"\x01" * 20, k)
         elif op == "Quote":
-            tpm.TPM_Quote(env["sign"], b"\x02" * 20, range(24), s["k"])
+            tpm.TPM_Quote(sign, b"\x02" * 20, range(24), k)
         elif op == "Seal":
-            tpm.TPM_Seal(env["storage"], K, b"eleven byte", D)
+            tpm.TPM_Seal(storage, K, b"eleven byte", D)
         elif op == "Unseal":
-            tpm.TPM_Unseal(env["storage"], env["stored"], s["k"], s["d"])
+            tpm.TPM_Unseal(storage, stored, k, d)
         elif op == "UnBind":
-            tpm.TPM_UnBind(env["bind"], env["bound"], s["k"])
+            tpm.TPM_UnBind(env["bind"], env["bound"], k)
         elif op == "ChangeAuth":
-            tpm.TPM_ChangeAuth(env["storage"], K, 0x0001, env["child"].enc, s["k2"], K)
+            tpm.TPM_ChangeAuth(storage, K, 0x0001, env["child"].enc, k2, K)
         elif op == "Extend":
-            tpm.TPM_Extend(rng.randrange(17), b"\x03" * 20)  # PCRs 17-22 need locality > 0
+            tpm.TPM_Extend(pcr, b"\x03" * 20)
         elif op == "GetRandom":
             tpm.TPM_GetRandom(20)
         elif op == "IncrementCounter":
-            tpm.TPM_IncrementCounter(env["cid"], s["d"])
+            tpm.TPM_IncrementCounter(cid, d)
         else:
-            tpm.TPM_ReadCounter(env["cid"])
+            tpm.TPM_ReadCounter(cid)
 
 
 def run(quick: bool) -> dict:
@@ -193,7 +214,7 @@ def run(quick: bool) -> dict:
         **{f"mix_{k}": v for k, v in mix.items()},
         **{f"rsa_mix_{k}": v for k, v in rsa_mix.items()},
         "overhead_ratio": mix["overhead_ratio"],
-        "overhead_target": 1.5,
+        "overhead_target": 1.3,
     }
 
 
@@ -204,20 +225,21 @@ def _measure_mix(pool: KeyPool, profile: str, n: int, ops: list[str], rounds: in
     ratio uses this process's CPU time: the host is shared, and wall time
     mostly measures the neighbours.
     """
+    plan = _plan(n, 1, ops)
     pool.reset()
     _clock2, tpm2, env2 = _mix_setup(pool, profile)
     rec = Recorder(tpm2.engine.crypto)
     tpm2.engine.crypto = rec  # type: ignore[assignment]
     host_calls: list[tuple[Any, ...]] = []
     with record_host_crypto(host_calls):
-        _mix(tpm2, env2, n, 1, ops)
+        _mix(tpm2, env2, n, 1, ops, plan)
     walls, cpus, raw_walls, raw_cpus, host_cpus = [], [], [], [], []
     for _ in range(rounds):
         pool.reset()
         clock, tpm, env = _mix_setup(pool, profile)
         clock.reset()
         w0, c0 = time.perf_counter(), time.process_time()
-        _mix(tpm, env, n, 1, ops)
+        _mix(tpm, env, n, 1, ops, plan)
         walls.append(time.perf_counter() - w0)
         cpus.append(time.process_time() - c0)
         c0 = time.process_time()

@@ -52,9 +52,11 @@ ALLOC_MAX = 0x10000  # libtpms TPM_ALLOC_MAX: no TPM_SIZED_BUFFER larger than th
 class Reader:
     """Consumes a TPM structure; a short or oversized read is TPM_BAD_PARAM_SIZE.
 
-    The fixed-size reads are inlined (no helper call per field): every command
-    and response is parsed through here, so this is part of the engine's hot path.
+    The reads are inlined (no helper call per field): every command and
+    response is parsed through here, so this is part of the engine's hot path.
     """
+
+    __slots__ = ("_data", "_len", "_pos", "_what")
 
     def __init__(self, data: bytes, what: str = "command") -> None:
         self._data = bytes(data)
@@ -97,19 +99,32 @@ class Reader:
         return _U32(self._data, pos)[0]
 
     def raw(self, n: int) -> bytes:
-        return self._take(n)
+        pos = self._pos  # (_take inlined)
+        end = pos + n
+        if n < 0 or end > self._len:
+            raise self._short(n)
+        self._pos = end
+        return self._data[pos:end]
 
     def peek(self, n: int) -> bytes:
         """The next ``n`` bytes (fewer at the end) without consuming them."""
         return self._data[self._pos:self._pos + n]
 
     def sized(self, limit: int = 1 << 20) -> bytes:
-        n = self.u32()
+        pos = self._pos  # (u32 and _take inlined)
+        if pos + 4 > self._len:
+            raise self._short(4)
+        self._pos = pos = pos + 4
+        n = _U32(self._data, pos - 4)[0]
         if n > ALLOC_MAX:  # libtpms TPM_SizedBuffer_Load allocates first: TPM_Malloc refuses > 64 KiB
             raise TpmError("TPM_SIZE", f"{self._what}: size field {n} exceeds the TPM's {ALLOC_MAX}-byte buffers")
         if n > limit:
             raise TpmError("TPM_BAD_PARAM_SIZE", f"{self._what}: size field {n} exceeds {limit}")
-        return self._take(n)
+        end = pos + n
+        if end > self._len:
+            raise self._short(n)
+        self._pos = end
+        return self._data[pos:end]
 
     @property
     def pos(self) -> int:
@@ -122,7 +137,7 @@ class Reader:
         return self._take(self.remaining())
 
     def end(self) -> None:
-        if self.remaining():
+        if self._pos != self._len:
             raise TpmError("TPM_BAD_PARAM_SIZE", f"{self._what}: {self.remaining()} trailing byte(s)")
 
 
