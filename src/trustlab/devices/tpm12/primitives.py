@@ -119,6 +119,7 @@ class Primitives:
         self._pending_blocks = 0
         self.make_key = keygen or generate_rsa
         self._entropy = Entropy()
+        self._rng_charged = "rng_byte" in clock.components  # (a clock's profile is fixed for its life)
         # the per-unit costs of the components charged on every command, None if one has a spread
         # (then charge() draws, in the same order as ever); see Clock.fixed_cost
         self._sha1_byte = clock.fixed_cost("sha1_byte")
@@ -217,7 +218,7 @@ class Primitives:
     # ---- randomness ---------------------------------------------------------
     def random(self, n: int) -> bytes:
         """TPM RNG output (the 2010 model charges nothing for it; 'rng_byte' if present)."""
-        if "rng_byte" in self.clock.components:
+        if self._rng_charged:
             self.clock.charge("rng_byte", n)
         return self._entropy.take(n)
 

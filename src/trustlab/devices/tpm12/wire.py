@@ -59,7 +59,7 @@ class Reader:
     __slots__ = ("_data", "_len", "_pos", "_what")
 
     def __init__(self, data: bytes, what: str = "command") -> None:
-        self._data = bytes(data)
+        self._data = data if type(data) is bytes else bytes(data)  # (no copy call for the usual bytes)
         self._len = len(self._data)
         self._pos = 0
         self._what = what
