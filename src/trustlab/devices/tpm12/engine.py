@@ -450,7 +450,8 @@ class Engine:
             err = _HEADER_OUT(C.TPM_TAG_RSP_COMMAND, HEADER, e.rc)
             return err, b"", b""
         # outside the try: a storage failure (or injected power loss) is not a TPM answer
-        self._persist()
+        if self._dirty:  # (_persist's own first test, without the call on every clean command)
+            self._persist()
         return response, in_digest, out_digest
 
     def _persist(self) -> None:
