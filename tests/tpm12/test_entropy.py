@@ -1,0 +1,36 @@
+"""The engine's buffered OS randomness: every byte handed out once, never shared with a forked child."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from trustlab.devices.tpm12.primitives import Entropy
+
+
+def test_slices_are_fresh_and_sized_across_refills():
+    e = Entropy()
+    seen = [e.take(20) for _ in range(3 * Entropy.CHUNK // 20)]
+    assert all(len(s) == 20 for s in seen)
+    assert len(set(seen)) == len(seen)
+    assert len(e.take(Entropy.CHUNK)) == Entropy.CHUNK  # large requests go to the OS directly
+    assert e.take(0) == b""
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_forked_child_does_not_reuse_the_parents_buffer():
+    e = Entropy()
+    e.take(20)  # fill the buffer
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # child: report its next nonce
+        try:
+            os.write(w, e.take(20))
+        finally:
+            os._exit(0)
+    os.close(w)
+    child = os.read(r, 20)
+    os.close(r)
+    os.waitpid(pid, 0)
+    assert len(child) == 20 and child != e.take(20)
