@@ -148,7 +148,7 @@ def oracle(quick: bool) -> dict[str, Any]:
         restore()
         Engine.execute = execute  # type: ignore[method-assign]
     cpus, raws, hosts = [], [], []
-    for _ in range(3 if quick else 5):  # alternate rounds so load drift cancels
+    for _ in range(5 if quick else 11):  # alternate rounds so load drift cancels (a round is ~25 ms)
         c0 = time.process_time()
         run_argv("oracle", argv)
         cpus.append(time.process_time() - c0)

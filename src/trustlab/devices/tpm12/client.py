@@ -16,7 +16,6 @@ recompute the signed log digest.
 from __future__ import annotations
 
 import hmac as _hmac
-import os
 import struct
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -80,7 +79,7 @@ class HostSession:
     kind: str = "OIAP"
     cont: bool = True
     open: bool = True
-    next_odd: bytes = field(default_factory=lambda: os.urandom(20))
+    next_odd: bytes = field(default_factory=hostcrypto.nonce)
 
     def encrypt_auth(self, new_secret: bytes, odd: bool = False) -> bytes:
         """ADIP: hide a new secret under the OSAP shared secret (Part 1, 13.8)."""
@@ -93,7 +92,7 @@ class HostSession:
         if not self.open:
             raise TpmError("TPM_INVALID_AUTHHANDLE", f"host session {self.handle:#010x} is closed")
         odd, self._sent_odd = self.next_odd, self.next_odd
-        self.next_odd = os.urandom(20)
+        self.next_odd = hostcrypto.nonce()
         c = b"\x01" if self.cont else b"\x00"
         return b"".join((_U32(self.handle), odd, c, hostcrypto.hmac_sha1(self.key, in_digest, self.nonce_even, odd, c)))
 
@@ -330,7 +329,7 @@ class Tpm12:
         return HostSession(r.u32(), r.raw(20), secret_, "OIAP")
 
     def TPM_OSAP(self, entity_type: int, entity_value: int, secret_: bytes) -> HostSession:
-        odd = os.urandom(20)
+        odd = hostcrypto.nonce()
         _, r = self.call("TPM_OSAP", params=_OSAP_HEAD(entity_type, entity_value) + odd)
         handle, even, even_osap = r.u32(), r.raw(20), r.raw(20)
         return HostSession(handle, even, hostcrypto.hmac_sha1(secret_, even_osap, odd), "OSAP")
@@ -340,7 +339,7 @@ class Tpm12:
         self.call("TPM_Startup", params=Writer().u16(kind).bytes())
 
     def TPM_ReadPubek(self) -> rsa.RSAPublicKey:
-        nonce = os.urandom(20)
+        nonce = hostcrypto.nonce()
         _, r = self.call("TPM_ReadPubek", params=nonce)
         body = r.rest()
         pub, checksum = body[:-20], body[-20:]

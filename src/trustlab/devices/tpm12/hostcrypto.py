@@ -20,6 +20,7 @@ from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import padding, rsa, utils
 
 from trustlab.devices.tpm12.keys import rsa_public
+from trustlab.devices.tpm12.primitives import Entropy
 
 try:  # OpenSSL's one-shot HMAC without the stdlib wrapper's extra Python frame
     from _hashlib import hmac_digest as _hmac_digest
@@ -31,6 +32,12 @@ _sha1 = hashlib.sha1
 OAEP_TCPA = padding.OAEP(mgf=padding.MGF1(hashes.SHA1()), algorithm=hashes.SHA1(), label=b"TCPA")
 _PKCS1 = padding.PKCS1v15()
 _PREHASHED = utils.Prehashed(hashes.SHA1())
+_ENTROPY = Entropy()  # the host's nonces: OS randomness read in 4 KiB chunks, as the engine's are
+
+
+def nonce(n: int = 20) -> bytes:
+    """Fresh OS randomness for a host nonce (nonceOdd, TPM_OSAP's nonceOddOSAP, antireplay)."""
+    return _ENTROPY.take(n)
 
 
 def sha1(*parts: bytes) -> bytes:
