@@ -194,27 +194,16 @@ def _auth_crypto_calls(built: Any, part: list) -> tuple[list[tuple], int]:
 
     The engine's primitives (parameter digests, session HMACs, the AIK's
     signatures) are recorded as for the oracle baseline; the client's digests
-    and HMACs by wrapping its two hash helpers for the duration.
+    and HMACs through the host crypto seam (``devices/tpm12/hostcrypto``).
     """
+    from benchmarks.bench_tpm12 import record_host_crypto
     from trustlab.apps.counters.runner import run as run_requests
-    from trustlab.devices.tpm12 import client
 
     calls, restore = _record_primitives()
-    saved = client._sha1, client._hmac1
-
-    def sha1(*parts: bytes) -> bytes:
-        calls.append(("sha1", b"".join(parts)))
-        return saved[0](*parts)
-
-    def hmac1(key: bytes, *parts: bytes) -> bytes:
-        calls.append(("hmac", key, b"".join(parts)))
-        return saved[1](key, *parts)
-
-    client._sha1, client._hmac1 = sha1, hmac1
     try:
-        run_requests(built, part, seed=99)
+        with record_host_crypto(calls):
+            run_requests(built, part, seed=99)
     finally:
-        client._sha1, client._hmac1 = saved
         restore()
     return calls, len(part)
 
