@@ -28,7 +28,7 @@ from trustlab.devices.tpm12 import hostcrypto
 from trustlab.devices.tpm12 import transport_log as L
 from trustlab.devices.tpm12.engine import AUTH_IN, AUTH_OUT, HEADER, Engine
 from trustlab.devices.tpm12.errors import TpmError
-from trustlab.devices.tpm12.keys import Key12, KeyParms, pubkey_modulus
+from trustlab.devices.tpm12.keys import Key12, KeyParms, pubkey_modulus, rsa_public
 from trustlab.devices.tpm12.nvstore import NVStore
 from trustlab.devices.tpm12.primitives import xor
 from trustlab.devices.tpm12.transport_crypt import crypt
@@ -168,7 +168,7 @@ def pubkey_digest(pubkey: bytes) -> bytes:
 
 def bind(pubkey: bytes, data: bytes) -> bytes:
     """Host-side Tspi_Data_Bind: OAEP-encrypt TPM_BOUND_DATA to a bind key's TPM_PUBKEY."""
-    return hostcrypto.oaep_encrypt(hostcrypto.public_key(pubkey_modulus(pubkey)[1]), C.STRUCT_VER + b"\x02" + data)
+    return hostcrypto.oaep_encrypt(rsa_public(pubkey_modulus(pubkey)[1]), C.STRUCT_VER + b"\x02" + data)
 
 
 @dataclass(frozen=True)
@@ -345,7 +345,7 @@ class Tpm12:
         pub, checksum = body[:-20], body[-20:]
         if hostcrypto.sha1(pub, nonce) != checksum:
             raise TpmError("TPM_FAIL", "TPM_ReadPubek checksum mismatch")
-        return hostcrypto.public_key(pubkey_modulus(pub)[1])
+        return rsa_public(pubkey_modulus(pub)[1])
 
     def TPM_TakeOwnership(self, owner_auth: bytes, srk_auth: bytes) -> rsa.RSAPublicKey:
         ek = self.TPM_ReadPubek()
@@ -353,7 +353,7 @@ class Tpm12:
                   .sized(hostcrypto.oaep_encrypt(ek, srk_auth))
                   .raw(_SRK_TEMPLATE).bytes())
         _, r = self.call("TPM_TakeOwnership", params=params, auth=[owner_auth])
-        return hostcrypto.public_key(Key12.unmarshal(r).pub)
+        return rsa_public(Key12.unmarshal(r).pub)
 
     def TPM_GetRandom(self, n: int) -> bytes:
         _, r = self.call("TPM_GetRandom", params=Writer().u32(n).bytes())
@@ -581,7 +581,7 @@ class Tpm12:
         if key is not None:
             handle, modulus, key_auth = key
             secret = hostcrypto.oaep_encrypt(
-                hostcrypto.public_key(modulus), Writer().u16(C.TPM_TAG_TRANSPORT_AUTH).raw(transport_secret).bytes())
+                rsa_public(modulus), Writer().u16(C.TPM_TAG_TRANSPORT_AUTH).raw(transport_secret).bytes())
             auth = [key_auth] if key_auth is not None else []
         params = pub + Writer().sized(secret).bytes()
         if self._through is not None:
