@@ -77,7 +77,7 @@ def render(spec: dict[str, Any], path: Path, dpi: int = 100) -> Path:
         ax.set_yscale("log")
     if logx and kind != "bar" and not _categorical(series):
         ax.set_xscale("log")
-    ax.set_title(str(spec.get("title", "")), fontsize=10)
+    ax.set_title(str(spec.get("title", "")), fontsize=10, y=1.0)
     ax.set_xlabel(str(spec.get("xlabel", "")))
     ax.set_ylabel(str(spec.get("ylabel", "")))
     ax.grid(True, which="major", alpha=0.3)
