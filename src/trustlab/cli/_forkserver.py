@@ -235,8 +235,10 @@ class ForkServer:
             try:
                 self._proc.stdin.write((json.dumps(request) + "\n").encode())
                 self._proc.stdin.flush()
-            except (BrokenPipeError, OSError, ValueError):
+            except (OSError, ValueError):  # the server has gone (its reader may already be done)
                 self._dead = True
+                del self._runs[rid]
+                raise ForkServerError(f"the flagship's fork server has stopped: {self._stderr_tail()}") from None
         try:
             timed_out = not run.done.wait(timeout)
             if timed_out:
