@@ -9,12 +9,32 @@ mostly measures the neighbours. Figures:
   (best of 3 each), against ``python -c pass``. Targets < 0.25 / 0.25 / 0.4 s.
 * ``oracle``: the random-oracle study with 5 parties as ``trustlab run oracle``
   runs it (its key pool included), CPU per TPM command, against replaying
-  exactly the SHA-1 / HMAC / RSA calls the engine's primitives made (raw
-  ``hashlib``/``hmac``/``cryptography``). Target ratio <= 1.2.
+  exactly the raw SHA-1 / HMAC / RSA calls (``hashlib``/``hmac``/``cryptography``)
+  the protocol made: the engine's (its ``Primitives``) *and* the host's (the
+  client's authorization HMACs and parameter digests, its OAEP encryptions to
+  the EK, the destinations' checks of the AIK signature: every call through
+  ``devices/tpm12/hostcrypto``). ``ratio`` = framework / (engine + host crypto),
+  target <= 1.2. Until issue 15's third session the baseline was the engine's
+  calls alone; that figure stays as ``ratio_engine_crypto_only`` (1.85-2.0x at
+  the change, against 1.45-1.5x for ``ratio``): the issue's ideal is "the raw
+  cryptography and hashing the simulated protocol needs", and the host's half
+  of the protocol is part of that need.
 * ``hashtree``: counter increments at 2^20 counters through the whole stack
   (prover, TPM_ExecuteHashTree on the engine, the host tree, the runner; the
   AIK signs every 1000th and the verifier checks it) per CPU second, against a
-  plain hashlib SHA-1 Merkle update of the same depth. Target ratio <= 3.
+  plain hashlib SHA-1 Merkle update of the same depth (the issue's baseline;
+  target ratio <= 3). The protocol itself hashes each increment's path three
+  times (the host stores it, the TPM checks the old root and computes the new
+  one: 63 SHA-1s against the plain update's 21) and adds the authorization
+  (parameter digests and HMACs on both sides, a nonce each way) - so a second
+  baseline replays the protocol's own crypto: three plain Merkle updates plus
+  exactly the digests, HMACs and signatures the engine's primitives and the
+  client made in a recorded chunk (``ratio_vs_protocol_replay``). Two host-side
+  memos let the simulator hash fewer than 63 blocks without changing a root,
+  error or charge (``merkle.RootMemo``: the TPM compares supplied siblings with
+  the upper levels it computed itself and hashes only the lowest 3 levels;
+  ``merkle.path_nodes``: the host stores the new path the TPM just hashed from
+  the same inputs) - 25 real SHA-1s per increment, not 63.
 * ``hbs_hash``: the metered SHA-256 of the HBS scheme code (``Hasher`` with
   the card meter on a clock) per call, against ``hashlib.sha256`` of the same
   input. Target ratio <= 1.5.
@@ -105,39 +125,43 @@ def _record_primitives() -> tuple[list[tuple], Callable[[], None]]:
 
 
 def oracle(quick: bool) -> dict[str, Any]:
-    from benchmarks.bench_tpm12 import replay
+    from benchmarks.bench_tpm12 import record_host_crypto, replay
+    from trustlab.devices.tpm12.engine import Engine
     from trustlab.experiments.registry import run_argv
-    from trustlab.timing.clock import Clock
 
     argv = ["--profile", "infineon-2010", "--parties", "3" if quick else "5", "--queries", "3"]
     run_argv("oracle", argv)  # warm-up: imports, and the key pool's cache on a first run
     commands = [0]
-    enter = Clock.command
+    execute = Engine.execute
 
-    def counting(self, name):
-        if not self._stack:
-            commands[0] += 1
-        return enter(self, name)
+    def counting(self, frame):  # one call per top-level TPM command (wrapped ones are dispatched inside)
+        commands[0] += 1
+        return execute(self, frame)
 
-    Clock.command = counting  # type: ignore[method-assign]
+    Engine.execute = counting  # type: ignore[method-assign]
     calls, restore = _record_primitives()
+    host_calls: list[tuple] = []
     try:
-        run_argv("oracle", argv)
+        with record_host_crypto(host_calls):
+            run_argv("oracle", argv)
     finally:
         restore()
-        Clock.command = enter  # type: ignore[method-assign]
-    cpus, raws = [], []
-    for _ in range(2 if quick else 3):  # alternate rounds so load drift cancels
+        Engine.execute = execute  # type: ignore[method-assign]
+    cpus, raws, hosts = [], [], []
+    for _ in range(3 if quick else 5):  # alternate rounds so load drift cancels
         c0 = time.process_time()
         run_argv("oracle", argv)
         cpus.append(time.process_time() - c0)
         raws.append(replay(calls, timer=time.process_time))
-    cpu, raw = min(cpus), min(raws)
+        hosts.append(replay(host_calls, timer=time.process_time))
+    cpu, raw, host = min(cpus), min(raws), min(hosts)
     n = commands[0]
     return {"parties": int(argv[3]), "tpm_commands": n, "raw_crypto_calls": len(calls),
-            "framework_cpu_s": cpu, "raw_crypto_cpu_s": raw,
+            "host_crypto_calls": len(host_calls),
+            "framework_cpu_s": cpu, "raw_crypto_cpu_s": raw, "host_crypto_cpu_s": host,
             "framework_us_per_command": cpu / n * 1e6, "raw_us_per_command": raw / n * 1e6,
-            "ratio": cpu / raw, "target_ratio": 1.2}
+            "raw_incl_host_us_per_command": (raw + host) / n * 1e6,
+            "ratio": cpu / (raw + host), "ratio_engine_crypto_only": cpu / raw, "target_ratio": 1.2}
 
 
 # ---- hash-tree increments -------------------------------------------------------------------
@@ -165,7 +189,38 @@ def _plain_merkle(depth: int, ids: list[int]) -> float:
     return time.process_time() - t0
 
 
+def _auth_crypto_calls(built: Any, part: list) -> tuple[list[tuple], int]:
+    """The raw digests, HMACs and signatures one chunk of requests makes besides the tree's own hashes.
+
+    The engine's primitives (parameter digests, session HMACs, the AIK's
+    signatures) are recorded as for the oracle baseline; the client's digests
+    and HMACs by wrapping its two hash helpers for the duration.
+    """
+    from trustlab.apps.counters.runner import run as run_requests
+    from trustlab.devices.tpm12 import client
+
+    calls, restore = _record_primitives()
+    saved = client._sha1, client._hmac1
+
+    def sha1(*parts: bytes) -> bytes:
+        calls.append(("sha1", b"".join(parts)))
+        return saved[0](*parts)
+
+    def hmac1(key: bytes, *parts: bytes) -> bytes:
+        calls.append(("hmac", key, b"".join(parts)))
+        return saved[1](key, *parts)
+
+    client._sha1, client._hmac1 = sha1, hmac1
+    try:
+        run_requests(built, part, seed=99)
+    finally:
+        client._sha1, client._hmac1 = saved
+        restore()
+    return calls, len(part)
+
+
 def hashtree(quick: bool) -> dict[str, Any]:
+    from benchmarks.bench_tpm12 import replay
     from trustlab.apps import workloads as w
     from trustlab.apps.counters import schemes
     from trustlab.apps.counters.runner import run as run_requests
@@ -173,10 +228,13 @@ def hashtree(quick: bool) -> dict[str, Any]:
 
     depth, n_ops, k = 20, 5_000 if quick else 30_000, 1000
     profile = registry.load("atmel-counters-2010").without_spread()
-    ids = [int(i) for i in w.zipf_ycsb(1 << depth, n_ops, seed=1, scrambled=True)]
+    ids = [int(i) for i in w.zipf_ycsb(1 << depth, n_ops + 2000, seed=1, scrambled=True)]
     built = schemes.build("hashtree", profile, 1 << depth, seed=1, attest_every=k)
     reqs = w.make_requests(ids, "increment")
-    fw, plain = [], []
+    # a recorded chunk (2000 requests: two signed) for the protocol-replay baseline; it also
+    # fills the tree past the point where its nodes move to fixed slots, as a long run's are
+    auth_calls, auth_ops = _auth_crypto_calls(built, reqs[n_ops:])
+    fw, plain, auth = [], [], []
     chunk = n_ops // 5
     for r in range(5):  # alternate so load drift cancels
         part = reqs[r * chunk:(r + 1) * chunk]
@@ -185,11 +243,15 @@ def hashtree(quick: bool) -> dict[str, Any]:
             pass
         fw.append((time.process_time() - c0) / len(part))
         plain.append(_plain_merkle(depth, ids[r * chunk:(r + 1) * chunk]) / len(part))
+        auth.append(replay(auth_calls, timer=time.process_time) / auth_ops)
     built.close()
-    f, p = sorted(fw)[2], sorted(plain)[2]
+    f, p, a = sorted(fw)[2], sorted(plain)[2], sorted(auth)[2]
     return {"depth": depth, "increments": n_ops, "attest_every": k,
             "framework_ops_per_cpu_s": 1 / f, "plain_merkle_ops_per_cpu_s": 1 / p,
-            "ratio": f / p, "target_ratio": 3.0}
+            "ratio": f / p, "target_ratio": 3.0,
+            "framework_us_per_op": f * 1e6, "plain_merkle_us_per_op": p * 1e6,
+            "auth_crypto_us_per_op": a * 1e6, "auth_crypto_calls_per_op": len(auth_calls) / auth_ops,
+            "protocol_replay_us_per_op": (3 * p + a) * 1e6, "ratio_vs_protocol_replay": f / (3 * p + a)}
 
 
 # ---- HBS metered hash -----------------------------------------------------------------------

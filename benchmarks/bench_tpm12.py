@@ -26,15 +26,16 @@ import hashlib
 import hmac
 import random
 import time
-from typing import Any, Callable
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator
 
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import padding, utils
 
 from trustlab.apps import oracle
 from trustlab.devices.tpm12 import MemoryNVStore, Tpm12, key_template, secret
-from trustlab.devices.tpm12 import client as client_mod
 from trustlab.devices.tpm12 import constants as C
+from trustlab.devices.tpm12 import hostcrypto
 from trustlab.devices.tpm12.client import bind
 from trustlab.devices.tpm12.keys import Key12
 from trustlab.devices.tpm12.primitives import KeyPool, Primitives
@@ -76,6 +77,22 @@ class Recorder:
         return self.inner.rsa_sign(private, digest)
 
 
+@contextmanager
+def record_host_crypto(calls: list[tuple[Any, ...]]) -> Iterator[None]:
+    """Record the host side's raw crypto calls (:mod:`~trustlab.devices.tpm12.hostcrypto`) for :func:`replay`."""
+    saved = {n: getattr(hostcrypto, n) for n in ("sha1", "hmac_sha1", "oaep_encrypt", "verify_sha1")}
+    sha1, hmac1, enc, verify = saved.values()
+    hostcrypto.sha1 = lambda *p: (calls.append(("sha1", b"".join(p))), sha1(*p))[1]
+    hostcrypto.hmac_sha1 = lambda k, *p: (calls.append(("hmac", k, b"".join(p))), hmac1(k, *p))[1]
+    hostcrypto.oaep_encrypt = lambda pub, m: (calls.append(("enc", pub, m)), enc(pub, m))[1]
+    hostcrypto.verify_sha1 = lambda pub, sig, d: (calls.append(("verify", pub, sig, d)), verify(pub, sig, d))[1]
+    try:
+        yield
+    finally:
+        for name, fn in saved.items():
+            setattr(hostcrypto, name, fn)
+
+
 def replay(calls: list[tuple[Any, ...]], timer: Callable[[], float] = time.perf_counter) -> float:
     """Seconds (by ``timer``: wall by default) to make exactly these raw calls with hashlib/hmac/cryptography.
 
@@ -96,6 +113,8 @@ def replay(calls: list[tuple[Any, ...]], timer: Callable[[], float] = time.perf_
                 call[1].decrypt(call[2], OAEP)
             except ValueError:
                 pass
+        elif kind == "verify":
+            call[1].verify(call[2], call[3], pkcs1, prehashed)
         else:
             call[1].sign(call[2], pkcs1, prehashed)
     return timer() - started
@@ -190,13 +209,8 @@ def _measure_mix(pool: KeyPool, profile: str, n: int, ops: list[str], rounds: in
     rec = Recorder(tpm2.engine.crypto)
     tpm2.engine.crypto = rec  # type: ignore[assignment]
     host_calls: list[tuple[Any, ...]] = []
-    sha1, hmac1 = client_mod._sha1, client_mod._hmac1
-    client_mod._sha1 = lambda *p: (host_calls.append(("sha1", b"".join(p))), sha1(*p))[1]
-    client_mod._hmac1 = lambda k, *p: (host_calls.append(("hmac", k, b"".join(p))), hmac1(k, *p))[1]
-    try:
+    with record_host_crypto(host_calls):
         _mix(tpm2, env2, n, 1, ops)
-    finally:
-        client_mod._sha1, client_mod._hmac1 = sha1, hmac1
     walls, cpus, raw_walls, raw_cpus, host_cpus = [], [], [], [], []
     for _ in range(rounds):
         pool.reset()

@@ -22,14 +22,13 @@ import hashlib
 from dataclasses import dataclass, field
 
 from cryptography.exceptions import InvalidSignature
-from cryptography.hazmat.primitives import hashes
-from cryptography.hazmat.primitives.asymmetric import padding, utils
 
 from trustlab.apps import keypool
 from trustlab.devices.tpm12 import MemoryNVStore, Tpm12, TpmError, secret
 from trustlab.devices.tpm12 import constants as C
+from trustlab.devices.tpm12 import hostcrypto
 from trustlab.devices.tpm12.client import hmac_key_template, msa_composite, pubkey_digest
-from trustlab.devices.tpm12.keys import Key12, rsa_public
+from trustlab.devices.tpm12.keys import Key12
 from trustlab.errors import TrustlabError
 from trustlab.timing.clock import Clock
 from trustlab.timing.profile import Profile
@@ -44,6 +43,7 @@ SOURCE_OPS = {"TPM_CMK_ApproveMA", "TPM_CMK_CreateKey", "TPM_LoadKey2", "TPM_Cer
 DEST_OPS = {"TPM_CMK_ConvertMigration", "TPM_LoadKey2"}
 
 OWNER, SRK, AIK, KEY = secret("owner"), secret("srk"), secret("aik"), secret("oracle key")
+CERTIFY_NONCE = hashlib.sha1(b"oracle certification").digest()  # the source's antireplay for TPM_CertifyKey2
 
 
 @dataclass
@@ -100,13 +100,14 @@ def _track(party: Party, log: list[tuple[str, float]]):
     engine.execute = traced  # type: ignore[method-assign]
 
 
-def verify_certificate(aik_pub, info: bytes, signature: bytes, msa_digest: bytes, cmk: Key12) -> None:
-    """Step 2a: the AIK certified this CMK, restricted to exactly this approved list."""
+def verify_certificate(aik_pub, info: bytes, signature: bytes, msa_digest: bytes, cmk_digest: bytes) -> None:
+    """Step 2a: the AIK certified this CMK (``cmk_digest``: SHA-1 of its TPM_PUBKEY), restricted
+    to exactly this approved list."""
     try:
-        aik_pub.verify(signature, hashlib.sha1(info).digest(), padding.PKCS1v15(), utils.Prehashed(hashes.SHA1()))
+        hostcrypto.verify_sha1(aik_pub, signature, hostcrypto.sha1(info))
     except InvalidSignature:
         raise TrustlabError("oracle: the CMK certificate's AIK signature does not verify") from None
-    if pubkey_digest(cmk.pubkey()) not in info or not info.endswith(b"\x00\x00\x00\x14" + msa_digest):
+    if cmk_digest not in info or not info.endswith(b"\x00\x00\x00\x14" + msa_digest):
         raise TrustlabError("oracle: the certificate is not for this CMK and approved list")
 
 
@@ -138,29 +139,29 @@ def run(profile: Profile, parties: int, *, input_blocks: int = 3, output_blocks:
     for p in [source, *dests]:
         del out.calls[p.name][:]
         p.clock.reset()
-    aik_pub = rsa_public(Key12.from_bytes(aik_blob).pub)
+    aik_pub = hostcrypto.public_key(Key12.from_bytes(aik_blob).pub)
 
     # ---- Step 1 at the source ----
     s = source.tpm
-    msa = msa_composite([pubkey_digest(pub) for pub in dest_pubs])
-    msa_digest = hashlib.sha1(msa).digest()
+    dest_digests = [pubkey_digest(pub) for pub in dest_pubs]
+    msa = msa_composite(dest_digests)
+    msa_digest = hostcrypto.sha1(msa)
     approval = s.TPM_CMK_ApproveMA(OWNER, msa_digest)                                     # 1a T1
     cmk = Key12.from_bytes(s.TPM_CMK_CreateKey(C.TPM_KH_SRK, SRK, hmac_key_template(), KEY,
                                                approval, msa_digest))                     # 1b T2
+    cmk_digest = pubkey_digest(cmk.pubkey())
     source.key_handle = s.TPM_LoadKey2(C.TPM_KH_SRK, cmk.marshal(), SRK)                  # 1c T3
     aik = s.TPM_LoadKey2(C.TPM_KH_SRK, aik_blob, SRK)                                      #    T3
-    nonce = hashlib.sha1(b"oracle certification").digest()
-    info, cert_sig = s.TPM_CertifyKey2(source.key_handle, aik, nonce, msa_digest, KEY, AIK)   # T4
+    info, cert_sig = s.TPM_CertifyKey2(source.key_handle, aik, CERTIFY_NONCE, msa_digest, KEY, AIK)  # T4
     blobs = []
     for pub in dest_pubs:                                                                  # 1d
         mka = s.TPM_AuthorizeMigrationKey(OWNER, pub)                                      # T6
-        blobs.append(s.TPM_CMK_CreateBlob(C.TPM_KH_SRK, SRK, mka, pubkey_digest(cmk.pubkey()),
-                                          msa, cmk.enc))                                   # T5
+        blobs.append(s.TPM_CMK_CreateBlob(C.TPM_KH_SRK, SRK, mka, cmk_digest, msa, cmk.enc))  # T5
 
     # ---- Step 2 at each destination ----
-    for d, pub, (random, blob) in zip(dests, dest_pubs, blobs):
-        verify_certificate(aik_pub, info, cert_sig, msa_digest, cmk)                       # 2a (host)
-        ticket = msa_digest + pubkey_digest(pub) + pubkey_digest(cmk.pubkey())
+    for d, dest_digest, (random, blob) in zip(dests, dest_digests, blobs):
+        verify_certificate(aik_pub, info, cert_sig, msa_digest, cmk_digest)                # 2a (host)
+        ticket = msa_digest + dest_digest + cmk_digest
         enc = d.tpm.TPM_CMK_ConvertMigration(C.TPM_KH_SRK, SRK, ticket, cmk.with_enc(blob).marshal(),
                                              msa, random)                                  # 2b T7
         d.key_handle = d.tpm.TPM_LoadKey2(C.TPM_KH_SRK, cmk.with_enc(enc).marshal(), SRK)  # 2c T3

@@ -19,6 +19,7 @@ variable, it reaches worker processes of sweeps too.
 from __future__ import annotations
 
 import argparse
+import copy
 import functools
 import importlib
 import importlib.util
@@ -233,17 +234,34 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
                             "for 'trustlab report'")
 
 
+_PARSERS: dict[str, tuple[ExperimentSpec, argparse.ArgumentParser]] = {}
+
+
 def experiment_parser(name: str) -> argparse.ArgumentParser:
-    """A parser for one experiment's parameters that raises :class:`TrustlabError` on bad argv."""
+    """A parser for one experiment's parameters that raises :class:`TrustlabError` on bad argv.
+
+    Built once per registered experiment and shared (building one costs more
+    than a light run's parsing; parsing does not change a parser): read it, do
+    not add to it.
+    """
     spec = get(name)
+    cached = _PARSERS.get(name)
+    if cached is not None and cached[0] is spec:
+        return cached[1]
     parser = _RaisingParser(prog=f"trustlab run {name}", description=spec.help, add_help=False)
     spec.add_arguments(parser)
     add_common_arguments(parser)
+    _PARSERS[name] = (spec, parser)
     return parser
 
 
 def parse_args(name: str, argv: Sequence[str]) -> argparse.Namespace:
-    args = experiment_parser(name).parse_args(list(argv))
+    parser = experiment_parser(name)
+    args = parser.parse_args(list(argv))
+    for action in parser._actions:  # the shared parser's mutable defaults must not leak between runs
+        value = getattr(args, action.dest, None)
+        if value is action.default and isinstance(value, (list, dict, set)):
+            setattr(args, action.dest, copy.copy(value))
     args.experiment = name
     return args
 
@@ -335,6 +353,9 @@ def run_experiment(name: str, args: argparse.Namespace) -> Result:
     return result
 
 
+_JSON_SCALARS = (str, int, float, bool)
+
+
 def _jsonable_args(args: argparse.Namespace) -> dict[str, Any]:
     """The parsed parameters, so a record says exactly how to run it again."""
     out: dict[str, Any] = {}
@@ -343,6 +364,9 @@ def _jsonable_args(args: argparse.Namespace) -> dict[str, Any]:
             continue
         if isinstance(value, Path):
             value = str(value)
+        if value is None or type(value) in _JSON_SCALARS:  # no trial encoding needed
+            out[key] = value
+            continue
         try:
             json.dumps(value)
         except (TypeError, ValueError):

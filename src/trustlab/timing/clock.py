@@ -51,18 +51,31 @@ class Clock:
         sleep: Callable[[float], None] = time.sleep,
         wallclock: Callable[[], float] = time.perf_counter,
     ) -> None:
-        self.profile = profile
+        self.profile = profile  # (the setter also caches the deterministic components' means)
         self.realtime = realtime
         self.now_ms = 0.0
         self._rng = random.Random(seed)
         self._sleep = sleep
         self._wallclock = wallclock
         self._stack: list[CommandRecord] = []
+        self._started: list[float] = []  # wallclock at each open command's start, parallel to _stack
         self.by_component: dict[str, float] = defaultdict(float)
         self.by_command: dict[str, float] = defaultdict(float)
         self.command_counts: dict[str, int] = defaultdict(int)
         self.by_command_component: dict[tuple[str, str], float] = defaultdict(float)
         self.last: CommandRecord | None = None
+
+    @property
+    def profile(self) -> Profile:
+        return self._profile
+
+    @profile.setter
+    def profile(self, profile: Profile) -> None:
+        self._profile = profile
+        self.components = profile.components  # ("name in clock.components": a membership test without a call)
+        # per-unit cost of every component without a spread: charging it needs no draw (the
+        # hot path: a TPM command charges its overheads and hashing several times)
+        self._fixed = {name: c.mean for name, c in profile.components.items() if not c.samples and not c.sd}
 
     # ---- charging ---------------------------------------------------------
 
@@ -79,25 +92,27 @@ class Clock:
 
     def charge(self, component: str, count: float = 1.0) -> float:
         """Advance time by ``count`` units of ``component``; returns the ms charged."""
-        if count < 0:
-            raise ValueError(f"cannot charge a negative count ({count}) of {component!r}")
-        if count == 0:
+        if count <= 0:
+            if count < 0:
+                raise ValueError(f"cannot charge a negative count ({count}) of {component!r}")
             return 0.0
-        ms = count * self._draw(self.profile[component])
+        mean = self._fixed.get(component)  # the same value _draw returns for a component without spread
+        ms = count * (self._draw(self.profile[component]) if mean is None else mean)
         self.charge_ms(component, ms)
         return ms
 
     def charge_ms(self, component: str, ms: float) -> None:
         """Advance time by an already computed amount attributed to ``component``."""
         self.now_ms += ms
-        command = self._stack[-1].name if self._stack else NO_COMMAND
         self.by_component[component] += ms
-        self.by_command_component[(command, component)] += ms
         if self._stack:
             top = self._stack[-1]
+            self.by_command_component[(top.name, component)] += ms
             top.ms += ms
-            top.breakdown[component] = top.breakdown.get(component, 0.0) + ms
+            breakdown = top.breakdown
+            breakdown[component] = breakdown.get(component, 0.0) + ms
         else:
+            self.by_command_component[(NO_COMMAND, component)] += ms
             self.by_command[NO_COMMAND] += ms
 
     def require(self, *components: str) -> None:
@@ -117,24 +132,40 @@ class Clock:
         Nested commands (a command executed inside a transport session) are
         charged to the innermost one and also count towards their parent.
         """
-        record = CommandRecord(name=name, start_ms=self.now_ms)
-        started = self._wallclock()
-        self._stack.append(record)
+        record = self.begin(name)
         try:
             yield record
         finally:
-            self._stack.pop()
-            if self._stack:  # a nested command's cost is also its parent's
-                parent = self._stack[-1]
-                parent.ms += record.ms
-                for comp, ms in record.breakdown.items():
-                    parent.breakdown[comp] = parent.breakdown.get(comp, 0.0) + ms
-            self.by_command[name] += record.ms
-            self.command_counts[name] += 1
-            record.wall_ms = (self._wallclock() - started) * 1000.0
-            if self.realtime and not self._stack:
-                record.slept_ms = self.hold(record.ms, started)
-            self.last = record
+            self.end()
+
+    def begin(self, name: str) -> CommandRecord:
+        """Open a command (what :meth:`command` does on entry); every ``begin`` needs its :meth:`end`.
+
+        For hot paths that cannot afford a generator context manager per
+        command (a device's dispatcher): ``record = clock.begin(name); try: ...
+        finally: clock.end()``.
+        """
+        record = CommandRecord(name=name, start_ms=self.now_ms)
+        self._started.append(self._wallclock())
+        self._stack.append(record)
+        return record
+
+    def end(self) -> CommandRecord:
+        """Close the innermost open command (rolled up into its parent; realtime: sleep until due)."""
+        record = self._stack.pop()
+        started = self._started.pop()
+        if self._stack:  # a nested command's cost is also its parent's
+            parent = self._stack[-1]
+            parent.ms += record.ms
+            for comp, ms in record.breakdown.items():
+                parent.breakdown[comp] = parent.breakdown.get(comp, 0.0) + ms
+        self.by_command[record.name] += record.ms
+        self.command_counts[record.name] += 1
+        record.wall_ms = (self._wallclock() - started) * 1000.0
+        if self.realtime and not self._stack:
+            record.slept_ms = self.hold(record.ms, started)
+        self.last = record
+        return record
 
     def hold(self, modelled_ms: float, started: float) -> float:
         """Sleep until ``modelled_ms`` after ``started`` (a wallclock reading)."""

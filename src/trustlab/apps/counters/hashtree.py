@@ -116,15 +116,19 @@ class TreeProver:
         self.ops += 1
         sign = (self.ops - 1) % self.attest_every == 0
         old = self.value(counter)
-        siblings = self.tree.siblings(counter)
         new = old + delta if kind == INC else old
+        if kind == INC:  # the siblings, read once; the new path is stored once the TPM agrees
+            pending = self.tree.prepare(counter, merkle.encode_value(new))
+            siblings = pending.siblings
+        else:
+            siblings = self.tree.siblings(counter)
         tpm, d = self.dev.tpm, self.dev
         aik_s = self._aik_session()
         mode = MODE_INCREMENT if kind == INC else MODE_READ
         root, epoch, sig = tpm.TPM_ExecuteHashTree(d.aik, mode, counter, old, siblings, nonce, aik_s,
                                                    delta=delta if kind == INC else 0, sign=sign)
         if kind == INC:
-            host_root = self.tree.set(counter, merkle.encode_value(new))
+            host_root = self.tree.commit(pending)
             if host_root != root:
                 raise TpmError("TPM_BAD_HASHTREE", "host tree and TPM root diverged")
             self.updates += 1

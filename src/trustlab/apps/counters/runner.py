@@ -87,8 +87,13 @@ class Records(Sequence[OpRecord]):
         self._rows = 0
 
     def append(self, r: OpRecord) -> None:
-        _ROW.pack_into(self._buffer, self._pending * _ROW.size, r.index, r.counter, _OPS.index(r.op), r.ut, r.ms,
-                       _none_nan(r.model_ms), r.verify_ms, _none_nan(r.paper_ms))
+        self.add(r.index, r.counter, r.op, r.ut, r.ms, r.model_ms, r.verify_ms, r.paper_ms)
+
+    def add(self, index: int, counter: int, op: str, ut: int, ms: float, model_ms: float | None,
+            verify_ms: float, paper_ms: float | None = None) -> None:
+        """:meth:`append` of the record with these fields (no record object made)."""
+        _ROW.pack_into(self._buffer, self._pending * _ROW.size, index, counter, _OPS.index(op), ut, ms,
+                       _none_nan(model_ms), verify_ms, _none_nan(paper_ms))
         self._pending += 1
         self._rows += 1
         if self._pending == _SPOOL_ROWS:
@@ -206,7 +211,7 @@ def run(scheme: Scheme, requests: Iterable[Request], seed: int = 0,
         last_value.set(req.counter, value)
         if req.timed:
             verify = by_component.get("host_verify", 0.0) + by_component.get("host_hash", 0.0) - v0
-            records.append(OpRecord(i, req.counter, req.op, ut, clock.now_ms - t0, model, verify, paper))
+            records.add(i, req.counter, req.op, ut, clock.now_ms - t0, model, verify, paper)
         if progress is not None:
             progress(i)
     return records

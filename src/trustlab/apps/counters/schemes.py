@@ -94,6 +94,8 @@ class BuiltScheme:
     accounting: M.Accounting
     depth: int = 0
     extra: dict = field(default_factory=dict)
+    # a tree operation's formulas depend only on (op, signed, paper?): evaluated once each
+    _tree_models: dict = field(default_factory=dict, repr=False, compare=False)
 
     def updates_since(self, counter: int) -> int:
         return self.prover.updates_since(counter)
@@ -117,20 +119,26 @@ class BuiltScheme:
                 return M.log_increment_ms(t, acc)
             incremented = counter in self.prover.last
             return M.log_read_ms(t, ut, acc, own_cert=incremented)
-        if op == INCREMENT:
-            return M.tree_increment_ms(t, self.depth, acc, signed=self._signed_next())
-        return M.tree_read_ms(t, self.depth, acc, signed=self._signed_next())
+        return self._tree_model(op, self._signed_next(), False)
 
     def paper_model_ms(self, op: str, counter: int, ut: int) -> float | None:
         """The formula exactly as printed (one Tth, |Ut| verifications, no host terms)."""
         if self.name == "log-tpm2":
             return None
-        t, paper = self.terms, M.Accounting.paper()
         if self.name == "log":
+            t, paper = self.terms, M.Accounting.paper()
             return M.log_increment_ms(t, paper) if op == INCREMENT else M.log_read_ms(t, ut, paper)
-        if op == INCREMENT:
-            return M.tree_increment_ms(t, self.depth, paper)
-        return M.tree_read_ms(t, self.depth, paper)
+        return self._tree_model(op, True, True)
+
+    def _tree_model(self, op: str, signed: bool, paper: bool) -> float:
+        """The tree formula for ``op`` (the paper's literal one with ``paper``), computed once per key."""
+        key = (op, signed, paper)
+        ms = self._tree_models.get(key)
+        if ms is None:
+            acc = M.Accounting.paper() if paper else self.accounting
+            formula = M.tree_increment_ms if op == INCREMENT else M.tree_read_ms
+            ms = self._tree_models[key] = formula(self.terms, self.depth, acc, signed=signed)
+        return ms
 
     def _signed_next(self) -> bool:
         p = self.prover

@@ -21,7 +21,7 @@ the root inside the TPM and the AIK signature over it.
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, NamedTuple
 
 from trustlab.devices.tpm12 import merkle
 
@@ -116,6 +116,25 @@ class SparseTree:
         self._put_leaf(index, data)
         return self._store.set_leaf(index, self._leaf_hash(data))
 
+    def prepare(self, index: int, data: bytes) -> "Pending":
+        """A write of ``data`` at ``index`` made ready: the leaf's siblings (read once), nothing stored.
+
+        What a host does before asking the TPM to increment: it sends the
+        siblings and stores the new path once the TPM agrees. :meth:`commit`
+        stores it (equal to :meth:`set`), provided nothing was written in between.
+        """
+        self._check(index)
+        return Pending(index, data, self._store.packed_siblings(index))
+
+    def commit(self, pending: "Pending") -> bytes:
+        """Store a write made ready by :meth:`prepare`; returns the new root.
+
+        The new path over the siblings read then: with the engine's node
+        convention, the one the TPM just computed for its root, if it did.
+        """
+        self._put_leaf(pending.index, pending.data)
+        return self._store.set_leaf_along(pending.index, self._leaf_hash(pending.data), pending.packed)
+
     def set_many(self, items: dict[int, bytes]) -> bytes:
         """Write many leaves, then rehash each dirty inner node once; returns the new root.
 
@@ -147,6 +166,18 @@ class SparseTree:
     def _check(self, index: int) -> None:
         if not 0 <= index < self.size:
             raise IndexError(f"counter {index} outside 0..{self.size - 1}")
+
+
+class Pending(NamedTuple):
+    """A leaf write made ready by :meth:`SparseTree.prepare`: where, what, and the siblings then (packed)."""
+
+    index: int
+    data: bytes
+    packed: bytes
+
+    @property
+    def siblings(self) -> list[bytes]:
+        return [self.packed[at:at + merkle.DIGEST] for at in range(0, len(self.packed), merkle.DIGEST)]
 
 
 def root_from_path(index: int, leaf_hash: bytes, siblings: list[bytes], node_hash: NodeHash) -> bytes:

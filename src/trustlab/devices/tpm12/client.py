@@ -15,7 +15,6 @@ recompute the signed log digest.
 
 from __future__ import annotations
 
-import hashlib
 import hmac as _hmac
 import os
 import struct
@@ -23,14 +22,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Callable, Iterator, Sequence, Union
 
-from cryptography.hazmat.primitives import hashes
-from cryptography.hazmat.primitives.asymmetric import padding, rsa
+from cryptography.hazmat.primitives.asymmetric import rsa
 
 from trustlab.devices.tpm12 import constants as C
+from trustlab.devices.tpm12 import hostcrypto
 from trustlab.devices.tpm12 import transport_log as L
 from trustlab.devices.tpm12.engine import AUTH_IN, AUTH_OUT, HEADER, Engine
 from trustlab.devices.tpm12.errors import TpmError
-from trustlab.devices.tpm12.keys import Key12, KeyParms, pubkey_modulus, rsa_public
+from trustlab.devices.tpm12.keys import Key12, KeyParms, pubkey_modulus
 from trustlab.devices.tpm12.nvstore import NVStore
 from trustlab.devices.tpm12.primitives import xor
 from trustlab.devices.tpm12.transport_crypt import crypt
@@ -38,16 +37,15 @@ from trustlab.devices.tpm12.wire import Reader, Writer
 from trustlab.timing.clock import Clock
 
 
-try:  # OpenSSL's one-shot HMAC without the stdlib wrapper's extra Python frame
-    from _hashlib import hmac_digest as _hmac_digest
-except ImportError:  # pragma: no cover - Python built without OpenSSL
-    _hmac_digest = _hmac.digest
-
 _U32 = struct.Struct(">I").pack
 _HASHTREE_HEAD = struct.Struct(">BQQQ").pack  # TPM_ExecuteHashTree: mode, index, value, delta
 _HEADER_PACK = struct.Struct(">HII").pack  # tag, paramSize, ordinal / returnCode
 _HEADER_UNPACK = struct.Struct(">HII").unpack_from
+_U32_FROM = struct.Struct(">I").unpack_from
+_OSAP_HEAD = struct.Struct(">HI").pack  # TPM_OSAP: entityType, entityValue
 _RC_SUCCESS = _U32(C.TPM_SUCCESS)
+_ORD_OIAP = _U32(C.ORD["TPM_OIAP"])
+_OIAP_FRAME = _HEADER_PACK(C.TPM_TAG_RQU_COMMAND, HEADER, C.ORD["TPM_OIAP"])
 _HANDLE_STRUCTS = [struct.Struct(f">{n}I") for n in range(4)]
 
 
@@ -59,20 +57,17 @@ def _pack_handles(handles: Sequence[int]) -> bytes:
 def _unpack_handles(n: int, out: bytes) -> tuple[int, ...]:
     """The ``n`` output handles at the start of a response's body."""
     return (_HANDLE_STRUCTS[n] if n < 4 else struct.Struct(f">{n}I")).unpack(out[:4 * n])
+
+
+# TPM_TakeOwnership's SRK template, marshalled once (a Key12 is immutable)
+_SRK_TEMPLATE = Key12(C.TPM_KEY_STORAGE, 0, C.TPM_AUTH_ALWAYS,
+                      KeyParms(C.TPM_ALG_RSA, C.TPM_ES_RSAESOAEP_SHA1_MGF1, C.TPM_SS_NONE), b"").marshal()
 _TAG = {0: C.TPM_TAG_RQU_COMMAND, 1: C.TPM_TAG_RQU_AUTH1_COMMAND, 2: C.TPM_TAG_RQU_AUTH2_COMMAND}
-
-
-def _sha1(*parts: bytes) -> bytes:
-    return hashlib.sha1(b"".join(parts)).digest()
-
-
-def _hmac1(key: bytes, *parts: bytes) -> bytes:
-    return _hmac_digest(key, b"".join(parts), "sha1")
 
 
 def secret(text: str | bytes) -> bytes:
     """A 20-byte TPM authorization secret from a passphrase (SHA-1, as TSS 1.2 does)."""
-    return _sha1(text.encode() if isinstance(text, str) else text)
+    return hostcrypto.sha1(text.encode() if isinstance(text, str) else text)
 
 
 @dataclass
@@ -91,7 +86,7 @@ class HostSession:
         """ADIP: hide a new secret under the OSAP shared secret (Part 1, 13.8)."""
         if self.kind != "OSAP":
             raise TpmError("TPM_AUTHFAIL", "new secrets must be sent under an OSAP session")
-        pad = _sha1(self.key, self.next_odd if odd else self.nonce_even)
+        pad = hostcrypto.sha1(self.key, self.next_odd if odd else self.nonce_even)
         return xor(new_secret, pad)
 
     def trailer(self, in_digest: bytes) -> bytes:
@@ -100,15 +95,18 @@ class HostSession:
         odd, self._sent_odd = self.next_odd, self.next_odd
         self.next_odd = os.urandom(20)
         c = b"\x01" if self.cont else b"\x00"
-        return b"".join((_U32(self.handle), odd, c, _hmac1(self.key, in_digest, self.nonce_even, odd, c)))
+        return b"".join((_U32(self.handle), odd, c, hostcrypto.hmac_sha1(self.key, in_digest, self.nonce_even, odd, c)))
 
-    def accept(self, out_digest: bytes, trailer: Reader) -> None:
-        even, cont, res = trailer.raw(20), trailer.u8(), trailer.raw(20)
-        expect = _hmac1(self.key, out_digest, even, self._sent_odd, bytes([cont]))
-        if not _hmac.compare_digest(expect, res):
+    def accept(self, out_digest: bytes, trailer: bytes) -> None:
+        """Check this session's 41-byte response trailer: nonceEven, continueAuthSession, HMAC."""
+        if len(trailer) != AUTH_OUT:
+            raise TpmError("TPM_BAD_PARAM_SIZE", f"response authorization of {len(trailer)} bytes, not {AUTH_OUT}")
+        even, cont = trailer[:20], trailer[20:21]
+        expect = hostcrypto.hmac_sha1(self.key, out_digest, even, self._sent_odd, cont)
+        if not _hmac.compare_digest(expect, trailer[21:]):
             raise TpmError("TPM_AUTHFAIL", "response authorization does not verify (tampered response?)")
         self.nonce_even = even
-        self.open = bool(cont)
+        self.open = cont != b"\x00"
 
 
 @dataclass
@@ -135,7 +133,7 @@ class HostTransport(HostSession):
         if missing:
             raise TpmError("TPM_BAD_PARAMETER", f"the host does not know the public key of handle "
                            f"{missing[0]:#010x} (add it to transport.pubkeys to log the command)")
-        return _sha1(*(L.store_pubkey_digest(self.pubkeys[h]) for h in handles))
+        return hostcrypto.sha1(*(L.store_pubkey_digest(self.pubkeys[h]) for h in handles))
 
 
 Auth = Union[HostSession, bytes]
@@ -166,13 +164,12 @@ def msa_composite(digests: Sequence[bytes]) -> bytes:
 
 def pubkey_digest(pubkey: bytes) -> bytes:
     """SHA1 of a TPM_PUBKEY, the form keys take on an msaList."""
-    return _sha1(pubkey)
+    return hostcrypto.sha1(pubkey)
 
 
 def bind(pubkey: bytes, data: bytes) -> bytes:
     """Host-side Tspi_Data_Bind: OAEP-encrypt TPM_BOUND_DATA to a bind key's TPM_PUBKEY."""
-    oaep = padding.OAEP(padding.MGF1(hashes.SHA1()), hashes.SHA1(), b"TCPA")
-    return rsa_public(pubkey_modulus(pubkey)[1]).encrypt(C.STRUCT_VER + b"\x02" + data, oaep)
+    return hostcrypto.oaep_encrypt(hostcrypto.public_key(pubkey_modulus(pubkey)[1]), C.STRUCT_VER + b"\x02" + data)
 
 
 @dataclass(frozen=True)
@@ -220,32 +217,35 @@ class Tpm12:
     def call(self, name: str, *, handles: Sequence[int] = (), params: bytes = b"",
              auth: Sequence[Auth] = (), out_handles: int = 0) -> tuple[list[int], Reader]:
         """Build, send and check one command; returns output handles and a parameter reader."""
-        # (precompiled structs and no per-call format strings: every command of every run comes here)
-        sessions = [a if isinstance(a, HostSession) else self._session(a) for a in auth]
+        # (precompiled structs, no per-call format strings, no helper frames: every command of every run comes here)
+        sessions = [a if isinstance(a, HostSession) else self._session(a) for a in auth] if auth else []
         ordinal = C.ORD[name]
         ord_b = _U32(ordinal)
+        t = self._through
         # the parameter digests are needed only by sessions and transport logs; otherwise on demand
-        digests = bool(sessions) or self._through is not None
-        in_digest = _sha1(ord_b, params) if digests else b""
-        trailers = b"".join([s.trailer(in_digest) for s in sessions])
+        digests = bool(sessions) or t is not None
+        in_digest = hostcrypto.sha1(ord_b, params) if digests else b""
+        trailers = b"".join([s.trailer(in_digest) for s in sessions]) if sessions else b""
         body = (_pack_handles(handles) if handles else b"") + params + trailers
         frame = _HEADER_PACK(_TAG[len(sessions)], HEADER + len(body), ordinal) + body
-        rsp = self._send(frame, in_digest, out_handles, len(sessions), handles)
+        if t is None:
+            rsp = self.engine.execute(frame)
+        else:
+            rsp = self._execute_transport(t, frame, in_digest, out_handles, len(sessions), handles)
         _tag, size, rc = _HEADER_UNPACK(rsp)
-        if rc != C.TPM_SUCCESS:
+        if rc:  # != TPM_SUCCESS
             for s in sessions:
                 s.open = False
             raise TpmError(C.RC_NAME.get(rc, f"TPM_rc_{rc:#x}"), f"{name} failed")
-        out = rsp[HEADER:]
-        n_trail = AUTH_OUT * len(sessions)
-        out_h = list(_unpack_handles(out_handles, out)) if out_handles else []
-        out_params = out[4 * out_handles:len(out) - n_trail]
+        end = len(rsp) - AUTH_OUT * len(sessions)
+        out_h = list(_unpack_handles(out_handles, rsp[HEADER:])) if out_handles else []
+        out_params = rsp[HEADER + 4 * out_handles:end]
         if digests:
-            out_digest = _sha1(_RC_SUCCESS, ord_b, out_params)
+            out_digest = hostcrypto.sha1(_RC_SUCCESS, ord_b, out_params)
             self._last_digests = (in_digest, out_digest)
-            trailer = Reader(out[len(out) - n_trail:], f"{name} response authorization")
             for s in sessions:
-                s.accept(out_digest, trailer)
+                s.accept(out_digest, rsp[end:end + AUTH_OUT])
+                end += AUTH_OUT
         else:
             self._last_digests = (ord_b, params, out_params)
         return out_h, Reader(out_params, f"{name} response")
@@ -254,20 +254,13 @@ class Tpm12:
     def last_in_digest(self) -> bytes:
         """SHA-1(ordinal || parameters) of the last command (what its sessions and a transport log hash)."""
         d = self._last_digests
-        return d[0] if len(d) == 2 else _sha1(d[0], d[1])
+        return d[0] if len(d) == 2 else hostcrypto.sha1(d[0], d[1])
 
     @property
     def last_out_digest(self) -> bytes:
         """SHA-1(returnCode || ordinal || output parameters) of the last command."""
         d = self._last_digests
-        return d[1] if len(d) == 2 else _sha1(struct.pack(">I", C.TPM_SUCCESS), d[0], d[2])
-
-    def _send(self, frame: bytes, in_digest: bytes, out_handles: int = 0, n_sessions: int = 0,
-              handles: Sequence[int] = ()) -> bytes:
-        t = self._through
-        if t is None:
-            return self.engine.execute(frame)
-        return self._execute_transport(t, frame, in_digest, out_handles, n_sessions, handles)
+        return d[1] if len(d) == 2 else hostcrypto.sha1(struct.pack(">I", C.TPM_SUCCESS), d[0], d[2])
 
     def _execute_transport(self, t: "HostTransport", frame: bytes, h1: bytes, out_handles: int,
                            n_sessions: int, handles: Sequence[int]) -> bytes:
@@ -280,14 +273,14 @@ class Tpm12:
         ord_et = _U32(C.ORD["TPM_ExecuteTransport"])
         no_data = struct.unpack(">I", frame[6:10])[0] in L.NO_DATA_ORDINALS
         if no_data:
-            h1 = _sha1(frame[6:10])
+            h1 = hostcrypto.sha1(frame[6:10])
         odd = t.next_odd  # the nonceOdd the trailer below sends (it seeds the pads)
         start = HEADER + 4 * len(handles)
         end = start if no_data else len(frame) - AUTH_IN * n_sessions
         wire = frame
         if t.alg and end > start:  # step 4: only DATAw travels encrypted
             wire = frame[:start] + crypt(t.alg, t.scheme, t.key, t.nonce_even, odd, b"in", frame[start:end]) + frame[end:]
-        body = _U32(len(wire)) + wire + t.trailer(_sha1(ord_et, _U32(len(wire)), h1))
+        body = _U32(len(wire)) + wire + t.trailer(hostcrypto.sha1(ord_et, _U32(len(wire)), h1))
         rsp = self.engine.execute(struct.pack(">HII", C.TPM_TAG_RQU_AUTH1_COMMAND, HEADER + len(body),
                                               C.ORD["TPM_ExecuteTransport"]) + body)
         rc = struct.unpack(">I", rsp[6:10])[0]
@@ -302,9 +295,9 @@ class Tpm12:
         if t.alg and s2:  # step 17: decrypt with the pad of the nonceEven this response brings
             s2 = crypt(t.alg, t.scheme, t.key, rsp[len(rsp) - AUTH_OUT:len(rsp) - AUTH_OUT + 20], odd, b"out", s2)
             inner = inner[:a] + s2 + inner[b:]
-        h2 = _sha1(rc_w, frame[6:10], s2)
-        t.accept(_sha1(_U32(C.TPM_SUCCESS), ord_et, ticks, _U32(locality), _U32(len(inner)), h2),
-                 Reader(rsp[len(rsp) - AUTH_OUT:], "transport authorization"))
+        h2 = hostcrypto.sha1(rc_w, frame[6:10], s2)
+        t.accept(hostcrypto.sha1(_U32(C.TPM_SUCCESS), ord_et, ticks, _U32(locality), _U32(len(inner)), h2),
+                 rsp[len(rsp) - AUTH_OUT:])
         if t.logged:
             t.entries.append(L.LogEntry(h1, h2, struct.unpack(">Q", ticks)[0], locality, t.pubkey_hash(handles)))
         return inner
@@ -320,14 +313,27 @@ class Tpm12:
 
     # ---- sessions ---------------------------------------------------------------
     def TPM_OIAP(self, secret_: bytes) -> HostSession:
-        _, r = self.call("TPM_OIAP")
+        if self._through is not None:
+            _, r = self.call("TPM_OIAP")
+            return HostSession(r.u32(), r.raw(20), secret_, "OIAP")
+        # What call() would do, for the one command without parameters or sessions that
+        # precedes every command authorized by a bare secret: same frame, errors and digests.
+        rsp = self.engine.execute(_OIAP_FRAME)
+        rc = _HEADER_UNPACK(rsp)[2]
+        if rc:
+            raise TpmError(C.RC_NAME.get(rc, f"TPM_rc_{rc:#x}"), "TPM_OIAP failed")
+        out = rsp[HEADER:]
+        self._last_digests = (_ORD_OIAP, b"", out)
+        if len(out) >= 24:
+            return HostSession(_U32_FROM(out)[0], out[4:24], secret_, "OIAP")
+        r = Reader(out, "TPM_OIAP response")  # too short: the Reader's own error
         return HostSession(r.u32(), r.raw(20), secret_, "OIAP")
 
     def TPM_OSAP(self, entity_type: int, entity_value: int, secret_: bytes) -> HostSession:
         odd = os.urandom(20)
-        _, r = self.call("TPM_OSAP", params=Writer().u16(entity_type).u32(entity_value).raw(odd).bytes())
+        _, r = self.call("TPM_OSAP", params=_OSAP_HEAD(entity_type, entity_value) + odd)
         handle, even, even_osap = r.u32(), r.raw(20), r.raw(20)
-        return HostSession(handle, even, _hmac1(secret_, even_osap, odd), "OSAP")
+        return HostSession(handle, even, hostcrypto.hmac_sha1(secret_, even_osap, odd), "OSAP")
 
     # ---- admin --------------------------------------------------------------------
     def TPM_Startup(self, kind: int = C.TPM_ST_CLEAR) -> None:
@@ -338,19 +344,17 @@ class Tpm12:
         _, r = self.call("TPM_ReadPubek", params=nonce)
         body = r.rest()
         pub, checksum = body[:-20], body[-20:]
-        if _sha1(pub, nonce) != checksum:
+        if hostcrypto.sha1(pub, nonce) != checksum:
             raise TpmError("TPM_FAIL", "TPM_ReadPubek checksum mismatch")
-        return rsa_public(pubkey_modulus(pub)[1])
+        return hostcrypto.public_key(pubkey_modulus(pub)[1])
 
     def TPM_TakeOwnership(self, owner_auth: bytes, srk_auth: bytes) -> rsa.RSAPublicKey:
         ek = self.TPM_ReadPubek()
-        oaep = padding.OAEP(padding.MGF1(hashes.SHA1()), hashes.SHA1(), b"TCPA")
-        srk_t = Key12(C.TPM_KEY_STORAGE, 0, C.TPM_AUTH_ALWAYS,
-                      KeyParms(C.TPM_ALG_RSA, C.TPM_ES_RSAESOAEP_SHA1_MGF1, C.TPM_SS_NONE), b"")
-        params = (Writer().u16(0x0005).sized(ek.encrypt(owner_auth, oaep)).sized(ek.encrypt(srk_auth, oaep))
-                  .raw(srk_t.marshal()).bytes())
+        params = (Writer().u16(0x0005).sized(hostcrypto.oaep_encrypt(ek, owner_auth))
+                  .sized(hostcrypto.oaep_encrypt(ek, srk_auth))
+                  .raw(_SRK_TEMPLATE).bytes())
         _, r = self.call("TPM_TakeOwnership", params=params, auth=[owner_auth])
-        return rsa_public(Key12.unmarshal(r).pub)
+        return hostcrypto.public_key(Key12.unmarshal(r).pub)
 
     def TPM_GetRandom(self, n: int) -> bytes:
         _, r = self.call("TPM_GetRandom", params=Writer().u32(n).bytes())
@@ -542,7 +546,7 @@ class Tpm12:
 
     # ---- what-if: HMAC oracle -----------------------------------------------------------
     def TPM_HMAC(self, key: int, data: bytes, auth: Auth, output_blocks: int = 1) -> bytes:
-        _, r = self.call("TPM_HMAC", handles=[key], params=Writer().sized(data).u32(output_blocks).bytes(),
+        _, r = self.call("TPM_HMAC", handles=[key], params=b"".join((_U32(len(data)), data, _U32(output_blocks))),
                          auth=[auth])
         return r.sized()
 
@@ -577,9 +581,8 @@ class Tpm12:
         handle, secret, auth = C.TPM_KH_TRANSPORT, transport_secret, []
         if key is not None:
             handle, modulus, key_auth = key
-            oaep = padding.OAEP(padding.MGF1(hashes.SHA1()), hashes.SHA1(), b"TCPA")
-            secret = rsa_public(modulus).encrypt(Writer().u16(C.TPM_TAG_TRANSPORT_AUTH).raw(transport_secret).bytes(),
-                                                 oaep)
+            secret = hostcrypto.oaep_encrypt(
+                hostcrypto.public_key(modulus), Writer().u16(C.TPM_TAG_TRANSPORT_AUTH).raw(transport_secret).bytes())
             auth = [key_auth] if key_auth is not None else []
         params = pub + Writer().sized(secret).bytes()
         if self._through is not None:

@@ -287,15 +287,18 @@ class Engine:
     # ---- dispatch -------------------------------------------------------------
     def execute(self, frame: bytes) -> bytes:
         """Run one marshalled command; always returns a response frame."""
-        name = self._peek_name(frame)
-        with self.clock.command(name):
-            self.clock.charge("ohc")
-            self.clock.charge("ohir", len(frame))
+        clock = self.clock
+        clock.begin(self._peek_name(frame))  # (begin/end, not the context manager: once per command)
+        try:
+            clock.charge("ohc")
+            clock.charge("ohir", len(frame))
             try:
                 response, _, _ = self.dispatch(frame, outer=True)
             finally:
                 self.crypto.flush()
-            self.clock.charge("ohor", len(response))
+            clock.charge("ohor", len(response))
+        finally:
+            clock.end()
         return response
 
     def _peek_name(self, frame: bytes) -> str:

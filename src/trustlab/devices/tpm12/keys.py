@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 import hashlib
 from dataclasses import dataclass, field, replace
+from typing import Callable
 
 from cryptography.hazmat.primitives.asymmetric import rsa
 
@@ -27,6 +28,21 @@ RSA_SIZES = (512, 1024, 2048)  # Part 2, 5.4: keyLength; the TPM 1.2 key sizes T
 HMAC_KEY_LABEL = b"TPM_HMAC key id"  # domain label of the HMAC key identifier (TPM_CMK_CreateKey)
 
 
+def _memo(obj: object, name: str, build: Callable[[], bytes]) -> bytes:
+    """``build()`` once per immutable key object, kept beside its fields.
+
+    Safe because the dataclasses are frozen (their marshalled form cannot go
+    stale) and the memo is not a field (equality, hashing, ``replace`` and
+    ``repr`` ignore it). A key is marshalled and digested many times per
+    protocol run (blob, public part, TPM_PUBKEY digests, pubDataDigest checks).
+    """
+    value = obj.__dict__.get(name)
+    if value is None:
+        value = build()
+        object.__setattr__(obj, name, value)
+    return value
+
+
 @dataclass(frozen=True)
 class KeyParms:
     """TPM_KEY_PARMS; for RSA the parms are TPM_RSA_KEY_PARMS (keyLength, numPrimes, exponent)."""
@@ -37,6 +53,9 @@ class KeyParms:
     key_bits: int = 2048
 
     def marshal(self) -> bytes:
+        return _memo(self, "_bytes", self._marshal)
+
+    def _marshal(self) -> bytes:
         if self.algorithm == C.TPM_ALG_RSA:
             parms = Writer().u32(self.key_bits).u32(2).sized(b"").bytes()  # default exponent
         else:
@@ -105,12 +124,15 @@ class Key12:
 
     def public_part(self) -> bytes:
         """Everything but encSize/encData: what pubDataDigest covers."""
+        return _memo(self, "_public", self._marshal_public)
+
+    def _marshal_public(self) -> bytes:
         return (Writer().u16(C.TPM_TAG_KEY12).u16(0).u16(self.usage).u32(self.flags)
                 .u8(self.auth_usage).raw(self.parms.marshal()).sized(self.pcr_info)
                 .sized(self.pub).bytes())
 
     def marshal(self) -> bytes:
-        return self.public_part() + Writer().sized(self.enc).bytes()
+        return _memo(self, "_blob", lambda: self.public_part() + Writer().sized(self.enc).bytes())
 
     @classmethod
     def unmarshal(cls, r: Reader) -> "Key12":
@@ -133,10 +155,14 @@ class Key12:
 
     def pubkey(self) -> bytes:
         """TPM_PUBKEY: algorithm parameters + public key (Part 2, 10.5)."""
-        return self.parms.marshal() + Writer().sized(self.pub).bytes()
+        return _memo(self, "_pubkey", lambda: self.parms.marshal() + Writer().sized(self.pub).bytes())
 
     def with_enc(self, enc: bytes) -> "Key12":
-        return replace(self, enc=enc)
+        key = replace(self, enc=enc)
+        for name in ("_public", "_pubkey"):  # the public fields are the same
+            if name in self.__dict__:
+                object.__setattr__(key, name, self.__dict__[name])
+        return key
 
     @property
     def legacy(self) -> bool:
@@ -162,7 +188,7 @@ class Key11(Key12):
 
     ver: bytes = C.STRUCT_VER
 
-    def public_part(self) -> bytes:
+    def _marshal_public(self) -> bytes:
         return (Writer().raw(self.ver).u16(self.usage).u32(self.flags)
                 .u8(self.auth_usage).raw(self.parms.marshal()).sized(self.pcr_info)
                 .sized(self.pub).bytes())

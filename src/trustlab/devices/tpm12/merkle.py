@@ -100,32 +100,27 @@ def counter_roots_packed(index: int, old: int, new: int, path: bytes) -> tuple[b
     """:func:`counter_roots` over siblings packed back to back (``len(path) == 20 depth``).
 
     TPM_ExecuteHashTree's wire form: taken as is, every sibling is 20 bytes by
-    construction, so no list is built and no length is checked per level.
-    ``0x01 || sibling`` is shared by the old and the new root when the sibling is on the left.
+    construction, so no list is built and no length is checked per level. The
+    new path comes from :func:`path_nodes` (remembered for the host, which
+    stores the same path next).
     """
     depth, rem = divmod(len(path), DIGEST)
     if rem:
         raise ValueError(f"sibling path of {len(path)} bytes is not a multiple of {DIGEST}")
     if index < 0 or index >> depth:
         raise ValueError(f"leaf index {index} does not fit a tree of depth {depth}")
+    a = _hash_up(index, path, 0, _node_sha1(b"\x00" + struct.pack(">Q", old)).digest())
+    return a, a if new == old else path_nodes(index, _node_sha1(b"\x00" + struct.pack(">Q", new)).digest(), path)[-1]
+
+
+def _hash_up(index: int, path: bytes, start: int, a: bytes) -> bytes:
+    """Hash node ``a`` (at height ``start`` above leaf ``index``) up the packed ``path`` to the root."""
     sha, p = _node_sha1, b"\x01"
-    a = sha(b"\x00" + struct.pack(">Q", old)).digest()
-    if new == old:
-        for at in range(0, len(path), DIGEST):
-            sib = path[at:at + DIGEST]
-            a = sha(p + sib + a).digest() if index & 1 else sha(p + a + sib).digest()
-            index >>= 1
-        return a, a
-    b = sha(b"\x00" + struct.pack(">Q", new)).digest()
-    for at in range(0, len(path), DIGEST):
-        if index & 1:
-            ps = p + path[at:at + DIGEST]
-            a, b = sha(ps + a).digest(), sha(ps + b).digest()
-        else:
-            sib = path[at:at + DIGEST]
-            a, b = sha(p + a + sib).digest(), sha(p + b + sib).digest()
+    index >>= start
+    for at in range(start * DIGEST, len(path), DIGEST):
+        a = sha(p + path[at:at + DIGEST] + a).digest() if index & 1 else sha(p + a + path[at:at + DIGEST]).digest()
         index >>= 1
-    return a, b
+    return a
 
 
 def default_nodes(depth: int, h: Hash = sha1) -> list[bytes]:
@@ -153,6 +148,36 @@ try:  # CPython's own SHA-1: for 41-byte node inputs it has less per-call overhe
     from _sha1 import sha1 as _node_sha1
 except ImportError:  # pragma: no cover - other interpreters
     _node_sha1 = hashlib.sha1
+
+def node_hash_inline(left: bytes, right: bytes) -> bytes:
+    """``node_hash`` with SHA-1, without the hash parameter."""
+    return _node_sha1(b"\x01" + left + right).digest()
+
+
+# The last path computed by :func:`path_nodes`: (leaf index, leaf hash, siblings packed, the
+# path's nodes leaf to root). The TPM and the host it serves compute the same new path in one
+# process (the TPM to install its root, the host to store it), so the second finds it here.
+# Safe whoever asks: the key is everything the path is a function of, compared in full, so an
+# answer is only ever what hashing gives; a tampered sibling is another key, a miss, and is
+# hashed. One entry, replaced on every miss.
+_RECENT: tuple[int, bytes, bytes, list[bytes]] | None = None
+
+
+def path_nodes(index: int, leaf: bytes, siblings: bytes) -> list[bytes]:
+    """``[leaf, its parent, ..., root]`` for ``leaf`` (a leaf hash) at ``index`` with these packed
+    siblings, under this module's node convention; the last computation is remembered."""
+    global _RECENT
+    r = _RECENT
+    if r is not None and r[0] == index and r[1] == leaf and r[2] == siblings:
+        return r[3]
+    sha, p, h, path, idx = _node_sha1, b"\x01", leaf, [leaf], index
+    for at in range(0, len(siblings), DIGEST):
+        h = sha(p + siblings[at:at + DIGEST] + h).digest() if idx & 1 else \
+            sha(p + h + siblings[at:at + DIGEST]).digest()
+        path.append(h)
+        idx >>= 1
+    _RECENT = (index, leaf, siblings, path)
+    return path
 
 
 def fill(buf: bytearray, start: int, end: int, pattern: bytes) -> None:
@@ -192,6 +217,9 @@ class HeapNodes:
         self.dense = False
         self._path_defaults = tuple(self.defaults[:depth])
         self.nodes: bytearray | dict[int, bytes] = {}
+        # dense: a memoryview of the slots to write through (twice as fast as bytearray slice
+        # assignment, and a node of the wrong width raises instead of resizing the array)
+        self._slots: memoryview | None = None
 
     def _densify(self) -> None:
         """Move the written nodes from the dict into the slot array (once, when it pays)."""
@@ -203,7 +231,7 @@ class HeapNodes:
             fill(nodes, start * width, 2 * start * width, self.defaults[height])
         for idx, value in self.nodes.items():  # type: ignore[union-attr]
             nodes[idx * width:(idx + 1) * width] = value
-        self.nodes, self.dense = nodes, True
+        self.nodes, self.dense, self._slots = nodes, True, memoryview(nodes)
 
     def node(self, heap_index: int, height: int) -> bytes:
         if self.dense:
@@ -217,7 +245,7 @@ class HeapNodes:
             if len(value) != self.width:
                 raise ValueError(f"a node is {self.width} bytes, not {len(value)}")
             w = self.width
-            self.nodes[heap_index * w:(heap_index + 1) * w] = value  # type: ignore[index]
+            self._slots[heap_index * w:(heap_index + 1) * w] = value  # type: ignore[index]
         else:
             self.nodes[heap_index] = value  # type: ignore[index]
             if self._can_densify and len(self.nodes) >= DENSIFY_AT:
@@ -229,21 +257,24 @@ class HeapNodes:
 
     def siblings(self, index: int) -> list[bytes]:
         """Sibling hashes from the leaf level up to just below the root."""
-        idx = self.size + index
-        nodes = self.nodes
         if self.dense:
-            w, out = self.width, []
-            for _ in range(self.depth):
-                sib = (idx ^ 1) * w
-                out.append(bytes(nodes[sib:sib + w]))  # type: ignore[index]
-                idx >>= 1
-            return out
-        get = nodes.get  # type: ignore[union-attr]
+            packed, w = self.packed_siblings(index), self.width
+            return [packed[at:at + w] for at in range(0, len(packed), w)]
+        idx = self.size + index
+        get = self.nodes.get  # type: ignore[union-attr]
         out = []
         for default in self._path_defaults:
             out.append(get(idx ^ 1, default))
             idx >>= 1
         return out
+
+    def packed_siblings(self, index: int) -> bytes:
+        """:meth:`siblings` back to back (TPM_ExecuteHashTree's wire form)."""
+        if not self.dense:
+            return b"".join(self.siblings(index))
+        idx, nodes, w = self.size + index, self.nodes, self.width
+        return b"".join([nodes[(idx >> k ^ 1) * w:(idx >> k ^ 1) * w + w]  # type: ignore[index]
+                         for k in range(self.depth)])
 
     def set_leaf(self, index: int, h: bytes) -> bytes:
         """Write leaf hash ``h`` at ``index``, rehash its path (``depth`` hashes); returns the root."""
@@ -253,8 +284,8 @@ class HeapNodes:
             w = self.width
             if len(h) != w:
                 raise ValueError(f"a leaf hash is {w} bytes, not {len(h)}")
-            at = idx * w
-            nodes[at:at + w] = h  # type: ignore[index]
+            at, slots = idx * w, self._slots
+            slots[at:at + w] = h  # type: ignore[index]
             if self.node_hash is None:  # the hot loop of the 2^20-counter runs
                 sha, p = _node_sha1, b"\x01"
                 for _ in range(self.depth):
@@ -264,15 +295,17 @@ class HeapNodes:
                         h = sha(p + h + nodes[at + w:at + 2 * w]).digest()  # type: ignore[index]
                     idx >>= 1
                     at = idx * w
-                    nodes[at:at + w] = h  # type: ignore[index]
+                    slots[at:at + w] = h  # type: ignore[index]
                 return h
             node_hash = self.node_hash
             for _ in range(self.depth):
                 sib = (idx ^ 1) * w
                 s = bytes(nodes[sib:sib + w])  # type: ignore[index]
                 h = node_hash(s, h) if idx & 1 else node_hash(h, s)
+                if len(h) != w:
+                    raise ValueError(f"a node is {w} bytes, not {len(h)}")
                 idx >>= 1
-                nodes[idx * w:(idx + 1) * w] = h  # type: ignore[index]
+                slots[idx * w:(idx + 1) * w] = h  # type: ignore[index]
             return h
         if self._can_densify and len(nodes) >= DENSIFY_AT:
             self._densify()
@@ -296,6 +329,40 @@ class HeapNodes:
             idx >>= 1
             nodes[idx] = h  # type: ignore[index]
         return h
+
+    def set_leaf_along(self, index: int, h: bytes, siblings: bytes) -> bytes:
+        """:meth:`set_leaf` given the leaf's current siblings, packed (the caller read them and wrote
+        nothing since); returns the root.
+
+        With this module's node convention the path comes from :func:`path_nodes`,
+        so when a TPM in this process has just computed the same new path (same
+        index, leaf and siblings) it is not hashed again.
+        """
+        if len(siblings) != self.depth * self.width:
+            raise ValueError(f"{len(siblings)} bytes of siblings for a depth-{self.depth} tree")
+        if self.node_hash is None:
+            path = path_nodes(index, h, siblings)
+        else:
+            path, node_hash, w = [h], self.node_hash, self.width
+            for k in range(self.depth):
+                sib = siblings[k * w:(k + 1) * w]
+                h = node_hash(sib, h) if index >> k & 1 else node_hash(h, sib)
+                path.append(h)
+        idx = self.size + index
+        if self.dense:
+            slots, w = self._slots, self.width
+            for h in path:
+                at = idx * w
+                slots[at:at + w] = h  # type: ignore[index]
+                idx >>= 1
+            return path[-1]
+        nodes = self.nodes
+        for h in path:
+            nodes[idx] = h  # type: ignore[index]
+            idx >>= 1
+        if self._can_densify and len(nodes) >= DENSIFY_AT:
+            self._densify()
+        return path[-1]
 
     def set_leaves(self, leaves: dict[int, bytes]) -> bytes:
         """Write many leaf hashes, then rehash each dirty inner node once; returns the root.
@@ -334,6 +401,91 @@ class HeapNodes:
     def replace_nodes(self, nodes: bytearray | dict[int, bytes]) -> None:
         self.dense = isinstance(nodes, bytearray)
         self.nodes = bytearray(nodes) if self.dense else dict(nodes)  # type: ignore[arg-type]
+        self._slots = memoryview(self.nodes) if self.dense else None  # type: ignore[arg-type]
+
+
+MEMO_LEVELS = 17  # heights a RootMemo keeps below its root: 2^18 slots, 5 MiB whatever the depth
+
+
+class RootMemo:
+    """The upper levels of the counter tree whose root a TPM holds, as the TPM itself computed them.
+
+    A host-side cache of the engine (never persisted, never modelled, no
+    figure depends on it): TPM_ExecuteHashTree checks a supplied path against
+    its root by hashing ``depth + 1`` blocks; when every supplied sibling at a
+    kept height equals the node the TPM computed there, and the path's own
+    node at the lowest kept height does too, that hashing would end at
+    :attr:`root` - the kept levels are a consistent Merkle tree (each node the
+    hash of its two children, true of the defaults at INIT and kept by
+    :meth:`commit`, which only installs paths proven against it). So the check
+    hashes only the levels below :attr:`low` and compares the rest. Any
+    mismatch (a tampered or stale sibling, a rolled-back memo) falls back to
+    hashing the supplied path from where the comparison broke, so the answer,
+    error and charge are exactly those of hashing everything. Valid only while
+    :attr:`root` equals the held root (the caller checks).
+    """
+
+    def __init__(self, depth: int, defaults: Sequence[bytes]) -> None:
+        if len(defaults) != depth + 1 or any(len(d) != DIGEST for d in defaults):
+            raise ValueError(f"a depth-{depth} tree has {depth + 1} default nodes of {DIGEST} bytes")
+        self.depth = depth
+        self.low = max(0, depth - MEMO_LEVELS)  # the lowest height kept (0: the leaves too)
+        nodes = bytearray(DIGEST * (2 << (depth - self.low)))  # heap slots 1 .. (slot 0 unused)
+        for height in range(self.low, depth + 1):
+            start = 1 << (depth - height)
+            fill(nodes, start * DIGEST, 2 * start * DIGEST, defaults[height])
+        self.nodes = nodes
+        self._slots = memoryview(nodes)  # written through: faster than bytearray slice assignment
+        self.root = defaults[depth]
+        self._pending: list[bytes] | None = None
+        self._index = 0
+
+    def roots(self, index: int, old: int, new: int, path: bytes) -> tuple[bytes, bytes]:
+        """:func:`counter_roots_packed`, with the kept levels compared instead of hashed when they match.
+
+        Remembers the new path's kept nodes for :meth:`commit` (only if the
+        comparison proved the path: a path that passed by hashing alone is
+        not installed, and :meth:`commit` then gives the memo up).
+        """
+        depth, low, w, nodes = self.depth, self.low, DIGEST, self.nodes
+        if len(path) != depth * w or index < 0 or index >> depth:
+            raise ValueError(f"leaf {index} with a {len(path)}-byte path does not fit depth {depth}")
+        sha = _node_sha1
+        leaf = (1 << depth) | index  # heap index of the leaf
+        a = sha(b"\x00" + struct.pack(">Q", old)).digest()
+        if low:  # below the kept levels: hashed, as without the memo
+            a = _hash_up(index, path[:low * w], 0, a)
+        at = (leaf >> low) * w
+        # the path's node at the lowest kept height and every sibling above it are the TPM's own
+        proven = nodes[at:at + w] == a and path[low * w:] == b"".join(
+            [nodes[(leaf >> k ^ 1) * w:(leaf >> k ^ 1) * w + w] for k in range(low, depth)])
+        a = self.root if proven else _hash_up(index, path, low, a)  # else hashed, as without the memo
+        self._pending = None
+        if new == old:
+            return a, a
+        known = path_nodes(index, sha(b"\x00" + struct.pack(">Q", new)).digest(), path)
+        if proven:
+            self._pending, self._index = known[low:], index
+        return a, known[-1]
+
+    def commit(self, new_root: bytes) -> bool:
+        """Install the new path of the last :meth:`roots` (its root now held); False: the memo is void.
+
+        A path proven only by hashing (siblings the memo does not have, yet the
+        held root - a memo out of step with the chip's state) leaves nothing
+        to install consistently, so the memo gives up (the caller drops it).
+        """
+        upper, self._pending = self._pending, None
+        if upper is None or upper[-1] != new_root:
+            return False
+        slots, w = self._slots, DIGEST
+        idx = ((1 << self.depth) | self._index) >> self.low
+        for h in upper:
+            at = idx * w
+            slots[at:at + w] = h
+            idx >>= 1
+        self.root = new_root
+        return True
 
 
 class SparseMerkleTree:

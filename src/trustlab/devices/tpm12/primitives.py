@@ -21,6 +21,7 @@ digest (1 block) + the request HMAC (5) + the output-parameter digest over the
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac as _hmac
 import os
@@ -56,6 +57,7 @@ def sha1_blocks(length: int) -> int:
     return (length + 8) // SHA1_BLOCK + 1
 
 
+@functools.lru_cache(maxsize=None)  # a few modulus sizes; called per RSA operation
 def oaep_blocks(modulus_bytes: int) -> int:
     """SHA-1 blocks one OAEP encode/decode hashes (label, MGF1 over seed and DB)."""
     db = modulus_bytes - DIGEST - 1
@@ -70,8 +72,43 @@ _PKCS1 = padding.PKCS1v15()
 _PREHASHED = utils.Prehashed(hashes.SHA1())
 
 
-def _oaep() -> padding.OAEP:
-    return _OAEP
+_fork_generation = 0  # bumped in a forked child: a copied entropy buffer must not be handed out twice
+
+
+def _after_fork_in_child() -> None:
+    global _fork_generation
+    _fork_generation += 1
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+class Entropy:
+    """OS randomness (``os.urandom``) read 4 KiB at a time and handed out in slices.
+
+    A TPM draws a 20-byte nonce for nearly every command; one ``getrandom``
+    system call per nonce cost more than the rest of a small command's
+    bookkeeping. The bytes are the same kind (the OS CSPRNG's), each handed out
+    once; a forked child discards what it inherited.
+    """
+
+    CHUNK = 4096
+
+    def __init__(self) -> None:
+        self._buf = b""
+        self._pos = 0
+        self._generation = _fork_generation
+
+    def take(self, n: int) -> bytes:
+        pos = self._pos
+        end = pos + n
+        if end > len(self._buf) or self._generation != _fork_generation:
+            if n > self.CHUNK // 4:
+                return os.urandom(n)
+            self._buf, self._generation = os.urandom(self.CHUNK), _fork_generation
+            pos, end = 0, n
+        self._pos = end
+        return self._buf[pos:end]
 
 
 class Primitives:
@@ -81,6 +118,7 @@ class Primitives:
         self.clock = clock
         self._pending_blocks = 0
         self.make_key = keygen or generate_rsa
+        self._entropy = Entropy()
 
     # ---- hashing ----------------------------------------------------------
     def charge_hash_blocks(self, blocks: int) -> None:
@@ -117,19 +155,19 @@ class Primitives:
         k = public.key_size // 8
         if len(plaintext) > k - 2 * DIGEST - 2:
             raise TpmError("TPM_BAD_DATASIZE", f"{len(plaintext)} bytes do not fit one OAEP block")
-        out = public.encrypt(plaintext, _oaep())
+        out = public.encrypt(plaintext, _OAEP)
         self.clock.charge("rsa_enc")
-        self.charge_hash_blocks(oaep_blocks(k))
+        self._pending_blocks += oaep_blocks(k)
         return out
 
     def rsa_decrypt(self, private: rsa.RSAPrivateKey, ciphertext: bytes) -> bytes:
         k = private.key_size // 8
         self.clock.charge("rsa_dec")
-        self.charge_hash_blocks(oaep_blocks(k))
+        self._pending_blocks += oaep_blocks(k)
         if len(ciphertext) != k:
             raise TpmError("TPM_DECRYPT_ERROR", f"ciphertext is {len(ciphertext)} bytes, key needs {k}")
         try:
-            return private.decrypt(ciphertext, _oaep())
+            return private.decrypt(ciphertext, _OAEP)
         except ValueError:
             raise TpmError("TPM_DECRYPT_ERROR", "OAEP decoding failed") from None
 
@@ -164,13 +202,13 @@ class Primitives:
     # ---- randomness ---------------------------------------------------------
     def random(self, n: int) -> bytes:
         """TPM RNG output (the 2010 model charges nothing for it; 'rng_byte' if present)."""
-        if "rng_byte" in self.clock.profile:
+        if "rng_byte" in self.clock.components:
             self.clock.charge("rng_byte", n)
-        return os.urandom(n)
+        return self._entropy.take(n)
 
     def optional(self, component: str, count: float = 1.0) -> None:
         """Charge a component only a richer profile defines (counters, transport)."""
-        if component in self.clock.profile:
+        if component in self.clock.components:
             self.clock.charge(component, count)
 
 

@@ -66,12 +66,19 @@ class PersistentState:
     next_counter_id: int = 1
     hashtree_root: bytes | None = None
     extra: dict[str, str] = field(default_factory=dict)
+    # Not state: the host's cache of the hash tree's upper levels under hashtree_root
+    # (merkle.RootMemo; TPM_ExecuteHashTree). Never serialised, so a state read back from
+    # NV (a restart, a rolled-back save) starts without it.
+    hashtree_memo: object | None = field(default=None, compare=False, repr=False)
 
     def to_bytes(self) -> bytes:
         """One JSON document; the part that changes only at ownership (keys, secrets) is cached.
 
         Counters are saved after every increment, and re-encoding two RSA keys
-        each time would dominate a counter command's simulation cost.
+        each time would dominate a counter command's simulation cost. And when
+        only the hash-tree root changed since the last document (every
+        TPM_ExecuteHashTree INCREMENT), the new one is the last with the root's
+        40 hex digits replaced: the same bytes as building it afresh.
         """
         static_id = (self.ek, self.srk, self.owner_auth, self.tpm_proof, self.srk_auth)
         cached = getattr(self, "_static_json", None)  # (identity of the static fields, their JSON)
@@ -85,6 +92,19 @@ class PersistentState:
                 "srk_auth": self.srk_auth.hex(),
             }, sort_keys=True)
             cached = self._static_json = (static_id, static)
+        # everything but the root, as values (Counter objects are mutable: their fields, not them)
+        rest = (static_id, [(k, c.label, c.auth, c.value) for k, c in self.counters.items()],
+                self.next_counter_id)
+        last = getattr(self, "_last_doc", None)  # (rest, copy of extra, root, document, root's offset)
+        root = self.hashtree_root
+        if last is not None and last[0] == rest and last[1] == self.extra:
+            if last[2] == root:
+                return last[3]
+            if root is not None and last[2] is not None and len(root) == len(last[2]):
+                at, doc = last[4], last[3]
+                doc = doc[:at] + root.hex().encode() + doc[at + 2 * len(root):]
+                self._last_doc = (rest, last[1], root, doc, at)
+                return doc
         # The dynamic part is written by hand (same JSON as json.dumps with sorted keys, as
         # from_bytes reads it): it is saved after every counter or hash-tree update, and the
         # generic encoder was a tenth of such a command's simulation cost.
@@ -94,11 +114,12 @@ class PersistentState:
         if ext is None or ext[0] != self.extra:
             ext = self._extra_json = (dict(self.extra), ", ".join(
                 [f"{_json_str(str(k))}: {_json_str(str(v))}" for k, v in sorted(self.extra.items())]))
-        extra = ext[1]
-        root = f'"{self.hashtree_root.hex()}"' if self.hashtree_root else "null"
-        dynamic = (f'{{"counters": {{{counters}}}, "extra": {{{extra}}}, "hashtree_root": {root}, '
-                   f'"next_counter_id": {int(self.next_counter_id)}}}')
-        return f'{{"version": {STATE_VERSION}, "static": {cached[1]}, "dynamic": {dynamic}}}'.encode()
+        head = (f'{{"version": {STATE_VERSION}, "static": {cached[1]}, "dynamic": '
+                f'{{"counters": {{{counters}}}, "extra": {{{ext[1]}}}, "hashtree_root": ').encode()
+        tail = f', "next_counter_id": {int(self.next_counter_id)}}}}}'.encode()
+        doc = head + (f'"{root.hex()}"'.encode() if root else b"null") + tail
+        self._last_doc = (rest, ext[0], root, doc, len(head) + 1)
+        return doc
 
     @classmethod
     def from_bytes(cls, data: bytes, where: str) -> "PersistentState":

@@ -79,7 +79,8 @@ def execute_hash_tree(tpm, req: Request) -> Response:
         if not 1 <= value <= merkle.MAX_DEPTH:
             raise TpmError("TPM_BAD_PARAMETER", f"INIT depth {value} outside 1..{merkle.MAX_DEPTH}")
         epoch = int(st.extra.get(EPOCH_KEY, "0")) + 1
-        st.hashtree_root = merkle.counter_defaults(value, tpm.crypto.sha1)[-1]
+        defaults = merkle.counter_defaults(value, tpm.crypto.sha1)
+        st.hashtree_root, st.hashtree_memo = defaults[-1], merkle.RootMemo(value, defaults)
         st.extra[DEPTH_KEY], st.extra[EPOCH_KEY] = str(value), str(epoch)
         tpm.mark_dirty()
         return _answer(st.hashtree_root, epoch, b"")
@@ -106,7 +107,14 @@ def execute_hash_tree(tpm, req: Request) -> Response:
     incrementing = mode == MODE_INCREMENT
     delta_ok = 1 <= delta and value + delta <= merkle.MAX_VALUE
     new = value + delta if incrementing and delta_ok else value
-    old_root, new_root = merkle.counter_roots_packed(index, value, new, path)
+    # (the host-side RootMemo compares the supplied siblings with the upper levels this TPM
+    # computed instead of hashing them: same roots, so the same answer, error and charge)
+    memo = st.hashtree_memo
+    if not isinstance(memo, merkle.RootMemo) or memo.depth != depth or memo.root != root:
+        memo = st.hashtree_memo = None
+        old_root, new_root = merkle.counter_roots_packed(index, value, new, path)
+    else:
+        old_root, new_root = memo.roots(index, value, new, path)
     crypto = tpm.crypto
     crypto.charge_hash_blocks(depth + 1)
     if not _hmac.compare_digest(old_root, root):
@@ -116,6 +124,8 @@ def execute_hash_tree(tpm, req: Request) -> Response:
             raise TpmError("TPM_BAD_PARAMETER", f"delta {delta}: counters only go up, within 64 bits")
         crypto.charge_hash_blocks(depth + 1)
         root = st.hashtree_root = new_root
+        if memo is not None and not memo.commit(new_root):
+            st.hashtree_memo = None
         tpm.mark_dirty()
     sig = crypto.rsa_sign(key.private, crypto.sha1(merkle.hashtree_info(epoch, nonce, index, value, new, root))) \
         if sign else b""
