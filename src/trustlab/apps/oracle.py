@@ -28,7 +28,7 @@ from trustlab.devices.tpm12 import MemoryNVStore, Tpm12, TpmError, secret
 from trustlab.devices.tpm12 import constants as C
 from trustlab.devices.tpm12 import hostcrypto
 from trustlab.devices.tpm12.client import hmac_key_template, msa_composite, pubkey_digest
-from trustlab.devices.tpm12.keys import Key12
+from trustlab.devices.tpm12.keys import Key12, rsa_public
 from trustlab.errors import TrustlabError
 from trustlab.timing.clock import Clock
 from trustlab.timing.profile import Profile
@@ -139,7 +139,7 @@ def run(profile: Profile, parties: int, *, input_blocks: int = 3, output_blocks:
     for p in [source, *dests]:
         del out.calls[p.name][:]
         p.clock.reset()
-    aik_pub = hostcrypto.public_key(Key12.from_bytes(aik_blob).pub)
+    aik_pub = rsa_public(Key12.from_bytes(aik_blob).pub)
 
     # ---- Step 1 at the source ----
     s = source.tpm

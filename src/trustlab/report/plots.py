@@ -12,6 +12,7 @@ shows that message in place of the figure rather than failing.
 from __future__ import annotations
 
 import math
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -60,12 +61,10 @@ def _categorical(series: list[dict]) -> bool:
 
 def render(spec: dict[str, Any], path: Path, dpi: int = 100) -> Path:
     """Draw ``spec`` into ``path`` (PNG)."""
-    FigureCanvasAgg, Figure = preload()
     spec = validate(spec)
     kind = spec.get("kind", "line")
     series = spec["series"]
-    fig = Figure(figsize=(WIDTH_IN, HEIGHT_IN), dpi=dpi)
-    FigureCanvasAgg(fig)
+    fig = _blank_figure(dpi)
     ax = fig.add_subplot()
     logx = bool(spec.get("logx")) or kind == "loglog"
     logy = bool(spec.get("logy")) or kind == "loglog"
@@ -77,7 +76,7 @@ def render(spec: dict[str, Any], path: Path, dpi: int = 100) -> Path:
         ax.set_yscale("log")
     if logx and kind != "bar" and not _categorical(series):
         ax.set_xscale("log")
-    ax.set_title(str(spec.get("title", "")), fontsize=10)
+    ax.set_title(str(spec.get("title", "")), fontsize=10, y=1.0)
     ax.set_xlabel(str(spec.get("xlabel", "")))
     ax.set_ylabel(str(spec.get("ylabel", "")))
     ax.grid(True, which="major", alpha=0.3)
@@ -98,6 +97,26 @@ def render(spec: dict[str, Any], path: Path, dpi: int = 100) -> Path:
 
 
 WIDTH_IN, HEIGHT_IN = 8.5, 4.2
+_FIGURES = threading.local()  # .by_dpi: dpi -> this thread's figure, cleared for each drawing
+
+
+def _blank_figure(dpi: int) -> Any:
+    """An empty figure on an Agg canvas, reused for every figure this thread draws.
+
+    Reusing it keeps its renderer, and with it matplotlib's text-metrics cache (keyed by
+    renderer): tick and axis labels repeat across a report's figures. ``clear()`` removes
+    every artist; the margins are set again by each drawing, so the pixels are the same
+    as on a new figure.
+    """
+    figures = _FIGURES.__dict__.setdefault("by_dpi", {})
+    fig = figures.get(dpi)
+    if fig is None:
+        FigureCanvasAgg, Figure = preload()
+        fig = figures[dpi] = Figure(figsize=(WIDTH_IN, HEIGHT_IN), dpi=dpi)
+        FigureCanvasAgg(fig)
+    else:
+        fig.clear()
+    return fig
 
 
 def _layout(fig: Any, ax: Any, legend: Any, series: list[dict], kind: str) -> None:

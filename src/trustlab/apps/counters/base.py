@@ -15,6 +15,21 @@ from typing import Any, Callable, Protocol, Sequence
 from trustlab.errors import TrustlabError
 
 
+FLAT_AT = 1 << 12  # counters seen before per-counter state (a dict) becomes a flat array
+
+
+def flat_at() -> int:
+    """Entries after which a per-counter dict moves to a flat array (4 bytes a counter).
+
+    Early (4096, or the node storage's own threshold if lower): the array's size
+    is fixed anyway, and the dict it replaces grew to ~10 MiB at 65536 counters,
+    memory a 2^20-counter run did not get back before its peak.
+    """
+    from trustlab.devices.tpm12 import merkle
+
+    return min(FLAT_AT, merkle.DENSIFY_AT)
+
+
 class VerificationError(TrustlabError):
     """Evidence rejected; ``reason`` is a short machine-readable cause."""
 

@@ -29,7 +29,7 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import padding, rsa, utils
 
-from trustlab.apps.counters.base import Answer, VerificationError
+from trustlab.apps.counters.base import Answer, VerificationError, flat_at
 from trustlab.apps.counters.device import ProvisionedTpm
 from trustlab.apps.counters.tree import SparseTree, root_from_path
 from trustlab.devices.tpm12 import merkle
@@ -136,7 +136,7 @@ class TreeProver:
             if isinstance(last, array) and self.updates > 0xFFFFFFFF:  # past 32 bits: back to a dict
                 last = self.last = {c: u for c, u in enumerate(last) if u}
             last[counter] = self.updates
-            if isinstance(last, dict) and len(last) >= merkle.DENSIFY_AT and self.counters <= 1 << 24 \
+            if isinstance(last, dict) and len(last) >= flat_at() and self.counters <= 1 << 24 \
                     and self.updates <= 0xFFFFFFFF:
                 dense = array("I", [0]) * self.counters  # 4 bytes a counter
                 for c, u in last.items():

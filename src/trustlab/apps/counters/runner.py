@@ -32,9 +32,8 @@ from array import array
 from dataclasses import dataclass
 from typing import Callable, Iterable, Iterator, Protocol, Sequence
 
-from trustlab.apps.counters.base import Prover, Verifier
+from trustlab.apps.counters.base import Prover, Verifier, flat_at
 from trustlab.apps.workloads import INCREMENT, READ, Request
-from trustlab.devices.tpm12 import merkle
 from trustlab.timing.clock import Clock
 
 
@@ -171,7 +170,7 @@ class _LastValues:
             self._sparse.pop(counter, None)
         else:
             self._sparse[counter] = value
-            if self._dense is None and self._counters and len(self._sparse) >= merkle.DENSIFY_AT:
+            if self._dense is None and self._counters and len(self._sparse) >= flat_at():
                 sparse, self._sparse = self._sparse, {}
                 self._dense = array("I", [0xFFFFFFFF]) * self._counters  # 4 bytes a counter; all-ones: none
                 for c, v in sparse.items():

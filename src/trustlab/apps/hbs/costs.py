@@ -103,7 +103,7 @@ class CardMeter:
                     counts["calls:" + kind] += tally[i]  # per-function tallies (not priced): F calls = chain steps
                     n_calls += tally[i]
             blocks = tally[BLOCKS]
-            tally[:] = _ZEROS  # in place: Hashers hold this list
+            tally[:] = _ZEROS  # in place: it is also the public ``tally`` Hashers add to
             self._charge("hash_call", n_calls)
             self._charge("hash_block", blocks)
         if self._ram:

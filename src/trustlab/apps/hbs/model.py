@@ -23,6 +23,7 @@ profile has no spread (tests/hbs/test_model.py runs every index of a key).
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 from collections import Counter
@@ -48,6 +49,7 @@ RESPONSES = ("extended", "short")
 GET_RESPONSE_BYTES = 5  # a GET RESPONSE command header (ISO 7816-4), no data
 
 
+@functools.cache  # a pure function of the (frozen) parameters; the grid asks for it per signature class
 def expected_sign_steps(p: XMSSParams) -> float:
     """Exact E[sum of the l base-w digits] for a uniformly random n-byte digest."""
     w = p.w

@@ -16,7 +16,6 @@ recompute the signed log digest.
 from __future__ import annotations
 
 import hmac as _hmac
-import os
 import struct
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -29,7 +28,7 @@ from trustlab.devices.tpm12 import hostcrypto
 from trustlab.devices.tpm12 import transport_log as L
 from trustlab.devices.tpm12.engine import AUTH_IN, AUTH_OUT, HEADER, Engine
 from trustlab.devices.tpm12.errors import TpmError
-from trustlab.devices.tpm12.keys import Key12, KeyParms, pubkey_modulus
+from trustlab.devices.tpm12.keys import Key12, KeyParms, pubkey_modulus, rsa_public
 from trustlab.devices.tpm12.nvstore import NVStore
 from trustlab.devices.tpm12.primitives import xor
 from trustlab.devices.tpm12.transport_crypt import crypt
@@ -80,7 +79,7 @@ class HostSession:
     kind: str = "OIAP"
     cont: bool = True
     open: bool = True
-    next_odd: bytes = field(default_factory=lambda: os.urandom(20))
+    next_odd: bytes = field(default_factory=hostcrypto.nonce)
 
     def encrypt_auth(self, new_secret: bytes, odd: bool = False) -> bytes:
         """ADIP: hide a new secret under the OSAP shared secret (Part 1, 13.8)."""
@@ -93,7 +92,7 @@ class HostSession:
         if not self.open:
             raise TpmError("TPM_INVALID_AUTHHANDLE", f"host session {self.handle:#010x} is closed")
         odd, self._sent_odd = self.next_odd, self.next_odd
-        self.next_odd = os.urandom(20)
+        self.next_odd = hostcrypto.nonce()
         c = b"\x01" if self.cont else b"\x00"
         return b"".join((_U32(self.handle), odd, c, hostcrypto.hmac_sha1(self.key, in_digest, self.nonce_even, odd, c)))
 
@@ -169,7 +168,7 @@ def pubkey_digest(pubkey: bytes) -> bytes:
 
 def bind(pubkey: bytes, data: bytes) -> bytes:
     """Host-side Tspi_Data_Bind: OAEP-encrypt TPM_BOUND_DATA to a bind key's TPM_PUBKEY."""
-    return hostcrypto.oaep_encrypt(hostcrypto.public_key(pubkey_modulus(pubkey)[1]), C.STRUCT_VER + b"\x02" + data)
+    return hostcrypto.oaep_encrypt(rsa_public(pubkey_modulus(pubkey)[1]), C.STRUCT_VER + b"\x02" + data)
 
 
 @dataclass(frozen=True)
@@ -330,7 +329,7 @@ class Tpm12:
         return HostSession(r.u32(), r.raw(20), secret_, "OIAP")
 
     def TPM_OSAP(self, entity_type: int, entity_value: int, secret_: bytes) -> HostSession:
-        odd = os.urandom(20)
+        odd = hostcrypto.nonce()
         _, r = self.call("TPM_OSAP", params=_OSAP_HEAD(entity_type, entity_value) + odd)
         handle, even, even_osap = r.u32(), r.raw(20), r.raw(20)
         return HostSession(handle, even, hostcrypto.hmac_sha1(secret_, even_osap, odd), "OSAP")
@@ -340,13 +339,13 @@ class Tpm12:
         self.call("TPM_Startup", params=Writer().u16(kind).bytes())
 
     def TPM_ReadPubek(self) -> rsa.RSAPublicKey:
-        nonce = os.urandom(20)
+        nonce = hostcrypto.nonce()
         _, r = self.call("TPM_ReadPubek", params=nonce)
         body = r.rest()
         pub, checksum = body[:-20], body[-20:]
         if hostcrypto.sha1(pub, nonce) != checksum:
             raise TpmError("TPM_FAIL", "TPM_ReadPubek checksum mismatch")
-        return hostcrypto.public_key(pubkey_modulus(pub)[1])
+        return rsa_public(pubkey_modulus(pub)[1])
 
     def TPM_TakeOwnership(self, owner_auth: bytes, srk_auth: bytes) -> rsa.RSAPublicKey:
         ek = self.TPM_ReadPubek()
@@ -354,7 +353,7 @@ class Tpm12:
                   .sized(hostcrypto.oaep_encrypt(ek, srk_auth))
                   .raw(_SRK_TEMPLATE).bytes())
         _, r = self.call("TPM_TakeOwnership", params=params, auth=[owner_auth])
-        return hostcrypto.public_key(Key12.unmarshal(r).pub)
+        return rsa_public(Key12.unmarshal(r).pub)
 
     def TPM_GetRandom(self, n: int) -> bytes:
         _, r = self.call("TPM_GetRandom", params=Writer().u32(n).bytes())
@@ -582,7 +581,7 @@ class Tpm12:
         if key is not None:
             handle, modulus, key_auth = key
             secret = hostcrypto.oaep_encrypt(
-                hostcrypto.public_key(modulus), Writer().u16(C.TPM_TAG_TRANSPORT_AUTH).raw(transport_secret).bytes())
+                rsa_public(modulus), Writer().u16(C.TPM_TAG_TRANSPORT_AUTH).raw(transport_secret).bytes())
             auth = [key_auth] if key_auth is not None else []
         params = pub + Writer().sized(secret).bytes()
         if self._through is not None:

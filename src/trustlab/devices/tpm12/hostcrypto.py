@@ -12,14 +12,13 @@ exactly the raw crypto the host needs by replacing them here
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import hmac as _hmac
 
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import padding, rsa, utils
 
-from trustlab.devices.tpm12.keys import rsa_public
+from trustlab.devices.tpm12.primitives import Entropy
 
 try:  # OpenSSL's one-shot HMAC without the stdlib wrapper's extra Python frame
     from _hashlib import hmac_digest as _hmac_digest
@@ -31,6 +30,12 @@ _sha1 = hashlib.sha1
 OAEP_TCPA = padding.OAEP(mgf=padding.MGF1(hashes.SHA1()), algorithm=hashes.SHA1(), label=b"TCPA")
 _PKCS1 = padding.PKCS1v15()
 _PREHASHED = utils.Prehashed(hashes.SHA1())
+_ENTROPY = Entropy()  # the host's nonces: OS randomness read in 4 KiB chunks, as the engine's are
+
+
+def nonce(n: int = 20) -> bytes:
+    """Fresh OS randomness for a host nonce (nonceOdd, TPM_OSAP's nonceOddOSAP, antireplay)."""
+    return _ENTROPY.take(n)
 
 
 def sha1(*parts: bytes) -> bytes:
@@ -52,13 +57,3 @@ def verify_sha1(public: rsa.RSAPublicKey, signature: bytes, digest: bytes) -> No
     """Check a PKCS#1 v1.5 signature over a SHA-1 digest; raises ``InvalidSignature``."""
     public.verify(signature, digest, _PKCS1, _PREHASHED)
 
-
-@functools.lru_cache(maxsize=256)
-def public_key(modulus: bytes) -> rsa.RSAPublicKey:
-    """The RSA public key (e = 65537) with this modulus, built once per modulus.
-
-    Safe to share: key objects are immutable. A run meets the same keys again
-    and again (every TPM_TakeOwnership reads a pooled EK; ``apps.keypool``), and
-    OpenSSL keeps its Montgomery set-up with the key object.
-    """
-    return rsa_public(modulus)

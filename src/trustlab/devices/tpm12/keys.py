@@ -255,8 +255,24 @@ def pubkey_modulus(pubkey: bytes) -> tuple[KeyParms, bytes]:
     return parms, key
 
 
+# One public-key object per key: OpenSSL keeps its Montgomery set-up with the key object, so a
+# fresh object per operation pays it again (as much as a third of a 2048-bit encryption). Key
+# objects are immutable, so sharing them is safe; protocol runs meet the same (pooled) keys again.
+@functools.lru_cache(maxsize=256)
 def rsa_public(modulus: bytes) -> rsa.RSAPublicKey:
     return rsa.RSAPublicNumbers(RSA_EXPONENT, int.from_bytes(modulus, "big")).public_key()
+
+
+@functools.lru_cache(maxsize=256)  # private keys hash by identity: the cache holds each one it saw
+def public_of(private: rsa.RSAPrivateKey) -> rsa.RSAPublicKey:
+    """``private.public_key()``, one object per private key (see :func:`rsa_public`)."""
+    return private.public_key()
+
+
+@functools.lru_cache(maxsize=256)
+def _private_modulus(private: rsa.RSAPrivateKey) -> bytes:
+    n = public_of(private).public_numbers().n
+    return n.to_bytes((n.bit_length() + 7) // 8, "big")
 
 
 @functools.lru_cache(maxsize=256)  # a key is loaded again and again (every LoadKey2 of its blob)
@@ -289,8 +305,9 @@ def rsa_from_prime(modulus: bytes, p_bytes: bytes) -> rsa.RSAPrivateKey:
 
 
 def modulus_of(key: rsa.RSAPrivateKey | rsa.RSAPublicKey) -> bytes:
-    pub = key.public_key() if isinstance(key, rsa.RSAPrivateKey) else key
-    n = pub.public_numbers().n
+    if isinstance(key, rsa.RSAPrivateKey):
+        return _private_modulus(key)
+    n = key.public_numbers().n
     return n.to_bytes((n.bit_length() + 7) // 8, "big")
 
 
@@ -326,7 +343,7 @@ class LoadedKey:
     def public(self) -> rsa.RSAPublicKey:
         if self.private is None:
             raise TpmError("TPM_INAPPROPRIATE_ENC", "key has no RSA public key")
-        return self.private.public_key()
+        return public_of(self.private)
 
 
 def key_to_json(k: LoadedKey) -> dict:

@@ -404,7 +404,7 @@ class HeapNodes:
         self._slots = memoryview(self.nodes) if self.dense else None  # type: ignore[arg-type]
 
 
-MEMO_LEVELS = 17  # heights a RootMemo keeps below its root: 2^18 slots, 5 MiB whatever the depth
+MEMO_LEVELS = 16  # heights a RootMemo keeps below its root: 2^17 slots, 2.5 MiB whatever the depth
 
 
 class RootMemo:

@@ -26,7 +26,6 @@ from dataclasses import dataclass, field
 from importlib import resources
 
 import numpy as np
-from scipy.optimize import nnls
 
 from trustlab.devices.tpm2.pqc_model import counts
 from trustlab.devices.tpm2.pqc_model.params import DSA_OPERATIONS, KEM_OPERATIONS, MLDSA, MLKEM
@@ -82,6 +81,8 @@ class Calibration:
 
 @functools.cache
 def calibrate(impl: str = "clean") -> Calibration:
+    from scipy.optimize import nnls  # here: scipy.optimize is ~0.5 s to import and only calibration uses it
+
     schemes = pqm4()["schemes"]
     keccak_rows: dict[str, float] = {}
     arith: dict[str, dict[str, float]] = {}
