@@ -26,6 +26,7 @@ import hashlib
 import hmac as _hmac
 import os
 import subprocess
+import weakref
 from typing import Callable
 
 from cryptography.exceptions import InvalidSignature
@@ -72,12 +73,13 @@ _PKCS1 = padding.PKCS1v15()
 _PREHASHED = utils.Prehashed(hashes.SHA1())
 
 
-_fork_generation = 0  # bumped in a forked child: a copied entropy buffer must not be handed out twice
+_CHUNK = 4096
+_LIVE: "weakref.WeakSet[Entropy]" = weakref.WeakSet()  # every buffer a forked child must empty
 
 
 def _after_fork_in_child() -> None:
-    global _fork_generation
-    _fork_generation += 1
+    for e in list(_LIVE):  # a copied buffer must not be handed out a second time
+        e._pos = _CHUNK
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)
@@ -92,20 +94,21 @@ class Entropy:
     once; a forked child discards what it inherited.
     """
 
-    CHUNK = 4096
+    CHUNK = _CHUNK
+    __slots__ = ("_buf", "_pos", "__weakref__")
 
     def __init__(self) -> None:
         self._buf = b""
-        self._pos = 0
-        self._generation = _fork_generation
+        self._pos = _CHUNK  # empty: the first take reads a chunk
+        _LIVE.add(self)
 
     def take(self, n: int) -> bytes:
         pos = self._pos
         end = pos + n
-        if end > len(self._buf) or self._generation != _fork_generation:
-            if n > self.CHUNK // 4:
+        if end > _CHUNK:
+            if n > _CHUNK // 4:
                 return os.urandom(n)
-            self._buf, self._generation = os.urandom(self.CHUNK), _fork_generation
+            self._buf = os.urandom(_CHUNK)
             pos, end = 0, n
         self._pos = end
         return self._buf[pos:end]
