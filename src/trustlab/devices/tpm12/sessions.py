@@ -23,7 +23,7 @@ _BYTE = [bytes((i,)) for i in range(256)]
 _compare_digest = _hmac.compare_digest
 
 
-@dataclass(slots=True)  # (slots: one is built per command; no per-instance dict)
+@dataclass(slots=True)  # (slots: no per-instance dict; these and the uses below are built per command)
 class Session:
     handle: int
     kind: str  # "OIAP" | "OSAP" | "TRANSPORT"
