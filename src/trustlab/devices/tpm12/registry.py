@@ -50,7 +50,11 @@ class Request:
 
 @dataclass(slots=True)
 class Response:
-    """What a handler returns: output handles (not digested) and parameters."""
+    """What a handler returns: output handles (not digested) and parameters.
+
+    (The hot handlers write ``Response(params)``: a class called with keywords
+    builds a dict per call, ~0.2 us on every command.)
+    """
 
     params: bytes = b""
     handles: bytes = b""

@@ -110,7 +110,7 @@ def get_random(tpm, req: Request) -> Response:
     # Part 3, 13.6: the TPM may return fewer bytes; like libtpms, as many as fit a 4096-byte
     # response (header 10 + randomBytesSize 4)
     data = tpm.crypto.random(min(n, 4096 - 14))
-    return Response(params=sized(data))
+    return Response(sized(data))
 
 
 @tpm_command("TPM_Extend")
@@ -122,7 +122,7 @@ def extend(tpm, req: Request) -> Response:
     if not PCR_EXTEND_LOCAL[index] & (1 << tpm.locality):
         raise TpmError("TPM_BAD_LOCALITY", f"PCR {index} cannot be extended from locality {tpm.locality}")
     tpm.pcrs[index] = tpm.crypto.sha1(tpm.pcrs[index], digest)
-    return Response(params=tpm.pcrs[index])
+    return Response(tpm.pcrs[index])
 
 
 @tpm_command("TPM_PCR_Reset")

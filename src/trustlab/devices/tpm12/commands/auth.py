@@ -32,7 +32,7 @@ def _new_session(tpm, kind: str) -> Session:
 def oiap(tpm, req: Request) -> Response:
     req.params.end()
     s = _new_session(tpm, "OIAP")
-    return Response(params=_U32(s.handle) + s.nonce_even)
+    return Response(_U32(s.handle) + s.nonce_even)
 
 
 def entity_secret(tpm, etype: int, value: int) -> bytes:
@@ -72,4 +72,4 @@ def osap(tpm, req: Request) -> Response:
     s.shared_secret = tpm.crypto.hmac(secret, even_osap, odd_osap)
     # the SRK may be named as TPM_ET_SRK or as a key handle; handlers ask for the latter
     s.entity = (C.TPM_ET_KEYHANDLE, C.TPM_KH_SRK) if etype == C.TPM_ET_SRK else (etype, value)
-    return Response(params=_U32(s.handle) + s.nonce_even + even_osap)
+    return Response(_U32(s.handle) + s.nonce_even + even_osap)

@@ -71,7 +71,7 @@ def increment_counter(tpm, req: Request) -> Response:
     st.extra["max_counter"] = str(max(int(st.extra.get("max_counter", "0")), c.value))
     tpm.crypto.optional("counter_inc")
     tpm.mark_dirty()
-    return Response(params=counter_value(count_id, c))
+    return Response(counter_value(count_id, c))
 
 
 @tpm_command("TPM_ReadCounter")
@@ -80,7 +80,7 @@ def read_counter(tpm, req: Request) -> Response:
     req.params.end()
     c = _counter(tpm, count_id)
     tpm.crypto.optional("counter_read")
-    return Response(params=counter_value(count_id, c))
+    return Response(counter_value(count_id, c))
 
 
 @tpm_command("TPM_ReleaseCounter", auth=(1,))

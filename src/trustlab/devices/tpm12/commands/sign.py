@@ -41,7 +41,7 @@ def sign(tpm, req: Request) -> Response:
     if key.blob.parms.sig_scheme == C.TPM_SS_RSASSAPKCS1v15_SHA1 and len(area) != 20:
         raise TpmError("TPM_BAD_PARAMETER", "RSASSA-PKCS1v15-SHA1 signs a 20-byte digest")  # Part 3, 13.1
     sig = tpm.crypto.rsa_sign(key.private, area if len(area) == 20 else tpm.crypto.sha1(area))
-    return Response(params=sized(sig))
+    return Response(sized(sig))
 
 
 def pcr_selection(r: Reader) -> list[int]:
@@ -80,7 +80,7 @@ def quote(tpm, req: Request) -> Response:
     composite = pcr_composite(tpm, indices, size_of_select)
     info = C.STRUCT_VER + b"QUOT" + tpm.crypto.sha1(composite) + nonce
     sig = tpm.crypto.rsa_sign(key.private, tpm.crypto.sha1(info))
-    return Response(params=composite + sized(sig))
+    return Response(composite + sized(sig))
 
 
 @tpm_command("TPM_Quote2", handles=1, auth=(0, 1))

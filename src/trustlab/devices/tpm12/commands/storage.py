@@ -70,7 +70,7 @@ def seal(tpm, req: Request) -> Response:
         pcr_info = pcr_info[:-20] + creation
     digest = tpm.crypto.sha1(stored_data(pcr_info, b""))
     sealed = _PT_SEAL + data_auth + tpm.state.tpm_proof + digest + sized(data)
-    return Response(params=stored_data(pcr_info, tpm.crypto.rsa_encrypt(key.public, sealed)))
+    return Response(stored_data(pcr_info, tpm.crypto.rsa_encrypt(key.public, sealed)))
 
 
 @tpm_command("TPM_Unseal", handles=1, auth=(2,))
@@ -95,7 +95,7 @@ def unseal(tpm, req: Request) -> Response:
         indices, release = _pcr_digest(tpm, pcr_info)
         if not _hmac.compare_digest(release, tpm.crypto.sha1(pcr_composite(tpm, indices))):
             raise TpmError("TPM_WRONGPCRVAL", "the platform is not in the sealed state")
-    return Response(params=sized(data))
+    return Response(sized(data))
 
 
 @tpm_command("TPM_UnBind", handles=1, auth=(0, 1))
@@ -110,7 +110,7 @@ def unbind(tpm, req: Request) -> Response:
     r = Reader(tpm.crypto.rsa_decrypt(key.private, enc), "TPM_BOUND_DATA")
     if r.raw(4) != C.STRUCT_VER or r.u8() != TPM_PT_BIND:
         raise TpmError("TPM_DECRYPT_ERROR", "not TPM_BOUND_DATA")
-    return Response(params=sized(r.rest()))
+    return Response(sized(r.rest()))
 
 
 @tpm_command("TPM_ChangeAuth", handles=1, auth=(2,))
@@ -135,4 +135,4 @@ def change_auth(tpm, req: Request) -> Response:
         plain = plain[:1] + new_auth + plain[21:]
     else:
         raise TpmError("TPM_BAD_PARAMETER", f"entity type {etype:#x}")
-    return Response(params=sized(tpm.crypto.rsa_encrypt(parent.public, plain)))
+    return Response(sized(tpm.crypto.rsa_encrypt(parent.public, plain)))
