@@ -149,11 +149,6 @@ try:  # CPython's own SHA-1: for 41-byte node inputs it has less per-call overhe
 except ImportError:  # pragma: no cover - other interpreters
     _node_sha1 = hashlib.sha1
 
-def node_hash_inline(left: bytes, right: bytes) -> bytes:
-    """``node_hash`` with SHA-1, without the hash parameter."""
-    return _node_sha1(b"\x01" + left + right).digest()
-
-
 # The last path computed by :func:`path_nodes`: (leaf index, leaf hash, siblings packed, the
 # path's nodes leaf to root). The TPM and the host it serves compute the same new path in one
 # process (the TPM to install its root, the host to store it), so the second finds it here.
@@ -165,7 +160,8 @@ _RECENT: tuple[int, bytes, bytes, list[bytes]] | None = None
 
 def path_nodes(index: int, leaf: bytes, siblings: bytes) -> list[bytes]:
     """``[leaf, its parent, ..., root]`` for ``leaf`` (a leaf hash) at ``index`` with these packed
-    siblings, under this module's node convention; the last computation is remembered."""
+    siblings, under this module's node convention; the last computation is remembered (so the
+    list may be shared: read it, do not change it)."""
     global _RECENT
     r = _RECENT
     if r is not None and r[0] == index and r[1] == leaf and r[2] == siblings:
