@@ -34,12 +34,14 @@ def _tamper(path: bytes, level: int, rng: random.Random) -> bytes:
 
 
 @settings(max_examples=60, deadline=None)
-@given(depth=st.integers(1, 7), kept=st.integers(1, 8), seed=st.integers(0, 2 ** 32 - 1),
+@given(depth=st.integers(1, 7), kept=st.integers(1, 8), densify=st.sampled_from([2, 8, 1 << 12]),
+       seed=st.integers(0, 2 ** 32 - 1),
        ops=st.lists(st.tuples(st.integers(0, 127), st.sampled_from(["inc", "read", "tamper", "stale", "value"])),
                     max_size=25))
-def test_memo_roots_equal_hashing_for_honest_and_hostile_paths(depth, kept, seed, ops) -> None:
+def test_memo_roots_equal_hashing_for_honest_and_hostile_paths(depth, kept, densify, seed, ops) -> None:
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(merkle, "MEMO_LEVELS", kept)  # also trees where the lowest levels are hashed
+        mp.setattr(merkle, "MEMO_DENSIFY_AT", densify)  # sparse, dense, and going dense midway
         memo = merkle.RootMemo(depth, merkle.counter_defaults(depth))
     assert memo.low == max(0, depth - kept)
     rng = random.Random(seed)
@@ -76,7 +78,7 @@ def test_memo_roots_equal_hashing_for_honest_and_hostile_paths(depth, kept, seed
 def test_memo_out_of_step_falls_back_to_hashing_and_gives_up() -> None:
     tree = new_tree(6)
     memo = merkle.RootMemo(6, tree.defaults)
-    memo.nodes[20 * 13:20 * 14] = bytes(20)  # a kept node (heap 13, height 3) the TPM never computed
+    memo.kept.put(13, bytes(20))  # a kept node (heap 13, height 3) the TPM never computed
     for index in range(64):
         path = b"".join(tree.siblings(index))
         old_root, new_root = memo.roots(index, 0, 1, path)
@@ -132,12 +134,18 @@ def _run(tpm: Tpm12, handle: int, depth: int, memo: bool, seed: int) -> list:
         except TpmError as e:
             out.append(("error", e.code))
         out.append(clock.last.ms if clock.last else None)
-    assert isinstance(tpm.engine.state.hashtree_memo, merkle.RootMemo) == memo  # in use all along
+    memo_now = tpm.engine.state.hashtree_memo
+    assert isinstance(memo_now, merkle.RootMemo) == memo  # in use all along
+    if memo and merkle.MEMO_DENSIFY_AT < 100:
+        assert memo_now.kept.dense
     return out
 
 
 @pytest.mark.parametrize("depth", [3, 9, 20])
-def test_engine_answers_and_charges_are_the_same_with_and_without_the_memo(clock, depth) -> None:
+@pytest.mark.parametrize("densify", [8, merkle.MEMO_DENSIFY_AT])
+def test_engine_answers_and_charges_are_the_same_with_and_without_the_memo(clock, depth, densify,
+                                                                          monkeypatch) -> None:
+    monkeypatch.setattr(merkle, "MEMO_DENSIFY_AT", densify)
     runs = []
     for memo in (True, False):
         POOL.reset()

@@ -95,7 +95,7 @@ class BuiltScheme:
     depth: int = 0
     extra: dict = field(default_factory=dict)
     # a tree operation's formulas depend only on (op, signed, paper?): evaluated once each
-    _tree_models: dict = field(default_factory=dict, repr=False, compare=False)
+    _tree_models: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def updates_since(self, counter: int) -> int:
         return self.prover.updates_since(counter)

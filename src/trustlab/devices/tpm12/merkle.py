@@ -149,11 +149,6 @@ try:  # CPython's own SHA-1: for 41-byte node inputs it has less per-call overhe
 except ImportError:  # pragma: no cover - other interpreters
     _node_sha1 = hashlib.sha1
 
-def node_hash_inline(left: bytes, right: bytes) -> bytes:
-    """``node_hash`` with SHA-1, without the hash parameter."""
-    return _node_sha1(b"\x01" + left + right).digest()
-
-
 # The last path computed by :func:`path_nodes`: (leaf index, leaf hash, siblings packed, the
 # path's nodes leaf to root). The TPM and the host it serves compute the same new path in one
 # process (the TPM to install its root, the host to store it), so the second finds it here.
@@ -165,7 +160,8 @@ _RECENT: tuple[int, bytes, bytes, list[bytes]] | None = None
 
 def path_nodes(index: int, leaf: bytes, siblings: bytes) -> list[bytes]:
     """``[leaf, its parent, ..., root]`` for ``leaf`` (a leaf hash) at ``index`` with these packed
-    siblings, under this module's node convention; the last computation is remembered."""
+    siblings, under this module's node convention; the last computation is remembered (so the
+    list may be shared: read it, do not change it)."""
     global _RECENT
     r = _RECENT
     if r is not None and r[0] == index and r[1] == leaf and r[2] == siblings:
@@ -206,8 +202,9 @@ class HeapNodes:
     """
 
     def __init__(self, depth: int, defaults: Sequence[bytes],
-                 node_hash: Callable[[bytes, bytes], bytes] | None = None) -> None:
+                 node_hash: Callable[[bytes, bytes], bytes] | None = None, densify_at: int | None = None) -> None:
         self.depth = depth
+        self._densify_at = densify_at  # None: DENSIFY_AT, looked up when it matters
         self.size = 1 << depth
         self.defaults = list(defaults)
         self.node_hash = node_hash
@@ -248,7 +245,7 @@ class HeapNodes:
             self._slots[heap_index * w:(heap_index + 1) * w] = value  # type: ignore[index]
         else:
             self.nodes[heap_index] = value  # type: ignore[index]
-            if self._can_densify and len(self.nodes) >= DENSIFY_AT:
+            if self._can_densify and len(self.nodes) >= self._threshold():
                 self._densify()
 
     @property
@@ -307,7 +304,7 @@ class HeapNodes:
                 idx >>= 1
                 slots[idx * w:(idx + 1) * w] = h  # type: ignore[index]
             return h
-        if self._can_densify and len(nodes) >= DENSIFY_AT:
+        if self._can_densify and len(nodes) >= self._threshold():
             self._densify()
             return self.set_leaf(index, h)
         nodes[idx] = h  # type: ignore[index]
@@ -348,6 +345,10 @@ class HeapNodes:
                 sib = siblings[k * w:(k + 1) * w]
                 h = node_hash(sib, h) if index >> k & 1 else node_hash(h, sib)
                 path.append(h)
+        return self.store_path(index, path)
+
+    def store_path(self, index: int, path: Sequence[bytes]) -> bytes:
+        """Write leaf ``index``'s path as given (leaf hash up to the root, no hashing); returns the root."""
         idx = self.size + index
         if self.dense:
             slots, w = self._slots, self.width
@@ -360,9 +361,12 @@ class HeapNodes:
         for h in path:
             nodes[idx] = h  # type: ignore[index]
             idx >>= 1
-        if self._can_densify and len(nodes) >= DENSIFY_AT:
+        if self._can_densify and len(nodes) >= self._threshold():
             self._densify()
         return path[-1]
+
+    def _threshold(self) -> int:
+        return DENSIFY_AT if self._densify_at is None else self._densify_at
 
     def set_leaves(self, leaves: dict[int, bytes]) -> bytes:
         """Write many leaf hashes, then rehash each dirty inner node once; returns the root.
@@ -404,7 +408,8 @@ class HeapNodes:
         self._slots = memoryview(self.nodes) if self.dense else None  # type: ignore[arg-type]
 
 
-MEMO_LEVELS = 16  # heights a RootMemo keeps below its root: 2^17 slots, 2.5 MiB whatever the depth
+MEMO_LEVELS = 16  # heights a RootMemo keeps below its root: at most 2^17 slots, 2.5 MiB
+MEMO_DENSIFY_AT = 1 << 12  # kept nodes written before a RootMemo moves from a dict to its slots
 
 
 class RootMemo:
@@ -420,9 +425,14 @@ class RootMemo:
     :meth:`commit`, which only installs paths proven against it). So the check
     hashes only the levels below :attr:`low` and compares the rest. Any
     mismatch (a tampered or stale sibling, a rolled-back memo) falls back to
-    hashing the supplied path from where the comparison broke, so the answer,
-    error and charge are exactly those of hashing everything. Valid only while
-    :attr:`root` equals the held root (the caller checks).
+    hashing the supplied path from there, so the answer, error and charge are
+    exactly those of hashing everything. Valid only while :attr:`root` equals
+    the held root (the caller checks).
+
+    The kept levels are a :class:`HeapNodes` tree of their own (its leaves are
+    the nodes at height :attr:`low`; same heap indices as the whole tree):
+    sparse while few paths were installed (a probe or a short run costs next
+    to nothing), 20-byte slots after ``MEMO_DENSIFY_AT`` written nodes.
     """
 
     def __init__(self, depth: int, defaults: Sequence[bytes]) -> None:
@@ -430,12 +440,7 @@ class RootMemo:
             raise ValueError(f"a depth-{depth} tree has {depth + 1} default nodes of {DIGEST} bytes")
         self.depth = depth
         self.low = max(0, depth - MEMO_LEVELS)  # the lowest height kept (0: the leaves too)
-        nodes = bytearray(DIGEST * (2 << (depth - self.low)))  # heap slots 1 .. (slot 0 unused)
-        for height in range(self.low, depth + 1):
-            start = 1 << (depth - height)
-            fill(nodes, start * DIGEST, 2 * start * DIGEST, defaults[height])
-        self.nodes = nodes
-        self._slots = memoryview(nodes)  # written through: faster than bytearray slice assignment
+        self.kept = HeapNodes(depth - self.low, defaults[self.low:], densify_at=MEMO_DENSIFY_AT)
         self.root = defaults[depth]
         self._pending: list[bytes] | None = None
         self._index = 0
@@ -447,7 +452,7 @@ class RootMemo:
         comparison proved the path: a path that passed by hashing alone is
         not installed, and :meth:`commit` then gives the memo up).
         """
-        depth, low, w, nodes = self.depth, self.low, DIGEST, self.nodes
+        depth, low, w, kept = self.depth, self.low, DIGEST, self.kept
         if len(path) != depth * w or index < 0 or index >> depth:
             raise ValueError(f"leaf {index} with a {len(path)}-byte path does not fit depth {depth}")
         sha = _node_sha1
@@ -455,10 +460,15 @@ class RootMemo:
         a = sha(b"\x00" + struct.pack(">Q", old)).digest()
         if low:  # below the kept levels: hashed, as without the memo
             a = _hash_up(index, path[:low * w], 0, a)
-        at = (leaf >> low) * w
         # the path's node at the lowest kept height and every sibling above it are the TPM's own
-        proven = nodes[at:at + w] == a and path[low * w:] == b"".join(
-            [nodes[(leaf >> k ^ 1) * w:(leaf >> k ^ 1) * w + w] for k in range(low, depth)])
+        if kept.dense:
+            nodes, at = kept.nodes, (leaf >> low) * w
+            proven = nodes[at:at + w] == a and path[low * w:] == b"".join(
+                [nodes[(leaf >> k ^ 1) * w:(leaf >> k ^ 1) * w + w] for k in range(low, depth)])  # type: ignore[index]
+        else:
+            get, dflt = kept.nodes.get, kept.defaults  # type: ignore[union-attr]
+            proven = get(leaf >> low, dflt[0]) == a and path[low * w:] == b"".join(
+                [get(leaf >> k ^ 1, dflt[k - low]) for k in range(low, depth)])
         a = self.root if proven else _hash_up(index, path, low, a)  # else hashed, as without the memo
         self._pending = None
         if new == old:
@@ -478,12 +488,7 @@ class RootMemo:
         upper, self._pending = self._pending, None
         if upper is None or upper[-1] != new_root:
             return False
-        slots, w = self._slots, DIGEST
-        idx = ((1 << self.depth) | self._index) >> self.low
-        for h in upper:
-            at = idx * w
-            slots[at:at + w] = h
-            idx >>= 1
+        self.kept.store_path(self._index >> self.low, upper)
         self.root = new_root
         return True
 
