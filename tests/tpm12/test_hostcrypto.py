@@ -31,3 +31,19 @@ def test_the_oracle_hosts_crypto_all_passes_through_the_seam(monkeypatch: pytest
                      if cmd not in ("TPM_OIAP", "TPM_OSAP"))
     assert seen["hmac_sha1"] >= authorized  # a request and a response HMAC per session
     assert seen["sha1"] >= authorized
+
+
+def test_host_nonces_are_never_handed_out_twice_across_threads() -> None:
+    import threading
+
+    drawn: list[bytes] = []
+
+    def draw() -> None:
+        drawn.extend([hostcrypto.nonce() for _ in range(3000)])  # > 4 KiB each: buffers refill
+
+    threads = [threading.Thread(target=draw) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(set(drawn)) == len(drawn) == 12000

@@ -98,14 +98,18 @@ class HostSession:
 
     def accept(self, out_digest: bytes, trailer: bytes) -> None:
         """Check this session's 41-byte response trailer: nonceEven, continueAuthSession, HMAC."""
-        if len(trailer) != AUTH_OUT:
-            raise TpmError("TPM_BAD_PARAM_SIZE", f"response authorization of {len(trailer)} bytes, not {AUTH_OUT}")
-        even, cont = trailer[:20], trailer[20:21]
-        expect = hostcrypto.hmac_sha1(self.key, out_digest, even, self._sent_odd, cont)
-        if not _hmac.compare_digest(expect, trailer[21:]):
-            raise TpmError("TPM_AUTHFAIL", "response authorization does not verify (tampered response?)")
-        self.nonce_even = even
-        self.open = cont != b"\x00"
+        _check_trailer(self.key, out_digest, self._sent_odd, trailer)
+        self.nonce_even = trailer[:20]
+        self.open = trailer[20:21] != b"\x00"
+
+
+def _check_trailer(key: bytes, out_digest: bytes, odd: bytes, trailer: bytes) -> None:
+    """A response authorization (nonceEven, continueAuthSession, HMAC) must be 41 bytes and verify."""
+    if len(trailer) != AUTH_OUT:
+        raise TpmError("TPM_BAD_PARAM_SIZE", f"response authorization of {len(trailer)} bytes, not {AUTH_OUT}")
+    expect = hostcrypto.hmac_sha1(key, out_digest, trailer[:20], odd, trailer[20:21])
+    if not _hmac.compare_digest(expect, trailer[21:]):
+        raise TpmError("TPM_AUTHFAIL", "response authorization does not verify (tampered response?)")
 
 
 @dataclass
@@ -217,10 +221,12 @@ class Tpm12:
              auth: Sequence[Auth] = (), out_handles: int = 0) -> tuple[list[int], Reader]:
         """Build, send and check one command; returns output handles and a parameter reader."""
         # (precompiled structs, no per-call format strings, no helper frames: every command of every run comes here)
+        t = self._through
+        if t is None and len(auth) == 1 and type(auth[0]) is bytes:
+            return self._call_with_secret(name, handles, params, auth[0], out_handles)
         sessions = [a if isinstance(a, HostSession) else self._session(a) for a in auth] if auth else []
         ordinal = C.ORD[name]
         ord_b = _U32(ordinal)
-        t = self._through
         # the parameter digests are needed only by sessions and transport logs; otherwise on demand
         digests = bool(sessions) or t is not None
         in_digest = hostcrypto.sha1(ord_b, params) if digests else b""
@@ -247,6 +253,33 @@ class Tpm12:
                 end += AUTH_OUT
         else:
             self._last_digests = (ord_b, params, out_params)
+        return out_h, Reader(out_params, f"{name} response")
+
+    def _call_with_secret(self, name: str, handles: Sequence[int], params: bytes, secret_: bytes,
+                          out_handles: int) -> tuple[list[int], Reader]:
+        """:meth:`call` for the commonest case, one session from a bare secret, outside a transport.
+
+        The one-shot OIAP session (continueAuthSession FALSE) is kept in locals
+        instead of a :class:`HostSession`: the same frames, digests, checks and
+        errors, for about a fifth less of the host's own work per command.
+        """
+        handle, even = self._oiap()
+        odd = hostcrypto.nonce()
+        ordinal = C.ORD[name]
+        ord_b = _U32(ordinal)
+        in_digest = hostcrypto.sha1(ord_b, params)
+        body = b"".join((_pack_handles(handles) if handles else b"", params, _U32(handle), odd, b"\x00",
+                         hostcrypto.hmac_sha1(secret_, in_digest, even, odd, b"\x00")))
+        rsp = self.engine.execute(_HEADER_PACK(C.TPM_TAG_RQU_AUTH1_COMMAND, HEADER + len(body), ordinal) + body)
+        rc = _HEADER_UNPACK(rsp)[2]
+        if rc:
+            raise TpmError(C.RC_NAME.get(rc, f"TPM_rc_{rc:#x}"), f"{name} failed")
+        end = len(rsp) - AUTH_OUT
+        out_h = list(_unpack_handles(out_handles, rsp[HEADER:])) if out_handles else []
+        out_params = rsp[HEADER + 4 * out_handles:end]
+        out_digest = hostcrypto.sha1(_RC_SUCCESS, ord_b, out_params)
+        self._last_digests = (in_digest, out_digest)
+        _check_trailer(secret_, out_digest, odd, rsp[end:])
         return out_h, Reader(out_params, f"{name} response")
 
     @property
@@ -315,8 +348,15 @@ class Tpm12:
         if self._through is not None:
             _, r = self.call("TPM_OIAP")
             return HostSession(r.u32(), r.raw(20), secret_, "OIAP")
-        # What call() would do, for the one command without parameters or sessions that
-        # precedes every command authorized by a bare secret: same frame, errors and digests.
+        return HostSession(*self._oiap(), secret_, "OIAP")
+
+    def _oiap(self) -> tuple[int, bytes]:
+        """TPM_OIAP outside a transport: (authHandle, nonceEven).
+
+        What call() would do, for the one command without parameters or
+        sessions that precedes every command authorized by a bare secret: the
+        same frame, errors and digests.
+        """
         rsp = self.engine.execute(_OIAP_FRAME)
         rc = _HEADER_UNPACK(rsp)[2]
         if rc:
@@ -324,9 +364,9 @@ class Tpm12:
         out = rsp[HEADER:]
         self._last_digests = (_ORD_OIAP, b"", out)
         if len(out) >= 24:
-            return HostSession(_U32_FROM(out)[0], out[4:24], secret_, "OIAP")
+            return _U32_FROM(out)[0], out[4:24]
         r = Reader(out, "TPM_OIAP response")  # too short: the Reader's own error
-        return HostSession(r.u32(), r.raw(20), secret_, "OIAP")
+        return r.u32(), r.raw(20)
 
     def TPM_OSAP(self, entity_type: int, entity_value: int, secret_: bytes) -> HostSession:
         odd = hostcrypto.nonce()
