@@ -133,7 +133,7 @@ class Engine:
     # ---- volatile state -------------------------------------------------------
     def _clear_volatile(self) -> None:
         """Part 3, 3.2 TPM_Startup(ST_CLEAR) 2.a-b: sessions and keys gone, PCRs at their defaults."""
-        self.pcrs = [PCR_DEFAULT[i] for i in range(C.NUM_PCRS)]
+        self.pcrs = list(PCR_DEFAULT)  # (one entry per PCR)
         self.keys: dict[int, LoadedKey] = {}
         self.sessions: dict[int, Session] = {}
         self.exclusive: int | None = None

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Callable
 
 from cryptography.hazmat.primitives.asymmetric import rsa
@@ -66,20 +66,28 @@ class KeyParms:
     @classmethod
     def unmarshal(cls, r: Reader) -> "KeyParms":
         alg, enc, sig = r.u32(), r.u16(), r.u16()
-        parms = Reader(r.sized(1024), "TPM_KEY_PARMS")
-        bits = 0
-        if alg == C.TPM_ALG_RSA:
-            bits = parms.u32()
-            primes = parms.u32()
-            if parms.sized(16) not in (b"", b"\x01\x00\x01"):
-                raise TpmError("TPM_BAD_KEY_PROPERTY", "only exponent 65537 is supported")
-            if primes != 2:  # Part 2, 5.4 / libtpms TPM_KeyParms_CheckProperties
-                raise TpmError("TPM_BAD_KEY_PROPERTY", f"numPrimes {primes} (2 supported)")
-            if bits not in RSA_SIZES:
-                raise TpmError("TPM_BAD_KEY_PROPERTY", f"RSA keys of {'/'.join(map(str, RSA_SIZES))} bits, not {bits}")
-        elif alg != C.TPM_ALG_HMAC:
-            raise TpmError("TPM_BAD_KEY_PROPERTY", f"unknown algorithm {alg:#x}")
-        return cls(alg, enc, sig, bits)
+        return _key_parms(cls, alg, enc, sig, r.sized(1024))
+
+
+# One object per distinct TPM_KEY_PARMS: a run parses the same few parameter sets again and again
+# (every key blob holds one). The result is a function of its inputs and immutable; a failing parse
+# raises afresh each time (lru_cache keeps no exceptions), with the same error.
+@functools.lru_cache(maxsize=256)
+def _key_parms(cls: type, alg: int, enc: int, sig: int, raw: bytes) -> KeyParms:
+    parms = Reader(raw, "TPM_KEY_PARMS")
+    bits = 0
+    if alg == C.TPM_ALG_RSA:
+        bits = parms.u32()
+        primes = parms.u32()
+        if parms.sized(16) not in (b"", b"\x01\x00\x01"):
+            raise TpmError("TPM_BAD_KEY_PROPERTY", "only exponent 65537 is supported")
+        if primes != 2:  # Part 2, 5.4 / libtpms TPM_KeyParms_CheckProperties
+            raise TpmError("TPM_BAD_KEY_PROPERTY", f"numPrimes {primes} (2 supported)")
+        if bits not in RSA_SIZES:
+            raise TpmError("TPM_BAD_KEY_PROPERTY", f"RSA keys of {'/'.join(map(str, RSA_SIZES))} bits, not {bits}")
+    elif alg != C.TPM_ALG_HMAC:
+        raise TpmError("TPM_BAD_KEY_PROPERTY", f"unknown algorithm {alg:#x}")
+    return cls(alg, enc, sig, bits)
 
 
 _OAEP, _PKCS1 = C.TPM_ES_RSAESOAEP_SHA1_MGF1, C.TPM_ES_RSAESPKCSv15
@@ -144,7 +152,7 @@ class Key12:
         pcr = r.sized(512)
         pub = r.sized(512)
         enc = r.sized(1024)
-        return cls(usage, flags, auth_usage, parms, pub, enc, pcr)
+        return _shared_key(cls, usage, flags, auth_usage, parms, pub, enc, pcr)
 
     @classmethod
     def from_bytes(cls, blob: bytes) -> "Key12":
@@ -158,10 +166,21 @@ class Key12:
         return _memo(self, "_pubkey", lambda: self.parms.marshal() + Writer().sized(self.pub).bytes())
 
     def with_enc(self, enc: bytes) -> "Key12":
-        key = replace(self, enc=enc)
-        for name in ("_public", "_pubkey"):  # the public fields are the same
-            if name in self.__dict__:
-                object.__setattr__(key, name, self.__dict__[name])
+        return self._evolve(("_public", "_pubkey"), enc=enc)  # (the public fields are the same)
+
+    def with_public(self, pub: bytes) -> "Key12":
+        """This template as the public half of a key just made: ``pub`` in, no private part."""
+        return self._evolve((), pub=pub, enc=b"")
+
+    def _evolve(self, keep: tuple[str, ...], **changes: bytes) -> "Key12":
+        """``dataclasses.replace(self, **changes)`` carrying over the memos named in ``keep``.
+
+        Without replace's per-call field introspection (ten times this): the
+        fields are copied as they are (the dataclass has no __post_init__ and
+        is frozen, so nothing else is derived at construction).
+        """
+        key = object.__new__(type(self))
+        key.__dict__.update({k: v for k, v in self.__dict__.items() if k[0] != "_" or k in keep}, **changes)
         return key
 
     @property
@@ -207,7 +226,15 @@ class Key11(Key12):
         pcr = r.sized(512)
         pub = r.sized(512)
         enc = r.sized(1024)
-        return cls(usage, flags, auth_usage, parms, pub, enc, pcr, ver)
+        return _shared_key(cls, usage, flags, auth_usage, parms, pub, enc, pcr, ver)
+
+
+# One object per distinct key structure parsed: a run parses the same blob more than once (the
+# host reads what a command returned, the TPM loads it), and a shared object keeps its memoised
+# marshalled forms. Safe for the reason _memo is: the keys are frozen.
+@functools.lru_cache(maxsize=256)
+def _shared_key(cls: type, *fields: object) -> Key12:
+    return cls(*fields)
 
 
 def unmarshal_key(r: Reader) -> Key12:

@@ -7,7 +7,6 @@ and creates tpmProof, the TPM's secret that MACs every blob it issues.
 
 from __future__ import annotations
 
-from dataclasses import replace
 
 from trustlab.devices.tpm12 import constants as C
 from trustlab.devices.tpm12.pc_client import PCR_EXTEND_LOCAL, PCR_RESET_LOCAL, PCR_RESETTABLE
@@ -100,7 +99,7 @@ def take_ownership(tpm, req: Request) -> Response:
     st.owner_auth, st.srk_auth, st.srk = owner_auth, srk_auth, srk
     st.tpm_proof = tpm.crypto.random(20)
     tpm.mark_dirty()
-    return Response(params=replace(template, pub=modulus_of(srk), enc=b"").marshal())
+    return Response(params=template.with_public(modulus_of(srk)).marshal())
 
 
 @tpm_command("TPM_GetRandom")

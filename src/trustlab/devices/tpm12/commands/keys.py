@@ -13,7 +13,6 @@ HMAC CMK of the oracle study is thus 6 (parameter digest over 315 bytes) + 5
 from __future__ import annotations
 
 import hmac as _hmac
-from dataclasses import replace
 
 from trustlab.devices.tpm12 import constants as C
 from trustlab.devices.tpm12.errors import TpmError
@@ -79,7 +78,7 @@ def create_wrap_key(tpm, req: Request) -> Response:
     mig_auth = (req.auth.decrypt_auth(0, enc_mig, odd=True) if template.migratable
                 else tpm.state.tpm_proof)
     key = tpm.crypto.rsa_generate(template.parms.key_bits)
-    public = replace(template, pub=modulus_of(key), enc=b"")
+    public = template.with_public(modulus_of(key))
     return Response(params=wrap(tpm, parent, public, usage_auth, mig_auth, prime_of(key)).marshal())
 
 
