@@ -118,6 +118,9 @@ def check_key_parms(usage: int, parms: KeyParms) -> None:
                        f"{parms.key_bits} bits (Part 2, 5.7.1)")
 
 
+_KEY_MEMOS = ("_public", "_blob", "_pubkey")  # Key12's memoised forms (see _memo)
+
+
 @dataclass(frozen=True)
 class Key12:
     """TPM_KEY12 (Part 2, 10.3)."""
@@ -180,7 +183,12 @@ class Key12:
         is frozen, so nothing else is derived at construction).
         """
         key = object.__new__(type(self))
-        key.__dict__.update({k: v for k, v in self.__dict__.items() if k[0] != "_" or k in keep}, **changes)
+        fields = key.__dict__
+        fields.update(self.__dict__)
+        fields.update(changes)
+        for name in _KEY_MEMOS:
+            if name not in keep:
+                fields.pop(name, None)
         return key
 
     @property
