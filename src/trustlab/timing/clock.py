@@ -57,7 +57,8 @@ class Clock:
         self._fixed = {name: c.mean for name, c in profile.components.items() if not c.samples and not c.sd}
         self.realtime = realtime
         self.now_ms = 0.0
-        self._rng = random.Random(seed)
+        self._seed = seed
+        self._rng: random.Random | None = None  # seeded at the first draw (most profiles never draw)
         self._sleep = sleep
         self._wallclock = wallclock
         self._stack: list[CommandRecord] = []
@@ -91,10 +92,17 @@ class Clock:
 
     def _draw(self, c: Component) -> float:
         if c.samples:
-            return self._rng.choice(c.samples)
+            return self._random().choice(c.samples)
         if c.sd:
-            return max(0.0, self._rng.gauss(c.mean, c.sd))
+            return max(0.0, self._random().gauss(c.mean, c.sd))
         return c.mean
+
+    def _random(self) -> random.Random:
+        """The clock's generator, seeded on first use: the same draws as seeding it up front."""
+        rng = self._rng
+        if rng is None:
+            rng = self._rng = random.Random(self._seed)
+        return rng
 
     def charge(self, component: str, count: float = 1.0) -> float:
         """Advance time by ``count`` units of ``component``; returns the ms charged."""
