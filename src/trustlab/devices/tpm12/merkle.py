@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import hashlib
 import struct
-from itertools import repeat
 from typing import Callable, Iterable, Sequence
 
 Hash = Callable[..., bytes]
