@@ -18,6 +18,14 @@ def test_slices_are_fresh_and_sized_across_refills():
     assert e.take(0) == b""
 
 
+def test_a_negative_size_is_refused_not_a_rewind():
+    e = Entropy()
+    first = e.take(20)
+    with pytest.raises(ValueError):
+        e.take(-20)
+    assert e.take(20) != first
+
+
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
 def test_a_forked_child_does_not_reuse_the_parents_buffer():
     e = Entropy()

@@ -105,8 +105,8 @@ class Entropy:
     def take(self, n: int) -> bytes:
         pos = self._pos
         end = pos + n
-        if end > _CHUNK:
-            if n > _CHUNK // 4:
+        if end > _CHUNK or n < 0:
+            if n > _CHUNK // 4 or n < 0:  # (a negative n must not rewind: os.urandom raises)
                 return os.urandom(n)
             self._buf = os.urandom(_CHUNK)
             pos, end = 0, n
