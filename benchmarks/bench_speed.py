@@ -13,13 +13,15 @@ mostly measures the neighbours. Figures:
   the protocol made: the engine's (its ``Primitives``) *and* the host's (the
   client's authorization HMACs and parameter digests, its OAEP encryptions to
   the EK, the destinations' checks of the AIK signature: every call through
-  ``devices/tpm12/hostcrypto``). ``ratio`` = framework / (engine + host crypto),
-  target <= 1.2. Until issue 15's third session the baseline was the engine's
-  calls alone; that figure stays as ``ratio_engine_crypto_only`` (1.92-2.0x at
-  the change, against 1.78-1.85x for ``ratio`` in the same runs: the host's
-  crypto is ~0.6 ms of a ~14 ms run): the issue's ideal is "the raw cryptography
-  and hashing the simulated protocol needs", and the host's half of the
-  protocol is part of that need. ``engine_execute_share`` splits the
+  ``devices/tpm12/hostcrypto``). ``ratio`` = framework / the engine's crypto
+  (the issue's baseline: the raw crypto of the TPM commands), target <= 1.2;
+  ``ratio_incl_host_crypto`` = framework / (engine + host crypto), because
+  the issue's ideal is "the raw cryptography and hashing the simulated
+  protocol needs", and the host's half of the protocol is part of that need
+  (~0.5 ms of a ~11 ms run). Since issue 15's third session TPM commands are
+  counted at ``Engine.execute`` (the dispatcher opens commands without
+  ``Clock.command`` now) and each side is the minimum of 11 alternating rounds
+  (3 before). ``engine_execute_share`` splits the
   framework's CPU into the TPM's side (inside ``Engine.execute``) and the rest
   (client, application, experiment, constructing the TPMs), each also against
   its own side's crypto.
@@ -40,7 +42,9 @@ mostly measures the neighbours. Figures:
   lowest 4 levels; ``merkle.path_nodes``: the host stores the new path the TPM
   just hashed from the same inputs) - 27 real SHA-1s per increment (TPM 5 + 21,
   host 1 for its leaf), not 63. The plain update and the replay stay the
-  baselines: the memos are the simulator's saving, not the protocol's.
+  baselines: the memos are the simulator's saving, not the protocol's. The
+  timed increments follow the recorded chunk on the same tree (2000 requests,
+  which move its nodes to fixed slots, as a long run's are).
 * ``hbs_hash``: the metered SHA-256 of the HBS scheme code (``Hasher`` with
   the card meter on a clock) per call, against ``hashlib.sha256`` of the same
   input. Target ratio <= 1.5.
@@ -168,7 +172,7 @@ def oracle(quick: bool) -> dict[str, Any]:
             "framework_cpu_s": cpu, "raw_crypto_cpu_s": raw, "host_crypto_cpu_s": host,
             "framework_us_per_command": cpu / n * 1e6, "raw_us_per_command": raw / n * 1e6,
             "raw_incl_host_us_per_command": (raw + host) / n * 1e6,
-            "ratio": cpu / (raw + host), "ratio_engine_crypto_only": cpu / raw, "target_ratio": 1.2,
+            "ratio": cpu / raw, "ratio_incl_host_crypto": cpu / (raw + host), "target_ratio": 1.2,
             # where the rest goes (approximate: instrumented runs, see _engine_share)
             "engine_execute_share": share,
             "engine_side_us_per_command": cpu * share / n * 1e6,

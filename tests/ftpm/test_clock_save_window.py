@@ -9,10 +9,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-import pytest
-
 from trustlab.devices.ftpm import storage_cost
-from trustlab.devices.ftpm.errors import FtpmError
 
 
 class _FakeTpm:
@@ -56,7 +53,8 @@ def test_a_rep_the_clock_save_falls_into_is_redone_and_its_image_kept() -> None:
     assert [int.from_bytes(s, "big") for s in skipped] == [1]  # the store must still see that run
 
 
-def test_a_clock_that_never_settles_is_an_error_not_a_figure() -> None:
-    tpm = _FakeTpm(jumps={2, 4, 6, 8, 10})
-    with pytest.raises(FtpmError, match="clock save fell into 5 runs"):
-        _session(tpm).measured(_act(tpm))
+def test_a_command_slower_than_the_save_interval_counts_its_last_run() -> None:
+    tpm = _FakeTpm(jumps={2, 4, 6, 8, 10})  # every run crosses a save: no clean run exists
+    before, after, skipped = _session(tpm).measured(_act(tpm))
+    assert len(skipped) == storage_cost.CLOCK_SAVE_RETRIES - 1  # the store still sees the others
+    assert int.from_bytes(after, "big") - int.from_bytes(before, "big") == 1

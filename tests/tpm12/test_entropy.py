@@ -18,8 +18,7 @@ def test_slices_are_fresh_and_sized_across_refills():
     assert e.take(0) == b""
 
 
-
-def test_a_negative_size_is_refused_and_never_rewinds():
+def test_a_negative_size_is_refused_not_a_rewind():
     e = Entropy()
     first = e.take(20)
     with pytest.raises(ValueError):

@@ -194,3 +194,20 @@ def test_path_nodes_memo_answers_only_for_the_exact_inputs_it_hashed() -> None:
         assert merkle.path_nodes(77, leaf, packed) == want
     for index, lf in ((76, leaf), (77, merkle.counter_leaf(4))):
         assert merkle.path_nodes(index, lf, packed)[-1] == merkle.root_from_path(index, lf, tree.siblings(77))
+
+
+def test_dense_node_stores_copy_and_pickle() -> None:
+    """A dense store writes through a memoryview; copies and pickles must not trip on it."""
+    import copy
+    import pickle
+
+    from trustlab.devices.tpm12.merkle import HeapNodes, default_nodes
+
+    store = HeapNodes(6, default_nodes(6), densify_at=1)
+    for i in range(8):
+        store.set_leaf(i, bytes([i]) * 20)
+    assert store.dense
+    for twin in (copy.deepcopy(store), pickle.loads(pickle.dumps(store))):
+        assert twin.root == store.root
+        twin.set_leaf(3, b"\xff" * 20)  # writes go to the copy's own slots
+        assert twin.root != store.root and store.node((1 << 6) + 3, 0) == bytes([3]) * 20

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import hashlib
 import struct
-from itertools import repeat
 from typing import Callable, Iterable, Sequence
 
 Hash = Callable[..., bytes]
@@ -217,6 +216,15 @@ class HeapNodes:
         # dense: a memoryview of the slots to write through (twice as fast as bytearray slice
         # assignment, and a node of the wrong width raises instead of resizing the array)
         self._slots: memoryview | None = None
+
+    def __getstate__(self) -> dict:
+        """Copies and pickles carry the nodes, not the memoryview over them (a view does not pickle)."""
+        return {**self.__dict__, "_slots": None}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        if self.dense:
+            self._slots = memoryview(self.nodes)  # type: ignore[arg-type]
 
     def _densify(self) -> None:
         """Move the written nodes from the dict into the slot array (once, when it pays)."""

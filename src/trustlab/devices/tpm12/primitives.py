@@ -106,7 +106,7 @@ class Entropy:
         pos = self._pos
         end = pos + n
         if end > _CHUNK or n < 0:
-            if n > _CHUNK // 4 or n < 0:  # (a negative n: os.urandom's ValueError, never a rewind)
+            if n > _CHUNK // 4 or n < 0:  # (a negative n must not rewind: os.urandom raises)
                 return os.urandom(n)
             self._buf = os.urandom(_CHUNK)
             pos, end = 0, n
@@ -252,8 +252,12 @@ def generate_rsa(bits: int) -> rsa.RSAPrivateKey:
 
 
 def mgf1(sha1, seed: bytes, length: int) -> bytes:
-    """MGF1 with SHA-1 (``sha1(*parts)`` gives 20 bytes): the same hash calls, in order, as a counter loop."""
-    return b"".join([sha1(seed, counter.to_bytes(4, "big")) for counter in range(-(-length // DIGEST))])[:length]
+    out = b""
+    counter = 0
+    while len(out) < length:
+        out += sha1(seed, counter.to_bytes(4, "big"))
+        counter += 1
+    return out[:length]
 
 
 def oaep_encode(sha1, message: bytes, phash: bytes, seed: bytes, length: int) -> bytes:

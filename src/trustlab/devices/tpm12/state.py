@@ -10,11 +10,15 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 from trustlab.errors import TrustlabError
+
+if TYPE_CHECKING:
+    from trustlab.devices.tpm12.merkle import RootMemo
 
 STATE_VERSION = 2
 LOCKOUT_THRESHOLD = 5  # failed authorizations tolerated before the dictionary-attack defence (as libtpms)
@@ -69,7 +73,7 @@ class PersistentState:
     # Not state: the host's cache of the hash tree's upper levels under hashtree_root
     # (merkle.RootMemo; TPM_ExecuteHashTree). Never serialised, so a state read back from
     # NV (a restart, a rolled-back save) starts without it.
-    hashtree_memo: object | None = field(default=None, compare=False, repr=False)
+    hashtree_memo: RootMemo | None = field(default=None, compare=False, repr=False)
 
     def to_bytes(self) -> bytes:
         """One JSON document; the part that changes only at ownership (keys, secrets) is cached.
