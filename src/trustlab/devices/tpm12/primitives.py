@@ -252,12 +252,8 @@ def generate_rsa(bits: int) -> rsa.RSAPrivateKey:
 
 
 def mgf1(sha1, seed: bytes, length: int) -> bytes:
-    out = b""
-    counter = 0
-    while len(out) < length:
-        out += sha1(seed, counter.to_bytes(4, "big"))
-        counter += 1
-    return out[:length]
+    """MGF1 with SHA-1 (``sha1(*parts)`` gives 20 bytes): the same hash calls, in order, as a counter loop."""
+    return b"".join([sha1(seed, counter.to_bytes(4, "big")) for counter in range(-(-length // DIGEST))])[:length]
 
 
 def oaep_encode(sha1, message: bytes, phash: bytes, seed: bytes, length: int) -> bytes:
