@@ -12,22 +12,33 @@ import struct
 from trustlab.devices.tpm12.errors import TpmError
 
 
+_PACK_U8 = struct.Struct(">B").pack
+_PACK_U16 = struct.Struct(">H").pack
+_PACK_U32 = struct.Struct(">I").pack
+
+
 class Writer:
-    """Accumulates a TPM structure; every method returns self for chaining."""
+    """Accumulates a TPM structure; every method returns self for chaining.
+
+    (Precompiled packers and no helper calls inside ``sized``: key blobs and
+    many responses are built through here on every protocol run.)
+    """
+
+    __slots__ = ("_parts",)
 
     def __init__(self) -> None:
         self._parts: list[bytes] = []
 
     def u8(self, v: int) -> "Writer":
-        self._parts.append(struct.pack(">B", v))
+        self._parts.append(_PACK_U8(v))
         return self
 
     def u16(self, v: int) -> "Writer":
-        self._parts.append(struct.pack(">H", v))
+        self._parts.append(_PACK_U16(v))
         return self
 
     def u32(self, v: int) -> "Writer":
-        self._parts.append(struct.pack(">I", v))
+        self._parts.append(_PACK_U32(v))
         return self
 
     def raw(self, b: bytes) -> "Writer":
@@ -36,7 +47,8 @@ class Writer:
 
     def sized(self, b: bytes) -> "Writer":
         """A UINT32 size followed by that many bytes (TPM_SIZED_BUFFER and friends)."""
-        return self.u32(len(b)).raw(b)
+        self._parts += (_PACK_U32(len(b)), bytes(b))
+        return self
 
     def bytes(self) -> bytes:
         return b"".join(self._parts)
@@ -141,12 +153,9 @@ class Reader:
             raise TpmError("TPM_BAD_PARAM_SIZE", f"{self._what}: {self.remaining()} trailing byte(s)")
 
 
-_U32_PACK = struct.Struct(">I").pack
-
-
 def sized(b: bytes) -> bytes:
     """``UINT32 len(b) || b`` (a TPM_SIZED_BUFFER): ``Writer().sized(b).bytes()`` without a Writer.
 
     For the command handlers every TPM command of a run goes through (one object less per command).
     """
-    return _U32_PACK(len(b)) + b
+    return _PACK_U32(len(b)) + b
