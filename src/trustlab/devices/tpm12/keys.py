@@ -35,6 +35,7 @@ def _memo(obj: object, name: str, build: Callable[[], bytes]) -> bytes:
     stale) and the memo is not a field (equality, hashing, ``replace`` and
     ``repr`` ignore it). A key is marshalled and digested many times per
     protocol run (blob, public part, TPM_PUBKEY digests, pubDataDigest checks).
+    A Key12 memo's name must be in ``_KEY_MEMOS`` (``Key12._evolve`` drops stale ones by it).
     """
     value = obj.__dict__.get(name)
     if value is None:
