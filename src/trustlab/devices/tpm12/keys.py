@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import struct
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -119,6 +120,9 @@ def check_key_parms(usage: int, parms: KeyParms) -> None:
                        f"{parms.key_bits} bits (Part 2, 5.7.1)")
 
 
+# TPM_KEY12 up to TPM_KEY_PARMS.parmSize: tag, fill, keyUsage, keyFlags, authDataUsage, algorithmID,
+# encScheme, sigScheme
+_KEY12_HEAD = struct.Struct(">HHHIBIHH")
 _KEY_MEMOS = ("_public", "_blob", "_pubkey")  # Key12's memoised forms (see _memo)
 
 
@@ -148,11 +152,17 @@ class Key12:
 
     @classmethod
     def unmarshal(cls, r: Reader) -> "Key12":
-        if r.u16() != C.TPM_TAG_KEY12:
-            raise TpmError("TPM_INVALID_STRUCTURE", "not a TPM_KEY12 (tag)")
-        r.u16()
-        usage, flags, auth_usage = r.u16(), r.u32(), r.u8()
-        parms = KeyParms.unmarshal(r)
+        if r.remaining() >= _KEY12_HEAD.size:  # the fixed fields in one read (the same checks, in order)
+            tag, _, usage, flags, auth_usage, alg, enc, sig = r.unpack(_KEY12_HEAD)
+            if tag != C.TPM_TAG_KEY12:
+                raise TpmError("TPM_INVALID_STRUCTURE", "not a TPM_KEY12 (tag)")
+            parms = _key_parms(KeyParms, alg, enc, sig, r.sized(1024))
+        else:  # too short for them: field by field, so the first failing read raises as ever
+            if r.u16() != C.TPM_TAG_KEY12:
+                raise TpmError("TPM_INVALID_STRUCTURE", "not a TPM_KEY12 (tag)")
+            r.u16()
+            usage, flags, auth_usage = r.u16(), r.u32(), r.u8()
+            parms = KeyParms.unmarshal(r)
         pcr = r.sized(512)
         pub = r.sized(512)
         enc = r.sized(1024)

@@ -118,6 +118,15 @@ class Reader:
         self._pos = end
         return self._data[pos:end]
 
+    def unpack(self, layout: struct.Struct) -> tuple:
+        """A fixed run of fields in one read (``layout.size`` bytes), e.g. a structure's header."""
+        pos = self._pos
+        end = pos + layout.size
+        if end > self._len:
+            raise self._short(layout.size)
+        self._pos = end
+        return layout.unpack_from(self._data, pos)
+
     def peek(self, n: int) -> bytes:
         """The next ``n`` bytes (fewer at the end) without consuming them."""
         return self._data[self._pos:self._pos + n]
