@@ -7,7 +7,6 @@ and creates tpmProof, the TPM's secret that MACs every blob it issues.
 
 from __future__ import annotations
 
-
 from trustlab.devices.tpm12 import constants as C
 from trustlab.devices.tpm12.pc_client import PCR_EXTEND_LOCAL, PCR_RESET_LOCAL, PCR_RESETTABLE
 from trustlab.devices.tpm12.errors import TpmError
