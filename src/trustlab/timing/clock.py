@@ -54,7 +54,7 @@ class Clock:
         self._profile = profile
         self.components = profile.components  # ("name in clock.components": a membership test without a call)
         # per-unit cost of every component without a spread: charging it draws nothing
-        self._fixed = {name: c.mean for name, c in profile.components.items() if not c.samples and not c.sd}
+        self._fixed = {name: c.mean for name, c in profile.components.items() if c.deterministic}
         self.realtime = realtime
         self.now_ms = 0.0
         self._seed = seed
