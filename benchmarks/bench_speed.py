@@ -96,46 +96,8 @@ def startup(quick: bool) -> dict[str, Any]:
 
 # ---- oracle study ---------------------------------------------------------------------------
 
-def _record_primitives() -> tuple[list[tuple], Callable[[], None]]:
-    """Record every raw crypto call the engine's primitives make (class-level, all TPMs)."""
-    from trustlab.devices.tpm12.primitives import Primitives
-
-    calls: list[tuple] = []
-    saved = {n: getattr(Primitives, n) for n in ("sha1", "hmac", "rsa_encrypt", "rsa_decrypt", "rsa_sign")}
-
-    def sha1(self, *parts):
-        calls.append(("sha1", b"".join(parts)))
-        return saved["sha1"](self, *parts)
-
-    def hmac_(self, key, *parts):
-        calls.append(("hmac", key if len(key) <= 64 else hashlib.sha1(key).digest(), b"".join(parts)))
-        return saved["hmac"](self, key, *parts)
-
-    def enc(self, public, plaintext):
-        calls.append(("enc", public, plaintext))
-        return saved["rsa_encrypt"](self, public, plaintext)
-
-    def dec(self, private, ciphertext):
-        calls.append(("dec", private, ciphertext))
-        return saved["rsa_decrypt"](self, private, ciphertext)
-
-    def sign(self, private, digest):
-        calls.append(("sign", private, digest))
-        return saved["rsa_sign"](self, private, digest)
-
-    for name, fn in (("sha1", sha1), ("hmac", hmac_), ("rsa_encrypt", enc), ("rsa_decrypt", dec),
-                     ("rsa_sign", sign)):
-        setattr(Primitives, name, fn)
-
-    def restore() -> None:
-        for name, fn in saved.items():
-            setattr(Primitives, name, fn)
-
-    return calls, restore
-
-
 def oracle(quick: bool) -> dict[str, Any]:
-    from benchmarks.bench_tpm12 import record_host_crypto, replay
+    from benchmarks.bench_tpm12 import record_engine_crypto, record_host_crypto, replay
     from trustlab.devices.tpm12.engine import Engine
     from trustlab.experiments.registry import run_argv
 
@@ -149,13 +111,12 @@ def oracle(quick: bool) -> dict[str, Any]:
         return execute(self, frame)
 
     Engine.execute = counting  # type: ignore[method-assign]
-    calls, restore = _record_primitives()
+    calls: list[tuple] = []
     host_calls: list[tuple] = []
     try:
-        with record_host_crypto(host_calls):
+        with record_engine_crypto(calls), record_host_crypto(host_calls):
             run_argv("oracle", argv)
     finally:
-        restore()
         Engine.execute = execute  # type: ignore[method-assign]
     cpus, raws, hosts = [], [], []
     for _ in range(5 if quick else 11):  # alternate rounds so load drift cancels (a round is ~25 ms)
@@ -245,15 +206,12 @@ def _auth_crypto_calls(built: Any, part: list) -> tuple[list[tuple], int]:
     check of every 1000th answer (21 hashes and an RSA verification) is left
     out: under 0.1 us a request.
     """
-    from benchmarks.bench_tpm12 import record_host_crypto
+    from benchmarks.bench_tpm12 import record_engine_crypto, record_host_crypto
     from trustlab.apps.counters.runner import run as run_requests
 
-    calls, restore = _record_primitives()
-    try:
-        with record_host_crypto(calls):
-            run_requests(built, part, seed=99)
-    finally:
-        restore()
+    calls: list[tuple] = []
+    with record_engine_crypto(calls), record_host_crypto(calls):
+        run_requests(built, part, seed=99)
     return calls, len(part)
 
 
