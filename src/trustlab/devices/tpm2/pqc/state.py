@@ -58,6 +58,7 @@ class Sequence:
     stream: keys.MuStream
     conn: Any
     size: int = 0
+    prefix: bytes = b""  # the message's first 4 bytes (the TPM_GENERATED_VALUE check)
 
 
 class PqcState:

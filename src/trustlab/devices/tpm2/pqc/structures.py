@@ -63,6 +63,7 @@ NO_DA = 1 << 10
 RESTRICTED = 1 << 16
 DECRYPT = 1 << 17
 SIGN = 1 << 18
+X509SIGN = 1 << 19  # 1.85
 
 HASHES = {TPM_ALG_SHA1: "sha1", TPM_ALG_SHA256: "sha256", TPM_ALG_SHA384: "sha384", TPM_ALG_SHA512: "sha512"}
 # DER-encoded OIDs of the pre-hash functions (FIPS 204, Algorithm 4, HashML-DSA)
