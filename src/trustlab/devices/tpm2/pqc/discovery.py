@@ -68,11 +68,16 @@ def ml_parameter_sets() -> int:
 
 
 def _pqc_commands() -> dict[int, int]:
-    """TPMA_CC of the 1.85 commands: commandIndex, cHandles (bits 25-27), rHandle (bit 28)."""
+    """TPMA_CC of the 1.85 commands: commandIndex, flushed (bit 24), cHandles (bits 25-27), rHandle (bit 28).
+
+    The two *SequenceComplete commands end their sequence, so they are ``flushed``
+    (as TPM2_SequenceComplete is; wolfTPM's fwTPM reports the same).
+    """
     out = {}
     for code, reg in ext.registered().items():
         if 0x1A3 <= code <= 0x1AA:
-            out[code] = code | reg.handles << 25 | (1 << 28 if code in (0x1A9, 0x1AA) else 0)
+            out[code] = (code | (1 << 24 if code in (0x1A3, 0x1A4) else 0) | reg.handles << 25
+                         | (1 << 28 if code in (0x1A9, 0x1AA) else 0))
     return out
 
 

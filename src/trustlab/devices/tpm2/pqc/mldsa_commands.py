@@ -88,6 +88,7 @@ def sign_digest(cmd: Command, ctx: Context) -> Reply:
     """
     if classical.is_backend_key(cmd.handles[0]):
         return classical.sign_digest(cmd, ctx)
+    authorize(cmd, 0, _signing_key(ctx, cmd.handles[0]))  # sessions before parameters (Part 3, 5.6 / 5.8)
     obj, context, digest = _digest_command(cmd, ctx)
     r = cmd.params
     tag, hierarchy, ticket = r.param(3).u16(), r.u32(), r.tpm2b(S.MAX_DIGEST_BUFFER)
@@ -95,7 +96,6 @@ def sign_digest(cmd: Command, ctx: Context) -> Reply:
     if tag != S.TPM_ST_HASHCHECK:
         raise TpmError(at_param(ext.TPM_RC_TAG, 3), "validation is not a TPMT_TK_HASHCHECK")
     _not_x509sign(obj)
-    authorize(cmd, 0, obj)
     prehashed = obj.public.type == S.TPM_ALG_HASH_MLDSA
     mu = _digest_mu(obj, context, digest) if prehashed else None  # digest size first, as wolfTPM
     if obj.public.attributes & S.RESTRICTED:
@@ -203,9 +203,9 @@ def sign_sequence_complete(cmd: Command, ctx: Context) -> Reply:
     """A restricted key signs any message but one that starts with TPM_GENERATED_VALUE (TPM_RC_VALUE)."""
     seq = _sequence(ctx, cmd, sign=True)
     obj = _complete_key(ctx, cmd, seq)
+    authorize(cmd, 1, obj)
     data = cmd.params.param(1).tpm2b(S.MAX_BUFFER)
     cmd.params.end()
-    authorize(cmd, 1, obj)
     _feed(seq, data)
     del state_of(ctx).sequences[seq.handle]
     _not_x509sign(obj)

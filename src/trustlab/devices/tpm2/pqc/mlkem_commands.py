@@ -44,10 +44,10 @@ def encapsulate(cmd: Command, ctx: Context) -> Reply:
 @tpm_command(0x1A8, "TPM2_Decapsulate", handles=1)
 def decapsulate(cmd: Command, ctx: Context) -> Reply:
     obj = _kem_key(ctx, cmd.handles[0])
+    authorize(cmd, 0, obj)  # sessions before parameters (Part 3, 5.6 / 5.8), as wolfTPM
     ciphertext = cmd.params.param(1).tpm2b(S.MAX_MLKEM_CT)
     cmd.params.end()
     if len(ciphertext) != obj.params.output_size:
         raise TpmError(at_param(TPM_RC_SIZE, 1), "ciphertext size differs from the parameter set's")
-    authorize(cmd, 0, obj)
     shared = obj.private.decapsulate(ciphertext)
     return Reply(params=S.tpm2b(shared), price=priced(ctx, obj.params, "decapsulate"), variant=obj.params.variant)

@@ -20,7 +20,7 @@ from trustlab.devices.tpm2.extensions import Reader, TpmError, at_param
 from trustlab.devices.tpm2.pqc import binding
 from trustlab.devices.tpm2.pqc import structures as S
 
-TPM_RC_TICKET = 0x0A1
+TPM_RC_TICKET = 0x0A0
 TPM_CC_CREATE_PRIMARY = 0x131
 TPM_CC_SIGN = 0x15D
 TPM_CC_FLUSH_CONTEXT = 0x165
