@@ -153,3 +153,38 @@ def test_x509sign_keys_do_not_sign_digests_or_sequences(tpm):
         tpm.sign_sequence(key.handle, b"m")
     assert e.value.rc == 0x182
     tpm.flush(key.handle)
+
+
+def test_load_external_public_keys_verify_and_encapsulate(tpm):
+    """TPM2_LoadExternal of an ML-DSA / ML-KEM public key made outside the TPM (wolfTPM offers it too)."""
+    from cryptography.hazmat.primitives.asymmetric import mldsa, mlkem
+
+    signer = mldsa.MLDSA44PrivateKey.from_seed_bytes(b"\x05" * 32)
+    public = S.Public(S.TPM_ALG_MLDSA, S.TPM_ALG_SHA256, S.USER_WITH_AUTH | S.SIGN, b"", 1,
+                      unique=signer.public_key().public_bytes_raw())
+    response = tpm.call("TPM2_LoadExternal", frame(0x167, [], S.u16(0) + S.tpm2b(public.marshal())
+                                                   + S.u32(S.TPM_RH_NULL)))
+    handle = int.from_bytes(response[10:14], "big")
+    assert response[14:] == S.tpm2b(public.name())
+    key = type("Key", (), {"handle": handle, "public": public})
+    message = b"signed elsewhere"
+    assert tpm.verify_sequence(key, message, signer.sign(message))[:2] == b"\x80\x26"
+    with pytest.raises(TpmResponseError) as e:
+        tpm.sign_sequence(handle, message)
+    assert e.value.rc == 0x29C  # TPM_RC_KEY, handle 2 (a public key only)
+    tpm.flush(handle)
+    kem = mlkem.MLKEM768PrivateKey.from_seed_bytes(b"\x06" * 64)
+    public = S.Public(S.TPM_ALG_MLKEM, S.TPM_ALG_SHA256, S.USER_WITH_AUTH | S.DECRYPT, b"", 2,
+                      unique=kem.public_key().public_bytes_raw())
+    response = tpm.call("TPM2_LoadExternal", frame(0x167, [], S.u16(0) + S.tpm2b(public.marshal())
+                                                   + S.u32(S.TPM_RH_OWNER)))
+    handle = int.from_bytes(response[10:14], "big")
+    shared, ciphertext = tpm.encapsulate(handle)
+    assert kem.decapsulate(ciphertext) == shared
+    with pytest.raises(TpmResponseError) as e:
+        tpm.decapsulate(handle, ciphertext)
+    assert e.value.rc == 0x19C  # TPM_RC_KEY, handle 1
+    tpm.flush(handle)
+    bad = S.Public(S.TPM_ALG_MLKEM, S.TPM_ALG_SHA256, S.USER_WITH_AUTH | S.DECRYPT, b"", 2, unique=b"\x00" * 100)
+    response = tpm.transport.transact(frame(0x167, [], S.u16(0) + S.tpm2b(bad.marshal()) + S.u32(S.TPM_RH_NULL)))
+    assert rc_of(response) == 0x2DC  # TPM_RC_KEY, parameter 2

@@ -103,7 +103,7 @@ def sign_digest(cmd: Command, ctx: Context) -> Reply:
                                   hierarchy, ticket)
     if mu is None:
         mu = _digest_mu(obj, context, digest)
-    sig = keys.sign_mu(obj.private, mu)
+    sig = keys.sign_mu(obj.private_key(), mu)
     return Reply(params=S.signature(obj.public, sig), price=priced(ctx, obj.params, "sign"),
                  variant=obj.params.variant)
 
@@ -116,7 +116,7 @@ def verify_digest_signature(cmd: Command, ctx: Context) -> Reply:
     sig = S.parse_signature(cmd.params.param(3), obj.public)
     cmd.params.end()
     mu = _digest_mu(obj, context, digest)
-    if not keys.verify_mu(obj.private.public_key(), sig, mu):
+    if not keys.verify_mu(obj.public_key(), sig, mu):
         raise TpmError(at_param(TPM_RC_SIGNATURE, 3), "signature does not verify")
     meta = obj.public.hash_alg if obj.public.type == S.TPM_ALG_HASH_MLDSA else S.TPM_ALG_NULL
     return Reply(params=S.null_verified_ticket(S.TPM_ST_DIGEST_VERIFIED, meta),
@@ -212,7 +212,7 @@ def sign_sequence_complete(cmd: Command, ctx: Context) -> Reply:
     if obj.public.attributes & S.RESTRICTED and seq.prefix == S.u32(TPM_GENERATED_VALUE):
         # 1.85 Part 3 20.6.1 (as wolfTPM quotes and enforces it): no forged attestation structures
         raise TpmError(at_param(TPM_RC_VALUE, 1), "a restricted key does not sign a TPM_GENERATED_VALUE message")
-    sig = keys.sign_mu(obj.private, seq.stream.mu())
+    sig = keys.sign_mu(obj.private_key(2), seq.stream.mu())
     return Reply(params=S.signature(obj.public, sig), price=priced(ctx, obj.params, "sign"),
                  variant=obj.params.variant)
 
@@ -224,7 +224,7 @@ def verify_sequence_complete(cmd: Command, ctx: Context) -> Reply:
     sig = S.parse_signature(cmd.params.param(1), obj.public)
     cmd.params.end()
     del state_of(ctx).sequences[seq.handle]
-    if not keys.verify_mu(obj.private.public_key(), sig, seq.stream.mu()):
+    if not keys.verify_mu(obj.public_key(), sig, seq.stream.mu()):
         raise TpmError(at_param(TPM_RC_SIGNATURE, 1), "signature does not verify")
     return Reply(params=S.null_verified_ticket(S.TPM_ST_MESSAGE_VERIFIED),
                  price=priced(ctx, obj.params, "verify"), variant=obj.params.variant)
@@ -298,6 +298,6 @@ def quote(cmd: Command, ctx: Context) -> Reply:
               + S.tpm2b(qualifying) + clock_info + S.u32(v1) + S.u32(v2) + sel + S.tpm2b(digest))
     stream = keys.MuStream(obj.public.unique, b"", obj.public.type, obj.public.hash_alg)
     stream.update(attest)
-    sig = keys.sign_mu(obj.private, stream.mu())
+    sig = keys.sign_mu(obj.private_key(), stream.mu())
     return Reply(params=S.tpm2b(attest) + S.signature(obj.public, sig), price=priced(ctx, obj.params, "sign"),
                  variant=obj.params.variant)

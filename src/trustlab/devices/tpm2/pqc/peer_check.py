@@ -466,6 +466,42 @@ def quote(s: Session) -> None:
     s.flush(key)
 
 
+def external(s: Session) -> None:
+    """Public keys made outside the TPM, loaded with TPM2_LoadExternal: verify and encapsulate with them."""
+    from cryptography.hazmat.primitives.asymmetric import mldsa as sw_mldsa, mlkem as sw_mlkem
+
+    signer = sw_mldsa.MLDSA65PrivateKey.from_seed_bytes(bytes(range(32)))
+    public = S.Public(S.TPM_ALG_MLDSA, S.TPM_ALG_SHA256, S.USER_WITH_AUTH | S.SIGN, b"", 2,
+                      unique=signer.public_key().public_bytes_raw()).marshal()
+    response = s.send("LoadExternal ML-DSA-65 public key", S.frame(0x167, [], S.u16(0) + S.tpm2b(public)
+                                                                     + S.u32(S.TPM_RH_NULL)),
+                      lambda rsp: {"name": [Reader(rsp, 14).tpm2b()[:2].hex(), len(Reader(rsp, 14).tpm2b())]})
+    if s.ok(response):
+        key = struct.unpack_from(">I", response, 10)[0]
+        message = b"signed outside the TPM"
+        sig = S.u16(S.TPM_ALG_MLDSA) + S.tpm2b(signer.sign(message, b"ctx"))
+        started = s.send("VerifySequenceStart", S.frame(0x1A9, [key], S.tpm2b(b"") + S.tpm2b(b"") + S.tpm2b(b"ctx")))
+        if s.ok(started):
+            seq = struct.unpack_from(">I", started, 10)[0]
+            s.send("SequenceUpdate", S.frame(0x15C, [seq], S.tpm2b(message), [PW]))
+            s.send("VerifySequenceComplete", S.frame(0x1A3, [seq, key], sig, [PW]),
+                   lambda rsp: ticket_shape(parameters(rsp)))
+        s.send("SignDigest with a public key only", S.frame(0x1A6, [key], S.tpm2b(b"") + S.tpm2b(b"\0" * 64)
+                                                            + S.null_hashcheck_ticket(), [PW]))
+        s.flush(key)
+    kem = sw_mlkem.MLKEM768PrivateKey.from_seed_bytes(bytes(range(64)))
+    public = S.Public(S.TPM_ALG_MLKEM, S.TPM_ALG_SHA256, S.USER_WITH_AUTH | S.DECRYPT, b"", 2,
+                      unique=kem.public_key().public_bytes_raw()).marshal()
+    response = s.send("LoadExternal ML-KEM-768 public key", S.frame(0x167, [], S.u16(0) + S.tpm2b(public)
+                                                                      + S.u32(S.TPM_RH_NULL)))
+    if s.ok(response):
+        key = struct.unpack_from(">I", response, 10)[0]
+        s.send("Encapsulate to it", S.frame(0x1A7, [key], b""),
+               lambda rsp: {"matches": kem.decapsulate(_skip2b(parameters(rsp)).tpm2b()) == parameters(rsp).tpm2b()})
+        s.send("Decapsulate with a public key only", S.frame(0x1A8, [key], S.tpm2b(b"\0" * 1088), [PW]))
+        s.flush(key)
+
+
 def ecc(s: Session) -> None:
     """An ECC P-256 ECDSA key through the 1.85 digest commands."""
     area = ecc_area()
@@ -496,6 +532,7 @@ SCENARIOS: dict[str, Callable[[Session], None]] = {
     "two keys": cross_key,
     "restricted": restricted,
     "Quote": quote,
+    "LoadExternal": external,
     "ECC": ecc,
 }
 

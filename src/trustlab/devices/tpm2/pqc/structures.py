@@ -217,6 +217,18 @@ def check_template(pub: Public, n: int) -> None:
         raise TpmError(at_param(TPM_RC_ATTRIBUTES, n), "a restricted key cannot sign an external mu")
 
 
+def check_public_only(pub: Public, n: int) -> None:
+    """Attribute rules for a public key loaded alone: an ML-DSA key signs, an ML-KEM key decrypts (Part 2)."""
+    a = pub.attributes
+    if pub.type in (TPM_ALG_MLDSA, TPM_ALG_HASH_MLDSA):
+        if not a & SIGN or a & DECRYPT:
+            raise TpmError(at_param(TPM_RC_ATTRIBUTES, n), "an ML-DSA key signs and only signs")
+    elif not a & DECRYPT or a & SIGN or a & RESTRICTED:
+        raise TpmError(at_param(TPM_RC_ATTRIBUTES, n), "an ML-KEM public key is an unrestricted decryption key")
+    elif pub.symmetric is not None:
+        raise TpmError(at_param(TPM_RC_SYMMETRIC, n), "an unrestricted ML-KEM key has no symmetric algorithm")
+
+
 @dataclass(frozen=True)
 class SensitiveCreate:
     user_auth: bytes
