@@ -1,4 +1,4 @@
-"""`trustlab serve` for TPM 1.2: the engine behind swtpm's protocol (devices/tpm12/served.py).
+"""`trustlab serve` for TPM 1.2: the engine behind swtpm's protocol (serving/tpm12/engine_backend.py).
 
 The control channel is compared byte for byte with swtpm running libtpms'
 TPM 1.2; the data channel must answer exactly what the in-process engine
@@ -25,10 +25,10 @@ from trustlab.apps.counters.runner import run as run_scheme
 from trustlab.apps.workloads import Request
 from trustlab.devices.tpm12 import MemoryNVStore, Tpm12, TpmError
 from trustlab.devices.tpm12 import constants as C
-from trustlab.devices.tpm12.served import CAPABILITIES, STATE_FILE, EngineBackend
-from trustlab.devices.tpm12.socket_tpm import SocketTpm12, Swtpm12
-from trustlab.devices.tpm2 import wire
-from trustlab.devices.tpm2.proxy import TimingProxy
+from trustlab.serving.tpm12.engine_backend import CAPABILITIES, STATE_FILE, EngineBackend
+from trustlab.serving.tpm12.socket_tpm import SocketTpm12, Swtpm12
+from trustlab.serving import wire
+from trustlab.serving.proxy import TimingProxy
 from trustlab.timing.clock import Clock
 from trustlab.timing.registry import load
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from trustlab.cli._output import print_json, table
+from trustlab.cli._output import print_json
+from trustlab.textable import table
 from trustlab.errors import FormulaError, TrustlabError
 from trustlab.timing import formulas, registry
 from trustlab.timing.formula_sets import tpm2 as tpm2_rules

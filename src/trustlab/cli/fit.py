@@ -7,7 +7,8 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from trustlab.cli._output import print_json, table
+from trustlab.cli._output import print_json
+from trustlab.textable import table
 from trustlab.errors import TrustlabError
 from trustlab.timing import registry
 from trustlab.safe_output import check_file, path_arg, reported, write_text

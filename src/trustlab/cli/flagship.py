@@ -15,7 +15,6 @@ import argparse
 import json
 import math
 import os
-import resource
 import signal
 import subprocess
 import sys
@@ -32,7 +31,7 @@ from trustlab.report.export import slug
 from trustlab.report.records import check, ensure_dir, failure
 from trustlab.safe_output import claim_dir, path_arg, reported, write_text
 
-_ENTRY = "import sys; from trustlab.cli.flagship import child_main; sys.exit(child_main(sys.argv[1:]))"
+_ENTRY = "import sys; from trustlab.cli._flagship_run import child_main; sys.exit(child_main(sys.argv[1:]))"
 _LIVE: set[subprocess.Popen] = set()  # running children, killed if the flagship itself is interrupted
 _LIVE_LOCK = threading.Lock()
 
@@ -146,36 +145,6 @@ def _fork_server(runs: list[tuple[str, list[str]]], env: dict[str, str], timeout
     except (ForkServerError, OSError) as exc:
         print(f"trustlab flagship: running each study in a fresh interpreter ({exc})", file=sys.stderr)
         return None
-
-
-def child_main(argv: list[str]) -> int:
-    """In the child process: ``SAVE NAME ARGV...`` -> run one experiment, write its record.
-
-    Equivalent to ``trustlab run NAME ARGV --save SAVE`` but imports only the
-    experiment it runs, which saves seconds per run on a small machine.
-    """
-    from trustlab.experiments.registry import parse_args, run_experiment
-    from trustlab.report.records import write_json_atomic
-
-    save, name, rest = Path(argv[0]), argv[1], argv[2:]
-    start_cpu = _process_cpu()
-    try:
-        result = run_experiment(name, parse_args(name, rest))
-    except TrustlabError as exc:
-        print(f"trustlab: error: {exc}", file=sys.stderr)
-        return 2
-    # Host CPU of this run (its own and its reaped children's, e.g. swtpm), so a flagship's cost can
-    # be split by study (benchmarks/bench_flagship.py); host measurements, like wall_s, not figures.
-    cpu = _process_cpu()
-    result.meta.update(process_cpu_s=cpu, startup_cpu_s=start_cpu)
-    write_json_atomic(save, result.to_record())
-    return 0
-
-
-def _process_cpu() -> float:
-    """User + system CPU seconds of this process and of the children it has waited for."""
-    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
 
 
 def _terminate_as_interrupt() -> Any:

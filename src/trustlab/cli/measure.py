@@ -6,7 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from trustlab.cli._output import print_json, table
+from trustlab.cli._output import print_json
+from trustlab.textable import table
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -63,7 +63,7 @@ def _log(message: str) -> None:
 
 def _open_backend(args: argparse.Namespace):
     """The backend spec, or for ``--state`` a swtpm on that directory (owned: stopped on exit)."""
-    from trustlab.devices.tpm2.swtpm import remove_stale_state
+    from trustlab.serving.swtpm import remove_stale_state
 
     if args.backend == "swtpm":  # only a serve that starts a swtpm tidies what killed ones left
         for stale in remove_stale_state():
@@ -74,8 +74,8 @@ def _open_backend(args: argparse.Namespace):
         raise TrustlabError(f"--state and --startup apply to --backend swtpm, not {args.backend!r}")
     from pathlib import Path
 
-    from trustlab.devices.tpm2.backend import swtpm_backend
-    from trustlab.devices.tpm2.swtpm import Swtpm
+    from trustlab.serving.tpm2.backend import swtpm_backend
+    from trustlab.serving.swtpm import Swtpm
 
     state = Path(args.state) if args.state else None
     if state is not None and state.exists() and not state.is_dir():
@@ -137,7 +137,7 @@ def _note_lacking(profile) -> None:
 
 
 def _start_tpm2(args: argparse.Namespace, profile):
-    from trustlab.devices.tpm2.proxy import TimingProxy
+    from trustlab.serving.proxy import TimingProxy
 
     backend = _open_backend(args)
     try:
@@ -153,9 +153,9 @@ def _start_tpm2(args: argparse.Namespace, profile):
 
 
 def _start_tpm12(args: argparse.Namespace, profile):
-    """The in-process TPM 1.2 engine behind the same front end (devices/tpm12/served.py)."""
-    from trustlab.devices.tpm12.served import EngineBackend
-    from trustlab.devices.tpm2.proxy import TimingProxy
+    """The in-process TPM 1.2 engine behind the same front end (serving/tpm12/engine_backend.py)."""
+    from trustlab.serving.tpm12.engine_backend import EngineBackend
+    from trustlab.serving.proxy import TimingProxy
 
     if args.backend != "swtpm":
         raise TrustlabError(f"--backend {args.backend}: a tpm1.2 profile is served by trustlab's own TPM 1.2 "

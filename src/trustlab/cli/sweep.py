@@ -77,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _print_params(experiment: str) -> int:
-    from trustlab.cli._output import table
+    from trustlab.textable import table
     from trustlab.experiments._params import schema
 
     rows = [[p["name"], p["type"], p["default"], ", ".join(map(str, p["choices"] or [])), p["help"]]

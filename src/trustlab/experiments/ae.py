@@ -24,7 +24,7 @@ from trustlab.apps.ae.analysis import (
     workload,
 )
 from trustlab.apps.ae.ocb2 import WARNING as OCB2_WARNING
-from trustlab.cli._output import table
+from trustlab.textable import table
 from trustlab.devices.card.platforms import FLAGSHIP, PLATFORMS, platform
 from trustlab.errors import TrustlabError
 from trustlab.experiments.registry import Reference, Result, experiment

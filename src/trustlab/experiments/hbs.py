@@ -31,7 +31,7 @@ from trustlab.apps.hbs.costs import price
 from trustlab.apps.hbs.model import (RESPONSES, Analysis, Stats, analyse, drivers, response_alternative,
                                      sensitivity, wots_keygen_counts, wots_signature_counts)
 from trustlab.apps.hbs.params import XMSSParams
-from trustlab.cli._output import table
+from trustlab.textable import table
 from trustlab.errors import TrustlabError
 from trustlab.experiments._params import seed
 from trustlab.experiments.registry import Reference, Result, experiment

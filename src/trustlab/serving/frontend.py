@@ -28,82 +28,47 @@ from __future__ import annotations
 
 import heapq
 import itertools
-import os
 import selectors
 import socket
 import struct
 import threading
 import time
 from collections import deque
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
-from trustlab.devices.tpm2 import wire
+from trustlab.serving import wire
+from trustlab.serving.realtime import SPIN, RealtimeScheduling, precise_sleep_until
+from trustlab.serving.trace import TraceRecord
 
-if TYPE_CHECKING:  # pragma: no cover
-    from trustlab.devices.tpm2.proxy import Client, TimingProxy, TraceRecord
+
+class Served(Protocol):
+    """What the front end needs of the proxy it serves (:class:`~trustlab.serving.proxy.TimingProxy`).
+
+    Declared here so the front end does not import the proxy that starts it.
+    """
+
+    virtual: bool
+    family: str
+    port: int
+
+    def client_for(self, sock: socket.socket, conn_id: int) -> Any: ...
+    def client_left(self, client: Any, conn_id: int) -> None: ...
+    def peer_pid(self, sock: socket.socket) -> int | None: ...
+    def reap_clients(self) -> None: ...
+    def note_reject(self, reason: str) -> None: ...
+    def serve_command(self, client: Any, command: bytes, framing: str,
+                      arrived: float) -> tuple[bytes, float, TraceRecord]: ...
+    def control_request(self, request: bytes) -> tuple[bytes, bool]: ...
+    def sent(self, record: TraceRecord, when: float) -> None: ...
+    def traced(self, record: TraceRecord) -> None: ...
 
 IDLE_PARTIAL_TIMEOUT = 10.0
 """Seconds a client may stall in the middle of a frame before it is dropped."""
-SPIN = 0.0002
-"""The last part of a hold is spun, not slept: ``select`` wakes ~0.1 ms late."""
 REAP_INTERVAL = 0.5
 """Seconds between checks for client processes that have exited (their spaces are flushed)."""
 SEND_TIMEOUT = 2.0
 """Seconds a client may leave a response unread (a full socket buffer) before it is dropped: the loop
 serves everyone, so one stalled reader must not hold it long."""
-
-
-def precise_sleep_until(deadline: float) -> None:
-    """Sleep until ``time.perf_counter() >= deadline``; spin (without yielding) for the last 0.2 ms.
-
-    The spin must not call ``sched_yield`` (``time.sleep(0)``): on a loaded
-    host a yielding thread can lose the CPU for a whole time slice, several ms.
-    """
-    remaining = deadline - time.perf_counter()
-    if remaining > SPIN:
-        time.sleep(remaining - SPIN)
-    while time.perf_counter() < deadline:
-        pass
-
-
-class RealtimeScheduling:
-    """SCHED_FIFO for the loop thread while it waits and holds; normal while it runs jobs.
-
-    On a loaded host a sleeping thread wakes several ms late under the
-    ordinary scheduler - measured here: p99 ~3 ms lateness at load 3 on 2
-    cores, even at nice -20 - which is the whole error budget. A SCHED_FIFO
-    thread is woken within microseconds. Jobs (an in-process engine may
-    compute for seconds) run at normal priority so they never starve the host.
-    """
-
-    def __init__(self, wanted: bool) -> None:
-        self.active = False
-        if not wanted:
-            return
-        try:
-            self._normal = os.sched_getparam(0)
-            self._policy = os.sched_getscheduler(0)
-            os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(10))  # 0 = calling thread on Linux
-            self.active = True
-        except (OSError, AttributeError):
-            try:
-                os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), -10)
-            except (OSError, AttributeError):
-                pass
-
-    def high(self) -> None:
-        if self.active:
-            try:
-                os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(10))
-            except OSError:
-                pass
-
-    def normal(self) -> None:
-        if self.active:
-            try:
-                os.sched_setscheduler(0, self._policy, self._normal)
-            except OSError:
-                pass
 
 
 def _quickack(sock: socket.socket) -> None:
@@ -129,7 +94,7 @@ class Conn:
         self.mode = None if control == "auto" else control  # control port: "swtpm" / "mssim"
         self.spoke = False  # data port: a frame has arrived
         self.partial_since = 0.0
-        self.client: Client | None = None
+        self.client: Any = None  # the proxy's Client (data port)
         self.eof = False
         self.closed = False
 
@@ -146,7 +111,7 @@ class Conn:
 class FrontEnd:
     """Serve ``proxy`` on two listening sockets from one thread (see the module docstring)."""
 
-    def __init__(self, proxy: "TimingProxy", data_srv: socket.socket, ctrl_srv: socket.socket, *,
+    def __init__(self, proxy: Served, data_srv: socket.socket, ctrl_srv: socket.socket, *,
                  control: str, rt_priority: bool) -> None:
         self.proxy = proxy
         self.control = control
@@ -405,7 +370,7 @@ class FrontEnd:
 
     # ---- jobs ----------------------------------------------------------------
 
-    def _send_response(self, conn: Conn, data: bytes, record: "TraceRecord") -> None:
+    def _send_response(self, conn: Conn, data: bytes, record: TraceRecord) -> None:
         self.proxy.sent(record, time.perf_counter())
         if not conn.send(data):
             self._drop(conn)
@@ -440,7 +405,7 @@ class FrontEnd:
                 self._end(conn)
 
 
-def serve(proxy: "TimingProxy", data_srv: socket.socket, ctrl_srv: socket.socket, *, control: str,
+def serve(proxy: Served, data_srv: socket.socket, ctrl_srv: socket.socket, *, control: str,
           rt_priority: bool) -> FrontEnd:
     """Start a :class:`FrontEnd` for ``proxy``; returns it (``stop()`` to end)."""
     front = FrontEnd(proxy, data_srv, ctrl_srv, control=control, rt_priority=rt_priority)

@@ -47,8 +47,8 @@ from trustlab.devices.tpm12 import constants as C
 from trustlab.devices.tpm12 import registry
 from trustlab.devices.tpm12.engine import Engine
 from trustlab.devices.tpm12.nvstore import FileNVStore, NVStore
-from trustlab.devices.tpm2 import wire
-from trustlab.devices.tpm2.backend import Backend
+from trustlab.serving import wire
+from trustlab.serving.backend import Backend
 from trustlab.errors import TrustlabError
 from trustlab.timing.clock import Clock
 from trustlab.timing.profile import Profile

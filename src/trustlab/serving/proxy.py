@@ -8,7 +8,7 @@ simulator's platform signals from swtpm's control requests by the first
 frame, so ``mssim:port=P`` works against the same default proxy.
 
 Each command runs through a resource manager with the kernel tpmrm's rules
-(:mod:`.rm`; ``rm=False`` for raw access), then on the backend; its cost is
+(:mod:`.tpm2.rm`; ``rm=False`` for raw access), then on the backend; its cost is
 modelled from the wire (:mod:`.cost`) or reported by the backend itself
 (:meth:`.Backend.charged`). In realtime mode the response is held until the
 modelled time has passed since its last request byte arrived (one event-loop
@@ -25,23 +25,27 @@ or simply ``with timed_swtpm("nuvoton-npct750-wolftpm") as proxy: ...``.
 from __future__ import annotations
 
 import itertools
-import json
 import socket
 import struct
 import sys
 import threading
 import time
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Callable, Iterator
 
-from trustlab.devices.tpm2 import cost, extensions, objects, peers, wire
-from trustlab.devices.tpm2.backend import Backend, SocketBackend, open_backend
+from trustlab.devices.tpm2 import cost, extensions, objects
+from trustlab.devices.tpm2 import wire as tpm2wire
+from trustlab.serving import peers, wire
+from trustlab.serving.backend import Backend
+from trustlab.serving.tpm2.backend import SocketBackend, open_backend
 from trustlab.devices.tpm2.commands import TPM_RC_FAILURE, command_name
-from trustlab.devices.tpm2.frontend import precise_sleep_until, serve
-from trustlab.devices.tpm2.rm import ResourceManager, Space
-from trustlab.devices.tpm2.swtpm import Swtpm, free_port_pair
+from trustlab.serving.frontend import serve
+from trustlab.serving.realtime import precise_sleep_until
+from trustlab.serving.trace import TraceRecord, TraceWriter
+from trustlab.serving.tpm2.rm import ResourceManager, Space
+from trustlab.serving.swtpm import Swtpm, free_port_pair
 from trustlab.errors import TrustlabError
 from trustlab.timing.clock import Clock
 from trustlab.timing.profile import Profile
@@ -51,45 +55,9 @@ PROBE_TIMEOUT = 10.0
 
 TPM2_GetRandom = 0x17B
 TPM12_FAIL = 0x09
-TPM12_GET_RANDOM = wire.build_command(0x46, struct.pack(">I", 8), tag=0x00C1)
-TPM12_STARTUP_CLEAR = wire.build_command(0x99, struct.pack(">H", 1), tag=0x00C1)
+TPM12_GET_RANDOM = tpm2wire.build_command(0x46, struct.pack(">I", 8), tag=0x00C1)
+TPM12_STARTUP_CLEAR = tpm2wire.build_command(0x99, struct.pack(">H", 1), tag=0x00C1)
 CONTROL_MODES = ("auto", "swtpm", "mssim")
-
-
-@dataclass
-class TraceRecord:
-    """One command as the proxy saw and timed it (one JSONL line of ``--trace``).
-
-    ``served_ms``: from the arrival of the command's last byte to the due time
-    of its response (= ``modelled_ms`` unless the chip was busy with another
-    client's command, or the backend alone took longer: then ``late``).
-    ``rm_ms``: the part of ``modelled_ms`` charged for the resource manager's
-    own ContextLoad/ContextSave/FlushContext commands (``rm_commands`` of them).
-    """
-
-    seq: int
-    command: str
-    code: str
-    variant: str | None
-    framing: str
-    in_bytes: int
-    out_bytes: int
-    rc: int
-    modelled_ms: float
-    backend_ms: float
-    held_ms: float
-    unmodelled: bool
-    missing: list[str] = field(default_factory=list)
-    breakdown: dict[str, float] = field(default_factory=dict)
-    terms: dict[str, float] = field(default_factory=dict)
-    served_ms: float = 0.0
-    late: bool = False
-    rm_ms: float = 0.0
-    rm_commands: int = 0
-    client: int = 0
-    late_count: int = 0
-    """Responses so far (this one included) where the backend alone exceeded the model."""
-    arrived: float = field(default=0.0, repr=False, compare=False)
 
 
 @dataclass(eq=False)
@@ -149,16 +117,12 @@ class TimingProxy:
         self._rm_ms = 0.0
         self._rm_commands = 0
         self._tpm_lock = threading.RLock()
-        self._trace_file: IO[str] | None = None
-        self._trace_close = False
+        self._trace_writer: TraceWriter | None = None
         self._trace_fn: Callable[[TraceRecord], None] | None = None
         if callable(trace):
             self._trace_fn = trace
-        elif isinstance(trace, (str, Path)):
-            self._trace_file = open(trace, "a", encoding="utf-8")  # noqa: SIM115 - closed in stop()
-            self._trace_close = True
         elif trace is not None:
-            self._trace_file = trace
+            self._trace_writer = TraceWriter(trace)  # closed in stop()
         if not virtual and sys.getswitchinterval() > 0.001:
             # A held response must go out within ~0.1 ms of its due time; with
             # Python's default 5 ms GIL switch interval a busy thread elsewhere
@@ -228,7 +192,7 @@ class TimingProxy:
         timeout = getattr(self.backend, "timeout", None)
         if isinstance(self.backend, SocketBackend):
             self.backend.timeout = min(timeout, PROBE_TIMEOUT)
-        probe = TPM12_GET_RANDOM if self.family == "tpm1.2" else wire.build_command(TPM2_GetRandom, b"\x00\x08")
+        probe = TPM12_GET_RANDOM if self.family == "tpm1.2" else tpm2wire.build_command(TPM2_GetRandom, b"\x00\x08")
         try:
             with self._tpm_lock:
                 response = self.backend.transact(probe)
@@ -287,7 +251,7 @@ class TimingProxy:
             if len(reply) < 4 or wire.ctrl_result(reply) != 0:
                 raise TrustlabError(f"backend {self.backend.describe()}: CMD_INIT failed")
             self.backend.release()
-            startup = TPM12_STARTUP_CLEAR if self.family == "tpm1.2" else wire.startup_command()
+            startup = TPM12_STARTUP_CLEAR if self.family == "tpm1.2" else tpm2wire.startup_command()
             rc = wire.response_code(self.backend.transact(startup))
             if rc not in (0, 0x100, 0x26):  # TPM_RC_INITIALIZE / TPM_INVALID_POSTINIT: already started
                 raise TrustlabError(f"backend {self.backend.describe()}: Startup failed with {rc:#x}")
@@ -311,8 +275,8 @@ class TimingProxy:
         self._front.stop()
         with self._tpm_lock:
             self.backend.close()
-        if self._trace_file is not None and self._trace_close:
-            self._trace_file.close()
+        if self._trace_writer is not None:
+            self._trace_writer.close()
 
     def __enter__(self) -> "TimingProxy":
         return self
@@ -426,9 +390,8 @@ class TimingProxy:
 
     def traced(self, record: TraceRecord) -> None:
         """Write ``record``'s trace line (after its response left: file I/O never delays a client)."""
-        if self._trace_file is not None:
-            self._trace_file.write(json.dumps({k: v for k, v in asdict(record).items() if k != "arrived"}) + "\n")
-            self._trace_file.flush()
+        if self._trace_writer is not None:
+            self._trace_writer.write(record)
 
     def _command_path(self, client: Client, command: bytes):
         """Extension hook, resource manager, backend, pricing - one place each.
@@ -616,7 +579,7 @@ def timed_swtpm(profile: "Profile | str", *, virtual: bool = False, trace=None, 
         profile = registry.load(profile)
     tpm = Swtpm(unix=unix).start()
     try:
-        from trustlab.devices.tpm2.backend import swtpm_backend
+        from trustlab.serving.tpm2.backend import swtpm_backend
 
         proxy = TimingProxy(profile, swtpm_backend(tpm, owned=True), virtual=virtual, trace=trace, seed=seed, rm=rm)
     except BaseException:
