@@ -120,7 +120,14 @@ def test_control_channel_relay_and_proxy_reset(swtpm, zero_profile):
             ctrl.sendall(wire.ctrl_init())
             assert wire.ctrl_result(ctrl.recv(4)) == 0
         with socket.create_connection(("127.0.0.1", proxy.port)) as s:
-            s.sendall(GETRANDOM)  # after CMD_INIT the TPM wants TPM2_Startup first
+            s.sendall(GETRANDOM)  # CMD_INIT is a power cycle followed by the BIOS's TPM2_Startup(CLEAR)
+            assert wire.response_code(s.recv(100)) == 0
+    with TimingProxy(zero_profile, swtpm, virtual=True, startup="none") as proxy:
+        with socket.create_connection(("127.0.0.1", proxy.ctrl_port)) as ctrl:
+            ctrl.sendall(wire.ctrl_init())
+            assert wire.ctrl_result(ctrl.recv(4)) == 0
+        with socket.create_connection(("127.0.0.1", proxy.port)) as s:
+            s.sendall(GETRANDOM)  # --startup none: the client sends TPM2_Startup itself
             assert wire.response_code(s.recv(100)) == 0x100
 
 

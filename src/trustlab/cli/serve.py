@@ -143,7 +143,7 @@ def _start_tpm2(args: argparse.Namespace, profile):
     try:
         return TimingProxy(profile, backend, virtual=args.virtual, trace=args.trace, host=args.host,
                            port=args.port, seed=args.seed, control=args.control, rm=not args.no_rm,
-                           rt_priority=not args.no_rt_priority, log=_log)
+                           rt_priority=not args.no_rt_priority, log=_log, startup=args.startup)
     except BaseException as exc:
         if not isinstance(backend, str):
             backend.close()
@@ -166,7 +166,7 @@ def _start_tpm12(args: argparse.Namespace, profile):
     try:
         return TimingProxy(profile, backend, control="swtpm", virtual=args.virtual, trace=args.trace,
                            host=args.host, port=args.port, seed=args.seed, rt_priority=not args.no_rt_priority,
-                           log=_log)
+                           log=_log, startup=args.startup)
     except BaseException as exc:
         backend.close()
         if isinstance(exc, OSError):

@@ -59,6 +59,7 @@ class Served(Protocol):
     def serve_command(self, client: Any, command: bytes, framing: str,
                       arrived: float) -> tuple[bytes, float, TraceRecord]: ...
     def control_request(self, request: bytes) -> tuple[bytes, bool]: ...
+    def platform_signal(self, code: int) -> bytes: ...
     def sent(self, record: TraceRecord, when: float) -> None: ...
     def traced(self, record: TraceRecord) -> None: ...
 
@@ -345,7 +346,7 @@ class FrontEnd:
                    for c in silent)
 
     def _mssim_signal(self, conn: Conn) -> bool:
-        """One MS-simulator platform signal: acknowledged with 0 (see the proxy's docstring)."""
+        """One MS-simulator platform signal, answered in arrival order by the proxy's control policy."""
         if len(conn.buf) < 4:
             return False
         code = struct.unpack(">I", conn.buf[:4])[0]
@@ -353,7 +354,7 @@ class FrontEnd:
         if code in (wire.MS_SESSION_END, wire.MS_STOP):
             self._end(conn)
             return False
-        self._jobs.append(("send", conn, struct.pack(">I", 0)))
+        self._jobs.append(("signal", conn, code))
         return True
 
     def _swtpm_request(self, conn: Conn) -> bool:
@@ -398,6 +399,9 @@ class FrontEnd:
                 heapq.heappush(self._held, (due, next(self._seq), conn, data, record))
                 return
             self._send_response(conn, data, record)
+        elif kind == "signal":
+            if not conn.send(self.proxy.platform_signal(job[2])):
+                self._drop(conn)
         elif kind == "ctrl":
             request, skip = job[2], job[3]
             reply, keep_open = self.proxy.control_request(request)

@@ -37,11 +37,12 @@ from typing import IO, Callable, Iterator
 
 from trustlab.devices.tpm2 import cost, extensions, objects
 from trustlab.devices.tpm2 import wire as tpm2wire
-from trustlab.serving import peers, wire
+from trustlab.serving import control, peers, wire
 from trustlab.serving.backend import Backend
 from trustlab.serving.tpm2.backend import SocketBackend, open_backend
 from trustlab.devices.tpm2.commands import TPM_RC_FAILURE, command_name
 from trustlab.serving.frontend import serve
+from trustlab.serving.oplog import OperatorLog
 from trustlab.serving.realtime import precise_sleep_until
 from trustlab.serving.trace import TraceRecord, TraceWriter
 from trustlab.serving.tpm2.rm import ResourceManager, Space
@@ -69,6 +70,8 @@ class Client:
     pid: int | None
     space: Space
     conns: set[int] = field(default_factory=set)
+    started: str | None = None
+    """The process's start time (tells a reused PID apart)."""
 
 
 class TimingProxy:
@@ -90,22 +93,27 @@ class TimingProxy:
                  virtual: bool = False, trace: "str | Path | IO[str] | Callable[[TraceRecord], None] | None" = None,
                  host: str = "127.0.0.1", port: int = 0, seed: int = 0, control: str = "auto",
                  keep_records: int = 100_000, rt_priority: bool = True, rm: bool = True,
-                 log: Callable[[str], None] | None = None) -> None:
+                 log: Callable[[str], None] | None = None, startup: str = "clear") -> None:
         if control not in CONTROL_MODES:
             raise ValueError(f"control must be one of {', '.join(CONTROL_MODES)}, not {control!r}")
+        if startup not in ("clear", "none"):
+            raise ValueError(f"startup must be 'clear' or 'none', not {startup!r}")
+        self.startup = startup
         self.profile = profile
         self.virtual = virtual
         self.control = control
         self.backend = open_backend(backend)
         self.family = getattr(self.backend, "family", "tpm2")
-        self._log = log
+        self._log = OperatorLog(log)
         self._backend_down = False
+        self._state_error: str | None = None
         self.clock = Clock(profile, seed=seed, realtime=False)
         self.objects = objects.ObjectTable()
         self.extension_state = extensions.ExtensionState(seed, flush_on_close=rm and self.family == "tpm2")
         self.rm: ResourceManager | None = None
         if rm and self.family == "tpm2":
-            self.rm = ResourceManager(self._internal, self.objects, query=self.backend.transact)
+            self.rm = ResourceManager(self._internal, self.objects, query=self.backend.transact,
+                                      reclaim=self._reclaim_space)
         self.records: list[TraceRecord] = []
         self.late_count = 0
         """Responses where the backend alone took longer than the modelled time."""
@@ -118,11 +126,16 @@ class TimingProxy:
         self._rm_commands = 0
         self._tpm_lock = threading.RLock()
         self._trace_writer: TraceWriter | None = None
+        self.trace_error: str | None = None
         self._trace_fn: Callable[[TraceRecord], None] | None = None
         if callable(trace):
             self._trace_fn = trace
         elif trace is not None:
-            self._trace_writer = TraceWriter(trace)  # closed in stop()
+            try:
+                self._trace_writer = TraceWriter(trace)  # closed in stop()
+            except OSError as exc:
+                self.backend.close()
+                raise TrustlabError(f"--trace {trace}: cannot open ({exc.strerror or exc})") from None
         if not virtual and sys.getswitchinterval() > 0.001:
             # A held response must go out within ~0.1 ms of its due time; with
             # Python's default 5 ms GIL switch interval a busy thread elsewhere
@@ -250,22 +263,31 @@ class TimingProxy:
             reply = self._control_upstream(wire.CMD_INIT, wire.ctrl_init())
             if len(reply) < 4 or wire.ctrl_result(reply) != 0:
                 raise TrustlabError(f"backend {self.backend.describe()}: CMD_INIT failed")
-            self.backend.release()
-            startup = TPM12_STARTUP_CLEAR if self.family == "tpm1.2" else tpm2wire.startup_command()
-            rc = wire.response_code(self.backend.transact(startup))
+            rc = self._after_power_up(startup=True)
             if rc not in (0, 0x100, 0x26):  # TPM_RC_INITIALIZE / TPM_INVALID_POSTINIT: already started
                 raise TrustlabError(f"backend {self.backend.describe()}: Startup failed with {rc:#x}")
-            self._power_cycled()
-            for client in self._clients.values():
-                client.space = Space(client.id)
             self.clock.reset()
             self._chip_free = 0.0
 
-    def _power_cycled(self) -> None:
-        """After CMD_INIT every transient object and session is gone."""
+    def _after_power_up(self, startup: bool) -> int:
+        """After a power cycle (CMD_INIT): every transient object and session is gone; with ``startup``,
+        send the TPM(2)_Startup(CLEAR) a BIOS sends. Returns the Startup's response code (0: none sent).
+
+        The TPM 1.2 engine plays the BIOS itself (its ``startup`` option), so nothing is sent to it.
+        """
+        self.backend.release()
         self.objects.clear_transient()
         if self.rm is not None:
             self.rm.reset()
+        for client in self._clients.values():
+            client.space = Space(client.id)
+        if not startup or getattr(self.backend, "plays_bios", False):
+            return 0
+        command = TPM12_STARTUP_CLEAR if self.family == "tpm1.2" else tpm2wire.startup_command()
+        try:
+            return wire.response_code(self.backend.transact(command))
+        except (wire.WireError, struct.error, ValueError):
+            return TPM_RC_FAILURE
 
     def stop(self) -> None:
         """Close listeners and connections, the backend (and its swtpm if owned), the trace."""
@@ -276,7 +298,11 @@ class TimingProxy:
         with self._tpm_lock:
             self.backend.close()
         if self._trace_writer is not None:
-            self._trace_writer.close()
+            try:
+                self._trace_writer.close()
+            except OSError as exc:
+                self._trace_failed(exc)
+        self._log.flush()
 
     def __enter__(self) -> "TimingProxy":
         return self
@@ -311,8 +337,10 @@ class TimingProxy:
     def client_for(self, sock: socket.socket, conn_id: int) -> Client:
         """The client a new data connection belongs to: its local process, else the connection."""
         pid = self._peers.pid_of(sock) if self.rm is not None else None
-        key = ("pid", pid) if pid is not None else ("conn", conn_id)
+        started = peers.start_time(pid) if pid is not None else None
+        key = ("pid", pid, started) if pid is not None else ("conn", conn_id)  # a reused PID is a new client
         client = self._clients.get(key) or self._new_client(key, pid)
+        client.started = started
         client.conns.add(conn_id)
         return client
 
@@ -325,8 +353,22 @@ class TimingProxy:
     def reap_clients(self) -> None:
         """End the clients whose process has exited (as closing /dev/tpmrm0 does)."""
         for key, client in list(self._clients.items()):
-            if client.pid is not None and not client.conns and not peers.alive(client.pid):
+            if client.pid is not None and not client.conns and not peers.alive(client.pid, client.started):
                 self._end_client(key)
+
+    def _reclaim_space(self, space: Space) -> bool:
+        """The resource manager asks: has the owner of ``space`` exited? Then close its space now (its exit
+        would be noticed at the next reap; the next tool of a shell script is faster than that)."""
+        for key, client in list(self._clients.items()):
+            if client.space is space:
+                if client.pid is None or client.conns or peers.alive(client.pid, client.started):
+                    return False
+                del self._clients[key]
+                extensions.connection_closed(client.id, self.extension_state)
+                if self.rm is not None:
+                    self.rm.close(space)  # its RM commands are charged to the command that claims
+                return True
+        return False
 
     def _end_client(self, key: tuple) -> None:
         client = self._clients.pop(key, None)
@@ -391,7 +433,22 @@ class TimingProxy:
     def traced(self, record: TraceRecord) -> None:
         """Write ``record``'s trace line (after its response left: file I/O never delays a client)."""
         if self._trace_writer is not None:
-            self._trace_writer.write(record)
+            try:
+                self._trace_writer.write(record)
+            except OSError as exc:
+                self._trace_failed(exc)
+
+    def _trace_failed(self, exc: OSError) -> None:
+        """A trace write failed (a full disk): say so once, stop tracing, go on serving."""
+        writer, self._trace_writer = self._trace_writer, None
+        name = writer.name if writer is not None else "the trace"
+        self.trace_error = f"--trace {name}: cannot write ({exc.strerror or exc}); tracing is off, serving goes on"
+        self._log(self.trace_error)
+        if writer is not None:
+            try:
+                writer.close()
+            except OSError:
+                pass
 
     def _command_path(self, client: Client, command: bytes):
         """Extension hook, resource manager, backend, pricing - one place each.
@@ -523,21 +580,58 @@ class TimingProxy:
         Only :data:`wire.ALLOWED_CONTROL` reaches the TPM; anything else is
         refused with TPM_FAIL and logged. Allowed requests are answered by the
         backend in-process (:meth:`Backend.control`), else relayed to its
-        control channel, else acknowledged here (a device has no control channel).
+        control channel, else acknowledged here (a device has no control
+        channel; there ``CMD_INIT`` is refused). ``CMD_INIT`` is a real power
+        cycle followed by the BIOS's Startup (:mod:`.control`).
         """
         code = struct.unpack(">I", request[:4])[0]
-        # a backend may allow more of its own (the in-process TPM 1.2: power-down and the DRTM sequence)
+        name = wire.CONTROL_NAMES.get(code, f"control code {code}")
+        # a backend may allow more of its own (the in-process TPM 1.2: the DRTM sequence)
         if code not in wire.ALLOWED_CONTROL and code not in getattr(self.backend, "extra_control", ()):
-            self.refused_control += 1
-            if self._log is not None:
-                name = wire.CONTROL_NAMES.get(code, f"control code {code}")
-                self._log(f"refused {name} on the control port (only the requests a TSS needs are allowed)")
+            self._refuse(f"refused {name} on the control port (only the requests a TSS needs are allowed)")
             return wire.ctrl_error(wire.TPM_FAIL), code in wire.CTRL_FIXED_LENGTH
+        if code == wire.CMD_INIT and not self._can_power_cycle():
+            self._refuse(f"refused {name}: backend {self.backend.describe()} cannot be power-cycled")
+            return wire.ctrl_error(wire.TPM_FAIL), True
         with self._tpm_lock:
             reply = self._control_upstream(code, request)
             if code == wire.CMD_INIT and len(reply) >= 4 and wire.ctrl_result(reply) == 0:
-                self._power_cycled()
+                self._powered_up(f"{name} on the control port")
         return reply, True
+
+    def platform_signal(self, code: int) -> bytes:
+        """Answer one MS-simulator platform signal (4 bytes: 0 done, else refused); see :mod:`.control`."""
+        action = control.ms_signal_action(code)
+        name = control.ms_signal_name(code)
+        if action == control.CYCLE and not self._can_power_cycle():
+            action = control.REFUSE
+        if action == control.REFUSE:
+            self._refuse(f"refused {name} on the platform port (a shared TPM is never left off or without NV)")
+            return control.MS_REFUSED
+        if action == control.CYCLE:
+            with self._tpm_lock:
+                reply = self._control_upstream(wire.CMD_INIT, wire.ctrl_init())
+                if len(reply) < 4 or wire.ctrl_result(reply) != 0:
+                    self._refuse(f"{name}: backend {self.backend.describe()} refused the power cycle")
+                    return control.MS_REFUSED
+                self._powered_up(f"{name} on the platform port")
+        return control.MS_OK
+
+    def _can_power_cycle(self) -> bool:
+        """A swtpm (its control channel) or an in-process engine can; a device node cannot."""
+        return self.backend.ctrl_address is not None or getattr(self.backend, "plays_bios", False)
+
+    def _powered_up(self, why: str) -> None:
+        rc = self._after_power_up(startup=self.startup == "clear")
+        what = "TPM2_Startup(CLEAR) sent" if self.startup == "clear" and self.family == "tpm2" else (
+            "TPM_Startup(ST_CLEAR) sent" if self.startup == "clear" else "no Startup sent (--startup none)")
+        if rc not in (0, 0x100, 0x26):
+            what += f", but it answered {rc:#x}"
+        self._log(f"power cycle by a client ({why}): {what}", kind="power cycle")
+
+    def _refuse(self, message: str) -> None:
+        self.refused_control += 1
+        self._log(message, kind="refused control request")
 
     def _control_upstream(self, code: int, request: bytes) -> bytes:
         reply = self.backend.control(code, request[4:])
