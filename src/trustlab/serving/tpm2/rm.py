@@ -65,7 +65,7 @@ which the proxy prices like any command: the served time then matches what a
 from __future__ import annotations
 
 import struct
-from collections import deque
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -108,6 +108,12 @@ def is_session(handle: int) -> bool:
     return handle >> 24 in (HT_HMAC_SESSION, HT_POLICY_SESSION)
 
 
+def session_index(handle: int) -> int:
+    """Which session a handle names. The TPM finds a session by this index alone: it lists saved policy
+    sessions under ``0x02`` handles, and flushes index *n* whether named ``0x02..n`` or ``0x03..n``."""
+    return handle & 0x00FFFFFF
+
+
 def is_extension_handle(handle: int) -> bool:
     return EXTENSION_FIRST <= handle <= EXTENSION_LAST
 
@@ -128,6 +134,14 @@ class Space:
     session_blobs: list[bytes | None] = field(default_factory=lambda: [None] * SESSION_SLOTS)
     client_saved: list[bool] = field(default_factory=lambda: [False] * SESSION_SLOTS)
     """The client saved the session itself (no RM blob; abandoned, not flushed, on close)."""
+
+    def session_slot(self, handle: int) -> int | None:
+        """The slot holding the session ``handle`` names (by its index), or None."""
+        index = session_index(handle)
+        for slot, held in enumerate(self.sessions):
+            if held and session_index(held) == index:
+                return slot
+        return None
 
     def vhandles(self) -> list[int]:
         return [VHANDLE_TOP - i for i, ctx in enumerate(self.objects) if ctx is not None]
@@ -157,9 +171,9 @@ class ResourceManager:
         self.table = table if table is not None else objects.ObjectTable()
         self._attrs: dict[int, int] | None = None
         self._owner: dict[int, Space] = {}
-        """Session handle -> the space it belongs to."""
-        self.abandoned: deque[int] = deque()
-        """Client-saved sessions of closed spaces, oldest first (see the module docstring)."""
+        """Session index -> the space it belongs to."""
+        self.abandoned: OrderedDict[int, int] = OrderedDict()
+        """Session index -> handle: client-saved sessions of closed spaces, oldest first (module docstring)."""
 
     # ---- command attributes (cHandles, rHandle) from the TPM itself --------
 
@@ -252,15 +266,15 @@ class ResourceManager:
         """
         end = wire.HEADER_SIZE + 4 * n_handles
         for i, (handle,) in enumerate(struct.iter_unpack(">I", command[wire.HEADER_SIZE:end])):
-            if is_session(handle) and handle not in space.sessions:
+            if is_session(handle) and space.session_slot(handle) is None:
                 return TPM_RC_REFERENCE_H0 + i
         if code in (TPM_CC_FLUSH_CONTEXT, TPM_CC_CONTEXT_LOAD):
             handle = self._named_session(command, code)
-            if handle and handle not in space.sessions and not self._claim(space, handle, code):
+            if handle and space.session_slot(handle) is None and not self._claim(space, handle, code):
                 return TPM_RC_HANDLE | TPM_RC_P1
         if len(command) >= wire.HEADER_SIZE and struct.unpack_from(">H", command)[0] == TPM_ST_SESSIONS:
             for i, handle in enumerate(_auth_sessions(command, end)):
-                if is_session(handle) and handle not in space.sessions:
+                if is_session(handle) and space.session_slot(handle) is None:
                     return TPM_RC_REFERENCE_S0 + i
         return 0
 
@@ -276,12 +290,13 @@ class ResourceManager:
     def _claim(self, space: Space, handle: int, code: int) -> bool:
         """Move an abandoned session (or one whose owner has exited) into ``space``; False if it is another
         live space's. A session nobody holds (a context from before a restart) is the TPM's to judge."""
-        owner = self._owner.get(handle)
+        index = session_index(handle)
+        owner = self._owner.get(index)
         if owner is not None and owner is not space and (self._reclaim is None or not self._reclaim(owner)):
             return False
-        if handle in self.abandoned:
-            self.abandoned.remove(handle)
-        elif handle in self._owner:
+        if index in self.abandoned:
+            del self.abandoned[index]
+        elif index in self._owner:
             return False  # still held by its (live) space after all
         else:
             return True
@@ -289,7 +304,7 @@ class ResourceManager:
             if not space.sessions[slot]:
                 space.sessions[slot] = handle
                 space.client_saved[slot] = True  # not loaded: its context is the client's
-                self._owner[handle] = space
+                self._owner[index] = space
                 return True
         self._abandon(handle)  # no slot free: the TPM answers, the session stays claimable
         return code == TPM_CC_FLUSH_CONTEXT
@@ -300,11 +315,9 @@ class ResourceManager:
         if len(command) < wire.HEADER_SIZE + 4:
             return
         (handle,) = struct.unpack_from(">I", command, wire.HEADER_SIZE)
-        if handle not in space.sessions or not handle:
-            if code == TPM_CC_FLUSH_CONTEXT and handle in self.abandoned:
-                self.abandoned.remove(handle)
+        slot = space.session_slot(handle) if is_session(handle) else None
+        if slot is None:
             return
-        slot = space.sessions.index(handle)
         if code == TPM_CC_CONTEXT_SAVE:
             space.client_saved[slot] = True
             space.session_blobs[slot] = None
@@ -312,20 +325,19 @@ class ResourceManager:
             self._drop_session(space, slot)
 
     def _drop_session(self, space: Space, slot: int) -> None:
-        handle = space.sessions[slot]
-        if self._owner.get(handle) is space:
-            del self._owner[handle]
+        index = session_index(space.sessions[slot])
+        if self._owner.get(index) is space:
+            del self._owner[index]
         space.sessions[slot] = 0
         space.session_blobs[slot] = None
         space.client_saved[slot] = False
 
     def _abandon(self, handle: int) -> None:
         """Keep a client-saved session of a closed space for a later claim; flush the oldest beyond the bound."""
-        self._owner.pop(handle, None)
-        if handle not in self.abandoned:
-            self.abandoned.append(handle)
+        self._owner.pop(session_index(handle), None)
+        self.abandoned[session_index(handle)] = handle
         while len(self.abandoned) > ABANDONED_MAX:
-            self._flush(self.abandoned.popleft())
+            self._flush(self.abandoned.popitem(last=False)[1])
 
     def sessions_held(self) -> int:
         """Sessions the TPM holds for clients: in live spaces, and abandoned."""
@@ -359,19 +371,21 @@ class ResourceManager:
             self._flush(handle)
             return wire.error_response(TPM_RC_OBJECT_MEMORY)
         if kind in (HT_HMAC_SESSION, HT_POLICY_SESSION):
-            if handle in space.sessions:
-                space.client_saved[space.sessions.index(handle)] = False  # the client loaded it back
+            held = space.session_slot(handle)
+            if held is not None:
+                space.sessions[held] = handle
+                space.client_saved[held] = False  # the client loaded it back
                 return response
+            index = session_index(handle)
             for slot in range(SESSION_SLOTS):
                 if not space.sessions[slot]:
+                    stale = self._owner.get(index)
+                    if stale is not None and stale is not space and stale.session_slot(handle) is not None:
+                        self._drop_session(stale, stale.session_slot(handle))  # the TPM reused a gone index
+                    self.abandoned.pop(index, None)
                     space.sessions[slot] = handle
                     space.client_saved[slot] = False
-                    stale = self._owner.get(handle)
-                    if stale is not None and stale is not space and handle in stale.sessions:
-                        self._drop_session(stale, stale.sessions.index(handle))  # the TPM reused a gone handle
-                    if handle in self.abandoned:
-                        self.abandoned.remove(handle)
-                    self._owner[handle] = space
+                    self._owner[index] = space
                     return response
             self._flush(handle)
             return wire.error_response(TPM_RC_SESSION_MEMORY)
@@ -392,7 +406,7 @@ class ResourceManager:
                 if h in real:
                     out.append(VHANDLE_TOP - real.index(h))
             elif is_session(h):
-                if h in space.sessions or h in self.abandoned:
+                if space.session_slot(h) is not None or session_index(h) in self.abandoned:
                     out.append(h)
             else:
                 out.append(h)
