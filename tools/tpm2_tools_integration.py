@@ -1,9 +1,10 @@
 """Run tpm2-tools' own integration suite (test/integration/tests/*.sh) against ``trustlab serve``.
 
 The suite is not ours and is never committed: fetch tpm2-tools, take its tag's
-``test/`` directory, and pass the directory that holds it::
+``test/`` directory (and ``tools/``, ``man/``: toggle_options.sh checks the option docs), and pass the
+directory that holds them::
 
-    git --git-dir=/work/.mirror/tpm2-software+tpm2-tools/repo archive 5.4 test | tar -x -C DIR
+    git --git-dir=/work/.mirror/tpm2-software+tpm2-tools/repo archive 5.4 test tools man | tar -x -C DIR
     python tools/tpm2_tools_integration.py DIR [--profile NAME] [--only getcap,flushcontext] [--jobs 2]
 
 Each script gets a fresh ``trustlab serve --virtual --port 0`` (temporary state),
