@@ -22,6 +22,13 @@ is also swtpm's ``CMD_GET_CAPABILITY`` (QEMU, ``swtpm_ioctl -c``). tcti-mssim
 opens its data connection first and keeps it open, silent, while it powers
 the simulator on; so code 1 from a process (or, for a remote peer, a host)
 with such a connection open is a platform signal, otherwise a capability query.
+
+Sockets are non-blocking: a response a client does not read waits in that
+connection's own buffer (and the connection is not read meanwhile), so a
+client that never reads delays nobody else; after :data:`SEND_TIMEOUT` s of
+not reading it is dropped. On :meth:`FrontEnd.stop` (SIGTERM) the listeners
+close first, then every command already received is run and answered, every
+held response sent, before the connections close.
 """
 
 from __future__ import annotations
@@ -34,7 +41,7 @@ import struct
 import threading
 import time
 from collections import deque
-from typing import Any, Protocol
+from typing import Any, Callable, Protocol
 
 from trustlab.serving import wire
 from trustlab.serving.realtime import SPIN, RealtimeScheduling, precise_sleep_until
@@ -68,8 +75,10 @@ IDLE_PARTIAL_TIMEOUT = 10.0
 REAP_INTERVAL = 0.5
 """Seconds between checks for client processes that have exited (their spaces are flushed)."""
 SEND_TIMEOUT = 2.0
-"""Seconds a client may leave a response unread (a full socket buffer) before it is dropped: the loop
-serves everyone, so one stalled reader must not hold it long."""
+"""Seconds a client may leave its responses unread (a full socket buffer) before it is dropped."""
+DRAIN_TIMEOUT = 10.0
+"""Seconds :meth:`FrontEnd.stop` waits, beyond the longest held response, for the commands in flight."""
+TPM_RC_FAILURE = 0x101
 
 
 def _quickack(sock: socket.socket) -> None:
@@ -84,6 +93,8 @@ def _quickack(sock: socket.socket) -> None:
 class Conn:
     """One accepted client connection (data or control port)."""
 
+    __slots__ = ("id", "sock", "kind", "reader", "buf", "mode", "spoke", "partial_since", "client", "eof",
+                 "closed", "out", "stalled_since", "events")
     _ids = itertools.count(1)
 
     def __init__(self, sock: socket.socket, kind: str, family: str, control: str) -> None:
@@ -98,25 +109,20 @@ class Conn:
         self.client: Any = None  # the proxy's Client (data port)
         self.eof = False
         self.closed = False
-
-    def send(self, data: bytes) -> bool:
-        if self.closed:
-            return False
-        try:
-            self.sock.sendall(data)
-            return True
-        except OSError:
-            return False
+        self.out = bytearray()  # response bytes the client has not taken yet
+        self.stalled_since = 0.0
+        self.events = selectors.EVENT_READ
 
 
 class FrontEnd:
     """Serve ``proxy`` on two listening sockets from one thread (see the module docstring)."""
 
     def __init__(self, proxy: Served, data_srv: socket.socket, ctrl_srv: socket.socket, *,
-                 control: str, rt_priority: bool) -> None:
+                 control: str, rt_priority: bool, log: Callable[..., None] | None = None) -> None:
         self.proxy = proxy
         self.control = control
         self.rt_priority = rt_priority and not proxy.virtual
+        self._log = log
         self._srv = {data_srv: "data", ctrl_srv: "ctrl"}
         self._sel = selectors.DefaultSelector()
         self._wake_r, self._wake_w = socket.socketpair()
@@ -125,8 +131,14 @@ class FrontEnd:
         self._held: list[tuple[float, int, Conn, bytes, TraceRecord]] = []
         self._seq = itertools.count()
         self._conns: set[Conn] = set()
+        self._partial: set[Conn] = set()
+        self._stalled: set[Conn] = set()
         self._stopping = threading.Event()
+        self._draining = False
+        self._drain_deadline = 0.0
         self._next_reap = 0.0
+        self.failure: str | None = None
+        """Why the loop ended on its own (an internal error): then the listeners are closed too."""
         self.thread = threading.Thread(target=self._run, daemon=True, name=f"trustlab-proxy-{proxy.port}")
 
     def start(self) -> None:
@@ -136,17 +148,26 @@ class FrontEnd:
         self._sel.register(self._wake_r, selectors.EVENT_READ, "wake")
         self.thread.start()
 
-    def stop(self, timeout: float = 2.0) -> None:
-        self._stopping.set()
-        try:
-            self._wake_w.send(b"x")
-        except OSError:
-            pass
+    @property
+    def serving(self) -> bool:
+        return self.thread.is_alive() and self.failure is None
+
+    def stop(self, timeout: float = DRAIN_TIMEOUT) -> None:
+        """Stop accepting, finish the commands in flight (answer them, send what is held), then close."""
         if self.thread.is_alive() and threading.current_thread() is not self.thread:
-            self.thread.join(timeout)
+            longest = max((due for due, *_ in self._held), default=0.0) - time.perf_counter()
+            self._drain_deadline = time.perf_counter() + max(0.0, longest) + timeout
+            self._draining = True
+            self._wake()
+            self.thread.join(max(0.0, longest) + timeout + 1.0)
+        self._stopping.set()
+        self._wake()
+        if self.thread.is_alive() and threading.current_thread() is not self.thread:
+            self.thread.join(2.0)
         for conn in list(self._conns):
             self._drop(conn)
-        for s in (*self._srv, self._wake_r, self._wake_w):
+        self._close_listeners()
+        for s in (self._wake_r, self._wake_w):
             try:
                 s.close()
             except OSError:
@@ -156,75 +177,128 @@ class FrontEnd:
         except (OSError, RuntimeError):
             pass
 
+    def _wake(self) -> None:
+        try:
+            self._wake_w.send(b"x")
+        except OSError:
+            pass
+
+    def _close_listeners(self) -> None:
+        for srv in list(self._srv):
+            try:
+                self._sel.unregister(srv)
+            except (KeyError, ValueError, RuntimeError):
+                pass
+            try:
+                srv.close()
+            except OSError:
+                pass
+        self._srv.clear()
+
     # ---- the loop ------------------------------------------------------------
 
     def _run(self) -> None:
+        try:
+            self._loop()
+        except BaseException as exc:  # noqa: BLE001 - never a dead open port: close the listeners and say why
+            self.failure = f"the serving loop failed ({type(exc).__name__}: {exc})"
+            self._close_listeners()
+            if self._log is not None:
+                self._log(self.failure)
+
+    def _loop(self) -> None:
         rt = RealtimeScheduling(self.rt_priority)
+        held, jobs, perf = self._held, self._jobs, time.perf_counter
         while not self._stopping.is_set():
-            now = time.perf_counter()
-            while self._held and self._held[0][0] <= now:
-                _due, _seq, conn, data, record = heapq.heappop(self._held)
+            now = perf()
+            while held and held[0][0] <= now:
+                _due, _seq, conn, data, record = heapq.heappop(held)
                 self._send_response(conn, data, record)
-            if not self._held and self._jobs:
-                rt.normal()
-                try:
-                    self._run_job(self._jobs.popleft())
-                finally:
-                    rt.high()
+            if not held and jobs:
+                if rt.active:
+                    rt.normal()
+                    try:
+                        self._run_job(jobs.popleft())
+                    finally:
+                        rt.high()
+                else:
+                    self._run_job(jobs.popleft())
+                continue
+            if self._draining and self._drained(now):
+                return
+            if held and held[0][0] - now <= SPIN:
+                precise_sleep_until(held[0][0])
                 continue
             timeout = self._timeout(now)
-            if self._held and self._held[0][0] - now <= SPIN:
-                precise_sleep_until(self._held[0][0])
-                continue
             try:
-                events = self._sel.select(None if timeout is None else max(0.0, timeout))
+                events = self._sel.select(timeout)
             except (OSError, ValueError):
                 if self._stopping.is_set():
                     return
                 raise
-            for key, _mask in events:
-                self._on_ready(key)
-            self._housekeeping(time.perf_counter())
+            for key, mask in events:
+                self._on_ready(key, mask)
+            now = perf()
+            if self._partial or self._stalled or now >= self._next_reap:
+                self._housekeeping(now)
 
-    def _timeout(self, now: float) -> float | None:
-        deadlines = [self._next_reap]
+    def _drained(self, now: float) -> bool:
+        """Draining (stop): listeners closed, no new input read; done when nothing is left to answer."""
+        if self._srv:
+            self._close_listeners()
+            for conn in self._conns:
+                if not conn.out and not conn.eof and not conn.closed:
+                    self._set_events(conn, 0)
+        if now >= self._drain_deadline:
+            return True
+        return not self._jobs and not self._held and not any(c.out and not c.closed for c in self._conns)
+
+    def _timeout(self, now: float) -> float:
+        deadline = self._next_reap
         if self._held:
-            deadlines.append(self._held[0][0] - SPIN)
-        for conn in self._conns:
-            if conn.partial_since:
-                deadlines.append(conn.partial_since + IDLE_PARTIAL_TIMEOUT)
-        return min(deadlines) - now
+            deadline = min(deadline, self._held[0][0] - SPIN)
+        for conn in self._partial:
+            deadline = min(deadline, conn.partial_since + IDLE_PARTIAL_TIMEOUT)
+        for conn in self._stalled:
+            deadline = min(deadline, conn.stalled_since + SEND_TIMEOUT)
+        if self._draining:
+            deadline = min(deadline, now + 0.05)
+        return max(0.0, deadline - now)
 
     def _housekeeping(self, now: float) -> None:
-        for conn in list(self._conns):
-            if conn.partial_since and now - conn.partial_since > IDLE_PARTIAL_TIMEOUT:
+        for conn in list(self._partial):
+            if now - conn.partial_since > IDLE_PARTIAL_TIMEOUT:
                 self._drop(conn)
+        for conn in list(self._stalled):
+            if now - conn.stalled_since > SEND_TIMEOUT:
+                self._drop(conn)  # it has not read its responses for that long
         if now >= self._next_reap:
             self._next_reap = now + REAP_INTERVAL
             self._jobs.append(("reap",))
 
-    def _on_ready(self, key: selectors.SelectorKey) -> None:
-        if key.data == "wake":
+    def _on_ready(self, key: selectors.SelectorKey, mask: int) -> None:
+        data = key.data
+        if data == "wake":
             try:
                 self._wake_r.recv(64)
             except OSError:
                 pass
-        elif key.data == "accept":
+        elif data == "accept":
             self._accept(key.fileobj)  # type: ignore[arg-type]
         else:
-            self._read(key.data)
+            if mask & selectors.EVENT_WRITE:
+                self._flush(data)
+            if mask & selectors.EVENT_READ and not data.closed:
+                self._read(data)
 
     def _accept(self, srv: socket.socket) -> None:
-        kind = self._srv[srv]
-        while True:
+        kind = self._srv.get(srv)
+        while kind is not None:
             try:
                 sock, _ = srv.accept()
-            except (BlockingIOError, InterruptedError):
+            except OSError:  # BlockingIOError: none left
                 return
-            except OSError:
-                return
-            sock.setblocking(True)
-            sock.settimeout(SEND_TIMEOUT)
+            sock.setblocking(False)
             try:
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             except OSError:
@@ -236,10 +310,24 @@ class FrontEnd:
             self._conns.add(conn)
             self._sel.register(sock, selectors.EVENT_READ, conn)
 
+    def _set_events(self, conn: Conn, events: int) -> None:
+        if conn.closed or conn.events == events:
+            return
+        try:
+            if conn.events and events:
+                self._sel.modify(conn.sock, events, conn)
+            elif events:
+                self._sel.register(conn.sock, events, conn)
+            else:
+                self._sel.unregister(conn.sock)
+        except (KeyError, ValueError, OSError):
+            return
+        conn.events = events
+
     def _read(self, conn: Conn) -> None:
         try:
             chunk = conn.sock.recv(65536)
-        except (BlockingIOError, InterruptedError, socket.timeout):
+        except (BlockingIOError, InterruptedError):
             return
         except OSError:
             chunk = b""
@@ -259,28 +347,67 @@ class FrontEnd:
             return
         conn.eof = True
         conn.partial_since = 0.0
-        try:
-            self._sel.unregister(conn.sock)
-        except (KeyError, ValueError):
-            pass
+        self._partial.discard(conn)
+        self._set_events(conn, selectors.EVENT_WRITE if conn.out else 0)
         self._jobs.append(("close", conn))
 
     def _drop(self, conn: Conn) -> None:
         if conn.closed:
             return
-        if not conn.eof:
-            try:
-                self._sel.unregister(conn.sock)
-            except (KeyError, ValueError):
-                pass
+        self._set_events(conn, 0)
         conn.closed = True
         self._conns.discard(conn)
+        self._partial.discard(conn)
+        self._stalled.discard(conn)
         try:
             conn.sock.close()
         except OSError:
             pass
         if conn.client is not None:
             self.proxy.client_left(conn.client, conn.id)
+
+    # ---- sending: never blocks the loop ----------------------------------------
+
+    def _send(self, conn: Conn, data: bytes) -> None:
+        """Send what the socket takes now; keep the rest for when the client reads (and stop reading its
+        commands meanwhile: backpressure, as a TPM that is still answering does not take the next)."""
+        if conn.closed:
+            return
+        if not conn.out:
+            try:
+                sent = conn.sock.send(data)
+            except (BlockingIOError, InterruptedError):
+                sent = 0
+            except OSError:
+                self._drop(conn)
+                return
+            if sent == len(data):
+                return
+            data = data[sent:]
+            conn.stalled_since = time.perf_counter()
+            self._stalled.add(conn)
+            self._set_events(conn, selectors.EVENT_WRITE)
+        conn.out += data
+
+    def _flush(self, conn: Conn) -> None:
+        if not conn.out or conn.closed:
+            return
+        try:
+            sent = conn.sock.send(conn.out)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            self._drop(conn)
+            return
+        del conn.out[:sent]
+        if sent:
+            conn.stalled_since = time.perf_counter()
+        if not conn.out:
+            self._stalled.discard(conn)
+            if conn.eof:
+                self._drop(conn)  # its close job found output pending and left the rest to us
+            else:
+                self._set_events(conn, 0 if self._draining else selectors.EVENT_READ)
 
     # ---- data port -----------------------------------------------------------
 
@@ -304,7 +431,12 @@ class FrontEnd:
                 self._jobs.append(("send", conn, event.reply))
             self._end(conn)  # a reject or TPM_SESSION_END
             return
-        conn.partial_since = (conn.partial_since or arrived) if reader.buffered else 0.0
+        if reader.buffered:
+            conn.partial_since = conn.partial_since or arrived
+            self._partial.add(conn)
+        elif conn.partial_since:
+            conn.partial_since = 0.0
+            self._partial.discard(conn)
 
     # ---- control port --------------------------------------------------------
 
@@ -357,6 +489,18 @@ class FrontEnd:
         self._jobs.append(("signal", conn, code))
         return True
 
+    def _mssim_signal(self, conn: Conn) -> bool:
+        """One MS-simulator platform signal, answered in arrival order by the proxy's control policy."""
+        if len(conn.buf) < 4:
+            return False
+        code = struct.unpack(">I", conn.buf[:4])[0]
+        del conn.buf[:4]
+        if code in (wire.MS_SESSION_END, wire.MS_STOP):
+            self._end(conn)
+            return False
+        self._jobs.append(("signal", conn, code))
+        return True
+
     def _swtpm_request(self, conn: Conn) -> bool:
         n = wire.ctrl_request_length(bytes(conn.buf[:8]))
         if n is None or len(conn.buf) < n:
@@ -373,8 +517,7 @@ class FrontEnd:
 
     def _send_response(self, conn: Conn, data: bytes, record: TraceRecord) -> None:
         self.proxy.sent(record, time.perf_counter())
-        if not conn.send(data):
-            self._drop(conn)
+        self._send(conn, data)
         self.proxy.traced(record)
 
     def _run_job(self, job: tuple) -> None:
@@ -384,34 +527,46 @@ class FrontEnd:
             return
         conn: Conn = job[1]
         if kind == "close":
+            if conn.out and not conn.closed:
+                return  # the rest of its output goes first; _flush closes it
             self._drop(conn)
             return
         if conn.closed:
             return
-        if kind == "send":
-            if not conn.send(job[2]):
+        try:
+            if kind == "cmd":
+                event, arrived = job[2], job[3]
+                response, due, record = self.proxy.serve_command(conn.client, event.payload, event.framing,
+                                                                 arrived)
+                data = wire.frame_reply(response, event.framing)
+                if due > time.perf_counter():
+                    heapq.heappush(self._held, (due, next(self._seq), conn, data, record))
+                    return
+                self._send_response(conn, data, record)
+            elif kind == "send":
+                self._send(conn, job[2])
+            elif kind == "signal":
+                self._send(conn, self.proxy.platform_signal(job[2]))
+            elif kind == "ctrl":
+                request, skip = job[2], job[3]
+                reply, keep_open = self.proxy.control_request(request)
+                self._send(conn, reply[skip:])
+                if not keep_open:
+                    self._end(conn)
+        except Exception as exc:  # noqa: BLE001 - one bad job must not end serving for everyone
+            if self._log is not None:
+                self._log(f"internal error on a {kind} request ({type(exc).__name__}: {exc}); answered with a "
+                          "failure", kind="internal error")
+            if kind == "cmd":
+                self._send(conn, wire.frame_reply(wire.error_response(TPM_RC_FAILURE, self.proxy.family),
+                                                  job[2].framing))
+            else:
                 self._drop(conn)
-        elif kind == "cmd":
-            event, arrived = job[2], job[3]
-            response, due, record = self.proxy.serve_command(conn.client, event.payload, event.framing, arrived)
-            data = wire.frame_reply(response, event.framing)
-            if due > time.perf_counter():
-                heapq.heappush(self._held, (due, next(self._seq), conn, data, record))
-                return
-            self._send_response(conn, data, record)
-        elif kind == "signal":
-            if not conn.send(self.proxy.platform_signal(job[2])):
-                self._drop(conn)
-        elif kind == "ctrl":
-            request, skip = job[2], job[3]
-            reply, keep_open = self.proxy.control_request(request)
-            if not conn.send(reply[skip:]) or not keep_open:
-                self._end(conn)
 
 
 def serve(proxy: Served, data_srv: socket.socket, ctrl_srv: socket.socket, *, control: str,
-          rt_priority: bool) -> FrontEnd:
+          rt_priority: bool, log: Callable[..., None] | None = None) -> FrontEnd:
     """Start a :class:`FrontEnd` for ``proxy``; returns it (``stop()`` to end)."""
-    front = FrontEnd(proxy, data_srv, ctrl_srv, control=control, rt_priority=rt_priority)
+    front = FrontEnd(proxy, data_srv, ctrl_srv, control=control, rt_priority=rt_priority, log=log)
     front.start()
     return front

@@ -154,7 +154,7 @@ class TimingProxy:
             raise
         self.port = data_srv.getsockname()[1]
         self.ctrl_port = ctrl_srv.getsockname()[1]
-        self._front = serve(self, data_srv, ctrl_srv, control=control, rt_priority=rt_priority)
+        self._front = serve(self, data_srv, ctrl_srv, control=control, rt_priority=rt_priority, log=self._log)
 
     # ---- addresses ---------------------------------------------------------
 
@@ -289,8 +289,18 @@ class TimingProxy:
         except (wire.WireError, struct.error, ValueError):
             return TPM_RC_FAILURE
 
+    @property
+    def serving(self) -> bool:
+        """False once the serving loop has ended on its own (:attr:`failure` says why)."""
+        return self._front.serving
+
+    @property
+    def failure(self) -> str | None:
+        return self._front.failure
+
     def stop(self) -> None:
-        """Close listeners and connections, the backend (and its swtpm if owned), the trace."""
+        """Stop accepting; answer the commands in flight; close connections, the backend (and its swtpm if
+        owned), the trace."""
         if self._stopped:
             return
         self._stopped = True
