@@ -21,10 +21,13 @@ Algorithm (draft-krovetz-ocb-00, the OCB 2.0 specification)::
                          short last block: Δ ← 3²Δ, Σ ← Σ ⊕ A[a]10*
                 return E_K(Σ ⊕ Δ)
 
-Cost: ``m + 2`` encryptions per message and nothing key-dependent unless
-there is associated data (PMAC's ``E_K(0)``). Table I of the paper counts one
-extra "Init" encryption for OCB; our count has none for OCB2 because EMV
-sends no associated data, so the implementation never needs ``E_K(0)``.
+Cost: ``m + 2`` encryptions per message, plus the key-dependent ``E_K(0)``
+(PMAC's ``L``) computed at key set-up: the paper built OCB2 from the
+published example code (§IV.A), whose key set-up derives ``L = E_K(0)``
+whether or not there is associated data, and its Table I lists one "Init"
+encryption for OCB. EMV sends no associated data, so ``L`` is then unused;
+the card still pays for it with every fresh session key (``--key-setup
+message``), and not at all when the set-up is done once per key.
 """
 
 from __future__ import annotations
@@ -45,12 +48,15 @@ class OCB2(SymmetricPassMode):
         warnings.warn(WARNING, InsecureModeWarning, stacklevel=2)
         super().__init__(*args, **kwargs)
 
+    def _setup(self) -> None:
+        self.l_zero = self.crypto.encrypt(self.kc, bytes(BLOCK))  # L = E_K(0), as the example code's key set-up
+
     def _triple(self, x: bytes) -> bytes:
         return self.crypto.xor(double(self.crypto, x), x)
 
     def _pmac(self, aad: bytes) -> bytes:
         c = self.crypto
-        delta = self._triple(self._triple(c.encrypt(self.kc, bytes(BLOCK))))  # 3^2 · E_K(0)
+        delta = self._triple(self._triple(self.l_zero))  # 3^2 · E_K(0)
         sigma = bytes(BLOCK)
         parts = blocks(aad)
         for a in parts[:-1]:

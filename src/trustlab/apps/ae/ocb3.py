@@ -9,7 +9,12 @@ tag, so ``m + 2`` encryptions for ``m`` blocks -- the paper's Table I count.
 The ``Offset_0`` bit-shift by ``bottom`` (0..63) follows the paper's MULTOS
 optimisation (§IV.A.2): the byte part is an index change inside a block copy,
 the remaining 0..7 bits are one constant-count shift primitive, so a nonce
-costs one copy plus one shift unless ``bottom`` is a multiple of 8.
+costs one copy plus one shift unless ``bottom`` is a multiple of 8. That
+shift is over the 17-byte Stretch window by 1..7 places, so it is the
+general shift routine (``variable=True``): on the native chips the paper
+replaced BlockShiftLeft by the one-place 16-byte FixBlockShiftLeft only
+inside two_times() (§V.B), and its later in-lining concerned the block
+cipher functions; Offset_0 keeps BlockShiftLeft (Table V 'Original').
 """
 
 from __future__ import annotations
@@ -47,7 +52,7 @@ class OCB3(SymmetricPassMode):
         byte_shift, bit_shift = divmod(bottom, 8)
         window = c.copy(stretch[byte_shift:byte_shift + BLOCK + 1])
         if bit_shift:
-            window = c.shift_left(window, bit_shift)
+            window = c.shift_left(window, bit_shift, variable=True)
         return window[:BLOCK]
 
     def _hash(self, aad: bytes) -> bytes | None:
