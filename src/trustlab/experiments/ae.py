@@ -186,6 +186,7 @@ class AEExperiment:
         if "gcm" in modes and "gf_multiply" in prof:
             gf = prof["gf_multiply"]
             lines.append(f"GCM's GF(2^128) multiply: {gf.mean:g} ms ({gf.provenance.note or gf.provenance.table})")
+        lines.append(AEExperiment._text_drivers(rows, modes, sizes))
         order = ", ".join(f"{n}: {fastest[n]}" for n in sizes)
         lines.append(f"Fastest mode by size: {order}")
         non_gcm = [m for m in modes if m != "gcm"]
@@ -202,6 +203,26 @@ class AEExperiment:
                          + (f" (processing-limited: {', '.join(proc[:12])}{' ...' if len(proc) > 12 else ''})"
                             if 0 < len(proc) < total else ""))
         return "\n".join(lines)
+
+    @staticmethod
+    def _text_drivers(rows: list[Row], modes, sizes) -> str:  # type: ignore[no-untyped-def]
+        """Which profile components the prediction is made of, at the smallest and largest size.
+
+        Each cell: component -> share of the predicted time; the per-call key
+        load, the per-block encryption and OCB's per-message work show up here.
+        """
+        cell = {(r.mode, r.bytes): r for r in rows}
+        picks = sorted({min(sizes), max(sizes)})
+        body = []
+        for m in modes:
+            for n in picks:
+                r = cell[(m, n)]
+                total = sum(r.components_ms.values()) or 1.0
+                top = sorted(r.components_ms.items(), key=lambda kv: -kv[1])
+                body.append([m, n, r.predicted_ms,
+                             ", ".join(f"{k} {v / total:.0%}" for k, v in top if v / total >= 0.005)])
+        return "What drives the prediction (share of the processing time per profile component)\n" + \
+            table(body, ["mode", "bytes", "ms", "components"])
 
     @staticmethod
     def _text_workload(sizes) -> str:  # type: ignore[no-untyped-def]

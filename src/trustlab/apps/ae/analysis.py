@@ -145,6 +145,8 @@ class Row:
     limited_by: dict[str, str]
     apdus: int = 1
     card_link_ms: float = 0.0
+    components_ms: dict[str, float] = field(default_factory=dict)
+    """Processing time per profile component (set-up included when charged per message): what drives it."""
     extra: dict[str, object] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, object]:
@@ -179,6 +181,7 @@ def predict(plat: Platform, modes: tuple[str, ...] = PAPER_MODES, sizes: tuple[i
         AEApplet(card, crypto, (mode,))
         setup_ms = clock.now_ms if setup_per_message else 0.0
         setup_ops = Counter(crypto.ops) if setup_per_message else Counter()
+        setup_by = Counter(dict(clock.by_component)) if setup_per_message else Counter()
         for n in sizes:
             clock.reset()
             crypto.reset_ops()
@@ -201,8 +204,10 @@ def predict(plat: Platform, modes: tuple[str, ...] = PAPER_MODES, sizes: tuple[i
                         link.exchange_ms(_chain(data)[-1], len(data) + tag_len)
             predicted = setup_ms + message_ms
             limited = {r: ("processing" if predicted > t else "communication") for r, t in tx.items()}
+            by = setup_by + Counter({k: v for k, v in clock.by_component.items() if k != "link"})
             rows.append(Row(plat.name, mode, n, predicted, setup_ms, message_ms, ops, tx, limited,
-                            apdus=len(_chain(data)), card_link_ms=link_ms))
+                            apdus=len(_chain(data)), card_link_ms=link_ms,
+                            components_ms={k: float(v) for k, v in sorted(by.items())}))
     return rows
 
 
