@@ -5,6 +5,10 @@ Key set-up (counted as init): ``L_* = E(0)``, ``L_$ = double(L_*)``,
 messages; more are derived on demand). Per message: one encryption for
 ``Ktop``, one per block (a final short block costs its ``Pad``), one for the
 tag, so ``m + 2`` encryptions for ``m`` blocks -- the paper's Table I count.
+The key set-up is computed per message: RFC 7253 computes L_*, L_$ and L_i
+inside ENCRYPT, the pseudo code the paper implemented (§IV.A), and the paper
+finds "OCB3's initial processing makes it slower than OCB2" (§IV.B). The
+formatted nonce is one block copy into the Ktop buffer.
 
 The ``Offset_0`` bit-shift by ``bottom`` (0..63) follows the paper's MULTOS
 optimisation (§IV.A.2): the byte part is an index change inside a block copy,
@@ -47,7 +51,9 @@ class OCB3(SymmetricPassMode):
         n = int.from_bytes(nonce, "big") | (1 << (8 * len(nonce)))  # the leading 1 bit
         block = ((taglen_bits << 121) | n).to_bytes(BLOCK, "big")
         bottom = block[-1] & 0x3F
-        ktop = c.encrypt(self.kc, block[:-1] + bytes([block[-1] & 0xC0]))
+        # the formatted nonce is written into a block buffer (a whole-block copy, as CCM's B_0)
+        block = c.copy(block[:-1] + bytes([block[-1] & 0xC0]))
+        ktop = c.encrypt(self.kc, block)
         stretch = ktop + c.xor(ktop[:8], ktop[1:9])
         byte_shift, bit_shift = divmod(bottom, 8)
         window = c.copy(stretch[byte_shift:byte_shift + BLOCK + 1])
