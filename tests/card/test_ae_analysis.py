@@ -235,3 +235,19 @@ def test_each_prediction_names_its_components_and_the_paper_statements_are_count
     said = [r for r in res.references if r.unit == "sizes"]
     assert {r.label.split(":")[0] for r in said} == {"multos-sle78", "sle78-aes"}
     assert all(0 <= r.model <= 8 for r in said) and "What drives the prediction" in res.text
+
+
+def test_engine_reading_of_the_split_is_shown_not_charged():
+    from trustlab.apps.ae.analysis import engine_reading
+
+    plat = platform("s3cc9e8")
+    prof = plat.profile()
+    alt = engine_reading(prof, plat.cipher)
+    # the same stand-alone figure, split differently: Table VI net of handling
+    standalone = prof.mean("block_encrypt.tdes_m1_m2") + prof.mean("key_load.tdes_m1_m2")
+    assert alt.mean("block_encrypt.tdes_m1_m2") + alt.mean("key_load.tdes_m1_m2") == pytest.approx(standalone)
+    assert alt.mean("block_encrypt.tdes_m1_m2") == pytest.approx(3 * 0.00575 + 24 * prof.mean("ram_write_byte"))
+    assert engine_reading(platform("sle78-aes").profile(), "aes128") is None  # no §V.D decomposition there
+    charged = {r.bytes: r.predicted_ms for r in predict(plat, ("ccm",), (192,))}
+    other = {r.bytes: r.predicted_ms for r in predict(plat, ("ccm",), (192,), profile=alt)}
+    assert other[192] < charged[192]

@@ -157,12 +157,13 @@ class Row:
 
 def predict(plat: Platform, modes: tuple[str, ...] = PAPER_MODES, sizes: tuple[int, ...] = PAPER_SIZES, *,
             link_mode: str = "paper", protocol: str = "T=1", pad: bool = True,
-            setup_per_message: bool = True, dest: str = "ram") -> list[Row]:
+            setup_per_message: bool = True, dest: str = "ram", profile: Profile | None = None) -> list[Row]:
     """Run every mode and size on the platform's card; one :class:`Row` each.
 
     ``setup_per_message=False`` treats the key-dependent set-up as done once
     per key (personalisation): its time and ops are left out of the rows.
     ``dest="nvm"`` writes every primitive's result to NVM instead of RAM.
+    ``profile`` replaces the platform's own (another reading of its figures).
     """
     for m in modes:
         if m not in MODES:
@@ -170,7 +171,7 @@ def predict(plat: Platform, modes: tuple[str, ...] = PAPER_MODES, sizes: tuple[i
     limit = largest_message(modes, pad)
     if any(n > limit for n in sizes):
         raise TrustlabError(f"message size {max(sizes)} B: the card's message buffer holds at most {limit} bytes")
-    profile = plat.profile().without_spread()
+    profile = (profile or plat.profile()).without_spread()
     rate_links = links(link_mode, protocol)
     rows = []
     for mode in modes:
@@ -245,6 +246,19 @@ def tiga(plat: Platform, source: str = "scope") -> Tiga:
     if source == "benchmark":  # a stand-alone benchmark call pays its key set-up too
         e = standalone_encrypt_ms(profile, plat.cipher, plat.mask)
     return Tiga(plat.name, plat.cipher, source, x, e, 100.0 * x / e, (xor_c, enc_c))
+
+
+ALT_SPLIT = "alt.engine."
+
+
+def engine_reading(profile: Profile, cipher: str, mask: bool = False) -> Profile | None:
+    """The profile under its ``alt.engine.*`` per-call/per-block split, or None if it has none."""
+    enc, load = cipher_component(cipher, mask), key_load_component(cipher)
+    if ALT_SPLIT + enc not in profile:
+        return None
+    variant = enc.removeprefix("block_encrypt.")
+    return profile.with_means({enc: profile.mean(ALT_SPLIT + enc),
+                               load: profile.mean(f"{ALT_SPLIT}key_load.{variant}")})
 
 
 def standalone_encrypt_ms(profile: Profile, cipher: str, mask: bool = False) -> float:
