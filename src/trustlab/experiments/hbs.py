@@ -33,7 +33,7 @@ from trustlab.apps.hbs.model import (RESPONSES, Analysis, Stats, analyse, driver
 from trustlab.apps.hbs.params import XMSSParams
 from trustlab.cli._output import table
 from trustlab.errors import TrustlabError
-from trustlab.experiments._params import seed
+from trustlab.experiments._params import real, seed
 from trustlab.experiments.registry import Reference, Result, experiment
 from trustlab.timing import registry
 from trustlab.timing.profile import Profile, Provenance
@@ -161,7 +161,7 @@ class HBS:
                             help="how the signature leaves the card: 'extended' = the paper's eight APDUs with "
                             "extended-length responses (~1.2 KB each; default), 'short' = responses of at most "
                             "256 bytes, ceil(signature bytes / 256) exchanges (37 for h=20 d=4, 45 for d=5)")
-        parser.add_argument("--sensitivity", type=float, default=0.10, metavar="REL",
+        parser.add_argument("--sensitivity", type=real("--sensitivity", 0, 1, low_open=True, high_open=True), default=0.10, metavar="REL",
                             help="relative change of each profile parameter in the sensitivity table (default 0.10)")
 
     def run(self, args: argparse.Namespace) -> Result:
