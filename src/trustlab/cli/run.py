@@ -8,10 +8,11 @@ from pathlib import Path
 from typing import Any
 
 from trustlab.cli._output import print_json
+from trustlab.cli._parser import OneLineParser
 from trustlab.errors import TrustlabError
 
 
-class _LazyRunParser(argparse.ArgumentParser):
+class _LazyRunParser(OneLineParser):
     """``trustlab run``'s parser, which adds the experiments only when ``run`` is parsed or shown.
 
     Registering the experiments imports every study and what it needs (numpy,
@@ -45,7 +46,7 @@ class _LazyRunParser(argparse.ArgumentParser):
                 self.epilog = ("not available (module failed to import): "
                                + "; ".join(f"{m}: {e}" for m, e in broken.items()))
         esub = self.add_subparsers(dest="experiment", metavar="EXPERIMENT", required=True,
-                                   parser_class=argparse.ArgumentParser)
+                                   parser_class=OneLineParser)
         for name, spec in specs.items():
             ep = esub.add_parser(name, help=spec.help, description=spec.help)
             spec.add_arguments(ep)
