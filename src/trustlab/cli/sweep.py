@@ -44,6 +44,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    _check_modes(args)
     if args.params:
         return _print_params(args.params)
     if args.spec is None:
@@ -82,6 +83,23 @@ def run(args: argparse.Namespace) -> int:
         print(f"  violations {key}: {'; '.join(lines)}")
     print(f"results: {outcome.out_dir / 'results.csv'}; report: trustlab report {outcome.out_dir / 'points'}")
     return 1 if outcome.failed or violated else 0
+
+
+def _check_modes(args: argparse.Namespace) -> None:
+    """Options that do nothing in the chosen mode are errors naming what they need (issue 23)."""
+    if args.params and args.spec is not None:
+        raise TrustlabError("--params lists an experiment's parameters and runs no spec; give --params or a "
+                            "SPEC.toml, not both")
+    if args.dry_run:
+        for flag, given in (("--fresh", args.fresh), ("--force", args.force), ("--scheduler", args.scheduler)):
+            if given:
+                raise TrustlabError(f"{flag}: has no effect with --dry-run (which runs and writes nothing)")
+    try:
+        not_a_dir = args.out.exists() and not args.out.is_dir()
+    except OSError:
+        not_a_dir = False  # check_path names the problem below
+    if not_a_dir:
+        raise TrustlabError(f"--out {shown(args.out)}: is a file, not a directory")
 
 
 def _print_params(experiment: str) -> int:
