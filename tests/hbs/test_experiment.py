@@ -69,7 +69,7 @@ def test_d5_signs_faster_in_the_best_case_but_worst_case_grows(capsys):
 def test_result_references_memory_and_calibration(capsys):
     import argparse
     spec = get("hbs")
-    args = argparse.Namespace(profile="jcop-2018", h=20, d=5, w=16, grid=False, grid_h=[10, 20], grid_w=[4, 16],
+    args = argparse.Namespace(profile="jcop-2018", h=20, d=5, w=16, grid=False, grid_h=None, grid_w=None,
                               sensitivity=0.1, check=False)
     res = spec.run(args)
     mem = [r for r in res.references if r.unit == "bytes"][0]
@@ -124,7 +124,7 @@ def test_shipped_profile_is_what_the_calibration_tool_derives():
 def test_check_runs_the_card_for_real_and_json_stays_the_same(capsys):
     import argparse
     spec = get("hbs")
-    args = argparse.Namespace(profile="jcop-2018", h=20, d=4, w=16, grid=False, grid_h=[10, 20], grid_w=[4, 16],
+    args = argparse.Namespace(profile="jcop-2018", h=20, d=4, w=16, grid=False, grid_h=None, grid_w=None,
                               sensitivity=0.1, check=True)
     res = spec.run(args)
     checks = {r.label: r for r in res.references if r.label.startswith("functional check")}

@@ -33,7 +33,7 @@ from trustlab.apps.hbs.model import (DEFAULT_RESPONSES, RESPONSES, Analysis, Sta
 from trustlab.apps.hbs.params import XMSSParams
 from trustlab.textable import table
 from trustlab.errors import TrustlabError
-from trustlab.experiments._params import seed
+from trustlab.experiments._params import count, real, seed
 from trustlab.experiments.registry import Reference, Result, experiment
 from trustlab.timing import registry
 from trustlab.timing.profile import Profile, Provenance
@@ -121,6 +121,27 @@ def lifetime_prepare_ms(a: Analysis) -> tuple[float, int, int]:
     return mean, idle, n
 
 
+MAX_H = 64  # total tree height: RFC 8391's largest XMSS^MT sets have h = 60
+
+
+def _check_modes(args: argparse.Namespace) -> None:
+    """An option that has no effect in the chosen mode is an error naming the option it needs (issue 23)."""
+    given = lambda name: getattr(args, name, None) is not None  # noqa: E731
+    if getattr(args, "grid", False):
+        for name in ("h", "d", "w"):
+            if given(name):
+                raise TrustlabError(f"--{name}: has no effect with --grid (which covers --grid-h x --grid-w); "
+                                    "drop one of them")
+        if getattr(args, "check", False):
+            raise TrustlabError("--check: has no effect with --grid; run it without --grid")
+    else:
+        for name, flag in (("grid_h", "--grid-h"), ("grid_w", "--grid-w")):
+            if given(name):
+                raise TrustlabError(f"{flag}: applies only with --grid")
+    if given("seed") and not getattr(args, "check", False):
+        raise TrustlabError("--seed: applies only with --check (the key of the functional check derives from it)")
+
+
 def _grid_points(hs: list[int], ws: list[int]) -> list[XMSSParams]:
     return [XMSSParams(h, d, w) for h in hs for w in ws for d in range(1, h + 1)
             if h % d == 0 and 2 <= h // d <= 10]
@@ -138,14 +159,14 @@ class HBS:
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("--profile", default="jcop-2018", metavar="NAME",
                             help="Java Card profile (default jcop-2018)")
-        parser.add_argument("--h", type=int, default=20, help="total tree height (default 20)")
-        parser.add_argument("--d", type=int, default=4, help="layers; must divide h (default 4)")
-        parser.add_argument("--w", type=int, default=16, choices=(4, 16), help="Winternitz parameter (default 16)")
+        parser.add_argument("--h", type=count(1, MAX_H, "--h"), default=None, help="total tree height (default 20)")
+        parser.add_argument("--d", type=count(1, MAX_H, "--d"), default=None, help="layers; must divide h (default 4)")
+        parser.add_argument("--w", type=int, default=None, choices=(4, 16), help="Winternitz parameter (default 16)")
         parser.add_argument("--grid", action="store_true",
                             help="trade-off table and plots over --grid-h x --grid-w x every d with 2 <= h/d <= 10")
-        parser.add_argument("--grid-h", type=int, nargs="+", default=[10, 20], metavar="H",
+        parser.add_argument("--grid-h", type=count(1, MAX_H, "--grid-h"), nargs="+", default=None, metavar="H",
                             help="total heights the --grid covers (default 10 20)")
-        parser.add_argument("--grid-w", type=int, nargs="+", default=[4, 16], metavar="W",
+        parser.add_argument("--grid-w", type=int, nargs="+", default=None, metavar="W",
                             help="Winternitz parameters the --grid covers, 4 and/or 16 (default 4 16)")
         parser.add_argument("--set", action="append", default=[], metavar="COMPONENT=MS",
                             help="what-if: replace one profile cost (repeatable), e.g. --set hash_call=2.7 "
@@ -154,7 +175,7 @@ class HBS:
                             help="also run the applet for real on a small key with the same d and w (h = 2d): "
                             "sign across a subtree switch, tear the card mid-signature, verify every signature "
                             "off-card, try to reuse a one-time key")
-        parser.add_argument("--seed", type=seed, default=0,
+        parser.add_argument("--seed", type=seed, default=None,
                             help="--check: the card's secret key seeds (and the clock's draws) derive from it, so "
                             "repeated runs sign the same messages with the same key in the same times (default 0)")
         parser.add_argument("--responses", choices=RESPONSES, default=DEFAULT_RESPONSES,
@@ -165,17 +186,19 @@ class HBS:
                             "'extended' = the excerpt's eight APDUs with extended-length responses (~1.2 KB each); "
                             "'short' = the bytes in as few <= 256-byte responses as they fill (37 for d=4, 45 for "
                             "d=5)")
-        parser.add_argument("--sensitivity", type=float, default=0.10, metavar="REL",
+        parser.add_argument("--sensitivity", type=real("--sensitivity", 0, 1, low_open=True, high_open=True), default=0.10,
+                            metavar="REL",
                             help="relative change of each profile parameter in the sensitivity table (default 0.10)")
 
     def run(self, args: argparse.Namespace) -> Result:
+        _check_modes(args)
         prof = _what_if(_profile(args.profile), getattr(args, "set", []) or [])
         if not 0 < args.sensitivity < 1:
             raise TrustlabError(f"--sensitivity {args.sensitivity}: give a fraction in (0, 1)")
         provenance = {prof.name: prof.provenance.describe()}
         if args.grid:
             return self._grid(args, prof, provenance)
-        p = _params(args.h, args.d, args.w)
+        p = _params(20 if args.h is None else args.h, 4 if args.d is None else args.d, 16 if args.w is None else args.w)
         responses = getattr(args, "responses", DEFAULT_RESPONSES)
         a = steady_state(analyse(p, prof, responses))
         sens = sensitivity(a, prof, args.sensitivity)
@@ -187,7 +210,7 @@ class HBS:
         data = a.record()
         data["responses"] = responses
         data["assumptions"] = {"anchor": _anchor(prof, responses), "drivers": drive, "responses": alt}
-        key_seed = getattr(args, "seed", 0)
+        key_seed = getattr(args, "seed", None) or 0
         if args.check:
             check_text, check_refs = functional_check(XMSSParams(2 * p.d, p.d, p.w), prof, key_seed)
             text += "\n\n" + check_text
@@ -202,6 +225,8 @@ class HBS:
             profiles=provenance, plots=[_sensitivity_plot(a, sens, args.sensitivity)])
 
     def _grid(self, args: argparse.Namespace, prof: Profile, provenance: dict) -> Result:
+        args.grid_h = args.grid_h or [10, 20]
+        args.grid_w = args.grid_w or [4, 16]
         for w in args.grid_w:
             if w not in (4, 16):
                 raise TrustlabError(f"--grid-w {w}: RFC 8391 allows w = 4 or 16")
