@@ -3,12 +3,19 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from trustlab.cli._output import print_json, table
 from trustlab.errors import FormulaError, TrustlabError
-from trustlab.timing import formulas, registry
-from trustlab.timing.formula_sets import tpm2 as tpm2_rules
-from trustlab.timing.profile import Profile
+from trustlab.lazy import lazy_module
+
+if TYPE_CHECKING:
+    from trustlab.timing.profile import Profile
+
+# imported when an estimate runs, not on every CLI start (which imports this module to list it)
+formulas = lazy_module("trustlab.timing.formulas")
+registry = lazy_module("trustlab.timing.registry")
+tpm2_rules = lazy_module("trustlab.timing.formula_sets.tpm2")
 
 
 def register(sub: argparse._SubParsersAction) -> None:

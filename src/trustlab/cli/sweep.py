@@ -8,8 +8,6 @@ from pathlib import Path
 
 from trustlab.errors import TrustlabError
 from trustlab.safe_output import claim_dir, path_arg
-from trustlab.sweep import load, run_sweep
-from trustlab.sweep.cache import sweep_lock
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -43,6 +41,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from trustlab.sweep import load, run_sweep  # here, not at the top: every CLI start imports this module
+    from trustlab.sweep.cache import sweep_lock
+
     if args.params:
         return _print_params(args.params)
     if args.spec is None:
