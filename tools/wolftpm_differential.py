@@ -29,7 +29,7 @@ from pathlib import Path
 
 from trustlab.devices.tpm2.pqc import peer_check
 from trustlab.devices.tpm2.pqc.client import SocketTransport, open_transport
-from trustlab.devices.tpm2.proxy import timed_swtpm
+from trustlab.serving.proxy import timed_swtpm
 from trustlab.errors import TrustlabError
 
 

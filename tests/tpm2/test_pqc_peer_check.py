@@ -17,7 +17,7 @@ import pytest
 
 from trustlab.devices.tpm2.pqc import peer_check
 from trustlab.devices.tpm2.pqc.client import open_transport
-from trustlab.devices.tpm2.proxy import timed_swtpm
+from trustlab.serving.proxy import timed_swtpm
 
 from .conftest import needs_swtpm
 

@@ -17,7 +17,7 @@ from cryptography.hazmat.primitives.asymmetric.utils import Prehashed, encode_ds
 
 from trustlab.devices.tpm2.pqc import structures as S
 from trustlab.devices.tpm2.pqc.client import PqcClient, TpmResponseError, frame, password, public_key
-from trustlab.devices.tpm2.proxy import timed_swtpm
+from trustlab.serving.proxy import timed_swtpm
 
 from .conftest import needs_swtpm
 
