@@ -188,3 +188,41 @@ def test_load_external_public_keys_verify_and_encapsulate(tpm):
     bad = S.Public(S.TPM_ALG_MLKEM, S.TPM_ALG_SHA256, S.USER_WITH_AUTH | S.DECRYPT, b"", 2, unique=b"\x00" * 100)
     response = tpm.transport.transact(frame(0x167, [], S.u16(0) + S.tpm2b(bad.marshal()) + S.u32(S.TPM_RH_NULL)))
     assert rc_of(response) == 0x2DC  # TPM_RC_KEY, parameter 2
+
+
+def test_ecc_sign_sequences_run_on_swtpm_hash_sequences(tpm):
+    """SignSequence/VerifySequence with an ECC key (wolfTPM offers them): swtpm hashes, swtpm signs."""
+    handle, pub = ecc_signing_primary(tpm)
+    message = b"classical sequence " * 100  # through SequenceUpdate
+    start = tpm.call("TPM2_SignSequenceStart", frame(0x1AA, [handle], S.tpm2b(b"") + S.tpm2b(b"")))
+    seq = int.from_bytes(start[10:14], "big")
+    tpm.call("TPM2_SequenceUpdate", frame(0x15C, [seq], S.tpm2b(message[:1024]), [password()]))
+    done = tpm.call("TPM2_SignSequenceComplete", frame(0x1A4, [seq, handle], S.tpm2b(message[1024:]),
+                                                       [password(), password()]))
+    sig = done[14:14 + int.from_bytes(done[10:14], "big")]
+    r_size = int.from_bytes(sig[4:6], "big")
+    der = encode_dss_signature(int.from_bytes(sig[6:6 + r_size], "big"), int.from_bytes(sig[8 + r_size:], "big"))
+    pub.verify(der, message, ec.ECDSA(hashes.SHA256()))  # over the message, as TPM2_Sign of its SHA-256
+    start = tpm.call("TPM2_VerifySequenceStart", frame(0x1A9, [handle], S.tpm2b(b"") * 3))
+    seq = int.from_bytes(start[10:14], "big")
+    tpm.call("TPM2_SequenceUpdate", frame(0x15C, [seq], S.tpm2b(message[:1024]), [password()]))
+    tpm.call("TPM2_SequenceUpdate", frame(0x15C, [seq], S.tpm2b(message[1024:]), [password()]))
+    done = tpm.call("TPM2_VerifySequenceComplete", frame(0x1A3, [seq, handle], sig, [password()]))
+    assert done[14:14 + int.from_bytes(done[10:14], "big")] == bytes.fromhex("8026 40000007 0000")
+    tpm.flush(handle)
+
+
+def test_restricted_ecc_sequences_refuse_tpm_generated_messages(tpm):
+    attrs = RESTRICTED_SIGNER
+    public = (S.u16(0x0023) + S.u16(S.TPM_ALG_SHA256) + S.u32(attrs) + S.tpm2b(b"") + S.u16(S.TPM_ALG_NULL)
+              + S.u16(0x0018) + S.u16(S.TPM_ALG_SHA256) + S.u16(0x0003) + S.u16(S.TPM_ALG_NULL)
+              + S.tpm2b(b"") + S.tpm2b(b""))
+    response = tpm.call("TPM2_CreatePrimary", frame(0x131, [S.TPM_RH_OWNER], S.sensitive_create()
+                                                    + S.tpm2b(public) + S.tpm2b(b"") + S.u32(0), [password()]))
+    handle = int.from_bytes(response[10:14], "big")
+    for message, rc in ((b"ordinary", 0), (GENERATED + b"forged", 0x1C4)):
+        start = tpm.call("TPM2_SignSequenceStart", frame(0x1AA, [handle], S.tpm2b(b"") + S.tpm2b(b"")))
+        seq = int.from_bytes(start[10:14], "big")
+        done = tpm.transport.transact(frame(0x1A4, [seq, handle], S.tpm2b(message), [password(), password()]))
+        assert rc_of(done) == rc, message  # TPM_RC_VALUE on the buffer, as for ML-DSA keys
+    tpm.flush(handle)

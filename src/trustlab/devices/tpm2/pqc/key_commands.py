@@ -25,7 +25,7 @@ from trustlab.devices.tpm2.extensions import (
     is_extension_handle,
     tpm_command,
 )
-from trustlab.devices.tpm2.pqc import binding, keys
+from trustlab.devices.tpm2.pqc import binding, classical, keys
 from trustlab.devices.tpm2.pqc import structures as S
 from trustlab.devices.tpm2.pqc.state import (
     backend_call,
@@ -182,7 +182,10 @@ def flush_context(cmd: Command, ctx: Context) -> Reply:
     handle = cmd.params.param(1).u32()
     cmd.params.end()
     state = state_of(ctx)
-    if state.objects.pop(handle, None) is None and state.sequences.pop(handle, None) is None:
+    seq = state.sequences.pop(handle, None)
+    if seq is not None:
+        classical.drop(ctx, seq)  # an RSA/ECC key's sequence also ends swtpm's
+    elif state.objects.pop(handle, None) is None:
         raise TpmError(at_param(TPM_RC_HANDLE, 1), "no such extension object")
     return Reply()
 

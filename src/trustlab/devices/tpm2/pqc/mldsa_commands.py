@@ -124,6 +124,8 @@ def verify_digest_signature(cmd: Command, ctx: Context) -> Reply:
 
 
 def _start_sequence(cmd: Command, ctx: Context, sign: bool) -> Reply:
+    if classical.is_backend_key(cmd.handles[0]):
+        return classical.start_sequence(cmd, ctx, sign)
     obj = _signing_key(ctx, cmd.handles[0])
     r = cmd.params
     auth = r.param(1).tpm2b(S.MAX_AUTH)
@@ -170,10 +172,13 @@ def sequence_update(cmd: Command, ctx: Context) -> Reply:
     cmd.require_password(0, seq.auth)
     data = cmd.params.param(1).tpm2b(S.MAX_BUFFER)
     cmd.params.end()
-    _feed(seq, data)
+    if seq.stream is None:
+        classical.update(ctx, seq, data)
+    else:
+        _feed(seq, data)
     key = state_of(ctx).objects.get(seq.key_handle)
     variant = key.params.variant if key else None
-    if seq.stream.kind == S.TPM_ALG_HASH_MLDSA:  # PH is SHA-2: the chip's hashing rate
+    if seq.stream is None or seq.stream.kind == S.TPM_ALG_HASH_MLDSA:  # SHA-2: the chip's hashing rate
         return Reply(terms=lambda n_in, n_out: {**ext.wire_terms(n_in, n_out), "sha256_byte": float(len(data))},
                      variant=variant)
     # ML-DSA absorbs the message into SHAKE256 (mu): the PQC model's Keccak rate, plus the wire formula
@@ -198,10 +203,23 @@ def _complete_key(ctx: Context, cmd: Command, seq: Sequence) -> PqcObject:
     return obj
 
 
+def _complete_on_backend(cmd: Command, ctx: Context, seq: Sequence, complete) -> Reply:
+    """An RSA/ECC key's sequence (:mod:`.classical`): ended here whatever swtpm answers."""
+    if cmd.handles[1] != seq.key_handle:
+        raise TpmError(at_handle(TPM_RC_SIGN_CONTEXT_KEY, 2), "sequence was started with another key")
+    del state_of(ctx).sequences[seq.handle]
+    try:
+        return complete(cmd, ctx, seq)
+    finally:
+        classical.drop(ctx, seq)
+
+
 @tpm_command(0x1A4, "TPM2_SignSequenceComplete", handles=2)
 def sign_sequence_complete(cmd: Command, ctx: Context) -> Reply:
     """A restricted key signs any message but one that starts with TPM_GENERATED_VALUE (TPM_RC_VALUE)."""
     seq = _sequence(ctx, cmd, sign=True)
+    if seq.stream is None:
+        return _complete_on_backend(cmd, ctx, seq, classical.complete_sign)
     obj = _complete_key(ctx, cmd, seq)
     authorize(cmd, 1, obj)
     data = cmd.params.param(1).tpm2b(S.MAX_BUFFER)
@@ -220,6 +238,8 @@ def sign_sequence_complete(cmd: Command, ctx: Context) -> Reply:
 @tpm_command(0x1A3, "TPM2_VerifySequenceComplete", handles=2)
 def verify_sequence_complete(cmd: Command, ctx: Context) -> Reply:
     seq = _sequence(ctx, cmd, sign=False)
+    if seq.stream is None:
+        return _complete_on_backend(cmd, ctx, seq, classical.complete_verify)
     obj = _complete_key(ctx, cmd, seq)
     sig = S.parse_signature(cmd.params.param(1), obj.public)
     cmd.params.end()

@@ -204,6 +204,8 @@ def verifies(area: bytes, signature: bytes, *, message: bytes | None = None, con
             p.pos = len(area) - 68
             point = ec.EllipticCurvePublicNumbers(int.from_bytes(p.tpm2b(), "big"), int.from_bytes(p.tpm2b(), "big"),
                                                   ec.SECP256R1()).public_key()
+            if digest is None:
+                digest = hashlib.sha256(message).digest()
             point.verify(sig, digest, ec.ECDSA(Prehashed(hashes.SHA256())))
             return True
         pub = _pq_public(area)
@@ -519,6 +521,10 @@ def ecc(s: Session) -> None:
                lambda rsp: ticket_shape(parameters(rsp)))
     s.send("SignDigest, digest of the wrong size", S.frame(0x1A6, [key], S.tpm2b(b"") + S.tpm2b(digest[:20])
                                                            + S.null_hashcheck_ticket(), [PW]))
+    message = b"a classical key's message " * 60
+    sig = _sign_sequence(s, key, public, "sign", message)
+    if sig:
+        _verify_sequence(s, key, "verify", message, sig)
     s.flush(key)
 
 

@@ -65,10 +65,11 @@ class Sequence:
     key_handle: int
     sign: bool
     auth: bytes
-    stream: keys.MuStream
+    stream: keys.MuStream | None  # None: an RSA/ECC key's sequence, hashed by swtpm (``backend``)
     conn: Any
     size: int = 0
     prefix: bytes = b""  # the message's first 4 bytes (the TPM_GENERATED_VALUE check)
+    backend: int = 0  # swtpm's hash sequence (in the client's resource-manager space) for an RSA/ECC key
 
 
 class PqcState:
