@@ -119,8 +119,9 @@ def creation_shape(r: Reader) -> dict:
     shape["creationHash"] = len(r.tpm2b())
     shape["creationTicket"] = r.u16()
     r.u32(), r.tpm2b()
-    name = r.tpm2b()
-    shape["name"] = [name[:2].hex(), len(name)]
+    if r.pos < len(r.data):  # TPM2_CreatePrimary's answer ends with the Name (TPM2_Create's does not)
+        name = r.tpm2b()
+        shape["name"] = [name[:2].hex(), len(name)]
     return shape
 
 
@@ -468,6 +469,46 @@ def quote(s: Session) -> None:
     s.flush(key)
 
 
+def storage_area() -> bytes:
+    """An ECC P-256 storage parent (restricted decryption key, AES-128-CFB)."""
+    attributes = (S.FIXED_TPM | S.FIXED_PARENT | S.SENSITIVE_DATA_ORIGIN | S.USER_WITH_AUTH | S.NO_DA
+                  | S.RESTRICTED | S.DECRYPT)
+    return (S.u16(TPM_ALG_ECC) + S.u16(S.TPM_ALG_SHA256) + S.u32(attributes) + S.tpm2b(b"")
+            + S.u16(S.TPM_ALG_AES) + S.u16(128) + S.u16(S.TPM_ALG_CFB) + S.u16(S.TPM_ALG_NULL)
+            + S.u16(TPM_ECC_NIST_P256) + S.u16(S.TPM_ALG_NULL) + S.tpm2b(b"") + S.tpm2b(b""))
+
+
+def ordinary(s: Session) -> None:
+    """TPM2_Create and TPM2_Load of ML-DSA-65 and ML-KEM-768 keys under an ECC storage key (blobs are opaque)."""
+    parent, _area = s.create_primary("CreatePrimary ECC storage key", storage_area())
+    if parent is None:
+        return
+    for name, area in (("ML-DSA-65", mldsa_area(2)),
+                       ("ML-KEM-768", S.Public(S.TPM_ALG_MLKEM, S.TPM_ALG_SHA256, KEM, b"", 2).marshal())):
+        password = b"" if name.startswith("ML-DSA") else b"pw"
+        response = s.send(f"Create {name}", S.frame(0x153, [parent], S.sensitive_create(password) + S.tpm2b(area)
+                                                   + S.tpm2b(b"") + S.u32(0), [PW]),
+                          lambda rsp: {"public": public_shape(_skip2b(parameters(rsp)).tpm2b()),
+                                       **creation_shape(_skip2b(_skip2b(parameters(rsp))))})
+        if not s.ok(response):
+            continue
+        r = parameters(response)
+        private, public = r.tpm2b(), r.tpm2b()
+        loaded = s.send(f"Load {name}", S.frame(0x157, [parent], S.tpm2b(private) + S.tpm2b(public), [PW]),
+                        lambda rsp: {"name": [parameters(rsp, 1).tpm2b()[:2].hex(), len(parameters(rsp, 1).tpm2b())]})
+        if not s.ok(loaded):
+            continue
+        key = struct.unpack_from(">I", loaded, 10)[0]
+        s.send(f"ReadPublic {name}", S.frame(0x173, [key], b""),
+               lambda rsp: {"public": public_shape(Reader(rsp, 10).tpm2b())})
+        if name.startswith("ML-DSA"):
+            _sign_sequence(s, key, public, "sign with the loaded key", b"message" * 10)
+        else:
+            s.send("Decapsulate, wrong password", S.frame(0x1A8, [key], S.tpm2b(b"\0" * 1088), [S.password(b"x")]))
+        s.flush(key)
+    s.flush(parent)
+
+
 def external(s: Session) -> None:
     """Public keys made outside the TPM, loaded with TPM2_LoadExternal: verify and encapsulate with them."""
     from cryptography.hazmat.primitives.asymmetric import mldsa as sw_mldsa, mlkem as sw_mlkem
@@ -538,6 +579,7 @@ SCENARIOS: dict[str, Callable[[Session], None]] = {
     "two keys": cross_key,
     "restricted": restricted,
     "Quote": quote,
+    "Create/Load": ordinary,
     "LoadExternal": external,
     "ECC": ecc,
 }
@@ -565,10 +607,13 @@ NO_MLKEM512 = ("ML-KEM-512: pyca/cryptography offers ML-KEM-768/1024 only, so th
 BIG_COMMAND = ("verifying ML-DSA-87 in the TPM is a 4.7 KB command: serve takes 4096-byte commands (libtpms's "
                "buffer) and ends the connection, wolfTPM's PQC build takes 8192")
 KNOWN_RULES: list[tuple[Callable[[str, str], bool], str]] = [
-    (lambda sc, lb: sc == "ECC" and lb.startswith("CreatePrimary"),
+    (lambda sc, lb: lb.startswith("CreatePrimary ECC"),
      "the ECC key is swtpm's own (libtpms): its creation data has parentNameAlg TPM_ALG_NULL, the digest of the "
      "empty PCR selection and locality 1, wolfTPM's an empty digest and locality 0"),
     (lambda sc, lb: lb.startswith("CreatePrimary"), PARENT_NAME_ALG),
+    (lambda sc, lb: sc == "Create/Load" and lb.startswith("Create "),
+     "creationData.parentName of an ordinary key: the parent's Name (nameAlg + digest, 34 bytes) as Part 2 "
+     "defines it and libtpms writes it; wolfTPM writes the parent's 4-byte handle"),
     (lambda sc, lb: sc == "ML-KEM-512" or lb == "TestParms ML-KEM set 1", NO_MLKEM512),
     (lambda sc, lb: lb == "TPM_PT_ML_PARAMETER_SETS",
      "the sets each TPM runs: trustlab has no ML-KEM-512 (bit 0) and does external mu (bit 6); wolfTPM has all "
