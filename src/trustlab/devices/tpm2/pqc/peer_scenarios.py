@@ -205,6 +205,8 @@ def cross_key(s: Session) -> None:
         seq = struct.unpack_from(">I", response, 10)[0]
         s.send("SignSequenceComplete with another key", S.frame(0x1A4, [seq, b], S.tpm2b(b"m"), [PW, PW]))
         s.flush(seq)  # wolfTPM ends a sequence whose Complete failed; trustlab keeps it (either is allowed)
+    s.send("SignSequenceStart, auth longer than the nameAlg digest",
+           S.frame(0x1AA, [a], S.tpm2b(b"\x01" * 48) + S.tpm2b(b"")))
     s.send("Encapsulate with an ML-DSA key", S.frame(0x1A7, [a], b""))
     s.send("VerifySequenceStart with a hint", S.frame(0x1A9, [a], S.tpm2b(b"") + S.tpm2b(b"R") + S.tpm2b(b"")))
     s.send("VerifyDigestSignature, HashML-DSA signature on an ML-DSA key",
