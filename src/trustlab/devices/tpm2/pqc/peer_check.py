@@ -112,38 +112,57 @@ def run(connect: Callable[[], Callable[[bytes], bytes]], names: list[str] | None
     return session.steps
 
 
-PARENT_NAME_ALG = ("creationData.parentNameAlg of a primary key: TPM_ALG_NULL in the TCG reference code "
-                   "(libtpms; swtpm's own primaries say the same), wolfTPM writes the key's nameAlg")
-NO_MLKEM512 = ("ML-KEM-512: pyca/cryptography offers ML-KEM-768/1024 only, so this TPM answers TPM_RC_PARMS "
-               "and TPM_PT_ML_PARAMETER_SETS leaves bit 0 clear")
-BIG_COMMAND = ("verifying ML-DSA-87 in the TPM is a 4.7 KB command: serve takes 4096-byte commands (libtpms's "
-               "buffer) and ends the connection, wolfTPM's PQC build takes 8192")
-KNOWN_RULES: list[tuple[Callable[[str, str], bool], str]] = [
-    (lambda sc, lb: lb.startswith("CreatePrimary ECC"),
+def _only(*fields: str) -> Callable[[Step | None, Step | None], bool]:
+    """Both succeeded and their shapes differ in ``fields`` only."""
+    def test(o: Step | None, p: Step | None) -> bool:
+        if o is None or p is None or o.rc or p.rc or not isinstance(o.shape, dict) or not isinstance(p.shape, dict):
+            return False
+        return ({k: v for k, v in o.shape.items() if k not in fields}
+                == {k: v for k, v in p.shape.items() if k not in fields})
+    return test
+
+
+def _any(o: Step | None, p: Step | None) -> bool:
+    return True
+
+
+Rule = tuple[Callable[[str, str], bool], Callable[[Step | None, Step | None], bool], str]
+KNOWN_RULES: list[Rule] = [
+    (lambda sc, lb: lb.startswith("CreatePrimary ECC"), _only("parentNameAlg", "pcrDigest", "locality"),
      "the ECC key is swtpm's own (libtpms): its creation data has parentNameAlg TPM_ALG_NULL, the digest of the "
      "empty PCR selection and locality 1, wolfTPM's an empty digest and locality 0"),
-    (lambda sc, lb: lb.startswith("CreatePrimary"), PARENT_NAME_ALG),
-    (lambda sc, lb: sc == "Create/Load" and lb.startswith("Create "),
+    (lambda sc, lb: lb.startswith("CreatePrimary"), _only("parentNameAlg"),
+     "creationData.parentNameAlg of a primary key: TPM_ALG_NULL in the TCG reference code (libtpms; swtpm's own "
+     "primaries say the same), wolfTPM writes the key's nameAlg"),
+    (lambda sc, lb: lb == "CreatePrimary, userAuth longer than the nameAlg digest", _any,
+     "Part 3 (TPM2_Create/CreatePrimary: TPM_RC_SIZE when authValue is larger than the nameAlg digest) and "
+     "libtpms refuse it; wolfTPM's fwTPM accepts it"),
+    (lambda sc, lb: sc == "Create/Load" and lb.startswith("Create "), _only("parentName", "parentQualifiedName"),
      "creationData.parentName of an ordinary key: the parent's Name (nameAlg + digest, 34 bytes) as Part 2 "
      "defines it and libtpms writes it; wolfTPM writes the parent's 4-byte handle"),
-    (lambda sc, lb: sc == "ML-KEM-512" or lb == "TestParms ML-KEM set 1", NO_MLKEM512),
-    (lambda sc, lb: lb == "TPM_PT_ML_PARAMETER_SETS",
+    (lambda sc, lb: sc == "ML-KEM-512" or lb == "TestParms ML-KEM set 1", _any,
+     "ML-KEM-512: pyca/cryptography offers ML-KEM-768/1024 only, so this TPM answers TPM_RC_PARMS and "
+     "TPM_PT_ML_PARAMETER_SETS leaves bit 0 clear"),
+    (lambda sc, lb: lb == "TPM_PT_ML_PARAMETER_SETS", _any,
      "the sets each TPM runs: trustlab has no ML-KEM-512 (bit 0) and does external mu (bit 6); wolfTPM has all "
      "six sets and no external mu (wolfCrypt has no mu-direct signing)"),
-    (lambda sc, lb: lb == "TestParms ML-DSA allowExternalMu",
+    (lambda sc, lb: lb == "TestParms ML-DSA allowExternalMu", _any,
      "wolfTPM's fwTPM does not implement external mu and says TPM_RC_EXT_MU, as 1.85 prescribes for such a TPM; "
      "trustlab implements it"),
-    (lambda sc, lb: sc == "Quote" and lb.startswith("Quote"),
+    (lambda sc, lb: sc == "Quote" and lb.startswith("Quote"), _any,
      "wolfTPM's fwTPM signs no attestation with an ML-DSA key (TPM_RC_KEY); trustlab signs the TPMS_ATTEST "
      "bytes with pure ML-DSA (the README's choice; the quote verifies with OpenSSL)"),
-    (lambda sc, lb: "-87" in sc and ("VerifySequenceComplete" in lb or "VerifyDigestSignature" in lb), BIG_COMMAND),
+    (lambda sc, lb: "-87" in sc and ("VerifySequenceComplete" in lb or "VerifyDigestSignature" in lb),
+     lambda o, p: o is not None and o.rc == 0x142,
+     "verifying ML-DSA-87 in the TPM is a 4.7 KB command: serve takes 4096-byte commands (libtpms's buffer) "
+     "and ends the connection, wolfTPM's PQC build takes 8192"),
 ]
 
 
-def known(scenario: str, label: str) -> str | None:
-    """Why ours differs from wolfTPM's fwTPM at this step, if that is understood."""
-    for rule, why in KNOWN_RULES:
-        if rule(scenario, label):
+def known(scenario: str, label: str, ours: Step | None = None, peer: Step | None = None) -> str | None:
+    """Why ours differs from wolfTPM's fwTPM at this step (given both answers), if that is understood."""
+    for where, what, why in KNOWN_RULES:
+        if where(scenario, label) and what(ours, peer):
             return why
     return None
 
@@ -169,7 +188,7 @@ def compare(ours: list[Step], peer: list[Step]) -> list[Row]:
         o, p = mine.get(key), index.get(key)
         agree = (o is not None and p is not None and normalized(o.rc) == normalized(p.rc) and o.shape == p.shape)
         rows.append(Row(key[0], key[1], o.rc if o else None, p.rc if p else None, o.shape if o else None,
-                        p.shape if p else None, agree, None if agree else known(*key)))
+                        p.shape if p else None, agree, None if agree else known(*key, o, p)))
     return rows
 
 

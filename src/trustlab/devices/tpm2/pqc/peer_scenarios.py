@@ -196,6 +196,9 @@ def mlkem(pset: int) -> Callable[[Session], None]:
 
 def cross_key(s: Session) -> None:
     """Errors that need two keys: a sequence completed with another key, a KEM operation on a signing key."""
+    s.send("CreatePrimary, userAuth longer than the nameAlg digest",
+           S.frame(0x131, [S.TPM_RH_OWNER], S.sensitive_create(b"\x01" * 48) + S.tpm2b(mldsa_area(1))
+                   + S.tpm2b(b"") + S.u32(0), [PW]))
     a, _pa = s.create_primary("CreatePrimary ML-DSA-44", mldsa_area(1))
     b, _pb = s.create_primary("CreatePrimary ML-DSA-65", mldsa_area(2))
     if a is None or b is None:
