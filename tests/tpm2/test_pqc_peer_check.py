@@ -5,7 +5,9 @@ scenarios of :mod:`trustlab.devices.tpm2.pqc.peer_check` (recorded by
 ``tools/wolftpm_differential.py --record`` from a build of wolfTPM outside this
 repository; the file names the commit). Here ours answers the same scenarios
 and every step must agree - response code and structure layout - or differ
-for a reason :func:`peer_check.known` states.
+for a reason :func:`peer_check.known` states. After changing a scenario,
+record the peer again: ``tools/wolftpm_differential.py WOLFTPM_BUILD --record
+tests/tpm2/data/wolftpm_fwtpm_steps.json --peer-version ...``.
 """
 
 from __future__ import annotations
