@@ -18,9 +18,9 @@ from __future__ import annotations
 import hmac as _hmac
 
 from trustlab.devices.tpm12 import constants as C
-from trustlab.devices.tpm12.commands.sign import pcr_composite
 from trustlab.devices.tpm12.errors import TpmError
 from trustlab.devices.tpm12.keys import StoreAsymkey
+from trustlab.devices.tpm12.pcrs import pcr_composite
 from trustlab.devices.tpm12.registry import Request, Response, tpm_command
 from trustlab.devices.tpm12.wire import Reader, sized
 
