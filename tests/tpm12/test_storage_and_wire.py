@@ -62,13 +62,13 @@ def test_bind_unbind_and_change_auth(tpm: Tpm12, storage: int) -> None:
     blob = Key12.from_bytes(tpm.TPM_CreateWrapKey(storage, K, key_template(C.TPM_KEY_BIND), K))
     h = tpm.TPM_LoadKey2(storage, blob.marshal(), K)
     assert tpm.TPM_UnBind(h, bind(blob.pubkey(), b"hello"), K) == b"hello"
-    new_enc = tpm.TPM_ChangeAuth(storage, K, 0x0001, blob.enc, K, D)
+    new_enc = tpm.TPM_ChangeAuth(storage, K, C.TPM_ET_KEY, blob.enc, K, D)
     h2 = tpm.TPM_LoadKey2(storage, blob.with_enc(new_enc).marshal(), K)
     assert tpm.TPM_UnBind(h2, bind(blob.pubkey(), b"again"), D) == b"again"
     with pytest.raises(TpmError, match="TPM_AUTHFAIL"):
         tpm.TPM_UnBind(h2, bind(blob.pubkey(), b"again"), K)
     with pytest.raises(TpmError, match="TPM_AUTH2FAIL"):  # the old secret must be proven
-        tpm.TPM_ChangeAuth(storage, K, 0x0001, blob.enc, secret("guess"), D)
+        tpm.TPM_ChangeAuth(storage, K, C.TPM_ET_KEY, blob.enc, secret("guess"), D)
 
 
 def test_osap_session_is_bound_to_its_entity(tpm: Tpm12, storage: int) -> None:

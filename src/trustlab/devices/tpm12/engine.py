@@ -84,7 +84,9 @@ _DEACTIVATED_OK = _DEACTIVATED_OK | _STATE_EXEMPT
 # commands whose state check (no owner: TPM_NOSRK) comes before their authorization is parsed
 _NEEDS_OWNER = {C.ORD[n] for n in ("TPM_OSAP", "TPM_OwnerReadPubek", "TPM_OwnerReadInternalPub", "TPM_CreateCounter",
                                    "TPM_ResetLockValue", "TPM_CMK_ApproveMA", "TPM_AuthorizeMigrationKey",
-                                   "TPM_MakeIdentity")}
+                                   "TPM_MakeIdentity", "TPM_GetCapabilityOwner", "TPM_OwnerSetDisable",
+                                   "TPM_OwnerClear", "TPM_DisableOwnerClear", "TPM_DisablePubekRead",
+                                   "TPM_ChangeAuthOwner")}
 SAVED_STATE = "saved_state"  # key in PersistentState.extra: what TPM_SaveState preserved
 AUDITED, AUDIT_COUNT = "audited", "audit_counter"  # PersistentState.extra keys
 _ORD_SAVE_STATE = struct.pack(">I", C.ORD["TPM_SaveState"])

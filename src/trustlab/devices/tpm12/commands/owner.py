@@ -31,7 +31,8 @@ def _owner(tpm, req: Request, i: int = 0) -> None:
     req.auth.check(i, tpm.owner_auth(), OWNER)
 
 
-def _bool(r: Reader) -> bool:
+def read_bool(r: Reader) -> bool:
+    """A TPM_BOOL parameter: 0 or 1, else TPM_BAD_PARAMETER (libtpms TPM_LoadBool)."""
     v = r.u8()
     if v > 1:
         raise TpmError("TPM_BAD_PARAMETER", f"a TPM_BOOL is 0 or 1, not {v}")
@@ -98,7 +99,7 @@ def set_capability(tpm, req: Request) -> Response:
 @tpm_command("TPM_OwnerSetDisable", auth=(1,))
 def owner_set_disable(tpm, req: Request) -> Response:
     """Part 3, 6.5: the owner sets TPM_PERMANENT_FLAGS.disable."""
-    state = _bool(req.params)
+    state = read_bool(req.params)
     req.params.end()
     _owner(tpm, req)
     flags.set_permanent(tpm, "disable", state)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from trustlab.devices.tpm12 import constants as C
 from trustlab.devices.tpm12 import flags
-from trustlab.devices.tpm12.commands.owner import OPERATOR_AUTH, clear_owner
+from trustlab.devices.tpm12.commands.owner import OPERATOR_AUTH, clear_owner, read_bool
 from trustlab.devices.tpm12.errors import TpmError
 from trustlab.devices.tpm12.registry import Request, Response, tpm_command
 
@@ -94,10 +94,10 @@ def physical_disable(tpm, req: Request) -> Response:
 @tpm_command("TPM_PhysicalSetDeactivated")
 def physical_set_deactivated(tpm, req: Request) -> Response:
     """Part 3, 6.8: presence sets TPM_PERMANENT_FLAGS.deactivated (effective at the next TPM_Startup)."""
-    state = req.params.u8()
+    state = read_bool(req.params)
     req.params.end()
     require_presence(tpm)
-    flags.set_permanent(tpm, "deactivated", bool(state))
+    flags.set_permanent(tpm, "deactivated", state)
     return Response()
 
 
@@ -117,11 +117,11 @@ def set_temp_deactivated(tpm, req: Request) -> Response:
 
 @tpm_command("TPM_SetOwnerInstall")
 def set_owner_install(tpm, req: Request) -> Response:
-    """Part 3, 6.3 / libtpms: with an owner installed, TPM_OWNER_SET; else presence sets ownership."""
-    state = req.params.u8()
+    """Part 3, 6.3: with an owner installed nothing happens (TPM_SUCCESS); else presence sets ownership."""
+    state = read_bool(req.params)
     req.params.end()
     if tpm.state.owner_auth is not None:
-        raise TpmError("TPM_OWNER_SET", "an owner is installed")
+        return Response()
     require_presence(tpm)
     flags.set_permanent(tpm, "ownership", bool(state))
     return Response()
