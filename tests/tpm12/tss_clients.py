@@ -124,6 +124,8 @@ class FrameLog:
         self._server = socket.create_server(("127.0.0.1", 0))
         self.port = self._server.getsockname()[1]
         self._stop = False
+        self._up: socket.socket | None = None  # one connection to the TPM for every client connection
+        self._lock = threading.Lock()
         self._thread = threading.Thread(target=self._serve, daemon=True)
         self._thread.start()
 
@@ -136,20 +138,28 @@ class FrameLog:
             threading.Thread(target=self._relay, args=(conn,), daemon=True).start()
 
     def _relay(self, conn: socket.socket) -> None:
-        with conn, socket.create_connection(self.upstream) as up:
+        """(swtpm serves one connection at a time: tcsd's reconnects share this relay's one upstream.)"""
+        with conn:
             while True:
                 try:
                     request = _recv_request(conn)
                 except (ConnectionError, OSError):
                     return
-                up.sendall(request)
-                response = _recv_frame(up)
-                self.frames.append(Frame(request, response))
+                with self._lock:
+                    if self._up is None:
+                        self._up = socket.create_connection(self.upstream)
+                    self._up.sendall(request)
+                    response = _recv_frame(self._up)
+                    self.frames.append(Frame(request, response))
                 conn.sendall(response)
 
     def close(self) -> None:
         self._stop = True
         self._server.close()
+        with self._lock:
+            if self._up is not None:
+                self._up.close()
+                self._up = None
 
 
 class Tcsd:
