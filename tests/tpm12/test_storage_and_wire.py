@@ -84,13 +84,13 @@ def test_host_detects_a_tampered_response(tpm: Tpm12) -> None:
 
     def flip(frame: bytes) -> bytes:
         rsp = bytearray(real(frame))
-        if struct.unpack(">I", frame[6:10])[0] == C.ORD["TPM_GetPubKey"]:
+        if struct.unpack(">I", frame[6:10])[0] == C.ORD["TPM_OwnerReadInternalPub"]:
             rsp[20] ^= 1
         return bytes(rsp)
 
     tpm.engine.execute = flip  # type: ignore[method-assign]
     with pytest.raises(TpmError, match="response authorization"):
-        tpm.TPM_GetPubKey(C.TPM_KH_SRK, SRK)
+        tpm.TPM_OwnerReadInternalPub(OWNER, C.TPM_KH_SRK)
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -147,11 +147,26 @@ class FrameLog:
                     return
                 with self._lock:
                     if self._up is None:
-                        self._up = socket.create_connection(self.upstream)
-                    self._up.sendall(request)
-                    response = _recv_frame(self._up)
+                        self._up = self._connect()
+                    try:
+                        self._up.sendall(request)
+                        response = _recv_frame(self._up)
+                    except (ConnectionError, OSError) as e:
+                        self._up.close()
+                        self._up = None
+                        print(f"relay: the TPM at {self.upstream} dropped the connection ({e}) after "
+                              f"{len(self.frames)} frames", file=sys.stderr)
+                        return
                     self.frames.append(Frame(request, response))
                 conn.sendall(response)
+
+    def _connect(self) -> socket.socket:
+        for _ in range(50):  # (a TPM that serves one connection at a time may still be closing the last)
+            try:
+                return socket.create_connection(self.upstream)
+            except ConnectionRefusedError:
+                time.sleep(0.02)
+        return socket.create_connection(self.upstream)
 
     def close(self) -> None:
         self._stop = True

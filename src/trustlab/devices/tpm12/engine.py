@@ -374,8 +374,6 @@ class Engine:
                 raise TpmError("TPM_FAILEDSELFTEST", f"{spec.name}: the TPM is in failure mode")
             if n_auth not in spec.auth:
                 raise TpmError("TPM_BADTAG", f"{spec.name} takes {spec.auth} authorization session(s), not {n_auth}")
-            if ordinal in _NEEDS_OWNER and self.state.owner_auth is None:  # libtpms TPM_CHECK_OWNER
-                raise TpmError("TPM_NOSRK", f"{spec.name} needs an owner")
             if self.sha1_context is not None and ordinal not in _SHA1_THREAD and ordinal != _ORD_EXECUTE_TRANSPORT:
                 self.sha1_context = None  # libtpms TPM_Check_SHA1Context: another command ends the thread
             if outer:
@@ -388,6 +386,8 @@ class Engine:
                 raise TpmError("TPM_DISABLED", f"{spec.name}: the TPM is disabled")
             if self.deactivated and ordinal not in _DEACTIVATED_OK:
                 raise TpmError("TPM_DEACTIVATED", f"{spec.name}: the TPM was started deactivated")
+            if ordinal in _NEEDS_OWNER and self.state.owner_auth is None:  # libtpms TPM_CHECK_OWNER (after
+                raise TpmError("TPM_NOSRK", f"{spec.name} needs an owner")  # ENABLED and ACTIVATED)
             if n_auth and self.auth_fail_count > LOCKOUT_THRESHOLD and self.lockout_remaining_s() > 0:
                 raise TpmError("TPM_DEFEND_LOCK_RUNNING",
                                f"{spec.name}: dictionary-attack lockout, {self.lockout_remaining_s():.1f} s left")
