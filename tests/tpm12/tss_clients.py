@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from trustlab.devices.tpm12 import constants as C
-from trustlab.devices.tpm12.socket_tpm import SocketTpm12, Swtpm12
+from trustlab.serving.tpm12.socket_tpm import SocketTpm12, Swtpm12
 
 TCSD = "/usr/sbin/tcsd"
 HEADER = 10
@@ -169,8 +169,15 @@ class FrameLog:
         return socket.create_connection(self.upstream)
 
     def close(self) -> None:
+        """Stop listening for good: shutdown wakes the accept() blocked in the serving thread, which
+        otherwise keeps the listening socket alive (and a later relay could be handed its port)."""
         self._stop = True
+        try:
+            self._server.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
         self._server.close()
+        self._thread.join(timeout=5)
         with self._lock:
             if self._up is not None:
                 self._up.close()
