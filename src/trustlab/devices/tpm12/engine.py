@@ -38,9 +38,11 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 
 from trustlab.devices.tpm12 import constants as C
 from trustlab.devices.tpm12 import flags, registry
+from trustlab.devices.tpm12 import state_checks as checks
 from trustlab.devices.tpm12.errors import TpmError
 from trustlab.devices.tpm12.keys import LoadedKey, key_from_json, key_to_json
 from trustlab.devices.tpm12.pc_client import PCR_DEFAULT, PCR_RESETTABLE
+from trustlab.devices.tpm12.nvareas import nv_locked
 from trustlab.devices.tpm12.nvstore import MemoryNVStore, NVStore
 from trustlab.devices.tpm12.primitives import Primitives
 from trustlab.devices.tpm12.registry import Request
@@ -66,27 +68,6 @@ _ORD_EXECUTE_TRANSPORT = C.ORD["TPM_ExecuteTransport"]
 _SHA1_THREAD = {C.ORD[n] for n in ("TPM_SHA1Update", "TPM_SHA1Complete", "TPM_SHA1CompleteExtend")}
 # Part 3, 4.2 (failure mode): only these answer; libtpms adds nothing else
 _FAILURE_MODE_OK = {C.ORD["TPM_GetTestResult"], C.ORD["TPM_GetCapability"]}
-# Part 1, 9.4 (TPM_ST_DEACTIVATED): commands that still run on a deactivated TPM
-_DEACTIVATED_OK = {C.ORD[n] for n in ("TPM_Startup", "TPM_GetCapability", "TPM_SelfTestFull",
-                                      "TPM_ContinueSelfTest", "TPM_GetTestResult", "TPM_PCRRead",
-                                      "TPM_Extend", "TPM_SaveState", "TPM_FlushSpecific", "TPM_OIAP")}
-# libtpms' commands that check neither TPM_PERMANENT_FLAGS.disable nor deactivated
-# (TPM_CheckState with TPM_CHECK_NOT_SHUTDOWN or TPM_CHECK_NO_LOCKOUT, or none)
-_STATE_EXEMPT = {C.ORD[n] for n in (
-    "TPM_Startup", "TPM_ContinueSelfTest", "TPM_DSAP", "TPM_Extend", "TPM_FlushSpecific", "TPM_NV_ReadValue",
-    "TPM_NV_WriteValue", "TPM_OIAP", "TPM_OSAP", "TPM_OwnerSetDisable", "TPM_PCR_Reset", "TPM_PhysicalDisable",
-    "TPM_PhysicalEnable", "TSC_PhysicalPresence", "TPM_PhysicalSetDeactivated", "TPM_Reset",
-    "TSC_ResetEstablishmentBit", "TPM_ResetLockValue", "TPM_SHA1Complete", "TPM_SHA1CompleteExtend",
-    "TPM_SHA1Start", "TPM_SHA1Update", "TPM_SaveState", "TPM_SelfTestFull", "TPM_SetCapability",
-    "TPM_SetTempDeactivated", "TPM_TakeOwnership", "TPM_Terminate_Handle", "TPM_GetCapability",
-    "TPM_GetTestResult") if n in C.ORD}
-_DEACTIVATED_OK = _DEACTIVATED_OK | _STATE_EXEMPT
-# commands whose state check (no owner: TPM_NOSRK) comes before their authorization is parsed
-_NEEDS_OWNER = {C.ORD[n] for n in ("TPM_OSAP", "TPM_OwnerReadPubek", "TPM_OwnerReadInternalPub", "TPM_CreateCounter",
-                                   "TPM_ResetLockValue", "TPM_CMK_ApproveMA", "TPM_AuthorizeMigrationKey",
-                                   "TPM_MakeIdentity", "TPM_GetCapabilityOwner", "TPM_OwnerSetDisable",
-                                   "TPM_OwnerClear", "TPM_DisableOwnerClear", "TPM_DisablePubekRead",
-                                   "TPM_ChangeAuthOwner")}
 SAVED_STATE = "saved_state"  # key in PersistentState.extra: what TPM_SaveState preserved
 AUDITED, AUDIT_COUNT = "audited", "audit_counter"  # PersistentState.extra keys
 _ORD_SAVE_STATE = struct.pack(">I", C.ORD["TPM_SaveState"])
@@ -382,12 +363,13 @@ class Engine:
                     self.exclusive = None
                 if ordinal != _ORD_STARTUP and SAVED_STATE in self.state.extra:
                     self.invalidate_saved_state()
-            if self.disabled and ordinal not in _STATE_EXEMPT:
-                raise TpmError("TPM_DISABLED", f"{spec.name}: the TPM is disabled")
-            if self.deactivated and ordinal not in _DEACTIVATED_OK:
-                raise TpmError("TPM_DEACTIVATED", f"{spec.name}: the TPM was started deactivated")
-            if ordinal in _NEEDS_OWNER and self.state.owner_auth is None:  # libtpms TPM_CHECK_OWNER (after
-                raise TpmError("TPM_NOSRK", f"{spec.name} needs an owner")  # ENABLED and ACTIVATED)
+            if (self.disabled or self.deactivated) and not (ordinal in checks.NV_NOAUTH and not nv_locked(self)):
+                if self.disabled and ordinal not in checks.SKIP_ENABLED:
+                    raise TpmError("TPM_DISABLED", f"{spec.name}: the TPM is disabled")
+                if self.deactivated and ordinal not in checks.SKIP_ACTIVATED:
+                    raise TpmError("TPM_DEACTIVATED", f"{spec.name}: the TPM is deactivated")
+            if ordinal in checks.NEEDS_OWNER and self.state.owner_auth is None:
+                raise TpmError("TPM_NOSRK", f"{spec.name} needs an owner")
             if n_auth and self.auth_fail_count > LOCKOUT_THRESHOLD and self.lockout_remaining_s() > 0:
                 raise TpmError("TPM_DEFEND_LOCK_RUNNING",
                                f"{spec.name}: dictionary-attack lockout, {self.lockout_remaining_s():.1f} s left")

@@ -89,6 +89,7 @@ def take_ownership(tpm, req: Request) -> Response:
     if not flags.permanent(tpm, "ownership"):
         raise TpmError("TPM_INSTALL_DISABLED", "TPM_SetOwnerInstall(FALSE) forbids taking ownership")
     ek = ek_key(tpm)
+    req.auth.session(0)  # libtpms looks the session up before it decrypts the secrets
     if template.usage != C.TPM_KEY_STORAGE or template.migratable:
         raise TpmError("TPM_INVALID_KEYUSAGE", "the SRK must be a non-migratable storage key")
     check_key_parms(template.usage, template.parms)

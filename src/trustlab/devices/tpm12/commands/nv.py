@@ -56,6 +56,7 @@ def _area(tpm, index: int) -> NVArea:
 
 
 def _owner(tpm, req: Request) -> None:
+    req.auth.session(0)  # an unknown session handle first (TPM_INVALID_AUTHHANDLE), then no owner (libtpms)
     req.auth.check(0, tpm.owner_auth(), (C.TPM_ET_OWNER, C.TPM_KH_OWNER))
 
 
@@ -163,14 +164,14 @@ def _write(tpm, req: Request, owner_session: bool, area_session: bool) -> Respon
     index, offset, data = p.u32(), p.u32(), p.sized(MAX_AREA + 1)
     p.end()
     locked = nv_locked(tpm)
+    a = _area(tpm, index) if index != C.TPM_NV_INDEX0 else None  # step 2, before the owner's session
     if owner_session:
         _owner(tpm, req)
-    if index == C.TPM_NV_INDEX0:  # Part 3, 20.2 step 3: a zero-length write sets bGlobalLock
+    if a is None:  # Part 3, 20.2 step 3: a zero-length write to index 0 sets bGlobalLock
         if data:
             raise TpmError("TPM_BADINDEX", "index 0 takes only a zero-length write")
         tpm.global_lock = True
         return Response()
-    a = _area(tpm, index)
     _authorize(tpm, req, a, index, owner_session, area_session, locked, "written")
     if locked or area_session:
         if a.attributes & C.TPM_NV_PER_WRITEDEFINE and a.write_define:
@@ -204,9 +205,9 @@ def _read(tpm, req: Request, owner_session: bool, area_session: bool) -> Respons
     index, offset, size = p.u32(), p.u32(), p.u32()
     p.end()
     locked = nv_locked(tpm)
+    a = _area(tpm, index)  # Part 3, 20.4 step 2, before the owner's session
     if owner_session:
         _owner(tpm, req)
-    a = _area(tpm, index)
     _authorize(tpm, req, a, index, owner_session, area_session, locked, "read")
     if a.attributes & C.TPM_NV_PER_READ_STCLEAR and ("r", index) in tpm.nv_stclear_locks:
         raise TpmError("TPM_DISABLED_CMD", "the area is read-locked until the next TPM_Startup")

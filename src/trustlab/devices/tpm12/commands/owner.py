@@ -28,6 +28,7 @@ _PERM_SETTABLE = {1: "either", 2: "presence", 3: "presence", 4: "owner", 5: "own
 
 
 def _owner(tpm, req: Request, i: int = 0) -> None:
+    req.auth.session(i)  # an unknown session handle first (TPM_INVALID_AUTHHANDLE), then no owner (libtpms)
     req.auth.check(i, tpm.owner_auth(), OWNER)
 
 
