@@ -26,6 +26,7 @@ import hashlib
 import hmac as _hmac
 import os
 import subprocess
+import threading
 import weakref
 from typing import Callable
 
@@ -120,7 +121,7 @@ class Primitives:
     def __init__(self, clock: Clock, keygen: Callable[[int], rsa.RSAPrivateKey] | None = None) -> None:
         self.clock = clock
         self._pending_blocks = 0
-        self.make_key = keygen or generate_rsa
+        self.make_key = keygen or AHEAD_KEYS
         self._entropy = Entropy()
         self._rng_charged = "rng_byte" in clock.components  # (a clock's profile is fixed for its life)
         # the per-unit costs of the components charged on every command, None if one has a spread
@@ -317,3 +318,51 @@ class KeyPool:
 
     def reset(self) -> None:
         self._next = 0
+
+
+class AheadKeys:
+    """Fresh RSA-2048 keys generated ahead in a background thread: the default host ``keygen``.
+
+    Host RSA-2048 generation takes 60-300 ms (random, like the chip's), and a
+    served engine answers in realtime: generating inline would add that to the
+    command's host time, and on a profile whose key generation is modelled
+    shorter (or not at all: sim-2010) the response would leave late. So up to
+    ``depth`` keys wait ready; taking one wakes the thread to replace it.
+    OpenSSL releases the GIL while it generates, so the thread does not stall
+    the one that holds responses. Every key is fresh and handed out once (no
+    sharing between TPMs); when none is ready (a burst), one is made inline.
+    Other sizes are always made inline.
+    """
+
+    def __init__(self, depth: int = 2) -> None:
+        self.depth = depth
+        self._ready: list[rsa.RSAPrivateKey] = []
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def __call__(self, bits: int = 2048) -> rsa.RSAPrivateKey:
+        if bits != 2048:
+            return generate_rsa(bits)
+        with self._lock:
+            key = self._ready.pop() if self._ready else None
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._fill, name="trustlab-keys-ahead", daemon=True)
+                self._thread.start()
+        self._wake.set()
+        return key if key is not None else generate_rsa(bits)
+
+    def _fill(self) -> None:
+        while True:
+            self._wake.wait()
+            self._wake.clear()
+            while True:
+                with self._lock:
+                    if len(self._ready) >= self.depth:
+                        break
+                key = generate_rsa(2048)
+                with self._lock:
+                    self._ready.append(key)
+
+
+AHEAD_KEYS = AheadKeys()  # one per process: engines built without a keygen share its (fresh, never reused) keys
