@@ -28,6 +28,11 @@ class Formula:
     """Terms charged only on profiles that define the component (as the engine does, e.g. ``rsa_keygen``
     where a profile has a key-generation figure); never fitted."""
 
+    @property
+    def all_terms(self) -> dict[str, float]:
+        """Every term, optional ones included: what a measurement on a chip that has them contains."""
+        return {**self.terms, **self.optional}
+
     def evaluate(self, profile: Profile) -> tuple[float, dict[str, float]]:
         """Total ms and ms per component, using the profile's means."""
         breakdown = {comp: coeff * profile.mean(comp) for comp, coeff in self.terms.items()}
