@@ -128,7 +128,9 @@ def make_identity(tpm, req: Request) -> Response:
     usage_auth = req.auth.decrypt_auth(1, enc_auth)
     key = tpm.crypto.rsa_generate()
     parms = KeyParms(C.TPM_ALG_RSA, C.TPM_ES_NONE, C.TPM_SS_RSASSAPKCS1v15_SHA1)
-    public = Key12(C.TPM_KEY_IDENTITY, 0, C.TPM_AUTH_ALWAYS, parms, modulus_of(key))
+    # keyFlags and authDataUsage as the template asks (libtpms: TPM_Key_GenerateRSA(idKeyParams.keyFlags,
+    # idKeyParams.authDataUsage)): an AIK made with TPM_AUTH_NEVER quotes without a session
+    public = Key12(C.TPM_KEY_IDENTITY, template.flags, template.auth_usage, parms, modulus_of(key))
     blob = wrap(tpm, tpm.srk_loaded(), public, usage_auth, tpm.state.tpm_proof, prime_of(key))
     # TPM_IDENTITY_CONTENTS: version, ordinal, labelPrivCADigest, identityPubKey
     contents = Writer().raw(C.STRUCT_VER).u32(C.ORD["TPM_MakeIdentity"]).raw(label_ca).raw(public.pubkey()).bytes()
