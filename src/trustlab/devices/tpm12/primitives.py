@@ -122,6 +122,8 @@ class Primitives:
         self.clock = clock
         self._pending_blocks = 0
         self.make_key = keygen or AHEAD_KEYS
+        if keygen is None:
+            AHEAD_KEYS.start()  # keys ready before the first command that needs one
         self._entropy = Entropy()
         self._rng_charged = "rng_byte" in clock.components  # (a clock's profile is fixed for its life)
         # the per-unit costs of the components charged on every command, None if one has a spread
@@ -334,22 +336,27 @@ class AheadKeys:
     Other sizes are always made inline.
     """
 
-    def __init__(self, depth: int = 2) -> None:
+    def __init__(self, depth: int = 4) -> None:
         self.depth = depth
         self._ready: list[rsa.RSAPrivateKey] = []
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self._thread: threading.Thread | None = None
 
+    def start(self) -> None:
+        """Begin filling (an engine that will use these keys calls it when it is built)."""
+        with self._lock:
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._fill, name="trustlab-keys-ahead", daemon=True)
+                self._thread.start()
+        self._wake.set()
+
     def __call__(self, bits: int = 2048) -> rsa.RSAPrivateKey:
         if bits != 2048:
             return generate_rsa(bits)
         with self._lock:
             key = self._ready.pop() if self._ready else None
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._fill, name="trustlab-keys-ahead", daemon=True)
-                self._thread.start()
-        self._wake.set()
+        self.start()
         return key if key is not None else generate_rsa(bits)
 
     def _fill(self) -> None:
