@@ -38,6 +38,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 
 from trustlab.devices.tpm12 import constants as C
 from trustlab.devices.tpm12 import registry
+from trustlab.devices.tpm12.contexts import ContextState
 from trustlab.devices.tpm12.errors import TpmError
 from trustlab.devices.tpm12.keys import LoadedKey, key_from_json, key_to_json
 from trustlab.devices.tpm12.pc_client import PCR_DEFAULT, PCR_RESETTABLE
@@ -142,6 +143,7 @@ class Engine:
         self.nv_stclear_locks: set[tuple[str, int]] = set()  # bReadSTClear / bWriteSTClear
         self.global_lock = False  # TPM_STCLEAR_FLAGS.bGlobalLock
         self.audit_digest = bytes(20)  # TPM_STANY_DATA.auditDigest: zeroed by TPM_Startup
+        self.contexts = ContextState()  # contextNonceKey/Session, contextCount, contextList
         self._next_handle = {"key": 0x01000000, "auth": 0x02000000, "trans": 0x05000000}
 
     def startup(self, kind: int = C.TPM_ST_CLEAR) -> None:
