@@ -35,7 +35,6 @@ KNOWN = {
     **dict.fromkeys(("identity (TPM_KEY template)", "identity -ac (activate)"),
                     "MakeIdentity TPM_KEY template, ActivateIdentity (item 2)"),
     **dict.fromkeys(("sealxfile", "unsealxfile"), "TPM_Sealx (needs PCR_INFO_LONG sealing, item 1)"),
-    **dict.fromkeys(("savecontext key", "loadcontext key"), "TPM_SaveContext/TPM_LoadContext not implemented"),
 }
 
 

@@ -211,10 +211,13 @@ class Primitives:
     def rsa_generate(self, bits: int = 2048) -> rsa.RSAPrivateKey:
         """Key generation; charged as ``rsa_keygen`` when the profile has it.
 
-        The 2010 profiles have no key-generation variable (the paper's model
-        never needed one), so on them key creation costs only its other parts.
+        The paper's model has no key-generation variable; the four 2010 chip
+        profiles carry one borrowed from the same vendor's TPM 2.0 measurement
+        (tools/build_tpm12_keygen.py, a distribution: each key draws its own
+        time), sim-2010 none (key creation there costs only its other parts).
         ``keygen`` (constructor) lets tests and benchmarks draw keys from a
-        pre-generated pool: host RSA key generation is the slowest host
+        pre-generated pool, and by default keys are made ahead
+        (:class:`AheadKeys`): host RSA key generation is the slowest host
         operation by far and says nothing about the modelled chip.
         """
         if "rsa_keygen" in self.clock.profile:
