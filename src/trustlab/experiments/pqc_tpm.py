@@ -23,11 +23,12 @@ import statistics
 import sys
 from typing import Any
 
-from trustlab.cli._output import table
+from trustlab.textable import table
 from trustlab.devices.tpm2.pqc_model import calibration, chips, frames, ram, validation
 from trustlab.devices.tpm2.pqc_model.cost import absorb_ms, operation_cost, unit_costs
 from trustlab.devices.tpm2.pqc_model.params import ALGORITHMS, DSA_OPERATIONS, KEM_OPERATIONS, params
 from trustlab.errors import TrustlabError
+from trustlab.experiments._params import seed
 from trustlab.experiments.registry import Result, experiment
 from trustlab.timing import registry
 from trustlab.timing.clock import Clock
@@ -185,7 +186,7 @@ class PqcTpmExperiment:
                             "the compute time of operations with a published first-order masking figure (ML-KEM "
                             "decapsulation: 2.6-3.5x) by a drawn factor; ML-DSA has no published masked figure "
                             "here and stays unprotected")
-        parser.add_argument("--seed", type=int, default=0, help="seed of the draws (default 0)")
+        parser.add_argument("--seed", type=seed, default=0, help="seed of the draws (default 0)")
         parser.add_argument("--no-progress", action="store_true",
                             help="no progress bar (otherwise one is shown on stderr, if it is a terminal, for "
                             f"runs of {PROGRESS_MIN_DRAWS} draws or more; stdout stays the table or --json)")
