@@ -29,8 +29,10 @@ from trustlab.errors import TrustlabError
 
 KEYS = ("core", "mhz", "sha256_kbps", "bus", "certified", "tpm", "ohc_ms", "name")
 BUSES = ("none", "spi", "i2c", "memory")
-BUS_EFFICIENCY = {"spi": (1.0, 4.0), "i2c": (1.0, 1.5), "memory": (0.0, 0.0), "none": (0.0, 0.0)}
+BUS_EFFICIENCY = {"spi": (1.0, 4.0), "i2c": (1.0, 5.0), "memory": (0.0, 0.0), "none": (0.0, 0.0)}
 """Framing/polling factor over the raw bus clock: the chips.toml bus entries' ranges (same sources)."""
+BUS_BOUND = 0.25
+"""A measured SHA-256 rate whose median bus share exceeds this is bus-bound: it does not place the core."""
 
 
 @dataclass(frozen=True)
@@ -185,8 +187,11 @@ def for_profile(profile) -> ChipSpec:
     if chip.software_crypto and "ecc256_sign" in profile and profile.mean("ecc256_sign") > 0:
         return replace(spec, ecdsa_sign_ms=profile.mean("ecc256_sign"))
     if "sha256_byte" in profile and profile.mean("sha256_byte") > 0:
-        compute = profile.mean("sha256_byte") - statistics.median(
-            [spec.bus_ms_per_byte((i + 0.5) / 32) for i in range(32)])
+        bus = statistics.median([spec.bus_ms_per_byte((i + 0.5) / 32) for i in range(32)])
+        compute = profile.mean("sha256_byte") - bus
+        if bus > BUS_BOUND * profile.mean("sha256_byte"):
+            return replace(spec, notes=(f"SHA-256 rate not used: the bus takes {bus / profile.mean('sha256_byte'):.0%} "
+                                        "of the measured time per byte, so it says little about the core",))
         if compute > 0:
             return replace(spec, sha256_bytes_per_ms=1.0 / compute,
                            sha256_source=f"{profile.name} sha256_byte = {profile.mean('sha256_byte'):g} ms/B "

@@ -242,6 +242,7 @@ def provenance(spec: ChipSpec, algorithm: str, operation: str, protection: bool,
                      f"against {ECDSA_M4_SOURCE}, x{ECDSA_SPREAD[0]:g}-x{ECDSA_SPREAD[1]:g}")
     else:
         parts.append(f"clock {spec.mhz[0]:g}-{spec.mhz[1]:g} MHz ({spec.clock_source})")
+    parts += list(spec.notes)
     parts.append(IMPL_SOURCE)
     if spec.certified and protection:
         fam = family(algorithm)
