@@ -152,7 +152,10 @@ def _from_mapping(doc: dict, where: str) -> ChipSpec:
         raise TrustlabError(f"{where}: core is required (one of {', '.join(classes.names())})")
     if "mhz" not in doc:
         raise TrustlabError(f"{where}: mhz is required (the clock in MHz, or a range like 25-100)")
-    core = classes.resolve(str(doc["core"]))
+    try:
+        core = classes.resolve(str(doc["core"]))
+    except TrustlabError as exc:
+        raise TrustlabError(f"{where}: {exc}") from None
     mhz = _mhz(doc["mhz"], where)
     bus, bus_hz = _bus(doc.get("bus", "none"), where)
     sha = None
