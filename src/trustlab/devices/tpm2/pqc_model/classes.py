@@ -82,6 +82,7 @@ def operations(spec: str) -> tuple[str, ...]:
     return tuple(op.strip() for op in spec.split("+"))
 
 
+@functools.cache
 def m4_cycles(algorithm: str, operation: str) -> tuple[float, float]:
     """(Keccak, other) Cortex-M4 'clean' cycles of one operation or a '+'-sum of operations."""
     cal = calibration.calibrate()
@@ -91,6 +92,13 @@ def m4_cycles(algorithm: str, operation: str) -> tuple[float, float]:
         k, o = cal.cycles(algorithm, counts.mean(algorithm, op))
         keccak, other = keccak + k, other + o
     return keccak, other
+
+
+@functools.cache
+def run_cycles(algorithm: str, operation: str) -> tuple[tuple[float, float], ...]:
+    """(Keccak, other) Cortex-M4 'clean' cycles of every counted run of one raw operation."""
+    cal = calibration.calibrate()
+    return tuple(cal.cycles(algorithm, run) for run in counts.runs(algorithm, operation))
 
 
 def measured_cycles(row: dict) -> float:

@@ -22,11 +22,12 @@ from __future__ import annotations
 
 import functools
 import math
-import random
-import statistics
+import zlib
 from dataclasses import dataclass
 
-from trustlab.devices.tpm2.pqc_model import calibration, chips, classes, counts, frames, silicon
+import numpy as np
+
+from trustlab.devices.tpm2.pqc_model import calibration, chips, classes, frames, silicon
 from trustlab.devices.tpm2.pqc_model.chipspec import ChipSpec
 from trustlab.devices.tpm2.pqc_model.params import MLDSA, check_operation
 from trustlab.errors import TrustlabError
@@ -52,7 +53,7 @@ WRAP_SOURCE = ("TPM 2.0 Library Part 1, 'Protected Storage': the private part is
                "blocks + the sensitive area) is an assumption")
 PCT_SOURCE = ("FIPS 140-3 IG 10.3.A: a pairwise consistency test on every generated key pair (ML-DSA: sign + "
               "verify; ML-KEM: encapsulate + decapsulate)")
-DRAWS = 1000
+DRAWS = 4000
 SECRET_OPS = {"ML-KEM": ("decapsulate", "keygen"), "ML-DSA": ("sign", "keygen")}
 
 
@@ -71,13 +72,13 @@ class Price:
         return self.median_ms, self.low_ms, self.high_ms, self.provenance
 
 
-def _log_between(lo: float, hi: float, u: float) -> float:
-    return lo if lo == hi else math.exp(math.log(lo) + (math.log(hi) - math.log(lo)) * u)
-
-
-def piecewise(lo: float, mid: float, hi: float, u: float) -> float:
-    """Log-uniform on [lo, mid] for u < 0.5 and on [mid, hi] above: the median stays at ``mid``."""
-    return _log_between(lo, mid, 2 * u) if u < 0.5 else _log_between(mid, hi, 2 * u - 1)
+def piecewise(lo: float, mid: float, hi: float, u):
+    """Log-uniform on [lo, mid] for u < 0.5 and on [mid, hi] above: the median stays at ``mid``.
+    ``u`` may be a number or a numpy array (one value per draw)."""
+    if lo == hi:
+        return lo * np.ones_like(u) if isinstance(u, np.ndarray) else lo
+    a, m, b = math.log(lo), math.log(mid), math.log(hi)
+    return np.exp(np.where(u < 0.5, a + (m - a) * 2 * u, m + (b - m) * (2 * u - 1)))
 
 
 @functools.cache
@@ -141,12 +142,18 @@ def speed(spec: ChipSpec, u_ratio: float = 0.5, u_clock: float = 0.5, u_place: f
     return Speed(clock * k, clock * a)
 
 
-def compute_ms(algorithm: str, operation: str, s: Speed, run: dict | None = None) -> float:
-    """ms of one raw operation at speed ``s``: the mean counted work, or one counted ``run``'s."""
+@functools.cache
+def _runs_array(algorithm: str, operation: str) -> np.ndarray:
+    return np.array(classes.run_cycles(algorithm, operation))
+
+
+def compute_ms(algorithm: str, operation: str, s: Speed, run=None):
+    """ms of one raw operation at speed ``s``: the mean counted work, or counted run number(s) ``run``."""
     if run is None:
         keccak, other = classes.m4_cycles(algorithm, operation)
     else:
-        keccak, other = calibration.calibrate().cycles(algorithm, run)
+        cycles = _runs_array(algorithm, operation)[run]
+        keccak, other = cycles[..., 0], cycles[..., 1]
     return (keccak / s.keccak_mhz + other / s.arith_mhz) / 1000.0
 
 
@@ -176,28 +183,33 @@ def _commands(operation: str) -> int:
     return len(classes.operations(operation)) if operation not in ("create", "load") else 1
 
 
-def one(spec: ChipSpec, algorithm: str, operation: str, u: dict[str, float], *, protection: bool = True,
-        exclude: frozenset[str] = frozenset(), rng: random.Random | None = None) -> float:
-    """ms of one operation with every assumption at quantile ``u[name]`` (0.5 = central); with ``rng``
-    each raw operation's work is one drawn counted run (ML-DSA signing's rejection loop), else the mean."""
+def one(spec: ChipSpec, algorithm: str, operation: str, u: dict, *, protection: bool = True,
+        exclude: frozenset[str] = frozenset(), rng: np.random.Generator | None = None, n: int = 1):
+    """ms of one operation with every assumption at quantile ``u[name]`` (0.5 = central; numpy arrays of
+    ``n`` draws allowed); with ``rng`` each raw operation's work is a drawn counted run (ML-DSA signing's
+    rejection loop), else the mean work."""
     s = speed(spec, u["ratio"], u["clock"], u["place"], exclude)
     total = 0.0
     for op in plan(algorithm, operation):
         impl = piecewise(impl_fast(algorithm, op), 1.0, IMPL_SLOW, u["impl"])
-        run = counts.draw(algorithm, op, rng) if rng is not None else None
-        total += (compute_ms(algorithm, op, s, run) * impl
-                  * protection_factor(spec, algorithm, op, u["protect"], protection))
+        run = rng.integers(len(classes.run_cycles(algorithm, op)), size=n) if rng is not None else None
+        total = total + (compute_ms(algorithm, op, s, run) * impl
+                         * protection_factor(spec, algorithm, op, u["protect"], protection))
     if spec.tpm and operation in ("create", "load"):
         per_byte = (1.0 / spec.sha256_bytes_per_ms if spec.sha256_bytes_per_ms
                     else SHA256_M4_CYCLES_PER_BYTE / (s.keccak_mhz * 1000.0))
         total += WRAP_SHA256_BYTES * per_byte
     if spec.tpm:
         total += spec.ohc_ms * _commands(operation)
-        total += _bus_bytes(algorithm, operation) * spec.bus_ms_per_byte(u["bus"])
+        if spec.bus not in ("none", "memory") and spec.bus_hz > 0:
+            bits = 8.0 * 68.0 / 64.0 if spec.bus == "spi" else 9.0
+            lo, hi = spec.bus_efficiency
+            total = total + _bus_bytes(algorithm, operation) * bits / spec.bus_hz * 1000.0 * piecewise(
+                lo, math.sqrt(lo * hi), hi, u["bus"])
     return total
 
 
-CENTRAL_RUNS = 301
+CENTRAL_RUNS = 1001
 """Counted runs the central estimate's median is taken over (every other assumption at its centre)."""
 CENTRAL = {"ratio": 0.5, "clock": 0.5, "place": 0.5, "impl": 0.5, "protect": 0.5, "bus": 0.5}
 
@@ -212,13 +224,16 @@ def price(algorithm: str, operation: str, chip: ChipSpec | str, *, protection: b
         if cal is not None:
             median, low, high, prov, mean = cal
             return Price(median, low, high, prov, calibrated=True, mean_ms=mean)
-    mean = one(spec, algorithm, operation, CENTRAL, protection=protection, exclude=exclude)
-    rng = random.Random(f"{spec.name}|{algorithm}|{operation}|{protection}|{sorted(exclude)}")
-    median = statistics.median(one(spec, algorithm, operation, CENTRAL, protection=protection, exclude=exclude,
-                                   rng=rng) for _ in range(CENTRAL_RUNS))
-    xs = sorted(one(spec, algorithm, operation, {k: rng.random() for k in CENTRAL}, protection=protection,
-                    exclude=exclude, rng=rng) for _ in range(draws))
-    low, high = xs[int(0.05 * (draws - 1))], xs[int(0.95 * (draws - 1))]
+    mean = float(one(spec, algorithm, operation, CENTRAL, protection=protection, exclude=exclude))
+    seed = zlib.crc32(f"{spec.name}|{algorithm}|{operation}|{protection}|{sorted(exclude)}".encode())
+    rng = np.random.default_rng(seed)
+    central = np.broadcast_to(one(spec, algorithm, operation, CENTRAL, protection=protection, exclude=exclude,
+                                  rng=rng, n=CENTRAL_RUNS), (CENTRAL_RUNS,))
+    median = float(np.median(central))
+    u = {k: rng.random(draws) for k in CENTRAL}
+    xs = np.sort(np.broadcast_to(one(spec, algorithm, operation, u, protection=protection, exclude=exclude,
+                                     rng=rng, n=draws), (draws,)))
+    low, high = float(xs[int(0.05 * (draws - 1))]), float(xs[int(0.95 * (draws - 1))])
     return Price(median, min(low, median), max(high, median), provenance(spec, algorithm, operation, protection, exclude),
                  mean_ms=mean)
 
@@ -284,9 +299,6 @@ def speed_quantiles(spec: ChipSpec, n: int) -> list[Speed]:
     out = []
     for i in range(n):
         u = (i + 0.5) / n
-        out.append(speed(spec, u, u, u))
+        s = speed(spec, u, u, u)
+        out.append(Speed(float(s.keccak_mhz), float(s.arith_mhz)))
     return out
-
-
-def median_of(xs: list[float]) -> float:
-    return statistics.median(xs)
