@@ -461,6 +461,6 @@ def validation_plot(checks: list[dict]) -> dict:
     lo = min(min(c["reference"], c["low"]) for c in ind)
     hi = max(max(c["reference"], c["high"]) for c in ind)
     series.append({"label": "y = x", "style": "dashed", "x": [lo, hi], "y": [lo, hi]})
-    return {"kind": "loglog", "title": "PQC model, leave-one-source-out: predicted (5-95% interval) vs measured "
-            "(cycles, or ms where the source gives ms)", "xlabel": "measured", "ylabel": "predicted",
+    return {"kind": "loglog", "title": "PQC model vs published measurements, leave-one-source-out (5-95% interval)",
+            "xlabel": "measured (cycles; ms where the source gives ms)", "ylabel": "predicted",
             "series": series}
