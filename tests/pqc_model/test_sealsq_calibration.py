@@ -17,7 +17,7 @@ import time
 import pytest
 
 from trustlab.devices.tpm2.pqc.client import PqcClient
-from trustlab.devices.tpm2.proxy import timed_swtpm
+from trustlab.serving.proxy import timed_swtpm
 
 from ..tpm2.conftest import needs_swtpm
 

@@ -23,16 +23,17 @@ import statistics
 import sys
 from typing import Any
 
-from trustlab.cli._output import table
 from trustlab.devices.tpm2.pqc_model import chips, chipspec, classes, frames, predict, ram, validation
 from trustlab.devices.tpm2.pqc_model.chipspec import ChipSpec
 from trustlab.devices.tpm2.pqc_model.cost import absorb_ms, operation_cost, unit_costs
 from trustlab.devices.tpm2.pqc_model.params import ALGORITHMS, DSA_OPERATIONS, KEM_OPERATIONS, MLKEM, params
 from trustlab.errors import TrustlabError
+from trustlab.experiments._params import seed
 from trustlab.experiments.registry import Result, experiment
 from trustlab.timing import registry
 from trustlab.timing.clock import Clock
 from trustlab.timing.formula_sets import tpm2 as rules
+from trustlab.textable import table
 
 FOCUS_DEFAULT = "st-st33ktpm2xspi-wolftpm"
 # Classical twins: (command, variant) frames per operation; sizes from swtpm's recorded frames
@@ -203,7 +204,7 @@ class PqcTpmExperiment:
                             "from the one certified 1.85 chip measured (SEALSQ QVault) to full first-order masking "
                             "(ML-KEM decapsulation 1.65-3.5x, ML-DSA signing 1-4.1x, keygen 1-2.8x; chips.toml). "
                             "Default on; off = unprotected code")
-        parser.add_argument("--seed", type=int, default=0, help="seed of the draws (default 0)")
+        parser.add_argument("--seed", type=seed, default=0, help="seed of the draws (default 0)")
         parser.add_argument("--no-progress", action="store_true",
                             help="no progress bar (otherwise one is shown on stderr, if it is a terminal, for "
                             f"runs of {PROGRESS_MIN_DRAWS} draws or more; stdout stays the table or --json)")

@@ -33,7 +33,7 @@ def inconsistencies() -> list[Inconsistency]:
 
 def loso_text() -> str:
     """Per source: rows, leave-one-source-out median error and |error|, worst ratio, coverage."""
-    from trustlab.cli._output import table
+    from trustlab.textable import table
 
     s = pqc_validation.summary()
     body = [[sid, v["core"], v["rows"], v.get("median_error"), v.get("median_abs_error"), v.get("worst_ratio"),
