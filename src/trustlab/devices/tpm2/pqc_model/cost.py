@@ -101,7 +101,7 @@ def operation_cost(profile: Profile, algorithm: str, operation: str, *, in_bytes
     if in_bytes < 0 or out_bytes < 0:
         raise TrustlabError(f"in_bytes and out_bytes must not be negative (got {in_bytes}, {out_bytes})")
     pqc = unit_costs(profile)
-    calibrated = silicon.lookup(profile.name, algorithm, operation) if protection else None
+    calibrated = silicon.for_operation(profile.name, algorithm, operation) if protection else None
     n = len(pqc["pqc_keccak_f1600"].samples) or 1
     index = rng.randrange(n) if rng is not None and calibrated is None else None
     u_protect = rng.random() if rng is not None and calibrated is None else 0.5
@@ -169,12 +169,13 @@ def calibrated_totals(profile: Profile, algorithm: str, operation: str, row: sil
                       draws: int = 400) -> list[float]:
     """Totals of the whole published operation (its other commands at the per-command overhead)."""
     if operation in ("create", "load"):
-        f = frames.keygen_frames(algorithm)[0]
+        f = frames.keygen_frames(algorithm)[operation == "load"]
     else:
         f = frames.use_frames(algorithm, operation)
+    others = row.other_commands if operation == row.call else 0  # a load has no benchmark sequence
     ohc = profile.mean("ohc") if "ohc" in profile else 0.0
     rng = random.Random(f"calibrated|{profile.name}|{algorithm}|{operation}")
-    return [row.other_commands * ohc + sum(operation_cost(profile, algorithm, operation, in_bytes=f.in_bytes,
+    return [others * ohc + sum(operation_cost(profile, algorithm, operation, in_bytes=f.in_bytes,
                                                           out_bytes=f.out_bytes, rng=rng).values())
             for _ in range(draws)]
 

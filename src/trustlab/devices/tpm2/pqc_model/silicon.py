@@ -65,11 +65,22 @@ def lookup(profile: str, algorithm: str, call: str) -> tuple[Published, bool] | 
     return (same[0], True) if same else None
 
 
-def label(row: Published, algorithm: str, extrapolated: bool) -> str:
+def for_operation(profile: str, algorithm: str, operation: str) -> tuple[Published, bool] | None:
+    """The published row that calibrates a priced operation. Loading a key (the seed expanded again, not
+    benchmarked) takes the factor of the family's public-key operation (verify / encapsulate): the
+    chip's unprotected speed on that code."""
+    found = lookup(profile, algorithm, operation)
+    if found is None and operation == "load":
+        public = lookup(profile, algorithm, "verify" if _family(algorithm) == "ML-DSA" else "encapsulate")
+        return None if public is None else (public[0], True)
+    return found
+
+
+def label(row: Published, algorithm: str, extrapolated: bool, operation: str = "") -> str:
     base = (f"calibration: {row.algorithm} {row.operation} = {row.mean_ms:g} ms mean ({row.source}); "
             f"the {row.call} command takes that less {row.other_commands} per-command overhead(s)")
     if extrapolated:
-        base += f"; {algorithm} extrapolated from it by the counted work (same chip and code)"
+        base += f"; {algorithm} {operation} extrapolated from it by the counted work (same chip and code)"
     return base
 
 
@@ -83,7 +94,7 @@ def price(profile: str, algorithm: str, operation: str) -> tuple[float, float, f
     from trustlab.devices.tpm2.pqc_model import cost
     from trustlab.timing import registry
 
-    found = lookup(profile, algorithm, operation)
+    found = for_operation(profile, algorithm, operation)
     if found is None:
         return None
     row, extrapolated = found
@@ -91,5 +102,5 @@ def price(profile: str, algorithm: str, operation: str) -> tuple[float, float, f
     totals = sorted(cost.calibrated_totals(tpm2, algorithm, operation, row))
     n = len(totals)
     mid = totals[n // 2] if n % 2 else (totals[n // 2 - 1] + totals[n // 2]) / 2
-    return (mid, totals[int(0.05 * (n - 1))], totals[int(0.95 * (n - 1))], label(row, algorithm, extrapolated),
+    return (mid, totals[int(0.05 * (n - 1))], totals[int(0.95 * (n - 1))], label(row, algorithm, extrapolated, operation),
             sum(totals) / n)
