@@ -101,10 +101,17 @@ def run_cycles(algorithm: str, operation: str) -> tuple[tuple[float, float], ...
     return tuple(cal.cycles(algorithm, run) for run in counts.runs(algorithm, operation))
 
 
+def row_clock(row: dict) -> tuple[float, float]:
+    """The row's clock in MHz: one figure, or the [low, high] range a source leaves open."""
+    c = row["clock_mhz"]
+    return (float(c[0]), float(c[1])) if isinstance(c, list) else (float(c), float(c))
+
+
 def measured_cycles(row: dict) -> float:
     if row["unit"] == "cycles":
         return float(row["value"])
-    return float(row["value"]) * float(row["clock_mhz"]) * 1000.0
+    lo, hi = row_clock(row)
+    return float(row["value"]) * math.sqrt(lo * hi) * 1000.0
 
 
 def row_ratios(row: dict) -> tuple[float, float]:

@@ -39,7 +39,7 @@ def spec_of(source: dict, row: dict) -> ChipSpec:
     if row["unit"] == "cycles":
         mhz = (1.0, 1.0)
     elif "clock_mhz" in row:
-        mhz = (float(row["clock_mhz"]),) * 2
+        mhz = classes.row_clock(row)
     else:  # no clock stated: the class's chips.toml range (the secure controllers' 25-100 MHz)
         mhz = chips.chip_for("").clock_mhz
     return ChipSpec(name=source["platform"], core=source["core"], mhz=mhz, clock_source="as measured")
