@@ -42,10 +42,11 @@ ECDH_SIZES = {"TPM2_ECDH_KeyGen": (14, 154), "TPM2_ECDH_ZGen": (97, 89)}
 AUTH = 13  # authorizationSize + one password session
 CLASSICAL_SIG = {"ECDSA P-256": "ecc256", "RSA-2048": "rsa2048"}
 CLASSICAL_KEM = {"ECDH P-256": "ecc256", "RSA-2048": "rsa2048"}
-SIG_COMMANDS = {"keygen": ("TPM2_Create", "TPM2_Load"), "sign": ("TPM2_Sign",), "verify": ("TPM2_VerifySignature",)}
-KEM_COMMANDS = {"ecc256": {"keygen": ("TPM2_Create", "TPM2_Load"), "encapsulate": ("TPM2_ECDH_KeyGen",),
+SIG_COMMANDS = {"keygen": ("TPM2_Create",), "load": ("TPM2_Load",), "sign": ("TPM2_Sign",),
+                "verify": ("TPM2_VerifySignature",)}
+KEM_COMMANDS = {"ecc256": {"keygen": ("TPM2_Create",), "load": ("TPM2_Load",), "encapsulate": ("TPM2_ECDH_KeyGen",),
                            "decapsulate": ("TPM2_ECDH_ZGen",)},
-                "rsa2048": {"keygen": ("TPM2_Create", "TPM2_Load"), "encapsulate": ("TPM2_RSA_Encrypt",),
+                "rsa2048": {"keygen": ("TPM2_Create",), "load": ("TPM2_Load",), "encapsulate": ("TPM2_RSA_Encrypt",),
                             "decapsulate": ("TPM2_RSA_Decrypt",)}}
 
 
@@ -64,12 +65,17 @@ def _stats(xs: list[float]) -> tuple[float, float]:
     return statistics.median(xs), xs[min(len(xs) - 1, int(round(0.95 * (len(xs) - 1))))]
 
 
+TPM_KEM_OPERATIONS = ("keygen", "load") + KEM_OPERATIONS[1:]
+TPM_DSA_OPERATIONS = ("keygen", "load") + DSA_OPERATIONS[1:]
+"""A TPM's rows: key creation (TPM2_Create), loading the key (TPM2_Load), then using it."""
+
+
 def _pqc_frames(algorithm: str, operation: str) -> list[tuple[str, frames.Frame]]:
-    """The commands of one operation: a key is created (TPM2_Create: keygen + consistency test + wrapping)
-    and loaded (TPM2_Load: the seed expanded again)."""
-    if operation == "keygen":
+    """The command of one row: keygen = TPM2_Create (keygen + consistency test + wrapping), load =
+    TPM2_Load (the seed expanded again), then SignDigest / VerifyDigestSignature / Encapsulate / Decapsulate."""
+    if operation in ("keygen", "load"):
         create, load = frames.keygen_frames(algorithm)
-        return [("create", create), ("load", load)]
+        return [("create", create)] if operation == "keygen" else [("load", load)]
     return [(operation, frames.use_frames(algorithm, operation))]
 
 
@@ -91,10 +97,10 @@ def pqc_draws(profile, algorithm: str, operation: str, draws: int, rng: random.R
 
 
 def priced(chip, algorithm: str, operation: str, protection: bool) -> dict:
-    """median_ms / low_ms / high_ms and provenance of one row (predict.price; a key row = create + load
-    on a TPM, the bare keygen on a chip that is not one)."""
+    """median_ms / low_ms / high_ms and provenance of one row (predict.price; the keygen row is key
+    creation on a TPM, the bare keygen on a chip that is not one)."""
     spec = chip if isinstance(chip, ChipSpec) else chipspec.for_profile(chip)
-    parts = ["create", "load"] if operation == "keygen" and spec.tpm else [operation]
+    parts = ["create"] if operation == "keygen" and spec.tpm else [operation]
     prices = [predict.price(algorithm, op, spec, protection=protection) for op in parts]
     return {"median_ms": sum(p.median_ms for p in prices), "low_ms": sum(p.low_ms for p in prices),
             "high_ms": sum(p.high_ms for p in prices), "run_median_ms": sum(p.run_median_ms for p in prices),
@@ -253,7 +259,7 @@ class PqcTpmExperiment:
             bar.set_postfix_str(_short(p.name))
             for algorithm in algorithms:
                 kem = "KEM" in algorithm
-                ops = KEM_OPERATIONS if kem else DSA_OPERATIONS
+                ops = TPM_KEM_OPERATIONS if kem else TPM_DSA_OPERATIONS
                 draws = {}
                 for op in ops:
                     d = pqc_draws(p, algorithm, op, args.draws, rng, protection=protection)
@@ -289,16 +295,16 @@ class PqcTpmExperiment:
                                  "fits_buffer": seq["largest"] <= chip.max_command_size,
                                  "ECDSA P-256 median_ms": seq["classical"], "RSA-2048 median_ms": None})
                 if not kem:  # one attestation: create AK (Create + Load), SignDigest, VerifyDigestSignature
-                    tot = [sum(draws[op]["totals"][i] for op in DSA_OPERATIONS) for i in range(args.draws)]
-                    bus = sum(sum(draws[op]["bus"]) for op in DSA_OPERATIONS)
+                    tot = [sum(draws[op]["totals"][i] for op in TPM_DSA_OPERATIONS) for i in range(args.draws)]
+                    bus = sum(sum(draws[op]["bus"]) for op in TPM_DSA_OPERATIONS)
                     med, p95 = _stats(tot)
                     entry = {"profile": p.name, "algorithm": algorithm, "median_ms": med, "p95_ms": p95,
                              "bus_share": bus / sum(tot),
                              "bytes_moved": sum(draws[op]["frames"][i].in_bytes + draws[op]["frames"][i].out_bytes
-                                                for op in DSA_OPERATIONS for i in range(len(draws[op]["frames"])))}
+                                                for op in TPM_DSA_OPERATIONS for i in range(len(draws[op]["frames"])))}
                     for label, variant in CLASSICAL_SIG.items():
                         parts = [classical_draws(p, variant, SIG_COMMANDS[op], args.draws, seed=args.seed + pi)
-                                 for op in DSA_OPERATIONS]
+                                 for op in TPM_DSA_OPERATIONS]
                         entry[f"{label} median_ms"] = (None if any(x is None for x in parts) else
                                                        _stats([sum(xs) for xs in zip(*parts)])[0])
                     attest.append(entry)
@@ -307,10 +313,12 @@ class PqcTpmExperiment:
         chip_rows = []
         for spec in specs:
             for algorithm in algorithms:
-                for op in (KEM_OPERATIONS if "KEM" in algorithm else DSA_OPERATIONS):
+                ops = (TPM_KEM_OPERATIONS if "KEM" in algorithm else TPM_DSA_OPERATIONS) if spec.tpm else \
+                    (KEM_OPERATIONS if "KEM" in algorithm else DSA_OPERATIONS)
+                for op in ops:
                     chip_rows.append({"profile": None, "chip": spec.name, "core": spec.core, "mhz": list(spec.mhz),
                                       "algorithm": algorithm, "operation": op,
-                                      "what": ("TPM2_Create + TPM2_Load (keygen + consistency test + wrapping)"
+                                      "what": ("keygen = TPM2_Create (keygen + consistency test + wrapping)"
                                                if op == "keygen" and spec.tpm else op),
                                       **priced(spec, algorithm, op, protection)})
         facts = []
@@ -357,7 +365,7 @@ class PqcTpmExperiment:
                     for r in f_rows]
             out += [f"Post-quantum TPM commands on {focus} (median and 5-95% interval over the model's assumption "
                     f"ranges; p95 of {draws} served draws{prot}; keygen = TPM2_Create (keygen + FIPS 140-3 "
-                    "consistency test + wrapping) + TPM2_Load; classical twins from the profile's measured "
+                    "consistency test + wrapping), load = TPM2_Load; classical twins from the profile's measured "
                     "components):", table(body, head), ""]
         if profiles:
             per_chip = []
