@@ -134,7 +134,7 @@ def load(cmd: Command, ctx: Context) -> Reply:
     if obj.public.unique != pub.unique:
         del state_of(ctx).objects[obj.handle]
         raise TpmError(at_param(TPM_RC_BINDING, 2), "public key does not match the private seed")
-    return Reply(params=S.tpm2b(obj.name), handles=[obj.handle], price=priced(ctx, ps, "keygen"),
+    return Reply(params=S.tpm2b(obj.name), handles=[obj.handle], price=priced(ctx, ps, "load"),
                  variant=ps.variant)
 
 
@@ -232,7 +232,7 @@ def context_load(cmd: Command, ctx: Context) -> Reply:
     ps = parameter_set(pub, 1)
     obj = load_object(ctx, pub, ps, seed, auth, b"", hierarchy)
     obj.qualified_name = qualified
-    return Reply(handles=[obj.handle], price=priced(ctx, ps, "keygen"), variant=ps.variant)
+    return Reply(handles=[obj.handle], price=priced(ctx, ps, "load"), variant=ps.variant)
 
 
 
