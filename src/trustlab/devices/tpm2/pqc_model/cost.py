@@ -114,7 +114,7 @@ def operation_cost(profile: Profile, algorithm: str, operation: str, *, in_bytes
         compute = {k: v * scale for k, v in compute.items()}
     cost.update(compute)
     cost["pqc_bus"] = (in_bytes + out_bytes) * _pick(bus, bus_index, None)
-    return cost
+    return {k: float(v) for k, v in cost.items()}  # plain floats: numpy scalars leak np.bool_ into traces
 
 
 def _compute(profile: Profile, pqc: Profile, algorithm: str, operation: str, in_bytes: int,
