@@ -46,6 +46,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Iterator
 
+from wolftpm_differential import free_port_pair, start_fwtpm  # tools/ (this script's directory) is on sys.path
+
 EXAMPLES = ("mldsa_sign", "mldsa_verify_neg", "mlkem_encap", "mlkem_decap_neg", "pqc_mssim_e2e")
 KEYGEN = ([f"-mldsa={p}" for p in (44, 65, 87)] + [f"-hash_mldsa={p}" for p in (44, 65, 87)]
           + [f"-mlkem={p}" for p in (512, 768, 1024)])
@@ -57,20 +59,6 @@ class Result:
     passed: int
     total: int
     note: str = ""
-
-
-def free_port_pair() -> int:
-    for _ in range(50):
-        with socket.socket() as a:
-            a.bind(("127.0.0.1", 0))
-            port = a.getsockname()[1]
-            with socket.socket() as b:
-                try:
-                    b.bind(("127.0.0.1", port + 1))
-                    return port
-                except OSError:
-                    continue
-    raise SystemExit("wolftpm_examples: no free pair of adjacent ports")
 
 
 def wait_listening(port: int, proc: subprocess.Popen, what: str) -> None:
@@ -105,13 +93,9 @@ def serve(profile: str, realtime: bool, seed: int = 0) -> Iterator[int]:
 @contextmanager
 def fwtpm(build: Path) -> Iterator[int]:
     """wolfTPM's fwtpm_server with fresh NV in a temporary directory; yields its command port."""
-    port = free_port_pair()
     with tempfile.TemporaryDirectory(prefix="fwtpm-") as tmp:
-        proc = subprocess.Popen([str(build / "src/fwtpm/fwtpm_server"), "--clear", "--port", str(port),
-                                 "--platform-port", str(port + 1)], cwd=tmp,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        proc, port = start_fwtpm(build, Path(tmp))
         try:
-            wait_listening(port, proc, "fwtpm_server")
             yield port
         finally:
             proc.terminate()
