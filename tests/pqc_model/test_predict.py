@@ -3,6 +3,7 @@
 import contextlib
 import io
 import json
+import re
 
 import pytest
 
@@ -141,3 +142,18 @@ def test_leave_one_source_out_summary_is_reported_as_measured():
     uncovered = {r["source_id"] for r in counted if not r["covered"]}
     assert uncovered <= {"mlkem-native-c7i", "wolfssl-examples-f446", "greconici2021-m3"}
     assert s["coverage"] == sum(r["covered"] for r in counted) / len(counted)
+
+
+@pytest.mark.parametrize("text, says", [
+    ("core=m4,mhz=1e-300", "mhz = 1e-300 is outside"),        # an exponent is not a range
+    ("core=m4,mhz=0.0001-5", "mhz = 0.0001 is outside"),
+    ("core=m4,mhz=10,ohc_ms=1e308", "ohc_ms = 1e+308 is outside"),  # would overflow every price to inf
+    ("core=m4,mhz=10,sha256_kbps=1e-300", "sha256_kbps = 1e-300 is outside"),
+])
+def test_chip_figures_outside_any_chip_are_one_line_errors(text, says):
+    with pytest.raises(TrustlabError, match=re.escape(says)):
+        ChipSpec.parse(text)
+
+
+def test_a_clock_in_exponent_notation_is_a_number():
+    assert ChipSpec.parse("core=m4,mhz=1.33e3").mhz == (1330.0, 1330.0)
