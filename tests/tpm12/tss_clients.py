@@ -375,7 +375,7 @@ def tpm_tools_plan() -> list[Step]:
         # NV
         S("tpm_nvdefine", "-i", "0x00011101", "-s", "32", "-p", "OWNERWRITE", "-y", "-z"),
         S("tpm_nvdefine", "-i", "0x00011101", "-s", "32", "-p", "OWNERWRITE", "-y", "-z"),  # defined already
-        S("tpm_nvdefine", "-i", "0x00011102", "-s", "64", "-p", "AUTHREAD|AUTHWRITE", "-y", "-a", "nvpw"),
+        S("tpm_nvdefine", "-i", "0x00011102", "-s", "64", "-p", "AUTHREAD|AUTHWRITE", "-y", "--pwda=nvpw"),
         S("tpm_nvdefine", "-i", "0x00011103", "-s", "4096", "-p", "OWNERWRITE", "-y", "-z"),
         S("tpm_nvdefine", "-i", "0x00011104", "-s", "20", "-r", "0", "-r", "7", "-p", "OWNERWRITE", "-y", "-z"),
         S("tpm_nvinfo"),
@@ -384,11 +384,11 @@ def tpm_tools_plan() -> list[Step]:
         S("tpm_nvwrite", "-i", "0x00011101", "-f", "in.txt", "-z"),
         S("tpm_nvread", "-i", "0x00011101", "-s", str(len(SECRET)), "-f", "nv.out", check=file_is("nv.out", SECRET)),
         S("tpm_nvwrite", "-i", "0x00011101", "-d", "x", "-n", "40"),  # past the end
-        S("tpm_nvwrite", "-i", "0x00011102", "-d", "hello", "-p", "nvpw"),
-        S("tpm_nvwrite", "-i", "0x00011102", "-d", "hello", "-p", "wrong"),
+        S("tpm_nvwrite", "-i", "0x00011102", "-d", "hello", "--password=nvpw"),
+        S("tpm_nvwrite", "-i", "0x00011102", "-d", "hello", "--password=wrong"),
         S("tpm_resetdalock", "-z"),
-        S("tpm_nvread", "-i", "0x00011102", "-s", "5", "-p", "nvpw", "-f", "nv2.out", check=file_is("nv2.out", b"hello")),
-        S("tpm_nvread", "-i", "0x00011102", "-s", "5", "-p", "wrong"),
+        S("tpm_nvread", "-i", "0x00011102", "-s", "5", "--password=nvpw", "-f", "nv2.out", check=file_is("nv2.out", b"hello")),
+        S("tpm_nvread", "-i", "0x00011102", "-s", "5", "--password=wrong"),
         S("tpm_resetdalock", "-z"),
         S("tpm_nvwrite", "-i", "0x00011103", "-m", "0x41", "-s", "4096", "-z"),
         S("tpm_nvread", "-i", "0x00011103", "-s", "16", "-n", "4080", "-f", "nv3.out", check=file_is("nv3.out", b"A" * 16)),
@@ -397,7 +397,7 @@ def tpm_tools_plan() -> list[Step]:
         S("tpm_nvread", "-i", "0x00011199", "-s", "4"),  # no such index
         S("tpm_nvrelease", "-i", "0x00011102", "-y"),
         S("tpm_nvrelease", "-i", "0x00011102", "-y"),  # gone already
-        S("tpm_nvrelease", "-i", "0x00011103", "-o", "wrong"),
+        S("tpm_nvrelease", "-i", "0x00011103", "--pwdo=wrong"),
         S("tpm_resetdalock", "-z"),
         # sealing
         S("tpm_sealdata", "-z", "-i", "in.txt", "-o", "sealed.blob"),
