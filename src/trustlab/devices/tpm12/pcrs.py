@@ -75,8 +75,8 @@ class PcrInfo:
         try:
             if blob[:2] == _U16(C.TPM_TAG_PCR_INFO_LONG):
                 r.u16()
-                r.u8()  # localityAtCreation: the TPM's, not the caller's
-                locality = r.u8()
+                _locality_selection(r.u8())  # localityAtCreation: the TPM's, not the caller's
+                locality = _locality_selection(r.u8())
                 creation, release = _raw_selection(r), _raw_selection(r)
                 r.raw(20)
                 at_release = r.raw(20)
@@ -108,6 +108,13 @@ class PcrInfo:
             raise TpmError("TPM_WRONGPCRVAL", "the platform is not in the sealed state")
         if self.locality_at_release != 0x1F and not self.locality_at_release & (1 << locality):
             raise TpmError("TPM_BAD_LOCALITY", f"locality {locality} is not in localityAtRelease")
+
+
+def _locality_selection(bits: int) -> int:
+    """A TPM_LOCALITY_SELECTION names some of localities 0-4 (libtpms TPM_LocalitySelection_CheckLegal)."""
+    if bits == 0 or bits & ~0x1F:
+        raise TpmError("TPM_INVALID_STRUCTURE", f"locality selection {bits:#04x}")
+    return bits
 
 
 def _raw_selection(r: Reader) -> bytes:
