@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from trustlab.devices.tpm12 import constants as C
+from trustlab.serving.swtpm import recv_exact
 from trustlab.serving.tpm12.socket_tpm import SocketTpm12, Swtpm12
 
 TCSD = "/usr/sbin/tcsd"
@@ -68,20 +69,10 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def _recv_exact(sock: socket.socket, n: int) -> bytes:
-    buf = b""
-    while len(buf) < n:
-        chunk = sock.recv(n - len(buf))
-        if not chunk:
-            raise ConnectionError("peer closed")
-        buf += chunk
-    return buf
-
-
 def _recv_frame(sock: socket.socket) -> bytes:
-    head = _recv_exact(sock, HEADER)
+    head = recv_exact(sock, HEADER)
     size = struct.unpack_from(">I", head, 2)[0]
-    return head + _recv_exact(sock, max(0, size - HEADER))
+    return head + recv_exact(sock, max(0, size - HEADER))
 
 
 def _recv_request(sock: socket.socket) -> bytes:

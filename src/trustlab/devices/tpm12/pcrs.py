@@ -77,12 +77,12 @@ class PcrInfo:
                 r.u16()
                 _locality_selection(r.u8())  # localityAtCreation: the TPM's, not the caller's
                 locality = _locality_selection(r.u8())
-                creation, release = _raw_selection(r), _raw_selection(r)
+                creation, release = raw_selection(r), raw_selection(r)
                 r.raw(20)
                 at_release = r.raw(20)
                 r.end()
                 return cls(True, creation, release, locality, at_release)
-            selection = _raw_selection(r)
+            selection = raw_selection(r)
             at_release = r.raw(20)
             r.raw(20)
             r.end()
@@ -117,7 +117,8 @@ def _locality_selection(bits: int) -> int:
     return bits
 
 
-def _raw_selection(r: Reader) -> bytes:
+def raw_selection(r: Reader) -> bytes:
+    """A TPM_PCR_SELECTION as its bytes (sizeOfSelect at most 3, else TPM_INVALID_PCR_INFO)."""
     start = r.pos
     size = r.u16()
     if size > 3:
