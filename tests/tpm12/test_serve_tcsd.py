@@ -18,13 +18,10 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
@@ -116,23 +113,7 @@ def check_flow(steps: list[Step], tcsd: Tcsd) -> None:
     assert (tcsd.dir / "unsealed.txt").read_bytes() == SECRET_TEXT
 
 
-@contextmanager
-def serve(workdir: Path, *flags: str) -> Iterator[int]:
-    """`trustlab serve --profile infineon-2010 --port 0 --state WORKDIR/engine FLAGS`; yields its data port."""
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src")}
-    proc = subprocess.Popen([sys.executable, "-m", "trustlab", "serve", "--profile", "infineon-2010", "--port", "0",
-                             "--state", str(workdir / "engine"), *flags], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=env)
-    try:
-        banner = proc.stdout.readline() if proc.stdout else ""
-        if " on 127.0.0.1:" not in banner:
-            proc.kill()
-            raise AssertionError(f"trustlab serve did not start: {banner}{proc.communicate()[1]}")
-        yield int(banner.split(" on 127.0.0.1:")[1].split()[0])
-    finally:
-        if proc.poll() is None:
-            proc.terminate()
-        proc.communicate(timeout=30)
+serve = tss_clients.serve
 
 
 @pytest.fixture

@@ -537,24 +537,30 @@ def libtpms(workdir: Path) -> Iterator[int]:
 
 
 @contextmanager
-def served(workdir: Path) -> Iterator[int]:
-    """`trustlab serve --profile infineon-2010 --virtual` with physical presence asserted; yields its data port."""
+def serve(workdir: Path, *flags: str) -> Iterator[int]:
+    """`trustlab serve --profile infineon-2010 --port 0 --state WORKDIR/engine FLAGS`; yields its data port."""
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src")}
     proc = subprocess.Popen([sys.executable, "-m", "trustlab", "serve", "--profile", "infineon-2010", "--port", "0",
-                             "--virtual", "--state", str(workdir / "engine")], stdout=subprocess.PIPE,
+                             "--state", str(workdir / "engine"), *flags], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=env)
     try:
         banner = proc.stdout.readline() if proc.stdout else ""
         if " on 127.0.0.1:" not in banner:
             proc.kill()
             raise AssertionError(f"trustlab serve did not start: {banner}{proc.communicate()[1]}")
-        port = int(banner.split(" on 127.0.0.1:")[1].split()[0])
-        PRESENCE_RCS["served"] = assert_presence(port)
-        yield port
+        yield int(banner.split(" on 127.0.0.1:")[1].split()[0])
     finally:
         if proc.poll() is None:
             proc.terminate()
         proc.communicate(timeout=30)
+
+
+@contextmanager
+def served(workdir: Path) -> Iterator[int]:
+    """`trustlab serve ... --virtual` with physical presence asserted; yields its data port."""
+    with serve(workdir, "--virtual") as port:
+        PRESENCE_RCS["served"] = assert_presence(port)
+        yield port
 
 
 def differences(ours: Outcome, theirs: Outcome) -> list[str]:

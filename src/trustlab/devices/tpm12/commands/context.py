@@ -24,7 +24,7 @@ from trustlab.devices.tpm12.commands.keys import KEY_SLOTS
 from trustlab.devices.tpm12.errors import TpmError
 from trustlab.devices.tpm12.keys import key_from_json, key_to_json
 from trustlab.devices.tpm12.registry import Request, Response, tpm_command
-from trustlab.devices.tpm12.wire import Reader, Writer
+from trustlab.devices.tpm12.wire import Writer
 
 TPM_TAG_CONTEXTBLOB = 0x0001
 _LABEL = b"trustlab keyctx\x00"  # 16 bytes
