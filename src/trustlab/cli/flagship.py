@@ -20,17 +20,18 @@ import subprocess
 import sys
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from trustlab.cli._forkserver import ForkServer, ForkServerError
 from trustlab.argtypes import MAX_JOBS, jobs, real
 from trustlab.errors import TrustlabError, excerpt
 from trustlab.experiments.registry import all_experiments, flagship_runs, import_errors
 from trustlab.report.export import slug
 from trustlab.report.records import check, ensure_dir, failure
 from trustlab.safe_output import claim_dir, path_arg, reported, write_text
+
+if TYPE_CHECKING:
+    from trustlab.cli._forkserver import ForkServer
 
 _ENTRY = "import sys; from trustlab.cli._flagship_run import child_main; sys.exit(child_main(sys.argv[1:]))"
 _LIVE: set[subprocess.Popen] = set()  # running children, killed if the flagship itself is interrupted
@@ -94,6 +95,8 @@ def _child_env(jobs: int) -> dict[str, str]:
 def run_one(name: str, argv: list[str], save: Path, timeout: float, env: dict[str, str],
             server: ForkServer | None = None) -> dict[str, Any]:
     """One run in its own process (forked by ``server``, else a fresh ``python``); a record or a failure."""
+    from trustlab.cli._forkserver import ForkServerError
+
     save.unlink(missing_ok=True)
     started = time.perf_counter()
     if server is not None and server.alive:
@@ -143,6 +146,8 @@ def _run_process(name: str, argv: list[str], save: Path, timeout: float,
 def _fork_server(runs: list[tuple[str, list[str]]], env: dict[str, str], timeout: float) -> ForkServer | None:
     """A fork server preloading the runs' studies (saves each run an interpreter start and its
     imports); None where processes cannot fork or it does not start: then each run is a fresh python."""
+    from trustlab.cli._forkserver import ForkServer, ForkServerError
+
     if not hasattr(os, "fork") or not runs:
         return None
     try:
@@ -172,6 +177,8 @@ def _kill_group(proc: subprocess.Popen) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from concurrent.futures import ThreadPoolExecutor, as_completed
+
     from tqdm import tqdm  # here, not at import: every flagship child imports this module
 
     from trustlab.report import write_report

@@ -124,7 +124,7 @@ def _formula_terms(command: str, variant: str | None, family: str | None,
     errors = []
     for fam in candidates:
         try:
-            return dict(formulas.lookup(fam, command, variant).terms), fam
+            return formulas.lookup(fam, command, variant).all_terms, fam  # a measured keygen includes it
         except FormulaError as exc:
             errors.append(str(exc))
     if len(candidates) == 1:

@@ -39,6 +39,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from trustlab.devices.tpm12 import constants as C
 from trustlab.devices.tpm12 import flags, registry
 from trustlab.devices.tpm12 import state_checks as checks
+from trustlab.devices.tpm12.contexts import ContextState, session_from_json, session_to_json
 from trustlab.devices.tpm12.errors import TpmError
 from trustlab.devices.tpm12.keys import LoadedKey, key_from_json, key_to_json
 from trustlab.devices.tpm12.pc_client import PCR_DEFAULT, PCR_RESETTABLE
@@ -46,7 +47,7 @@ from trustlab.devices.tpm12.nvareas import nv_locked
 from trustlab.devices.tpm12.nvstore import MemoryNVStore, NVStore
 from trustlab.devices.tpm12.primitives import Primitives
 from trustlab.devices.tpm12.registry import Request
-from trustlab.devices.tpm12.sessions import AuthContext, Session, SessionUse, session_from_json, session_to_json
+from trustlab.devices.tpm12.sessions import AuthContext, Session, SessionUse
 from trustlab.devices.tpm12.state import LOCKOUT_THRESHOLD, PersistentState
 from trustlab.devices.tpm12.wire import Reader, Writer
 from trustlab.timing.clock import Clock
@@ -143,6 +144,7 @@ class Engine:
         self.pp_lock = False  # TPM_STCLEAR_FLAGS.physicalPresenceLock
         self.sha1_context: bytes | None = None  # TPM_SHA1Start..Complete: the data hashed so far
         self.audit_digest = bytes(20)  # TPM_STANY_DATA.auditDigest: zeroed by TPM_Startup
+        self.contexts = ContextState()  # contextNonceKey/Session, contextCount, contextList
         self._next_handle = {"key": 0x01000000, "auth": 0x02000000, "trans": 0x05000000}
 
     def startup(self, kind: int = C.TPM_ST_CLEAR) -> None:

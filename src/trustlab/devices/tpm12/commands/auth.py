@@ -72,3 +72,20 @@ def osap(tpm, req: Request) -> Response:
     # the SRK may be named as TPM_ET_SRK or as a key handle; handlers ask for the latter
     s.entity = (C.TPM_ET_KEYHANDLE, C.TPM_KH_SRK) if etype == C.TPM_ET_SRK else (etype, value)
     return Response(_U32(s.handle) + s.nonce_even + even_osap)
+
+
+@tpm_command("TPM_Terminate_Handle", handles=1)
+def terminate_handle(tpm, req: Request) -> Response:
+    """Close an authorization session (TPM 1.1's TPM_Terminate_Handle, deprecated in 1.2 but kept).
+
+    IBM's TPM 1.2 utilities send it after every authorized command; libtpms
+    (TPM_Process_TerminateHandle) answers TPM_INVALID_AUTHHANDLE for a handle
+    that is not an open OIAP/OSAP/DSAP session, transport sessions included.
+    """
+    req.params.end()
+    handle = req.handles[0]
+    s = tpm.sessions.get(handle)
+    if s is None or s.kind == "TRANSPORT":
+        raise TpmError("TPM_INVALID_AUTHHANDLE", f"no authorization session {handle:#010x}")
+    del tpm.sessions[handle]
+    return Response()

@@ -16,6 +16,7 @@ from trustlab.devices.tpm12.commands.auth import MAX_SESSIONS
 from trustlab.devices.tpm12.commands.counters import MAX_COUNTERS
 from trustlab.devices.tpm12.commands.keys import KEY_SLOTS
 from trustlab.devices.tpm12.commands.transport import MAX_TRANSPORTS as MAX_TRANS
+from trustlab.devices.tpm12.contexts import CONTEXT_LIST
 from trustlab.devices.tpm12.errors import TpmError
 from trustlab.devices.tpm12.nvareas import MAX_TOTAL, areas
 from trustlab.devices.tpm12.registry import Request, Response, by_ordinal, tpm_command
@@ -83,8 +84,8 @@ def _property(tpm, prop: int) -> bytes:
         0x10F: _u32(MAX_COUNTERS),  # MAX_COUNTERS
         0x110: _u32(KEY_SLOTS),  # MAX_KEYS
         0x111: _bool(tpm.state.owner_auth is not None),  # OWNER
-        0x112: _u32(0),  # CONTEXT: no saved contexts (context commands not implemented)
-        0x113: _u32(0),  # MAX_CONTEXT
+        0x112: _u32(CONTEXT_LIST - len(tpm.contexts.saved)),  # CONTEXT: free saved-session slots
+        0x113: _u32(CONTEXT_LIST),  # MAX_CONTEXT (TPM_MIN_SESSION_LIST, as libtpms)
         0x114: _u32(0),  # FAMILYROWS: no delegation
         0x115: b"".join(map(_u32, TIS_TIMEOUT_US)),
         0x116: _u32(STARTUP_EFFECTS),

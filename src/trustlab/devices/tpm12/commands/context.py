@@ -1,79 +1,169 @@
-"""TPM_SaveKeyContext and TPM_LoadKeyContext (Part 3, 27.2.1-27.2.2; deprecated in 1.2, still used).
+"""TPM_SaveContext and TPM_LoadContext (Part 3, 21.2-21.3), as libtpms' TPM_Process_SaveContext/LoadContext.
 
-TrouSerS' tcsd asks at start-up whether the TPM has TPM_SaveKeyContext and,
-if so, swaps keys out with it when the key slots run out. The blob's format
-is the vendor's; this engine's follows TPM_CONTEXT_BLOB (Part 2, 18.1):
-tag, resource type, handle, label, count, integrityDigest, additionalData
-(the AES-CTR IV) and sensitiveData (the loaded key, AES-128-CTR encrypted
-under a key derived from tpmProof). The digest is HMAC-SHA1 under tpmProof
-over the blob with the digest zeroed, so only this TPM, with this owner,
-accepts it back (else TPM_BADCONTEXT, as libtpms answers). The symmetric
-cipher is not a modelled component; the HMAC is charged as every HMAC is.
+A saved context is a TPM_CONTEXT_BLOB: tag, resourceType, handle, label[16],
+contextCount, integrityDigest (HMAC over the blob with the sensitive part in
+clear, keyed with tpmProof), additionalData (empty) and the encrypted
+TPM_CONTEXT_SENSITIVE (tag, contextNonce, internalData). What internalData
+holds is the manufacturer's choice (Part 3, 21.2 step 6); here it is the
+key's or session's JSON, encrypted with AES-128-CTR under a permanent
+context key (IV first). Keys stay loaded when saved (contextCount 0) and
+reload under any boot unless volatile; a session is removed when saved,
+counted in contextList, and reloads once, in this boot only.
+
+Differences from libtpms, stated: DAA sessions do not exist here (TPM_RT_DAA_TPM
+answers TPM_INVALID_RESOURCE), and an OSAP session's entity is not re-checked
+on reload (libtpms compares the entity digest, TPM_RESOURCEMISSING).
 """
 
 from __future__ import annotations
 
-import hmac as _hmac
+import hmac
 import json
 import os
 
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 
 from trustlab.devices.tpm12 import constants as C
-from trustlab.devices.tpm12.commands.keys import KEY_SLOTS
+from trustlab.devices.tpm12.contexts import CONTEXT_LIST, session_from_json, session_to_json
 from trustlab.devices.tpm12.errors import TpmError
 from trustlab.devices.tpm12.keys import key_from_json, key_to_json
 from trustlab.devices.tpm12.registry import Request, Response, tpm_command
-from trustlab.devices.tpm12.wire import Writer
+from trustlab.devices.tpm12.wire import Reader, Writer
 
-TPM_TAG_CONTEXTBLOB = 0x0001
-_LABEL = b"trustlab keyctx\x00"  # 16 bytes
-
-
-def _cipher(tpm, iv: bytes) -> Cipher:
-    key = tpm.crypto.sha1(tpm.state.tpm_proof or bytes(20), b"TPM_SaveKeyContext")[:16]
-    return Cipher(algorithms.AES(key), modes.CTR(iv))
+TAG_CONTEXTBLOB, TAG_CONTEXT_SENSITIVE = 0x0001, 0x0002
+LABEL = 16
+CONTEXT_KEY = "contextKey"  # PersistentState.extra: TPM_PERMANENT_DATA -> contextKey (hex), made once
+AES_BLOCK = 16
 
 
-def _blob(handle: int, digest: bytes, iv: bytes, sensitive: bytes) -> bytes:
-    return (Writer().u16(TPM_TAG_CONTEXTBLOB).u32(C.TPM_RT_KEY).u32(handle).raw(_LABEL).u32(0).raw(digest)
-            .sized(iv).sized(sensitive).bytes())
-
-
-@tpm_command("TPM_SaveKeyContext", handles=1)
-def save_key_context(tpm, req: Request) -> Response:
-    handle = req.handles[0]
-    req.params.end()
-    key = tpm.keys.get(handle)
+def _context_key(tpm) -> bytes:
+    key = tpm.state.extra.get(CONTEXT_KEY)
     if key is None:
-        raise TpmError("TPM_INVALID_KEYHANDLE", f"no key loaded at handle {handle:#010x}")
-    iv = os.urandom(16)
-    enc = _cipher(tpm, iv).encryptor()
-    sensitive = enc.update(json.dumps(key_to_json(key), sort_keys=True).encode()) + enc.finalize()
-    digest = tpm.crypto.hmac(tpm.state.tpm_proof or bytes(20), _blob(handle, bytes(20), iv, sensitive))
-    return Response(Writer().sized(_blob(handle, digest, iv, sensitive)).bytes())
+        key = tpm.crypto.random(16).hex()
+        tpm.state.extra[CONTEXT_KEY] = key
+        tpm.mark_dirty()
+    return bytes.fromhex(key)
 
 
-@tpm_command("TPM_LoadKeyContext")
-def load_key_context(tpm, req: Request) -> Response:
-    req.params.u32()  # keyContextSize: libtpms parses the TPM_CONTEXT_BLOB that follows, not this count
-    r = req.params
-    if r.u16() != TPM_TAG_CONTEXTBLOB:
-        raise TpmError("TPM_INVALID_STRUCTURE", "keyContextBlob is not a TPM_CONTEXT_BLOB (tag)")
-    rtype, handle = r.u32(), r.u32()
-    r.raw(16)
-    r.u32()
-    digest, iv, sensitive = r.raw(20), r.sized(16), r.sized(1 << 16)
-    r.end()
+def _crypt(tpm, iv: bytes, data: bytes) -> bytes:
+    tpm.crypto.optional("aes_block", -(-len(data) // AES_BLOCK))
+    c = Cipher(algorithms.AES(_context_key(tpm)), modes.CTR(iv)).encryptor()
+    return c.update(data) + c.finalize()
+
+
+def _blob(rtype: int, handle: int, label: bytes, count: int, digest: bytes, sensitive: bytes) -> bytes:
+    return (Writer().u16(TAG_CONTEXTBLOB).u32(rtype).u32(handle).raw(label).u32(count).raw(digest)
+            .u32(0).sized(sensitive).bytes())
+
+
+def _integrity(tpm, blob_with_zero_digest: bytes) -> bytes:
+    secret = tpm.state.tpm_proof or _context_key(tpm)  # libtpms: tpmProof
+    return tpm.crypto.hmac(secret, blob_with_zero_digest)
+
+
+def needs_owner(tpm, name: str) -> None:
+    """libtpms' TPM_CheckState(TPM_CHECK_ALL): no owner installed is TPM_NOSRK (after the parameters load)."""
+    if tpm.state.owner_auth is None:
+        raise TpmError("TPM_NOSRK", f"{name} needs an owner")
+
+
+def _nonce(tpm, which: str) -> bytes:
+    ctx = tpm.contexts
+    if getattr(ctx, which) is None:
+        setattr(ctx, which, tpm.crypto.random(20))
+    return getattr(ctx, which)
+
+
+@tpm_command("TPM_SaveContext", handles=1)
+def save_context(tpm, req: Request) -> Response:
+    handle = req.handles[0]
+    rtype, label = req.params.u32(), req.params.raw(LABEL)
+    needs_owner(tpm, "TPM_SaveContext")
+    req.params.end()
+    if rtype == C.TPM_RT_KEY:
+        key = tpm.keys.get(handle)
+        if key is None:
+            raise TpmError("TPM_INVALID_RESOURCE", f"no loaded key {handle:#010x}")
+        nonce, internal = _nonce(tpm, "nonce_key"), key_to_json(key)
+    elif rtype in (C.TPM_RT_AUTH, C.TPM_RT_TRANS):
+        s = tpm.sessions.get(handle)
+        if s is None or (s.kind == "TRANSPORT") != (rtype == C.TPM_RT_TRANS):
+            raise TpmError("TPM_INVALID_RESOURCE", f"no session {handle:#010x} of resource type {rtype}")
+        nonce, internal = _nonce(tpm, "nonce_session"), session_to_json(s)
+    else:
+        raise TpmError("TPM_INVALID_RESOURCE", f"resource type {rtype:#x} cannot be saved here")
+    sensitive = Writer().u16(TAG_CONTEXT_SENSITIVE).raw(nonce).sized(
+        json.dumps(internal, sort_keys=True).encode()).bytes()
+    count = 0
     if rtype != C.TPM_RT_KEY:
-        raise TpmError("TPM_BADCONTEXT", f"a context of resource type {rtype}, not a key")
-    expect = tpm.crypto.hmac(tpm.state.tpm_proof or bytes(20), _blob(handle, bytes(20), iv, sensitive))
-    if len(iv) != 16 or not _hmac.compare_digest(digest, expect):
-        raise TpmError("TPM_BADCONTEXT", "the key context was not saved by this TPM or was altered")
-    dec = _cipher(tpm, iv).decryptor()
-    key = key_from_json(json.loads(dec.update(sensitive) + dec.finalize()))
-    if len(tpm.keys) >= KEY_SLOTS:
-        raise TpmError("TPM_RESOURCES", f"all {KEY_SLOTS} key slots are in use")
-    new = tpm.new_handle("key")
-    tpm.keys[new] = key
-    return Response(Writer().u32(new).bytes())
+        if len(tpm.contexts.saved) >= CONTEXT_LIST:
+            raise TpmError("TPM_NOCONTEXTSPACE", f"{CONTEXT_LIST} session contexts are saved already")
+        tpm.contexts.count += 1
+        count = tpm.contexts.count
+        tpm.contexts.saved.append(count)
+        del tpm.sessions[handle]  # step 10.c: the session lives on in the blob only
+        if handle == tpm.exclusive:
+            tpm.exclusive = None
+    digest = _integrity(tpm, _blob(rtype, handle, label, count, bytes(20), sensitive))
+    iv = os.urandom(AES_BLOCK)
+    blob = _blob(rtype, handle, label, count, digest, iv + _crypt(tpm, iv, sensitive))
+    return Response(params=Writer().sized(blob).bytes())
+
+
+@tpm_command("TPM_LoadContext", handles=1)
+def load_context(tpm, req: Request) -> Response:
+    hint = req.handles[0]
+    keep, size = req.params.u8(), req.params.u32()
+    blob = req.params.raw(size)
+    needs_owner(tpm, "TPM_LoadContext")
+    req.params.end()
+    r = Reader(blob, "context blob")
+    tag, rtype, handle, label, count, digest = (r.u16(), r.u32(), r.u32(), r.raw(LABEL), r.u32(), r.raw(20))
+    r.raw(r.u32())  # additionalData
+    encrypted = r.sized()
+    r.end()
+    if tag != TAG_CONTEXTBLOB or len(encrypted) < AES_BLOCK:
+        raise TpmError("TPM_BADCONTEXT", "not a TPM_CONTEXT_BLOB")
+    if rtype not in (C.TPM_RT_KEY, C.TPM_RT_AUTH, C.TPM_RT_TRANS):
+        raise TpmError("TPM_INVALID_RESOURCE", f"resource type {rtype:#x} cannot be loaded here")
+    sensitive = _crypt(tpm, encrypted[:AES_BLOCK], encrypted[AES_BLOCK:])
+    expect = _integrity(tpm, _blob(rtype, handle, label, count, bytes(20), sensitive))
+    s = Reader(sensitive, "context")
+    try:
+        s_tag, nonce, internal = s.u16(), s.raw(20), json.loads(s.sized())
+        s.end()
+    except (TpmError, ValueError):
+        raise TpmError("TPM_BADCONTEXT", "the context does not decrypt") from None
+    if s_tag != TAG_CONTEXT_SENSITIVE:
+        raise TpmError("TPM_BADCONTEXT", "not a TPM_CONTEXT_SENSITIVE")
+    if rtype == C.TPM_RT_KEY:
+        key = key_from_json(internal)
+        if key.blob.flags & C.TPM_KEY_FLAG_VOLATILE and nonce != tpm.contexts.nonce_key:
+            raise TpmError("TPM_BADCONTEXT", "a volatile key's context is from another boot")
+    elif nonce != tpm.contexts.nonce_session:
+        raise TpmError("TPM_BADCONTEXT", "a session context is from another boot")
+    if not hmac.compare_digest(expect, digest):
+        raise TpmError("TPM_BADCONTEXT", "the context's integrity digest does not match")
+    if rtype != C.TPM_RT_KEY:
+        if count not in tpm.contexts.saved:
+            raise TpmError("TPM_BADCONTEXT", f"context {count} was loaded already or never saved")
+        tpm.contexts.saved.remove(count)
+    table = tpm.keys if rtype == C.TPM_RT_KEY else tpm.sessions
+    if keep:
+        if handle in table:
+            raise TpmError("TPM_BAD_HANDLE", f"handle {handle:#010x} is in use")
+        new = handle
+    else:
+        new = tpm.new_handle("key" if rtype == C.TPM_RT_KEY else "trans" if rtype == C.TPM_RT_TRANS else "auth")
+    if rtype == C.TPM_RT_KEY:
+        from trustlab.devices.tpm12.commands.keys import KEY_SLOTS
+
+        if len(tpm.keys) >= KEY_SLOTS:
+            raise TpmError("TPM_NOSPACE", f"all {KEY_SLOTS} key slots are in use")
+        tpm.keys[new] = key
+    else:
+        session = session_from_json(internal)
+        session.handle = new
+        tpm.sessions[new] = session
+    del hint  # libtpms reads entityHandle only to re-check an OSAP session's entity
+    return Response(handles=Writer().u32(new).bytes())
