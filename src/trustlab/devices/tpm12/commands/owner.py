@@ -20,6 +20,7 @@ from trustlab.devices.tpm12.wire import Reader, Writer
 
 OWNER = (C.TPM_ET_OWNER, C.TPM_KH_OWNER)
 OPERATOR_AUTH = "operator_auth"  # PersistentState.extra key: TPM_PERMANENT_DATA.operatorAuth (hex)
+NV_INDEX_GPIO_00 = 0x00011600  # PC Client TIS: deallocated whenever the owner is cleared (libtpms TPM_PCCLIENT)
 TPM_SET_PERM_FLAGS, TPM_SET_STCLEAR_FLAGS = 1, 3  # Part 2, 21.9 TPM_CAPABILITY_AREA for SetCapability
 _SET_AREAS = range(1, 8)
 # TPM_SET_PERM_FLAGS subCap (TPM_PF_*, 1-based) -> who may set it: "owner", "presence", "either"
@@ -184,7 +185,7 @@ def clear_owner(tpm, keep=None) -> None:
     table = areas(tpm)
     for index in [i for i, a in table.items()
                   if a.attributes & (C.TPM_NV_PER_OWNERWRITE | C.TPM_NV_PER_OWNERREAD)
-                  and not index_has_d_bit(i)]:
+                  and not index_has_d_bit(i) or i == NV_INDEX_GPIO_00]:  # (PC Client: GPIO_00 always goes)
         del table[index]
     save_areas(tpm, table)
     for name in ("readPubek", "disableOwnerClear", "disableFullDALogicInfo", "readSRKPub", "ownership", "operator",
