@@ -199,6 +199,8 @@ SCENARIO: list[tuple[str, object, bool]] = [
      False),
     ("set_capability_cekp_used", _owner_cmd("TPM_SetCapability", u32(1) + u32(4) + u32(10) + u32(1) + b"\x01"),
      False),
+    ("set_capability_stclear_pp", lambda s: s.execute(
+        frame(C.ORD["TPM_SetCapability"], u32(3) + u32(4) + u32(3) + u32(1) + b"\x01")), False),
     ("flags_permanent_owned", lambda s: s.execute(flags_frame(C.TPM_CAP_FLAG_PERMANENT)), True),
     ("disable_pubek_read", _owner_cmd("TPM_DisablePubekRead"), False),
     ("read_pubek_owned", lambda s: s.execute(frame(C.ORD["TPM_ReadPubek"], b"\x00" * 20)), False),

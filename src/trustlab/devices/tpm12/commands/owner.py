@@ -73,6 +73,10 @@ def set_capability(tpm, req: Request) -> Response:
     if area == TPM_SET_STCLEAR_FLAGS:
         if which != 2:  # TPM_SF_DISABLEFORCECLEAR; the others are set by their own commands
             raise TpmError("TPM_BAD_PARAMETER", f"TPM_STCLEAR_FLAGS member {which} is not settable")
+        if tpm.disabled:
+            raise TpmError("TPM_DISABLED", "the TPM is disabled")
+        if tpm.deactivated:
+            raise TpmError("TPM_DEACTIVATED", "the TPM is deactivated")
         if not on:
             raise TpmError("TPM_BAD_PARAMETER", "disableForceClear can only be set TRUE")
         tpm.disable_force_clear = True
