@@ -94,7 +94,7 @@ class Conn:
     """One accepted client connection (data or control port)."""
 
     __slots__ = ("id", "sock", "kind", "reader", "buf", "mode", "spoke", "partial_since", "client", "eof",
-                 "closed", "out", "stalled_since", "events")
+                 "closed", "out", "stalled_since", "events", "busy")
     _ids = itertools.count(1)
 
     def __init__(self, sock: socket.socket, kind: str, family: str, control: str) -> None:
@@ -112,6 +112,7 @@ class Conn:
         self.out = bytearray()  # response bytes the client has not taken yet
         self.stalled_since = 0.0
         self.events = selectors.EVENT_READ
+        self.busy = False  # data port: a command of this connection is queued, running or held
 
 
 class FrontEnd:
@@ -133,6 +134,9 @@ class FrontEnd:
         self._conns: set[Conn] = set()
         self._partial: set[Conn] = set()
         self._stalled: set[Conn] = set()
+        self._ready: dict[Conn, None] = {}
+        """Connections whose next command is already buffered: taken after the next look at the sockets,
+        so a client that pipelines gets one command per round and never starves the others."""
         self._stopping = threading.Event()
         self._draining = False
         self._drain_deadline = 0.0
@@ -224,6 +228,15 @@ class FrontEnd:
                 else:
                     self._run_job(jobs.popleft())
                 continue
+            if self._ready:
+                for key, mask in self._sel.select(0):
+                    self._on_ready(key, mask)
+                ready, self._ready = self._ready, {}
+                for conn in ready:
+                    if not conn.closed and not conn.eof:
+                        self._next_frames(conn, perf())
+                        self._interest(conn)
+                continue
             if self._draining and self._drained(now):
                 return
             if held and held[0][0] - now <= SPIN:
@@ -246,9 +259,8 @@ class FrontEnd:
         """Draining (stop): listeners closed, no new input read; done when nothing is left to answer."""
         if self._srv:
             self._close_listeners()
-            for conn in self._conns:
-                if not conn.out and not conn.eof and not conn.closed:
-                    self._set_events(conn, 0)
+            for conn in list(self._conns):
+                self._interest(conn)
         if now >= self._drain_deadline:
             return True
         return not self._jobs and not self._held and not any(c.out and not c.closed for c in self._conns)
@@ -310,6 +322,15 @@ class FrontEnd:
             self._conns.add(conn)
             self._sel.register(sock, selectors.EVENT_READ, conn)
 
+    def _interest(self, conn: Conn) -> None:
+        """Read a connection only when it may send its next command: none of its own is in flight (a TPM
+        takes one command at a time; one client's backlog never queues ahead of another's command), its
+        responses have been taken, and serve is not stopping; write while output waits."""
+        events = selectors.EVENT_WRITE if conn.out else 0
+        if not (conn.busy or conn.out or conn.eof or self._draining):
+            events |= selectors.EVENT_READ
+        self._set_events(conn, events)
+
     def _set_events(self, conn: Conn, events: int) -> None:
         if conn.closed or conn.events == events:
             return
@@ -348,7 +369,7 @@ class FrontEnd:
         conn.eof = True
         conn.partial_since = 0.0
         self._partial.discard(conn)
-        self._set_events(conn, selectors.EVENT_WRITE if conn.out else 0)
+        self._interest(conn)
         self._jobs.append(("close", conn))
 
     def _drop(self, conn: Conn) -> None:
@@ -386,7 +407,9 @@ class FrontEnd:
             data = data[sent:]
             conn.stalled_since = time.perf_counter()
             self._stalled.add(conn)
-            self._set_events(conn, selectors.EVENT_WRITE)
+            conn.out += data
+            self._interest(conn)
+            return
         conn.out += data
 
     def _flush(self, conn: Conn) -> None:
@@ -407,22 +430,29 @@ class FrontEnd:
             if conn.eof:
                 self._drop(conn)  # its close job found output pending and left the rest to us
             else:
-                self._set_events(conn, 0 if self._draining else selectors.EVENT_READ)
+                self._interest(conn)
 
     # ---- data port -----------------------------------------------------------
 
     def _frames(self, conn: Conn, chunk: bytes, arrived: float) -> None:
+        assert conn.reader is not None
+        conn.spoke = True
+        conn.reader.feed(chunk)
+        self._next_frames(conn, arrived)
+
+    def _next_frames(self, conn: Conn, arrived: float) -> None:
+        """Queue what the connection sent, up to its next command (then wait for that one's answer)."""
         reader = conn.reader
         assert reader is not None
-        conn.spoke = True
-        reader.feed(chunk)
-        while True:
+        while not conn.busy:
             event = reader.next_event()
             if event is wire.NEED_DATA:
                 break
             if isinstance(event, wire.Command):
                 self._jobs.append(("cmd", conn, event, arrived))
-                continue
+                conn.busy = True
+                self._interest(conn)
+                break
             if isinstance(event, wire.Handshake):
                 self._jobs.append(("send", conn, wire.handshake_reply()))
                 continue
@@ -431,12 +461,21 @@ class FrontEnd:
                 self._jobs.append(("send", conn, event.reply))
             self._end(conn)  # a reject or TPM_SESSION_END
             return
-        if reader.buffered:
+        if reader.buffered and not conn.busy:
             conn.partial_since = conn.partial_since or arrived
             self._partial.add(conn)
         elif conn.partial_since:
             conn.partial_since = 0.0
             self._partial.discard(conn)
+
+    def _answered(self, conn: Conn) -> None:
+        """The connection's command has its answer out: on to its next one."""
+        conn.busy = False
+        if not conn.closed and not conn.eof:
+            if conn.reader is not None and conn.reader.buffered:
+                self._ready[conn] = None
+            else:
+                self._interest(conn)
 
     # ---- control port --------------------------------------------------------
 
@@ -511,6 +550,9 @@ class FrontEnd:
         request = bytes(conn.buf[:n])
         del conn.buf[:n]
         self._jobs.append(("ctrl", conn, request, 0))
+        if struct.unpack(">I", request[:4])[0] not in wire.CTRL_FIXED_LENGTH:
+            self._end(conn)  # its length is unknown, so the stream is lost after it: answer, then close
+            return False
         return True
 
     # ---- jobs ----------------------------------------------------------------
@@ -518,6 +560,7 @@ class FrontEnd:
     def _send_response(self, conn: Conn, data: bytes, record: TraceRecord) -> None:
         self.proxy.sent(record, time.perf_counter())
         self._send(conn, data)
+        self._answered(conn)
         self.proxy.traced(record)
 
     def _run_job(self, job: tuple) -> None:
@@ -560,6 +603,7 @@ class FrontEnd:
             if kind == "cmd":
                 self._send(conn, wire.frame_reply(wire.error_response(TPM_RC_FAILURE, self.proxy.family),
                                                   job[2].framing))
+                self._answered(conn)
             else:
                 self._drop(conn)
 
