@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
-import selectors
+import select
 import socket
 import struct
 import threading
@@ -79,6 +79,10 @@ SEND_TIMEOUT = 2.0
 DRAIN_TIMEOUT = 10.0
 """Seconds :meth:`FrontEnd.stop` waits, beyond the longest held response, for the commands in flight."""
 TPM_RC_FAILURE = 0x101
+READ_AHEAD = 65536
+"""Bytes read ahead from a connection whose command is in flight before it is no longer read."""
+READ, WRITE = select.EPOLLIN, select.EPOLLOUT
+_GONE = select.EPOLLHUP | select.EPOLLERR
 
 
 def _quickack(sock: socket.socket) -> None:
@@ -111,7 +115,7 @@ class Conn:
         self.closed = False
         self.out = bytearray()  # response bytes the client has not taken yet
         self.stalled_since = 0.0
-        self.events = selectors.EVENT_READ
+        self.events = READ
         self.busy = False  # data port: a command of this connection is queued, running or held
 
 
@@ -125,7 +129,8 @@ class FrontEnd:
         self.rt_priority = rt_priority and not proxy.virtual
         self._log = log
         self._srv = {data_srv: "data", ctrl_srv: "ctrl"}
-        self._sel = selectors.DefaultSelector()
+        self._ep = select.epoll()
+        self._fds: dict[int, Any] = {}  # fd -> "accept" / "wake" / Conn
         self._wake_r, self._wake_w = socket.socketpair()
         self._wake_r.setblocking(False)
         self._jobs: deque[tuple] = deque()
@@ -148,8 +153,10 @@ class FrontEnd:
     def start(self) -> None:
         for srv in self._srv:
             srv.setblocking(False)
-            self._sel.register(srv, selectors.EVENT_READ, "accept")
-        self._sel.register(self._wake_r, selectors.EVENT_READ, "wake")
+            self._ep.register(srv.fileno(), READ)
+            self._fds[srv.fileno()] = ("accept", srv)
+        self._ep.register(self._wake_r.fileno(), READ)
+        self._fds[self._wake_r.fileno()] = ("wake", self._wake_r)
         self.thread.start()
 
     @property
@@ -177,8 +184,8 @@ class FrontEnd:
             except OSError:
                 pass
         try:
-            self._sel.close()
-        except (OSError, RuntimeError):
+            self._ep.close()
+        except OSError:
             pass
 
     def _wake(self) -> None:
@@ -190,8 +197,9 @@ class FrontEnd:
     def _close_listeners(self) -> None:
         for srv in list(self._srv):
             try:
-                self._sel.unregister(srv)
-            except (KeyError, ValueError, RuntimeError):
+                self._fds.pop(srv.fileno(), None)
+                self._ep.unregister(srv.fileno())
+            except (OSError, ValueError):
                 pass
             try:
                 srv.close()
@@ -229,13 +237,13 @@ class FrontEnd:
                     self._run_job(jobs.popleft())
                 continue
             if self._ready:
-                for key, mask in self._sel.select(0):
-                    self._on_ready(key, mask)
+                for fd, mask in self._ep.poll(0):
+                    self._on_ready(fd, mask)
                 ready, self._ready = self._ready, {}
                 for conn in ready:
-                    if not conn.closed and not conn.eof:
+                    if not conn.closed:
                         self._next_frames(conn, perf())
-                        self._interest(conn)
+                        self._settle(conn)
                 continue
             if self._draining and self._drained(now):
                 return
@@ -244,13 +252,13 @@ class FrontEnd:
                 continue
             timeout = self._timeout(now)
             try:
-                events = self._sel.select(timeout)
+                events = self._ep.poll(timeout)
             except (OSError, ValueError):
                 if self._stopping.is_set():
                     return
                 raise
-            for key, mask in events:
-                self._on_ready(key, mask)
+            for fd, mask in events:
+                self._on_ready(fd, mask)
             now = perf()
             if self._partial or self._stalled or now >= self._next_reap:
                 self._housekeeping(now)
@@ -288,20 +296,24 @@ class FrontEnd:
             self._next_reap = now + REAP_INTERVAL
             self._jobs.append(("reap",))
 
-    def _on_ready(self, key: selectors.SelectorKey, mask: int) -> None:
-        data = key.data
-        if data == "wake":
+    def _on_ready(self, fd: int, mask: int) -> None:
+        data = self._fds.get(fd)
+        if data is None:
+            return
+        if isinstance(data, Conn):
+            if mask & WRITE:
+                self._flush(data)
+            if mask & (READ | _GONE) and not data.closed and data.events & READ:
+                self._read(data)
+            elif mask & _GONE and not data.closed and not data.events & READ:
+                self._drop(data)  # hung up while it was not read: nothing more will come
+        elif data[0] == "wake":
             try:
                 self._wake_r.recv(64)
             except OSError:
                 pass
-        elif data == "accept":
-            self._accept(key.fileobj)  # type: ignore[arg-type]
         else:
-            if mask & selectors.EVENT_WRITE:
-                self._flush(data)
-            if mask & selectors.EVENT_READ and not data.closed:
-                self._read(data)
+            self._accept(data[1])
 
     def _accept(self, srv: socket.socket) -> None:
         kind = self._srv.get(srv)
@@ -320,28 +332,33 @@ class FrontEnd:
             if kind == "data":
                 conn.client = self.proxy.client_for(sock, conn.id)
             self._conns.add(conn)
-            self._sel.register(sock, selectors.EVENT_READ, conn)
+            self._fds[sock.fileno()] = conn
+            self._ep.register(sock.fileno(), READ)
 
     def _interest(self, conn: Conn) -> None:
         """Read a connection only when it may send its next command: none of its own is in flight (a TPM
         takes one command at a time; one client's backlog never queues ahead of another's command), its
         responses have been taken, and serve is not stopping; write while output waits."""
-        events = selectors.EVENT_WRITE if conn.out else 0
-        if not (conn.busy or conn.out or conn.eof or self._draining):
-            events |= selectors.EVENT_READ
+        events = WRITE if conn.out else 0
+        if not (conn.out or conn.eof or self._draining or (conn.busy and conn.reader is not None
+                                                           and conn.reader.buffered > READ_AHEAD)):
+            events |= READ
         self._set_events(conn, events)
 
     def _set_events(self, conn: Conn, events: int) -> None:
         if conn.closed or conn.events == events:
             return
+        fd = conn.sock.fileno()
         try:
             if conn.events and events:
-                self._sel.modify(conn.sock, events, conn)
+                self._ep.modify(fd, events)
             elif events:
-                self._sel.register(conn.sock, events, conn)
+                self._ep.register(fd, events)
+                self._fds[fd] = conn
             else:
-                self._sel.unregister(conn.sock)
-        except (KeyError, ValueError, OSError):
+                self._ep.unregister(fd)
+                self._fds.pop(fd, None)
+        except (OSError, ValueError):
             return
         conn.events = events
 
@@ -356,21 +373,33 @@ class FrontEnd:
         if not chunk:
             self._end(conn)
             return
-        _quickack(conn.sock)
         if conn.kind == "data":
             self._frames(conn, chunk, arrived)
+            if conn.reader is not None and conn.reader.buffered:
+                _quickack(conn.sock)  # the rest of a frame is coming: let it (the answer carries our ACK)
         else:
+            _quickack(conn.sock)
             self._control(conn, chunk)
 
     def _end(self, conn: Conn) -> None:
-        """EOF: answer what was already queued, then close (and tell the proxy)."""
-        if conn.eof:
+        """EOF (or a stream that cannot be framed any more): answer what was already sent, then close."""
+        if not conn.eof:
+            conn.eof = True
+            conn.partial_since = 0.0
+            self._partial.discard(conn)
+        self._settle(conn)
+
+    def _settle(self, conn: Conn) -> None:
+        """After frames were taken: close an ended connection once nothing of it is left to answer, or
+        read it again."""
+        if conn.closed:
             return
-        conn.eof = True
-        conn.partial_since = 0.0
-        self._partial.discard(conn)
-        self._interest(conn)
-        self._jobs.append(("close", conn))
+        if conn.eof:
+            self._interest(conn)
+            if not conn.busy and conn not in self._ready:
+                self._jobs.append(("close", conn))
+        else:
+            self._interest(conn)
 
     def _drop(self, conn: Conn) -> None:
         if conn.closed:
@@ -427,15 +456,13 @@ class FrontEnd:
             conn.stalled_since = time.perf_counter()
         if not conn.out:
             self._stalled.discard(conn)
-            if conn.eof:
-                self._drop(conn)  # its close job found output pending and left the rest to us
-            else:
-                self._interest(conn)
+            self._settle(conn)  # an ended connection is closed now (its close job left that to us)
 
     # ---- data port -----------------------------------------------------------
 
     def _frames(self, conn: Conn, chunk: bytes, arrived: float) -> None:
-        assert conn.reader is not None
+        if conn.reader is None:
+            return
         conn.spoke = True
         conn.reader.feed(chunk)
         self._next_frames(conn, arrived)
@@ -443,7 +470,8 @@ class FrontEnd:
     def _next_frames(self, conn: Conn, arrived: float) -> None:
         """Queue what the connection sent, up to its next command (then wait for that one's answer)."""
         reader = conn.reader
-        assert reader is not None
+        if reader is None:
+            return
         while not conn.busy:
             event = reader.next_event()
             if event is wire.NEED_DATA:
@@ -459,7 +487,8 @@ class FrontEnd:
             if isinstance(event, wire.Reject):
                 self.proxy.note_reject(event.reason)
                 self._jobs.append(("send", conn, event.reply))
-            self._end(conn)  # a reject or TPM_SESSION_END
+            conn.reader = None  # a reject or TPM_SESSION_END: nothing after it is read
+            self._end(conn)
             return
         if reader.buffered and not conn.busy:
             conn.partial_since = conn.partial_since or arrived
@@ -471,11 +500,12 @@ class FrontEnd:
     def _answered(self, conn: Conn) -> None:
         """The connection's command has its answer out: on to its next one."""
         conn.busy = False
-        if not conn.closed and not conn.eof:
-            if conn.reader is not None and conn.reader.buffered:
-                self._ready[conn] = None
-            else:
-                self._interest(conn)
+        if conn.closed:
+            return
+        if conn.reader is not None and conn.reader.buffered:
+            self._ready[conn] = None
+        elif conn.eof or not conn.events & READ:
+            self._settle(conn)
 
     # ---- control port --------------------------------------------------------
 
@@ -570,7 +600,9 @@ class FrontEnd:
             return
         conn: Conn = job[1]
         if kind == "close":
-            if conn.out and not conn.closed:
+            if conn.closed or conn.busy or conn in self._ready:
+                return  # its commands are answered first; the last answer queues the close again
+            if conn.out:
                 return  # the rest of its output goes first; _flush closes it
             self._drop(conn)
             return

@@ -142,10 +142,18 @@ def recv_exact(sock: socket.socket, n: int) -> bytes:
 
 
 def read_response(sock: socket.socket) -> bytes:
-    """One TPM 2.0 response frame from a raw data channel."""
-    head = recv_exact(sock, wire.HEADER_SIZE)
-    size = wire.response_length(head)
-    return head + recv_exact(sock, size - wire.HEADER_SIZE)
+    """One TPM response frame from a raw data channel (one ``recv`` when it arrives whole, as it does)."""
+    data = sock.recv(65536)
+    if len(data) < wire.HEADER_SIZE:
+        if not data:
+            raise ConnectionError("connection closed before a response")
+        data += recv_exact(sock, wire.HEADER_SIZE - len(data))
+    size = wire.response_length(data)
+    if len(data) < size:
+        data += recv_exact(sock, size - len(data))
+    elif len(data) > size:
+        raise wire.WireError(f"{len(data) - size} byte(s) after a {size}-byte response")
+    return data
 
 
 class Swtpm:
@@ -167,6 +175,8 @@ class Swtpm:
         self._requested_port = port
         self._own_state = state_dir is None
         self._state_dir = state_dir
+        self._sock_dir: Path | None = None
+        """Unix sockets of a swtpm on a caller's state directory live apart from it (never in the user's dir)."""
         self.port: int | None = None
         self.proc: subprocess.Popen | None = None
 
@@ -184,11 +194,11 @@ class Swtpm:
 
     @property
     def data_path(self) -> Path:
-        return self.state_dir / "data.sock"
+        return (self._sock_dir or self.state_dir) / "data.sock"
 
     @property
     def ctrl_path(self) -> Path:
-        return self.state_dir / "ctrl.sock"
+        return (self._sock_dir or self.state_dir) / "ctrl.sock"
 
     @property
     def tcti(self) -> str:
@@ -213,6 +223,8 @@ class Swtpm:
             self._state_dir = Path(tempfile.mkdtemp(prefix=STATE_PREFIX))
         else:
             self._state_dir.mkdir(parents=True, exist_ok=True)
+            if self.unix and self._sock_dir is None:
+                self._sock_dir = Path(tempfile.mkdtemp(prefix="trustlab-swtpm-sock-"))
         last_error = ""
         for _attempt in range(5):  # a port may be taken between probing and binding
             if not self.unix:
@@ -320,6 +332,9 @@ class Swtpm:
         if self._own_state and self._state_dir is not None:
             shutil.rmtree(self._state_dir, ignore_errors=True)
             self._state_dir = None
+        if self._sock_dir is not None:
+            shutil.rmtree(self._sock_dir, ignore_errors=True)
+            self._sock_dir = None
 
     @property
     def alive(self) -> bool:
