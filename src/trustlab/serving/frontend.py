@@ -79,6 +79,8 @@ SEND_TIMEOUT = 2.0
 DRAIN_TIMEOUT = 10.0
 """Seconds :meth:`FrontEnd.stop` waits, beyond the longest held response, for the commands in flight."""
 TPM_RC_FAILURE = 0x101
+MAX_COMMAND = 4096
+"""Largest command frame taken from a client (libtpms' buffer)."""
 READ_AHEAD = 65536
 """Bytes read ahead from a connection whose command is in flight before it is no longer read."""
 READ, WRITE = select.EPOLLIN, select.EPOLLOUT
@@ -105,7 +107,7 @@ class Conn:
         self.id = next(Conn._ids)
         self.sock = sock
         self.kind = kind
-        self.reader = wire.FrameReader(max_frame=4096, family=family) if kind == "data" else None
+        self.reader = wire.FrameReader(max_frame=MAX_COMMAND, family=family) if kind == "data" else None
         self.buf = bytearray()  # control-port bytes not yet framed
         self.mode = None if control == "auto" else control  # control port: "swtpm" / "mssim"
         self.spoke = False  # data port: a frame has arrived
@@ -127,6 +129,9 @@ class FrontEnd:
         self.proxy = proxy
         self.control = control
         self.rt_priority = rt_priority and not proxy.virtual
+        self._inline = not self.rt_priority
+        """Run a lone whole command straight from its read (not under SCHED_FIFO: there jobs run at normal
+        priority, so an engine computing for long never starves the host)."""
         self._log = log
         self._srv = {data_srv: "data", ctrl_srv: "ctrl"}
         self._ep = select.epoll()
@@ -374,6 +379,13 @@ class FrontEnd:
             self._end(conn)
             return
         if conn.kind == "data":
+            reader = conn.reader
+            if (self._inline and reader is not None and not reader.buffered and not conn.busy and not self._jobs
+                    and not self._held and wire.whole_raw_command(chunk, self.proxy.family, MAX_COMMAND)):
+                conn.spoke = True  # the usual case: one whole command in one read, nothing queued: run it now
+                conn.busy = True
+                self._command(conn, chunk, "raw", arrived)
+                return
             self._frames(conn, chunk, arrived)
             if conn.reader is not None and conn.reader.buffered:
                 _quickack(conn.sock)  # the rest of a frame is coming: let it (the answer carries our ACK)
@@ -608,17 +620,12 @@ class FrontEnd:
             return
         if conn.closed:
             return
+        if kind == "cmd":
+            event = job[2]
+            self._command(conn, event.payload, event.framing, job[3])
+            return
         try:
-            if kind == "cmd":
-                event, arrived = job[2], job[3]
-                response, due, record = self.proxy.serve_command(conn.client, event.payload, event.framing,
-                                                                 arrived)
-                data = wire.frame_reply(response, event.framing)
-                if due > time.perf_counter():
-                    heapq.heappush(self._held, (due, next(self._seq), conn, data, record))
-                    return
-                self._send_response(conn, data, record)
-            elif kind == "send":
+            if kind == "send":
                 self._send(conn, job[2])
             elif kind == "signal":
                 self._send(conn, self.proxy.platform_signal(job[2]))
@@ -632,12 +639,24 @@ class FrontEnd:
             if self._log is not None:
                 self._log(f"internal error on a {kind} request ({type(exc).__name__}: {exc}); answered with a "
                           "failure", kind="internal error")
-            if kind == "cmd":
-                self._send(conn, wire.frame_reply(wire.error_response(TPM_RC_FAILURE, self.proxy.family),
-                                                  job[2].framing))
-                self._answered(conn)
-            else:
-                self._drop(conn)
+            self._drop(conn)
+
+    def _command(self, conn: Conn, payload: bytes, framing: str, arrived: float) -> None:
+        """Run one client command; send its answer now, or hold it until its due time."""
+        try:
+            response, due, record = self.proxy.serve_command(conn.client, payload, framing, arrived)
+        except Exception as exc:  # noqa: BLE001 - one bad command must not end serving for everyone
+            if self._log is not None:
+                self._log(f"internal error on a command ({type(exc).__name__}: {exc}); answered with "
+                          "TPM_RC_FAILURE", kind="internal error")
+            self._send(conn, wire.frame_reply(wire.error_response(TPM_RC_FAILURE, self.proxy.family), framing))
+            self._answered(conn)
+            return
+        data = wire.frame_reply(response, framing) if framing != "raw" else response
+        if due > time.perf_counter():
+            heapq.heappush(self._held, (due, next(self._seq), conn, data, record))
+            return
+        self._send_response(conn, data, record)
 
 
 def serve(proxy: Served, data_srv: socket.socket, ctrl_srv: socket.socket, *, control: str,

@@ -130,8 +130,8 @@ def open_backend(spec: "str | Swtpm | Backend") -> Backend:
         return spec
     if isinstance(spec, Swtpm):
         return swtpm_backend(spec.start())
-    if spec == "swtpm":  # unix sockets: a served command's way to swtpm costs less than over TCP
-        return swtpm_backend(Swtpm(unix=True).start(), owned=True)
+    if spec == "swtpm":
+        return swtpm_backend(Swtpm().start(), owned=True)
     kind, _, rest = spec.partition(":")
     if kind == "tcp":
         host, _, port = rest.rpartition(":")
