@@ -47,7 +47,8 @@ class Served:
         self.proxy = None
         tpm = Swtpm(startup=False).start()  # the suite sends TPM2_Startup itself
         try:
-            self.proxy = TimingProxy(PROFILE, swtpm_backend(tpm, owned=True), virtual=True, port=port)
+            self.proxy = TimingProxy(PROFILE, swtpm_backend(tpm, owned=True), virtual=True, port=port,
+                                     startup="none")  # after a power cycle too: the suite starts the TPM
         except Exception:
             tpm.stop()
 
