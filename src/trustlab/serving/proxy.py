@@ -321,9 +321,11 @@ class TimingProxy:
 
     def summary(self) -> str:
         """One line for the operator at exit: commands, modelled time, late responses."""
+        sessions = "" if self.rm is None else (
+            f", {self.rm.sessions_held()} session(s) held for clients ({len(self.rm.abandoned)} abandoned)")
         return (f"{self._seq} command(s), {self.clock.now_ms:.1f} ms modelled, {self.late_count} response(s) "
                 f"where the backend alone exceeded the model, {self.refused_control} control request(s) refused, "
-                f"{self.rejected_frames} malformed frame(s) rejected")
+                f"{self.rejected_frames} malformed frame(s) rejected{sessions}")
 
     # ---- clients (resource-manager spaces) ---------------------------------
 
