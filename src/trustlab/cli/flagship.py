@@ -20,20 +20,23 @@ import subprocess
 import sys
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from trustlab.cli._forkserver import ForkServer, ForkServerError
-from trustlab.errors import TrustlabError
+from trustlab.argtypes import MAX_JOBS, jobs, real
+from trustlab.errors import TrustlabError, excerpt
 from trustlab.experiments.registry import all_experiments, flagship_runs, import_errors
 from trustlab.report.export import slug
 from trustlab.report.records import check, ensure_dir, failure
 from trustlab.safe_output import claim_dir, path_arg, reported, write_text
 
+if TYPE_CHECKING:
+    from trustlab.cli._forkserver import ForkServer
+
 _ENTRY = "import sys; from trustlab.cli._flagship_run import child_main; sys.exit(child_main(sys.argv[1:]))"
 _LIVE: set[subprocess.Popen] = set()  # running children, killed if the flagship itself is interrupted
 _LIVE_LOCK = threading.Lock()
+MAX_TIMEOUT_S = 7 * 24 * 3600.0  # a week per run; beyond it threading's timeouts overflow
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -49,9 +52,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="report directory (default out/report): new, empty, or an earlier flagship's")
     p.add_argument("--force", action="store_true",
                    help="write into a non-empty directory that is not an earlier flagship output")
-    p.add_argument("--jobs", "-j", type=int, default=os.cpu_count() or 1, metavar="N",
+    p.add_argument("--jobs", "-j", type=jobs(), default=min(os.cpu_count() or 1, MAX_JOBS), metavar="N",
                    help="runs in parallel (default: one per CPU)")
-    p.add_argument("--timeout", type=float, default=900.0, metavar="S",
+    p.add_argument("--timeout", type=real("--timeout", 0, MAX_TIMEOUT_S, low_open=True), default=900.0, metavar="S",
                    help="seconds one run may take before it is stopped and recorded as failed (default 900)")
     p.add_argument("--only", action="append", metavar="NAME", help="run only these experiments (repeatable)")
     p.add_argument("--skip", action="append", metavar="NAME", help="leave these experiments out (repeatable)")
@@ -64,7 +67,10 @@ def planned_runs(only: list[str] | None, skip: list[str] | None) -> list[tuple[s
     experiments = all_experiments()
     for name in (only or []) + (skip or []):
         if name not in experiments:
-            raise TrustlabError(f"unknown experiment {name!r} (known: {', '.join(experiments)})")
+            raise TrustlabError(f"unknown experiment {excerpt(name)} (known: {', '.join(experiments)})")
+    both = sorted(set(only or []) & set(skip or []))
+    if both:  # the run would silently leave out what --only asked for
+        raise TrustlabError(f"--only and --skip both name {', '.join(both)}; give each experiment to one of them")
     runs = []
     for name, spec in experiments.items():
         if (only and name not in only) or (skip and name in skip):
@@ -89,6 +95,8 @@ def _child_env(jobs: int) -> dict[str, str]:
 def run_one(name: str, argv: list[str], save: Path, timeout: float, env: dict[str, str],
             server: ForkServer | None = None) -> dict[str, Any]:
     """One run in its own process (forked by ``server``, else a fresh ``python``); a record or a failure."""
+    from trustlab.cli._forkserver import ForkServerError
+
     save.unlink(missing_ok=True)
     started = time.perf_counter()
     if server is not None and server.alive:
@@ -138,6 +146,8 @@ def _run_process(name: str, argv: list[str], save: Path, timeout: float,
 def _fork_server(runs: list[tuple[str, list[str]]], env: dict[str, str], timeout: float) -> ForkServer | None:
     """A fork server preloading the runs' studies (saves each run an interpreter start and its
     imports); None where processes cannot fork or it does not start: then each run is a fresh python."""
+    from trustlab.cli._forkserver import ForkServer, ForkServerError
+
     if not hasattr(os, "fork") or not runs:
         return None
     try:
@@ -167,6 +177,8 @@ def _kill_group(proc: subprocess.Popen) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from concurrent.futures import ThreadPoolExecutor, as_completed
+
     from tqdm import tqdm  # here, not at import: every flagship child imports this module
 
     from trustlab.report import write_report

@@ -9,9 +9,11 @@ from pathlib import Path
 from trustlab.cli._output import print_json
 from trustlab.textable import table
 from trustlab.errors import ProfileError
-from trustlab.timing import registry
-from trustlab.timing.pro_format import export_pro, load_pro
-from trustlab.timing.profile import load_toml
+from trustlab.lazy import lazy_module
+
+# imported when an action runs, not on every CLI start (which imports this module to list it)
+registry = lazy_module("trustlab.timing.registry")
+pro_format = lazy_module("trustlab.timing.pro_format")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -48,6 +50,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _list(args: argparse.Namespace) -> int:
+    if args.family is not None and not args.family.strip():
+        raise ProfileError("--family: empty; name a family (tpm1.2, tpm2, card, ...) or leave the option out")
     found, broken = registry.summaries(args.family)  # an index: listing parses no profile
     if args.family and not found:
         everything, _ = registry.summaries()
@@ -96,9 +100,11 @@ def _import(args: argparse.Namespace) -> int:
     path: Path = args.file
     registry.check_name(args.name)
     if path.suffix == ".pro":
-        profile = load_pro(path, name=args.name)
+        profile = pro_format.load_pro(path, name=args.name)
     elif path.suffix == ".toml":
         from dataclasses import replace
+        from trustlab.timing.profile import load_toml
+
         profile = replace(load_toml(path), name=args.name)
     else:
         raise ProfileError(f"{path}: unknown profile format (expected .pro or .toml)")
@@ -126,7 +132,7 @@ def _export(args: argparse.Namespace) -> int:
     if args.format == "pro":
         if p.family != "tpm1.2":
             raise ProfileError(f"{p.name}: the .pro format holds TPM 1.2 profiles only (this one is {p.family})")
-        sys.stdout.write(export_pro(p))
+        sys.stdout.write(pro_format.export_pro(p))
     else:
         sys.stdout.write(p.to_toml())
     return 0

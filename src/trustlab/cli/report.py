@@ -5,9 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from trustlab.argtypes import jobs
 from trustlab.errors import TrustlabError
-from trustlab.report import write_report
-from trustlab.report.records import collect
 from trustlab.safe_output import claim_dir, path_arg, reported
 
 
@@ -28,12 +27,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--title", default="trustlab report")
     p.add_argument("--link-images", action="store_true",
                    help="link the PNG files beside the page instead of embedding them")
-    p.add_argument("--jobs", "-j", type=int, default=1, metavar="N",
+    p.add_argument("--jobs", "-j", type=jobs(), default=1, metavar="N",
                    help="draw figures on N processes (default 1)")
     p.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    from trustlab.report import write_report  # here, not at the top: every CLI start imports this module
+    from trustlab.report.records import collect
+
     records = collect(args.results)
     if args.jobs < 1:
         raise TrustlabError(f"--jobs {args.jobs}: need at least 1")
