@@ -166,18 +166,37 @@ def test_device_backend_refuses_power_cycle(served) -> None:
 
 # ---- 4: a trace write error ------------------------------------------------------------------------------
 
-@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full")
-def test_trace_to_a_full_disk_turns_tracing_off_and_serving_goes_on() -> None:
-    proc = serve("--profile", "nuvoton-npct750-wolftpm", "--virtual", "--trace", "/dev/full")
+def _small_files() -> None:  # in serve's process: files may not grow past 64 KiB (a full disk, for the trace)
+    import resource
+
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # the write then fails with EFBIG instead of killing serve
+    resource.setrlimit(resource.RLIMIT_FSIZE, (64 * 1024, 64 * 1024))
+
+
+def test_trace_write_error_turns_tracing_off_and_serving_goes_on(tmp_path: Path) -> None:
+    """The trace hits a write error mid-serve (the file may not grow: as on a full disk): one line says tracing is
+    off, and serving goes on - no dead port, no traceback."""
+    env = dict(os.environ, PYTHONPATH=SRC)
+    proc = subprocess.Popen([sys.executable, "-m", "trustlab", "serve", "--port", "0", "--profile",
+                             "nuvoton-npct750-wolftpm", "--virtual", "--trace", str(tmp_path / "t.jsonl")],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=_small_files)
     try:
         port = port_of(proc)
-        for _ in range(5):
+        for _ in range(400):  # ~ 500 bytes of trace each
             assert tpm2wire.response_code(call(port, GETRANDOM)) == 0
     finally:
         rc, err = finish(proc)
     assert rc == 0 and "Traceback" not in err, err
-    said = [line for line in err.splitlines() if "--trace /dev/full" in line]
+    said = [line for line in err.splitlines() if "--trace" in line]
     assert len(said) == 1 and "tracing is off, serving goes on" in said[0], err
+    assert "stopped after 400 command(s)" in err
+
+
+def test_trace_to_a_device_is_refused_in_one_line() -> None:
+    done = run_serve("--profile", "nuvoton-npct750-wolftpm", "--virtual", "--trace", "/dev/full")
+    assert done.returncode != 0 and "Traceback" not in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and "--trace /dev/full" in done.stderr
 
 
 # ---- 5: outputs never land in the user's files -----------------------------------------------------------
