@@ -29,6 +29,7 @@ from pathlib import Path
 
 from trustlab.devices.frame import build_frame
 from trustlab.serving import wire
+from trustlab.serving.peers import start_time
 from trustlab.errors import TrustlabError
 
 SWTPM_BINARY = "swtpm"
@@ -75,20 +76,11 @@ def free_port_pair(host: str = "127.0.0.1", tries: int = 200) -> int:
     raise SwtpmError("no free pair of consecutive TCP ports found")
 
 
-def _start_time(pid: int) -> str | None:
-    """The kernel's start time of ``pid`` (field 22 of /proc/PID/stat): tells a reused PID apart."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    return stat.rsplit(")", 1)[1].split()[19]
-
-
 def _owner_alive(text: str) -> bool:
     fields = text.split()
     if len(fields) < 2 or not fields[0].isdigit():
         return True  # not ours to judge
-    return _start_time(int(fields[0])) == fields[1]
+    return start_time(int(fields[0])) == fields[1]
 
 
 def state_dirs_of(pid: int, tmp: Path | None = None) -> list[Path]:
@@ -262,7 +254,7 @@ class Swtpm:
                                      stderr=subprocess.PIPE, preexec_fn=_die_with_parent if main else None)
         if self._own_state:
             me = os.getpid()
-            (self.state_dir / OWNER_FILE).write_text(f"{me} {_start_time(me)} {self.proc.pid}\n")
+            (self.state_dir / OWNER_FILE).write_text(f"{me} {start_time(me)} {self.proc.pid}\n")
 
     def _family_args(self) -> list[str]:
         """swtpm's flags for the TPM generation this class runs (TPM 1.2: a subclass)."""
