@@ -299,3 +299,38 @@ def test_sigterm_answers_the_command_in_flight(tmp_path: Path) -> None:
     finally:
         rc, err = finish(proc)
     assert rc == 0, err
+
+
+def test_a_failed_serving_loop_leaves_no_dead_open_port(served) -> None:
+    """Should the loop ever fail, its ports close (a client is refused, not left hanging) and serve knows why."""
+    def boom(now: float) -> float:
+        raise RuntimeError("injected")
+
+    served._front._timeout = boom
+    with socket.create_connection(("127.0.0.1", served.port), timeout=5):
+        pass  # wakes the loop
+    deadline = time.monotonic() + 5
+    while served.serving and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert not served.serving and "injected" in (served.failure or "")
+    with pytest.raises(OSError):
+        socket.create_connection(("127.0.0.1", served.port), timeout=2).close()
+    assert any("serving loop failed" in line for line in served.log_lines)
+
+
+def test_state_dir_is_removed_when_startup_fails(tmp_path: Path) -> None:
+    """The port is taken: serve fails after it claimed a new --state directory, which it removes again."""
+    from trustlab.serving.swtpm import free_port_pair
+
+    with socket.socket() as a, socket.socket() as b:
+        port = free_port_pair()
+        a.bind(("127.0.0.1", port))
+        b.bind(("127.0.0.1", port + 1))
+        a.listen()
+        b.listen()
+        env = dict(os.environ, PYTHONPATH=SRC)
+        done = subprocess.run([sys.executable, "-m", "trustlab", "serve", "--port", str(port), "--profile",
+                               "nuvoton-npct750-wolftpm", "--virtual", "--state", "new"], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=60)
+    assert done.returncode != 0 and "Traceback" not in done.stderr, done.stderr
+    assert not (tmp_path / "new").exists()
