@@ -497,6 +497,18 @@ class TimingProxy:
 
     def _forward(self, client: Client, command: bytes, rec):
         """Steps 2-4: the resource manager, the backend, pricing (inside the command's clock record)."""
+        if self.rm is None:  # no resource manager (TPM 1.2, --no-rm): one backend command, no closure
+            response = self.backend.transact(command)
+            self._note_backend(command, response)
+            assessed, charged = self._price(command, response)
+            clock = self.clock
+            if charged is not None:
+                for component, ms in charged.items():
+                    clock.charge_ms(component, ms)
+            else:
+                for component, count in assessed.terms.items():
+                    clock.charge(component, count)
+            return response, assessed, rec
         outcome: list = []
 
         def run(real: bytes) -> bytes:
@@ -505,10 +517,7 @@ class TimingProxy:
             outcome.append(self._price(real, response))
             return response
 
-        if self.rm is not None:
-            response = self.rm.execute(client.space, command, run)
-        else:
-            response = run(command)
+        response = self.rm.execute(client.space, command, run)
         if outcome:
             assessed, charged = outcome[-1]
             if charged is not None:
@@ -573,12 +582,10 @@ class TimingProxy:
                 held_ms: float, breakdown: dict[str, float], *, served_ms: float, late: bool,
                 client: int) -> TraceRecord:
         self._seq += 1
-        record = TraceRecord(seq=self._seq, command=a.command, code=f"{a.code:#x}", variant=a.variant,
-                             framing=framing, in_bytes=a.in_bytes, out_bytes=a.out_bytes, rc=a.rc,
-                             modelled_ms=modelled, backend_ms=backend_ms, held_ms=held_ms,
-                             unmodelled=not a.modelled, missing=list(a.missing), breakdown=breakdown,
-                             terms=a.terms, served_ms=served_ms, late=late, rm_ms=self._rm_ms,
-                             rm_commands=self._rm_commands, client=client)
+        record = TraceRecord(self._seq, a.command, f"{a.code:#x}", a.variant, framing, a.in_bytes, a.out_bytes,
+                             a.rc, modelled, backend_ms, held_ms, not a.modelled,
+                             list(a.missing) if a.missing else [], breakdown, a.terms, served_ms, late,
+                             self._rm_ms, self._rm_commands, client)  # positional: the fields' order
         if len(self.records) >= self._keep:
             del self.records[: self._keep // 2]
         self.records.append(record)

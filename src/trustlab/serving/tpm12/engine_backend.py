@@ -188,8 +188,9 @@ class EngineBackend(Backend):
         return spec.name if spec is not None else f"TPM_ORD_{ordinal:#x}"
 
     def charged(self) -> dict[str, float] | None:
-        """Component -> ms the engine charged for the last transact ({} if the TPM was off)."""
-        return dict(self._last_breakdown) if self._last_breakdown is not None else {}
+        """Component -> ms the engine charged for the last transact ({} if the TPM was off): a dict of the
+        caller's own (each transact makes a new one)."""
+        return self._last_breakdown if self._last_breakdown is not None else {}
 
     # ---- control channel ---------------------------------------------------
 
