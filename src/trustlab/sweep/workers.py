@@ -11,7 +11,7 @@ worker that starts late or slowly costs nothing but its own start-up.
 A worker dies with the sweep: the kernel sends it SIGKILL when the sweep's
 process ends (``PR_SET_PDEATHSIG``, set before it reads its first point), and
 it exits at EOF on its stdin; the swtpm processes its points start die with it
-the same way (``devices/tpm2/swtpm.py``). Protocol: length-prefixed pickles of
+the same way (``serving/swtpm.py``). Protocol: length-prefixed pickles of
 ``(key, experiment, argv)`` in, ``(key, record)`` out, over the worker's
 stdin/stdout (its own stdout, where experiments might print, goes to stderr).
 """
