@@ -8,8 +8,11 @@ one line naming the command, what is wrong, and where the full usage is.
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from typing import NoReturn
+
+_LONG_QUOTE = re.compile(r"'([^']{60})[^']{20,}'")
 
 from trustlab.errors import one_line
 
@@ -20,6 +23,8 @@ class OneLineParser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         command = self.prog.split(" ", 1)[1] if " " in self.prog else ""
         where = f"{command}: " if command else ""
+        # argparse quotes the whole offending value ("invalid int value: '999...'"): quote a bounded excerpt
+        message = _LONG_QUOTE.sub(lambda m: f"'{m.group(1)}...' ({len(m.group(0)) - 2} characters)", message)
         self.exit(2, f"trustlab: error: {where}{one_line(message)} (see '{self.prog} --help')\n")
 
     def exit(self, status: int = 0, message: str | None = None) -> NoReturn:
