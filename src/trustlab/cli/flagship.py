@@ -27,7 +27,7 @@ from typing import Any
 
 from trustlab.cli._forkserver import ForkServer, ForkServerError
 from trustlab.argtypes import MAX_JOBS, jobs, real
-from trustlab.errors import TrustlabError, excerpt
+from trustlab.errors import TrustlabError, excerpt, one_line
 from trustlab.experiments.registry import all_experiments, flagship_runs, import_errors
 from trustlab.report.export import slug
 from trustlab.report.records import check, ensure_dir, failure
@@ -167,7 +167,7 @@ def child_main(argv: list[str]) -> int:
     try:
         result = run_experiment(name, parse_args(name, rest))
     except TrustlabError as exc:
-        print(f"trustlab: error: {exc}", file=sys.stderr)
+        print(f"trustlab: error: {one_line(str(exc))}", file=sys.stderr)
         return 2
     # Host CPU of this run (its own and its reaped children's, e.g. swtpm), so a flagship's cost can
     # be split by study (benchmarks/bench_flagship.py); host measurements, like wall_s, not figures.

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from trustlab.cli._output import print_json, table
-from trustlab.errors import ProfileError
+from trustlab.errors import ProfileError, one_line
 from trustlab.timing import registry
 from trustlab.timing.pro_format import export_pro, load_pro
 from trustlab.timing.profile import load_toml
@@ -62,7 +62,7 @@ def _list(args: argparse.Namespace) -> int:
         print(table([[r["name"], r["family"], r["components"], r["description"]] for r in rows],
                     ["profile", "family", "components", "description"]))
     for message in broken:
-        print(f"trustlab: warning: skipped unreadable profile: {message}", file=sys.stderr)
+        print(f"trustlab: warning: skipped unreadable profile: {one_line(message)}", file=sys.stderr)
     return 0
 
 
