@@ -8,7 +8,8 @@ list. This is the one place that finds and imports them.
 from __future__ import annotations
 
 import importlib
-import pkgutil
+import importlib.machinery
+import os
 from types import ModuleType
 from typing import Callable, Iterable
 
@@ -22,13 +23,38 @@ def import_submodules(package: ModuleType, *, skip: Iterable[str] = (),
     """
     skipped = set(skip)
     modules = []
-    for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda i: i.name):
-        if info.name.startswith("_") or info.name in skipped:
+    for name in module_names(package):
+        if name.startswith("_") or name in skipped:
             continue
         try:
-            modules.append(importlib.import_module(f"{package.__name__}.{info.name}"))
+            modules.append(importlib.import_module(f"{package.__name__}.{name}"))
         except Exception as exc:
             if on_error is None:
                 raise
-            on_error(info.name, exc)
+            on_error(name, exc)
     return modules
+
+
+def module_names(package: ModuleType) -> list[str]:
+    """The names of a package's modules and subpackages, sorted: what ``pkgutil.iter_modules`` lists
+    for source, bytecode-only and extension modules, without importing ``pkgutil`` (and ``inspect``
+    with it: a tenth of the CLI's start)."""
+    suffixes = sorted(importlib.machinery.all_suffixes(), key=len, reverse=True)
+    names: set[str] = set()
+    for directory in package.__path__:
+        try:
+            entries = os.listdir(directory)
+        except OSError:
+            continue
+        for entry in entries:
+            path = os.path.join(directory, entry)
+            if os.path.isdir(path):
+                if entry.isidentifier() and os.path.isfile(os.path.join(path, "__init__.py")):
+                    names.add(entry)
+                continue
+            suffix = next((s for s in suffixes if entry.endswith(s)), None)
+            if suffix is not None:
+                name = entry[:-len(suffix)]
+                if name.isidentifier() and name != "__init__":
+                    names.add(name)
+    return sorted(names)

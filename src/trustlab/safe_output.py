@@ -20,7 +20,6 @@ import argparse
 import errno
 import json
 import os
-import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any, Iterable, Iterator
@@ -167,6 +166,8 @@ def atomic_open(path: Path, mode: str = "w", *, encoding: str | None = "utf-8",
                 newline: str | None = None) -> Iterator[IO[Any]]:
     """A file object whose content replaces ``path`` only when the block finishes without error."""
     path = Path(path)
+    import tempfile  # here: every CLI start imports this module, few write
+
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, mode, encoding=None if "b" in mode else encoding,

@@ -42,10 +42,12 @@ def test_anchor_and_drivers_are_stated(capsys):
     assert a["anchor"]["anchor"]["model_s"] == pytest.approx(33.0, rel=1e-6)
     assert a["anchor"]["check"]["paper_s"] == 60.0 and a["anchor"]["check"]["model_s"] != pytest.approx(60.0, rel=1e-3)
     hc = {d["component"]: d for d in a["drivers"]}
-    assert set(hc) == {"hash_call", "apdu"}
+    assert set(hc) == {"hash_call", "apdu", "persistent memory"}
     assert 0 < hc["hash_call"]["sign_best"]["share"] < 1
-    assert hc["apdu"]["sign_best"]["count"] == 8
-    assert a["responses"]["short_exchanges"] == 37
+    # the default reading is the paper's published applet: SIGN_INIT + per layer 9 WOTS+ responses + 1 auth path
+    assert hc["apdu"]["sign_best"]["count"] == 1 + 4 * (9 + 1) == a["responses"]["applet_exchanges"]
+    assert 0 < hc["persistent memory"]["sign_best"]["share"] < hc["hash_call"]["sign_best"]["share"]
+    assert a["responses"]["short_exchanges"] == 37 and a["responses"]["extended_exchanges"] == 8
     _, out5, _ = run(capsys, "run", "hbs", "--h", "20", "--d", "5", "--responses", "short", "--json")
     d5 = json.loads(out5)["assumptions"]
     assert d5["responses"]["short_exchanges"] == 45

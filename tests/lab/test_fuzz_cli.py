@@ -56,8 +56,8 @@ def _one_parser():
     """main() builds the whole parser (every subcommand, every experiment) per call; build it once."""
     real = cli.build_parser
 
-    def whole() -> argparse.ArgumentParser:  # `run` with every experiment, not only the first one parsed
-        parser = real()
+    def whole(only: str | None = None) -> argparse.ArgumentParser:  # every subcommand; `run` with every
+        parser = real()  # experiment, not only the first one parsed
         list(_leaves(parser))
         return parser
     cli.build_parser = functools.cache(whole)
@@ -370,7 +370,7 @@ def test_one_huge_line_in_every_input(size, fill, target):
 def _leaves(parser, prefix=()):
     """(command words, parser) of every leaf command but ``serve`` (the serve issue's)."""
     if hasattr(parser, "_populate"):
-        parser._populate()
+        parser._populate([])  # every experiment with its options (not the help-only index)
     subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
     if not subs:
         yield list(prefix), parser

@@ -52,14 +52,15 @@ def serial_values(tmp_path_factory):
 
 
 def test_same_results_serial_and_local_processes(tmp_path, serial_values, monkeypatch):
-    # points long enough (1 s) that workers pay off: the first runs here (timed), the rest on workers
-    # (the machine's load stretches the expected worker start-up; not in this test)
+    # points long enough (1 s) that a worker pays off: two run here (timed), then a worker joins this
+    # process (the machine's load stretches the expected worker start-up; not in this test)
     monkeypatch.setattr("trustlab.sweep.execute._busy", lambda: 1.0)
     doc = dict(_spec(tmp_path / "log", sleep=1.0), grid=_small(tmp_path / "log")["grid"])
     procs = run_sweep(parse(doc, "t"), tmp_path, jobs=2, progress=False)
     assert procs.executed == 8 and _values(procs) == serial_values
     pids = [e["pid"] for e in _executions(tmp_path / "log")]
-    assert pids.count(os.getpid()) == 1 and len(set(pids) - {os.getpid()}) >= 1  # the rest on workers
+    assert pids[:2] == [os.getpid()] * 2 and len(set(pids)) == 2  # this process and one worker
+    assert pids.count(os.getpid()) >= 3  # which keeps running points beside the worker
     on_disk = json.loads((tmp_path / "count" / "results.json").read_text())
     assert [r["record"]["data"] for r in on_disk] == serial_values  # spec order, whatever finished first
 
@@ -72,18 +73,35 @@ def test_light_points_do_not_start_workers(tmp_path, serial_values):
 
 
 def test_workers_only_when_they_pay_off():
-    from trustlab.sweep.execute import batches, worth_workers
+    from trustlab.sweep.execute import _busy, batches, worth_workers
 
-    assert not worth_workers(100, 0.005, 2)  # 0.5 s of work: a worker's start-up costs as much
-    assert worth_workers(10, 0.5, 2) and worth_workers(3, 1.0, 4)
+    assert not worth_workers(100, 0.005, 2, start_s=0.3)  # 0.5 s of work: a worker's start costs most of it
+    assert not worth_workers(3, 0.2, 2, start_s=0.0)  # saves less than a point's time
+    assert worth_workers(10, 0.5, 2, start_s=0.5) and worth_workers(6, 1.0, 4, start_s=0.3)
     assert not worth_workers(10, 0.5, 2, start_s=5.0)
-    from trustlab.sweep.execute import _busy
-
     assert _busy() >= 1.0
     points = parse(_spec(Path("log")), "t").points()
     split = batches(points, 2)
     assert [k for b in split for k, _, _ in b] == [p.key for p in points]  # all, in order, once
     assert len(split) == 8 and all(len(b) == 2 for b in split)
+
+
+def test_a_worker_that_dies_fails_its_point_only(tmp_path):
+    """A worker killed under a point: that point is a failure record (retried on resume), the rest run."""
+    from trustlab.sweep.execute import adaptive
+
+    doc = dict(_spec(tmp_path / "log", sleep=0.3), grid={"x": list(range(8))})
+    points = parse(doc, "t").points()
+    results, killed = {}, []
+    for key, record in adaptive(points, 2, start_s=0.0):
+        results[key] = record
+        others = [e["pid"] for e in _executions(tmp_path / "log") if e["pid"] != os.getpid()]
+        if others and not killed:
+            os.kill(others[0], signal.SIGKILL)  # most likely inside its second point
+            killed.append(others[0])
+    assert killed and set(results) == {p.key for p in points}
+    failed = [r for r in results.values() if "data" not in r]
+    assert len(failed) <= 1 and all("worker died" in r["error"] for r in failed)
 
 
 def test_same_results_on_a_local_dask_cluster(tmp_path, serial_values):
@@ -379,31 +397,64 @@ def _alive(pid: int) -> bool:
         return False
 
 
-def test_workers_do_not_outlive_a_killed_sweep(tmp_path):
+def _descendants(pid: int) -> set[int]:
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(") ", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    found, todo = set(), [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            if child not in found:
+                found.add(child)
+                todo.append(child)
+    return found
+
+
+def test_no_process_outlives_a_killed_sweep_and_resume_leaves_no_temp_file(tmp_path):
+    """Issue 23: after kill -9 of a sweep no process of it is left after 5 s; a resume removes the
+    temporary files of writes the kill cut short."""
     log = tmp_path / "log"
     spec_path = tmp_path / "slow.toml"
-    # the first point (2 s) runs in the sweep's own process and shows the rest is worth workers,
-    # even on a machine loaded to 6x its CPUs
+    # two 1-s points run in the sweep's own process and show the rest is worth a worker (even on a
+    # machine loaded to several times its CPUs); then both are inside 30-s points
     spec_path.write_text(f'name = "slow"\nexperiment = "lab-counting"\n[fixed]\nlog = "{log}"\n'
-                         '[grid]\nsleep = [2.0, 30]\nx = [0, 1, 2]\n')
-    proc = subprocess.Popen([sys.executable, "-c", "import sys; from trustlab.cli import main; sys.exit(main())",
-                             "sweep", str(spec_path), "--jobs", "2", "--out", str(tmp_path / "out"),
-                             "--no-progress"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            env=os.environ.copy())
+                         '[grid]\nsleep = [1.0, 30]\nx = [0, 1, 2, 3, 4, 5, 6, 7]\n')
+    argv = [sys.executable, "-c", "import sys; from trustlab.cli import main; sys.exit(main())",
+            "sweep", str(spec_path), "--jobs", "2", "--out", str(tmp_path / "out"), "--no-progress"]
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=os.environ.copy())
     try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and len(_executions(log)) < 5:  # both workers into 30-s points
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline and not {e["pid"] for e in _executions(log)} - {proc.pid}:
             assert proc.poll() is None
             time.sleep(0.05)
-        workers = {e["pid"] for e in _executions(log)} - {proc.pid}
-        assert len(workers) == 2 and [e["pid"] for e in _executions(log)][0] == proc.pid
+        family = _descendants(proc.pid)
+        assert {e["pid"] for e in _executions(log)} - {proc.pid} <= family and family
         os.kill(proc.pid, signal.SIGKILL)
     finally:
         proc.wait(timeout=30)
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and any(_alive(w) for w in workers):
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and any(_alive(p) for p in family):
         time.sleep(0.1)
-    left = [w for w in workers if _alive(w)]
-    for w in left:
-        os.kill(w, signal.SIGKILL)
-    assert not left, "joblib workers outlived the killed sweep by more than 10 s"
+    left = [p for p in family if _alive(p)]
+    for p in left:
+        os.kill(p, signal.SIGKILL)
+    assert not left, "processes of the killed sweep still alive 5 s later"
+    points = tmp_path / "out" / "slow" / "points"
+    done = sorted(points.glob("*.json"))
+    assert done  # the finished 1-s points were cached
+    # what a kill in the middle of a cache write or of results.json leaves (tempfile's names)
+    stale = [points / f".{done[0].name}.k3j_x9a1.tmp", tmp_path / "out" / "slow" / ".results.json.ab12cd.tmp"]
+    for path in stale:
+        path.write_text("{")
+    # resume the part that finished (cached: nothing runs, so this stays fast)
+    xs = sorted(json.loads(f.read_text())["data"]["x"] for f in done)
+    doc = {"name": "slow", "experiment": "lab-counting", "fixed": {"log": str(log), "sleep": 1.0},
+           "grid": {"x": xs}}
+    outcome = run_sweep(parse(doc, "t"), tmp_path / "out", jobs=2, progress=False)
+    assert outcome.executed == 0 and outcome.cached == len(done)
+    assert not [p for p in stale if p.exists()]
+    assert not list((tmp_path / "out").rglob("*.tmp"))

@@ -8,7 +8,7 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric import mldsa
 
 from trustlab.cli import main
-from trustlab.devices.tpm2.proxy import timed_swtpm
+from trustlab.serving.proxy import timed_swtpm
 
 from .conftest import needs_swtpm
 

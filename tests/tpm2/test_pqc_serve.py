@@ -13,7 +13,7 @@ import time
 import pytest
 from cryptography.hazmat.primitives.asymmetric import mlkem
 
-from trustlab.devices.tpm2.backend import swtpm_backend
+from trustlab.serving.tpm2.backend import swtpm_backend
 from trustlab.devices.tpm2.pqc import structures as S
 from trustlab.devices.tpm2.pqc.client import (
     PqcClient,
@@ -24,8 +24,8 @@ from trustlab.devices.tpm2.pqc.client import (
     pcr_selection,
     public_key,
 )
-from trustlab.devices.tpm2.proxy import TimingProxy, timed_swtpm
-from trustlab.devices.tpm2.swtpm import Swtpm
+from trustlab.serving.proxy import TimingProxy, timed_swtpm
+from trustlab.serving.swtpm import Swtpm
 from trustlab.timing import registry
 
 from .conftest import needs_swtpm
@@ -294,7 +294,8 @@ def test_getcapability_paging_keeps_order(tpm):
 def test_startup_clear_ends_pqc_objects():
     import socket
 
-    from trustlab.devices.tpm2 import wire
+    from trustlab.devices.tpm2 import wire as tpm2wire
+    from trustlab.serving import wire
 
     with timed_swtpm(PROFILE, virtual=True) as proxy, PqcClient.connect(proxy.tcti) as tpm:
         key = tpm.create_primary("ML-KEM-768")
@@ -302,7 +303,7 @@ def test_startup_clear_ends_pqc_objects():
             c.sendall(wire.ctrl_init())
             c.recv(4)
         proxy.backend.release()
-        assert int.from_bytes(tpm.transport.transact(wire.startup_command())[6:10], "big") == 0
+        assert int.from_bytes(tpm.transport.transact(tpm2wire.startup_command())[6:10], "big") == 0
         with pytest.raises(TpmResponseError) as e:
             tpm.encapsulate(key.handle)
         assert e.value.rc == 0x18B

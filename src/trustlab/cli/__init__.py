@@ -13,14 +13,30 @@ import sys
 from typing import Sequence
 
 from trustlab import __version__
-from trustlab.cli._parser import OneLineParser
+from trustlab.argtypes import OneLineParser
 from trustlab.errors import TrustlabError, one_line
 from trustlab.plugins import import_submodules
 
 MAX_MESSAGE = 2000  # characters of one error line
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _subcommand_module(argv: Sequence[str]) -> str | None:
+    """The module that registers the subcommand ``argv`` names, if it names one (else None).
+
+    A subcommand is registered by the module of the same name; building only
+    its parser spares the import of every other subcommand's module. Anything
+    else (no subcommand, ``--help``, a typo) gets the whole parser.
+    """
+    first = next((a for a in argv if not a.startswith("-")), None)
+    if first is None or first.startswith("_") or not first.isidentifier() or argv[0] != first:
+        return None
+    import importlib.util
+
+    return first if importlib.util.find_spec(f"{__name__}.{first}") is not None else None
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The command's parser: every subcommand, or only the one of module ``only``."""
     parser = OneLineParser(
         prog="trustlab",
         description="A what-if laboratory for trusted hardware: run protocols on TPMs, firmware TPMs "
@@ -28,15 +44,25 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"trustlab {__version__}")
     sub = parser.add_subparsers(dest="subcommand", metavar="COMMAND", required=True)
-    for module in import_submodules(sys.modules[__name__]):
+    if only is not None:
+        import importlib
+
+        modules = [importlib.import_module(f"{__name__}.{only}")]
+    else:
+        modules = import_submodules(sys.modules[__name__])
+    for module in modules:
         register = getattr(module, "register", None)
         if register is not None:
             register(sub)
+    if only is not None and only not in sub.choices:  # a module registering other names: all of them
+        return build_parser()
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    if argv is None:
+        argv = sys.argv[1:]
+    parser = build_parser(_subcommand_module(argv))
     try:
         args = parser.parse_args(argv)  # an argument type may raise TrustlabError (e.g. --seed)
         return int(args.handler(args) or 0)

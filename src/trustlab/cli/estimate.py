@@ -3,13 +3,21 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from trustlab.argtypes import count
-from trustlab.cli._output import print_json, table
+from trustlab.cli._output import print_json
+from trustlab.textable import table
 from trustlab.errors import FormulaError, TrustlabError
-from trustlab.timing import formulas, registry
-from trustlab.timing.formula_sets import tpm2 as tpm2_rules
-from trustlab.timing.profile import Profile
+from trustlab.lazy import lazy_module
+
+if TYPE_CHECKING:
+    from trustlab.timing.profile import Profile
+
+# imported when an estimate runs, not on every CLI start (which imports this module to list it)
+formulas = lazy_module("trustlab.timing.formulas")
+registry = lazy_module("trustlab.timing.registry")
+tpm2_rules = lazy_module("trustlab.timing.formula_sets.tpm2")
 
 MAX_FRAME = 1 << 24  # bytes of one command or response frame (a TPM's are a few KiB)
 

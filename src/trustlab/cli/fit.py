@@ -7,13 +7,16 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from trustlab.cli._output import print_json, table
+from trustlab.cli._output import print_json
 from trustlab.errors import TrustlabError, excerpt
-from trustlab.timing import registry
+from trustlab.lazy import lazy_module
+from trustlab.textable import table
 from trustlab.safe_output import check_file, path_arg, reported, write_text
-from trustlab.timing.profile import Component, Profile, Provenance
+
+registry = lazy_module("trustlab.timing.registry")  # when a fit runs, not on every CLI start
 
 if TYPE_CHECKING:
+    from trustlab.timing.profile import Profile
     from trustlab.timing.fit import FitResult, Measurement
 
 
@@ -82,6 +85,8 @@ def _component_names() -> set[str]:
 
 
 def _fitted_profile(result: FitResult, measurements: list[Measurement], args: argparse.Namespace) -> Profile:
+    from trustlab.timing.profile import Component, Profile, Provenance
+
     families = {m.family for m in measurements if m.family}
     family = args.family or (families.pop() if len(families) == 1 else "fitted")
     units = _shipped_units(family if family != "fitted" else None)

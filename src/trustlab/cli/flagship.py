@@ -15,25 +15,25 @@ import argparse
 import json
 import math
 import os
-import resource
 import signal
 import subprocess
 import sys
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from trustlab.cli._forkserver import ForkServer, ForkServerError
 from trustlab.argtypes import MAX_JOBS, jobs, real
-from trustlab.errors import TrustlabError, excerpt, one_line
+from trustlab.errors import TrustlabError, excerpt
 from trustlab.experiments.registry import all_experiments, flagship_runs, import_errors
 from trustlab.report.export import slug
 from trustlab.report.records import check, ensure_dir, failure
 from trustlab.safe_output import claim_dir, path_arg, reported, write_text
 
-_ENTRY = "import sys; from trustlab.cli.flagship import child_main; sys.exit(child_main(sys.argv[1:]))"
+if TYPE_CHECKING:
+    from trustlab.cli._forkserver import ForkServer
+
+_ENTRY = "import sys; from trustlab.cli._flagship_run import child_main; sys.exit(child_main(sys.argv[1:]))"
 _LIVE: set[subprocess.Popen] = set()  # running children, killed if the flagship itself is interrupted
 _LIVE_LOCK = threading.Lock()
 MAX_TIMEOUT_S = 7 * 24 * 3600.0  # a week per run; beyond it threading's timeouts overflow
@@ -95,6 +95,8 @@ def _child_env(jobs: int) -> dict[str, str]:
 def run_one(name: str, argv: list[str], save: Path, timeout: float, env: dict[str, str],
             server: ForkServer | None = None) -> dict[str, Any]:
     """One run in its own process (forked by ``server``, else a fresh ``python``); a record or a failure."""
+    from trustlab.cli._forkserver import ForkServerError
+
     save.unlink(missing_ok=True)
     started = time.perf_counter()
     if server is not None and server.alive:
@@ -144,6 +146,8 @@ def _run_process(name: str, argv: list[str], save: Path, timeout: float,
 def _fork_server(runs: list[tuple[str, list[str]]], env: dict[str, str], timeout: float) -> ForkServer | None:
     """A fork server preloading the runs' studies (saves each run an interpreter start and its
     imports); None where processes cannot fork or it does not start: then each run is a fresh python."""
+    from trustlab.cli._forkserver import ForkServer, ForkServerError
+
     if not hasattr(os, "fork") or not runs:
         return None
     try:
@@ -151,36 +155,6 @@ def _fork_server(runs: list[tuple[str, list[str]]], env: dict[str, str], timeout
     except (ForkServerError, OSError) as exc:
         print(f"trustlab flagship: running each study in a fresh interpreter ({exc})", file=sys.stderr)
         return None
-
-
-def child_main(argv: list[str]) -> int:
-    """In the child process: ``SAVE NAME ARGV...`` -> run one experiment, write its record.
-
-    Equivalent to ``trustlab run NAME ARGV --save SAVE`` but imports only the
-    experiment it runs, which saves seconds per run on a small machine.
-    """
-    from trustlab.experiments.registry import parse_args, run_experiment
-    from trustlab.report.records import write_json_atomic
-
-    save, name, rest = Path(argv[0]), argv[1], argv[2:]
-    start_cpu = _process_cpu()
-    try:
-        result = run_experiment(name, parse_args(name, rest))
-    except TrustlabError as exc:
-        print(f"trustlab: error: {one_line(str(exc))}", file=sys.stderr)
-        return 2
-    # Host CPU of this run (its own and its reaped children's, e.g. swtpm), so a flagship's cost can
-    # be split by study (benchmarks/bench_flagship.py); host measurements, like wall_s, not figures.
-    cpu = _process_cpu()
-    result.meta.update(process_cpu_s=cpu, startup_cpu_s=start_cpu)
-    write_json_atomic(save, result.to_record())
-    return 0
-
-
-def _process_cpu() -> float:
-    """User + system CPU seconds of this process and of the children it has waited for."""
-    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
 
 
 def _terminate_as_interrupt() -> Any:
@@ -203,6 +177,8 @@ def _kill_group(proc: subprocess.Popen) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from concurrent.futures import ThreadPoolExecutor, as_completed
+
     from tqdm import tqdm  # here, not at import: every flagship child imports this module
 
     from trustlab.report import write_report

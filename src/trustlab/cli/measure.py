@@ -7,7 +7,8 @@ import sys
 from pathlib import Path
 
 from trustlab.argtypes import count
-from trustlab.cli._output import print_json, table
+from trustlab.cli._output import print_json
+from trustlab.textable import table
 from trustlab.safe_output import path_arg
 
 

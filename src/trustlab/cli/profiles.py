@@ -6,11 +6,14 @@ import argparse
 import sys
 from pathlib import Path
 
-from trustlab.cli._output import print_json, table
+from trustlab.cli._output import print_json
+from trustlab.textable import table
 from trustlab.errors import ProfileError, one_line
-from trustlab.timing import registry
-from trustlab.timing.pro_format import export_pro, load_pro
-from trustlab.timing.profile import load_toml
+from trustlab.lazy import lazy_module
+
+# imported when an action runs, not on every CLI start (which imports this module to list it)
+registry = lazy_module("trustlab.timing.registry")
+pro_format = lazy_module("trustlab.timing.pro_format")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -97,9 +100,11 @@ def _import(args: argparse.Namespace) -> int:
     path: Path = args.file
     registry.check_name(args.name)
     if path.suffix == ".pro":
-        profile = load_pro(path, name=args.name)
+        profile = pro_format.load_pro(path, name=args.name)
     elif path.suffix == ".toml":
         from dataclasses import replace
+        from trustlab.timing.profile import load_toml
+
         profile = replace(load_toml(path), name=args.name)
     else:
         raise ProfileError(f"{path}: unknown profile format (expected .pro or .toml)")
@@ -127,7 +132,7 @@ def _export(args: argparse.Namespace) -> int:
     if args.format == "pro":
         if p.family != "tpm1.2":
             raise ProfileError(f"{p.name}: the .pro format holds TPM 1.2 profiles only (this one is {p.family})")
-        sys.stdout.write(export_pro(p))
+        sys.stdout.write(pro_format.export_pro(p))
     else:
         sys.stdout.write(p.to_toml())
     return 0

@@ -7,8 +7,6 @@ from pathlib import Path
 
 from trustlab.argtypes import jobs
 from trustlab.errors import TrustlabError
-from trustlab.report import write_report
-from trustlab.report.records import collect
 from trustlab.safe_output import claim_dir, path_arg, reported
 
 
@@ -35,6 +33,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from trustlab.report import write_report  # here, not at the top: every CLI start imports this module
+    from trustlab.report.records import collect
+
     records = collect(args.results)
     if args.jobs < 1:
         raise TrustlabError(f"--jobs {args.jobs}: need at least 1")

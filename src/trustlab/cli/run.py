@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from trustlab.cli._output import print_json
-from trustlab.cli._parser import OneLineParser
+from trustlab.argtypes import OneLineParser
 from trustlab.errors import TrustlabError, one_line
 
 
@@ -39,6 +39,14 @@ class _LazyRunParser(OneLineParser):
                 if reason is not None:  # known, but its module does not import: say so, not "invalid choice"
                     raise TrustlabError(reason) from None
                 specs = None
+        if specs is None and _asks_for_help(argv):
+            index = _declared_help()
+            if index is not None:  # a help page lists names and help lines: no study needs importing
+                esub = self.add_subparsers(dest="experiment", metavar="EXPERIMENT", required=True,
+                                           parser_class=argparse.ArgumentParser)
+                for name, help_ in index.items():
+                    esub.add_parser(name, help=help_, description=help_)
+                return
         if specs is None:
             specs = registry.all_experiments()
             broken = registry.import_errors()
@@ -67,6 +75,76 @@ class _LazyRunParser(OneLineParser):
     def format_usage(self) -> str:
         self._populate()
         return super().format_usage()
+
+
+def _asks_for_help(argv: Any) -> bool:
+    """``run --help`` (or format_help's call, argv None): no experiment named before the help flag."""
+    if not isinstance(argv, (list, tuple)):
+        return argv is None
+    for arg in argv:
+        if arg in ("-h", "--help"):
+            return True
+        if not str(arg).startswith("-"):
+            return False
+    return False
+
+
+def _declared_help() -> dict[str, str] | None:
+    """Every experiment's name and help, read from the ``@experiment(NAME, help=...)`` lines of the
+    study modules (and of $TRUSTLAB_EXPERIMENT_MODULES' files) without importing them: importing
+    every study (numpy, the device models) made ``run --help`` cost 0.4 s. None, so that the
+    caller imports them after all, where a module cannot be read that way.
+
+    A module that would fail to import is listed all the same; running its experiment says why.
+    """
+    import ast
+    import os
+
+    import trustlab.experiments as pkg
+    from trustlab.experiments.registry import EXTRA_MODULES_ENV
+    from trustlab.plugins import module_names
+
+    files = [Path(pkg.__path__[0]) / f"{name}.py" for name in module_names(pkg)
+             if not name.startswith("_") and name != "registry"]
+    for entry in filter(None, os.environ.get(EXTRA_MODULES_ENV, "").split(os.pathsep)):
+        if not entry.endswith(".py"):
+            return None  # a module name: its file is found by importing
+        files.append(Path(entry))
+    found: dict[str, str] = {}
+    for path in files:
+        try:
+            source = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            return None
+        starts = [i for i in range(len(source)) if source.startswith("@experiment(", i)
+                  and (i == 0 or source[i - 1] == "\n")]
+        if not starts:
+            return None  # registers its experiments some other way
+        for start in starts:
+            call = _first_call(source, start + 1)
+            if call is None or not call.args or not isinstance(call.args[0], ast.Constant):
+                return None
+            helps = [k.value for k in call.keywords if k.arg == "help"]
+            if not isinstance(call.args[0].value, str) or len(helps) != 1 \
+                    or not isinstance(helps[0], ast.Constant) or not isinstance(helps[0].value, str):
+                return None
+            found[call.args[0].value] = helps[0].value
+    return dict(sorted(found.items()))
+
+
+def _first_call(source: str, start: int) -> Any:
+    """The shortest ``experiment(...)`` call expression at ``start`` that parses (its ``)`` may be
+    any of the next ones: the help text can hold parentheses)."""
+    import ast
+
+    end = start
+    while (end := source.find(")", end) + 1) > 0:
+        try:
+            node = ast.parse(source[start:end], mode="eval").body
+        except SyntaxError:
+            continue
+        return node if isinstance(node, ast.Call) else None
+    return None
 
 
 def register(sub: argparse._SubParsersAction) -> None:

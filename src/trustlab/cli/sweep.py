@@ -10,8 +10,6 @@ from trustlab.argtypes import MAX_JOBS, jobs
 from trustlab.errors import TrustlabError
 from trustlab.limits import shown
 from trustlab.safe_output import check_path, claim_dir, path_arg, reported
-from trustlab.sweep import load, run_sweep
-from trustlab.sweep.cache import sweep_lock
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -19,7 +17,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "sweep", help="run the cartesian product of experiment parameters (resumable, parallel)",
         description="Run every point of a sweep spec (experiment x grid of parameters). Finished points "
         "are cached under OUT/NAME/points, so an interrupted sweep resumes where it stopped. Points run "
-        "on local worker processes (joblib), or on a Dask distributed cluster with --scheduler. Exit status 1 "
+        "here and, when they pay off, on local worker processes, or on a Dask distributed cluster with --scheduler. Exit status 1 "
         "when a point failed or its result reports a violated safety property (both are listed).",
         epilog="example: trustlab sweep examples/sweeps/fit-noise.toml --jobs 2 --out out/sweeps",
     )
@@ -27,7 +25,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--params", metavar="EXPERIMENT",
                    help="list the parameters a spec may set for EXPERIMENT, and exit")
     p.add_argument("--jobs", "-j", type=jobs(), default=min(os.cpu_count() or 1, MAX_JOBS), metavar="N",
-                   help="local worker processes (default: one per CPU; 1 runs in this process)")
+                   help="points at once: this process and up to N-1 workers, started only when the points "
+                   "are long enough to pay for their start (default: one per CPU; 1 runs all here)")
     p.add_argument("--scheduler", metavar="ADDRESS",
                    help="Dask scheduler address, e.g. tcp://127.0.0.1:8786; 'local' starts a cluster of "
                    "--jobs workers on 127.0.0.1 for this sweep")
@@ -45,6 +44,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     _check_modes(args)
+    from trustlab.sweep import load, run_sweep  # here, not at the top: every CLI start imports this module
+    from trustlab.sweep.cache import sweep_lock
+
     if args.params:
         return _print_params(args.params)
     if args.spec is None:
@@ -103,7 +105,7 @@ def _check_modes(args: argparse.Namespace) -> None:
 
 
 def _print_params(experiment: str) -> int:
-    from trustlab.cli._output import table
+    from trustlab.textable import table
     from trustlab.experiments._params import schema
 
     rows = [[p["name"], p["type"], p["default"], ", ".join(map(str, p["choices"] or [])), p["help"]]

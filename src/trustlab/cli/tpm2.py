@@ -407,7 +407,7 @@ def run_quote(args: argparse.Namespace) -> int:
 def run_measure(args: argparse.Namespace) -> int:
     import sys
 
-    from trustlab.cli._output import table
+    from trustlab.textable import table
     from trustlab.devices.tpm2 import harness
     from trustlab.devices.tpm2.pqc.client import measure
 

@@ -27,7 +27,7 @@ from trustlab.apps import workloads
 from trustlab.apps.counters import schemes
 from trustlab.apps.counters.base import VerificationError
 from trustlab.apps.counters.runner import OpRecord, describe, run, summarize
-from trustlab.cli._output import table
+from trustlab.textable import table
 from trustlab.errors import TrustlabError
 from trustlab.experiments._params import count, real, seed
 from trustlab.experiments.registry import Reference, Result, experiment

@@ -23,7 +23,7 @@ import statistics
 import sys
 from typing import Any
 
-from trustlab.cli._output import table
+from trustlab.textable import table
 from trustlab.devices.tpm2.pqc_model import calibration, chips, frames, ram, validation
 from trustlab.devices.tpm2.pqc_model.cost import absorb_ms, operation_cost, unit_costs
 from trustlab.devices.tpm2.pqc_model.params import ALGORITHMS, DSA_OPERATIONS, KEM_OPERATIONS, params

@@ -25,7 +25,6 @@ import importlib
 import importlib.util
 import json
 import os
-import platform
 import re
 import shutil
 import subprocess
@@ -297,6 +296,7 @@ def tool_versions() -> dict[str, str]:
 
 @functools.cache
 def _tool_versions() -> dict[str, str]:
+    import platform
     from importlib import metadata
 
     versions = {"python": platform.python_version(), "platform": platform.platform()}

@@ -27,7 +27,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from trustlab.cli._output import table
+from trustlab.textable import table
 from trustlab.errors import TrustlabError
 from trustlab.experiments._params import count, real, seed
 from trustlab.experiments.registry import Reference, Result, experiment

@@ -22,7 +22,7 @@ from trustlab.apps import workloads
 from trustlab.apps.counters import schemes
 from trustlab.apps.counters.runner import describe
 from trustlab.apps.wallet.protocol import BuyerDevice, Issuer, Merchant
-from trustlab.cli._output import table
+from trustlab.textable import table
 from trustlab.errors import TrustlabError
 from trustlab.experiments._params import count, real, seed
 from trustlab.experiments.registry import Result, experiment

@@ -54,6 +54,18 @@ class PointCache:
         if create:
             ensure_dir(self.directory, "sweep cache")
 
+    def remove_stale_temps(self) -> list[Path]:
+        """Remove the temporary files of writes a killed sweep left half done (``.<key>.json.<random>.tmp``).
+
+        Only under the sweep lock: no other sweep can be writing here then.
+        """
+        removed = []
+        for tmp in self.directory.glob(".*.json.*.tmp"):
+            if tmp.is_file() and not tmp.is_symlink():
+                tmp.unlink(missing_ok=True)
+                removed.append(tmp)
+        return removed
+
     def path(self, key: str) -> Path:
         return self.directory / f"{key}.json"
 

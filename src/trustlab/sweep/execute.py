@@ -1,4 +1,4 @@
-"""Running sweep points: in-process, on local worker processes (joblib), or on Dask.
+"""Running sweep points: in-process, on local worker processes beside it, or on Dask.
 
 Every backend calls the same :func:`run_point` on the worker, which runs the
 experiment exactly as ``trustlab run`` would and returns its record (or a
@@ -8,18 +8,19 @@ a cluster give identical result files. Experiments that need a TPM start their
 own swtpm inside the run, so each point — wherever it runs — has its own.
 
 Parallel must never be slower than serial. Worker processes cost a start-up
-(a fresh interpreter importing trustlab and the experiment, about half a
-second) and each task a round trip, which light points (milliseconds each)
-never earn back. So :func:`adaptive` runs the first point in-process, and
-starts workers only if the rest is long enough for them to pay off; points go
-to workers (and to Dask) in batches, a few per worker, not one task each.
+(a fresh interpreter importing trustlab and the experiment, a tenth to half a
+second), which light points (milliseconds each) never earn back. So
+:func:`adaptive` keeps running points in the sweep's own process and starts
+workers (``sweep/workers.py``) beside it only once two timed points show the
+rest is long enough for them to pay off; they take points from the same queue,
+so a late worker costs nothing but its own start. Dask gets points in batches,
+a few per worker, not one task each.
 """
 
 from __future__ import annotations
 
 import math
 import os
-import threading
 import time
 import traceback
 from typing import Any, Iterator, Sequence
@@ -42,12 +43,12 @@ def run_point(key: str, experiment: str, argv: Sequence[str]) -> tuple[str, dict
         return key, failure(experiment, list(argv), f"{type(exc).__name__}: {exc}\n{tb}")
 
 
-WORKER_START_S = 0.5  # a worker process's start: interpreter, joblib/loky, trustlab (measured here: 0.3-0.6 s)
-TASKS_PER_WORKER = 4  # batches per worker: few round trips, yet a slow batch cannot hold up the end much
+INTERPRETER_START_S = 0.1  # a worker's fresh interpreter and trustlab's base imports, before the experiment's
+TASKS_PER_WORKER = 4  # Dask: batches per worker: few round trips, yet a slow batch cannot hold up the end much
 
 
 def run_points(points: Sequence[tuple[str, str, Sequence[str]]]) -> list[tuple[str, dict[str, Any]]]:
-    """A batch of points in one task (on a worker)."""
+    """A batch of points in one task (on a Dask worker)."""
     return [run_point(key, experiment, argv) for key, experiment, argv in points]
 
 
@@ -63,49 +64,26 @@ def serial(points: Sequence[Point]) -> Iterator[tuple[str, dict[str, Any]]]:
         yield run_point(p.key, p.experiment, p.argv)
 
 
-def local_processes(points: Sequence[Point], jobs: int) -> Iterator[tuple[str, dict[str, Any]]]:
-    """joblib's process pool (loky), points in batches; results as each batch completes."""
-    from joblib import Parallel, delayed
+def worth_workers(remaining: int, seconds_per_point: float, jobs: int, start_s: float) -> bool:
+    """Would ``jobs - 1`` workers beside this process finish ``remaining`` points sooner than it alone?
 
-    parallel = Parallel(n_jobs=jobs, backend="loky", return_as="generator_unordered")
-    for results in parallel(delayed(_run_batch_in_worker)(batch) for batch in batches(points, jobs)):
-        yield from results
-
-
-_WATCHING = False
-
-
-def _run_batch_in_worker(batch: Sequence[Point]) -> list[tuple[str, dict[str, Any]]]:
-    """run_points in a local worker that exits within a second of the sweep's death (kill -9
-    included): loky's workers otherwise run on, computing points nobody will collect."""
-    global _WATCHING
-    if not _WATCHING:
-        _WATCHING = True
-        parent = os.getppid()
-
-        def watch() -> None:
-            while os.getppid() == parent:
-                time.sleep(0.5)
-            os._exit(1)
-
-        threading.Thread(target=watch, name="trustlab-sweep-parent-watch", daemon=True).start()
-    return run_points(batch)
-
-
-def worth_workers(remaining: int, seconds_per_point: float, jobs: int, start_s: float = WORKER_START_S) -> bool:
-    """Would ``jobs`` workers finish ``remaining`` points sooner than this process alone?
-
-    Serial: ``remaining * t``; parallel: the start-up, then ``remaining * t / jobs``.
+    This process never stops running points, so a worker only adds: once it
+    has started (``start_s``) the work left is shared ``jobs`` ways. Alone:
+    ``W = remaining * t``; with workers: about ``start_s + (W - start_s) / jobs``,
+    plus up to one point's time when a worker holds the last point. Workers
+    start only if that saves more than two points' time and the start-up
+    itself: on a shared machine a starting worker may take the CPU this
+    process would have used, so the margin keeps "never slower" true there.
     """
-    return remaining * seconds_per_point * (1 - 1 / jobs) > start_s
+    work = remaining * seconds_per_point
+    return (work - start_s) * (1 - 1 / jobs) > start_s + 2 * seconds_per_point
 
 
 def _busy() -> float:
     """How much a busy machine stretches a worker's start (load average per CPU, at least 1).
 
-    The probe point's wall time is stretched the same way, so on a loaded
-    machine light points are not mistaken for heavy ones (and workers that
-    could not run any sooner are not started).
+    Light points are not mistaken for heavy ones on a loaded machine, and
+    workers that could not run any sooner are not started.
     """
     try:
         return max(1.0, os.getloadavg()[0] / (os.cpu_count() or 1))
@@ -113,26 +91,55 @@ def _busy() -> float:
         return 1.0
 
 
-def adaptive(points: Sequence[Point], jobs: int) -> Iterator[tuple[str, dict[str, Any]]]:
-    """The first point here, timed; the rest on ``jobs`` workers only if that pays (see the module doc)."""
-    if not points:
-        return
-    from trustlab.experiments.registry import get
+def adaptive(points: Sequence[Point], jobs: int,
+             start_s: float | None = None) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Points here, one by one, timed; ``jobs - 1`` workers join in only when they pay off.
 
+    Two points must have run before the decision: the first pays the
+    experiment's lazy imports (scipy, say) that the second does not, so the
+    second (the fastest so far) tells a point's cost, and the difference is
+    part of what a worker's start would cost (``start_s``, measured unless
+    given). Once started, workers take points from the same queue as this
+    process, which keeps running points, so results come in completion order.
+    """
+    from collections import deque
+
+    from trustlab.experiments.registry import get
+    from trustlab.sweep.workers import LocalWorkers, count_for
+
+    pending = deque(points)
+    if not pending:
+        return
     imported = time.perf_counter()
     try:
-        get(points[0].experiment)  # what every worker would import too
+        get(pending[0].experiment)  # what every worker would import too
     except TrustlabError:
         pass  # run_point reports it as the point's failure
     imported = time.perf_counter() - imported
-    started = time.perf_counter()
-    yield run_point(points[0].key, points[0].experiment, points[0].argv)
-    per_point = time.perf_counter() - started  # wall time: a point may wait (swtpm, --realtime)
-    rest = points[1:]
-    if len(rest) > 1 and worth_workers(len(rest), per_point, jobs, (WORKER_START_S + imported) * _busy()):
-        yield from local_processes(rest, jobs)
-    else:
-        yield from serial(rest)
+    times: list[float] = []
+    pool: LocalWorkers | None = None
+    try:
+        while True:
+            point = pool.take() if pool is not None else (pending.popleft() if pending else None)
+            if point is None:
+                break
+            started = time.perf_counter()
+            result = run_point(point.key, point.experiment, point.argv)
+            times.append(time.perf_counter() - started)  # wall: a point may wait (swtpm, --realtime)
+            yield result
+            if pool is not None:
+                yield from pool.finished()
+            elif jobs > 1 and len(times) >= 2 and len(pending) > 1:
+                per_point = min(times)
+                start = start_s if start_s is not None else \
+                    (INTERPRETER_START_S + imported + times[0] - per_point) * _busy()
+                if worth_workers(len(pending), per_point, jobs, start):
+                    pool = LocalWorkers(pending, count_for(jobs, len(pending) - 1))
+        if pool is not None:
+            yield from pool.rest()
+    finally:
+        if pool is not None:
+            pool.close()
 
 
 def dask(points: Sequence[Point], address: str, jobs: int = 1) -> Iterator[tuple[str, dict[str, Any]]]:

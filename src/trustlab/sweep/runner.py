@@ -57,6 +57,11 @@ def run_sweep(spec: SweepSpec, out_dir: Path, jobs: int = 1, scheduler: str | No
     by_key = {p.key: p for p in unique}
     out_dir = Path(out_dir) / spec.name
     cache = PointCache(out_dir / "points")
+    cache.remove_stale_temps()  # a killed sweep's half-written points
+    for name in ("results.json", "results.csv"):
+        for tmp in out_dir.glob(f".{name}.*.tmp"):
+            if tmp.is_file() and not tmp.is_symlink():
+                tmp.unlink(missing_ok=True)
     records: dict[str, dict[str, Any]] = {}
     for p in unique:
         if fresh:

@@ -187,7 +187,7 @@ class Tpm12:
     """A TPM 1.2 as an application sees it. ``Tpm12(clock, nv=FileNVStore(path))``.
 
     ``engine``: anything with ``execute(frame) -> bytes`` instead of a fresh
-    in-process engine, e.g. a TPM reached over the wire (:mod:`.socket_tpm`).
+    in-process engine, e.g. a TPM reached over the wire (:mod:`trustlab.serving.tpm12.socket_tpm`).
     """
 
     def __init__(self, clock: Clock, nv: NVStore | None = None,
