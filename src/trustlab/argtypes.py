@@ -105,7 +105,21 @@ def real(flag: str, low: float = -math.inf, high: float = math.inf, *, low_open:
 _LONG_QUOTE = re.compile(r"'([^']{60})[^']{20,}'")
 
 
-class OneLineParser(argparse.ArgumentParser):
+class LiteralDashDash(argparse.ArgumentParser):
+    """``--opt=--`` gives the option the value ``--``.
+
+    CPython's argparse drops a ``--`` from an option's argument strings and then hands the
+    option an empty list (``--sensitivity=--`` became ``[]``, a TypeError deep in a study)."""
+
+    def _get_values(self, action: argparse.Action, arg_strings: list[str]) -> object:
+        if action.option_strings and action.nargs in (None, argparse.OPTIONAL) and arg_strings == ["--"]:
+            value = self._get_value(action, "--")
+            self._check_value(action, value)
+            return value
+        return super()._get_values(action, arg_strings)
+
+
+class OneLineParser(LiteralDashDash):
     """An ArgumentParser whose usage errors are one line; subcommand parsers inherit the class."""
 
     def error(self, message: str) -> NoReturn:

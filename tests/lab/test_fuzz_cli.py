@@ -390,7 +390,7 @@ def _numeric_options():
             and not any(w.startswith("lab-") for w in words)]  # not the tests' own counting experiment
 
 
-@pytest.mark.parametrize("value", ["nan", "inf", "-inf", str(2**64), f"-{2**64}", "1e400", "9" * 5000, ""])
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf", str(2**64), f"-{2**64}", "1e400", "9" * 5000, "", "--"])
 def test_every_numeric_option_refuses_non_finite_and_huge_values(value):
     """Every option that takes a number, of every command: NaN, infinities and huge values are refused."""
     options = _numeric_options()
@@ -419,7 +419,7 @@ def conflicting(draw):
         if action.nargs == 0:
             argv += [flag] * draw(st.integers(1, 2))
             continue
-        pool = list(action.choices) if action.choices else ["1", "2", "0", "-1", "0.5", "nan", "x", ""]
+        pool = list(action.choices) if action.choices else ["1", "2", "0", "-1", "0.5", "nan", "x", "", "--"]
         for value in draw(st.lists(st.sampled_from(pool), min_size=1, max_size=2)):  # repeated with other values
             argv.append(f"{flag}={value}")
     return argv
