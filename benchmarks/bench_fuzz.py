@@ -1,14 +1,18 @@
-"""Issue 14: the CLI fuzz targets at length, and the input sizes the limits promise to handle.
+"""Issues 14 and 23: the CLI fuzz targets at length, the hostile-input campaign, and the input sizes
+the limits promise to handle.
 
 * tests/lab/test_fuzz_cli.py with TRUSTLAB_FUZZ_EXAMPLES (x3 quick, x20 full) and random
   (not derandomized) examples: passed or failed, and the wall time;
 * ``fit`` of 100,000 component-column rows (design matrix, bounded least squares, the
   closed-form leave-one-out), in seconds, and rows per second;
-* expanding a 100,000-point sweep spec (the limit), in seconds.
+* expanding a 100,000-point sweep spec (the limit), in seconds;
+* the campaign of benchmarks/fuzz_campaign.py (3,000 cases, 300 quick): tracebacks, hangs,
+  processes over 1 GB, wrong exits, user files changed (each must be 0).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import subprocess
@@ -65,12 +69,22 @@ def _sweep_expansion(points: int) -> dict[str, Any]:
     return {"points": n, "expand_s": round(time.perf_counter() - t, 2)}
 
 
+def _campaign(cases: int) -> dict[str, Any]:
+    """Issue 23's campaign (benchmarks/fuzz_campaign.py) in a process of its own: it forks per case."""
+    proc = subprocess.run([sys.executable, "-m", "benchmarks.fuzz_campaign", "--cases", str(cases)],
+                          cwd=ROOT, capture_output=True, text=True,
+                          env=dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT / "src"), str(ROOT)])))
+    try:
+        result = json.loads(proc.stdout)
+    except ValueError:
+        return {"cases": cases, "error": proc.stderr.strip().splitlines()[-1:] or ["no output"]}
+    return {k: v for k, v in result.items() if k != "examples"} | {"examples": result.get("examples", {})}
+
+
 def run(quick: bool = False) -> dict[str, Any]:
-    return {"fuzz": _fuzz(3 if quick else 20), "fit": _fit(20_000 if quick else 100_000),
-            "sweep": _sweep_expansion(10_000 if quick else 100_000)}
+    return {"fuzz": _fuzz(3 if quick else 20), "campaign": _campaign(300 if quick else 3000),
+            "fit": _fit(20_000 if quick else 100_000), "sweep": _sweep_expansion(10_000 if quick else 100_000)}
 
 
 if __name__ == "__main__":
-    import json
-
     print(json.dumps(run("--quick" in sys.argv), indent=2))

@@ -49,15 +49,17 @@ import struct
 import time
 from typing import Any
 
-from trustlab.devices.tpm2 import harness, wire
+from trustlab.devices.tpm2 import harness
+from trustlab.devices.tpm2 import wire as tpm2wire
+from trustlab.serving import wire
 from trustlab.devices.tpm2.cost import zero_profile
-from trustlab.devices.tpm2.proxy import TimingProxy
-from trustlab.devices.tpm2.swtpm import Swtpm, read_response
+from trustlab.serving.proxy import TimingProxy
+from trustlab.serving.swtpm import Swtpm, read_response
 from trustlab.timing import formulas
 from trustlab.timing.fit import Measurement, fit
 from trustlab.timing.profile import Component, Profile, Provenance
 
-GETRANDOM = wire.build_command(0x17B, b"\x00\x08")
+GETRANDOM = tpm2wire.build_command(0x17B, b"\x00\x08")
 
 
 def _pct(xs: list[float], p: float) -> float:
@@ -121,9 +123,9 @@ def added_latency(n: int) -> dict[str, float]:
 
 def realtime_accuracy(n: int, rt_client: bool = False) -> dict[str, float]:
     prof = _profile("bench-realtime", {"ohc": 2.0, "ohir": 0.01, "ohor": 0.01, "sha256_byte": 0.02})
-    frames = [GETRANDOM, wire.build_command(0x17B, b"\x00\x20"),
-              wire.build_command(0x17D, b"\x04\x00" + b"\x33" * 1024 + b"\x00\x0b\x40\x00\x00\x01"),
-              wire.build_command(0x17D, b"\x00\x20" + b"\x33" * 32 + b"\x00\x0b\x40\x00\x00\x01")]
+    frames = [GETRANDOM, tpm2wire.build_command(0x17B, b"\x00\x20"),
+              tpm2wire.build_command(0x17D, b"\x04\x00" + b"\x33" * 1024 + b"\x00\x0b\x40\x00\x00\x01"),
+              tpm2wire.build_command(0x17D, b"\x00\x20" + b"\x33" * 32 + b"\x00\x0b\x40\x00\x00\x01")]
     errors, early = [], 0
     if rt_client:  # the measuring client itself under SCHED_FIFO: removes its own wake-up latency
         import os
@@ -227,7 +229,7 @@ def sigterm_loop(tries: int) -> dict[str, Any]:
     import sys
     from pathlib import Path
 
-    from trustlab.devices.tpm2.swtpm import state_dirs_of
+    from trustlab.serving.swtpm import state_dirs_of
 
     src = str(Path(__file__).resolve().parents[1] / "src")
     env = dict(os.environ, PYTHONPATH=src + os.pathsep + os.environ.get("PYTHONPATH", ""))
@@ -266,7 +268,7 @@ def _fuzz_input(rng: random.Random) -> bytes:
         body = rng.randbytes(rng.randrange(0, 64))
         if kind == 1:   # lying size
             return struct.pack(">HII", tag, rng.choice([0, 9, 11, 5000, 1 << 20, rng.randrange(2**32)]), code) + body
-        honest = wire.build_command(code, body, tag=rng.choice([0x8001, 0x8002]))
+        honest = tpm2wire.build_command(code, body, tag=rng.choice([0x8001, 0x8002]))
         if kind == 2:
             return honest
         if kind == 3:   # truncated

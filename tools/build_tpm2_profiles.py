@@ -33,8 +33,8 @@ def _zero_profile():
 def wire_sizes(repeat: int = 1) -> dict[tuple[str, str], tuple[int, int, int, bool]]:
     """Run the full suite through a virtual proxy and read each step's wire sizes off the trace."""
     from trustlab.devices.tpm2 import harness
-    from trustlab.devices.tpm2.proxy import TimingProxy
-    from trustlab.devices.tpm2.swtpm import Swtpm
+    from trustlab.serving.proxy import TimingProxy
+    from trustlab.serving.swtpm import Swtpm
 
     marks: list[tuple[str, str, int]] = []
     with Swtpm() as tpm, TimingProxy(_zero_profile(), tpm, virtual=True) as proxy:

@@ -8,7 +8,11 @@ Inputs:
   belong to) with its variable-length runs, and the JCOP21 v2.4.2 R3 for the
   bytecode XOR (J3D081 has no SWAlgs run).
     - hash_block          slope of SHA-256 doFinal time over compression blocks (16..512 B)
-    - nvm_write_call/byte line through Util.arrayCopy RAM->EEPROM (atomic) over length
+    - nvm_write_call/byte line through Util.arrayCopyNonAtomic RAM->EEPROM over length
+                          (programming the bytes)
+    - nvm_tx_call/byte    what atomicity adds: the line through Util.arrayCopy RAM->EEPROM
+                          (atomic, i.e. a one-write transaction) minus the non-atomic line,
+                          intercept (begin/commit) and slope (the old bytes logged)
     - nvm_read_call/byte  line through Util.arrayCopy EEPROM->RAM over length (slope >= 0)
     - ram_byte            SWAlgs_xor (a bytecode XOR loop) over its 16 bytes
     - apdu                mean AlgTest baseline: one APDU round trip with no operation
@@ -47,7 +51,7 @@ import numpy as np
 
 from trustlab.apps.hbs.costs import COMPONENTS, LINK
 from trustlab.apps.hbs.hashes import sha256_blocks
-from trustlab.apps.hbs.model import wots_keygen_counts, wots_signature_counts
+from trustlab.apps.hbs.model import DEFAULT_RESPONSES, wots_keygen_counts, wots_signature_counts
 from trustlab.apps.hbs.params import XMSSParams
 from trustlab.data.jcalgtest_card import scan
 from trustlab.timing.fit import Measurement, fit
@@ -102,7 +106,10 @@ def derive(data: Path) -> tuple[Profile, dict]:
     blocks = np.array([sha256_blocks(int(n)) for n in x], float)
     sha_call, sha_block = _line(blocks, y)
     x, y = _series(j3d, "UTIL Util_arrayCopy_RAM2EEPROM()")
+    at_call, at_byte = _line(x, y)
+    x, y = _series(j3d, "UTIL Util_arrayCopyNonAtomic_RAM2EEPROM()")
     wr_call, wr_byte = _line(x, y)
+    tx_call, tx_byte = at_call - wr_call, at_byte - wr_byte
     x, y = _series(j3d, "UTIL Util_arrayCopy_EEPROM2RAM()")
     rd_call, rd_byte = _line(x, y)
     rd_byte = max(rd_byte, 0.0)
@@ -114,6 +121,7 @@ def derive(data: Path) -> tuple[Profile, dict]:
     apdu = float(np.mean(base))
 
     fixed = {"hash_block": sha_block, "nvm_write_call": wr_call, "nvm_write_byte": wr_byte,
+             "nvm_tx_call": tx_call, "nvm_tx_byte": tx_byte,
              "nvm_read_call": rd_call, "nvm_read_byte": rd_byte, "ram_byte": ram_byte, "apdu": apdu, "link": 1.0}
 
     def row(label: str, counts, ms: float) -> Measurement:  # type: ignore[no-untyped-def]
@@ -123,10 +131,11 @@ def derive(data: Path) -> tuple[Profile, dict]:
 
     # The anchor: the one unambiguous figure (33 s, two significant digits). "~1 min" for a key
     # generation is a rounded figure and maps onto a whole PREPARE; it is only checked, never fitted.
-    anchor = row("WOTS+ signature (avg)", wots_signature_counts(PAPER_PARAMS), PAPER_SIGN_MS)
+    anchor = row("WOTS+ signature (avg)", wots_signature_counts(PAPER_PARAMS, DEFAULT_RESPONSES), PAPER_SIGN_MS)
     result = fit([anchor], {k: v for k, v in fixed.items() if k in anchor.terms})
     hash_call = result.params["hash_call"]
-    keygen = row("WOTS+ key generation (PREPARE, one leaf)", wots_keygen_counts(PAPER_PARAMS), PAPER_KEYGEN_MS)
+    keygen = row("WOTS+ key generation (PREPARE, one leaf)", wots_keygen_counts(PAPER_PARAMS, DEFAULT_RESPONSES),
+                 PAPER_KEYGEN_MS)
     keygen_model = sum(n * (hash_call if c == "hash_call" else fixed[c]) for c, n in keygen.terms.items())
     check = {"command": keygen.label, "paper_ms": PAPER_KEYGEN_MS, "model_ms": keygen_model,
              "error": keygen_model / PAPER_KEYGEN_MS - 1}
@@ -139,7 +148,9 @@ def derive(data: Path) -> tuple[Profile, dict]:
         "hash_call": comp("hash_call", hash_call, PAPER,
                           "anchored: WOTS+ signature ~33 s (the only calibration figure)",
                           f"per hash call in the applet (doFinal + Java glue), solved from the 33 s average "
-                          f"WOTS+ signature with the other components fixed; JCAlgTest's bare doFinal intercept "
+                          f"WOTS+ signature with the other components fixed (the signature as the paper's "
+                          f"applet sends it: 256-byte responses, persistent state updates); JCAlgTest's bare "
+                          f"doFinal intercept "
                           f"is {sha_call:.3f} ms; check, not fitted: WOTS+ key generation (PREPARE, one leaf) "
                           f"paper ~60 s, model {keygen_model / 1000:.1f} s ({check['error']:+.0%}); "
                           "tools/calibrate_jcop_2018.py"),
@@ -151,16 +162,25 @@ def derive(data: Path) -> tuple[Profile, dict]:
                               "intercept of ms over length: one copy out of EEPROM"),
         "nvm_read_byte": comp("nvm_read_byte", rd_byte, src, "UTIL Util_arrayCopy_EEPROM2RAM(), 16..256 B",
                               "slope of ms over length (least squares, clamped at 0)"),
-        "nvm_write_call": comp("nvm_write_call", wr_call, src, "UTIL Util_arrayCopy_RAM2EEPROM(), 16..256 B",
-                               "intercept of ms over length: one atomic (transactional) EEPROM write"),
-        "nvm_write_byte": comp("nvm_write_byte", wr_byte, src, "UTIL Util_arrayCopy_RAM2EEPROM(), 16..256 B",
-                               "slope of ms over length"),
+        "nvm_write_call": comp("nvm_write_call", wr_call, src,
+                               "UTIL Util_arrayCopyNonAtomic_RAM2EEPROM(), 16..256 B",
+                               "intercept of ms over length: one non-atomic EEPROM write"),
+        "nvm_write_byte": comp("nvm_write_byte", wr_byte, src,
+                               "UTIL Util_arrayCopyNonAtomic_RAM2EEPROM(), 16..256 B", "slope of ms over length"),
+        "nvm_tx_call": comp("nvm_tx_call", tx_call, src,
+                            "UTIL Util_arrayCopy_RAM2EEPROM() minus Util_arrayCopyNonAtomic_RAM2EEPROM(), 16..256 B",
+                            f"what atomicity adds per update (transaction begin/commit): atomic intercept "
+                            f"{at_call:.3f} ms minus non-atomic intercept {wr_call:.3f} ms"),
+        "nvm_tx_byte": comp("nvm_tx_byte", tx_byte, src,
+                            "UTIL Util_arrayCopy_RAM2EEPROM() minus Util_arrayCopyNonAtomic_RAM2EEPROM(), 16..256 B",
+                            f"what atomicity adds per byte (the old value saved to the commit buffer): atomic "
+                            f"slope {at_byte:.5f} minus non-atomic slope {wr_byte:.5f} ms/B"),
         "apdu": comp("apdu", apdu, src, "baseline stats of the UTIL methods",
                      f"mean of {len(base)} AlgTest baselines: an APDU round trip with no operation "
                      "(reader, driver, applet dispatch); wire bytes are timed by the link model"),
     }
     profile = Profile(
-        name="jcop-2018", family="javacard", version="2",
+        name="jcop-2018", family="javacard", version="3",
         description="NXP JCOP Java Card running the XMSS^MT applet (2018 paper), for the HBS study",
         provenance=Provenance(PAPER + " + " + src, "33 s WOTS+ signature + JCAlgTest NXP JCOP measurements",
                               "derived by tools/calibrate_jcop_2018.py"),

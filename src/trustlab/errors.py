@@ -7,8 +7,6 @@ is wrong and where (file, line, component, column) on its own.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 
 class TrustlabError(Exception):
     """An error caused by input the user can fix; printed without a traceback."""
@@ -32,8 +30,15 @@ def one_line(text: str) -> str:
     return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in text.strip())
 
 
-def read_user_text(path: Path, what: str, max_bytes: int | None = None) -> str:
-    """A user-named file's text (bounded, see :mod:`trustlab.limits`); any fault is a one-line TrustlabError."""
-    from trustlab import limits  # limits builds on this module
+EXCERPT_CHARS = 60
 
-    return limits.read_text(path, what, max_bytes)
+
+def excerpt(text: object, limit: int = EXCERPT_CHARS) -> str:
+    """``repr``-like quote of a user's value, one line and at most about ``limit`` characters.
+
+    Why: an error quotes the offending line or value, and a 2 MB line must not become an
+    8 MB message; the length of what was cut is said instead."""
+    text = str(text)
+    cut = len(text) > limit
+    shown = one_line(text[:limit])
+    return f"'{shown}'" + (f"... ({len(text)} characters)" if cut else "")

@@ -17,6 +17,7 @@ Errors are :class:`~trustlab.errors.TrustlabError` with the flag and path.
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import os
 from contextlib import contextmanager
@@ -24,6 +25,7 @@ from pathlib import Path
 from typing import IO, Any, Iterable, Iterator
 
 from trustlab.errors import TrustlabError
+from trustlab.limits import shown
 
 MARKER = ".trustlab-output"
 
@@ -64,27 +66,45 @@ def check_file(path: Path, inputs: Iterable[Any] = (), flag: str = "--out", make
     try:
         return _check_file(Path(path), inputs, flag, make_parents)
     except OSError as exc:  # a name too long, a loop of links ...
-        raise TrustlabError(f"{flag} {str(path)[:80]}: unusable path ({exc.strerror or exc})") from None
+        raise TrustlabError(f"{flag} {shown(path)}: unusable path ({exc.strerror or exc})") from None
+
+
+def check_path(path: Path, flag: str = "--out") -> Path:
+    """``path`` if the system can look it up (it need not exist); else one line naming ``flag``.
+
+    Why: a component over 255 bytes (``--out $(printf 'x%.0s' {1..300})``) raised
+    ENAMETOOLONG from the first ``exists()`` deep inside a command."""
+    try:
+        os.stat(path)
+    except FileNotFoundError:
+        pass
+    except (OSError, ValueError) as exc:
+        if getattr(exc, "errno", None) != errno.ENOTDIR:
+            raise TrustlabError(f"{flag} {shown(path)}: unusable path ({getattr(exc, 'strerror', None) or exc})") from None
+    return Path(path)
 
 
 def _check_file(path: Path, inputs: Iterable[Any], flag: str, make_parents: bool) -> Path:
     for source in _existing_inputs(inputs):
         if _same(path, source):
-            raise TrustlabError(f"{flag} {path}: is an input of this command; refusing to write over it")
+            raise TrustlabError(f"{flag} {shown(path)}: is an input of this command; refusing to write over it")
     if path.is_dir():
-        raise TrustlabError(f"{flag} {path}: is a directory; give a file name")
+        raise TrustlabError(f"{flag} {shown(path)}: is a directory; give a file name")
+    if (path.exists() or path.is_symlink()) and not (path.is_file() or path.is_symlink()):
+        # a FIFO or a device: writing would block or replace it with a regular file
+        raise TrustlabError(f"{flag} {shown(path)}: exists and is not a regular file; give a file name")
     parent = path.parent
     if make_parents:
         while not parent.exists() and parent != parent.parent:
             parent = parent.parent
     if not parent.exists():
-        raise TrustlabError(f"{flag} {path}: directory {parent} does not exist")
+        raise TrustlabError(f"{flag} {shown(path)}: directory {shown(parent)} does not exist")
     if not parent.is_dir():
-        raise TrustlabError(f"{flag} {path}: {parent} is not a directory")
+        raise TrustlabError(f"{flag} {shown(path)}: {shown(parent)} is not a directory")
     if path.exists() and not os.access(path, os.W_OK):
-        raise TrustlabError(f"{flag} {path}: file is not writable")
+        raise TrustlabError(f"{flag} {shown(path)}: file is not writable")
     if not os.access(parent, os.W_OK | os.X_OK):
-        raise TrustlabError(f"{flag} {path}: directory {parent} is not writable")
+        raise TrustlabError(f"{flag} {shown(path)}: directory {shown(parent)} is not writable")
     return path
 
 
@@ -107,36 +127,37 @@ def claim_dir(directory: Path, command: str, *, force: bool = False, inputs: Ite
     directory = Path(directory)
     if not str(directory):
         raise TrustlabError(f"{flag}: an empty path; name a directory")
+    check_path(directory, flag)
     try:
         directory.exists()
     except OSError as exc:
-        raise TrustlabError(f"{flag} {str(directory)[:80]}: unusable path ({exc.strerror or exc})") from None
+        raise TrustlabError(f"{flag} {shown(directory)}: unusable path ({exc.strerror or exc})") from None
     if directory.exists() and not directory.is_dir():
-        raise TrustlabError(f"{flag} {directory}: cannot create directory (a file of that name exists)")
+        raise TrustlabError(f"{flag} {shown(directory)}: cannot create directory (a file of that name exists)")
     for source in _existing_inputs(inputs):
         try:
             inside = source.resolve().is_relative_to(directory.resolve())
         except (OSError, RuntimeError):
             inside = False
         if inside:
-            raise TrustlabError(f"{flag} {directory}: holds the input {source}; choose another output directory")
+            raise TrustlabError(f"{flag} {shown(directory)}: holds the input {shown(source)}; choose another output directory")
     if directory.is_dir() and not force:
         try:
             entries = [e for e in os.listdir(directory) if not e.startswith(MARKER)]  # marker, lock
         except OSError as exc:
-            raise TrustlabError(f"{flag} {directory}: cannot list ({exc.strerror or exc})") from None
+            raise TrustlabError(f"{flag} {shown(directory)}: cannot list ({exc.strerror or exc})") from None
         owner = marker_command(directory)
         if entries and owner != command:
             if owner:
-                raise TrustlabError(f"{flag} {directory}: holds the output of 'trustlab {owner}', not of "
+                raise TrustlabError(f"{flag} {shown(directory)}: holds the output of 'trustlab {owner}', not of "
                                     f"'trustlab {command}'; choose another directory, or pass --force")
-            raise TrustlabError(f"{flag} {directory}: is not empty and not an earlier output of 'trustlab "
+            raise TrustlabError(f"{flag} {shown(directory)}: is not empty and not an earlier output of 'trustlab "
                                 f"{command}'; choose an empty or new directory, or pass --force")
     try:
         directory.mkdir(parents=True, exist_ok=True)
         write_text(directory / MARKER, json.dumps({"command": command}) + "\n")
     except OSError as exc:
-        raise TrustlabError(f"{flag} {directory}: cannot write ({exc.strerror or exc})") from None
+        raise TrustlabError(f"{flag} {shown(directory)}: cannot write ({exc.strerror or exc})") from None
     return directory
 
 
@@ -182,4 +203,4 @@ def reported(path: Path, flag: str = "--out") -> Iterator[None]:
     try:
         yield
     except OSError as exc:
-        raise TrustlabError(f"{flag} {path}: cannot write ({exc.strerror or exc})") from None
+        raise TrustlabError(f"{flag} {shown(path)}: cannot write ({exc.strerror or exc})") from None

@@ -37,10 +37,36 @@ def test_real_aes_and_charges():
     c.shift_left(block)
     c.gf_multiply(block, block)
     assert clock.now_ms == pytest.approx(1 + 2 + 0.4 + 0.05 + 0.2 + 7)
-    assert dict(c.ops) == {"E": 2, "xor": 1, "copy": 1, "shift": 1, "gfmul": 1}
+    # the key is loaded once (key_load.aes128 absent from this profile: counted, not charged)
+    assert dict(c.ops) == {"E": 2, "load": 1, "xor": 1, "copy": 1, "shift": 1, "gfmul": 1}
     assert clock.by_component["block_encrypt.aes128.nvm"] == 2.0
     c.inc(block)  # counter_inc absent: counted, not charged
     assert c.ops["inc"] == 1 and clock.now_ms == pytest.approx(10.65)
+
+
+def test_key_load_is_charged_once_per_key_and_message():
+    clock = Clock(profile(**BASE, **{"key_load.aes128": 0.25, "block_shift_var": 0.9}))
+    c = CardCrypto(clock)
+    k1, k2 = c.load_key(bytes(16)), c.load_key(bytes(range(16)))
+    with c.phase("init"):  # key set-up shares the message's load: never charged twice
+        c.encrypt(k1, bytes(16))
+    assert clock.now_ms == pytest.approx(1.0)
+    c.start_message()
+    for _ in range(3):
+        c.encrypt(k1, bytes(16))
+    assert clock.now_ms == pytest.approx(1.0 + 0.25 + 3)
+    c.encrypt(k2, bytes(16))  # another key: the co-processor's key register is reloaded
+    c.decrypt(k2, bytes(16))
+    assert c.ops["load"] == 2 and clock.by_component["key_load.aes128"] == pytest.approx(0.5)
+    c.start_message()
+    c.encrypt(k2, bytes(16))
+    assert c.ops["load"] == 3
+    before = clock.now_ms
+    c.shift_left(bytes(17), 3, variable=True)  # the general BlockShiftLeft routine
+    assert clock.now_ms - before == pytest.approx(0.9) and c.ops["vshift"] == 1
+    plain = CardCrypto(Clock(profile(**BASE)))
+    plain.shift_left(bytes(17), 3, variable=True)  # no variable-shift figure: the fixed routine's
+    assert plain.clock.now_ms == pytest.approx(0.2)
 
 
 def test_missing_component_is_named():

@@ -42,10 +42,12 @@ def test_anchor_and_drivers_are_stated(capsys):
     assert a["anchor"]["anchor"]["model_s"] == pytest.approx(33.0, rel=1e-6)
     assert a["anchor"]["check"]["paper_s"] == 60.0 and a["anchor"]["check"]["model_s"] != pytest.approx(60.0, rel=1e-3)
     hc = {d["component"]: d for d in a["drivers"]}
-    assert set(hc) == {"hash_call", "apdu"}
+    assert set(hc) == {"hash_call", "apdu", "persistent memory"}
     assert 0 < hc["hash_call"]["sign_best"]["share"] < 1
-    assert hc["apdu"]["sign_best"]["count"] == 8
-    assert a["responses"]["short_exchanges"] == 37
+    # the default reading is the paper's published applet: SIGN_INIT + per layer 9 WOTS+ responses + 1 auth path
+    assert hc["apdu"]["sign_best"]["count"] == 1 + 4 * (9 + 1) == a["responses"]["applet_exchanges"]
+    assert 0 < hc["persistent memory"]["sign_best"]["share"] < hc["hash_call"]["sign_best"]["share"]
+    assert a["responses"]["short_exchanges"] == 37 and a["responses"]["extended_exchanges"] == 8
     _, out5, _ = run(capsys, "run", "hbs", "--h", "20", "--d", "5", "--responses", "short", "--json")
     d5 = json.loads(out5)["assumptions"]
     assert d5["responses"]["short_exchanges"] == 45
@@ -67,7 +69,7 @@ def test_d5_signs_faster_in_the_best_case_but_worst_case_grows(capsys):
 def test_result_references_memory_and_calibration(capsys):
     import argparse
     spec = get("hbs")
-    args = argparse.Namespace(profile="jcop-2018", h=20, d=5, w=16, grid=False, grid_h=[10, 20], grid_w=[4, 16],
+    args = argparse.Namespace(profile="jcop-2018", h=20, d=5, w=16, grid=False, grid_h=None, grid_w=None,
                               sensitivity=0.1, check=False)
     res = spec.run(args)
     mem = [r for r in res.references if r.unit == "bytes"][0]
@@ -122,7 +124,7 @@ def test_shipped_profile_is_what_the_calibration_tool_derives():
 def test_check_runs_the_card_for_real_and_json_stays_the_same(capsys):
     import argparse
     spec = get("hbs")
-    args = argparse.Namespace(profile="jcop-2018", h=20, d=4, w=16, grid=False, grid_h=[10, 20], grid_w=[4, 16],
+    args = argparse.Namespace(profile="jcop-2018", h=20, d=4, w=16, grid=False, grid_h=None, grid_w=None,
                               sensitivity=0.1, check=True)
     res = spec.run(args)
     checks = {r.label: r for r in res.references if r.label.startswith("functional check")}

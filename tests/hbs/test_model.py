@@ -20,7 +20,7 @@ from trustlab.timing.profile import Component, Profile
 
 def profile() -> Profile:
     """Distinct, deterministic costs, so a mis-attributed operation shows up."""
-    means = dict(zip(COMPONENTS, (1.7, 0.9, 0.013, 0.41, 0.0021, 3.1, 0.07, 11.0)))
+    means = dict(zip(COMPONENTS, (1.7, 0.9, 0.013, 0.41, 0.0021, 3.1, 0.07, 5.3, 0.029, 11.0)))
     assert len(means) == len(COMPONENTS)
     return Profile(name="test-card", family="javacard",
                    components={c: Component(name=c, mean=m, unit=COMPONENTS[c]) for c, m in means.items()})
@@ -53,7 +53,7 @@ def test_model_matches_functional_simulation_at_every_index(h, d, w):
         t0 = clock.now_ms
         signer.prepare()
         total_prepare += clock.now_ms - t0
-    a = analyse(p, prof)
+    a = analyse(p, prof, "extended")  # the simulated applet as it runs (no published-applet extras)
     assert total_prepare / p.signatures == pytest.approx(a.prepare_ms.avg, rel=1e-9)
 
 
@@ -100,3 +100,40 @@ def test_sensitivity_is_linear_and_sums_to_total():
         assert total == pytest.approx(0.1 * getattr(a.sign_ms, case), rel=1e-9)
         total = sum(r[f"prepare_{case}_ms_per_10pct"] for r in rows)
         assert total == pytest.approx(0.1 * getattr(a.prepare_ms, case), rel=1e-9)
+
+
+def test_persistent_writes_priced_as_java_card_does_them():
+    """Atomic write = programming + logging + its own commit; a transaction commits once for all its writes."""
+    from trustlab.apps.hbs.costs import CardMeter
+    from trustlab.apps.hbs.nvm import PersistentMemory
+
+    meter = CardMeter()
+    nvm = PersistentMemory({"a": 64, "b": 8}, meter)
+    nvm.write("a", 0, bytes(32))  # Util.arrayCopy: atomic on its own
+    c = meter.snapshot()
+    assert (c["nvm_write_call"], c["nvm_write_byte"], c["nvm_tx_call"], c["nvm_tx_byte"]) == (1, 32, 1, 32)
+    nvm.begin()
+    nvm.write("a", 0, bytes(32))
+    nvm.write("b", 0, bytes(4))
+    assert meter.snapshot()["nvm_tx_call"] == 1  # nothing committed yet
+    nvm.commit()
+    c = meter.snapshot()
+    assert (c["nvm_write_call"], c["nvm_write_byte"], c["nvm_tx_call"], c["nvm_tx_byte"]) == (3, 68, 2, 68)
+    meter.nvm_write(16, atomic=False)  # Util.arrayCopyNonAtomic: programming only
+    c = meter.snapshot()
+    assert (c["nvm_write_call"], c["nvm_tx_call"], c["nvm_tx_byte"]) == (4, 2, 68)
+
+
+def test_published_applet_reading_adds_its_exchanges_and_state_updates():
+    from trustlab.apps.hbs.model import applet_exchanges, applet_extra, sign_class_counts
+
+    p = XMSSParams(20, 4, 16)
+    assert applet_exchanges(p) == 1 + 4 * (9 + 1) and applet_exchanges(XMSSParams(20, 5, 16)) == 1 + 5 * (9 + 1)
+    extra = applet_extra(p)
+    assert extra["apdu"] == applet_exchanges(p) - 8
+    assert extra["nvm_tx_call"] == extra["nvm_write_call"] == applet_exchanges(p) + 2 + 2 * 4
+    q = XMSSParams(8, 2, 16)
+    prof = profile()
+    ext, app = analyse(q, prof, "extended"), analyse(q, prof, "applet")
+    assert app.sign_ms.best - ext.sign_ms.best == pytest.approx(price(applet_extra(q), {c: prof.mean(c) for c in COMPONENTS}))
+    assert sign_class_counts(q, 0)["apdu"] == 8

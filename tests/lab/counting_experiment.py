@@ -85,7 +85,7 @@ class WithSwtpm:
         import struct
 
         from trustlab.devices.tpm2 import wire
-        from trustlab.devices.tpm2.swtpm import Swtpm
+        from trustlab.serving.swtpm import Swtpm
 
         with Swtpm() as tpm:
             rsp = tpm.send(wire.build_command(0x0000017B, struct.pack(">H", 16)))  # TPM2_GetRandom

@@ -28,8 +28,15 @@ def test_ragged_csv_row_names_the_line(tmp_path, capsys):
     assert "m.csv:3: 3 fields, but the header has 2" in one_line_error(capsys, ["fit", csv])
 
 
-def test_fit_of_dev_zero_stops_at_the_size_limit(capsys):
-    assert "larger than the limit of 16 MiB" in one_line_error(capsys, ["fit", "/dev/zero"])
+def test_fit_of_dev_zero_is_refused_as_a_device(capsys):
+    assert "it is a character device, not a regular file" in one_line_error(capsys, ["fit", "/dev/zero"])
+
+
+def test_fit_of_a_huge_file_stops_at_the_size_limit(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(limits, "MAX_TEXT_BYTES", 1000)
+    big = tmp_path / "m.csv"
+    big.write_text("ms,ohc\n" + "1,1\n" * 1000)
+    assert "larger than the limit of 1000 bytes" in one_line_error(capsys, ["fit", big])
 
 
 def test_row_limit(tmp_path, capsys, monkeypatch):
@@ -131,7 +138,7 @@ def test_bad_scheduler_addresses_fail_fast(tmp_path, capsys, scheduler):
     assert "--scheduler" in err and time.monotonic() - started < 20
 
 
-SEEDED = ["ftpm-crash", "ftpm-vs-dtpm", "timing-model", "oracle", "counters", "wallet"]
+SEEDED = ["ftpm-crash", "ftpm-vs-dtpm", "timing-model", "oracle", "counters", "wallet", "pqc-tpm", "hbs"]
 
 
 @pytest.mark.parametrize("experiment", SEEDED)
@@ -156,7 +163,7 @@ def test_one_seed_rule_for_every_experiment(capsys, experiment, value):
     (["serve", "--profile", "atmel-2010", "--seed", "-1"], "--seed -1: must not be negative"),
     (["run", "timing-model", "--save", "x" * 5000], "unusable path (File name too long)"),
     (["report", "r.json", "--out", "x" * 5000], "unusable path (File name too long)"),
-    (["profiles", "import-jcalgtest", "/dev/zero"], "not a JCAlgTest performance file"),
+    (["profiles", "import-jcalgtest", "/dev/zero"], "it is a character device, not a regular file"),
 ])
 def test_unbounded_counts_and_unusable_paths(tmp_path, capsys, monkeypatch, argv, needle):
     monkeypatch.chdir(tmp_path)

@@ -17,7 +17,7 @@ def synthetic(profile_name, noise_ms, seed=0, repeats=3):
         f = formulas.lookup("tpm1.2", command)
         for _ in range(repeats):
             ms = f.evaluate(p)[0] + rng.normal(0, noise_ms)
-            rows.append(Measurement(command, f.terms, ms))
+            rows.append(Measurement(command, f.all_terms, ms))  # a measured keygen command includes rsa_keygen
     return p, rows
 
 

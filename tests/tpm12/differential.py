@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from trustlab.devices.tpm12 import MemoryNVStore, Tpm12
 from trustlab.devices.tpm12.engine import Engine
 from trustlab.devices.tpm12.primitives import KeyPool
-from trustlab.devices.tpm12.socket_tpm import Swtpm12
+from trustlab.serving.tpm12.socket_tpm import Swtpm12
 from trustlab.timing.clock import Clock
 from trustlab.timing.registry import load
 

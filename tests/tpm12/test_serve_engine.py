@@ -1,4 +1,4 @@
-"""`trustlab serve` for TPM 1.2: the engine behind swtpm's protocol (devices/tpm12/served.py).
+"""`trustlab serve` for TPM 1.2: the engine behind swtpm's protocol (serving/tpm12/engine_backend.py).
 
 The control channel is compared byte for byte with swtpm running libtpms'
 TPM 1.2; the data channel must answer exactly what the in-process engine
@@ -25,10 +25,10 @@ from trustlab.apps.counters.runner import run as run_scheme
 from trustlab.apps.workloads import Request
 from trustlab.devices.tpm12 import MemoryNVStore, Tpm12, TpmError
 from trustlab.devices.tpm12 import constants as C
-from trustlab.devices.tpm12.served import CAPABILITIES, STATE_FILE, EngineBackend
-from trustlab.devices.tpm12.socket_tpm import SocketTpm12, Swtpm12
-from trustlab.devices.tpm2 import wire
-from trustlab.devices.tpm2.proxy import TimingProxy
+from trustlab.serving.tpm12.engine_backend import CAPABILITIES, STATE_FILE, EngineBackend
+from trustlab.serving.tpm12.socket_tpm import SocketTpm12, Swtpm12
+from trustlab.serving import wire
+from trustlab.serving.proxy import TimingProxy
 from trustlab.timing.clock import Clock
 from trustlab.timing.registry import load
 
@@ -181,7 +181,8 @@ def test_proxy_serves_and_holds(tmp_path: Path) -> None:
 
 
 def test_power_cycle_through_the_proxy(tmp_path: Path) -> None:
-    """The control port reaches the backend: SHUTDOWN and the DRTM sequence too (the backend's extra_control)."""
+    """The control port reaches the backend (the DRTM sequence too: the backend's extra_control); CMD_SHUTDOWN is
+    refused as for TPM 2.0 (a shared TPM is never left off); CMD_INIT is a power cycle with the BIOS's Startup."""
     profile = load("infineon-2010")
     with TimingProxy(profile, EngineBackend(profile, tmp_path / "s"), virtual=True, control="swtpm") as proxy:
         remote = SocketTpm12("127.0.0.1", proxy.port)
@@ -190,10 +191,11 @@ def test_power_cycle_through_the_proxy(tmp_path: Path) -> None:
                         wire.ctrl_request(wire.CMD_HASH_END)):
             assert ctrl(proxy.ctrl_port, request) == b"\0\0\0\0"
         assert ctrl(proxy.ctrl_port, wire.ctrl_request(wire.CMD_GET_TPMESTABLISHED)) == struct.pack(">IB3x", 0, 1)
-        assert ctrl(proxy.ctrl_port, wire.ctrl_request(wire.CMD_SHUTDOWN)) == b"\0\0\0\0"
-        assert rc_of(remote.execute(GET_RANDOM_8)) == C.RC["TPM_FAIL"]
-        assert ctrl(proxy.ctrl_port, wire.ctrl_init()) == b"\0\0\0\0"
+        assert ctrl(proxy.ctrl_port, wire.ctrl_request(wire.CMD_SHUTDOWN)) == struct.pack(">I", wire.TPM_FAIL)
         assert rc_of(remote.execute(GET_RANDOM_8)) == 0
+        assert ctrl(proxy.ctrl_port, wire.ctrl_init()) == b"\0\0\0\0"
+        assert rc_of(remote.execute(GET_RANDOM_8)) == 0  # powered up and started (ST_CLEAR) at once
+        assert proxy.refused_control == 1
         proxy.reset()  # the proxy's own power cycle: CMD_INIT + TPM_Startup(ST_CLEAR) (already started: fine)
         assert rc_of(remote.execute(GET_RANDOM_8)) == 0
         remote.close()

@@ -29,10 +29,10 @@ from typing import Iterator
 
 import pytest
 
-from trustlab.devices.tpm12.served import STATE_FILE
-from trustlab.devices.tpm12.socket_tpm import Swtpm12
-from trustlab.devices.tpm2.backend import SocketBackend
-from trustlab.devices.tpm2.proxy import TimingProxy
+from trustlab.serving.tpm12.engine_backend import STATE_FILE
+from trustlab.serving.tpm12.socket_tpm import Swtpm12
+from trustlab.serving.tpm2.backend import SocketBackend
+from trustlab.serving.proxy import TimingProxy
 from trustlab.timing.registry import load
 
 pytestmark = pytest.mark.swtpm

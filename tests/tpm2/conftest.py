@@ -6,8 +6,8 @@ import shutil
 
 import pytest
 
-from trustlab.devices.tpm2.proxy import TimingProxy
-from trustlab.devices.tpm2.swtpm import Swtpm
+from trustlab.serving.proxy import TimingProxy
+from trustlab.serving.swtpm import Swtpm
 from trustlab.timing.profile import Component, Profile, Provenance
 
 needs_swtpm = pytest.mark.skipif(shutil.which("swtpm") is None, reason="swtpm not installed")

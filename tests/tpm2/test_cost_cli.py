@@ -17,7 +17,7 @@ from tpm2_pytss.types import TPM2B_PUBLIC
 from trustlab.cli import main
 from trustlab.devices.tpm2 import objects, wire
 from trustlab.devices.tpm2.cost import assess
-from trustlab.devices.tpm2.proxy import TimingProxy
+from trustlab.serving.proxy import TimingProxy
 
 from .conftest import make_profile, needs_swtpm
 

@@ -20,11 +20,12 @@ from tpm2_pytss import ESAPI, TCTILdr
 from tpm2_pytss.constants import TPM2_ALG, TPMA_NV
 from tpm2_pytss.types import TPM2B_NV_PUBLIC, TPMS_NV_PUBLIC
 
-from trustlab.devices.tpm2 import wire
+from trustlab.devices.tpm2 import wire as tpm2wire
+from trustlab.serving import wire
 from trustlab.devices.tpm2.commands import COMMAND_CODES
 from trustlab.devices.tpm2.cost import zero_profile
-from trustlab.devices.tpm2.proxy import TimingProxy
-from trustlab.devices.tpm2.swtpm import Swtpm
+from trustlab.serving.proxy import TimingProxy
+from trustlab.serving.swtpm import Swtpm
 
 from .conftest import needs_swtpm
 
@@ -73,7 +74,7 @@ def served():
 
 def assert_intact(tpm: Swtpm, proxy: TimingProxy) -> None:
     """The next well-formed client is served and the TPM still holds its state."""
-    rsp = transact(proxy.port, wire.build_command(0x17B, b"\x00\x08"))
+    rsp = transact(proxy.port, tpm2wire.build_command(0x17B, b"\x00\x08"))
     assert wire.response_code(rsp) == 0 and len(rsp) == 20
     rsp = transact(proxy.port, nv_read_frame(NV_MARKER, len(MARKER)))
     assert wire.response_code(rsp) == 0, hex(wire.response_code(rsp))
@@ -168,7 +169,7 @@ def honest_frame(draw):
     """A frame whose size field tells the truth: unknown codes, random bodies."""
     code = draw(st.one_of(st.sampled_from(SAFE_CODES), st.integers(0x400, 0xFFFF)))
     body = draw(st.binary(max_size=64))
-    return wire.build_command(code, body, tag=draw(st.sampled_from([0x8001, 0x8002])))
+    return tpm2wire.build_command(code, body, tag=draw(st.sampled_from([0x8001, 0x8002])))
 
 
 @st.composite
@@ -218,7 +219,7 @@ def test_abrupt_disconnect_mid_frame_and_concurrent_clients(served):
     results = []
 
     def client():
-        results.append(wire.response_code(transact(proxy.port, wire.build_command(0x17B, b"\x00\x10"))))
+        results.append(wire.response_code(transact(proxy.port, tpm2wire.build_command(0x17B, b"\x00\x10"))))
 
     threads = [threading.Thread(target=client) for _ in range(8)]
     for t in threads:

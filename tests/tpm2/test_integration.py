@@ -18,7 +18,7 @@ from tpm2_pytss import ESAPI, TCTILdr
 from tpm2_pytss.constants import TPM2_ALG, TPMA_NV, TPMA_OBJECT
 from tpm2_pytss.types import TPM2B_NV_PUBLIC, TPM2B_PUBLIC, TPMS_NV_PUBLIC, TPMT_SIG_SCHEME
 
-from trustlab.devices.tpm2.proxy import TimingProxy
+from trustlab.serving.proxy import TimingProxy
 
 from .conftest import make_profile, needs_swtpm
 

@@ -21,7 +21,7 @@ import pytest
 
 from trustlab.cli import main
 from trustlab.devices.tpm2 import harness
-from trustlab.devices.tpm2.proxy import TimingProxy
+from trustlab.serving.proxy import TimingProxy
 from trustlab.timing import formulas
 
 from .conftest import make_profile, needs_swtpm

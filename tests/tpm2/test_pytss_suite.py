@@ -32,9 +32,9 @@ CONFTEST = '''
 """Written by trustlab's tests/tpm2/test_pytss_suite.py: simulators are swtpm behind trustlab serve."""
 from . import TSS2_BaseTest as base  # the module the suite's tests import (relatively)
 
-from trustlab.devices.tpm2.backend import swtpm_backend
-from trustlab.devices.tpm2.proxy import TimingProxy
-from trustlab.devices.tpm2.swtpm import Swtpm
+from trustlab.serving.tpm2.backend import swtpm_backend
+from trustlab.serving.proxy import TimingProxy
+from trustlab.serving.swtpm import Swtpm
 from trustlab.timing import registry
 
 PROFILE = registry.load("nuvoton-npct750-wolftpm")

@@ -61,8 +61,8 @@ def test_serve_dead_backend_fails_before_the_banner(capsys):
 @needs_swtpm
 def test_backend_failure_while_serving_is_logged_once(swtpm, zero_profile):
     from trustlab.devices.tpm2 import wire
-    from trustlab.devices.tpm2.backend import SocketBackend
-    from trustlab.devices.tpm2.proxy import TimingProxy
+    from trustlab.serving.tpm2.backend import SocketBackend
+    from trustlab.serving.proxy import TimingProxy
 
     lines: list[str] = []
     backend = SocketBackend((swtpm.host, swtpm.port), (swtpm.host, swtpm.port + 1))

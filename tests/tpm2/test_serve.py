@@ -19,9 +19,11 @@ from pathlib import Path
 
 import pytest
 
-from trustlab.devices.tpm2 import rm, wire
-from trustlab.devices.tpm2.proxy import TimingProxy
-from trustlab.devices.tpm2.swtpm import OWNER_FILE, STATE_PREFIX, Swtpm, state_dirs_of
+from trustlab.serving.tpm2 import rm
+from trustlab.devices.tpm2 import wire as tpm2wire
+from trustlab.serving import wire
+from trustlab.serving.proxy import TimingProxy
+from trustlab.serving.swtpm import OWNER_FILE, STATE_PREFIX, Swtpm, state_dirs_of
 
 from .conftest import needs_swtpm
 
@@ -86,8 +88,8 @@ def test_spaces_are_private_and_capability_is_filtered(served):
     public = bytes.fromhex("0023" "000b" "00030072" "0000" "0006" "0080" "0043" "0010" "0003" "0010" "0000" "0000")
     body = (struct.pack(">II", 0x40000001, len(auth)) + auth + bytes.fromhex("0004" "0000" "0000")
             + struct.pack(">H", len(public)) + public + bytes.fromhex("0000" "00000000"))
-    primary = wire.build_command(0x131, body, tag=0x8002)
-    handles_cap = wire.build_command(0x17A, struct.pack(">III", 1, 0x80000000, 20))
+    primary = tpm2wire.build_command(0x131, body, tag=0x8002)
+    handles_cap = tpm2wire.build_command(0x17A, struct.pack(">III", 1, 0x80000000, 20))
     a, b = served._new_client(("test", 1), None), served._new_client(("test", 2), None)
     rsp, *_ = served.serve_command(a, primary, "raw", time.perf_counter())
     assert wire.response_code(rsp) == 0
@@ -97,17 +99,17 @@ def test_spaces_are_private_and_capability_is_filtered(served):
     cap_b, *_ = served.serve_command(b, handles_cap, "raw", time.perf_counter())
     assert struct.unpack_from(">I", cap_a, 15)[0] == 1 and struct.unpack_from(">I", cap_a, 19)[0] == vhandle
     assert struct.unpack_from(">I", cap_b, 15)[0] == 0
-    read_public = wire.build_command(0x173, struct.pack(">I", vhandle))
+    read_public = tpm2wire.build_command(0x173, struct.pack(">I", vhandle))
     assert wire.response_code(served.serve_command(a, read_public, "raw", time.perf_counter())[0]) == 0
     assert wire.response_code(served.serve_command(b, read_public, "raw", time.perf_counter())[0]) == 0x18B
     # extension handles are never mapped: the command reaches the backend as the client sent it
     assert served.rm is not None
     for code in (0x173, 0x165):  # ReadPublic (handle area), FlushContext (parameter)
-        ext = wire.build_command(code, struct.pack(">I", rm.EXTENSION_FIRST + 1))
+        ext = tpm2wire.build_command(code, struct.pack(">I", rm.EXTENSION_FIRST + 1))
         seen: list[bytes] = []
         served.rm.execute(a.space, ext, lambda c: seen.append(c) or wire.error_response(0x18B))
         assert seen == [ext]
-    flush = wire.build_command(0x165, struct.pack(">I", vhandle))
+    flush = tpm2wire.build_command(0x165, struct.pack(">I", vhandle))
     assert wire.response_code(served.serve_command(a, flush, "raw", time.perf_counter())[0]) == 0
     assert served.loaded_objects() == 0
 
@@ -185,7 +187,7 @@ def test_stale_state_of_dead_owner_is_removed():
     (stale / OWNER_FILE).write_text("999999999 1 999999998\n")  # no such process
     live = Path(tempfile.mkdtemp(prefix=STATE_PREFIX))
     me = os.getpid()
-    from trustlab.devices.tpm2.swtpm import _start_time
+    from trustlab.serving.swtpm import _start_time
 
     (live / OWNER_FILE).write_text(f"{me} {_start_time(me)} 0\n")
     try:

@@ -8,14 +8,15 @@ import time
 import pytest
 from tpm2_pytss import ESAPI, TCTILdr
 
-from trustlab.devices.tpm2 import wire
-from trustlab.devices.tpm2.proxy import TimingProxy
-from trustlab.devices.tpm2.swtpm import Swtpm
+from trustlab.devices.tpm2 import wire as tpm2wire
+from trustlab.serving import wire
+from trustlab.serving.proxy import TimingProxy
+from trustlab.serving.swtpm import Swtpm
 
 from .conftest import make_profile, needs_swtpm
 
 pytestmark = needs_swtpm
-GETRANDOM = wire.build_command(0x17B, b"\x00\x08")
+GETRANDOM = tpm2wire.build_command(0x17B, b"\x00\x08")
 
 
 def test_swtpm_lifecycle_and_cleanup():
@@ -35,7 +36,7 @@ def test_swtpm_unix_sockets_and_no_startup():
     with Swtpm(unix=True, startup=False) as tpm:
         assert tpm.tcti.startswith("swtpm:path=")
         assert wire.response_code(tpm.send(GETRANDOM)) == 0x100  # TPM_RC_INITIALIZE
-        assert wire.response_code(tpm.send(wire.startup_command())) == 0
+        assert wire.response_code(tpm.send(tpm2wire.startup_command())) == 0
 
 
 def test_pytss_through_proxy_virtual(virtual_proxy):
@@ -79,7 +80,7 @@ def test_mssim_framing_and_platform_port(swtpm, zero_profile):
 
 def test_unmodelled_command_is_flagged(virtual_proxy):
     with socket.create_connection(("127.0.0.1", virtual_proxy.port)) as s:
-        s.sendall(wire.build_command(0x12F, b""))  # FieldUpgradeStart: no formula
+        s.sendall(tpm2wire.build_command(0x12F, b""))  # FieldUpgradeStart: no formula
         s.recv(100)
     assert virtual_proxy.records[-1].unmodelled
 
@@ -119,12 +120,19 @@ def test_control_channel_relay_and_proxy_reset(swtpm, zero_profile):
             ctrl.sendall(wire.ctrl_init())
             assert wire.ctrl_result(ctrl.recv(4)) == 0
         with socket.create_connection(("127.0.0.1", proxy.port)) as s:
-            s.sendall(GETRANDOM)  # after CMD_INIT the TPM wants TPM2_Startup first
+            s.sendall(GETRANDOM)  # CMD_INIT is a power cycle followed by the BIOS's TPM2_Startup(CLEAR)
+            assert wire.response_code(s.recv(100)) == 0
+    with TimingProxy(zero_profile, swtpm, virtual=True, startup="none") as proxy:
+        with socket.create_connection(("127.0.0.1", proxy.ctrl_port)) as ctrl:
+            ctrl.sendall(wire.ctrl_init())
+            assert wire.ctrl_result(ctrl.recv(4)) == 0
+        with socket.create_connection(("127.0.0.1", proxy.port)) as s:
+            s.sendall(GETRANDOM)  # --startup none: the client sends TPM2_Startup itself
             assert wire.response_code(s.recv(100)) == 0x100
 
 
 def test_timed_swtpm_helper():
-    from trustlab.devices.tpm2.proxy import timed_swtpm
+    from trustlab.serving.proxy import timed_swtpm
 
     with timed_swtpm("nuvoton-npct750-wolftpm", virtual=True) as proxy:
         tpm = proxy.backend.owned

@@ -7,14 +7,15 @@ import struct
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from trustlab.devices.tpm2 import wire
+from trustlab.devices.tpm2 import wire as tpm2wire
+from trustlab.serving import wire
 from trustlab.devices.tpm2.commands import (
     TPM_RC_BAD_TAG,
     TPM_RC_COMMAND_SIZE,
     command_name,
 )
 
-GETRANDOM = wire.build_command(0x17B, b"\x00\x08")
+GETRANDOM = tpm2wire.build_command(0x17B, b"\x00\x08")
 
 
 def events(reader: wire.FrameReader) -> list:

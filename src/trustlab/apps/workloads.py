@@ -264,28 +264,28 @@ def load_trace(path: Path | str, n: int | None = None) -> list[Request]:
     comment. With ``n`` every counter must lie in ``[0, n)``. Errors name the
     file and line.
     """
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise TrustlabError(f"{path}: cannot read trace: {exc.strerror}") from None
-    except UnicodeDecodeError:
-        raise TrustlabError(f"{path}: trace is not UTF-8 text") from None
+    from trustlab import limits
+    from trustlab.errors import excerpt
+
+    name = limits.shown(path)
     out: list[Request] = []
-    for lineno, raw in enumerate(text.splitlines(), start=1):
+    # a line at a time, bounded (a regular file only): a 20 MB line of NULs or /dev/zero is one short error
+    for lineno, raw in limits.iter_lines(path, "trace", limits.MAX_TRACE_BYTES, max_line=4096):
         line = raw.split("#", 1)[0].strip()
         if not line:
             continue
         fields = line.replace(",", " ").split()
         if len(fields) != 2:
-            raise TrustlabError(f"{path}:{lineno}: expected 'OP COUNTER', got {raw.strip()!r}")
+            raise TrustlabError(f"{name}:{lineno}: expected 'OP COUNTER', got {excerpt(raw.strip())}")
         op = _OP_ALIASES.get(fields[0].lower())
         if op is None:
-            raise TrustlabError(f"{path}:{lineno}: unknown operation {fields[0]!r} (use read or increment)")
+            raise TrustlabError(f"{name}:{lineno}: unknown operation {excerpt(fields[0])} (use read or increment)")
         try:
-            counter = int(fields[1])
+            counter = int(fields[1]) if len(fields[1]) <= 20 else None
         except ValueError:
-            raise TrustlabError(f"{path}:{lineno}: counter must be an integer, got {fields[1]!r}") from None
+            counter = None
+        if counter is None:
+            raise TrustlabError(f"{name}:{lineno}: counter must be an integer, got {excerpt(fields[1])}")
         if counter < 0 or (n is not None and counter >= n):
             raise TrustlabError(f"{path}:{lineno}: counter {counter} outside 0..{(n or 1) - 1}")
         out.append(Request(counter, op))

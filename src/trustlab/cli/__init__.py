@@ -13,8 +13,11 @@ import sys
 from typing import Sequence
 
 from trustlab import __version__
+from trustlab.cli._parser import OneLineParser
 from trustlab.errors import TrustlabError, one_line
 from trustlab.plugins import import_submodules
+
+MAX_MESSAGE = 2000  # characters of one error line
 
 
 def _subcommand_module(argv: Sequence[str]) -> str | None:
@@ -34,7 +37,7 @@ def _subcommand_module(argv: Sequence[str]) -> str | None:
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The command's parser: every subcommand, or only the one of module ``only``."""
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="trustlab",
         description="A what-if laboratory for trusted hardware: run protocols on TPMs, firmware TPMs "
         "and smart cards at the speed of a real (or imagined) chip.",
@@ -64,7 +67,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)  # an argument type may raise TrustlabError (e.g. --seed)
         return int(args.handler(args) or 0)
     except TrustlabError as exc:
-        print(f"trustlab: error: {one_line(str(exc))}", file=sys.stderr)
+        message = one_line(str(exc))
+        if len(message) > MAX_MESSAGE:  # a last guard: no input may turn an error into megabytes
+            message = f"{message[:MAX_MESSAGE]}... ({len(message)} characters)"
+        print(f"trustlab: error: {message}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("trustlab: interrupted", file=sys.stderr)

@@ -48,7 +48,7 @@ _READY = b"ready\n"
 
 def serve(names: Sequence[str]) -> int:
     """Preload the named studies, then fork one process per request (see the module docstring)."""
-    from trustlab.cli.flagship import child_main
+    from trustlab.cli._flagship_run import child_main
     from trustlab.errors import TrustlabError
     from trustlab.experiments import registry
     from trustlab.report import records  # noqa: F401 - the runs write their records with it

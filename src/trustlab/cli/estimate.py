@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from trustlab.cli._output import print_json, table
+from trustlab.argtypes import count
+from trustlab.cli._output import print_json
+from trustlab.textable import table
 from trustlab.errors import FormulaError, TrustlabError
 from trustlab.lazy import lazy_module
 
@@ -16,6 +18,8 @@ if TYPE_CHECKING:
 formulas = lazy_module("trustlab.timing.formulas")
 registry = lazy_module("trustlab.timing.registry")
 tpm2_rules = lazy_module("trustlab.timing.formula_sets.tpm2")
+
+MAX_FRAME = 1 << 24  # bytes of one command or response frame (a TPM's are a few KiB)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -31,9 +35,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--all-profiles", metavar="FAMILY", nargs="?", const="tpm1.2",
                    help="every shipped profile of FAMILY (default tpm1.2)")
     p.add_argument("--key", metavar="ALG", help="formula variant, e.g. rsa2048 or ecc256 for TPM 2.0 commands")
-    p.add_argument("--in-bytes", type=int, metavar="N",
+    p.add_argument("--in-bytes", type=count(0, MAX_FRAME, "--in-bytes"), metavar="N",
                    help="TPM 2.0: price the command frame as N bytes (default: the recorded wire size)")
-    p.add_argument("--out-bytes", type=int, metavar="N",
+    p.add_argument("--out-bytes", type=count(0, MAX_FRAME, "--out-bytes"), metavar="N",
                    help="TPM 2.0: price the response frame as N bytes (default: the recorded wire size)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(handler=run)

@@ -7,9 +7,10 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from trustlab.cli._output import print_json, table
-from trustlab.errors import TrustlabError
+from trustlab.cli._output import print_json
+from trustlab.errors import TrustlabError, excerpt
 from trustlab.lazy import lazy_module
+from trustlab.textable import table
 from trustlab.safe_output import check_file, path_arg, reported, write_text
 
 registry = lazy_module("trustlab.timing.registry")  # when a fit runs, not on every CLI start
@@ -43,17 +44,28 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _parse_fix(items: list[str]) -> dict[str, float]:
-    fixed = {}
+    fixed: dict[str, float] = {}
     for item in items:
         name, sep, value = item.partition("=")
+        name = name.strip()
         try:
-            number = float(value)
+            number = float(value) if len(value) <= 400 else math.nan
         except ValueError:
             number = math.nan
         if not sep or not name or not math.isfinite(number):
-            raise TrustlabError(f"--fix {item!r}: expected COMPONENT=NUMBER")
-        fixed[name.strip()] = number
+            raise TrustlabError(f"--fix {excerpt(item)}: expected COMPONENT=NUMBER (a finite number)")
+        if name in fixed:  # which one would hold? neither answer is what the user meant
+            raise TrustlabError(f"--fix {excerpt(item)}: {excerpt(name)} is already held at {fixed[name]:g}; "
+                                "give each component once")
+        fixed[name] = number
     return fixed
+
+
+def _check_names(args: argparse.Namespace) -> None:
+    """An empty --family or --name would silently mean "search all" / "the CSV's stem"."""
+    for flag, value in (("--family", args.family), ("--name", args.name)):
+        if value is not None and not value.strip():
+            raise TrustlabError(f"{flag}: empty; name one, or leave the option out")
 
 
 def _shipped_units(family: str | None = None) -> dict[str, str]:
@@ -92,11 +104,13 @@ def run(args: argparse.Namespace) -> int:
     from trustlab.timing.fit import fit  # scipy is slow to import; only `fit` needs it
     from trustlab.timing.measurements import read_measurements
 
+    _check_names(args)
+    fixed = _parse_fix(args.fix)  # before reading: a bad --fix is the user's first error to hear about
     if args.out:  # refused before the fit: a directory, a missing parent, or the measurements themselves
         check_file(args.out, inputs=[args.csv])
     measurements = read_measurements(args.csv, args.family, _component_names)
     weighting = args.weights or ("given" if any(m.weight is not None for m in measurements) else "none")
-    result = fit(measurements, _parse_fix(args.fix), weighting=weighting)
+    result = fit(measurements, fixed, weighting=weighting)
     if args.out:
         with reported(args.out):
             write_text(args.out, _fitted_profile(result, measurements, args).to_toml())

@@ -15,7 +15,6 @@ import argparse
 import json
 import math
 import os
-import resource
 import signal
 import subprocess
 import sys
@@ -24,7 +23,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from trustlab.errors import TrustlabError
+from trustlab.argtypes import MAX_JOBS, jobs, real
+from trustlab.errors import TrustlabError, excerpt
 from trustlab.experiments.registry import all_experiments, flagship_runs, import_errors
 from trustlab.report.export import slug
 from trustlab.report.records import check, ensure_dir, failure
@@ -33,9 +33,10 @@ from trustlab.safe_output import claim_dir, path_arg, reported, write_text
 if TYPE_CHECKING:
     from trustlab.cli._forkserver import ForkServer
 
-_ENTRY = "import sys; from trustlab.cli.flagship import child_main; sys.exit(child_main(sys.argv[1:]))"
+_ENTRY = "import sys; from trustlab.cli._flagship_run import child_main; sys.exit(child_main(sys.argv[1:]))"
 _LIVE: set[subprocess.Popen] = set()  # running children, killed if the flagship itself is interrupted
 _LIVE_LOCK = threading.Lock()
+MAX_TIMEOUT_S = 7 * 24 * 3600.0  # a week per run; beyond it threading's timeouts overflow
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -51,9 +52,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="report directory (default out/report): new, empty, or an earlier flagship's")
     p.add_argument("--force", action="store_true",
                    help="write into a non-empty directory that is not an earlier flagship output")
-    p.add_argument("--jobs", "-j", type=int, default=os.cpu_count() or 1, metavar="N",
+    p.add_argument("--jobs", "-j", type=jobs(), default=min(os.cpu_count() or 1, MAX_JOBS), metavar="N",
                    help="runs in parallel (default: one per CPU)")
-    p.add_argument("--timeout", type=float, default=900.0, metavar="S",
+    p.add_argument("--timeout", type=real("--timeout", 0, MAX_TIMEOUT_S, low_open=True), default=900.0, metavar="S",
                    help="seconds one run may take before it is stopped and recorded as failed (default 900)")
     p.add_argument("--only", action="append", metavar="NAME", help="run only these experiments (repeatable)")
     p.add_argument("--skip", action="append", metavar="NAME", help="leave these experiments out (repeatable)")
@@ -66,7 +67,10 @@ def planned_runs(only: list[str] | None, skip: list[str] | None) -> list[tuple[s
     experiments = all_experiments()
     for name in (only or []) + (skip or []):
         if name not in experiments:
-            raise TrustlabError(f"unknown experiment {name!r} (known: {', '.join(experiments)})")
+            raise TrustlabError(f"unknown experiment {excerpt(name)} (known: {', '.join(experiments)})")
+    both = sorted(set(only or []) & set(skip or []))
+    if both:  # the run would silently leave out what --only asked for
+        raise TrustlabError(f"--only and --skip both name {', '.join(both)}; give each experiment to one of them")
     runs = []
     for name, spec in experiments.items():
         if (only and name not in only) or (skip and name in skip):
@@ -151,36 +155,6 @@ def _fork_server(runs: list[tuple[str, list[str]]], env: dict[str, str], timeout
     except (ForkServerError, OSError) as exc:
         print(f"trustlab flagship: running each study in a fresh interpreter ({exc})", file=sys.stderr)
         return None
-
-
-def child_main(argv: list[str]) -> int:
-    """In the child process: ``SAVE NAME ARGV...`` -> run one experiment, write its record.
-
-    Equivalent to ``trustlab run NAME ARGV --save SAVE`` but imports only the
-    experiment it runs, which saves seconds per run on a small machine.
-    """
-    from trustlab.experiments.registry import parse_args, run_experiment
-    from trustlab.report.records import write_json_atomic
-
-    save, name, rest = Path(argv[0]), argv[1], argv[2:]
-    start_cpu = _process_cpu()
-    try:
-        result = run_experiment(name, parse_args(name, rest))
-    except TrustlabError as exc:
-        print(f"trustlab: error: {exc}", file=sys.stderr)
-        return 2
-    # Host CPU of this run (its own and its reaped children's, e.g. swtpm), so a flagship's cost can
-    # be split by study (benchmarks/bench_flagship.py); host measurements, like wall_s, not figures.
-    cpu = _process_cpu()
-    result.meta.update(process_cpu_s=cpu, startup_cpu_s=start_cpu)
-    write_json_atomic(save, result.to_record())
-    return 0
-
-
-def _process_cpu() -> float:
-    """User + system CPU seconds of this process and of the children it has waited for."""
-    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
 
 
 def _terminate_as_interrupt() -> Any:

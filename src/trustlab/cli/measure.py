@@ -6,7 +6,10 @@ import argparse
 import sys
 from pathlib import Path
 
-from trustlab.cli._output import print_json, table
+from trustlab.argtypes import count
+from trustlab.cli._output import print_json
+from trustlab.textable import table
+from trustlab.safe_output import path_arg
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -21,15 +24,15 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="swtpm:port=P, mssim:port=P, device:/dev/tpmrm0 ...")
     p.add_argument("--suite", default="small", choices=("small", "full"),
                    help="small: the commands 'trustlab fit' needs; full: every variant (default small)")
-    p.add_argument("--repeat", type=int, default=10, metavar="N", help="timed repetitions per command")
-    p.add_argument("--warmup", type=int, default=1, metavar="N", help="untimed repetitions first")
+    p.add_argument("--repeat", type=count(1, 1_000_000, "--repeat"), default=10, metavar="N", help="timed repetitions per command")
+    p.add_argument("--warmup", type=count(0, 1_000_000, "--warmup"), default=1, metavar="N", help="untimed repetitions first")
     p.add_argument("--center", choices=("mean", "median", "min"), default="mean",
                    help="what the ms column holds; host noise only adds time, so median or min "
                    "estimate the TPM better on a busy host")
     p.add_argument("--subtract-client-overhead", action="store_true",
                    help="first time this host's own TSS/socket overhead per command (a local swtpm behind a "
                    "virtual proxy) and take it off every sample")
-    p.add_argument("--out", type=Path, required=True, metavar="FILE.csv",
+    p.add_argument("--out", type=path_arg, required=True, metavar="FILE.csv",
                    help="CSV to write (checked before measuring: not a directory, parent exists and is writable)")
     p.add_argument("--json", action="store_true", help="also print the rows as JSON")
     p.set_defaults(handler=run)
@@ -38,7 +41,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from trustlab.devices.tpm2 import harness
     from trustlab.errors import TrustlabError
+    from trustlab.safe_output import check_file
 
+    check_file(args.out)  # a name too long, a FIFO, an unwritable place: one line, before measuring
     harness.check_output(args.out)
     if args.repeat < 1:
         raise TrustlabError(f"--repeat {args.repeat}: must be at least 1")

@@ -6,7 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from trustlab.cli._output import print_json, table
+from trustlab.cli._output import print_json
+from trustlab.textable import table
 from trustlab.errors import ProfileError
 from trustlab.lazy import lazy_module
 
@@ -49,6 +50,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _list(args: argparse.Namespace) -> int:
+    if args.family is not None and not args.family.strip():
+        raise ProfileError("--family: empty; name a family (tpm1.2, tpm2, card, ...) or leave the option out")
     found, broken = registry.summaries(args.family)  # an index: listing parses no profile
     if args.family and not found:
         everything, _ = registry.summaries()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from trustlab.argtypes import jobs
 from trustlab.errors import TrustlabError
 from trustlab.safe_output import claim_dir, path_arg, reported
 
@@ -26,7 +27,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--title", default="trustlab report")
     p.add_argument("--link-images", action="store_true",
                    help="link the PNG files beside the page instead of embedding them")
-    p.add_argument("--jobs", "-j", type=int, default=1, metavar="N",
+    p.add_argument("--jobs", "-j", type=jobs(), default=1, metavar="N",
                    help="draw figures on N processes (default 1)")
     p.set_defaults(handler=run)
 

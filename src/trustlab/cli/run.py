@@ -8,10 +8,11 @@ from pathlib import Path
 from typing import Any
 
 from trustlab.cli._output import print_json
+from trustlab.cli._parser import OneLineParser
 from trustlab.errors import TrustlabError
 
 
-class _LazyRunParser(argparse.ArgumentParser):
+class _LazyRunParser(OneLineParser):
     """``trustlab run``'s parser, which adds the experiments only when ``run`` is parsed or shown.
 
     Registering the experiments imports every study and what it needs (numpy,
@@ -53,11 +54,14 @@ class _LazyRunParser(argparse.ArgumentParser):
                 self.epilog = ("not available (module failed to import): "
                                + "; ".join(f"{m}: {e}" for m, e in broken.items()))
         esub = self.add_subparsers(dest="experiment", metavar="EXPERIMENT", required=True,
-                                   parser_class=argparse.ArgumentParser)
+                                   parser_class=OneLineParser)
         for name, spec in specs.items():
             ep = esub.add_parser(name, help=spec.help, description=spec.help)
             spec.add_arguments(ep)
             registry.add_common_arguments(ep)
+            if not any(a.dest == "force" for a in ep._actions):
+                ep.add_argument("--force", action="store_true",
+                                help="with --save: replace an existing RESULT.json (refused without it)")
             ep.set_defaults(handler=_run)
 
     def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
@@ -157,12 +161,18 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _run(args: argparse.Namespace) -> int:
     from trustlab.experiments.registry import run_experiment
     from trustlab.report.records import write_json_atomic
+    from trustlab.limits import shown
     from trustlab.safe_output import check_file, reported
 
+    force = getattr(args, "force", False)
+    if force and not args.save:
+        raise TrustlabError("--force: applies only with --save (it allows replacing the saved record)")
     if args.save:  # checked before the run: never over an input file (a profile, a trace ...)
         values = [v for k, v in vars(args).items() if k != "save"]
         check_file(args.save, flag="--save", make_parents=True, inputs=[x for v in values for x in (v if isinstance(v, list) else [v])
                                                       if isinstance(x, (str, Path))])
+        if not force and (args.save.is_symlink() or args.save.exists()):  # as every other output: not without --force
+            raise TrustlabError(f"--save {shown(args.save)}: exists; pass --force to replace it, or choose a new name")
     result = run_experiment(args.experiment, args)
     if args.save:
         with reported(args.save, "--save"):

@@ -8,6 +8,7 @@ import sys
 import time
 
 from trustlab.errors import TrustlabError
+from trustlab.safe_output import check_file, path_arg
 from trustlab.experiments._params import seed
 from trustlab.timing import registry
 
@@ -35,11 +36,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--port", type=int, default=2321, help="data port P (control is P+1); 0 picks free ports")
     p.add_argument("--backend", default="swtpm", metavar="SPEC",
                    help="swtpm (start a fresh one), tcp:HOST:PORT (a swtpm-protocol TPM), device:/dev/tpmrm0")
-    p.add_argument("--state", metavar="DIR",
-                   help="keep the TPM's state (NV, persistent keys, seeds) in DIR across restarts, created if "
-                   "missing (default: a temporary directory, deleted on exit)")
+    p.add_argument("--state", metavar="DIR", type=path_arg,
+                   help="keep the TPM's state (NV, persistent keys, seeds) in DIR across restarts: a new or empty "
+                   "directory, or one an earlier serve kept its state in (default: a temporary directory, "
+                   "deleted on exit)")
     p.add_argument("--virtual", action="store_true", help="do not sleep; only record modelled times")
-    p.add_argument("--trace", metavar="FILE.jsonl", help="append one JSON line per command")
+    p.add_argument("--trace", metavar="FILE.jsonl", type=path_arg,
+                   help="append one JSON line per command (never to an input; a write error turns tracing off, "
+                   "said once)")
     p.add_argument("--control", choices=("auto", "swtpm", "mssim"), default="auto",
                    help="protocol of port P+1: auto (default: swtpm's control channel or the MS simulator's "
                    "platform port, told apart per connection), or force one")
@@ -63,7 +67,7 @@ def _log(message: str) -> None:
 
 def _open_backend(args: argparse.Namespace):
     """The backend spec, or for ``--state`` a swtpm on that directory (owned: stopped on exit)."""
-    from trustlab.devices.tpm2.swtpm import remove_stale_state
+    from trustlab.serving.swtpm import remove_stale_state
 
     if args.backend == "swtpm":  # only a serve that starts a swtpm tidies what killed ones left
         for stale in remove_stale_state():
@@ -74,12 +78,10 @@ def _open_backend(args: argparse.Namespace):
         raise TrustlabError(f"--state and --startup apply to --backend swtpm, not {args.backend!r}")
     from pathlib import Path
 
-    from trustlab.devices.tpm2.backend import swtpm_backend
-    from trustlab.devices.tpm2.swtpm import Swtpm
+    from trustlab.serving.tpm2.backend import swtpm_backend
+    from trustlab.serving.swtpm import Swtpm
 
     state = Path(args.state) if args.state else None
-    if state is not None and state.exists() and not state.is_dir():
-        raise TrustlabError(f"--state {args.state}: not a directory")
     return swtpm_backend(Swtpm(state_dir=state, startup=args.startup == "clear").start(), owned=True)
 
 
@@ -98,11 +100,21 @@ def run(args: argparse.Namespace) -> int:
     if args.host not in LOOPBACK_HOSTS:
         _log(f"warning: listening on {args.host}: the control port (P+1) has no authentication; anyone who "
              "can reach it can power-cycle this TPM")
-    proxy = _start_tpm12(args, profile) if profile.family == "tpm1.2" else _start_tpm2(args, profile)
+    from trustlab.serving.statedir import StateDir
+
+    inputs = [args.profile]  # a profile named by its path is an input: never written into
+    if args.trace is not None:
+        check_file(args.trace, inputs, flag="--trace")
+    claim = StateDir(args.state, inputs) if args.state is not None else None  # refused in one line, nothing written
+    proxy = None
     try:
+        proxy = _start_tpm12(args, profile) if profile.family == "tpm1.2" else _start_tpm2(args, profile)
         proxy.check_backend()  # before the banner: a client must never be told a dead TPM is ready
     except BaseException:
-        proxy.stop()
+        if proxy is not None:
+            proxy.stop()
+        if claim is not None:
+            claim.undo()
         raise
     try:
         mode = "virtual" if args.virtual else "realtime"
@@ -119,8 +131,11 @@ def run(args: argparse.Namespace) -> int:
                   f"(control {proxy.ctrl_port}), backend {proxy.backend.describe()}", flush=True)
             print(f"TPM2TOOLS_TCTI={proxy.tcti}", flush=True)
             print(f"trustlab serve: MS-simulator clients: TPM2TOOLS_TCTI={proxy.mssim_tcti}", flush=True)
-        while not received:
+        while not received and proxy.serving:
             time.sleep(0.05)
+        if not received:  # the serving thread died: never leave a dead open port
+            _log(f"error: {proxy.failure}; stopped")
+            return 1
     finally:
         proxy.stop()
         print(f"trustlab serve: stopped after {proxy.summary()}", file=sys.stderr, flush=True)
@@ -137,13 +152,13 @@ def _note_lacking(profile) -> None:
 
 
 def _start_tpm2(args: argparse.Namespace, profile):
-    from trustlab.devices.tpm2.proxy import TimingProxy
+    from trustlab.serving.proxy import TimingProxy
 
     backend = _open_backend(args)
     try:
         return TimingProxy(profile, backend, virtual=args.virtual, trace=args.trace, host=args.host,
                            port=args.port, seed=args.seed, control=args.control, rm=not args.no_rm,
-                           rt_priority=not args.no_rt_priority, log=_log)
+                           rt_priority=not args.no_rt_priority, log=_log, startup=args.startup)
     except BaseException as exc:
         if not isinstance(backend, str):
             backend.close()
@@ -153,9 +168,9 @@ def _start_tpm2(args: argparse.Namespace, profile):
 
 
 def _start_tpm12(args: argparse.Namespace, profile):
-    """The in-process TPM 1.2 engine behind the same front end (devices/tpm12/served.py)."""
-    from trustlab.devices.tpm12.served import EngineBackend
-    from trustlab.devices.tpm2.proxy import TimingProxy
+    """The in-process TPM 1.2 engine behind the same front end (serving/tpm12/engine_backend.py)."""
+    from trustlab.serving.tpm12.engine_backend import EngineBackend
+    from trustlab.serving.proxy import TimingProxy
 
     if args.backend != "swtpm":
         raise TrustlabError(f"--backend {args.backend}: a tpm1.2 profile is served by trustlab's own TPM 1.2 "
@@ -166,7 +181,7 @@ def _start_tpm12(args: argparse.Namespace, profile):
     try:
         return TimingProxy(profile, backend, control="swtpm", virtual=args.virtual, trace=args.trace,
                            host=args.host, port=args.port, seed=args.seed, rt_priority=not args.no_rt_priority,
-                           log=_log)
+                           log=_log, startup=args.startup)
     except BaseException as exc:
         backend.close()
         if isinstance(exc, OSError):

@@ -6,8 +6,10 @@ import argparse
 import os
 from pathlib import Path
 
+from trustlab.argtypes import MAX_JOBS, jobs
 from trustlab.errors import TrustlabError
-from trustlab.safe_output import claim_dir, path_arg
+from trustlab.limits import shown
+from trustlab.safe_output import check_path, claim_dir, path_arg, reported
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -22,7 +24,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("spec", type=Path, metavar="SPEC.toml", nargs="?")
     p.add_argument("--params", metavar="EXPERIMENT",
                    help="list the parameters a spec may set for EXPERIMENT, and exit")
-    p.add_argument("--jobs", "-j", type=int, default=os.cpu_count() or 1, metavar="N",
+    p.add_argument("--jobs", "-j", type=jobs(), default=min(os.cpu_count() or 1, MAX_JOBS), metavar="N",
                    help="points at once: this process and up to N-1 workers, started only when the points "
                    "are long enough to pay for their start (default: one per CPU; 1 runs all here)")
     p.add_argument("--scheduler", metavar="ADDRESS",
@@ -41,6 +43,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    _check_modes(args)
     from trustlab.sweep import load, run_sweep  # here, not at the top: every CLI start imports this module
     from trustlab.sweep.cache import sweep_lock
 
@@ -53,6 +56,7 @@ def run(args: argparse.Namespace) -> int:
     if args.scheduler is not None and not args.scheduler.strip():
         raise TrustlabError("--scheduler: an empty address (expected e.g. tcp://127.0.0.1:8786 or 'local')")
     spec = load(args.spec)
+    check_path(args.out / spec.name, "--out")  # a name too long is one line, in a dry run too
     if args.dry_run:
         from trustlab.sweep.cache import PointCache
 
@@ -61,8 +65,13 @@ def run(args: argparse.Namespace) -> int:
             state = "cached" if cache.get(point.key) is not None else "pending"
             print(f"{point.key}  {state:7}  {point.experiment} {' '.join(point.argv)}")
         return 0
-    claim_dir(args.out / spec.name, "sweep", force=args.force, inputs=[args.spec])
-    with sweep_lock(args.out / spec.name):
+    target = claim_dir(args.out / spec.name, "sweep", force=args.force, inputs=[args.spec])
+    for name in ("results.json", "results.csv"):  # checked before the points run, not after
+        result = target / name
+        if result.is_symlink() or (result.exists() and not result.is_file()):
+            raise TrustlabError(f"--out {shown(target)}: {name} there is not a regular file; remove it, "
+                                "or choose another directory")
+    with sweep_lock(target), reported(target):
         outcome = run_sweep(spec, args.out, jobs=args.jobs, scheduler=args.scheduler,
                             progress=not args.no_progress, fresh=args.fresh)
     total = len({p.key for p in outcome.points})
@@ -78,8 +87,25 @@ def run(args: argparse.Namespace) -> int:
     return 1 if outcome.failed or violated else 0
 
 
+def _check_modes(args: argparse.Namespace) -> None:
+    """Options that do nothing in the chosen mode are errors naming what they need (issue 23)."""
+    if args.params and args.spec is not None:
+        raise TrustlabError("--params lists an experiment's parameters and runs no spec; give --params or a "
+                            "SPEC.toml, not both")
+    if args.dry_run:
+        for flag, given in (("--fresh", args.fresh), ("--force", args.force), ("--scheduler", args.scheduler)):
+            if given:
+                raise TrustlabError(f"{flag}: has no effect with --dry-run (which runs and writes nothing)")
+    try:
+        not_a_dir = args.out.exists() and not args.out.is_dir()
+    except OSError:
+        not_a_dir = False  # check_path names the problem below
+    if not_a_dir:
+        raise TrustlabError(f"--out {shown(args.out)}: is a file, not a directory")
+
+
 def _print_params(experiment: str) -> int:
-    from trustlab.cli._output import table
+    from trustlab.textable import table
     from trustlab.experiments._params import schema
 
     rows = [[p["name"], p["type"], p["default"], ", ".join(map(str, p["choices"] or [])), p["help"]]

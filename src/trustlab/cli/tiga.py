@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import argparse
 
-from trustlab.cli._output import print_json, table
+from trustlab.cli._output import print_json
+from trustlab.textable import table
 from trustlab.errors import TrustlabError
 
 

@@ -58,14 +58,29 @@ def _auth(text: str) -> bytes:
     return data
 
 
+def tcti_arg(text: str) -> str:
+    """``--tcti``: an empty string would make TCTILdr try every TCTI it knows, each failure a log line."""
+    if not text.strip():
+        raise TrustlabError("--tcti: empty; give e.g. swtpm:port=2321, mssim:port=2321 or device:/dev/tpmrm0")
+    if "\0" in text or len(text) > 4096:
+        raise TrustlabError("--tcti: not a TCTI string (a NUL character, or longer than 4096 characters)")
+    return text
+
+
+def quiet_tss() -> None:
+    """Silence the TSS's own logging (its ERROR/WARNING lines on stderr), unless the user set TSS2_LOG:
+    a failure reaches the user once, as our one-line error."""
+    os.environ.setdefault("TSS2_LOG", "all+NONE")
+
+
+MAX_BLOB_BYTES = 16 * 1024 * 1024  # a message, a signature, a context: a TPM's are a few KiB
+
+
 def read_user_bytes(path: Path, what: str) -> bytes:
-    """A user-named file's bytes; a missing or unreadable file is a one-line TrustlabError."""
-    try:
-        return path.read_bytes()
-    except FileNotFoundError:
-        raise TrustlabError(f"{path}: no such {what} file") from None
-    except OSError as exc:
-        raise TrustlabError(f"{path}: cannot read {what} ({exc.strerror or exc})") from None
+    """A user-named file's bytes, bounded, a regular file only (no FIFO, no device): else one line."""
+    from trustlab import limits
+
+    return limits.read_bytes(path, what, MAX_BLOB_BYTES)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -78,7 +93,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     def verb(name: str, help_: str, example: str) -> argparse.ArgumentParser:
         v = verbs.add_parser(name, help=help_, description=help_, epilog=f"example: trustlab tpm2 pqc {example}")
-        v.add_argument("--tcti", default=os.environ.get("TPM2TOOLS_TCTI", "swtpm:port=2321"),
+        v.add_argument("--tcti", type=tcti_arg, default=os.environ.get("TPM2TOOLS_TCTI") or "swtpm:port=2321",
                        help="TCTI of the TPM (default $TPM2TOOLS_TCTI, else swtpm:port=2321); swtpm:/mssim: are "
                        "spoken directly, others through tpm2-pytss's TCTILdr")
         v.add_argument("--json", action="store_true", help="machine-readable output")
@@ -194,6 +209,7 @@ def _client(args: argparse.Namespace) -> Iterator:
     """A client for ``args.tcti``; a ``--key`` naming a context file is loaded now and flushed at the end."""
     from trustlab.devices.tpm2.pqc.client import PqcClient
 
+    quiet_tss()
     with PqcClient.connect(args.tcti) as tpm:
         loaded = None
         ref = getattr(args, "key", None)
@@ -391,7 +407,7 @@ def run_quote(args: argparse.Namespace) -> int:
 def run_measure(args: argparse.Namespace) -> int:
     import sys
 
-    from trustlab.cli._output import table
+    from trustlab.textable import table
     from trustlab.devices.tpm2 import harness
     from trustlab.devices.tpm2.pqc.client import measure
 

@@ -16,11 +16,13 @@ from trustlab.timing.profile import Profile
 
 def sniff(path: Path) -> str:
     """``"tpm"`` or ``"javacard"``."""
-    try:  # only the head: a device or a huge file must not be read whole to be told apart
-        with path.open("rb") as fh:
+    from trustlab import limits
+
+    with limits.open_input(path, "JCAlgTest file", ProfileError) as fh:  # a regular file only (no FIFO, no device)
+        try:  # only the head: a huge file must not be read whole to be told apart
             head = fh.read(80_000).decode("utf-8", errors="replace")[:20000]
-    except OSError as exc:
-        raise ProfileError(f"{path}: cannot read: {exc.strerror}") from None
+        except OSError as exc:
+            raise ProfileError(f"{limits.shown(path)}: cannot read: {exc.strerror}") from None
     if "AlgTest applet version" in head or "AlgTestJClient" in head or "Card ATR" in head:
         return "javacard"
     if "TPM2_" in head or "Manufacturer;" in head:

@@ -213,9 +213,8 @@ def parse_card_text(text: str, where: str, name: str | None = None) -> Profile:
 
 def parse_card_csv(path: Path, name: str | None = None) -> Profile:
     """One Java Card profile (family ``javacard``) from a JCAlgTest CSV file."""
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise ProfileError(f"{path}: cannot read: {exc.strerror}") from None
-    text = raw.decode("utf-8", errors="replace")
+    from trustlab import limits
+
+    raw = limits.read_bytes(path, "JCAlgTest file", error=ProfileError)  # bounded; a regular file only
+    text = raw.decode("utf-8-sig", errors="replace")
     return parse_card_text(text, str(path), name=name)

@@ -70,10 +70,10 @@ def _number(text: str, where: str) -> float:
 
 def parse_entries(path: Path) -> tuple[dict[str, str], list[Entry]]:
     """Header fields and every usable (command, parameters, stats) entry of a file."""
-    try:
-        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
-    except OSError as exc:
-        raise ProfileError(f"{path}: cannot read: {exc.strerror}") from None
+    from trustlab import limits
+
+    raw = limits.read_bytes(path, "JCAlgTest file", error=ProfileError)  # bounded; a regular file only
+    lines = raw.decode("utf-8-sig", errors="replace").splitlines()
     header: dict[str, str] = {}
     entries: list[Entry] = []
     command = ""

@@ -112,10 +112,9 @@ def _num(row: dict, key: str, where: str) -> float | None:
 
 def parse_wolftpm_csv(path: Path) -> list[Profile]:
     """One family-``tpm2`` profile per chip row of the wolfTPM benchmark CSV."""
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except OSError as exc:
-        raise ProfileError(f"{path}: cannot read: {exc.strerror}") from None
+    from trustlab import limits
+
+    lines = limits.read_text(path, "wolfTPM benchmark CSV", error=ProfileError).splitlines()
     notes = [ln.lstrip("# ").strip() for ln in lines if ln.startswith("#")]
     body = [(i + 1, ln) for i, ln in enumerate(lines) if ln.strip() and not ln.startswith("#")]
     if not body:

@@ -12,51 +12,11 @@ from __future__ import annotations
 import argparse
 from typing import Any, Mapping
 
+from trustlab.argtypes import SEED_MAX, count, real, seed  # noqa: F401 (re-exported)
 from trustlab.errors import TrustlabError
 from trustlab.experiments.registry import experiment_parser
 
 _RESERVED = {"json", "save", "help"}
-
-SEED_MAX = 2**32 - 1
-
-
-def count(low: int, high: int, flag: str):
-    """argparse ``type=`` for a count option: an integer low..high, else one line naming ``flag``.
-
-    The bound keeps a typo (or 2^64) from starting a run that would never end."""
-    wanted = {1: f"a positive integer (at most {high})", 0: f"a non-negative integer (at most {high})"}.get(
-        low, f"an integer {low}..{high}")
-
-    def parse(text: str) -> int:
-        shown = text if len(text) <= 30 else f"{text[:20]}...({len(text)} characters)"
-        try:
-            value = int(text, 10)
-        except (TypeError, ValueError):
-            raise TrustlabError(f"{flag} {shown}: expected {wanted}") from None
-        if value < 0 <= low:
-            raise TrustlabError(f"{flag} {shown}: must not be negative")
-        if not low <= value <= high:
-            raise TrustlabError(f"{flag} {shown}: expected {wanted}")
-        return value
-    parse.__name__ = "int"
-    return parse
-
-
-def seed(text: str) -> int:
-    """argparse ``type=`` of every experiment's ``--seed``: one rule everywhere, an integer
-    0..2^32-1 (what every generator underneath accepts, with room for per-party offsets).
-
-    Raises TrustlabError (which argparse lets through), so the CLI prints one line."""
-    shown = text if len(text) <= 30 else f"{text[:20]}...({len(text)} characters)"
-    try:
-        value = int(text, 10)
-    except (TypeError, ValueError):
-        raise TrustlabError(f"--seed {shown}: expected an integer 0..{SEED_MAX}") from None
-    if value < 0:
-        raise TrustlabError(f"--seed {shown}: must not be negative (seeds are integers 0..{SEED_MAX})")
-    if value > SEED_MAX:
-        raise TrustlabError(f"--seed {shown}: must be at most {SEED_MAX}")
-    return value
 
 
 def parameters(name: str) -> dict[str, argparse.Action]:

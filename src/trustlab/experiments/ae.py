@@ -20,11 +20,12 @@ import math
 
 from trustlab.apps.ae import MODES
 from trustlab.apps.ae.analysis import (
-    CARD_BUFFER, PAPER_MODES, PAPER_SIZES, Row, coprocessor_tiga_s3cc9e8, largest_message, links, predict, tiga,
-    workload,
+    ALT_SPLIT, CARD_BUFFER, PAPER_MODES, PAPER_SIZES, Row, coprocessor_tiga_s3cc9e8, engine_reading, largest_message,
+    links, predict, tiga, workload,
 )
+from trustlab.devices.card.primitives import cipher_component
 from trustlab.apps.ae.ocb2 import WARNING as OCB2_WARNING
-from trustlab.cli._output import table
+from trustlab.textable import table
 from trustlab.devices.card.platforms import FLAGSHIP, PLATFORMS, platform
 from trustlab.errors import TrustlabError
 from trustlab.experiments.registry import Reference, Result, experiment
@@ -129,12 +130,20 @@ class AEExperiment:
             rows += predict(plat, modes, sizes, link_mode=args.link, protocol=args.protocol, pad=not args.no_pad,
                             setup_per_message=args.key_setup == "message", dest=args.buffers)
         data = [r.to_dict() for r in rows]
-        text = [self._text_platform(plat, [r for r in rows if r.platform == plat.name], modes, sizes, args)
-                for plat in plats]
+        text = []
+        for plat in plats:
+            mine = [r for r in rows if r.platform == plat.name]
+            text.append(self._text_platform(plat, mine, modes, sizes, args))
+            text[-1] += self._text_engine_reading(plat, mine, modes, sizes, args)
+            said = self._statements(plat, mine)
+            if said:
+                text[-1] += "\nThe paper's statements about its (withheld) tables, counted on these predictions:\n" + \
+                    table([[r.label.split(": ", 1)[1], int(r.reference), int(r.model or 0)] for r in said],
+                          ["statement", "paper (sizes)", "model (sizes)"])
         text.append(self._text_workload(sizes))
         if "ocb2" in modes:
             text.append("Note: " + OCB2_WARNING + ".")
-        refs = self._references(plats, modes, sizes, args)
+        refs = self._references(plats, modes, sizes, args, rows)
         profiles = {}
         for plat in plats:
             prof = plat.profile()
@@ -186,6 +195,7 @@ class AEExperiment:
         if "gcm" in modes and "gf_multiply" in prof:
             gf = prof["gf_multiply"]
             lines.append(f"GCM's GF(2^128) multiply: {gf.mean:g} ms ({gf.provenance.note or gf.provenance.table})")
+        lines.append(AEExperiment._text_drivers(rows, modes, sizes))
         order = ", ".join(f"{n}: {fastest[n]}" for n in sizes)
         lines.append(f"Fastest mode by size: {order}")
         non_gcm = [m for m in modes if m != "gcm"]
@@ -202,6 +212,45 @@ class AEExperiment:
                          + (f" (processing-limited: {', '.join(proc[:12])}{' ...' if len(proc) > 12 else ''})"
                             if 0 < len(proc) < total else ""))
         return "\n".join(lines)
+
+    @staticmethod
+    def _text_engine_reading(plat, rows: list[Row], modes, sizes, args) -> str:  # type: ignore[no-untyped-def]
+        """The other reading of the per-call/per-block split (§V.D's decomposition), where the profile has one."""
+        prof = plat.profile()
+        alt = engine_reading(prof, plat.cipher, plat.mask)
+        if alt is None or args.buffers == "nvm":
+            return ""
+        other = predict(plat, modes, sizes, link_mode=args.link, protocol=args.protocol, pad=not args.no_pad,
+                        setup_per_message=args.key_setup == "message", profile=alt)
+        cell = {(r.mode, r.bytes): r.predicted_ms for r in other}
+        mine = {(r.mode, r.bytes): r.predicted_ms for r in rows}
+        body = [[n] + [f"{cell[(m, n)]:.4g} ({cell[(m, n)] / mine[(m, n)] - 1:+.0%})" for m in modes] for n in sizes]
+        enc = cipher_component(plat.cipher, plat.mask)
+        return ("\nOther reading of the per-call/per-block split (§V.D: per block only the DES engine runs and the "
+                f"data moved, {prof.mean(ALT_SPLIT + enc) * 1000:.1f} us; per call the rest, "
+                f"{prof.mean(ALT_SPLIT + 'key_load.' + enc.removeprefix('block_encrypt.')) * 1000:.1f} us; "
+                f"charged above: block {prof.mean(enc) * 1000:.1f} us + key load once per key and message), ms "
+                "(change vs above):\n" + table(body, ["bytes"] + list(modes)))
+
+    @staticmethod
+    def _text_drivers(rows: list[Row], modes, sizes) -> str:  # type: ignore[no-untyped-def]
+        """Which profile components the prediction is made of, at the smallest and largest size.
+
+        Each cell: component -> share of the predicted time; the per-call key
+        load, the per-block encryption and OCB's per-message work show up here.
+        """
+        cell = {(r.mode, r.bytes): r for r in rows}
+        picks = sorted({min(sizes), max(sizes)})
+        body = []
+        for m in modes:
+            for n in picks:
+                r = cell[(m, n)]
+                total = sum(r.components_ms.values()) or 1.0
+                top = sorted(r.components_ms.items(), key=lambda kv: -kv[1])
+                body.append([m, n, r.predicted_ms,
+                             ", ".join(f"{k} {v / total:.0%}" for k, v in top if v / total >= 0.005)])
+        return "What drives the prediction (share of the processing time per profile component)\n" + \
+            table(body, ["mode", "bytes", "ms", "components"])
 
     @staticmethod
     def _text_workload(sizes) -> str:  # type: ignore[no-untyped-def]
@@ -226,8 +275,53 @@ class AEExperiment:
     # ---- references --------------------------------------------------------------------
 
     @staticmethod
-    def _references(plats, modes, sizes, args) -> list[Reference]:  # type: ignore[no-untyped-def]
+    def _statements(plat, rows: list[Row]) -> list[Reference]:
+        """The paper's qualitative statements about its measured tables, counted on the predictions.
+
+        Each statement is a number of message sizes (among the paper's) where an
+        ordering holds; the reference is what the text claims, the model what
+        the predictions give. Published text, not the withheld tables: a check
+        on the shape of the predictions, never used to build a profile.
+        """
+        cell = {(r.mode, r.bytes): r.predicted_ms for r in rows}
+        sizes = [n for n in PAPER_SIZES if all((m, n) in cell for m in ("ocb2", "ocb3", "ccm", "etm"))]
+        if not sizes:
+            return []
+        four = ("ocb2", "ocb3", "ccm", "etm")
+
+        def count(pred, among) -> int:  # type: ignore[no-untyped-def]
+            return sum(1 for n in among if pred(n))
+
+        out = []
+        src = f"{PAPER}, §VIII"
+        out.append((f"{plat.name}: sizes where ETM is ahead of CCM ('ETM was always slightly ahead of CCM')",
+                    len(sizes), count(lambda n: cell[("etm", n)] < cell[("ccm", n)], sizes), src))
+        out.append((f"{plat.name}: sizes where OCB2 leads OCB3 ('OCB2 led OCB3')",
+                    len(sizes), count(lambda n: cell[("ocb2", n)] < cell[("ocb3", n)], sizes), src))
+        if plat.name == "multos-sle78":
+            big = [n for n in sizes if n > 32]
+            out.append((f"{plat.name}: sizes > 32 B where OCB2 is the quickest ('OCB2 is the quickest mode for "
+                        "message sizes beyond 32bytes')", len(big),
+                        count(lambda n: min(four, key=lambda m: cell[(m, n)]) == "ocb2", big), f"{PAPER}, §IV.B"))
+            out.append((f"{plat.name}: sizes where OCB3 beats ETM ('OCB3 only overtakes ETM for messages larger "
+                        "than 128 bytes')", len([n for n in sizes if n > 128]),
+                        count(lambda n: cell[("ocb3", n)] < cell[("etm", n)], sizes), f"{PAPER}, §IV.B"))
+        if plat.cipher.startswith("tdes") and plat.name != "multos-sle78":
+            out.append((f"{plat.name}: sizes where ETM is quicker than OCB2 and OCB3 ('ETM/CCM modes were "
+                        "quicker than OCB for the single APDU test messages')", len(sizes),
+                        count(lambda n: cell[("etm", n)] < min(cell[("ocb2", n)], cell[("ocb3", n)]), sizes), src))
+        if plat.name == "sle78-aes":
+            out.append((f"{plat.name}: sizes where OCB2 beats ETM ('OCB2 overtook ETM for message sizes around "
+                        "64 bytes and upward')", len([n for n in sizes if n >= 64]),
+                        count(lambda n: cell[("ocb2", n)] < cell[("etm", n)], sizes), src))
+        return [Reference(label, float(want), model=float(got), unit="sizes", source=source)
+                for label, want, got, source in out]
+
+    @staticmethod
+    def _references(plats, modes, sizes, args, rows=()) -> list[Reference]:  # type: ignore[no-untyped-def]
         refs: list[Reference] = []
+        for plat in plats:
+            refs += AEExperiment._statements(plat, [r for r in rows if r.platform == plat.name])
         for n in sizes:
             if n not in TABLE_I:
                 continue

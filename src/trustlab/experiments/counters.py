@@ -27,9 +27,9 @@ from trustlab.apps import workloads
 from trustlab.apps.counters import schemes
 from trustlab.apps.counters.base import VerificationError
 from trustlab.apps.counters.runner import OpRecord, describe, run, summarize
-from trustlab.cli._output import table
+from trustlab.textable import table
 from trustlab.errors import TrustlabError
-from trustlab.experiments._params import seed
+from trustlab.experiments._params import real, seed
 from trustlab.experiments.registry import Reference, Result, experiment
 from trustlab.timing import registry
 
@@ -52,6 +52,7 @@ TABLES = {
 # counters is the largest hash tree the batch mode (--attest-every) is meant for.
 MAX_COUNTERS = 1 << 20
 MAX_REQUESTS = 1 << 24
+MAX_ZIPF = 100.0  # a Zipf exponent beyond this sends every request to counter 0
 
 
 def _int_list(text: str, flag: str = "--counters") -> list[int]:
@@ -113,13 +114,16 @@ class CountersExperiment:
                             help="requests per run (default: one per counter, as in the paper)")
         parser.add_argument("--seed", type=seed, default=0,
                             help="seed (>= 0) of the request stream and the timing spread draws (default 0)")
-        parser.add_argument("--zipf-mode", choices=list(workloads.ZIPF_MODES), default="bounded",
-                            help="bounded (paper's law, exact), ycsb, or scrambled (YCSB ScrambledZipfian)")
-        parser.add_argument("--zipf-constant", type=float, default=workloads.YCSB_ZIPFIAN_CONSTANT,
-                            help="Zipf constant/exponent (default 0.99, YCSB's)")
-        parser.add_argument("--zipf-rho", type=float, default=None,
-                            help="the paper's rho: bounded Zipf with exponent rho+1 (overrides the constant)")
-        parser.add_argument("--read-fraction", type=float, default=None, metavar="F",
+        parser.add_argument("--zipf-mode", choices=list(workloads.ZIPF_MODES), default=None,
+                            help="with --workload zipf: bounded (paper's law, exact; the default), ycsb, "
+                            "or scrambled (YCSB ScrambledZipfian)")
+        parser.add_argument("--zipf-constant", type=real("--zipf-constant", 0, MAX_ZIPF, low_open=True), default=None,
+                            help="with --workload zipf: Zipf constant/exponent (default 0.99, YCSB's; "
+                            "ycsb/scrambled need it below 1)")
+        parser.add_argument("--zipf-rho", type=real("--zipf-rho", 0, MAX_ZIPF, low_open=True), default=None,
+                            help="with --workload zipf --zipf-mode bounded: the paper's rho, exponent rho+1 "
+                            "(instead of --zipf-constant)")
+        parser.add_argument("--read-fraction", type=real("--read-fraction", 0, 1), default=None, metavar="F",
                             help="mixed stream: each request is a READ with probability F, else INCREMENT")
         parser.add_argument("--trace", type=Path, default=None, help="replay a trace file instead")
         parser.add_argument("--deterministic", action="store_true",
@@ -137,6 +141,7 @@ class CountersExperiment:
                             "with --scheme log/log-tpm2; with 'both' it applies to the hash-tree runs")
 
     def run(self, args: argparse.Namespace) -> Result:
+        _check_modes(args)
         if args.requests is not None and args.requests < 1:
             raise TrustlabError(f"--requests {args.requests}: need at least one request")
         if args.requests is not None and args.requests > MAX_REQUESTS:
@@ -214,10 +219,42 @@ class CountersExperiment:
             reqs = workloads.load_trace(args.trace, n)
             return reqs, np.array([r.counter for r in reqs if r.op == workloads.INCREMENT])
         count = args.requests if args.requests is not None else n
-        ids = workloads.counter_ids(args.workload, n, count, seed=args.seed, zipf_mode=args.zipf_mode,
-                                    zipf_constant=args.zipf_constant, rho=args.zipf_rho)
+        constant = workloads.YCSB_ZIPFIAN_CONSTANT if args.zipf_constant is None else args.zipf_constant
+        ids = workloads.counter_ids(args.workload, n, count, seed=args.seed, zipf_mode=args.zipf_mode or "bounded",
+                                    zipf_constant=constant, rho=args.zipf_rho)
         # a stream, not a list: 10^6 request objects would be ~100 MB (replayed once per scheme)
         return workloads.RequestStream(ids, args.op, args.read_fraction, seed=args.seed), ids
+
+
+def _check_modes(args: argparse.Namespace) -> None:
+    """Refuse an option that would have no effect in the chosen mode, naming the option it needs.
+
+    Why: ``--zipf-constant nan`` under the default round-robin workload used to run and exit 0,
+    the option silently ignored; a user who typed it meant something that did not happen."""
+    given = lambda name: getattr(args, name) is not None  # noqa: E731
+    if args.trace:
+        for name, flag in (("requests", "--requests"), ("read_fraction", "--read-fraction"),
+                           ("zipf_mode", "--zipf-mode"), ("zipf_constant", "--zipf-constant"),
+                           ("zipf_rho", "--zipf-rho")):
+            if given(name):
+                raise TrustlabError(f"{flag}: has no effect with --trace (the trace gives the requests); "
+                                    "drop one of them")
+        if args.workload != "roundrobin":
+            raise TrustlabError(f"--workload {args.workload}: has no effect with --trace (the trace gives the "
+                                "requests); drop one of them")
+        return
+    for name, flag in (("zipf_mode", "--zipf-mode"), ("zipf_constant", "--zipf-constant"), ("zipf_rho", "--zipf-rho")):
+        if given(name) and args.workload != "zipf":
+            raise TrustlabError(f"{flag}: applies only with --workload zipf (the workload is {args.workload})")
+    if given("zipf_rho"):
+        if (args.zipf_mode or "bounded") != "bounded":
+            raise TrustlabError(f"--zipf-rho: applies only with --zipf-mode bounded (not {args.zipf_mode}); "
+                                "use --zipf-constant")
+        if given("zipf_constant"):
+            raise TrustlabError("--zipf-rho and --zipf-constant both set the exponent; give one of them")
+    if given("zipf_constant") and args.zipf_mode in ("ycsb", "scrambled") and not args.zipf_constant < 1:
+        raise TrustlabError(f"--zipf-constant {args.zipf_constant:g}: --zipf-mode {args.zipf_mode} needs a "
+                            "constant in (0, 1)")
 
 
 _GAP_EDGES = [0, 3, 10, 30, 100, 300, 700, 10 ** 9]

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import argparse
 
-from trustlab.cli._output import table
+from trustlab.textable import table
 from trustlab.devices.ftpm import DEFAULT_STORAGE_PROFILE
 from trustlab.devices.ftpm.atomic_store import capacity
 from trustlab.devices.ftpm.crash import run_campaign

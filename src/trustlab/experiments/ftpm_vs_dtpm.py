@@ -24,7 +24,7 @@ from __future__ import annotations
 import argparse
 import statistics
 
-from trustlab.cli._output import table
+from trustlab.textable import table
 from trustlab.devices.ftpm import DEFAULT_STORAGE_PROFILE
 from trustlab.devices.ftpm.storage_cost import EXTRA_COMMANDS, PAPER_COMMANDS, measure
 from trustlab.errors import TrustlabError

@@ -28,12 +28,12 @@ from dataclasses import replace
 from trustlab.apps.hbs.applet import Card
 from trustlab.apps.hbs.costs import COMPONENTS
 from trustlab.apps.hbs.costs import price
-from trustlab.apps.hbs.model import (RESPONSES, Analysis, Stats, analyse, drivers, response_alternative,
-                                     sensitivity, wots_keygen_counts, wots_signature_counts)
+from trustlab.apps.hbs.model import (DEFAULT_RESPONSES, RESPONSES, Analysis, Stats, analyse, drivers,
+                                     response_alternative, sensitivity, wots_keygen_counts, wots_signature_counts)
 from trustlab.apps.hbs.params import XMSSParams
-from trustlab.cli._output import table
+from trustlab.textable import table
 from trustlab.errors import TrustlabError
-from trustlab.experiments._params import seed
+from trustlab.experiments._params import count, real, seed
 from trustlab.experiments.registry import Reference, Result, experiment
 from trustlab.timing import registry
 from trustlab.timing.profile import Profile, Provenance
@@ -121,6 +121,27 @@ def lifetime_prepare_ms(a: Analysis) -> tuple[float, int, int]:
     return mean, idle, n
 
 
+MAX_H = 64  # total tree height: RFC 8391's largest XMSS^MT sets have h = 60
+
+
+def _check_modes(args: argparse.Namespace) -> None:
+    """An option that has no effect in the chosen mode is an error naming the option it needs (issue 23)."""
+    given = lambda name: getattr(args, name, None) is not None  # noqa: E731
+    if getattr(args, "grid", False):
+        for name in ("h", "d", "w"):
+            if given(name):
+                raise TrustlabError(f"--{name}: has no effect with --grid (which covers --grid-h x --grid-w); "
+                                    "drop one of them")
+        if getattr(args, "check", False):
+            raise TrustlabError("--check: has no effect with --grid; run it without --grid")
+    else:
+        for name, flag in (("grid_h", "--grid-h"), ("grid_w", "--grid-w")):
+            if given(name):
+                raise TrustlabError(f"{flag}: applies only with --grid")
+    if given("seed") and not getattr(args, "check", False):
+        raise TrustlabError("--seed: applies only with --check (the key of the functional check derives from it)")
+
+
 def _grid_points(hs: list[int], ws: list[int]) -> list[XMSSParams]:
     return [XMSSParams(h, d, w) for h in hs for w in ws for d in range(1, h + 1)
             if h % d == 0 and 2 <= h // d <= 10]
@@ -138,14 +159,14 @@ class HBS:
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("--profile", default="jcop-2018", metavar="NAME",
                             help="Java Card profile (default jcop-2018)")
-        parser.add_argument("--h", type=int, default=20, help="total tree height (default 20)")
-        parser.add_argument("--d", type=int, default=4, help="layers; must divide h (default 4)")
-        parser.add_argument("--w", type=int, default=16, choices=(4, 16), help="Winternitz parameter (default 16)")
+        parser.add_argument("--h", type=count(1, MAX_H, "--h"), default=None, help="total tree height (default 20)")
+        parser.add_argument("--d", type=count(1, MAX_H, "--d"), default=None, help="layers; must divide h (default 4)")
+        parser.add_argument("--w", type=int, default=None, choices=(4, 16), help="Winternitz parameter (default 16)")
         parser.add_argument("--grid", action="store_true",
                             help="trade-off table and plots over --grid-h x --grid-w x every d with 2 <= h/d <= 10")
-        parser.add_argument("--grid-h", type=int, nargs="+", default=[10, 20], metavar="H",
+        parser.add_argument("--grid-h", type=count(1, MAX_H, "--grid-h"), nargs="+", default=None, metavar="H",
                             help="total heights the --grid covers (default 10 20)")
-        parser.add_argument("--grid-w", type=int, nargs="+", default=[4, 16], metavar="W",
+        parser.add_argument("--grid-w", type=int, nargs="+", default=None, metavar="W",
                             help="Winternitz parameters the --grid covers, 4 and/or 16 (default 4 16)")
         parser.add_argument("--set", action="append", default=[], metavar="COMPONENT=MS",
                             help="what-if: replace one profile cost (repeatable), e.g. --set hash_call=2.7 "
@@ -154,36 +175,42 @@ class HBS:
                             help="also run the applet for real on a small key with the same d and w (h = 2d): "
                             "sign across a subtree switch, tear the card mid-signature, verify every signature "
                             "off-card, try to reuse a one-time key")
-        parser.add_argument("--seed", type=seed, default=0,
+        parser.add_argument("--seed", type=seed, default=None,
                             help="--check: the card's secret key seeds (and the clock's draws) derive from it, so "
                             "repeated runs sign the same messages with the same key in the same times (default 0)")
-        parser.add_argument("--responses", choices=RESPONSES, default="extended",
-                            help="how the signature leaves the card: 'extended' = the paper's eight APDUs with "
-                            "extended-length responses (~1.2 KB each; default), 'short' = responses of at most "
-                            "256 bytes, ceil(signature bytes / 256) exchanges (37 for h=20 d=4, 45 for d=5)")
-        parser.add_argument("--sensitivity", type=float, default=0.10, metavar="REL",
+        parser.add_argument("--responses", choices=RESPONSES, default=DEFAULT_RESPONSES,
+                            help="how the signature leaves the card: 'applet' = as the paper's published applet "
+                            "(joostrijneveld/javacard-xmss) does it: SIGN_INIT, then per layer 256-byte responses of "
+                            "8 WOTS+ chains and one authentication path (41 commands for h=20 d=4, 51 for d=5), its "
+                            "signing state in persistent fields, one atomic update per command (default); "
+                            "'extended' = the excerpt's eight APDUs with extended-length responses (~1.2 KB each); "
+                            "'short' = the bytes in as few <= 256-byte responses as they fill (37 for d=4, 45 for "
+                            "d=5)")
+        parser.add_argument("--sensitivity", type=real("--sensitivity", 0, 1, low_open=True, high_open=True), default=0.10,
+                            metavar="REL",
                             help="relative change of each profile parameter in the sensitivity table (default 0.10)")
 
     def run(self, args: argparse.Namespace) -> Result:
+        _check_modes(args)
         prof = _what_if(_profile(args.profile), getattr(args, "set", []) or [])
         if not 0 < args.sensitivity < 1:
             raise TrustlabError(f"--sensitivity {args.sensitivity}: give a fraction in (0, 1)")
         provenance = {prof.name: prof.provenance.describe()}
         if args.grid:
             return self._grid(args, prof, provenance)
-        p = _params(args.h, args.d, args.w)
-        responses = getattr(args, "responses", "extended")
+        p = _params(20 if args.h is None else args.h, 4 if args.d is None else args.d, 16 if args.w is None else args.w)
+        responses = getattr(args, "responses", DEFAULT_RESPONSES)
         a = steady_state(analyse(p, prof, responses))
         sens = sensitivity(a, prof, args.sensitivity)
         drive = drivers(a, prof, args.sensitivity)
         alt = response_alternative(p, prof)
         text = _text(a, sens, args.sensitivity) + "\n\n" + _drivers_text(prof, drive, alt, responses,
                                                                           args.sensitivity)
-        refs = _references(p, prof)
+        refs = _references(p, prof, responses)
         data = a.record()
         data["responses"] = responses
-        data["assumptions"] = {"anchor": _anchor(prof), "drivers": drive, "responses": alt}
-        key_seed = getattr(args, "seed", 0)
+        data["assumptions"] = {"anchor": _anchor(prof, responses), "drivers": drive, "responses": alt}
+        key_seed = getattr(args, "seed", None) or 0
         if args.check:
             check_text, check_refs = functional_check(XMSSParams(2 * p.d, p.d, p.w), prof, key_seed)
             text += "\n\n" + check_text
@@ -198,13 +225,15 @@ class HBS:
             profiles=provenance, plots=[_sensitivity_plot(a, sens, args.sensitivity)])
 
     def _grid(self, args: argparse.Namespace, prof: Profile, provenance: dict) -> Result:
+        args.grid_h = args.grid_h or [10, 20]
+        args.grid_w = args.grid_w or [4, 16]
         for w in args.grid_w:
             if w not in (4, 16):
                 raise TrustlabError(f"--grid-w {w}: RFC 8391 allows w = 4 or 16")
         points = _grid_points(args.grid_h, args.grid_w)
         if not points:
             raise TrustlabError("--grid-h: no h has a divisor d with 2 <= h/d <= 10")
-        records = [steady_state(analyse(p, prof, getattr(args, "responses", "extended"))).record()
+        records = [steady_state(analyse(p, prof, getattr(args, "responses", DEFAULT_RESPONSES))).record()
                    for p in points]
         rows = [[r["h"], r["d"], r["w"], r["sign_s"]["best"], r["sign_s"]["avg"], r["sign_s"]["worst"],
                  r["prepare_s"]["best"], r["prepare_s"]["avg"], r["prepare_s"]["worst"],
@@ -263,20 +292,20 @@ def _text(a: Analysis, sens: list[dict], rel: float) -> str:
             f"sensitivity: change in seconds when one parameter changes by {pct} (time is linear in each)\n{sens_t}")
 
 
-def _anchor(prof: Profile) -> dict:
+def _anchor(prof: Profile, responses: str = DEFAULT_RESPONSES) -> dict:
     """What hash_call rests on, and the one figure that checks it."""
     means = {c: prof.mean(c) for c in COMPONENTS}
     p = XMSSParams(20, 4, 16)
     return {"component": "hash_call", "mean_ms": means["hash_call"],
             "provenance": prof["hash_call"].provenance.describe(),
             "anchor": {"figure": "WOTS+ signature, average", "paper_s": 33.0,
-                       "model_s": price(wots_signature_counts(p), means) / 1e3},
+                       "model_s": price(wots_signature_counts(p, responses), means) / 1e3},
             "check": {"figure": "WOTS+ key generation (PREPARE with one leaf)", "paper_s": 60.0,
-                      "model_s": price(wots_keygen_counts(p), means) / 1e3}}
+                      "model_s": price(wots_keygen_counts(p, responses), means) / 1e3}}
 
 
 def _drivers_text(prof: Profile, drive: list[dict], alt: dict, responses: str, rel: float) -> str:
-    anc = _anchor(prof)
+    anc = _anchor(prof, responses)
     chk = anc["check"]
     lines = [f"anchor: hash_call = {anc['mean_ms']:.4g} ms per hash call, from the paper's ~33 s WOTS+ signature "
              f"(model {anc['anchor']['model_s']:.1f} s); check, not fitted: WOTS+ key generation model "
@@ -292,24 +321,31 @@ def _drivers_text(prof: Profile, drive: list[dict], alt: dict, responses: str, r
             rows.append(cells)
     lines.append(f"which assumption drives the figure (count x mean -> seconds (share of the figure), change at "
                  f"±{rel:.0%})\n" + table(rows, ["assumption", "step", "best", "avg", "worst"]))
-    exchanges = {"extended": alt["extended_exchanges"], "short": alt["short_exchanges"]}
-    other = "short" if responses == "extended" else "extended"
-    sign = -1 if responses == "short" else 1
-    lines.append(f"responses: {responses} ({exchanges[responses]} exchanges per signature of "
-                 f"{alt['signature_bytes']} bytes). With {other} responses: {exchanges[other]} exchanges, every "
-                 f"signature {sign * alt['short_extra_ms'] / 1e3:+.2f} s at the {prof.mean('apdu'):.4g} ms APDU "
-                 "baseline (JCAlgTest). The paper's eight APDUs carry ~1.2 KB each, i.e. extended-length "
-                 "responses; its excerpt does not name the reader, so both readings are shown.")
+    exchanges = {r: alt[f"{r}_exchanges"] for r in RESPONSES}
+    added = {"extended": 0.0, "short": alt["short_extra_ms"], "applet": alt["applet_extra_ms"]}
+    rows = [[r + (" (used)" if r == responses else ""), exchanges[r], (added[r] - added[responses]) / 1e3]
+            for r in RESPONSES]
+    lines.append(f"responses: the signature of {alt['signature_bytes']} bytes leaves the card in '{responses}' "
+                 "exchanges; each reading, and what it changes in every signature:\n"
+                 + table(rows, ["reading", "exchanges", "sign ±s vs used"])
+                 + f"\n  applet: the paper's published applet (github.com/joostrijneveld/javacard-xmss, XMSS.java): "
+                 "SIGN_INIT, then per layer 256-byte responses of 8 WOTS+ chains and one authentication path, its "
+                 "signing state in persistent short fields (one atomic update per command, priced as JCAlgTest's "
+                 f"atomic Util.arrayCopy); +{alt['applet_prepare_extra_ms'] / 1e3:.3f} s per preparation (its "
+                 "state reset). extended: the excerpt's 'eight APDUs' (~1.2 KB extended-length responses). "
+                 f"short: as few 256-byte responses as the bytes fill. APDU baseline {prof.mean('apdu'):.4g} ms "
+                 "(JCAlgTest). The excerpt and the published code disagree (eight vs nine WOTS+ responses per "
+                 "layer, and the upper layers' signatures); every reading is shown.")
     return "\n".join(lines)
 
 
-def _references(p: XMSSParams, prof: Profile) -> list[Reference]:
+def _references(p: XMSSParams, prof: Profile, responses: str = DEFAULT_RESPONSES) -> list[Reference]:
     means = {c: prof.mean(c) for c in COMPONENTS}
     refs = [
         Reference("WOTS+ signature, average (anchor of hash_call)", 33.0,
-                  model=price(wots_signature_counts(p), means) / 1e3, unit="s", source=PAPER),
+                  model=price(wots_signature_counts(p, responses), means) / 1e3, unit="s", source=PAPER),
         Reference("WOTS+ key generation = best-case preparation (check, not fitted)", 60.0,
-                  model=price(wots_keygen_counts(p), means) / 1e3, unit="s", source=PAPER + " ('~1 min')"),
+                  model=price(wots_keygen_counts(p, responses), means) / 1e3, unit="s", source=PAPER + " ('~1 min')"),
     ]
     paper_memory = {(20, 4, 16): 6432 + 7168, (20, 5, 16): 8576 + 4608}
     if (p.h, p.d, p.w) in paper_memory:

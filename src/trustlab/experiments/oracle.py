@@ -21,7 +21,7 @@ import statistics
 from typing import Iterable
 
 from trustlab.apps import oracle
-from trustlab.cli._output import table
+from trustlab.textable import table
 from trustlab.errors import TrustlabError
 from trustlab.experiments._params import seed
 from trustlab.experiments.registry import Reference, Result, experiment

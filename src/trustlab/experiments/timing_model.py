@@ -27,9 +27,9 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from trustlab.cli._output import table
+from trustlab.textable import table
 from trustlab.errors import TrustlabError
-from trustlab.experiments._params import count, seed
+from trustlab.experiments._params import count, real, seed
 from trustlab.experiments.registry import Reference, Result, experiment
 from trustlab.timing import formulas, registry
 from trustlab.validation.gunupudi2010 import TABLE_II, TABLE_II_MODEL as _TABLE_II_MODEL
@@ -54,7 +54,7 @@ class TimingModel:
                             help=f"profile to evaluate (repeatable; default the paper's four: {', '.join(VENDORS)})")
         parser.add_argument("--command", action="append", metavar="CMD",
                             help="TPM 1.2 command (repeatable; default Table II's eight)")
-        parser.add_argument("--noise", type=float, default=0.0, metavar="REL_SD",
+        parser.add_argument("--noise", type=real("--noise", 0, 1, high_open=True), default=0.0, metavar="REL_SD",
                             help="relative s.d. of the synthetic measurement noise in the fit round trip "
                             "(default 0: the fit must recover the profile exactly)")
         parser.add_argument("--repeats", type=count(1, 100_000, "--repeats"), default=5, metavar="N",
@@ -167,7 +167,7 @@ def _simulate(profile, seed: int) -> dict[str, float]:
     tpm.TPM_Quote(sign_h, b"n" * 20, range(24), oiap(k))
     rec("TPM_Quote")
     child = Key12.from_bytes(tpm.TPM_CreateWrapKey(storage, k, key_template(C.TPM_KEY_SIGNING), k))
-    tpm.TPM_ChangeAuth(storage, k, 0x0001, child.enc, oiap(k), d)  # entity: a key blob's secret
+    tpm.TPM_ChangeAuth(storage, k, C.TPM_ET_KEY, child.enc, oiap(k), d)  # entity: a key blob's secret
     rec("TPM_ChangeAuth")
     dest = Tpm12(clock, nv=MemoryNVStore(), keygen=_KEYS)
     dest.TPM_TakeOwnership(owner, srk_auth)

@@ -22,9 +22,9 @@ from trustlab.apps import workloads
 from trustlab.apps.counters import schemes
 from trustlab.apps.counters.runner import describe
 from trustlab.apps.wallet.protocol import BuyerDevice, Issuer, Merchant
-from trustlab.cli._output import table
+from trustlab.textable import table
 from trustlab.errors import TrustlabError
-from trustlab.experiments._params import count, seed
+from trustlab.experiments._params import count, real, seed
 from trustlab.experiments.registry import Result, experiment
 from trustlab.timing import registry
 
@@ -66,7 +66,7 @@ class WalletExperiment:
         parser.add_argument("--ordering", choices=["fixed", "paper", "arithmetic"], default="fixed",
                             help="fixed (ours, default), paper (Table I as printed: exploitable), or "
                             "arithmetic (hash-tree only: the counter is the amount spent)")
-        parser.add_argument("--cheat-rate", type=float, default=0.1, metavar="F",
+        parser.add_argument("--cheat-rate", type=real("--cheat-rate", 0, 1), default=0.1, metavar="F",
                             help="fraction of purchases that start a double-spend attempt (default 0.1)")
         parser.add_argument("--credit", type=count(0, 2**31 - 1, "--credit"), default=None, metavar="C",
                             help="credit per buyer, >= 0 (default: ample, 100 x purchases); prices are 1..100")

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from trustlab import limits
-from trustlab.errors import TrustlabError, read_user_text
+from trustlab.errors import TrustlabError
 from trustlab.safe_output import atomic_open
 
 REQUIRED = ("experiment", "data")
@@ -64,7 +64,7 @@ def _check_argv(record: dict[str, Any], where: str) -> None:
 
 def load(path: Path) -> list[dict[str, Any]]:
     """The records in one JSON file: a single record, or a list of them (e.g. a results.json)."""
-    doc = limits.parse_json(read_user_text(path, "result file", limits.MAX_RECORD_BYTES), str(path))
+    doc = limits.parse_json(limits.read_text(path, "result file", limits.MAX_RECORD_BYTES), str(path))
     if isinstance(doc, list):
         # a sweep's results.json wraps each record as {"key", "params", "record"}; unwrap it
         doc = [r["record"] if isinstance(r, dict) and isinstance(r.get("record"), dict) else r

@@ -32,7 +32,7 @@ from typing import Any, Sequence
 
 from trustlab import __version__
 from trustlab import limits
-from trustlab.errors import TrustlabError, read_user_text
+from trustlab.errors import TrustlabError
 from trustlab.experiments._params import fragment, parameters
 from trustlab.experiments.registry import get, parse_args
 from trustlab.sweep.summary import check_plots
@@ -159,5 +159,5 @@ def parse(doc: dict[str, Any], source: str, default_name: str = "sweep") -> Swee
 
 
 def load(path: Path) -> SweepSpec:
-    doc = limits.parse_toml(read_user_text(path, "sweep spec"), str(path))
+    doc = limits.parse_toml(limits.read_text(path, "sweep spec"), str(path))
     return parse(doc, str(path), default_name=path.stem)

@@ -90,10 +90,10 @@ def _weights(measurements: Sequence[Measurement], weighting: str) -> np.ndarray:
         return np.ones(len(measurements))
     if weighting == "relative":
         ms = np.array([m.ms for m in measurements], dtype=float)
-        zero = np.flatnonzero(ms <= 0)
+        zero = np.flatnonzero(ms < 1e-12)  # 1/ms^2 of a smaller time overflows a double
         if zero.size:
             raise FitError(f"--weights relative: row {measurements[zero[0]].label!r} measured {ms[zero[0]]} ms; "
-                           "relative weights (1/ms^2) need positive times")
+                           "relative weights (1/ms^2) need positive times (at least 1e-12 ms)")
         return 1.0 / ms ** 2
     if weighting == "given":
         w = np.array([1.0 if m.weight is None else m.weight for m in measurements], dtype=float)

@@ -11,7 +11,7 @@ variants are registered as ``NAME[option]``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Mapping
 
 from trustlab.errors import FormulaError
@@ -24,10 +24,20 @@ class Formula:
     terms: Mapping[str, float]
     family: str
     source: str = ""
+    optional: Mapping[str, float] = field(default_factory=dict)
+    """Terms charged only on profiles that define the component (as the engine does, e.g. ``rsa_keygen``
+    where a profile has a key-generation figure); never fitted."""
+
+    @property
+    def all_terms(self) -> dict[str, float]:
+        """Every term, optional ones included: what a measurement on a chip that has them contains."""
+        return {**self.terms, **self.optional}
 
     def evaluate(self, profile: Profile) -> tuple[float, dict[str, float]]:
         """Total ms and ms per component, using the profile's means."""
         breakdown = {comp: coeff * profile.mean(comp) for comp, coeff in self.terms.items()}
+        breakdown.update({comp: coeff * profile.mean(comp) for comp, coeff in self.optional.items()
+                          if comp in profile})
         return sum(breakdown.values()), breakdown
 
 
@@ -36,10 +46,11 @@ _ALIASES: dict[str, dict[str, str]] = {}
 
 
 def register(family: str, command: str, terms: Mapping[str, float], source: str = "",
-             aliases: tuple[str, ...] = ()) -> Formula:
+             aliases: tuple[str, ...] = (), optional: Mapping[str, float] | None = None) -> Formula:
     if not terms:
         raise FormulaError(f"formula for {command} has no terms")
-    formula = Formula(command=command, terms=dict(terms), family=family, source=source)
+    formula = Formula(command=command, terms=dict(terms), family=family, source=source,
+                      optional=dict(optional or {}))
     _REGISTRY.setdefault(family, {})[command] = formula
     for alias in aliases:
         _ALIASES.setdefault(family, {})[alias] = command

@@ -26,13 +26,21 @@ DESCRIPTIVE = {"sd", "n", "min", "max", "p50", "p90", "p95", "p99", "median", "s
 CENTERS = ("mean", "median", "min")
 
 
-def _float(value: str, where: str) -> float:
+# Magnitudes a fit can square and sum without overflowing a double (1e308 gave NaN and numpy warnings):
+# ms up to limits.MAX_COMPONENT_MS (~31 years), a coefficient (calls, bytes) up to 1e12, a weight up to 1e30.
+MAX_COEFFICIENT = 1e12
+MAX_WEIGHT = 1e30
+
+
+def _float(value: str, where: str, limit: float | None = None) -> float:
     try:
         number = float(value)
     except (TypeError, ValueError):
         raise FitError(f"{where}: expected a number, got {_short(value)}") from None
     if not math.isfinite(number):
         raise FitError(f"{where}: expected a finite number, got {_short(value)}")
+    if limit is not None and abs(number) > limit:
+        raise FitError(f"{where}: {_short(value)} is beyond the limit of {limit:g} (the fit would overflow)")
     return number
 
 
@@ -49,7 +57,7 @@ def read_measurements(path: Path, family: str | None = None,
         columns = [c.strip() for c in (reader.fieldnames or [])]
         rows = _rows(path, reader, columns, family, known_components)
     except csv.Error as exc:
-        raise FitError(f"{path}:{reader.line_num}: not a CSV row ({exc})") from None
+        raise FitError(f"{limits.shown(path)}:{reader.line_num}: not a CSV row ({exc})") from None
     if not rows:
         raise FitError(f"{path}: no measurement rows")
     return rows
@@ -82,10 +90,10 @@ def _rows(path: Path, reader: csv.DictReader, columns: list[str], family: str | 
         if len(rows) >= limits.MAX_ROWS:
             raise FitError(f"{path}: more than {limits.MAX_ROWS} measurement rows (the limit)")
         row = {(k or "").strip(): (v or "").strip() for k, v in raw.items()}
-        ms = _float(row.get("ms", ""), f"{where}: ms")
+        ms = _float(row.get("ms", ""), f"{where}: ms", limits.MAX_COMPONENT_MS)
         if ms < 0:
             raise FitError(f"{where}: ms must not be negative")
-        weight = _float(row["weight"], f"{where}: weight") if row.get("weight") else None
+        weight = _float(row["weight"], f"{where}: weight", MAX_WEIGHT) if row.get("weight") else None
         if weight is not None and weight <= 0:
             raise FitError(f"{where}: weight must be positive, got {row['weight']!r}")
         center = row.get("center") or "mean"
@@ -100,7 +108,7 @@ def _rows(path: Path, reader: csv.DictReader, columns: list[str], family: str | 
             terms, row_family = terms_of[lookup]
             label = f"{command}[{variant}]" if variant else command
         else:
-            terms = {c: _float(row[c], f"{where}: {c}") for c in component_columns if row.get(c, "") != ""}
+            terms = {c: _float(row[c], f"{where}: {c}", MAX_COEFFICIENT) for c in component_columns if row.get(c, "") != ""}
             label = row.get("note") or f"row {lineno}"
             row_family = family
         rows.append(Measurement(label=label, terms=terms, ms=ms, weight=weight, family=row_family,
@@ -116,7 +124,7 @@ def _formula_terms(command: str, variant: str | None, family: str | None,
     errors = []
     for fam in candidates:
         try:
-            return dict(formulas.lookup(fam, command, variant).terms), fam
+            return formulas.lookup(fam, command, variant).all_terms, fam  # a measured keygen includes it
         except FormulaError as exc:
             errors.append(str(exc))
     if len(candidates) == 1:

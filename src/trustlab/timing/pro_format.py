@@ -11,7 +11,7 @@ import math
 import re
 from pathlib import Path
 
-from trustlab.errors import ProfileError
+from trustlab.errors import ProfileError, excerpt
 from trustlab.timing.profile import Component, Profile, Provenance, read_profile_text
 
 PRO_KEYS: dict[str, tuple[str, str]] = {
@@ -26,6 +26,7 @@ PRO_KEYS: dict[str, tuple[str, str]] = {
 """Paper keyword -> (trustlab component, unit)."""
 
 _PAIR = re.compile(r"([A-Za-z_]+)\s*:\s*(\S+)")
+MAX_LINE = 4096  # characters of one line; the pair search backtracks, so a 3 MB line took minutes
 
 
 def parse_pro(text: str, *, name: str, origin: str) -> Profile:
@@ -34,6 +35,8 @@ def parse_pro(text: str, *, name: str, origin: str) -> Profile:
     seen_line: dict[str, int] = {}
     description = ""
     for lineno, raw in enumerate(text.splitlines(), start=1):
+        if len(raw) > MAX_LINE:
+            raise ProfileError(f"{origin}:{lineno}: line longer than {MAX_LINE} characters ({len(raw)})")
         body, _, comment = raw.partition("#")
         if not body.strip():
             if comment.strip() and not description:
@@ -43,21 +46,21 @@ def parse_pro(text: str, *, name: str, origin: str) -> Profile:
         stripped = body.strip()
         for match in _PAIR.finditer(stripped):
             if stripped[pos:match.start()].strip():
-                raise ProfileError(f"{origin}:{lineno}: cannot parse {stripped[pos:match.start()].strip()!r}")
+                raise ProfileError(f"{origin}:{lineno}: cannot parse {excerpt(stripped[pos:match.start()].strip())}")
             pos = match.end()
             key, value = match.group(1).lower(), match.group(2)
             if key not in PRO_KEYS:
                 raise ProfileError(
-                    f"{origin}:{lineno}: unknown key {key!r} (expected one of {', '.join(PRO_KEYS)})"
+                    f"{origin}:{lineno}: unknown key {excerpt(key)} (expected one of {', '.join(PRO_KEYS)})"
                 )
             if key in seen_line:
                 raise ProfileError(f"{origin}:{lineno}: {key!r} repeated (first on line {seen_line[key]})")
             try:
                 number = float(value)
             except ValueError:
-                raise ProfileError(f"{origin}:{lineno}: {key} must be a number, got {value!r}") from None
+                raise ProfileError(f"{origin}:{lineno}: {key} must be a number, got {excerpt(value)}") from None
             if not math.isfinite(number) or number < 0:
-                raise ProfileError(f"{origin}:{lineno}: {key} must be a non-negative number, got {value}")
+                raise ProfileError(f"{origin}:{lineno}: {key} must be a non-negative number, got {excerpt(value)}")
             component, unit = PRO_KEYS[key]
             seen_line[key] = lineno
             components[component] = Component(
@@ -65,7 +68,7 @@ def parse_pro(text: str, *, name: str, origin: str) -> Profile:
                 provenance=Provenance(source=origin, note=f"line {lineno}, {key}"),
             )
         if stripped[pos:].strip():
-            raise ProfileError(f"{origin}:{lineno}: cannot parse {stripped[pos:].strip()!r}")
+            raise ProfileError(f"{origin}:{lineno}: cannot parse {excerpt(stripped[pos:].strip())}")
     missing = [k for k in PRO_KEYS if k not in seen_line]
     if missing:
         raise ProfileError(f"{origin}: missing key(s) {', '.join(missing)}")

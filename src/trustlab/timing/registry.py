@@ -25,7 +25,8 @@ from dataclasses import asdict, dataclass
 from importlib import resources
 from pathlib import Path
 
-from trustlab.errors import ProfileError
+from trustlab import limits
+from trustlab.errors import ProfileError, excerpt
 from trustlab.timing.pro_format import load_pro
 from trustlab.safe_output import write_text
 from trustlab.timing.profile import Profile, load_toml
@@ -82,9 +83,9 @@ def family_of(name: str) -> str:
     """
     path = available()[name]
     try:
-        with path.open(encoding="utf-8") as fh:
-            head = fh.read(4096)
-    except (OSError, UnicodeDecodeError):
+        with limits.open_input(path, "profile", ProfileError) as fh:  # a FIFO in the profile directory must not hang
+            head = fh.read(4096).decode("utf-8-sig")
+    except (OSError, UnicodeDecodeError, ProfileError):
         return UNREADABLE
     header = head.split("\n[", 1)[0]  # top-level keys come before the first table
     match = _FAMILY_LINE.search(header)
@@ -118,12 +119,16 @@ def load(name_or_path: str) -> Profile:
         return load_toml(user[name_or_path])
     path = Path(name_or_path)
     if path.suffix in (".toml", ".pro") or os.sep in name_or_path:
-        if not path.exists():
-            raise ProfileError(f"{path}: no such profile file")
+        try:
+            exists = path.exists()
+        except OSError as exc:  # a name too long, a loop of links
+            raise ProfileError(f"{limits.shown(path)}: cannot read profile ({exc.strerror or exc})") from None
+        if not exists:
+            raise ProfileError(f"{limits.shown(path)}: no such profile file")
         return load_pro(path) if path.suffix == ".pro" else load_toml(path)
     close = difflib.get_close_matches(name_or_path, list(available()), n=3, cutoff=0.5)
     hint = f"did you mean {', '.join(close)}? " if close else ""
-    raise ProfileError(f"unknown profile {name_or_path!r} ({hint}see 'trustlab profiles list', "
+    raise ProfileError(f"unknown profile {excerpt(name_or_path)} ({hint}see 'trustlab profiles list', "
                        "or give a .toml/.pro path)")
 
 
@@ -133,7 +138,7 @@ _SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 def check_name(name: str) -> str:
     """A profile name is also a file name: refuse anything that could escape the directory."""
     if not _SAFE_NAME.fullmatch(name) or name.endswith((".toml", ".pro")):
-        raise ProfileError(f"invalid profile name {name!r}: use letters, digits, '.', '_' and '-' "
+        raise ProfileError(f"invalid profile name {excerpt(name)}: use letters, digits, '.', '_' and '-' "
                            "(starting with a letter or digit, no extension)")
     return name
 

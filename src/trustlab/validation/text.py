@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from trustlab.cli._output import table
+from trustlab.textable import table
 from trustlab.validation.core import DEVICE_CLASSES, INDEPENDENT
 from trustlab.validation.run import Validation
 

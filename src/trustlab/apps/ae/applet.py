@@ -42,6 +42,7 @@ class AEApplet:
 
     def _encrypt(self, card: Card, apdu: CommandAPDU) -> bytes:
         name, mode = self._mode(apdu)
+        self.crypto.start_message()
         ct, tag = mode.encrypt(NONCES[name], apdu.data)
         return ct + tag
 
@@ -50,6 +51,7 @@ class AEApplet:
         if len(apdu.data) < mode.tag_len:
             raise APDUError(SW_WRONG_LENGTH, "shorter than the tag")
         ct, tag = apdu.data[:-mode.tag_len], apdu.data[-mode.tag_len:]
+        self.crypto.start_message()
         try:
             return mode.decrypt(NONCES[name], ct, tag)
         except InvalidTag:

@@ -5,11 +5,20 @@ Key set-up (counted as init): ``L_* = E(0)``, ``L_$ = double(L_*)``,
 messages; more are derived on demand). Per message: one encryption for
 ``Ktop``, one per block (a final short block costs its ``Pad``), one for the
 tag, so ``m + 2`` encryptions for ``m`` blocks -- the paper's Table I count.
+The key set-up is computed per message: RFC 7253 computes L_*, L_$ and L_i
+inside ENCRYPT, the pseudo code the paper implemented (§IV.A), and the paper
+finds "OCB3's initial processing makes it slower than OCB2" (§IV.B). The
+formatted nonce is one block copy into the Ktop buffer.
 
 The ``Offset_0`` bit-shift by ``bottom`` (0..63) follows the paper's MULTOS
 optimisation (§IV.A.2): the byte part is an index change inside a block copy,
 the remaining 0..7 bits are one constant-count shift primitive, so a nonce
-costs one copy plus one shift unless ``bottom`` is a multiple of 8.
+costs one copy plus one shift unless ``bottom`` is a multiple of 8. That
+shift is over the 17-byte Stretch window by 1..7 places, so it is the
+general shift routine (``variable=True``): on the native chips the paper
+replaced BlockShiftLeft by the one-place 16-byte FixBlockShiftLeft only
+inside two_times() (§V.B), and its later in-lining concerned the block
+cipher functions; Offset_0 keeps BlockShiftLeft (Table V 'Original').
 """
 
 from __future__ import annotations
@@ -42,12 +51,14 @@ class OCB3(SymmetricPassMode):
         n = int.from_bytes(nonce, "big") | (1 << (8 * len(nonce)))  # the leading 1 bit
         block = ((taglen_bits << 121) | n).to_bytes(BLOCK, "big")
         bottom = block[-1] & 0x3F
-        ktop = c.encrypt(self.kc, block[:-1] + bytes([block[-1] & 0xC0]))
+        # the formatted nonce is written into a block buffer (a whole-block copy, as CCM's B_0)
+        block = c.copy(block[:-1] + bytes([block[-1] & 0xC0]))
+        ktop = c.encrypt(self.kc, block)
         stretch = ktop + c.xor(ktop[:8], ktop[1:9])
         byte_shift, bit_shift = divmod(bottom, 8)
         window = c.copy(stretch[byte_shift:byte_shift + BLOCK + 1])
         if bit_shift:
-            window = c.shift_left(window, bit_shift)
+            window = c.shift_left(window, bit_shift, variable=True)
         return window[:BLOCK]
 
     def _hash(self, aad: bytes) -> bytes | None:

@@ -175,8 +175,8 @@ class Tpm2LogProver:
             from tpm2_pytss import ESAPI, TCTILdr
         except ImportError as exc:  # pragma: no cover - tpm2-pytss is a dependency
             raise TrustlabError(f"tpm2-pytss is needed for the TPM 2.0 scheme: {exc}") from None
-        from trustlab.devices.tpm2.proxy import TimingProxy
-        from trustlab.devices.tpm2.swtpm import Swtpm
+        from trustlab.serving.proxy import TimingProxy
+        from trustlab.serving.swtpm import Swtpm
 
         self.counters = counters
         self._swtpm = Swtpm()

@@ -7,7 +7,7 @@
     the fastest).
 ``served``
     The engine runs behind the timing proxy exactly as ``trustlab serve``
-    runs it (an :class:`~trustlab.devices.tpm12.served.EngineBackend`, in
+    runs it (an :class:`~trustlab.serving.tpm12.engine_backend.EngineBackend`, in
     virtual mode, on a free localhost port), and the scheme's host side talks
     to it over TCP. The host's clock is charged, command by command, what the
     served engine charged (the proxy's trace record), so the modelled times
@@ -59,9 +59,9 @@ def open_tpm12(mode: str, profile: Profile, clock: Clock, *, seed: int = 0) -> W
 
 
 def _served(profile: Profile, clock: Clock, seed: int) -> WiredTpm:
-    from trustlab.devices.tpm12.served import EngineBackend
-    from trustlab.devices.tpm12.socket_tpm import SocketTpm12
-    from trustlab.devices.tpm2.proxy import TimingProxy
+    from trustlab.serving.tpm12.engine_backend import EngineBackend
+    from trustlab.serving.tpm12.socket_tpm import SocketTpm12
+    from trustlab.serving.proxy import TimingProxy
 
     records: collections.deque = collections.deque()
     # powered and started, as serve runs it; host keys from the cached pool, as provision() gives the in-process engine
@@ -84,7 +84,7 @@ def _served(profile: Profile, clock: Clock, seed: int) -> WiredTpm:
 
 
 def _libtpms(clock: Clock) -> WiredTpm:
-    from trustlab.devices.tpm12.socket_tpm import SocketTpm12, Swtpm12
+    from trustlab.serving.tpm12.socket_tpm import SocketTpm12, Swtpm12
 
     tpm = Swtpm12().start()
     try:

@@ -21,8 +21,10 @@ COMPONENTS = {
     "ram_byte": "byte",        # XOR / copy of one byte in transient RAM (bytecode)
     "nvm_read_call": "call",   # fixed cost of one copy out of a persistent array (Util.arrayCopy)
     "nvm_read_byte": "byte",   # reading one byte of a persistent array
-    "nvm_write_call": "call",  # fixed cost of one persistent write (page programming, transaction log)
-    "nvm_write_byte": "byte",  # writing one byte of a persistent array
+    "nvm_write_call": "call",  # fixed cost of one non-atomic persistent write (Util.arrayCopyNonAtomic)
+    "nvm_write_byte": "byte",  # programming one byte of a persistent array
+    "nvm_tx_call": "call",     # what atomicity adds per update: transaction begin/commit (Util.arrayCopy, commit)
+    "nvm_tx_byte": "byte",     # what atomicity adds per byte: its old value saved to the commit buffer
     "apdu": "call",            # one command/response round trip: reader, driver, applet dispatch
 }
 # Bytes on the wire are timed by the card's link model (trustlab.devices.card.link), not by the
@@ -144,11 +146,29 @@ class CardMeter:
         self._charge("nvm_read_call", 1)
         self._charge("nvm_read_byte", nbytes)
 
-    def nvm_write(self, nbytes: int) -> None:
+    def nvm_write(self, nbytes: int, atomic: bool = True, in_transaction: bool = False) -> None:
+        """One persistent write of ``nbytes``.
+
+        Java Card semantics, priced from JCAlgTest's two RAM->EEPROM copies:
+        every write programs its bytes (``nvm_write_*``, Util.arrayCopyNonAtomic);
+        an atomic one (Util.arrayCopy, or any write inside a transaction)
+        also logs the old bytes (``nvm_tx_byte``); a stand-alone atomic write
+        pays its own begin/commit (``nvm_tx_call``), a transaction pays it
+        once, at :meth:`nvm_commit`.
+        """
         self.flush()
         self._event("nvm write")
         self._charge("nvm_write_call", 1)
         self._charge("nvm_write_byte", nbytes)
+        if atomic or in_transaction:
+            self._charge("nvm_tx_byte", nbytes)
+        if atomic and not in_transaction:
+            self._charge("nvm_tx_call", 1)
+
+    def nvm_commit(self) -> None:
+        """JCSystem.commitTransaction: the transaction's one begin/commit cost."""
+        self.flush()
+        self._charge("nvm_tx_call", 1)
 
     def apdu(self, link_ms: float) -> None:
         """One exchange: the profile's round-trip overhead; the link time is charged by the device."""

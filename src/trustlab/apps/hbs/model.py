@@ -45,8 +45,17 @@ from trustlab.timing.profile import Profile
 MESSAGE_BYTES = 32  # the host sends a SHA-256 digest of the document, as the paper's host does
 MAX_ANALYSIS_H = 26  # the exact per-index pass over preparations; beyond that it takes too long
 SHORT_RESPONSE = 256  # ISO 7816-4 short Le: at most 256 response bytes per exchange
-RESPONSES = ("extended", "short")
+RESPONSES = ("applet", "extended", "short")
+DEFAULT_RESPONSES = "applet"
+"""How the signature leaves the card. ``applet``: as the paper's published applet does it
+(github.com/joostrijneveld/javacard-xmss, xmss/smartcard/applet/XMSS.java): SIGN_INIT, then per
+layer its WOTS+ signature in responses of 8 chains (256 bytes) and its authentication path in
+one, and the signing state machine kept in persistent ``short`` fields, one atomic update per
+command; ``extended``: the excerpt's "eight APDUs" with extended-length responses; ``short``:
+the same bytes in as few <= 256-byte responses as they fill."""
 GET_RESPONSE_BYTES = 5  # a GET RESPONSE command header (ISO 7816-4), no data
+APPLET_RESPONSE = 256  # XMSS.java signWOTS: "Send 8x32 bytes for normal chains, 3x32 for the checksum"
+STATE_FIELD_BYTES = 2  # a Java Card short field (signingState, signingIdxHigh/Low, indexHigh/Low)
 
 
 @functools.cache  # a pure function of the (frozen) parameters; the grid asks for it per signature class
@@ -241,29 +250,82 @@ def short_response_extra(p: XMSSParams) -> Counter:
     return Counter({"apdu": extra, LINK: extra * DEFAULT_LINK.exchange_ms(GET_RESPONSE_BYTES, 0)})
 
 
-def analyse(p: XMSSParams, profile: Profile, responses: str = "extended") -> Analysis:
-    """Sign and prepare time over the key's lifetime on ``profile``.
+def applet_exchanges(p: XMSSParams) -> int:
+    """Commands of one signature in the paper's published applet (41 for h=20 d=4, 51 for d=5).
 
-    ``responses="short"``: the reader or card takes no extended-length
-    responses, so each signature costs :func:`short_response_extra` more.
+    SIGN_INIT (index and R), then per layer ceil(l·n / 256) SIGN_WOTS responses
+    (9: eight of 8 chains, one of 3) and one SIGN_AUTHPATH; the cached upper-layer
+    signatures are sent the same way.
     """
+    per_layer = math.ceil(p.wots_sig_bytes / APPLET_RESPONSE) + math.ceil(p.tree_height * p.n / APPLET_RESPONSE)
+    return 1 + p.d * per_layer
+
+
+def _atomic_state_writes(k: int) -> Counter:
+    """``k`` updates of a persistent ``short`` field: each one atomic (Java Card: a persistent field
+    update is atomic), priced as JCAlgTest's Util.arrayCopy RAM->EEPROM of 2 bytes."""
+    meter = CardMeter()
+    for _ in range(k):
+        meter.nvm_write(STATE_FIELD_BYTES)
+    return meter.snapshot()
+
+
+def applet_extra(p: XMSSParams) -> Counter:
+    """What the published applet's command structure adds to one of our signatures.
+
+    More exchanges (:func:`applet_exchanges` instead of our eight), each a
+    command header on the link and the profile's APDU round trip, and the
+    persistent signing state: ``signingState`` updated by every command,
+    ``signingIdxHigh/Low`` set at SIGN_INIT and moved up a layer by every
+    SIGN_AUTHPATH (our applet keeps its session in transient memory and
+    reserves the index in one transaction, which its own counts already hold).
+    """
+    n = applet_exchanges(p)
+    extra = n - STAGES
+    out = Counter({"apdu": extra, LINK: extra * DEFAULT_LINK.exchange_ms(GET_RESPONSE_BYTES, 0)})
+    out.update(_atomic_state_writes(n + 2 + 2 * p.d))
+    return out
+
+
+def applet_prepare_extra() -> Counter:
+    """SIGN_PREP ends with ``signingState = 0``: one more atomic state update."""
+    return _atomic_state_writes(1)
+
+
+def response_extra(p: XMSSParams, responses: str) -> tuple[Counter, Counter]:
+    """(added to every signature, added to every preparation) under a response reading."""
     if responses not in RESPONSES:
         raise TrustlabError(f"responses must be one of {', '.join(RESPONSES)}, got {responses!r}")
+    if responses == "short":
+        return short_response_extra(p), Counter()
+    if responses == "applet":
+        return applet_extra(p), applet_prepare_extra()
+    return Counter(), Counter()
+
+
+def analyse(p: XMSSParams, profile: Profile, responses: str = DEFAULT_RESPONSES) -> Analysis:
+    """Sign and prepare time over the key's lifetime on ``profile``.
+
+    ``responses`` (see :data:`RESPONSES`): ``extended`` prices the simulated
+    applet's own eight exchanges; ``short`` adds :func:`short_response_extra`;
+    ``applet`` (default) adds what the paper's published applet does beyond
+    ours, :func:`applet_extra` per signature and :func:`applet_prepare_extra`
+    per preparation.
+    """
     means = _means(profile)
+    sign_extra, prep_extra = response_extra(p, responses)
     sizes = sign_class_sizes(p)
     sign_rows, sign_weighted = [], []
     for k, n in sizes.items():
         if n == 0:
             continue
-        c = sign_class_counts(p, k)
-        if responses == "short":
-            c = c + short_response_extra(p)
+        c = sign_class_counts(p, k) + sign_extra
         ms = price(c, means)
         sign_rows.append({"switching_subtrees": k, "indices": n, "ms": ms, "counts": c})
         sign_weighted.append((n, c))
     prep_rows, prep_weighted = [], []
     for states, (n, first) in sorted(prepare_classes(p).items()):
-        c = prepare_counts_at(p, first)
+        c = prepare_counts_at(p, first) + prep_extra
         prep_rows.append({"layers": states, "leaves": sum(1 for s in states if s == 2), "indices": n,
                           "example_index": first, "ms": price(c, means), "counts": c})
         prep_weighted.append((n, c))
@@ -299,8 +361,12 @@ def sensitivity(a: Analysis, profile: Profile, rel: float = 0.10) -> list[dict]:
     return rows
 
 
+PERSISTENT = "persistent memory"
+NVM_COMPONENTS = ("nvm_read_call", "nvm_read_byte", "nvm_write_call", "nvm_write_byte", "nvm_tx_call", "nvm_tx_byte")
+
+
 def drivers(a: Analysis, profile: Profile, rel: float = 0.10) -> list[dict]:
-    """The two assumptions that drive the figures: hash_call (the anchor) and the APDU cost.
+    """The assumptions that drive the figures: hash_call (the anchor), the APDU cost, persistent memory.
 
     Per assumption and step (sign/prepare, best/avg/worst): how many times it
     is charged, the seconds and share of the figure it accounts for, and the
@@ -309,42 +375,62 @@ def drivers(a: Analysis, profile: Profile, rel: float = 0.10) -> list[dict]:
     """
     means = _means(profile)
     out = []
-    for comp in ("hash_call", "apdu"):
-        row: dict = {"component": comp, "mean_ms": means[comp],
-                     "provenance": profile[comp].provenance.describe()}
+    for comp in ("hash_call", "apdu", PERSISTENT):
+        parts = NVM_COMPONENTS if comp == PERSISTENT else (comp,)
+        row: dict = {"component": comp, "mean_ms": means[comp] if comp in means else None,
+                     "provenance": "; ".join(f"{c}: {profile[c].provenance.describe()}" for c in parts)}
         for what, counts, stats in (("sign", a.sign_counts, a.sign_ms), ("prepare", a.prepare_counts, a.prepare_ms)):
             for case in ("best", "avg", "worst"):
-                n = float(counts[case].get(comp, 0.0))
+                ms = sum(float(counts[case].get(c, 0.0)) * means[c] for c in parts)
+                # the count: calls (APDUs, hash calls; for persistent memory its reads and writes)
+                n = sum(float(counts[case].get(c, 0.0)) for c in parts if c.endswith("_call") or c == "apdu")
                 total = getattr(stats, case)
-                row[f"{what}_{case}"] = {"count": n, "ms": n * means[comp],
-                                         "share": n * means[comp] / total if total else 0.0,
-                                         "ms_per_rel": n * means[comp] * rel}
+                row[f"{what}_{case}"] = {"count": n, "ms": ms, "share": ms / total if total else 0.0,
+                                         "ms_per_rel": ms * rel}
         out.append(row)
     return out
 
 
 def response_alternative(p: XMSSParams, profile: Profile) -> dict:
-    """Signature exchanges and the time difference between extended and short responses."""
-    extra = short_response_extra(p)
+    """Signature exchanges under each response reading and what each adds to the eight-exchange figure."""
+    means = _means(profile)
     return {"extended_exchanges": STAGES, "short_exchanges": short_response_exchanges(p),
-            "short_extra_ms": price(extra, _means(profile)), "signature_bytes": p.signature_bytes}
+            "applet_exchanges": applet_exchanges(p),
+            "short_extra_ms": price(short_response_extra(p), means),
+            "applet_extra_ms": price(applet_extra(p), means),
+            "applet_prepare_extra_ms": price(applet_prepare_extra(), means),
+            "signature_bytes": p.signature_bytes}
 
 
 # ---- the paper's two stated figures (33 s anchor, ~1 min check), as the applet's operation counts
 
-def wots_signature_counts(p: XMSSParams) -> Counter:
-    """A WOTS+ signature on the card: key derivation, chains (expected steps), 8 APDUs out."""
+def wots_signature_counts(p: XMSSParams, responses: str = DEFAULT_RESPONSES) -> Counter:
+    """A WOTS+ signature on the card: key derivation, chains (expected steps), its responses.
+
+    ``extended``: our eight stages; ``short`` and ``applet``: 256-byte responses
+    (9 for l = 67), the published applet also updating its persistent signing
+    state with each (see :data:`RESPONSES`).
+    """
+    if responses not in RESPONSES:
+        raise TrustlabError(f"responses must be one of {', '.join(RESPONSES)}, got {responses!r}")
     meter = CardMeter()
     hs = Hasher(meter)
     adrs = Address()
     sk = wots.secret_key(hs, p, bytes(p.n), bytes(p.n), adrs)
     wots.sign(hs, p, os.urandom(p.n), sk, bytes(p.n), adrs)
-    for stage in range(STAGES):  # each stage's share of the chains goes out in one response
-        meter.apdu(DEFAULT_LINK.exchange_ms(9, len(stage_chains(p, stage)) * p.n))
+    if responses == "extended":  # each stage's share of the chains goes out in one response
+        sizes = [len(stage_chains(p, stage)) * p.n for stage in range(STAGES)]
+    else:
+        total = p.wots_sig_bytes
+        sizes = [min(APPLET_RESPONSE, total - off) for off in range(0, total, APPLET_RESPONSE)]
+    for nbytes in sizes:
+        if responses == "applet":
+            meter.nvm_write(STATE_FIELD_BYTES)  # signingState++ (a persistent short)
+        meter.apdu(DEFAULT_LINK.exchange_ms(9, nbytes))
     return _adjust_steps(meter.snapshot(), expected_sign_steps(p), step_counts(p))
 
 
-def wots_keygen_counts(p: XMSSParams) -> Counter:
+def wots_keygen_counts(p: XMSSParams, responses: str = DEFAULT_RESPONSES) -> Counter:
     """A WOTS+ key generation as the preparation step does it (PREPARE with one leaf due)."""
     q = p if p.d > 1 else XMSSParams(2, 2, p.w)  # a single tree has no preparation step; borrow one
-    return prepare_counts_at(q, 1)  # after signature 1 exactly one leaf (layer 0) is due
+    return prepare_counts_at(q, 1) + response_extra(q, responses)[1]  # after signature 1 one leaf is due

@@ -38,9 +38,11 @@ class PersistentMemory:
         return bytes(self._data[name][off:off + n])
 
     def write(self, name: str, off: int, data: bytes) -> None:
+        """An atomic write (Util.arrayCopy), or one logged write of the open transaction."""
         if off < 0 or off + len(data) > len(self._data[name]):
             raise IndexError(f"NVM write outside field {name!r}")
-        self.meter.nvm_write(len(data))  # may tear: then nothing of this write lands
+        # may tear: then nothing of this write lands
+        self.meter.nvm_write(len(data), atomic=self._tx is None, in_transaction=self._tx is not None)
         if self._tx is not None:
             self._tx.append((name, off, bytes(data)))
         else:
@@ -52,6 +54,8 @@ class PersistentMemory:
         self._tx = []
 
     def commit(self) -> None:
+        if self._tx is not None:
+            self.meter.nvm_commit()
         tx, self._tx = self._tx or [], None
         for name, off, data in tx:
             self._data[name][off:off + len(data)] = data

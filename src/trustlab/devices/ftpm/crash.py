@@ -11,7 +11,8 @@ and after the command:
 * ``recovered_old`` / ``recovered_new`` -- the two legal outcomes (a command
   that first persists NVClock -- fate sharing -- and then its own change runs
   two transactions; recovering the first one's result counts as new);
-* ``torn`` -- anything else (a mix of old and new blocks);
+* ``torn`` -- anything else (a mix of old and new blocks, or a state that fails
+  authentication: storage that holds no valid state is the worst tear);
 * ``lost_committed`` -- a state older than the last commit acknowledged before
   the crash (in this command or an earlier one): a durable write was lost;
 * ``rollbacks_accepted`` -- after the reboot the fTPM starts up (its boot-time
@@ -20,7 +21,10 @@ and after the command:
   one the eMMC accepts is a rollback.
 
 The run is deterministic for a seed, so crash point *k* is the same moment in
-every re-run.
+every re-run. A re-run that does not reach point *k* (it resumed from something
+other than what the reference run resumed from: a stale mount) is itself a
+verdict, counted by the state it resumed from, never an exception: the checker
+reports every broken store, it does not crash on one.
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ from typing import Callable
 from trustlab.devices.ftpm import rpmb_frame as rf
 from trustlab.devices.ftpm.atomic_store import AtomicStore
 from trustlab.devices.ftpm.blob import RpmbNVStore
-from trustlab.devices.ftpm.errors import PowerLoss, TpmRefused
+from trustlab.devices.ftpm.errors import FtpmError, PowerLoss, RpmbError, StorageCorrupt, TpmRefused
 from trustlab.devices.ftpm.faults import PowerRail
 from trustlab.devices.ftpm.ftpm import FirmwareTpm
 from trustlab.devices.ftpm.normal_world import Capture
@@ -143,6 +147,19 @@ def _apply(t: FirmwareTpm, op: Op, sealed: bytes) -> None:
             raise
 
 
+def _recovered(store: AtomicStore) -> bytes | None:
+    """What a rebooted TEE reads back as the committed state; None when it fails authentication."""
+    try:
+        return RpmbNVStore(store).load() or b""
+    except (StorageCorrupt, FtpmError):
+        return None
+
+
+def _count(report: CrashReport, label: str) -> None:
+    report.points_by_label[label] = report.points_by_label.get(label, 0) + 1
+    report.crash_points += 1
+
+
 def run_campaign(n_commands: int, seed: int = 0, *, progress: Callable[[int], None] | None = None,
                  clock: Clock | None = None, store_class: type[AtomicStore] = AtomicStore,
                  levels: int = 1) -> CrashReport:
@@ -175,10 +192,13 @@ def run_campaign(n_commands: int, seed: int = 0, *, progress: Callable[[int], No
         # reference run: count the crash points, learn the committed outcome
         rail = PowerRail()
         platform.capture = Capture()
-        ref = runner.tpm(None, clock_base)
         # the idle point between commands is a crash point too: storage must hold the last commit
-        report.crash_points += 1
-        report.points_by_label["between commands"] = report.points_by_label.get("between commands", 0) + 1
+        _count(report, "between commands")
+        try:
+            ref = runner.tpm(None, clock_base)
+        except (StorageCorrupt, FtpmError):  # storage fails authentication: torn, and nothing sound follows
+            report.torn += 1
+            break
         resumed = ref.state.encode()
         if resumed != old:
             if resumed in history:
@@ -189,7 +209,11 @@ def run_campaign(n_commands: int, seed: int = 0, *, progress: Callable[[int], No
         report.recovered_old += 1
         ref.store.client.os.rail = rail
         written_before = platform.device.stats.frames_written
-        _apply(ref, op, sealed)
+        try:
+            _apply(ref, op, sealed)
+        except (StorageCorrupt, RpmbError):  # a block read mid-command fails authentication
+            report.torn += 1
+            break
         report.frames_written += platform.device.stats.frames_written - written_before
         new = ref.state.encode()
         # a command may commit twice (NVClock first -- fate sharing -- then its own change)
@@ -203,21 +227,37 @@ def run_campaign(n_commands: int, seed: int = 0, *, progress: Callable[[int], No
             clock.now_ms = now
             platform.capture = Capture()
             crash_rail = PowerRail(crash_at=k, record_labels=True)
-            victim = runner.tpm(None, clock_base)
+            try:
+                victim = runner.tpm(None, clock_base)
+            except (StorageCorrupt, FtpmError):  # the same storage the reference resumed from, now unreadable
+                _count(report, "re-run diverged")
+                report.torn += 1
+                continue
+            start = victim.state.encode()
             victim.store.client.os.rail = crash_rail
             try:
                 _apply(victim, op, sealed)
             except PowerLoss:
                 pass
+            except FtpmError:  # refused what the reference run did (TPM_RC_NV_DEFINED ...): it diverged
+                pass
             if not crash_rail.tripped:
-                raise AssertionError(f"command {c} ({op.name}) did not reach crash point {k}")
-            label = crash_rail.labels[-1]
-            report.points_by_label[label] = report.points_by_label.get(label, 0) + 1
-            report.crash_points += 1
+                # the re-run from the same storage went another way: it did not resume what the reference
+                # resumed (a stale mount); a verdict on the store, counted by what it resumed from
+                _count(report, "re-run diverged")
+                if start != old and start in history:
+                    report.lost_committed += 1
+                else:
+                    report.torn += 1
+                continue
+            _count(report, crash_rail.labels[-1])
             # reboot and look at what storage says is committed, before anything writes
             _, store2 = platform.boot()
-            recovered = RpmbNVStore(store2).load() or b""
+            recovered = _recovered(store2)
             acked = len(victim.commit_log)  # commits acknowledged to the fTPM before the crash
+            if recovered is None:  # fails authentication: neither the old nor the new state
+                report.torn += 1
+                continue
             if recovered == sequence[acked]:
                 if acked == 0:
                     report.recovered_old += 1
@@ -232,7 +272,10 @@ def run_campaign(n_commands: int, seed: int = 0, *, progress: Callable[[int], No
             # the fTPM boots (its boot-time write fences held requests), then the OS replays
             rebooted = FirmwareTpm(store2, clock, policy="dirty-bit", max_tries=1 << 15,
                                    clock_period_ms=CLOCK_PERIOD_MS)
-            rebooted.startup()
+            try:
+                rebooted.startup()
+            except (StorageCorrupt, FtpmError):  # counted above; a TPM that cannot start takes no replays
+                continue
             for request in platform.capture.write_requests + previous_capture:
                 if rf.frame_type(request[0]) != rf.REQ_AUTH_WRITE:
                     continue

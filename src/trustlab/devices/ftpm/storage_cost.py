@@ -77,7 +77,7 @@ class _Session:
         from tpm2_pytss.types import (TPM2B_NV_PUBLIC, TPM2B_PUBLIC, TPM2B_SENSITIVE_CREATE, TPMS_NV_PUBLIC,
                                       TPMS_SENSITIVE_CREATE, TPMT_RSA_DECRYPT, TPMT_SIG_SCHEME)
 
-        from trustlab.devices.tpm2.swtpm import Swtpm
+        from trustlab.serving.swtpm import Swtpm
 
         self.tpm = Swtpm().start()
         self.esys = ESAPI(TCTILdr("swtpm", self.tpm.tcti_conf))

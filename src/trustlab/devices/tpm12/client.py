@@ -187,7 +187,7 @@ class Tpm12:
     """A TPM 1.2 as an application sees it. ``Tpm12(clock, nv=FileNVStore(path))``.
 
     ``engine``: anything with ``execute(frame) -> bytes`` instead of a fresh
-    in-process engine, e.g. a TPM reached over the wire (:mod:`.socket_tpm`).
+    in-process engine, e.g. a TPM reached over the wire (:mod:`trustlab.serving.tpm12.socket_tpm`).
     """
 
     def __init__(self, clock: Clock, nv: NVStore | None = None,
@@ -412,6 +412,12 @@ class Tpm12:
 
     def TPM_GetPubKey(self, handle: int, auth: Auth | None = None) -> bytes:
         _, r = self.call("TPM_GetPubKey", handles=[handle], auth=[auth] if auth is not None else [])
+        return r.rest()
+
+    def TPM_OwnerReadInternalPub(self, owner_auth: Auth, handle: int) -> bytes:
+        """The EK's or the SRK's TPM_PUBKEY, owner-authorized (Part 3, 14.5): TPM_GetPubKey on the
+        SRK needs readSRKPub, which a fresh owner does not set."""
+        _, r = self.call("TPM_OwnerReadInternalPub", params=struct.pack(">I", handle), auth=[owner_auth])
         return r.rest()
 
     # ---- keys -----------------------------------------------------------------------

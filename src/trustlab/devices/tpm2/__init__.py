@@ -1,29 +1,18 @@
-"""TPM 2.0: the real thing (swtpm/libtpms) behind a timing proxy.
+"""TPM 2.0: the real thing (swtpm/libtpms), modelled and measured.
 
 Layout, one job per module:
 
-- :mod:`.wire`     pure bytes-in/bytes-out framing (TPM 2.0 headers, swtpm
-                   control codes, MS-simulator ``TPM_SEND_COMMAND`` frames)
+- :mod:`.wire`     TPM 2.0 command/response frames: build a command, read a code
 - :mod:`.commands` TPM 2.0 command and response code tables
-- :mod:`.swtpm`    start/stop/reset a swtpm process (``Swtpm`` context manager)
 - :mod:`.objects`  which key algorithm sits behind which handle
 - :mod:`.cost`     a command's modelled cost on a profile, from the wire
-- :mod:`.proxy`    ``TimingProxy``: swtpm's TCP protocol in, held responses out
-- :mod:`.backend`  where commands run: swtpm / tcp:HOST:PORT / device:/dev/tpmrm0
+- :mod:`.extensions` what-if commands (the PQC ones) plugged into the served TPM
 - :mod:`.harness`  the measurement suite over tpm2-pytss (``trustlab measure``)
 - :mod:`.profiling` measure + fit -> profile (how ``swtpm-native`` was made)
 
-For other parts of trustlab (stable API)::
+Serving a TPM 2.0 to clients (the timing proxy, swtpm processes, the resource
+manager) is :mod:`trustlab.serving`'s job::
 
-    from trustlab.devices.tpm2.proxy import TimingProxy, timed_swtpm
-    from trustlab.devices.tpm2.swtpm import Swtpm
-
-    with timed_swtpm("nuvoton-npct750-wolftpm", virtual=True) as proxy:   # fresh swtpm + proxy
-        esys = ESAPI(TCTILdr("swtpm", proxy.tcti_conf))
-        ...
-        proxy.clock.now_ms, proxy.records                               # modelled time, per-command trace
-        proxy.reset()                                                    # power cycle between runs
-
-swtpm serves one data connection at a time and the proxy keeps it open, so
-while a proxy fronts a swtpm, talk to the TPM through the proxy.
+    from trustlab.serving.proxy import TimingProxy, timed_swtpm
+    from trustlab.serving.swtpm import Swtpm
 """

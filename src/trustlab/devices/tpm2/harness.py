@@ -550,8 +550,8 @@ def client_overhead(suite: str = "small", repeat: int = 10, warmup: int = 1,
     import statistics
 
     from trustlab.devices.tpm2.cost import zero_profile
-    from trustlab.devices.tpm2.proxy import TimingProxy
-    from trustlab.devices.tpm2.swtpm import Swtpm
+    from trustlab.serving.proxy import TimingProxy
+    from trustlab.serving.swtpm import Swtpm
 
     marks: list[tuple[str, str, int]] = []
     with Swtpm() as tpm, TimingProxy(zero_profile(), tpm, virtual=True) as proxy:

@@ -63,7 +63,7 @@ def profile_from_rows(rows: list[harness.Row], name: str, source: str, descripti
 
 def profile_swtpm_native(repeat: int = 20) -> Profile:
     """Measure a fresh local swtpm directly (no proxy) and fit the ``swtpm-native`` profile."""
-    from trustlab.devices.tpm2.swtpm import Swtpm
+    from trustlab.serving.swtpm import Swtpm
 
     with Swtpm() as tpm:
         version = _swtpm_version()

@@ -12,6 +12,7 @@ import struct
 
 from trustlab.devices.tpm12 import constants as C
 from trustlab.devices.tpm12.errors import TpmError
+from trustlab.devices.tpm12.nvareas import areas
 from trustlab.devices.tpm12.registry import Request, Response, tpm_command
 from trustlab.devices.tpm12.sessions import Session
 
@@ -49,8 +50,6 @@ def entity_secret(tpm, etype: int, value: int) -> bytes:
             raise TpmError("TPM_BAD_COUNTER", f"no counter {value}")
         return counter.auth
     if etype == C.TPM_ET_NV:
-        from trustlab.devices.tpm12.commands.nv import areas
-
         area = areas(tpm).get(value)
         if area is None:
             raise TpmError("TPM_BADINDEX", f"no NV area {value:#010x}")
@@ -73,3 +72,20 @@ def osap(tpm, req: Request) -> Response:
     # the SRK may be named as TPM_ET_SRK or as a key handle; handlers ask for the latter
     s.entity = (C.TPM_ET_KEYHANDLE, C.TPM_KH_SRK) if etype == C.TPM_ET_SRK else (etype, value)
     return Response(_U32(s.handle) + s.nonce_even + even_osap)
+
+
+@tpm_command("TPM_Terminate_Handle", handles=1)
+def terminate_handle(tpm, req: Request) -> Response:
+    """Close an authorization session (TPM 1.1's TPM_Terminate_Handle, deprecated in 1.2 but kept).
+
+    IBM's TPM 1.2 utilities send it after every authorized command; libtpms
+    (TPM_Process_TerminateHandle) answers TPM_INVALID_AUTHHANDLE for a handle
+    that is not an open OIAP/OSAP/DSAP session, transport sessions included.
+    """
+    req.params.end()
+    handle = req.handles[0]
+    s = tpm.sessions.get(handle)
+    if s is None or s.kind == "TRANSPORT":
+        raise TpmError("TPM_INVALID_AUTHHANDLE", f"no authorization session {handle:#010x}")
+    del tpm.sessions[handle]
+    return Response()

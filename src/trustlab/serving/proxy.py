@@ -8,7 +8,7 @@ simulator's platform signals from swtpm's control requests by the first
 frame, so ``mssim:port=P`` works against the same default proxy.
 
 Each command runs through a resource manager with the kernel tpmrm's rules
-(:mod:`.rm`; ``rm=False`` for raw access), then on the backend; its cost is
+(:mod:`.tpm2.rm`; ``rm=False`` for raw access), then on the backend; its cost is
 modelled from the wire (:mod:`.cost`) or reported by the backend itself
 (:meth:`.Backend.charged`). In realtime mode the response is held until the
 modelled time has passed since its last request byte arrived (one event-loop
@@ -25,23 +25,28 @@ or simply ``with timed_swtpm("nuvoton-npct750-wolftpm") as proxy: ...``.
 from __future__ import annotations
 
 import itertools
-import json
 import socket
 import struct
 import sys
 import threading
 import time
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Callable, Iterator
 
-from trustlab.devices.tpm2 import cost, extensions, objects, peers, wire
-from trustlab.devices.tpm2.backend import Backend, SocketBackend, open_backend
+from trustlab.devices.tpm2 import cost, extensions, objects
+from trustlab.devices.tpm2 import wire as tpm2wire
+from trustlab.serving import control, peers, wire
+from trustlab.serving.backend import Backend
+from trustlab.serving.tpm2.backend import SocketBackend, open_backend
 from trustlab.devices.tpm2.commands import TPM_RC_FAILURE, command_name
-from trustlab.devices.tpm2.frontend import precise_sleep_until, serve
-from trustlab.devices.tpm2.rm import ResourceManager, Space
-from trustlab.devices.tpm2.swtpm import Swtpm, free_port_pair
+from trustlab.serving.frontend import serve
+from trustlab.serving.oplog import OperatorLog
+from trustlab.serving.realtime import precise_sleep_until
+from trustlab.serving.trace import TraceRecord, TraceWriter
+from trustlab.serving.tpm2.rm import ResourceManager, Space
+from trustlab.serving.swtpm import Swtpm, free_port_pair
 from trustlab.errors import TrustlabError
 from trustlab.timing.clock import Clock
 from trustlab.timing.profile import Profile
@@ -51,45 +56,9 @@ PROBE_TIMEOUT = 10.0
 
 TPM2_GetRandom = 0x17B
 TPM12_FAIL = 0x09
-TPM12_GET_RANDOM = wire.build_command(0x46, struct.pack(">I", 8), tag=0x00C1)
-TPM12_STARTUP_CLEAR = wire.build_command(0x99, struct.pack(">H", 1), tag=0x00C1)
+TPM12_GET_RANDOM = tpm2wire.build_command(0x46, struct.pack(">I", 8), tag=0x00C1)
+TPM12_STARTUP_CLEAR = tpm2wire.build_command(0x99, struct.pack(">H", 1), tag=0x00C1)
 CONTROL_MODES = ("auto", "swtpm", "mssim")
-
-
-@dataclass
-class TraceRecord:
-    """One command as the proxy saw and timed it (one JSONL line of ``--trace``).
-
-    ``served_ms``: from the arrival of the command's last byte to the due time
-    of its response (= ``modelled_ms`` unless the chip was busy with another
-    client's command, or the backend alone took longer: then ``late``).
-    ``rm_ms``: the part of ``modelled_ms`` charged for the resource manager's
-    own ContextLoad/ContextSave/FlushContext commands (``rm_commands`` of them).
-    """
-
-    seq: int
-    command: str
-    code: str
-    variant: str | None
-    framing: str
-    in_bytes: int
-    out_bytes: int
-    rc: int
-    modelled_ms: float
-    backend_ms: float
-    held_ms: float
-    unmodelled: bool
-    missing: list[str] = field(default_factory=list)
-    breakdown: dict[str, float] = field(default_factory=dict)
-    terms: dict[str, float] = field(default_factory=dict)
-    served_ms: float = 0.0
-    late: bool = False
-    rm_ms: float = 0.0
-    rm_commands: int = 0
-    client: int = 0
-    late_count: int = 0
-    """Responses so far (this one included) where the backend alone exceeded the model."""
-    arrived: float = field(default=0.0, repr=False, compare=False)
 
 
 @dataclass(eq=False)
@@ -101,6 +70,8 @@ class Client:
     pid: int | None
     space: Space
     conns: set[int] = field(default_factory=set)
+    started: str | None = None
+    """The process's start time (tells a reused PID apart)."""
 
 
 class TimingProxy:
@@ -122,22 +93,27 @@ class TimingProxy:
                  virtual: bool = False, trace: "str | Path | IO[str] | Callable[[TraceRecord], None] | None" = None,
                  host: str = "127.0.0.1", port: int = 0, seed: int = 0, control: str = "auto",
                  keep_records: int = 100_000, rt_priority: bool = True, rm: bool = True,
-                 log: Callable[[str], None] | None = None) -> None:
+                 log: Callable[[str], None] | None = None, startup: str = "clear") -> None:
         if control not in CONTROL_MODES:
             raise ValueError(f"control must be one of {', '.join(CONTROL_MODES)}, not {control!r}")
+        if startup not in ("clear", "none"):
+            raise ValueError(f"startup must be 'clear' or 'none', not {startup!r}")
+        self.startup = startup
         self.profile = profile
         self.virtual = virtual
         self.control = control
         self.backend = open_backend(backend)
         self.family = getattr(self.backend, "family", "tpm2")
-        self._log = log
+        self._log = OperatorLog(log)
         self._backend_down = False
+        self._state_error: str | None = None
         self.clock = Clock(profile, seed=seed, realtime=False)
         self.objects = objects.ObjectTable()
         self.extension_state = extensions.ExtensionState(seed, flush_on_close=rm and self.family == "tpm2")
         self.rm: ResourceManager | None = None
         if rm and self.family == "tpm2":
-            self.rm = ResourceManager(self._internal, self.objects, query=self.backend.transact)
+            self.rm = ResourceManager(self._internal, self.objects, query=self.backend.transact,
+                                      reclaim=self._reclaim_space)
         self.records: list[TraceRecord] = []
         self.late_count = 0
         """Responses where the backend alone took longer than the modelled time."""
@@ -149,16 +125,17 @@ class TimingProxy:
         self._rm_ms = 0.0
         self._rm_commands = 0
         self._tpm_lock = threading.RLock()
-        self._trace_file: IO[str] | None = None
-        self._trace_close = False
+        self._trace_writer: TraceWriter | None = None
+        self.trace_error: str | None = None
         self._trace_fn: Callable[[TraceRecord], None] | None = None
         if callable(trace):
             self._trace_fn = trace
-        elif isinstance(trace, (str, Path)):
-            self._trace_file = open(trace, "a", encoding="utf-8")  # noqa: SIM115 - closed in stop()
-            self._trace_close = True
         elif trace is not None:
-            self._trace_file = trace
+            try:
+                self._trace_writer = TraceWriter(trace)  # closed in stop()
+            except OSError as exc:
+                self.backend.close()
+                raise TrustlabError(f"--trace {trace}: cannot open ({exc.strerror or exc})") from None
         if not virtual and sys.getswitchinterval() > 0.001:
             # A held response must go out within ~0.1 ms of its due time; with
             # Python's default 5 ms GIL switch interval a busy thread elsewhere
@@ -177,7 +154,7 @@ class TimingProxy:
             raise
         self.port = data_srv.getsockname()[1]
         self.ctrl_port = ctrl_srv.getsockname()[1]
-        self._front = serve(self, data_srv, ctrl_srv, control=control, rt_priority=rt_priority)
+        self._front = serve(self, data_srv, ctrl_srv, control=control, rt_priority=rt_priority, log=self._log)
 
     # ---- addresses ---------------------------------------------------------
 
@@ -228,7 +205,7 @@ class TimingProxy:
         timeout = getattr(self.backend, "timeout", None)
         if isinstance(self.backend, SocketBackend):
             self.backend.timeout = min(timeout, PROBE_TIMEOUT)
-        probe = TPM12_GET_RANDOM if self.family == "tpm1.2" else wire.build_command(TPM2_GetRandom, b"\x00\x08")
+        probe = TPM12_GET_RANDOM if self.family == "tpm1.2" else tpm2wire.build_command(TPM2_GetRandom, b"\x00\x08")
         try:
             with self._tpm_lock:
                 response = self.backend.transact(probe)
@@ -286,33 +263,56 @@ class TimingProxy:
             reply = self._control_upstream(wire.CMD_INIT, wire.ctrl_init())
             if len(reply) < 4 or wire.ctrl_result(reply) != 0:
                 raise TrustlabError(f"backend {self.backend.describe()}: CMD_INIT failed")
-            self.backend.release()
-            startup = TPM12_STARTUP_CLEAR if self.family == "tpm1.2" else wire.startup_command()
-            rc = wire.response_code(self.backend.transact(startup))
+            rc = self._after_power_up(startup=True)
             if rc not in (0, 0x100, 0x26):  # TPM_RC_INITIALIZE / TPM_INVALID_POSTINIT: already started
                 raise TrustlabError(f"backend {self.backend.describe()}: Startup failed with {rc:#x}")
-            self._power_cycled()
-            for client in self._clients.values():
-                client.space = Space(client.id)
             self.clock.reset()
             self._chip_free = 0.0
 
-    def _power_cycled(self) -> None:
-        """After CMD_INIT every transient object and session is gone."""
+    def _after_power_up(self, startup: bool) -> int:
+        """After a power cycle (CMD_INIT): every transient object and session is gone; with ``startup``,
+        send the TPM(2)_Startup(CLEAR) a BIOS sends. Returns the Startup's response code (0: none sent).
+
+        The TPM 1.2 engine plays the BIOS itself (its ``startup`` option), so nothing is sent to it.
+        """
+        self.backend.release()
         self.objects.clear_transient()
         if self.rm is not None:
             self.rm.reset()
+        for client in self._clients.values():
+            client.space = Space(client.id)
+        if not startup or getattr(self.backend, "plays_bios", False):
+            return 0
+        command = TPM12_STARTUP_CLEAR if self.family == "tpm1.2" else tpm2wire.startup_command()
+        try:
+            return wire.response_code(self.backend.transact(command))
+        except (wire.WireError, struct.error, ValueError):
+            return TPM_RC_FAILURE
+
+    @property
+    def serving(self) -> bool:
+        """False once the serving loop has ended on its own (:attr:`failure` says why)."""
+        return self._front.serving
+
+    @property
+    def failure(self) -> str | None:
+        return self._front.failure
 
     def stop(self) -> None:
-        """Close listeners and connections, the backend (and its swtpm if owned), the trace."""
+        """Stop accepting; answer the commands in flight; close connections, the backend (and its swtpm if
+        owned), the trace."""
         if self._stopped:
             return
         self._stopped = True
         self._front.stop()
         with self._tpm_lock:
             self.backend.close()
-        if self._trace_file is not None and self._trace_close:
-            self._trace_file.close()
+        if self._trace_writer is not None:
+            try:
+                self._trace_writer.close()
+            except OSError as exc:
+                self._trace_failed(exc)
+        self._log.flush()
 
     def __enter__(self) -> "TimingProxy":
         return self
@@ -347,8 +347,10 @@ class TimingProxy:
     def client_for(self, sock: socket.socket, conn_id: int) -> Client:
         """The client a new data connection belongs to: its local process, else the connection."""
         pid = self._peers.pid_of(sock) if self.rm is not None else None
-        key = ("pid", pid) if pid is not None else ("conn", conn_id)
+        started = peers.start_time(pid) if pid is not None else None
+        key = ("pid", pid, started) if pid is not None else ("conn", conn_id)  # a reused PID is a new client
         client = self._clients.get(key) or self._new_client(key, pid)
+        client.started = started
         client.conns.add(conn_id)
         return client
 
@@ -361,8 +363,22 @@ class TimingProxy:
     def reap_clients(self) -> None:
         """End the clients whose process has exited (as closing /dev/tpmrm0 does)."""
         for key, client in list(self._clients.items()):
-            if client.pid is not None and not client.conns and not peers.alive(client.pid):
+            if client.pid is not None and not client.conns and not peers.alive(client.pid, client.started):
                 self._end_client(key)
+
+    def _reclaim_space(self, space: Space) -> bool:
+        """The resource manager asks: has the owner of ``space`` exited? Then close its space now (its exit
+        would be noticed at the next reap; the next tool of a shell script is faster than that)."""
+        for key, client in list(self._clients.items()):
+            if client.space is space:
+                if client.pid is None or client.conns or peers.alive(client.pid, client.started):
+                    return False
+                del self._clients[key]
+                extensions.connection_closed(client.id, self.extension_state)
+                if self.rm is not None:
+                    self.rm.close(space)  # its RM commands are charged to the command that claims
+                return True
+        return False
 
     def _end_client(self, key: tuple) -> None:
         client = self._clients.pop(key, None)
@@ -426,9 +442,23 @@ class TimingProxy:
 
     def traced(self, record: TraceRecord) -> None:
         """Write ``record``'s trace line (after its response left: file I/O never delays a client)."""
-        if self._trace_file is not None:
-            self._trace_file.write(json.dumps({k: v for k, v in asdict(record).items() if k != "arrived"}) + "\n")
-            self._trace_file.flush()
+        if self._trace_writer is not None:
+            try:
+                self._trace_writer.write(record)
+            except OSError as exc:
+                self._trace_failed(exc)
+
+    def _trace_failed(self, exc: OSError) -> None:
+        """A trace write failed (a full disk): say so once, stop tracing, go on serving."""
+        writer, self._trace_writer = self._trace_writer, None
+        name = writer.name if writer is not None else "the trace"
+        self.trace_error = f"--trace {name}: cannot write ({exc.strerror or exc}); tracing is off, serving goes on"
+        self._log(self.trace_error)
+        if writer is not None:
+            try:
+                writer.close()
+            except OSError:
+                pass
 
     def _command_path(self, client: Client, command: bytes):
         """Extension hook, resource manager, backend, pricing - one place each.
@@ -560,21 +590,58 @@ class TimingProxy:
         Only :data:`wire.ALLOWED_CONTROL` reaches the TPM; anything else is
         refused with TPM_FAIL and logged. Allowed requests are answered by the
         backend in-process (:meth:`Backend.control`), else relayed to its
-        control channel, else acknowledged here (a device has no control channel).
+        control channel, else acknowledged here (a device has no control
+        channel; there ``CMD_INIT`` is refused). ``CMD_INIT`` is a real power
+        cycle followed by the BIOS's Startup (:mod:`.control`).
         """
         code = struct.unpack(">I", request[:4])[0]
-        # a backend may allow more of its own (the in-process TPM 1.2: power-down and the DRTM sequence)
+        name = wire.CONTROL_NAMES.get(code, f"control code {code}")
+        # a backend may allow more of its own (the in-process TPM 1.2: the DRTM sequence)
         if code not in wire.ALLOWED_CONTROL and code not in getattr(self.backend, "extra_control", ()):
-            self.refused_control += 1
-            if self._log is not None:
-                name = wire.CONTROL_NAMES.get(code, f"control code {code}")
-                self._log(f"refused {name} on the control port (only the requests a TSS needs are allowed)")
+            self._refuse(f"refused {name} on the control port (only the requests a TSS needs are allowed)")
             return wire.ctrl_error(wire.TPM_FAIL), code in wire.CTRL_FIXED_LENGTH
+        if code == wire.CMD_INIT and not self._can_power_cycle():
+            self._refuse(f"refused {name}: backend {self.backend.describe()} cannot be power-cycled")
+            return wire.ctrl_error(wire.TPM_FAIL), True
         with self._tpm_lock:
             reply = self._control_upstream(code, request)
             if code == wire.CMD_INIT and len(reply) >= 4 and wire.ctrl_result(reply) == 0:
-                self._power_cycled()
+                self._powered_up(f"{name} on the control port")
         return reply, True
+
+    def platform_signal(self, code: int) -> bytes:
+        """Answer one MS-simulator platform signal (4 bytes: 0 done, else refused); see :mod:`.control`."""
+        action = control.ms_signal_action(code)
+        name = control.ms_signal_name(code)
+        if action == control.CYCLE and not self._can_power_cycle():
+            action = control.REFUSE
+        if action == control.REFUSE:
+            self._refuse(f"refused {name} on the platform port (a shared TPM is never left off or without NV)")
+            return control.MS_REFUSED
+        if action == control.CYCLE:
+            with self._tpm_lock:
+                reply = self._control_upstream(wire.CMD_INIT, wire.ctrl_init())
+                if len(reply) < 4 or wire.ctrl_result(reply) != 0:
+                    self._refuse(f"{name}: backend {self.backend.describe()} refused the power cycle")
+                    return control.MS_REFUSED
+                self._powered_up(f"{name} on the platform port")
+        return control.MS_OK
+
+    def _can_power_cycle(self) -> bool:
+        """A swtpm (its control channel) or an in-process engine can; a device node cannot."""
+        return self.backend.ctrl_address is not None or getattr(self.backend, "plays_bios", False)
+
+    def _powered_up(self, why: str) -> None:
+        rc = self._after_power_up(startup=self.startup == "clear")
+        what = "TPM2_Startup(CLEAR) sent" if self.startup == "clear" and self.family == "tpm2" else (
+            "TPM_Startup(ST_CLEAR) sent" if self.startup == "clear" else "no Startup sent (--startup none)")
+        if rc not in (0, 0x100, 0x26):
+            what += f", but it answered {rc:#x}"
+        self._log(f"power cycle by a client ({why}): {what}", kind="power cycle")
+
+    def _refuse(self, message: str) -> None:
+        self.refused_control += 1
+        self._log(message, kind="refused control request")
 
     def _control_upstream(self, code: int, request: bytes) -> bytes:
         reply = self.backend.control(code, request[4:])
@@ -616,7 +683,7 @@ def timed_swtpm(profile: "Profile | str", *, virtual: bool = False, trace=None, 
         profile = registry.load(profile)
     tpm = Swtpm(unix=unix).start()
     try:
-        from trustlab.devices.tpm2.backend import swtpm_backend
+        from trustlab.serving.tpm2.backend import swtpm_backend
 
         proxy = TimingProxy(profile, swtpm_backend(tpm, owned=True), virtual=virtual, trace=trace, seed=seed, rm=rm)
     except BaseException:

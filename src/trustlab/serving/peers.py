@@ -104,11 +104,27 @@ class PeerFinder:
         return pid
 
 
-def alive(pid: int) -> bool:
+def start_time(pid: int) -> str | None:
+    """The kernel's start time of ``pid`` (field 22 of /proc/PID/stat): tells a reused PID apart."""
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+    except OSError:
+        return None
+    return stat.rsplit(b")", 1)[1].split()[19].decode()
+
+
+def alive(pid: int, started: str | None = None) -> bool:
+    """Is process ``pid`` running (and, given ``started``, still the same process, not a reused PID)?
+    A zombie counts as gone: it has closed its sockets."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+    except FileNotFoundError:
         return False
-    except PermissionError:
-        return True
-    return True
+    except OSError:
+        return True  # not ours to judge
+    fields = stat.rsplit(b")", 1)[1].split()
+    if fields[0] in (b"Z", b"X"):
+        return False
+    return started is None or fields[19].decode() == started

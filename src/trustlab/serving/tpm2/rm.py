@@ -10,7 +10,24 @@ is filtered to the space's own objects, and every object is saved
 saved. When the connection closes, its sessions are flushed. So a client
 never sees ``TPM_RC_OBJECT_MEMORY`` because another client (or an earlier
 tool invocation) left objects loaded, and two clients never see each
-other's objects.
+other's objects or sessions.
+
+Sessions belong to the space that started (or claimed) them: a space may
+use, save, flush and list only its own. Another space's session handle in
+the handle area answers ``TPM_RC_REFERENCE_H0 + n``, in the authorization
+area ``TPM_RC_REFERENCE_S0 + n`` (what the TPM answers for a session that is
+not loaded), as ``FlushContext``'s or ``ContextLoad``'s parameter
+``TPM_RC_HANDLE + P1``; ``GetCapability(TPM_CAP_HANDLES)`` lists only the
+space's own sessions and the abandoned ones.
+
+A session the client saved itself (its own ``TPM2_ContextSave``: tpm2-tools
+hands a session to the next process this way) is neither saved nor
+forgotten by the RM. When its space closes it is *abandoned*, as tpm2-abrmd
+does (session-list.c): any later client may claim it by loading its context,
+and at most :data:`ABANDONED_MAX` (abrmd's ``SESSION_LIST_MAX_ABANDONED_DEFAULT``)
+are kept, the oldest flushed first. Every other session of a closing space is
+flushed. So no number of clients that exit without flushing can fill the
+TPM's session slots.
 
 Where this follows the kernel exactly:
 
@@ -21,7 +38,9 @@ Where this follows the kernel exactly:
   (``GetCapability(TPM_CAP_COMMANDS)``: ``cHandles`` and ``rHandle``);
 - session handles are not virtualized (a session keeps its handle across
   save/load); a context that no longer loads or saves (``TPM_RC_HANDLE``,
-  ``TPM_RC_REFERENCE_H0``: flushed, or a power cycle) is forgotten;
+  ``TPM_RC_REFERENCE_H0``: flushed, or a power cycle) is forgotten - except a
+  session the client saved itself (see above; the kernel forgets it, and so
+  leaks its TPM slot);
 - on close only sessions are flushed (saved object contexts hold no TPM memory).
 
 Where it differs, and why:
@@ -33,7 +52,10 @@ Where it differs, and why:
   (kernel: ``-EINVAL`` from ``write``, which a socket cannot express);
 - ``TPM2_FlushContext`` of a virtual handle (a parameter, not in the handle
   area) is translated and frees the slot, as tpm2-abrmd does; the kernel
-  passes it through and the TPM answers ``TPM_RC_HANDLE``.
+  passes it through and the TPM answers ``TPM_RC_HANDLE``;
+- sessions are private to their space and client-saved ones are abandoned
+  on close, not forgotten (tpm2-abrmd's rules; the kernel shows every
+  session to every space).
 
 The RM issues its ContextLoad/ContextSave/FlushContext through ``internal``,
 which the proxy prices like any command: the served time then matches what a
@@ -43,6 +65,7 @@ which the proxy prices like any command: the served time then matches what a
 from __future__ import annotations
 
 import struct
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -57,6 +80,12 @@ TPM_CAP_COMMANDS = 0x00000002
 TPM_CAP_HANDLES = 0x00000001
 TPM_RC_OBJECT_MEMORY = 0x902
 TPM_RC_SESSION_MEMORY = 0x903
+TPM_RC_REFERENCE_H0 = 0x910
+TPM_RC_REFERENCE_S0 = 0x918
+TPM_RC_P1 = 0x040 | 0x100
+"""``TPM_RC_P + TPM_RC_1``: the response code names parameter 1."""
+TPM_ST_SESSIONS = 0x8002
+TPM_RS_PW = 0x40000009
 
 HT_TRANSIENT = 0x80
 HT_HMAC_SESSION = 0x02
@@ -65,11 +94,24 @@ OBJECT_SLOTS = 3
 """``ARRAY_SIZE(space->context_tbl)`` in the kernel."""
 SESSION_SLOTS = 3
 """``ARRAY_SIZE(space->session_tbl)`` in the kernel."""
+ABANDONED_MAX = 4
+"""Client-saved sessions of closed spaces kept for a later client to claim (tpm2-abrmd's
+``SESSION_LIST_MAX_ABANDONED_DEFAULT``); beyond it the oldest is flushed."""
 VHANDLE_TOP = 0x80FEFFFF
 EXTENSION_FIRST, EXTENSION_LAST = 0x80FF0000, 0x80FFFFFF
 """Transient handles of the proxy's extension objects: never virtualized, loaded or saved."""
 
 Transact = Callable[[bytes], bytes]
+
+
+def is_session(handle: int) -> bool:
+    return handle >> 24 in (HT_HMAC_SESSION, HT_POLICY_SESSION)
+
+
+def session_index(handle: int) -> int:
+    """Which session a handle names. The TPM finds a session by this index alone: it lists saved policy
+    sessions under ``0x02`` handles, and flushes index *n* whether named ``0x02..n`` or ``0x03..n``."""
+    return handle & 0x00FFFFFF
 
 
 def is_extension_handle(handle: int) -> bool:
@@ -90,6 +132,16 @@ class Space:
     variants: list[str | None] = field(default_factory=lambda: [None] * OBJECT_SLOTS)
     sessions: list[int] = field(default_factory=lambda: [0] * SESSION_SLOTS)
     session_blobs: list[bytes | None] = field(default_factory=lambda: [None] * SESSION_SLOTS)
+    client_saved: list[bool] = field(default_factory=lambda: [False] * SESSION_SLOTS)
+    """The client saved the session itself (no RM blob; abandoned, not flushed, on close)."""
+
+    def session_slot(self, handle: int) -> int | None:
+        """The slot holding the session ``handle`` names (by its index), or None."""
+        index = session_index(handle)
+        for slot, held in enumerate(self.sessions):
+            if held and session_index(held) == index:
+                return slot
+        return None
 
     def vhandles(self) -> list[int]:
         return [VHANDLE_TOP - i for i, ctx in enumerate(self.objects) if ctx is not None]
@@ -106,14 +158,22 @@ class ResourceManager:
     ``query`` reads the command attributes once (unpriced: the kernel does it at boot);
     ``table`` is the proxy's handle -> key-variant table, kept right across
     the real handles an object gets each time it is loaded.
+    ``reclaim(space)``: True if the owner of ``space`` is gone (its process
+    exited) and the space was closed now - called before refusing another
+    space's session, since a client's exit is noticed only every so often.
     """
 
     def __init__(self, internal: Transact, table: objects.ObjectTable | None = None,
-                 query: Transact | None = None) -> None:
+                 query: Transact | None = None, reclaim: Callable[[Space], bool] | None = None) -> None:
         self._internal = internal
         self._query = query or internal
+        self._reclaim = reclaim
         self.table = table if table is not None else objects.ObjectTable()
         self._attrs: dict[int, int] | None = None
+        self._owner: dict[int, Space] = {}
+        """Session index -> the space it belongs to."""
+        self.abandoned: OrderedDict[int, int] = OrderedDict()
+        """Session index -> handle: client-saved sessions of closed spaces, oldest first (module docstring)."""
 
     # ---- command attributes (cHandles, rHandle) from the TPM itself --------
 
@@ -159,6 +219,9 @@ class ResourceManager:
         if attrs is None or len(command) < wire.HEADER_SIZE + 4 * attrs[0]:
             return run(command)  # the TPM answers TPM_RC_COMMAND_CODE / _SIZE itself
         n_handles, response_handle = attrs
+        refused = self._foreign_sessions(space, command, code, n_handles)
+        if refused:
+            return wire.error_response(refused)
         real = self._load(space)
         mapped = bytearray(command)
         flushed_slot = None
@@ -183,12 +246,102 @@ class ResourceManager:
             real[flushed_slot] = None
             space.objects[flushed_slot] = None
             space.variants[flushed_slot] = None
+        if rc == 0 and code in (TPM_CC_CONTEXT_SAVE, TPM_CC_FLUSH_CONTEXT):
+            self._client_saved_or_flushed(space, code, command)
         if rc == 0 and response_handle:
             response = self._map_response_handle(space, real, response)
         if rc == 0 and code == TPM_CC_GET_CAPABILITY:
-            response = self._map_capability(real, response)
+            response = self._map_capability(space, real, response)
         self._save(space, real)
         return response
+
+    # ---- sessions: whose they are --------------------------------------------
+
+    def _foreign_sessions(self, space: Space, command: bytes, code: int, n_handles: int) -> int:
+        """The response code refusing a command that names a session not ``space``'s, else 0.
+
+        An abandoned session (or one whose owner has exited) is claimed by a
+        ``FlushContext`` or ``ContextLoad`` of it; in any other place it is as
+        foreign as a live space's (the TPM could not use it unloaded either).
+        """
+        end = wire.HEADER_SIZE + 4 * n_handles
+        for i, (handle,) in enumerate(struct.iter_unpack(">I", command[wire.HEADER_SIZE:end])):
+            if is_session(handle) and space.session_slot(handle) is None:
+                return TPM_RC_REFERENCE_H0 + i
+        if code in (TPM_CC_FLUSH_CONTEXT, TPM_CC_CONTEXT_LOAD):
+            handle = self._named_session(command, code)
+            if handle and space.session_slot(handle) is None and not self._claim(space, handle, code):
+                return TPM_RC_HANDLE | TPM_RC_P1
+        if len(command) >= wire.HEADER_SIZE and struct.unpack_from(">H", command)[0] == TPM_ST_SESSIONS:
+            for i, handle in enumerate(_auth_sessions(command, end)):
+                if is_session(handle) and space.session_slot(handle) is None:
+                    return TPM_RC_REFERENCE_S0 + i
+        return 0
+
+    @staticmethod
+    def _named_session(command: bytes, code: int) -> int:
+        """The session FlushContext's parameter or ContextLoad's TPMS_CONTEXT.savedHandle names (0: none)."""
+        pos = wire.HEADER_SIZE + (8 if code == TPM_CC_CONTEXT_LOAD else 0)  # TPMS_CONTEXT: sequence (8) first
+        if len(command) < pos + 4:
+            return 0
+        (handle,) = struct.unpack_from(">I", command, pos)
+        return handle if is_session(handle) else 0
+
+    def _claim(self, space: Space, handle: int, code: int) -> bool:
+        """Move an abandoned session (or one whose owner has exited) into ``space``; False if it is another
+        live space's. A session nobody holds (a context from before a restart) is the TPM's to judge."""
+        index = session_index(handle)
+        owner = self._owner.get(index)
+        if owner is not None and owner is not space and (self._reclaim is None or not self._reclaim(owner)):
+            return False
+        if index in self.abandoned:
+            del self.abandoned[index]
+        elif index in self._owner:
+            return False  # still held by its (live) space after all
+        else:
+            return True
+        for slot in range(SESSION_SLOTS):
+            if not space.sessions[slot]:
+                space.sessions[slot] = handle
+                space.client_saved[slot] = True  # not loaded: its context is the client's
+                self._owner[index] = space
+                return True
+        self._abandon(handle)  # no slot free: the TPM answers, the session stays claimable
+        return code == TPM_CC_FLUSH_CONTEXT
+
+    def _client_saved_or_flushed(self, space: Space, code: int, command: bytes) -> None:
+        """After the client's own ContextSave of a session (its context is now the client's) or
+        FlushContext of one (gone)."""
+        if len(command) < wire.HEADER_SIZE + 4:
+            return
+        (handle,) = struct.unpack_from(">I", command, wire.HEADER_SIZE)
+        slot = space.session_slot(handle) if is_session(handle) else None
+        if slot is None:
+            return
+        if code == TPM_CC_CONTEXT_SAVE:
+            space.client_saved[slot] = True
+            space.session_blobs[slot] = None
+        else:
+            self._drop_session(space, slot)
+
+    def _drop_session(self, space: Space, slot: int) -> None:
+        index = session_index(space.sessions[slot])
+        if self._owner.get(index) is space:
+            del self._owner[index]
+        space.sessions[slot] = 0
+        space.session_blobs[slot] = None
+        space.client_saved[slot] = False
+
+    def _abandon(self, handle: int) -> None:
+        """Keep a client-saved session of a closed space for a later claim; flush the oldest beyond the bound."""
+        self._owner.pop(session_index(handle), None)
+        self.abandoned[session_index(handle)] = handle
+        while len(self.abandoned) > ABANDONED_MAX:
+            self._flush(self.abandoned.popitem(last=False)[1])
+
+    def sessions_held(self) -> int:
+        """Sessions the TPM holds for clients: in live spaces, and abandoned."""
+        return len(self._owner) + len(self.abandoned)
 
     def _map_flush(self, mapped: bytearray, real: list[int | None]) -> int | None:
         """FlushContext's handle is a parameter: translate a virtual one (tpm2-abrmd's rule)."""
@@ -218,19 +371,29 @@ class ResourceManager:
             self._flush(handle)
             return wire.error_response(TPM_RC_OBJECT_MEMORY)
         if kind in (HT_HMAC_SESSION, HT_POLICY_SESSION):
-            if handle in space.sessions:
+            held = space.session_slot(handle)
+            if held is not None:
+                space.sessions[held] = handle
+                space.client_saved[held] = False  # the client loaded it back
                 return response
+            index = session_index(handle)
             for slot in range(SESSION_SLOTS):
                 if not space.sessions[slot]:
+                    stale = self._owner.get(index)
+                    if stale is not None and stale is not space and stale.session_slot(handle) is not None:
+                        self._drop_session(stale, stale.session_slot(handle))  # the TPM reused a gone index
+                    self.abandoned.pop(index, None)
                     space.sessions[slot] = handle
+                    space.client_saved[slot] = False
+                    self._owner[index] = space
                     return response
             self._flush(handle)
             return wire.error_response(TPM_RC_SESSION_MEMORY)
         return response
 
-    @staticmethod
-    def _map_capability(real: list[int | None], response: bytes) -> bytes:
-        """GetCapability(TPM_CAP_HANDLES): only this space's transient objects, as virtual handles."""
+    def _map_capability(self, space: Space, real: list[int | None], response: bytes) -> bytes:
+        """GetCapability(TPM_CAP_HANDLES): only this space's transient objects, as virtual handles, and its own
+        sessions and the abandoned ones (which any client may claim)."""
         if len(response) < wire.HEADER_SIZE + 9:
             return response
         more, cap, count = struct.unpack_from(">BII", response, wire.HEADER_SIZE)
@@ -242,6 +405,9 @@ class ResourceManager:
             if h >> 24 == HT_TRANSIENT and not is_extension_handle(h):
                 if h in real:
                     out.append(VHANDLE_TOP - real.index(h))
+            elif is_session(h):
+                if space.session_slot(h) is not None or session_index(h) in self.abandoned:
+                    out.append(h)
             else:
                 out.append(h)
         body = struct.pack(">BII", more, cap, len(out)) + struct.pack(f">{len(out)}I", *out)
@@ -270,7 +436,7 @@ class ResourceManager:
             rsp = self._internal(wire.build_command(TPM_CC_CONTEXT_LOAD, blob))
             space.session_blobs[slot] = None
             if _rc(rsp) != 0:
-                space.sessions[slot] = 0  # the kernel forgets a session that no longer loads
+                self._drop_session(space, slot)  # the kernel forgets a session that no longer loads
         return real
 
     def _save(self, space: Space, real: list[int | None]) -> None:
@@ -288,12 +454,11 @@ class ResourceManager:
             space.variants[slot] = variant or space.variants[slot]
             self._flush(handle)
         for slot, handle in enumerate(space.sessions):
-            if not handle:
+            if not handle or space.client_saved[slot]:
                 continue
             rsp = self._internal(wire.build_command(TPM_CC_CONTEXT_SAVE, struct.pack(">I", handle)))
             if _rc(rsp) != 0:
-                space.sessions[slot] = 0  # ended (continueSession clear) or flushed
-                space.session_blobs[slot] = None
+                self._drop_session(space, slot)  # ended (continueSession clear) or flushed
             else:
                 space.session_blobs[slot] = rsp[wire.HEADER_SIZE:]
 
@@ -302,15 +467,42 @@ class ResourceManager:
         self.table.by_handle.pop(handle, None)
 
     def close(self, space: Space) -> None:
-        """The connection is gone: flush its sessions (saved objects hold no TPM memory)."""
+        """The client is gone: flush its sessions, abandon the ones it saved itself (saved objects hold no
+        TPM memory)."""
         for slot, handle in enumerate(space.sessions):
             if handle:
-                self._flush(handle)
-            space.sessions[slot] = 0
-            space.session_blobs[slot] = None
+                client_saved = space.client_saved[slot]
+                self._drop_session(space, slot)
+                if client_saved:
+                    self._abandon(handle)
+                else:
+                    self._flush(handle)
         space.objects = [None] * OBJECT_SLOTS
         space.variants = [None] * OBJECT_SLOTS
 
     def reset(self) -> None:
-        """A power cycle: forget the command attributes (a new TPM may answer differently)."""
+        """A power cycle: every session is gone; forget the command attributes (a new TPM may answer
+        differently)."""
         self._attrs = None
+        self._owner.clear()
+        self.abandoned.clear()
+
+
+def _auth_sessions(command: bytes, start: int) -> list[int]:
+    """The session handles of a command's authorization area (Part 1, 18.7), starting at ``start``
+    (after the handles); [] if the area does not parse (the TPM answers that itself)."""
+    out: list[int] = []
+    try:
+        (size,) = struct.unpack_from(">I", command, start)
+        pos, end = start + 4, start + 4 + size
+        if end > len(command):
+            return []
+        while pos < end:
+            (handle, nonce) = struct.unpack_from(">IH", command, pos)
+            pos += 6 + nonce + 1  # handle, nonce, sessionAttributes
+            (hmac,) = struct.unpack_from(">H", command, pos)
+            pos += 2 + hmac
+            out.append(handle)
+    except struct.error:
+        return []
+    return out

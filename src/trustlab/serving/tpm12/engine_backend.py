@@ -23,7 +23,9 @@ The power cycle, as a platform drives a TPM 1.2 (Part 1, 7.3 and 9):
   ``--flags startup-clear`` does (tcsd never sends TPM_Startup itself).
 * ``CMD_SHUTDOWN`` powers it down; data commands then answer ``TPM_FAIL``
   until the next ``CMD_INIT`` (swtpm answers the same while uninitialised).
-  Unlike swtpm, the serving process stays up.
+  Unlike swtpm, the serving process stays up. The proxy refuses it from
+  clients (a shared TPM is never left off, :mod:`trustlab.serving.control`);
+  :meth:`EngineBackend.control` still implements it for in-process users.
 * ``CMD_HASH_START/DATA/END`` is the locality-4 DRTM sequence: it resets the
   dynamic PCRs 17-22, extends PCR 17 with SHA-1 of the data and sets the
   TPM-established flag, which ``CMD_GET_TPMESTABLISHED`` reports and
@@ -47,8 +49,8 @@ from trustlab.devices.tpm12 import constants as C
 from trustlab.devices.tpm12 import registry
 from trustlab.devices.tpm12.engine import Engine
 from trustlab.devices.tpm12.nvstore import FileNVStore, NVStore
-from trustlab.devices.tpm2 import wire
-from trustlab.devices.tpm2.backend import Backend
+from trustlab.serving import wire
+from trustlab.serving.backend import Backend
 from trustlab.errors import TrustlabError
 from trustlab.timing.clock import Clock
 from trustlab.timing.profile import Profile
@@ -99,9 +101,13 @@ class EngineBackend(Backend):
 
     family = "tpm1.2"
     ctrl_address = None
-    extra_control = frozenset({wire.CMD_SHUTDOWN, wire.CMD_HASH_START, wire.CMD_HASH_DATA, wire.CMD_HASH_END})
-    """Control codes beyond what the proxy lets clients send to any TPM: the power-down and the DRTM
-    sequence are harmless on an in-process engine (they would stop or reset a shared swtpm)."""
+    extra_control = frozenset({wire.CMD_HASH_START, wire.CMD_HASH_DATA, wire.CMD_HASH_END})
+    """Control codes beyond what the proxy lets clients send to any TPM: the DRTM sequence is harmless
+    on an in-process engine (it would reset a shared swtpm's PCRs). ``CMD_SHUTDOWN`` stays refused, as
+    for TPM 2.0: a served TPM is never left off (``CMD_INIT`` alone is the power cycle, which a
+    ``TPM_SaveState`` + ``--startup none`` resume needs)."""
+    plays_bios = True
+    """The engine sends its own TPM_Startup(ST_CLEAR) after every power-up (``startup="clear"``)."""
 
     def __init__(self, profile: Profile, state_dir: str | Path | None = None, *, seed: int = 0,
                  startup: str = "clear", nv: NVStore | None = None, keygen=None) -> None:

@@ -1,23 +1,7 @@
-"""Where the proxy's commands really run: a swtpm, a TCP TPM, a device node, an engine.
+"""The TPM 2.0 backends: a swtpm (libtpms), a swtpm-protocol TPM over TCP, a kernel device node.
 
-All backends speak raw TPM frames (``transact``). Those with a swtpm control
-channel expose ``ctrl_address`` so the proxy can relay the control traffic it
-allows (``CMD_INIT``, ``CMD_SET_LOCALITY`` ...); in-process engines answer
-control requests themselves (``control``).
-
-The contract every backend follows (see /work/shared notes, "Backend hooks"):
-
-- ``family``: ``"tpm2"`` (default) or ``"tpm1.2"``. For ``"tpm1.2"`` the proxy
-  runs no resource manager and no TPM 2.0 wire cost model; frames carry TPM 1.2
-  tags (``0x00C1``..``0x00C3``) and the cost is whatever ``charged()`` reports.
-- ``charged()``: component -> ms the backend itself charged for its last
-  ``transact`` (in-process engines that keep their own clock), or ``None`` to
-  let the proxy price the command from the wire.
-- ``control(code, payload)``: the full reply to a swtpm control-channel
-  request answered in-process, or ``None`` (relay to ``ctrl_address``).
-
-The proxy's hold, trace, ``--virtual`` mode, control filtering and shutdown
-apply to every backend alike.
+:func:`open_backend` turns ``--backend`` into one. The resource manager that
+gives each client its own space in front of them is :mod:`.rm`.
 """
 
 from __future__ import annotations
@@ -28,46 +12,11 @@ import socket
 import threading
 from pathlib import Path
 
-from trustlab.devices.tpm2 import wire
+from trustlab.devices.tpm2 import wire as tpm2wire
 from trustlab.devices.tpm2.commands import TPM_RC_FAILURE
-from trustlab.devices.tpm2.swtpm import Swtpm, read_response
-from trustlab.errors import TrustlabError
-
-
-class BackendError(TrustlabError):
-    """The TPM behind the proxy cannot be reached or answered nonsense."""
-
-
-class Backend:
-    """A TPM the proxy forwards client commands to (one at a time)."""
-
-    family: str = "tpm2"
-    """``"tpm1.2"``: the proxy turns the resource manager and the TPM 2.0 wire cost model off."""
-
-    ctrl_address: tuple[str, int] | str | None = None
-
-    def transact(self, command: bytes) -> bytes:  # pragma: no cover - interface
-        raise NotImplementedError
-
-    def charged(self) -> dict[str, float] | None:
-        """Component -> ms the backend itself charged for its last ``transact`` (in-process
-        engines); ``None`` means the proxy prices the command from the wire."""
-        return None
-
-    def control(self, code: int, payload: bytes) -> bytes | None:
-        """Answer a swtpm control-channel request in-process (full reply bytes), or ``None``
-        if the backend has no in-process control (the proxy then relays to ``ctrl_address``,
-        or acknowledges it itself when there is none)."""
-        return None
-
-    def close(self) -> None:
-        pass
-
-    def release(self) -> None:
-        """Let go of any connection held between commands."""
-
-    def describe(self) -> str:
-        return type(self).__name__
+from trustlab.serving import wire
+from trustlab.serving.backend import Backend, BackendError
+from trustlab.serving.swtpm import Swtpm, read_response
 
 
 class SocketBackend(Backend):
@@ -116,7 +65,7 @@ class SocketBackend(Backend):
                     return read_response(self._sock)
                 except (OSError, ConnectionError, wire.WireError, BackendError):
                     self._drop()
-            return wire.error_response(TPM_RC_FAILURE)
+            return tpm2wire.error_response(TPM_RC_FAILURE)
 
     def release(self) -> None:
         """Close the persistent connection (swtpm serves one data connection at a time)."""
@@ -170,7 +119,7 @@ class DeviceBackend(Backend):
                 os.write(self._fd, command)
                 return os.read(self._fd, 8192)
             except OSError:
-                return wire.error_response(TPM_RC_FAILURE)
+                return tpm2wire.error_response(TPM_RC_FAILURE)
 
     def close(self) -> None:
         try:

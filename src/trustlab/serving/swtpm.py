@@ -27,13 +27,16 @@ import time
 import weakref
 from pathlib import Path
 
-from trustlab.devices.tpm2 import wire
+from trustlab.devices.frame import build_frame
+from trustlab.serving import wire
 from trustlab.errors import TrustlabError
 
 SWTPM_BINARY = "swtpm"
 STATE_PREFIX = "trustlab-swtpm-"
 OWNER_FILE = "owner"
 """In a temporary state directory: ``PID START`` of the process that made it, then swtpm's PID."""
+TPM2_STARTUP_CLEAR = build_frame(0x8001, 0x144, b"\0\0")
+"""TPM2_Startup(TPM_SU_CLEAR) (Part 3, 9.3), as a BIOS sends it after power-up."""
 _LIVE: "weakref.WeakSet[Swtpm]" = weakref.WeakSet()
 
 
@@ -283,7 +286,7 @@ class Swtpm:
         if rc != 0:
             raise SwtpmError(f"CMD_INIT failed with result {rc:#x}")
         if self.startup:
-            rsp = self.send(wire.startup_command())
+            rsp = self.send(TPM2_STARTUP_CLEAR)
             rc = wire.response_code(rsp)
             if rc not in (0, 0x100):  # TPM_RC_INITIALIZE: already started
                 raise SwtpmError(f"TPM2_Startup failed with {rc:#x}")

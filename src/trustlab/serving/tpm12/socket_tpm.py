@@ -16,7 +16,7 @@ import socket
 import struct
 from typing import Callable
 
-from trustlab.devices.tpm2.swtpm import Swtpm, recv_exact
+from trustlab.serving.swtpm import Swtpm, recv_exact
 from trustlab.errors import TrustlabError
 from trustlab.timing.clock import Clock
 
@@ -91,7 +91,7 @@ class Swtpm12(Swtpm):
     unless ``startup=False`` (then the client sends TPM_Startup).
 
     The process life cycle (ports, state directory, readiness, stop) is
-    :class:`~trustlab.devices.tpm2.swtpm.Swtpm`'s; only the flags and the
+    :class:`~trustlab.serving.swtpm.Swtpm`'s; only the flags and the
     power-up differ. A fresh state directory has no endorsement key:
     :meth:`create_ek` makes one (TPM_CreateEndorsementKeyPair), as a
     manufacturer or ``swtpm_setup`` would.

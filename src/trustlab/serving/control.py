@@ -1,0 +1,60 @@
+"""The control plane's policy: what a client may do to a shared TPM through port P+1.
+
+A served TPM is shared, so no client may leave it unusable for the others.
+What *power cycle* means here, for both generations and both protocols:
+
+- A power cycle is real: the TPM is re-initialised (swtpm's ``CMD_INIT``,
+  the TPM 1.2 engine's power-down and power-up; transient objects, sessions
+  and PCRs are gone) and then, unless serve runs with ``--startup none``,
+  gets the ``TPM(2)_Startup(CLEAR)`` a BIOS sends. A client's own Startup
+  afterwards answers ``TPM_RC_INITIALIZE`` (TPM 1.2: ``TPM_INVALID_POSTINIT``),
+  as on a booted machine.
+- A shared TPM is never left off: swtpm's ``CMD_SHUTDOWN`` and ``CMD_STOP``
+  are refused (for TPM 1.2 too), and the MS simulator's
+  ``TPM_SIGNAL_POWER_OFF`` *is* the power cycle (power off, on, Startup),
+  after which ``TPM_SIGNAL_POWER_ON`` is what it is on a powered simulator, a
+  no-op (the simulator's ``_rpc__Signal_PowerOn`` returns when already on;
+  tcti-mssim sends it at every initialisation).
+- What cannot be done is refused, never acknowledged and ignored: ``NV_OFF``
+  (swtpm's NV is always available), physical presence, ``RESTART``; and
+  ``CMD_INIT`` where the backend has no control channel (a device node).
+
+swtpm's allowed control codes are :data:`trustlab.serving.wire.ALLOWED_CONTROL`.
+"""
+
+from __future__ import annotations
+
+from trustlab.serving import wire
+
+ACK = "ack"
+CYCLE = "cycle"
+REFUSE = "refuse"
+
+MS_SIGNALS = {
+    wire.MS_SIGNAL_POWER_ON: ACK,      # already on: a no-op, as in the simulator
+    wire.MS_SIGNAL_POWER_OFF: CYCLE,   # off, on and Startup at once: never left off
+    wire.MS_SIGNAL_RESET: CYCLE,
+    wire.MS_SIGNAL_NV_ON: ACK,         # NV is on
+    wire.MS_SIGNAL_CANCEL_ON: ACK,     # commands run to completion: nothing to cancel
+    wire.MS_SIGNAL_CANCEL_OFF: ACK,
+}
+"""MS-simulator platform signal -> what serve does; any other signal is refused."""
+
+MS_NAMES = {
+    wire.MS_SIGNAL_POWER_ON: "TPM_SIGNAL_POWER_ON", wire.MS_SIGNAL_POWER_OFF: "TPM_SIGNAL_POWER_OFF",
+    wire.MS_SIGNAL_PHYS_PRES_ON: "TPM_SIGNAL_PHYS_PRES_ON", wire.MS_SIGNAL_PHYS_PRES_OFF: "TPM_SIGNAL_PHYS_PRES_OFF",
+    wire.MS_SIGNAL_CANCEL_ON: "TPM_SIGNAL_CANCEL_ON", wire.MS_SIGNAL_CANCEL_OFF: "TPM_SIGNAL_CANCEL_OFF",
+    wire.MS_SIGNAL_NV_ON: "TPM_SIGNAL_NV_ON", wire.MS_SIGNAL_NV_OFF: "TPM_SIGNAL_NV_OFF",
+    wire.MS_SIGNAL_RESET: "TPM_SIGNAL_RESET", wire.MS_SIGNAL_RESTART: "TPM_SIGNAL_RESTART",
+}
+MS_OK = b"\0\0\0\0"
+MS_REFUSED = b"\0\0\0\1"
+"""The platform port's 4-byte answer: 0 done; non-zero refused (tcti-mssim reports it as an I/O error)."""
+
+
+def ms_signal_action(code: int) -> str:
+    return MS_SIGNALS.get(code, REFUSE)
+
+
+def ms_signal_name(code: int) -> str:
+    return MS_NAMES.get(code, f"platform signal {code}")

@@ -1,0 +1,572 @@
+"""The proxy's sockets: one event-loop thread that reads, queues, runs and holds.
+
+Why one thread: a TPM runs one command at a time anyway, and every hand-off
+between threads costs a wake-up (tens of us idle, ms on a loaded host) that
+would show up on top of the modelled time. The loop
+
+1. sends every held response whose due time has come (a short spin makes the
+   last 0.2 ms exact);
+2. when no response is held, runs the next queued job - a client command
+   (through the proxy: extension hook, resource manager, backend, pricing),
+   a control request, or a connection's close - in arrival order;
+3. otherwise waits in ``select`` for input, the next due time or a timer.
+
+A command's due time is ``max(arrival of its last byte, chip free) +
+modelled``, so the client sees exactly the modelled time, and concurrent
+clients queue as on a real chip.
+
+Control port (P+1): with ``control="auto"`` the protocol is told per
+connection from its first frame. swtpm TCTIs start with ``CMD_SET_LOCALITY``
+or ``CMD_INIT``; MS-simulator TCTIs with ``TPM_SIGNAL_POWER_ON`` (1), which
+is also swtpm's ``CMD_GET_CAPABILITY`` (QEMU, ``swtpm_ioctl -c``). tcti-mssim
+opens its data connection first and keeps it open, silent, while it powers
+the simulator on; so code 1 from a process (or, for a remote peer, a host)
+with such a connection open is a platform signal, otherwise a capability query.
+
+Sockets are non-blocking: a response a client does not read waits in that
+connection's own buffer (and the connection is not read meanwhile), so a
+client that never reads delays nobody else; after :data:`SEND_TIMEOUT` s of
+not reading it is dropped. On :meth:`FrontEnd.stop` (SIGTERM) the listeners
+close first, then every command already received is run and answered, every
+held response sent, before the connections close.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import selectors
+import socket
+import struct
+import threading
+import time
+from collections import deque
+from typing import Any, Callable, Protocol
+
+from trustlab.serving import wire
+from trustlab.serving.realtime import SPIN, RealtimeScheduling, precise_sleep_until
+from trustlab.serving.trace import TraceRecord
+
+
+class Served(Protocol):
+    """What the front end needs of the proxy it serves (:class:`~trustlab.serving.proxy.TimingProxy`).
+
+    Declared here so the front end does not import the proxy that starts it.
+    """
+
+    virtual: bool
+    family: str
+    port: int
+
+    def client_for(self, sock: socket.socket, conn_id: int) -> Any: ...
+    def client_left(self, client: Any, conn_id: int) -> None: ...
+    def peer_pid(self, sock: socket.socket) -> int | None: ...
+    def reap_clients(self) -> None: ...
+    def note_reject(self, reason: str) -> None: ...
+    def serve_command(self, client: Any, command: bytes, framing: str,
+                      arrived: float) -> tuple[bytes, float, TraceRecord]: ...
+    def control_request(self, request: bytes) -> tuple[bytes, bool]: ...
+    def platform_signal(self, code: int) -> bytes: ...
+    def sent(self, record: TraceRecord, when: float) -> None: ...
+    def traced(self, record: TraceRecord) -> None: ...
+
+IDLE_PARTIAL_TIMEOUT = 10.0
+"""Seconds a client may stall in the middle of a frame before it is dropped."""
+REAP_INTERVAL = 0.5
+"""Seconds between checks for client processes that have exited (their spaces are flushed)."""
+SEND_TIMEOUT = 2.0
+"""Seconds a client may leave its responses unread (a full socket buffer) before it is dropped."""
+DRAIN_TIMEOUT = 10.0
+"""Seconds :meth:`FrontEnd.stop` waits, beyond the longest held response, for the commands in flight."""
+TPM_RC_FAILURE = 0x101
+
+
+def _quickack(sock: socket.socket) -> None:
+    """Acknowledge at once: TSS clients write a frame in pieces, and Nagle on
+    their side plus delayed ACKs on ours would add ~40 ms to such a command."""
+    try:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_QUICKACK, 1)
+    except (OSError, AttributeError):
+        pass
+
+
+class Conn:
+    """One accepted client connection (data or control port)."""
+
+    __slots__ = ("id", "sock", "kind", "reader", "buf", "mode", "spoke", "partial_since", "client", "eof",
+                 "closed", "out", "stalled_since", "events")
+    _ids = itertools.count(1)
+
+    def __init__(self, sock: socket.socket, kind: str, family: str, control: str) -> None:
+        self.id = next(Conn._ids)
+        self.sock = sock
+        self.kind = kind
+        self.reader = wire.FrameReader(max_frame=4096, family=family) if kind == "data" else None
+        self.buf = bytearray()  # control-port bytes not yet framed
+        self.mode = None if control == "auto" else control  # control port: "swtpm" / "mssim"
+        self.spoke = False  # data port: a frame has arrived
+        self.partial_since = 0.0
+        self.client: Any = None  # the proxy's Client (data port)
+        self.eof = False
+        self.closed = False
+        self.out = bytearray()  # response bytes the client has not taken yet
+        self.stalled_since = 0.0
+        self.events = selectors.EVENT_READ
+
+
+class FrontEnd:
+    """Serve ``proxy`` on two listening sockets from one thread (see the module docstring)."""
+
+    def __init__(self, proxy: Served, data_srv: socket.socket, ctrl_srv: socket.socket, *,
+                 control: str, rt_priority: bool, log: Callable[..., None] | None = None) -> None:
+        self.proxy = proxy
+        self.control = control
+        self.rt_priority = rt_priority and not proxy.virtual
+        self._log = log
+        self._srv = {data_srv: "data", ctrl_srv: "ctrl"}
+        self._sel = selectors.DefaultSelector()
+        self._wake_r, self._wake_w = socket.socketpair()
+        self._wake_r.setblocking(False)
+        self._jobs: deque[tuple] = deque()
+        self._held: list[tuple[float, int, Conn, bytes, TraceRecord]] = []
+        self._seq = itertools.count()
+        self._conns: set[Conn] = set()
+        self._partial: set[Conn] = set()
+        self._stalled: set[Conn] = set()
+        self._stopping = threading.Event()
+        self._draining = False
+        self._drain_deadline = 0.0
+        self._next_reap = 0.0
+        self.failure: str | None = None
+        """Why the loop ended on its own (an internal error): then the listeners are closed too."""
+        self.thread = threading.Thread(target=self._run, daemon=True, name=f"trustlab-proxy-{proxy.port}")
+
+    def start(self) -> None:
+        for srv in self._srv:
+            srv.setblocking(False)
+            self._sel.register(srv, selectors.EVENT_READ, "accept")
+        self._sel.register(self._wake_r, selectors.EVENT_READ, "wake")
+        self.thread.start()
+
+    @property
+    def serving(self) -> bool:
+        return self.thread.is_alive() and self.failure is None
+
+    def stop(self, timeout: float = DRAIN_TIMEOUT) -> None:
+        """Stop accepting, finish the commands in flight (answer them, send what is held), then close."""
+        if self.thread.is_alive() and threading.current_thread() is not self.thread:
+            longest = max((due for due, *_ in self._held), default=0.0) - time.perf_counter()
+            self._drain_deadline = time.perf_counter() + max(0.0, longest) + timeout
+            self._draining = True
+            self._wake()
+            self.thread.join(max(0.0, longest) + timeout + 1.0)
+        self._stopping.set()
+        self._wake()
+        if self.thread.is_alive() and threading.current_thread() is not self.thread:
+            self.thread.join(2.0)
+        for conn in list(self._conns):
+            self._drop(conn)
+        self._close_listeners()
+        for s in (self._wake_r, self._wake_w):
+            try:
+                s.close()
+            except OSError:
+                pass
+        try:
+            self._sel.close()
+        except (OSError, RuntimeError):
+            pass
+
+    def _wake(self) -> None:
+        try:
+            self._wake_w.send(b"x")
+        except OSError:
+            pass
+
+    def _close_listeners(self) -> None:
+        for srv in list(self._srv):
+            try:
+                self._sel.unregister(srv)
+            except (KeyError, ValueError, RuntimeError):
+                pass
+            try:
+                srv.close()
+            except OSError:
+                pass
+        self._srv.clear()
+
+    # ---- the loop ------------------------------------------------------------
+
+    def _run(self) -> None:
+        try:
+            self._loop()
+        except BaseException as exc:  # noqa: BLE001 - never a dead open port: close the listeners and say why
+            self.failure = f"the serving loop failed ({type(exc).__name__}: {exc})"
+            self._close_listeners()
+            if self._log is not None:
+                self._log(self.failure)
+
+    def _loop(self) -> None:
+        rt = RealtimeScheduling(self.rt_priority)
+        held, jobs, perf = self._held, self._jobs, time.perf_counter
+        while not self._stopping.is_set():
+            now = perf()
+            while held and held[0][0] <= now:
+                _due, _seq, conn, data, record = heapq.heappop(held)
+                self._send_response(conn, data, record)
+            if not held and jobs:
+                if rt.active:
+                    rt.normal()
+                    try:
+                        self._run_job(jobs.popleft())
+                    finally:
+                        rt.high()
+                else:
+                    self._run_job(jobs.popleft())
+                continue
+            if self._draining and self._drained(now):
+                return
+            if held and held[0][0] - now <= SPIN:
+                precise_sleep_until(held[0][0])
+                continue
+            timeout = self._timeout(now)
+            try:
+                events = self._sel.select(timeout)
+            except (OSError, ValueError):
+                if self._stopping.is_set():
+                    return
+                raise
+            for key, mask in events:
+                self._on_ready(key, mask)
+            now = perf()
+            if self._partial or self._stalled or now >= self._next_reap:
+                self._housekeeping(now)
+
+    def _drained(self, now: float) -> bool:
+        """Draining (stop): listeners closed, no new input read; done when nothing is left to answer."""
+        if self._srv:
+            self._close_listeners()
+            for conn in self._conns:
+                if not conn.out and not conn.eof and not conn.closed:
+                    self._set_events(conn, 0)
+        if now >= self._drain_deadline:
+            return True
+        return not self._jobs and not self._held and not any(c.out and not c.closed for c in self._conns)
+
+    def _timeout(self, now: float) -> float:
+        deadline = self._next_reap
+        if self._held:
+            deadline = min(deadline, self._held[0][0] - SPIN)
+        for conn in self._partial:
+            deadline = min(deadline, conn.partial_since + IDLE_PARTIAL_TIMEOUT)
+        for conn in self._stalled:
+            deadline = min(deadline, conn.stalled_since + SEND_TIMEOUT)
+        if self._draining:
+            deadline = min(deadline, now + 0.05)
+        return max(0.0, deadline - now)
+
+    def _housekeeping(self, now: float) -> None:
+        for conn in list(self._partial):
+            if now - conn.partial_since > IDLE_PARTIAL_TIMEOUT:
+                self._drop(conn)
+        for conn in list(self._stalled):
+            if now - conn.stalled_since > SEND_TIMEOUT:
+                self._drop(conn)  # it has not read its responses for that long
+        if now >= self._next_reap:
+            self._next_reap = now + REAP_INTERVAL
+            self._jobs.append(("reap",))
+
+    def _on_ready(self, key: selectors.SelectorKey, mask: int) -> None:
+        data = key.data
+        if data == "wake":
+            try:
+                self._wake_r.recv(64)
+            except OSError:
+                pass
+        elif data == "accept":
+            self._accept(key.fileobj)  # type: ignore[arg-type]
+        else:
+            if mask & selectors.EVENT_WRITE:
+                self._flush(data)
+            if mask & selectors.EVENT_READ and not data.closed:
+                self._read(data)
+
+    def _accept(self, srv: socket.socket) -> None:
+        kind = self._srv.get(srv)
+        while kind is not None:
+            try:
+                sock, _ = srv.accept()
+            except OSError:  # BlockingIOError: none left
+                return
+            sock.setblocking(False)
+            try:
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            except OSError:
+                pass
+            _quickack(sock)
+            conn = Conn(sock, kind, self.proxy.family, self.control)
+            if kind == "data":
+                conn.client = self.proxy.client_for(sock, conn.id)
+            self._conns.add(conn)
+            self._sel.register(sock, selectors.EVENT_READ, conn)
+
+    def _set_events(self, conn: Conn, events: int) -> None:
+        if conn.closed or conn.events == events:
+            return
+        try:
+            if conn.events and events:
+                self._sel.modify(conn.sock, events, conn)
+            elif events:
+                self._sel.register(conn.sock, events, conn)
+            else:
+                self._sel.unregister(conn.sock)
+        except (KeyError, ValueError, OSError):
+            return
+        conn.events = events
+
+    def _read(self, conn: Conn) -> None:
+        try:
+            chunk = conn.sock.recv(65536)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            chunk = b""
+        arrived = time.perf_counter()
+        if not chunk:
+            self._end(conn)
+            return
+        _quickack(conn.sock)
+        if conn.kind == "data":
+            self._frames(conn, chunk, arrived)
+        else:
+            self._control(conn, chunk)
+
+    def _end(self, conn: Conn) -> None:
+        """EOF: answer what was already queued, then close (and tell the proxy)."""
+        if conn.eof:
+            return
+        conn.eof = True
+        conn.partial_since = 0.0
+        self._partial.discard(conn)
+        self._set_events(conn, selectors.EVENT_WRITE if conn.out else 0)
+        self._jobs.append(("close", conn))
+
+    def _drop(self, conn: Conn) -> None:
+        if conn.closed:
+            return
+        self._set_events(conn, 0)
+        conn.closed = True
+        self._conns.discard(conn)
+        self._partial.discard(conn)
+        self._stalled.discard(conn)
+        try:
+            conn.sock.close()
+        except OSError:
+            pass
+        if conn.client is not None:
+            self.proxy.client_left(conn.client, conn.id)
+
+    # ---- sending: never blocks the loop ----------------------------------------
+
+    def _send(self, conn: Conn, data: bytes) -> None:
+        """Send what the socket takes now; keep the rest for when the client reads (and stop reading its
+        commands meanwhile: backpressure, as a TPM that is still answering does not take the next)."""
+        if conn.closed:
+            return
+        if not conn.out:
+            try:
+                sent = conn.sock.send(data)
+            except (BlockingIOError, InterruptedError):
+                sent = 0
+            except OSError:
+                self._drop(conn)
+                return
+            if sent == len(data):
+                return
+            data = data[sent:]
+            conn.stalled_since = time.perf_counter()
+            self._stalled.add(conn)
+            self._set_events(conn, selectors.EVENT_WRITE)
+        conn.out += data
+
+    def _flush(self, conn: Conn) -> None:
+        if not conn.out or conn.closed:
+            return
+        try:
+            sent = conn.sock.send(conn.out)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            self._drop(conn)
+            return
+        del conn.out[:sent]
+        if sent:
+            conn.stalled_since = time.perf_counter()
+        if not conn.out:
+            self._stalled.discard(conn)
+            if conn.eof:
+                self._drop(conn)  # its close job found output pending and left the rest to us
+            else:
+                self._set_events(conn, 0 if self._draining else selectors.EVENT_READ)
+
+    # ---- data port -----------------------------------------------------------
+
+    def _frames(self, conn: Conn, chunk: bytes, arrived: float) -> None:
+        reader = conn.reader
+        assert reader is not None
+        conn.spoke = True
+        reader.feed(chunk)
+        while True:
+            event = reader.next_event()
+            if event is wire.NEED_DATA:
+                break
+            if isinstance(event, wire.Command):
+                self._jobs.append(("cmd", conn, event, arrived))
+                continue
+            if isinstance(event, wire.Handshake):
+                self._jobs.append(("send", conn, wire.handshake_reply()))
+                continue
+            if isinstance(event, wire.Reject):
+                self.proxy.note_reject(event.reason)
+                self._jobs.append(("send", conn, event.reply))
+            self._end(conn)  # a reject or TPM_SESSION_END
+            return
+        if reader.buffered:
+            conn.partial_since = conn.partial_since or arrived
+            self._partial.add(conn)
+        elif conn.partial_since:
+            conn.partial_since = 0.0
+            self._partial.discard(conn)
+
+    # ---- control port --------------------------------------------------------
+
+    def _control(self, conn: Conn, chunk: bytes) -> None:
+        conn.buf += chunk
+        while conn.buf and not conn.eof:
+            if conn.mode is None:
+                if len(conn.buf) < 4:
+                    return
+                code = struct.unpack(">I", conn.buf[:4])[0]
+                if code in (wire.MS_SESSION_END, wire.MS_STOP):
+                    conn.mode = "mssim"
+                elif code == wire.MS_SIGNAL_POWER_ON:  # == CMD_GET_CAPABILITY: the ambiguous one
+                    conn.mode = "mssim" if self._mssim_data_open(conn) else "swtpm"
+                else:
+                    conn.mode = "swtpm"
+            if conn.mode == "mssim":
+                if not self._mssim_signal(conn):
+                    return
+            elif conn.mode == "swtpm":
+                if not self._swtpm_request(conn):
+                    return
+            else:
+                return
+
+    def _mssim_data_open(self, ctrl: Conn) -> bool:
+        """Does the peer behind ``ctrl`` hold a silent data connection open (tcti-mssim's init)?"""
+        silent = [c for c in self._conns if c.kind == "data" and not c.spoke and not c.eof]
+        if not silent:
+            return False
+        pid = self.proxy.peer_pid(ctrl.sock)
+        if pid is None:  # a remote peer: the same host is as close as we can tell
+            try:
+                host = ctrl.sock.getpeername()[0]
+                return any(c.sock.getpeername()[0] == host for c in silent)
+            except OSError:
+                return False
+        return any((c.client.pid if c.client and c.client.pid else self.proxy.peer_pid(c.sock)) == pid
+                   for c in silent)
+
+    def _mssim_signal(self, conn: Conn) -> bool:
+        """One MS-simulator platform signal, answered in arrival order by the proxy's control policy."""
+        if len(conn.buf) < 4:
+            return False
+        code = struct.unpack(">I", conn.buf[:4])[0]
+        del conn.buf[:4]
+        if code in (wire.MS_SESSION_END, wire.MS_STOP):
+            self._end(conn)
+            return False
+        self._jobs.append(("signal", conn, code))
+        return True
+
+    def _mssim_signal(self, conn: Conn) -> bool:
+        """One MS-simulator platform signal, answered in arrival order by the proxy's control policy."""
+        if len(conn.buf) < 4:
+            return False
+        code = struct.unpack(">I", conn.buf[:4])[0]
+        del conn.buf[:4]
+        if code in (wire.MS_SESSION_END, wire.MS_STOP):
+            self._end(conn)
+            return False
+        self._jobs.append(("signal", conn, code))
+        return True
+
+    def _swtpm_request(self, conn: Conn) -> bool:
+        n = wire.ctrl_request_length(bytes(conn.buf[:8]))
+        if n is None or len(conn.buf) < n:
+            if len(conn.buf) > 4 + 8 + wire.MAX_FRAME:  # a lying CMD_HASH_DATA length
+                self._jobs.append(("send", conn, wire.ctrl_error()))
+                self._end(conn)
+            return False
+        request = bytes(conn.buf[:n])
+        del conn.buf[:n]
+        self._jobs.append(("ctrl", conn, request, 0))
+        return True
+
+    # ---- jobs ----------------------------------------------------------------
+
+    def _send_response(self, conn: Conn, data: bytes, record: TraceRecord) -> None:
+        self.proxy.sent(record, time.perf_counter())
+        self._send(conn, data)
+        self.proxy.traced(record)
+
+    def _run_job(self, job: tuple) -> None:
+        kind = job[0]
+        if kind == "reap":
+            self.proxy.reap_clients()
+            return
+        conn: Conn = job[1]
+        if kind == "close":
+            if conn.out and not conn.closed:
+                return  # the rest of its output goes first; _flush closes it
+            self._drop(conn)
+            return
+        if conn.closed:
+            return
+        try:
+            if kind == "cmd":
+                event, arrived = job[2], job[3]
+                response, due, record = self.proxy.serve_command(conn.client, event.payload, event.framing,
+                                                                 arrived)
+                data = wire.frame_reply(response, event.framing)
+                if due > time.perf_counter():
+                    heapq.heappush(self._held, (due, next(self._seq), conn, data, record))
+                    return
+                self._send_response(conn, data, record)
+            elif kind == "send":
+                self._send(conn, job[2])
+            elif kind == "signal":
+                self._send(conn, self.proxy.platform_signal(job[2]))
+            elif kind == "ctrl":
+                request, skip = job[2], job[3]
+                reply, keep_open = self.proxy.control_request(request)
+                self._send(conn, reply[skip:])
+                if not keep_open:
+                    self._end(conn)
+        except Exception as exc:  # noqa: BLE001 - one bad job must not end serving for everyone
+            if self._log is not None:
+                self._log(f"internal error on a {kind} request ({type(exc).__name__}: {exc}); answered with a "
+                          "failure", kind="internal error")
+            if kind == "cmd":
+                self._send(conn, wire.frame_reply(wire.error_response(TPM_RC_FAILURE, self.proxy.family),
+                                                  job[2].framing))
+            else:
+                self._drop(conn)
+
+
+def serve(proxy: Served, data_srv: socket.socket, ctrl_srv: socket.socket, *, control: str,
+          rt_priority: bool, log: Callable[..., None] | None = None) -> FrontEnd:
+    """Start a :class:`FrontEnd` for ``proxy``; returns it (``stop()`` to end)."""
+    front = FrontEnd(proxy, data_srv, ctrl_srv, control=control, rt_priority=rt_priority, log=log)
+    front.start()
+    return front

@@ -1,0 +1,60 @@
+"""``--state DIR``: a served TPM's state directory, claimed by the safe-output rules.
+
+The directory must be new, empty, or already a trustlab state directory
+(marked by ``safe_output``'s marker as ``serve``'s output, or - from before
+the marker - holding nothing but TPM state files). Anything else is refused in
+one line before anything is written. If serve then fails to start, what it
+created is removed again: a new directory entirely, an empty one's new files;
+an earlier state directory is left as it was.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+from typing import Iterable
+
+from trustlab.errors import TrustlabError
+from trustlab.safe_output import MARKER, claim_dir, marker_command
+
+COMMAND = "serve"
+STATE_FILES = frozenset({
+    "tpm2-00.permall", "tpm2-00.volatilestate", "tpm2-00.savestate",   # swtpm (libtpms), TPM 2.0
+    "tpm-00.permall", "tpm-00.volatilestate", "tpm-00.savestate",      # swtpm, TPM 1.2
+    "tpm12-state.json",                                                # trustlab's TPM 1.2 engine
+    "swtpm.log", ".lock",
+})
+"""What a state directory holds (the marker aside); a directory with only these is an older state dir."""
+
+
+class StateDir:
+    """Claim ``path`` as the state directory (or refuse); :meth:`undo` if serving never started."""
+
+    def __init__(self, path: Path, inputs: Iterable[object] = ()) -> None:
+        self.path = Path(path)
+        try:
+            existed = self.path.exists()
+            before = set(os.listdir(self.path)) if existed and self.path.is_dir() else set()
+        except OSError as exc:
+            raise TrustlabError(f"--state {self.path}: unusable ({exc.strerror or exc})") from None
+        older = bool(before - {MARKER}) and marker_command(self.path) is None and before <= STATE_FILES | {MARKER}
+        self._created = not existed
+        self._was_empty = existed and not (before - {MARKER})
+        self._before = before
+        claim_dir(self.path, COMMAND, force=older, inputs=inputs, flag="--state")
+
+    def undo(self) -> None:
+        """Serving did not start: remove what this claim and the failed start wrote."""
+        try:
+            if self._created:
+                shutil.rmtree(self.path, ignore_errors=True)
+            elif self._was_empty:
+                for name in set(os.listdir(self.path)) - self._before:
+                    target = self.path / name
+                    if target.is_dir() and not target.is_symlink():
+                        shutil.rmtree(target, ignore_errors=True)
+                    else:
+                        target.unlink(missing_ok=True)
+        except OSError:
+            pass
