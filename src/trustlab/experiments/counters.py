@@ -223,7 +223,8 @@ class CountersExperiment:
         ids = workloads.counter_ids(args.workload, n, count, seed=args.seed, zipf_mode=args.zipf_mode or "bounded",
                                     zipf_constant=constant, rho=args.zipf_rho)
         # a stream, not a list: 10^6 request objects would be ~100 MB (replayed once per scheme)
-        return workloads.RequestStream(ids, args.op, args.read_fraction, seed=args.seed), ids
+        stream = workloads.RequestStream(ids, args.op, args.read_fraction, seed=args.seed)
+        return stream, stream.ids  # its compact copy: the 8-byte IDs are not kept through the run
 
 
 def _check_modes(args: argparse.Namespace) -> None:

@@ -112,8 +112,13 @@ class LocalWorkers:
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(
             [src, *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]))
         for _ in range(count):  # from this (the main) thread: PR_SET_PDEATHSIG follows the forking thread
-            proc = subprocess.Popen([sys.executable, "-c", _ENTRY, str(os.getpid())], stdin=subprocess.PIPE,
-                                    stdout=subprocess.PIPE, env=env)
+            try:
+                proc = subprocess.Popen([sys.executable, "-c", _ENTRY, str(os.getpid())], stdin=subprocess.PIPE,
+                                        stdout=subprocess.PIPE, env=env)
+            except OSError:
+                if self._procs:
+                    break  # fewer workers than asked
+                raise
             self._procs.append(proc)
             thread = threading.Thread(target=self._feed, args=(proc,), name="sweep-worker-feed", daemon=True)
             self._threads.append(thread)
