@@ -53,7 +53,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
 from trustlab.devices.tpm12.constants import ORD, RC_NAME  # noqa: E402
-from trustlab.devices.tpm12.socket_tpm import Swtpm12  # noqa: E402
+from trustlab.serving.tpm12.socket_tpm import Swtpm12  # noqa: E402
 
 TSC_PHYSICAL_PRESENCE = 0x4000000A
 PHYSICAL_PRESENCE_CMD_ENABLE = 0x0020

@@ -16,7 +16,7 @@ import pytest
 from trustlab.devices.tpm12 import Tpm12
 from trustlab.devices.tpm12 import constants as C
 from trustlab.devices.tpm12.nvstore import MemoryNVStore
-from trustlab.devices.tpm12.socket_tpm import SocketTpm12, Swtpm12
+from trustlab.serving.tpm12.socket_tpm import SocketTpm12, Swtpm12
 from trustlab.timing import registry
 from trustlab.timing.clock import Clock
 
