@@ -171,7 +171,7 @@ def _mix(tpm: Tpm12, env: dict, n: int, seed: int, ops: list[str] = ALL_OPS,
         elif op == "UnBind":
             tpm.TPM_UnBind(env["bind"], env["bound"], k)
         elif op == "ChangeAuth":
-            tpm.TPM_ChangeAuth(storage, K, 0x0001, env["child"].enc, k2, K)
+            tpm.TPM_ChangeAuth(storage, K, C.TPM_ET_KEY, env["child"].enc, k2, K)
         elif op == "Extend":
             tpm.TPM_Extend(pcr, b"\x03" * 20)
         elif op == "GetRandom":

@@ -56,7 +56,7 @@ def run(clock: Clock, keygen=None) -> dict[str, CommandRecord]:
 
     # ChangeAuth of a key blob's secret (entity TPM_ET_KEY), parent = storage key
     child = Key12.from_bytes(tpm.TPM_CreateWrapKey(storage, K, key_template(C.TPM_KEY_SIGNING), K))
-    tpm.TPM_ChangeAuth(storage, K, 0x0001, child.enc, oiap(K), D)
+    tpm.TPM_ChangeAuth(storage, K, C.TPM_ET_KEY, child.enc, oiap(K), D)
     rec("TPM_ChangeAuth")
 
     # plain migration of a migratable RSA key to another TPM's storage key

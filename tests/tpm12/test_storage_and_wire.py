@@ -62,13 +62,13 @@ def test_bind_unbind_and_change_auth(tpm: Tpm12, storage: int) -> None:
     blob = Key12.from_bytes(tpm.TPM_CreateWrapKey(storage, K, key_template(C.TPM_KEY_BIND), K))
     h = tpm.TPM_LoadKey2(storage, blob.marshal(), K)
     assert tpm.TPM_UnBind(h, bind(blob.pubkey(), b"hello"), K) == b"hello"
-    new_enc = tpm.TPM_ChangeAuth(storage, K, 0x0001, blob.enc, K, D)
+    new_enc = tpm.TPM_ChangeAuth(storage, K, C.TPM_ET_KEY, blob.enc, K, D)
     h2 = tpm.TPM_LoadKey2(storage, blob.with_enc(new_enc).marshal(), K)
     assert tpm.TPM_UnBind(h2, bind(blob.pubkey(), b"again"), D) == b"again"
     with pytest.raises(TpmError, match="TPM_AUTHFAIL"):
         tpm.TPM_UnBind(h2, bind(blob.pubkey(), b"again"), K)
     with pytest.raises(TpmError, match="TPM_AUTH2FAIL"):  # the old secret must be proven
-        tpm.TPM_ChangeAuth(storage, K, 0x0001, blob.enc, secret("guess"), D)
+        tpm.TPM_ChangeAuth(storage, K, C.TPM_ET_KEY, blob.enc, secret("guess"), D)
 
 
 def test_osap_session_is_bound_to_its_entity(tpm: Tpm12, storage: int) -> None:
@@ -84,13 +84,13 @@ def test_host_detects_a_tampered_response(tpm: Tpm12) -> None:
 
     def flip(frame: bytes) -> bytes:
         rsp = bytearray(real(frame))
-        if struct.unpack(">I", frame[6:10])[0] == C.ORD["TPM_GetPubKey"]:
+        if struct.unpack(">I", frame[6:10])[0] == C.ORD["TPM_OwnerReadInternalPub"]:
             rsp[20] ^= 1
         return bytes(rsp)
 
     tpm.engine.execute = flip  # type: ignore[method-assign]
     with pytest.raises(TpmError, match="response authorization"):
-        tpm.TPM_GetPubKey(C.TPM_KH_SRK, SRK)
+        tpm.TPM_OwnerReadInternalPub(OWNER, C.TPM_KH_SRK)
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

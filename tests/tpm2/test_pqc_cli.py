@@ -75,7 +75,7 @@ def test_create_load_and_kem_with_the_cli(tcti, tmp_path, capsys):
 def test_cli_errors_are_one_line(tcti, tmp_path, capsys):
     assert main(["tpm2", "pqc", "decapsulate", "--tcti", tcti, "--key", "0x80ffff00", "--ciphertext",
                  str(tmp_path / "missing")]) == 2
-    assert "no such ciphertext file" in capsys.readouterr().err
+    assert "cannot read ciphertext: no such file" in capsys.readouterr().err
     assert main(["tpm2", "pqc", "encapsulate", "--tcti", tcti, "--key", "0x80ffff00"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "TPM2_Encapsulate: TPM returned 0x18b" in err
@@ -105,7 +105,7 @@ def test_context_files_carry_keys_between_invocations(tcti, tmp_path, capsys):
               str(tmp_path / "ct"))
     assert dec["shared_secret"] == enc["shared_secret"]
     assert main(["tpm2", "pqc", "encapsulate", "--tcti", tcti, "--key", str(tmp_path / "nothing.ctx")]) == 2
-    assert "no such key context file" in capsys.readouterr().err
+    assert "cannot read key context: no such file" in capsys.readouterr().err
 
 
 def test_trustlab_serve_answers_the_pqc_commands(tmp_path):

@@ -133,7 +133,7 @@ def run(profile: Profile, parties: int, *, input_blocks: int = 3, output_blocks:
         _track(p, out.calls[p.name])
 
     # destinations publish their storage root's public key (host-side, owner-authorized read)
-    dest_pubs = [d.tpm.TPM_GetPubKey(C.TPM_KH_SRK, SRK) for d in dests]
+    dest_pubs = [d.tpm.TPM_OwnerReadInternalPub(OWNER, C.TPM_KH_SRK) for d in dests]
     # the AIK exists before the protocol (provisioning); its creation is not part of the study
     aik_blob, _binding = source.tpm.TPM_MakeIdentity(OWNER, SRK, AIK)
     for p in [source, *dests]:

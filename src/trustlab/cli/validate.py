@@ -25,15 +25,24 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from trustlab.validation import run
+    from trustlab.devices.tpm2.pqc_model import validation as pqc_validation
+    from trustlab.validation import pqc_model, run
     from trustlab.validation.text import render
 
     v = run(args.profiles or None)
+    pqc = not args.profiles or any(c.profile == n for n in args.profiles for c in v.checks
+                                   if c.profile in pqc_model.PROFILES)
     if args.json:
-        print_json(v.to_dict())
+        doc = v.to_dict()
+        if pqc:
+            doc["pqc_leave_one_source_out"] = pqc_validation.summary()
+        print_json(doc)
         return 0
     if v.checks or v.inconsistencies:  # (no empty tables when nothing asked for has a reference)
         print(render(v, independent_only=args.independent))
+    if pqc:
+        print()
+        print(pqc_model.loso_text())
     checked = {c.profile for c in v.checks}
     for name in dict.fromkeys(args.profiles):
         if name not in checked:

@@ -167,7 +167,7 @@ def _simulate(profile, seed: int) -> dict[str, float]:
     tpm.TPM_Quote(sign_h, b"n" * 20, range(24), oiap(k))
     rec("TPM_Quote")
     child = Key12.from_bytes(tpm.TPM_CreateWrapKey(storage, k, key_template(C.TPM_KEY_SIGNING), k))
-    tpm.TPM_ChangeAuth(storage, k, 0x0001, child.enc, oiap(k), d)  # entity: a key blob's secret
+    tpm.TPM_ChangeAuth(storage, k, C.TPM_ET_KEY, child.enc, oiap(k), d)  # entity: a key blob's secret
     rec("TPM_ChangeAuth")
     dest = Tpm12(clock, nv=MemoryNVStore(), keygen=_KEYS)
     dest.TPM_TakeOwnership(owner, srk_auth)

@@ -2,8 +2,9 @@
 
 A spec is plain data (so it survives JSON and can be re-rendered later):
 ``{"kind": "line"|"bar"|"loglog", "title", "xlabel", "ylabel", "logx", "logy",
-"series": [{"label", "x", "y", "style"?: "line"|"points"|"dashed"}]}``
-(``dashed``: a reference line such as y = x). The Agg canvas
+"series": [{"label", "x", "y", "style"?: "line"|"points"|"dashed", "ylow"?, "yhigh"?}]}``
+(``dashed``: a reference line such as y = x; ``ylow``/``yhigh``: an interval drawn as an error bar
+around each point of a ``points`` series). The Agg canvas
 is used directly (no pyplot state), so rendering is safe in any process.
 A malformed spec raises :class:`PlotError` naming the problem; the report
 shows that message in place of the figure rather than failing.
@@ -47,11 +48,16 @@ def validate(spec: Any) -> dict[str, Any]:
             raise PlotError(f"series {i} needs lists 'x' and 'y'")
         if len(s["x"]) != len(s["y"]):
             raise PlotError(f"series {i} ({s.get('label', '')}): {len(s['x'])} x values but {len(s['y'])} y values")
-        for v in s["y"]:
-            try:
-                _number(v)
-            except PlotError as exc:
-                raise PlotError(f"series {i} ({s.get('label', '')}) y: {exc}") from None
+        for key in ("y", "ylow", "yhigh"):
+            if key != "y" and key not in s:
+                continue
+            if not isinstance(s[key], list) or len(s[key]) != len(s["x"]):
+                raise PlotError(f"series {i} ({s.get('label', '')}): {key} needs one value per x")
+            for v in s[key]:
+                try:
+                    _number(v)
+                except PlotError as exc:
+                    raise PlotError(f"series {i} ({s.get('label', '')}) {key}: {exc}") from None
     return spec
 
 
@@ -189,9 +195,16 @@ def _lines(ax: Any, series: list[dict], logx: bool, logy: bool) -> None:
             continue
         if style == "points":
             marker = next(markers)
-            ax.plot([p[0] for p in pairs], [p[1] for p in pairs], marker, linestyle="none",
-                    label=str(s.get("label", "")), markersize=7 if marker in "x+*" else 5,
-                    fillstyle="none" if marker in "sD^v" else "full")
+            line = ax.plot([p[0] for p in pairs], [p[1] for p in pairs], marker, linestyle="none",
+                           label=str(s.get("label", "")), markersize=7 if marker in "x+*" else 5,
+                           fillstyle="none" if marker in "sD^v" else "full")
+            if "ylow" in s and "yhigh" in s and not categorical:
+                ys = [_number(y) for y in s["y"]]
+                lows, highs = [_number(v) for v in s["ylow"]], [_number(v) for v in s["yhigh"]]
+                xs_e = [_number(x) for x in s["x"]]
+                ax.errorbar(xs_e, ys, yerr=[[max(0.0, y - lo) for y, lo in zip(ys, lows)],
+                                            [max(0.0, hi - y) for y, hi in zip(ys, highs)]],
+                            fmt="none", ecolor=line[0].get_color(), alpha=0.6, capsize=2)
             continue
         fmt = "-o" if len(pairs) < 30 else "-"
         ax.plot([p[0] for p in pairs], [p[1] for p in pairs], fmt, label=str(s.get("label", "")),

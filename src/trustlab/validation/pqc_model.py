@@ -1,9 +1,11 @@
-"""Reference source: the post-quantum cost model's rows (issue 17), from ``devices/tpm2/pqc_model/validation``.
+"""Reference source: the post-quantum cost model's rows, from ``devices/tpm2/pqc_model/validation``.
 
-One independent row set (a Kyber768 variant measured on an Infineon SLE 78, set beside
-ML-KEM-768 priced on the SLB 9672's companion ``-pqc`` profile; flagged: a different
-implementation of a pre-standard algorithm) and calibration rows (pqm4, Cortex-M3
-Dilithium). No published ML-DSA / ML-KEM measurement on a TPM-class chip exists.
+Independent rows: every published ML-KEM / ML-DSA measurement in ``data/pqc_measurements.toml``
+(pqm3 on a Cortex-M3, Greconici et al. on a Cortex-M3, mlkem-native on RISC-V 64 and x86-64,
+Chhetri on a Cortex-M0+; Albrecht et al.'s SLE 78 Kyber variant, flagged and not counted),
+each predicted leave-one-source-out with its interval. Calibration rows: pqm4's Cortex-M4 figures
+(the unit costs) and the SEALSQ QVault's published 1.85 command times (its profile is calibrated).
+:func:`loso_text` is validate's per-source summary: leave-one-source-out error and coverage.
 """
 
 from __future__ import annotations
@@ -11,23 +13,38 @@ from __future__ import annotations
 from trustlab.devices.tpm2.pqc_model import validation as pqc_validation
 from trustlab.validation.core import Check, Inconsistency
 
-
-def _rows() -> list[dict]:
-    return pqc_validation.rows()
-
-
-PROFILES = ("infineon-slb9672-wolftpm-pqc",)
+CHECK_FIELDS = ("profile", "device_class", "command", "predicted", "reference", "unit", "kind", "source", "note")
+PROFILES = ("sealsq-qvault-pqc-tpm-wolftpm",)
 
 
 def checks() -> list[Check]:
     out = []
-    for row in _rows():
-        row = dict(row)
-        if row.pop("flagged", False):  # core.Check has no flag: say it in the note
-            row["note"] = f"flagged: {row.get('note', '')}".rstrip(": ")
-        out.append(Check(**row))
+    for row in pqc_validation.rows():
+        fields = {k: row[k] for k in CHECK_FIELDS}
+        if row.get("flagged"):  # core.Check has no flag: say it in the note
+            fields["note"] = f"flagged, not counted: {fields['note']}"
+        out.append(Check(**fields))
     return out
 
 
 def inconsistencies() -> list[Inconsistency]:
     return []
+
+
+def loso_text() -> str:
+    """Per source: rows, leave-one-source-out median error and |error|, worst ratio, coverage."""
+    from trustlab.textable import table
+
+    s = pqc_validation.summary()
+    body = [[sid, v["core"], v["rows"], v.get("median_error"), v.get("median_abs_error"), v.get("worst_ratio"),
+             f"{v.get('within_2x', 0)}/{v['rows']}", v.get("coverage"), "yes" if v["counted"] else "no (flagged)"]
+            for sid, v in s["sources"].items()]
+    o = s["overall"]
+    return "\n".join([
+        "Post-quantum cost model, leave-one-source-out (each source predicted by the model rebuilt without it; "
+        "coverage = share of measurements inside the 5-95% interval):",
+        table(body, ["source", "core class", "rows", "median error", "median |error|", "worst ratio", "within 2x",
+                     "coverage", "counted"]),
+        f"Overall ({o['rows']} counted rows, {o.get('sources', 0)} sources, {o.get('core_classes', 0)} core classes): "
+        f"median |error| {100 * o.get('median_abs_error', 0):.1f}%, {o.get('within_2x', 0)}/{o['rows']} within 2x, "
+        f"coverage {100 * o.get('coverage', 0):.0f}%."])

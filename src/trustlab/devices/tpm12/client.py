@@ -414,6 +414,12 @@ class Tpm12:
         _, r = self.call("TPM_GetPubKey", handles=[handle], auth=[auth] if auth is not None else [])
         return r.rest()
 
+    def TPM_OwnerReadInternalPub(self, owner_auth: Auth, handle: int) -> bytes:
+        """The EK's or the SRK's TPM_PUBKEY, owner-authorized (Part 3, 14.5): TPM_GetPubKey on the
+        SRK needs readSRKPub, which a fresh owner does not set."""
+        _, r = self.call("TPM_OwnerReadInternalPub", params=struct.pack(">I", handle), auth=[owner_auth])
+        return r.rest()
+
     # ---- keys -----------------------------------------------------------------------
     def TPM_CreateWrapKey(self, parent: int, parent_auth: bytes, template: Key12,
                           usage_auth: bytes, migration_auth: bytes | None = None) -> bytes:

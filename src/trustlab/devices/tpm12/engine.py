@@ -37,15 +37,17 @@ from typing import Callable
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 from trustlab.devices.tpm12 import constants as C
-from trustlab.devices.tpm12 import registry
+from trustlab.devices.tpm12 import flags, registry
+from trustlab.devices.tpm12 import state_checks as checks
 from trustlab.devices.tpm12.contexts import ContextState
 from trustlab.devices.tpm12.errors import TpmError
 from trustlab.devices.tpm12.keys import LoadedKey, key_from_json, key_to_json
 from trustlab.devices.tpm12.pc_client import PCR_DEFAULT, PCR_RESETTABLE
+from trustlab.devices.tpm12.nvareas import nv_locked
 from trustlab.devices.tpm12.nvstore import MemoryNVStore, NVStore
 from trustlab.devices.tpm12.primitives import Primitives
 from trustlab.devices.tpm12.registry import Request
-from trustlab.devices.tpm12.sessions import AuthContext, Session, SessionUse
+from trustlab.devices.tpm12.sessions import AuthContext, Session, SessionUse, session_from_json, session_to_json
 from trustlab.devices.tpm12.state import LOCKOUT_THRESHOLD, PersistentState
 from trustlab.devices.tpm12.wire import Reader, Writer
 from trustlab.timing.clock import Clock
@@ -63,16 +65,10 @@ _RC_SUCCESS = struct.pack(">I", C.TPM_SUCCESS)
 _REQUEST_TAGS = C.REQUEST_TAGS  # tag -> number of authorization trailers
 _RESPONSE_TAGS = C.RESPONSE_TAG  # number of authorization trailers -> response tag
 _ORD_STARTUP = C.ORD["TPM_Startup"]
+_ORD_EXECUTE_TRANSPORT = C.ORD["TPM_ExecuteTransport"]
+_SHA1_THREAD = {C.ORD[n] for n in ("TPM_SHA1Update", "TPM_SHA1Complete", "TPM_SHA1CompleteExtend")}
 # Part 3, 4.2 (failure mode): only these answer; libtpms adds nothing else
 _FAILURE_MODE_OK = {C.ORD["TPM_GetTestResult"], C.ORD["TPM_GetCapability"]}
-# Part 1, 9.4 (TPM_ST_DEACTIVATED): commands that still run on a deactivated TPM
-_DEACTIVATED_OK = {C.ORD[n] for n in ("TPM_Startup", "TPM_GetCapability", "TPM_SelfTestFull",
-                                      "TPM_ContinueSelfTest", "TPM_GetTestResult", "TPM_PCRRead",
-                                      "TPM_Extend", "TPM_SaveState", "TPM_FlushSpecific", "TPM_OIAP")}
-# commands whose state check (no owner: TPM_NOSRK) comes before their authorization is parsed
-_NEEDS_OWNER = {C.ORD[n] for n in ("TPM_OSAP", "TPM_OwnerReadPubek", "TPM_OwnerReadInternalPub", "TPM_CreateCounter",
-                                   "TPM_ResetLockValue", "TPM_CMK_ApproveMA", "TPM_AuthorizeMigrationKey",
-                                   "TPM_MakeIdentity")}
 SAVED_STATE = "saved_state"  # key in PersistentState.extra: what TPM_SaveState preserved
 AUDITED, AUDIT_COUNT = "audited", "audit_counter"  # PersistentState.extra keys
 _ORD_SAVE_STATE = struct.pack(">I", C.ORD["TPM_SaveState"])
@@ -129,6 +125,7 @@ class Engine:
         self.post_init = True
         self.failed = False  # failure mode (TPM_Startup(ST_STATE) with nothing to restore)
         self.deactivated = False
+        self.disabled = flags.permanent(self, "disable")
         self._clear_volatile()
 
     # ---- volatile state -------------------------------------------------------
@@ -142,6 +139,10 @@ class Engine:
         self.tick_nonce = os.urandom(20)
         self.nv_stclear_locks: set[tuple[str, int]] = set()  # bReadSTClear / bWriteSTClear
         self.global_lock = False  # TPM_STCLEAR_FLAGS.bGlobalLock
+        self.disable_force_clear = False  # TPM_STCLEAR_FLAGS.disableForceClear
+        self.physical_presence = False  # TPM_STCLEAR_FLAGS.physicalPresence (TSC_PhysicalPresence)
+        self.pp_lock = False  # TPM_STCLEAR_FLAGS.physicalPresenceLock
+        self.sha1_context: bytes | None = None  # TPM_SHA1Start..Complete: the data hashed so far
         self.audit_digest = bytes(20)  # TPM_STANY_DATA.auditDigest: zeroed by TPM_Startup
         self.contexts = ContextState()  # contextNonceKey/Session, contextCount, contextList
         self._next_handle = {"key": 0x01000000, "auth": 0x02000000, "trans": 0x05000000}
@@ -169,12 +170,16 @@ class Engine:
             self._restore(saved)
         elif kind == C.TPM_ST_DEACTIVATED:
             self.deactivated = True
+        if flags.permanent(self, "deactivated"):  # Part 3, 3.2 step 3: stclear copies the permanent flag
+            self.deactivated = True
 
     def save_state(self) -> None:
         """TPM_SaveState (Part 3, 3.3): preserve PCRs and loaded keys in NV for ST_STATE."""
         doc = {"pcrs": [p.hex() for p in self.pcrs],
                "keys": {str(h): key_to_json(k) for h, k in self.keys.items()},
                "next": self._next_handle, "counter": self.counter_this_boot}
+        if self.sessions:  # libtpms keeps the sessions too (TPM_StclearData_Store: auth and transport)
+            doc["sessions"] = [session_to_json(s) for s in self.sessions.values()]
         self.state.extra[SAVED_STATE] = json.dumps(doc, sort_keys=True)
         self.mark_dirty()
 
@@ -186,6 +191,7 @@ class Engine:
             self.keys = {int(h): key_from_json(v) for h, v in doc["keys"].items()}
             self._next_handle = {k: int(v) for k, v in doc["next"].items()}
             self.counter_this_boot = doc["counter"]
+            self.sessions = {s.handle: s for s in map(session_from_json, doc.get("sessions", []))}
         except (ValueError, KeyError, TypeError, TpmError) as e:
             self.failed = True
             raise TpmError("TPM_FAILEDSELFTEST", f"saved state unreadable: {e}") from None
@@ -351,16 +357,21 @@ class Engine:
                 raise TpmError("TPM_FAILEDSELFTEST", f"{spec.name}: the TPM is in failure mode")
             if n_auth not in spec.auth:
                 raise TpmError("TPM_BADTAG", f"{spec.name} takes {spec.auth} authorization session(s), not {n_auth}")
-            if ordinal in _NEEDS_OWNER and self.state.owner_auth is None:  # libtpms TPM_CHECK_OWNER
-                raise TpmError("TPM_NOSRK", f"{spec.name} needs an owner")
+            if self.sha1_context is not None and ordinal not in _SHA1_THREAD and ordinal != _ORD_EXECUTE_TRANSPORT:
+                self.sha1_context = None  # libtpms TPM_Check_SHA1Context: another command ends the thread
             if outer:
                 if self.exclusive is not None and not self._inside_exclusive(spec.name, frame):
                     self.sessions.pop(self.exclusive, None)  # Part 1, 24.3: exclusivity is lost
                     self.exclusive = None
                 if ordinal != _ORD_STARTUP and SAVED_STATE in self.state.extra:
                     self.invalidate_saved_state()
-            if self.deactivated and ordinal not in _DEACTIVATED_OK:
-                raise TpmError("TPM_DEACTIVATED", f"{spec.name}: the TPM was started deactivated")
+            if (self.disabled or self.deactivated) and not (ordinal in checks.NV_NOAUTH and not nv_locked(self)):
+                if self.disabled and ordinal not in checks.SKIP_ENABLED:
+                    raise TpmError("TPM_DISABLED", f"{spec.name}: the TPM is disabled")
+                if self.deactivated and ordinal not in checks.SKIP_ACTIVATED:
+                    raise TpmError("TPM_DEACTIVATED", f"{spec.name}: the TPM is deactivated")
+            if ordinal in checks.NEEDS_OWNER and self.state.owner_auth is None:
+                raise TpmError("TPM_NOSRK", f"{spec.name} needs an owner")
             if n_auth and self.auth_fail_count > LOCKOUT_THRESHOLD and self.lockout_remaining_s() > 0:
                 raise TpmError("TPM_DEFEND_LOCK_RUNNING",
                                f"{spec.name}: dictionary-attack lockout, {self.lockout_remaining_s():.1f} s left")

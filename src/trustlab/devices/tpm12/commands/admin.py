@@ -8,10 +8,12 @@ and creates tpmProof, the TPM's secret that MACs every blob it issues.
 from __future__ import annotations
 
 from trustlab.devices.tpm12 import constants as C
+from trustlab.devices.tpm12 import flags
 from trustlab.devices.tpm12.pc_client import PCR_EXTEND_LOCAL, PCR_RESET_LOCAL, PCR_RESETTABLE
 from trustlab.devices.tpm12.errors import TpmError
 from trustlab.devices.tpm12.commands.endorsement import ek as ek_key
 from trustlab.devices.tpm12.keys import check_key_parms, modulus_of, unmarshal_key
+from trustlab.devices.tpm12.pcrs import pcr_selection
 from trustlab.devices.tpm12.registry import Request, Response, tpm_command
 from trustlab.devices.tpm12.wire import Writer, sized
 
@@ -84,7 +86,10 @@ def take_ownership(tpm, req: Request) -> Response:
         raise TpmError("TPM_BAD_PARAMETER", "protocolID must be TPM_PID_OWNER")
     if tpm.state.owner_auth is not None:
         raise TpmError("TPM_OWNER_SET", "the TPM already has an owner")
+    if not flags.permanent(tpm, "ownership"):
+        raise TpmError("TPM_INSTALL_DISABLED", "TPM_SetOwnerInstall(FALSE) forbids taking ownership")
     ek = ek_key(tpm)
+    req.auth.session(0)  # libtpms looks the session up before it decrypts the secrets
     if template.usage != C.TPM_KEY_STORAGE or template.migratable:
         raise TpmError("TPM_INVALID_KEYUSAGE", "the SRK must be a non-migratable storage key")
     check_key_parms(template.usage, template.parms)
@@ -97,6 +102,7 @@ def take_ownership(tpm, req: Request) -> Response:
     st = tpm.state
     st.owner_auth, st.srk_auth, st.srk = owner_auth, srk_auth, srk
     st.tpm_proof = tpm.crypto.random(20)
+    flags.forget_permanent(tpm, "readPubek")  # step 13: readPubek FALSE (it follows ownership)
     tpm.mark_dirty()
     return Response(params=template.with_public(modulus_of(srk)).marshal())
 
@@ -126,8 +132,6 @@ def extend(tpm, req: Request) -> Response:
 @tpm_command("TPM_PCR_Reset")
 def pcr_reset(tpm, req: Request) -> Response:
     """Part 3, 16.4: reset the selected resettable PCRs to zero, if the locality may."""
-    from trustlab.devices.tpm12.commands.sign import pcr_selection
-
     indices = pcr_selection(req.params)
     req.params.end()
     for i in indices:
@@ -176,4 +180,6 @@ def get_pub_key(tpm, req: Request) -> Response:
         req.auth.check(0, key.usage_auth)
     elif key.blob.auth_usage != C.TPM_AUTH_NEVER:
         raise TpmError("TPM_AUTHFAIL", "this key needs authorization to read its public part")
+    if req.handles[0] == C.TPM_KH_SRK and not flags.permanent(tpm, "readSRKPub"):  # Part 3, 13.8 step 3
+        raise TpmError("TPM_INVALID_KEYHANDLE", "the SRK's public key is readable only with readSRKPub")
     return Response(params=key.blob.pubkey())

@@ -12,6 +12,7 @@ import struct
 
 from trustlab.devices.tpm12 import constants as C
 from trustlab.devices.tpm12.errors import TpmError
+from trustlab.devices.tpm12.nvareas import areas
 from trustlab.devices.tpm12.registry import Request, Response, tpm_command
 from trustlab.devices.tpm12.sessions import Session
 
@@ -49,8 +50,6 @@ def entity_secret(tpm, etype: int, value: int) -> bytes:
             raise TpmError("TPM_BAD_COUNTER", f"no counter {value}")
         return counter.auth
     if etype == C.TPM_ET_NV:
-        from trustlab.devices.tpm12.commands.nv import areas
-
         area = areas(tpm).get(value)
         if area is None:
             raise TpmError("TPM_BADINDEX", f"no NV area {value:#010x}")

@@ -11,20 +11,19 @@ vendor (manufacturer id, resource counts, timeouts) are this engine's own.
 from __future__ import annotations
 
 from trustlab.devices.tpm12 import constants as C
+from trustlab.devices.tpm12 import flags
 from trustlab.devices.tpm12.commands.auth import MAX_SESSIONS
 from trustlab.devices.tpm12.commands.counters import MAX_COUNTERS
 from trustlab.devices.tpm12.commands.keys import KEY_SLOTS
-from trustlab.devices.tpm12.commands.nv import MAX_TOTAL, areas, nv_locked
 from trustlab.devices.tpm12.commands.transport import MAX_TRANSPORTS as MAX_TRANS
 from trustlab.devices.tpm12.contexts import CONTEXT_LIST
 from trustlab.devices.tpm12.errors import TpmError
+from trustlab.devices.tpm12.nvareas import MAX_TOTAL, areas
 from trustlab.devices.tpm12.registry import Request, Response, by_ordinal, tpm_command
 from trustlab.devices.tpm12.state import LOCKOUT_THRESHOLD
+from trustlab.devices.tpm12.version import MANUFACTURER, version_info
 from trustlab.devices.tpm12.wire import Reader, Writer
 
-MANUFACTURER = b"TLAB"  # TPM_CAP_PROP_MANUFACTURER: the vendor's 4 bytes (Part 2, 21.2)
-SPEC_LEVEL, ERRATA_REV = 0x0002, 0x03  # rev 116: level 2, errata 3 (as libtpms reports)
-FIRMWARE = (0x01, 0x00)  # revMajor, revMinor of TPM_VERSION in TPM_CAP_VERSION_INFO
 TIS_TIMEOUT_US = (750_000, 2_000_000, 750_000, 750_000)  # TIS 1.2 defaults A-D
 DURATION_US = (2_000_000, 20_000_000, 60_000_000)  # small, medium, long (TIS 1.2 defaults)
 INPUT_BUFFER = 4096
@@ -51,27 +50,13 @@ def _handle_list(handles) -> bytes:
 
 def permanent_flags(tpm) -> bytes:
     """TPM_PERMANENT_FLAGS (Part 2, 7.1): tag and 20 booleans, in specification order."""
-    owned = tpm.state.owner_auth is not None
-    cekp_used = tpm.state.extra.get("cekp_used") == "1"  # the EK came from TPM_CreateEndorsementKeyPair
-    # disable, ownership, deactivated, readPubek, disableOwnerClear, allowMaintenance, PP lifetime lock,
-    # PP HW enable, PP CMD enable, CEKPUsed, TPMpost, TPMpostLock, FIPS, operator, enableRevokeEK,
-    # nvLocked, readSRKPub, tpmEstablished, maintenanceDone, disableFullDALogicInfo
-    flags = [False, True, False, not owned, False, True, False, False, False, cekp_used, False, False,
-             False, False, tpm.state.ek is None, nv_locked(tpm), False, False, False, False]
-    return Writer().u16(C.TPM_TAG_PERMANENT_FLAGS).raw(b"".join(map(_bool, flags))).bytes()
+    return Writer().u16(C.TPM_TAG_PERMANENT_FLAGS).raw(b"".join(map(_bool, flags.permanent_bits(tpm)))).bytes()
 
 
 def stclear_flags(tpm) -> bytes:
     """TPM_STCLEAR_FLAGS (Part 2, 7.2): deactivated, disableForceClear, physicalPresence,
     physicalPresenceLock, bGlobalLock."""
-    return Writer().u16(C.TPM_TAG_STCLEAR_FLAGS).raw(
-        b"".join(map(_bool, [tpm.deactivated, False, False, False, tpm.global_lock]))).bytes()
-
-
-def version_info() -> bytes:
-    """TPM_CAP_VERSION_INFO (Part 2, 21.6): tag, version 1.2.rev, specLevel, errataRev, vendor."""
-    return (Writer().u16(C.TPM_TAG_CAP_VERSION_INFO).u8(1).u8(2).u8(FIRMWARE[0]).u8(FIRMWARE[1])
-            .u16(SPEC_LEVEL).u8(ERRATA_REV).raw(MANUFACTURER).u16(0).bytes())
+    return Writer().u16(C.TPM_TAG_STCLEAR_FLAGS).raw(b"".join(map(_bool, flags.stclear_bits(tpm)))).bytes()
 
 
 def da_info(tpm) -> bytes:

@@ -9,6 +9,7 @@ makes one. Once made, the EK cannot be made again (TPM_DISABLED_CMD).
 from __future__ import annotations
 
 from trustlab.devices.tpm12 import constants as C
+from trustlab.devices.tpm12 import flags
 from trustlab.devices.tpm12.errors import TpmError
 from trustlab.devices.tpm12.keys import KeyParms, modulus_of
 from trustlab.devices.tpm12.registry import Request, Response, tpm_command
@@ -49,7 +50,7 @@ def read_pubek(tpm, req: Request) -> Response:
     nonce = req.params.raw(20)
     req.params.end()
     ek(tpm)
-    if tpm.state.owner_auth is not None:  # Part 3, 27.6: readPubek is FALSE once an owner exists
+    if not flags.permanent(tpm, "readPubek"):  # Part 3, 27.6: FALSE once an owner exists
         raise TpmError("TPM_DISABLED_CMD", "the owner has disabled TPM_ReadPubek")
     pub = ek_pubkey(tpm)
     return Response(params=pub + tpm.crypto.sha1(pub, nonce))

@@ -13,13 +13,16 @@ HMAC CMK of the oracle study is thus 6 (parameter digest over 315 bytes) + 5
 from __future__ import annotations
 
 import hmac as _hmac
+from dataclasses import replace
 
 from trustlab.devices.tpm12 import constants as C
 from trustlab.devices.tpm12.errors import TpmError
 from trustlab.devices.tpm12.keys import (Key12, KeyParms, LoadedKey, StoreAsymkey, modulus_of,
                                          check_key_parms, prime_of, rsa_from_prime, unmarshal_key)
+from trustlab.devices.tpm12.commands.endorsement import ek as ek_key
+from trustlab.devices.tpm12.pcrs import PcrInfo
 from trustlab.devices.tpm12.registry import Request, Response, tpm_command
-from trustlab.devices.tpm12.wire import Writer
+from trustlab.devices.tpm12.wire import Reader, Writer
 
 KEY_SLOTS = 32
 
@@ -115,27 +118,84 @@ def load_key(tpm, req: Request) -> Response:
 def make_identity(tpm, req: Request) -> Response:
     """Create an AIK (Part 3, 15.1); the identity binding is signed by the new AIK.
 
-    The privacy-CA round trip (TPM_ActivateIdentity) is out of scope: the
-    host verifier trusts the AIK's public key as certified.
+    idKeyParams may be a TPM_KEY12 or a TPM 1.1 TPM_KEY (TrouSerS sends the
+    latter); idKey answers in the same structure, with the template's flags,
+    authDataUsage, parameters and PCR info (libtpms TPM_Key_GenerateRSA).
+    Checks in libtpms' order: properties, owner, SRK, usage, migratable.
     """
     enc_auth, label_ca = req.params.raw(20), req.params.raw(20)
-    template = Key12.unmarshal(req.params)
+    template = unmarshal_key(req.params)
     req.params.end()
-    req.auth.check(0, tpm.state.srk_auth, (C.TPM_ET_KEYHANDLE, C.TPM_KH_SRK))
+    if template.parms.algorithm != C.TPM_ALG_RSA or template.parms.key_bits < 2048:
+        raise TpmError("TPM_BAD_KEY_PROPERTY", "an identity key is RSA of at least 2048 bits")
+    if template.usage == C.TPM_KEY_IDENTITY:
+        check_key_parms(template.usage, template.parms)
     req.auth.check(1, tpm.owner_auth(), (C.TPM_ET_OWNER, C.TPM_KH_OWNER))
+    req.auth.check(0, tpm.state.srk_auth, (C.TPM_ET_KEYHANDLE, C.TPM_KH_SRK))
     if template.usage != C.TPM_KEY_IDENTITY or template.migratable:
         raise TpmError("TPM_INVALID_KEYUSAGE", "an identity key is a non-migratable TPM_KEY_IDENTITY")
     usage_auth = req.auth.decrypt_auth(1, enc_auth)
+    for use in req.auth.uses:  # step 7: both sessions end
+        use.cont = 0
     key = tpm.crypto.rsa_generate()
-    parms = KeyParms(C.TPM_ALG_RSA, C.TPM_ES_NONE, C.TPM_SS_RSASSAPKCS1v15_SHA1)
-    # keyFlags and authDataUsage as the template asks (libtpms: TPM_Key_GenerateRSA(idKeyParams.keyFlags,
-    # idKeyParams.authDataUsage)): an AIK made with TPM_AUTH_NEVER quotes without a session
-    public = Key12(C.TPM_KEY_IDENTITY, template.flags, template.auth_usage, parms, modulus_of(key))
+    public = template.with_public(modulus_of(key))
+    if template.pcr_info:
+        public = replace(public, pcr_info=PcrInfo.parse(template.pcr_info).with_creation(tpm, tpm.locality))
     blob = wrap(tpm, tpm.srk_loaded(), public, usage_auth, tpm.state.tpm_proof, prime_of(key))
     # TPM_IDENTITY_CONTENTS: version, ordinal, labelPrivCADigest, identityPubKey
     contents = Writer().raw(C.STRUCT_VER).u32(C.ORD["TPM_MakeIdentity"]).raw(label_ca).raw(public.pubkey()).bytes()
     binding = tpm.crypto.rsa_sign(key, tpm.crypto.sha1(contents))
     return Response(params=blob.marshal() + Writer().sized(binding).bytes())
+
+
+@tpm_command("TPM_ActivateIdentity", handles=1, auth=(2,))
+def activate_identity(tpm, req: Request) -> Response:
+    """Part 3, 15.2: the privacy CA's answer, encrypted under the EK, yields the session key for the
+    AIK's credential if it names this AIK (and, in a TPM_EK_BLOB_ACTIVATE, the platform's PCRs)."""
+    id_h = req.handles[0]
+    blob = req.params.sized(1024)
+    req.params.end()
+    key = tpm.key(id_h)
+    req.auth.check(1, tpm.owner_auth(), (C.TPM_ET_OWNER, C.TPM_KH_OWNER))
+    req.auth.check(0, key.usage_auth, (C.TPM_ET_KEYHANDLE, id_h))
+    if key.blob.usage != C.TPM_KEY_IDENTITY:
+        raise TpmError("TPM_BAD_PARAMETER", f"key {id_h:#010x} is not an identity key")
+    id_digest = tpm.crypto.sha1(key.blob.pubkey())
+    b1 = Reader(tpm.crypto.rsa_decrypt(ek_key(tpm), blob), "TPM_EK_BLOB")
+    if b1.peek(2) == C.TPM_TAG_EK_BLOB.to_bytes(2, "big"):
+        b1.u16()
+        if b1.u16() != C.TPM_EK_TYPE_ACTIVATE:
+            raise TpmError("TPM_BAD_TYPE", "the TPM_EK_BLOB is not a TPM_EK_TYPE_ACTIVATE")
+        a1 = Reader(b1.sized(1024), "TPM_EK_BLOB_ACTIVATE")
+        a1.u16()  # TPM_TAG_EK_BLOB_ACTIVATE
+        session_key = symmetric_key(a1)
+        if a1.raw(20) != id_digest:
+            raise TpmError("TPM_BAD_PARAMETER", "the blob names another identity key")
+        selection_start = a1.pos
+        size = a1.u16()
+        a1.raw(size)
+        locality, release = a1.u8(), a1.raw(20)
+        info = PcrInfo(True, b"", _slice(a1, selection_start, 2 + size), locality, release)
+        info.check_release(tpm, tpm.locality)
+    else:  # a TPM 1.1 TPM_ASYM_CA_CONTENTS: sessionKey, idDigest
+        session_key = symmetric_key(b1)
+        if b1.raw(20) != id_digest:
+            raise TpmError("TPM_BAD_PARAMETER", "the blob names another identity key")
+    return Response(session_key)
+
+
+def symmetric_key(r) -> bytes:
+    """TPM_SYMMETRIC_KEY (Part 2, 10.7): algId, encScheme, size, data; returned as read."""
+    start = r.pos
+    r.u32()
+    r.u16()
+    n = r.u16()
+    r.raw(n)
+    return _slice(r, start, 8 + n)
+
+
+def _slice(r, start: int, n: int) -> bytes:
+    return r._data[start:start + n]
 
 
 def certify_info2(key: LoadedKey, nonce: bytes, msa_digest: bytes, pubkey_digest: bytes) -> bytes:

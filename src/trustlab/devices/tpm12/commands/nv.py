@@ -13,40 +13,18 @@ profile has it (the 2010 profiles do not).
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass
-
 from trustlab.devices.tpm12 import constants as C
-from trustlab.devices.tpm12.commands.sign import pcr_composite
+from trustlab.devices.tpm12.nvareas import MAX_TOTAL, NVArea, areas, nv_locked, save
+from trustlab.devices.tpm12.pcrs import pcr_composite
 from trustlab.devices.tpm12.errors import TpmError
 from trustlab.devices.tpm12.registry import Request, Response, tpm_command
 from trustlab.devices.tpm12.wire import Reader, Writer
 
-NV_KEY = "nv"  # PersistentState.extra key
-MAX_AREA = 2048  # bytes in one area (libtpms TPM_MAX_NV_DEFINED_SIZE is 2100)
-MAX_TOTAL = 0x6FFA  # all areas together (what libtpms reports as TPM_CAP_PROP_MAX_NV_AVAILABLE)
+MAX_AREA = MAX_TOTAL  # one area: libtpms limits only the total (it accepts 4096 bytes, tpm_nvdefine -s 4096)
 MAX_WRITES_NO_OWNER = 64  # Part 3, 20.2: TPM_MAX_NV_WRITE_NOOWNER
 _VALID_ATTRS = (C.TPM_NV_PER_READ_STCLEAR | C.TPM_NV_PER_AUTHREAD | C.TPM_NV_PER_OWNERREAD | C.TPM_NV_PER_PPREAD
                 | C.TPM_NV_PER_GLOBALLOCK | C.TPM_NV_PER_WRITE_STCLEAR | C.TPM_NV_PER_WRITEDEFINE
                 | C.TPM_NV_PER_WRITEALL | C.TPM_NV_PER_AUTHWRITE | C.TPM_NV_PER_OWNERWRITE | C.TPM_NV_PER_PPWRITE)
-
-
-@dataclass
-class NVArea:
-    index: int
-    pcr_read: bytes  # TPM_PCR_INFO_SHORT, as defined
-    pcr_write: bytes
-    attributes: int
-    size: int
-    auth: bytes
-    data: bytearray
-    write_define: bool = False  # bWriteDefine (persistent)
-
-    def public(self, read_stclear: bool = False, write_stclear: bool = False) -> bytes:
-        """TPM_NV_DATA_PUBLIC (Part 2, 19.3)."""
-        return (Writer().u16(C.TPM_TAG_NV_DATA_PUBLIC).u32(self.index).raw(self.pcr_read).raw(self.pcr_write)
-                .u16(C.TPM_TAG_NV_ATTRIBUTES).u32(self.attributes).u8(read_stclear).u8(write_stclear)
-                .u8(self.write_define).u32(self.size).bytes())
 
 
 def pcr_info_short(r: Reader) -> bytes:
@@ -59,30 +37,6 @@ def pcr_info_short(r: Reader) -> bytes:
     r.u8()
     r.raw(20)
     return r._data[start:r.pos]
-
-
-def areas(tpm) -> dict[int, NVArea]:
-    """The defined NV areas (decoded once per engine, written back by :func:`save`)."""
-    cached = getattr(tpm, "_nv_areas", None)
-    if cached is not None and cached[0] is tpm.state:
-        return cached[1]
-    raw = json.loads(tpm.state.extra.get(NV_KEY, "{}"))
-    table = {int(k): NVArea(int(k), bytes.fromhex(v["r"]), bytes.fromhex(v["w"]), v["a"], v["n"],
-                            bytes.fromhex(v["auth"]), bytearray.fromhex(v["d"]), v["wd"])
-             for k, v in raw.items()}
-    tpm._nv_areas = (tpm.state, table)
-    return table
-
-
-def save(tpm, table: dict[int, NVArea]) -> None:
-    tpm.state.extra[NV_KEY] = json.dumps({str(a.index): {
-        "r": a.pcr_read.hex(), "w": a.pcr_write.hex(), "a": a.attributes, "n": a.size, "auth": a.auth.hex(),
-        "d": a.data.hex(), "wd": a.write_define} for a in table.values()}, sort_keys=True)
-    tpm.mark_dirty()
-
-
-def nv_locked(tpm) -> bool:
-    return tpm.state.extra.get("nv_locked") == "1"
 
 
 def _count_unowned_write(tpm) -> None:
@@ -102,6 +56,7 @@ def _area(tpm, index: int) -> NVArea:
 
 
 def _owner(tpm, req: Request) -> None:
+    req.auth.session(0)  # an unknown session handle first (TPM_INVALID_AUTHHANDLE), then no owner (libtpms)
     req.auth.check(0, tpm.owner_auth(), (C.TPM_ET_OWNER, C.TPM_KH_OWNER))
 
 
@@ -161,7 +116,7 @@ def nv_define_space(tpm, req: Request) -> Response:
         raise TpmError("TPM_BADINDEX", f"reserved bits in index {index:#010x} or its attributes")
     if size == 0:
         raise TpmError("TPM_BAD_PARAM_SIZE", "a new area needs dataSize > 0")
-    if size > MAX_AREA or size + sum(a.size for a in table.values()) > MAX_TOTAL:
+    if size + sum(a.size for a in table.values()) > MAX_TOTAL:
         raise TpmError("TPM_NOSPACE", f"no room for {size} bytes of NV")
     table[index] = NVArea(index, pcr_read, pcr_write, attributes, size, auth, bytearray(b"\xff" * size))
     tpm.crypto.optional("nvm_write_byte", size)
@@ -209,14 +164,14 @@ def _write(tpm, req: Request, owner_session: bool, area_session: bool) -> Respon
     index, offset, data = p.u32(), p.u32(), p.sized(MAX_AREA + 1)
     p.end()
     locked = nv_locked(tpm)
+    a = _area(tpm, index) if index != C.TPM_NV_INDEX0 else None  # step 2, before the owner's session
     if owner_session:
         _owner(tpm, req)
-    if index == C.TPM_NV_INDEX0:  # Part 3, 20.2 step 3: a zero-length write sets bGlobalLock
+    if a is None:  # Part 3, 20.2 step 3: a zero-length write to index 0 sets bGlobalLock
         if data:
             raise TpmError("TPM_BADINDEX", "index 0 takes only a zero-length write")
         tpm.global_lock = True
         return Response()
-    a = _area(tpm, index)
     _authorize(tpm, req, a, index, owner_session, area_session, locked, "written")
     if locked or area_session:
         if a.attributes & C.TPM_NV_PER_WRITEDEFINE and a.write_define:
@@ -250,9 +205,9 @@ def _read(tpm, req: Request, owner_session: bool, area_session: bool) -> Respons
     index, offset, size = p.u32(), p.u32(), p.u32()
     p.end()
     locked = nv_locked(tpm)
+    a = _area(tpm, index)  # Part 3, 20.4 step 2, before the owner's session
     if owner_session:
         _owner(tpm, req)
-    a = _area(tpm, index)
     _authorize(tpm, req, a, index, owner_session, area_session, locked, "read")
     if a.attributes & C.TPM_NV_PER_READ_STCLEAR and ("r", index) in tpm.nv_stclear_locks:
         raise TpmError("TPM_DISABLED_CMD", "the area is read-locked until the next TPM_Startup")

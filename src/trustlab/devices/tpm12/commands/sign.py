@@ -12,16 +12,14 @@ blocks = 2048 bytes; 84 bytes in, 800 out — the paper's Quote formula.
 
 from __future__ import annotations
 
-import functools
-import struct
-
 from trustlab.devices.tpm12 import constants as C
 from trustlab.devices.tpm12.errors import TpmError
+from trustlab.devices.tpm12.pcrs import pcr_composite, pcr_selection
 from trustlab.devices.tpm12.registry import Request, Response, tpm_command
+from trustlab.devices.tpm12.version import version_info
 from trustlab.devices.tpm12.wire import Reader, Writer, sized
 
 SIGNERS = (C.TPM_KEY_SIGNING, C.TPM_KEY_LEGACY)
-_U16 = struct.Struct(">H").pack
 
 
 def signing_key(tpm, req: Request, handle: int, usages=SIGNERS):
@@ -42,31 +40,6 @@ def sign(tpm, req: Request) -> Response:
         raise TpmError("TPM_BAD_PARAMETER", "RSASSA-PKCS1v15-SHA1 signs a 20-byte digest")  # Part 3, 13.1
     sig = tpm.crypto.rsa_sign(key.private, area if len(area) == 20 else tpm.crypto.sha1(area))
     return Response(sized(sig))
-
-
-def pcr_selection(r: Reader) -> list[int]:
-    size = r.u16()
-    if size > 3:
-        raise TpmError("TPM_INVALID_PCR_INFO", f"sizeOfSelect {size} (24 PCRs need at most 3)")
-    return list(_selected(r.raw(size)))
-
-
-@functools.lru_cache(maxsize=256)  # a TPM_PCR_SELECTION bitmap (at most 3 bytes) -> its indices; pure
-def _selected(bits: bytes) -> tuple[int, ...]:
-    return tuple(i for i in range(8 * len(bits)) if bits[i // 8] >> (i % 8) & 1)
-
-
-@functools.lru_cache(maxsize=256)  # the inverse, with sizeOfSelect: the composite's TPM_PCR_SELECTION; pure
-def _selection(indices: tuple[int, ...], size_of_select: int) -> bytes:
-    bits = bytearray(size_of_select)
-    for i in indices:
-        bits[i // 8] |= 1 << (i % 8)
-    return _U16(size_of_select) + bytes(bits)
-
-
-def pcr_composite(tpm, indices: list[int], size_of_select: int = 3) -> bytes:
-    pcrs = tpm.pcrs
-    return _selection(tuple(indices), size_of_select) + sized(b"".join([pcrs[i] for i in indices]))
 
 
 @tpm_command("TPM_Quote", handles=1, auth=(0, 1))
@@ -97,8 +70,6 @@ def quote2(tpm, req: Request) -> Response:
     info_short = selection + bytes([1 << tpm.locality]) + tpm.crypto.sha1(composite)
     version = b""
     if add_version:
-        from trustlab.devices.tpm12.commands.capability import version_info
-
         version = version_info()
     info = Writer().u16(C.TPM_TAG_QUOTE_INFO2).raw(b"QUT2").raw(nonce).raw(info_short).bytes()
     sig = tpm.crypto.rsa_sign(key.private, tpm.crypto.sha1(info, version))

@@ -18,17 +18,16 @@ from __future__ import annotations
 import hmac as _hmac
 
 from trustlab.devices.tpm12 import constants as C
-from trustlab.devices.tpm12.commands.sign import pcr_composite
 from trustlab.devices.tpm12.errors import TpmError
 from trustlab.devices.tpm12.keys import StoreAsymkey
+from trustlab.devices.tpm12.pcrs import PcrInfo
 from trustlab.devices.tpm12.registry import Request, Response, tpm_command
 from trustlab.devices.tpm12.wire import Reader, sized
 
 TPM_PT_SEAL = 0x05
 TPM_PT_BIND = 0x02
 _PT_SEAL = bytes((TPM_PT_SEAL,))
-TPM_ET_DATA = 0x0003  # entity types for TPM_ChangeAuth (Part 2, 4.9)
-TPM_ET_KEY = 0x0001
+_STORED_DATA12 = C.TPM_TAG_STORED_DATA12.to_bytes(2, "big")
 
 
 def stored_data(seal_info: bytes, enc: bytes) -> bytes:
@@ -44,40 +43,44 @@ def _storage_key(tpm, req: Request, handle: int, session: int = 0):
     return key
 
 
-def _pcr_digest(tpm, info: bytes) -> tuple[list[int], bytes]:
-    """TPM_PCR_INFO: selection (2 + 3), digestAtRelease, digestAtCreation."""
-    r = Reader(info, "TPM_PCR_INFO")
-    size = r.u16()
-    bits = r.raw(size)
-    release = r.raw(20)
-    r.raw(20)
-    r.end()
-    indices = [i for i in range(8 * size) if bits[i // 8] >> (i % 8) & 1]
-    return indices, release
+def stored_data12(seal_info: bytes, enc: bytes) -> bytes:
+    """TPM_STORED_DATA12 (Part 2, 9.2): tag, et (0: not encrypted), sealInfo, encData."""
+    return _STORED_DATA12 + b"\x00\x00" + sized(seal_info) + sized(enc)
 
 
 @tpm_command("TPM_Seal", handles=1, auth=(1,))
 def seal(tpm, req: Request) -> Response:
+    """Part 3, 10.1. A TPM_PCR_INFO_LONG pcrInfo makes a TPM_STORED_DATA12, a TPM_PCR_INFO a
+    TPM_STORED_DATA; either keeps the caller's PCR selections byte for byte."""
     enc_auth = req.params.raw(20)
     pcr_info = req.params.sized(256)
     data = req.params.sized(256)
     req.params.end()
     key = _storage_key(tpm, req, req.handles[0])
     data_auth = req.auth.decrypt_auth(0, enc_auth)
+    wrap = stored_data
     if pcr_info:
-        indices, _ = _pcr_digest(tpm, pcr_info)
-        creation = tpm.crypto.sha1(pcr_composite(tpm, indices))
-        pcr_info = pcr_info[:-20] + creation
-    digest = tpm.crypto.sha1(stored_data(pcr_info, b""))
+        info = PcrInfo.parse(pcr_info)
+        pcr_info = info.with_creation(tpm, tpm.locality)
+        if info.long:
+            wrap = stored_data12
+    digest = tpm.crypto.sha1(wrap(pcr_info, b""))
     sealed = _PT_SEAL + data_auth + tpm.state.tpm_proof + digest + sized(data)
-    return Response(stored_data(pcr_info, tpm.crypto.rsa_encrypt(key.public, sealed)))
+    return Response(wrap(pcr_info, tpm.crypto.rsa_encrypt(key.public, sealed)))
 
 
 @tpm_command("TPM_Unseal", handles=1, auth=(2,))
 def unseal(tpm, req: Request) -> Response:
     p = req.params
-    if p.raw(4) != C.STRUCT_VER:
-        raise TpmError("TPM_INVALID_STRUCTURE", "TPM_STORED_DATA version")
+    head = p.raw(4)
+    if head[:2] == _STORED_DATA12:
+        if head[2:] != b"\x00\x00":  # et: sealed data encrypted for transport is not implemented
+            raise TpmError("TPM_INAPPROPRIATE_ENC", "TPM_STORED_DATA12 with an encryption scheme")
+        wrap = stored_data12
+    elif head == C.STRUCT_VER:
+        wrap = stored_data
+    else:
+        raise TpmError("TPM_BAD_VERSION", "sealedData is neither a TPM_STORED_DATA12 nor a 1.1 TPM_STORED_DATA")
     pcr_info, enc = p.sized(256), p.sized(512)
     p.end()
     key = _storage_key(tpm, req, req.handles[0])
@@ -86,15 +89,13 @@ def unseal(tpm, req: Request) -> Response:
         payload, data_auth, proof, digest, data = r.u8(), r.raw(20), r.raw(20), r.raw(20), r.sized(256)
         if payload != TPM_PT_SEAL or not _hmac.compare_digest(proof, tpm.state.tpm_proof):
             raise TpmError("TPM_NOTSEALED_BLOB", "not sealed by this TPM")
-        if not _hmac.compare_digest(digest, tpm.crypto.sha1(stored_data(pcr_info, b""))):
+        if not _hmac.compare_digest(digest, tpm.crypto.sha1(wrap(pcr_info, b""))):
             raise TpmError("TPM_NOTSEALED_BLOB", "sealInfo was altered")
     except TpmError as e:
         raise TpmError("TPM_NOTSEALED_BLOB", str(e)) from None
+    if pcr_info:  # step 7, before the data's authorization (step 8)
+        PcrInfo.parse(pcr_info, "TPM_NOTSEALED_BLOB").check_release(tpm, tpm.locality)
     req.auth.check(1, data_auth)
-    if pcr_info:
-        indices, release = _pcr_digest(tpm, pcr_info)
-        if not _hmac.compare_digest(release, tpm.crypto.sha1(pcr_composite(tpm, indices))):
-            raise TpmError("TPM_WRONGPCRVAL", "the platform is not in the sealed state")
     return Response(sized(data))
 
 
@@ -123,12 +124,12 @@ def change_auth(tpm, req: Request) -> Response:
     parent = _storage_key(tpm, req, req.handles[0])
     new_auth = req.auth.decrypt_auth(0, enc_auth)
     plain = tpm.crypto.rsa_decrypt(parent.private, enc)
-    if etype == TPM_ET_KEY:
+    if etype == C.TPM_ET_KEY:  # Part 2, 4.9: 0x0005 (TPM_ET_KEYHANDLE 0x0001 names a loaded key)
         store = StoreAsymkey.from_bytes(plain)
         req.auth.check(1, store.usage_auth)
         plain = StoreAsymkey(store.payload, new_auth, store.migration_auth, store.pub_digest,
                              store.priv).marshal()
-    elif etype == TPM_ET_DATA:
+    elif etype == C.TPM_ET_DATA:
         if plain[0] != TPM_PT_SEAL or not _hmac.compare_digest(plain[21:41], tpm.state.tpm_proof):
             raise TpmError("TPM_DECRYPT_ERROR", "not sealed by this TPM")
         req.auth.check(1, plain[1:21])

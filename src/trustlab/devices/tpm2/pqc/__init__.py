@@ -6,5 +6,6 @@ the shared ``state``); ``structures`` marshals the 1.85 wire structures;
 ``keys`` runs FIPS 203/204 through pyca/cryptography (OpenSSL); ``binding``
 keeps private keys bound to the backend TPM instance; ``pricing`` asks the PQC
 cost model what each operation costs on the profile's chip; ``client`` speaks
-the commands over any TCTI. See ``devices/tpm2/README.md``.
+the commands over any TCTI; ``peer_check`` sends the same frames to another
+1.85 TPM (wolfTPM's fwTPM) and compares the answers. See ``devices/tpm2/README.md``.
 """

@@ -287,9 +287,14 @@ class PqcClient:
 
     # ---- ML-DSA --------------------------------------------------------------
 
-    def sign_digest(self, key: int, digest: bytes, *, context: bytes = b"", auth: bytes = b"") -> bytes:
-        """The ML-DSA signature bytes over ``digest`` (an external mu, or PH(M) for HashML-DSA)."""
-        params = S.tpm2b(context) + S.tpm2b(digest) + S.null_hashcheck_ticket()
+    def sign_digest(self, key: int, digest: bytes, *, context: bytes = b"", auth: bytes = b"",
+                    validation: bytes | None = None) -> bytes:
+        """The ML-DSA signature bytes over ``digest`` (an external mu, or PH(M) for HashML-DSA).
+
+        ``validation``: a TPMT_TK_HASHCHECK (from TPM2_Hash), which a restricted key needs; else a NULL ticket.
+        """
+        ticket = S.null_hashcheck_ticket() if validation is None else validation
+        params = S.tpm2b(context) + S.tpm2b(digest) + ticket
         response = self.call("TPM2_SignDigest", frame(0x1A6, [key], params, [password(auth)]))
         _, r = split_response(response, 0)
         return S.parse_signature_bytes(r.rest())[2]

@@ -1,5 +1,5 @@
 """What the TPM says it can do: TPM2_TestParms for PQC parameters and TPM2_GetCapability
-with the 1.85 algorithm IDs and commands merged into swtpm's lists.
+with the 1.85 algorithm IDs, commands and TPM_PT_ML_PARAMETER_SETS merged into swtpm's lists.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from trustlab.devices.tpm2.extensions import (
     at_param,
     tpm_command,
 )
+from trustlab.devices.tpm2.pqc import keys
 from trustlab.devices.tpm2.pqc import structures as S
 from trustlab.devices.tpm2.pqc.state import (
     parameter_set,
@@ -48,48 +49,86 @@ def test_parms(cmd: Command, ctx: Context) -> Reply:
 
 TPM_CAP_ALGS = 0x0
 TPM_CAP_COMMANDS = 0x2
+TPM_CAP_TPM_PROPERTIES = 0x6
+TPM_PT_ML_PARAMETER_SETS = 0x131  # PT_FIXED + 49 (1.85)
 # TPMA_ALGORITHM: asymmetric (bit 0), object (3), signing (8), encrypting (9)
 PQC_ALGORITHMS = {S.TPM_ALG_MLKEM: 0x0209, S.TPM_ALG_MLDSA: 0x0109, S.TPM_ALG_HASH_MLDSA: 0x0109}
+# TPMA_ML_PARAMETER_SET (1.85 Part 2 Table 46, as wolfTPM and public extracts give it)
+MLKEM_BITS = {1: 1 << 0, 2: 1 << 1, 3: 1 << 2}
+MLDSA_BITS = {1: 1 << 3, 2: 1 << 4, 3: 1 << 5}
+EXT_MU_BIT = 1 << 6
+
+
+def ml_parameter_sets() -> int:
+    """TPMA_ML_PARAMETER_SET of this TPM: the sets :mod:`.keys` can run, and external mu (SignDigest)."""
+    bits = EXT_MU_BIT
+    bits |= sum(b for p, b in MLKEM_BITS.items() if keys.parameter_set(S.TPM_ALG_MLKEM, p))
+    bits |= sum(b for p, b in MLDSA_BITS.items() if keys.parameter_set(S.TPM_ALG_MLDSA, p))
+    return bits
 
 
 def _pqc_commands() -> dict[int, int]:
-    """TPMA_CC of the 1.85 commands: commandIndex, cHandles (bits 25-27), rHandle (bit 28)."""
+    """TPMA_CC of the 1.85 commands: commandIndex, flushed (bit 24), cHandles (bits 25-27), rHandle (bit 28).
+
+    The two *SequenceComplete commands end their sequence, so they are ``flushed``
+    (as TPM2_SequenceComplete is; wolfTPM's fwTPM reports the same).
+    """
     out = {}
     for code, reg in ext.registered().items():
         if 0x1A3 <= code <= 0x1AA:
-            out[code] = code | reg.handles << 25 | (1 << 28 if code in (0x1A9, 0x1AA) else 0)
+            out[code] = (code | (1 << 24 if code in (0x1A3, 0x1A4) else 0) | reg.handles << 25
+                         | (1 << 28 if code in (0x1A9, 0x1AA) else 0))
     return out
 
 
-def _lists_algs_or_commands(cmd: Command) -> bool:
+# entry width and sort key of each merged list: TPMS_ALG_PROPERTY, TPMA_CC, TPMS_TAGGED_PROPERTY
+_WIDTH = {TPM_CAP_ALGS: 6, TPM_CAP_COMMANDS: 4, TPM_CAP_TPM_PROPERTIES: 8}
+
+
+def _key(capability: int, entry: bytes) -> int:
+    if capability == TPM_CAP_ALGS:
+        return struct.unpack(">H", entry[:2])[0]
+    if capability == TPM_CAP_COMMANDS:
+        return struct.unpack(">I", entry)[0] & 0xFFFF
+    return struct.unpack(">I", entry[:4])[0]
+
+
+def _ours(capability: int) -> dict[int, bytes]:
+    if capability == TPM_CAP_ALGS:
+        return {a: S.u16(a) + S.u32(attrs) for a, attrs in PQC_ALGORITHMS.items()}
+    if capability == TPM_CAP_COMMANDS:
+        return {c: S.u32(v) for c, v in _pqc_commands().items()}
+    return {TPM_PT_ML_PARAMETER_SETS: S.u32(TPM_PT_ML_PARAMETER_SETS) + S.u32(ml_parameter_sets())}
+
+
+def _lists_what_we_extend(cmd: Command) -> bool:
     if cmd.sessions:  # an audit/encrypt session's response must come from the TPM untouched
         return False
     r = Reader(cmd.raw, cmd.params.pos)
     try:
-        return r.u32() in (TPM_CAP_ALGS, TPM_CAP_COMMANDS)
+        return r.u32() in _WIDTH
     except TpmError:
         return False
 
 
-@tpm_command(0x17A, "TPM2_GetCapability", handles=0, claims=_lists_algs_or_commands)
+@tpm_command(0x17A, "TPM2_GetCapability", handles=0, claims=_lists_what_we_extend)
 def get_capability(cmd: Command, ctx: Context) -> Reply:
-    """swtpm's algorithm / command list with the 1.85 PQC entries merged in, in order."""
+    """swtpm's algorithm / command / property list with the 1.85 PQC entries merged in, in order.
+
+    The merged list stays one the TPM could have given: ordered, at most
+    ``propertyCount`` entries, ``moreData`` set when ours fell after the cut.
+    """
     capability, first, count = cmd.params.u32(), cmd.params.u32(), cmd.params.u32()
     response = ctx.backend_transact(cmd.raw)
     if response[6:10] != b"\0\0\0\0":
         return Reply(raw=response)
     r = Reader(response, 10)
     more, _cap, n = r.u8(), r.u32(), r.u32()
-    width = 6 if capability == TPM_CAP_ALGS else 4
+    width = _WIDTH[capability]
     entries = [r.take(width) for _ in range(n)]
-
-    def key(entry: bytes) -> int:  # TPM_ALG_ID, or commandIndex of a TPMA_CC
-        return struct.unpack(">H", entry[:2])[0] if width == 6 else struct.unpack(">I", entry)[0] & 0xFFFF
-
-    ours = ({a: S.u16(a) + S.u32(attrs) for a, attrs in PQC_ALGORITHMS.items()} if width == 6
-            else {c: S.u32(v) for c, v in _pqc_commands().items()})
-    last = key(entries[-1]) if entries and more else None  # the backend stopped there: ours after it come later
-    merged = sorted(entries + [e for k, e in ours.items() if k >= first and (last is None or k < last)], key=key)
+    last = _key(capability, entries[-1]) if entries and more else None  # the backend stopped there
+    ours = [e for k, e in _ours(capability).items() if k >= first and (last is None or k < last)]
+    merged = sorted(entries + ours, key=lambda e: _key(capability, e))
     if len(merged) > count:
         merged, more = merged[:count], 1
     body = bytes([more]) + S.u32(capability) + S.u32(len(merged)) + b"".join(merged)

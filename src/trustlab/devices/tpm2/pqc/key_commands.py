@@ -11,6 +11,7 @@ from trustlab.devices.tpm2 import extensions as ext
 from trustlab.devices.tpm2.commands import TPM_RC_FAILURE, TPM_RC_HANDLE
 from trustlab.devices.tpm2.extensions import (
     TPM_RC_BINDING,
+    TPM_RC_KEY,
     TPM_RC_SIZE,
     TPM_RC_TYPE,
     TPM_RC_VALUE,
@@ -24,7 +25,7 @@ from trustlab.devices.tpm2.extensions import (
     is_extension_handle,
     tpm_command,
 )
-from trustlab.devices.tpm2.pqc import binding, keys
+from trustlab.devices.tpm2.pqc import binding, classical, keys
 from trustlab.devices.tpm2.pqc import structures as S
 from trustlab.devices.tpm2.pqc.state import (
     backend_call,
@@ -133,8 +134,36 @@ def load(cmd: Command, ctx: Context) -> Reply:
     if obj.public.unique != pub.unique:
         del state_of(ctx).objects[obj.handle]
         raise TpmError(at_param(TPM_RC_BINDING, 2), "public key does not match the private seed")
-    return Reply(params=S.tpm2b(obj.name), handles=[obj.handle], price=priced(ctx, ps, "keygen"),
+    return Reply(params=S.tpm2b(obj.name), handles=[obj.handle], price=priced(ctx, ps, "load"),
                  variant=ps.variant)
+
+
+@tpm_command(0x167, "TPM2_LoadExternal", handles=0, claims=pqc_template)
+def load_external(cmd: Command, ctx: Context) -> Reply:
+    """A post-quantum public key made outside the TPM: verify (ML-DSA) or encapsulate (ML-KEM) with it.
+
+    As wolfTPM's fwTPM offers; the key is checked to be a valid FIPS 203/204
+    public key of its parameter set (TPM_RC_KEY). Loading a private part from
+    outside is not offered here (TPM_RC_SIZE on inPrivate).
+    """
+    if cmd.params.param(1).tpm2b(4096):
+        raise TpmError(at_param(TPM_RC_SIZE, 1), "post-quantum private keys are loaded with TPM2_Load only")
+    area = cmd.params.param(2).tpm2b(4096)
+    hierarchy = cmd.params.param(3).u32()
+    cmd.params.end()
+    pr = Reader(area).param(2)
+    pub = S.parse_public(pr)
+    pr.end()
+    ps = parameter_set(pub, 2)
+    S.check_public_only(pub, 2)
+    if hierarchy not in S.HIERARCHIES:
+        raise TpmError(at_param(TPM_RC_VALUE, 3), "not a hierarchy")
+    try:
+        ps.public_cls.from_public_bytes(pub.unique)
+    except ValueError:
+        raise TpmError(at_param(TPM_RC_KEY, 2), "unique is not a public key of the parameter set") from None
+    obj = load_object(ctx, pub, ps, b"", b"", S.u32(hierarchy), hierarchy)
+    return Reply(params=S.tpm2b(obj.name), handles=[obj.handle], variant=ps.variant)
 
 
 # ---- object management ---------------------------------------------------------
@@ -153,7 +182,10 @@ def flush_context(cmd: Command, ctx: Context) -> Reply:
     handle = cmd.params.param(1).u32()
     cmd.params.end()
     state = state_of(ctx)
-    if state.objects.pop(handle, None) is None and state.sequences.pop(handle, None) is None:
+    seq = state.sequences.pop(handle, None)
+    if seq is not None:
+        classical.drop(ctx, seq)  # an RSA/ECC key's sequence also ends swtpm's
+    elif state.objects.pop(handle, None) is None:
         raise TpmError(at_param(TPM_RC_HANDLE, 1), "no such extension object")
     return Reply()
 
@@ -200,7 +232,7 @@ def context_load(cmd: Command, ctx: Context) -> Reply:
     ps = parameter_set(pub, 1)
     obj = load_object(ctx, pub, ps, seed, auth, b"", hierarchy)
     obj.qualified_name = qualified
-    return Reply(handles=[obj.handle], price=priced(ctx, ps, "keygen"), variant=ps.variant)
+    return Reply(handles=[obj.handle], price=priced(ctx, ps, "load"), variant=ps.variant)
 
 
 

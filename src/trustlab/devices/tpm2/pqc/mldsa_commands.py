@@ -9,7 +9,6 @@ from trustlab.devices.tpm2 import extensions as ext
 from trustlab.devices.tpm2.commands import TPM_RC_FAILURE, TPM_RC_HANDLE
 from trustlab.devices.tpm2.extensions import (
     TPM_RC_ATTRIBUTES,
-    TPM_RC_EXT_MU,
     TPM_RC_KEY,
     TPM_RC_MODE,
     TPM_RC_SIGN_CONTEXT_KEY,
@@ -25,7 +24,7 @@ from trustlab.devices.tpm2.extensions import (
     is_extension_handle,
     tpm_command,
 )
-from trustlab.devices.tpm2.pqc import keys, pricing
+from trustlab.devices.tpm2.pqc import classical, keys, pricing, tickets
 from trustlab.devices.tpm2.pqc import structures as S
 from trustlab.devices.tpm2.pqc.state import (
     MAX_SEQUENCE_BYTES,
@@ -48,10 +47,15 @@ def _signing_key(ctx: Context, handle: int) -> PqcObject:
 
 
 def _digest_mu(obj: PqcObject, context: bytes, digest: bytes) -> bytes:
-    """mu for TPM2_SignDigest/VerifyDigestSignature: the external mu, or HashML-DSA's over PH(M)."""
+    """mu for TPM2_SignDigest/VerifyDigestSignature: the external mu, or HashML-DSA's over PH(M).
+
+    A pure ML-DSA key with allowExternalMu CLEAR is TPM_RC_ATTRIBUTES (the key's
+    parameters forbid the use), as wolfTPM answers: 1.85 gives TPM_RC_EXT_MU to
+    a TPM that does not support external mu at all (object creation, TestParms).
+    """
     if obj.public.type == S.TPM_ALG_MLDSA:
         if not obj.public.allow_external_mu:
-            raise TpmError(at_handle(TPM_RC_EXT_MU, 1), "key does not allow an external mu")
+            raise TpmError(at_handle(TPM_RC_ATTRIBUTES, 1), "key does not allow an external mu")
         if context:
             raise TpmError(at_param(TPM_RC_VALUE, 1), "an external mu already contains the context")
         if len(digest) != 64:
@@ -69,30 +73,50 @@ def _digest_command(cmd: Command, ctx: Context) -> tuple[PqcObject, bytes, bytes
     return obj, cmd.params.param(1).tpm2b(S.MAX_SIGNATURE_CTX), cmd.params.param(2).tpm2b(S.MAX_DIGEST_BUFFER)
 
 
+def _not_x509sign(obj: PqcObject) -> None:
+    """1.85 Part 3 20.6.1/20.7.1 (as wolfTPM quotes them): an x509sign key signs certificates only."""
+    if obj.public.attributes & S.X509SIGN:
+        raise TpmError(at_handle(TPM_RC_ATTRIBUTES, 1), "an x509sign key signs only through TPM2_CertifyX509")
+
+
 @tpm_command(0x1A6, "TPM2_SignDigest", handles=1)
 def sign_digest(cmd: Command, ctx: Context) -> Reply:
+    """(@keyHandle; context, digest, validation): the 1.85 RC4 layout, as wolfTPM marshals it.
+
+    A restricted key signs only with a valid TPMT_TK_HASHCHECK (:mod:`.tickets`);
+    an RSA/ECC/HMAC key of swtpm's signs through :mod:`.classical`.
+    """
+    if classical.is_backend_key(cmd.handles[0]):
+        return classical.sign_digest(cmd, ctx)
+    authorize(cmd, 0, _signing_key(ctx, cmd.handles[0]))  # sessions before parameters (Part 3, 5.6 / 5.8)
     obj, context, digest = _digest_command(cmd, ctx)
     r = cmd.params
-    tag, _hierarchy, _ticket = r.param(3).u16(), r.u32(), r.tpm2b(S.MAX_DIGEST_BUFFER)
+    tag, hierarchy, ticket = r.param(3).u16(), r.u32(), r.tpm2b(S.MAX_DIGEST_BUFFER)
     r.end()
     if tag != S.TPM_ST_HASHCHECK:
         raise TpmError(at_param(ext.TPM_RC_TAG, 3), "validation is not a TPMT_TK_HASHCHECK")
+    _not_x509sign(obj)
+    prehashed = obj.public.type == S.TPM_ALG_HASH_MLDSA
+    mu = _digest_mu(obj, context, digest) if prehashed else None  # digest size first, as wolfTPM
     if obj.public.attributes & S.RESTRICTED:
-        raise TpmError(at_handle(TPM_RC_ATTRIBUTES, 1), "a restricted key does not sign external digests")
-    authorize(cmd, 0, obj)
-    mu = _digest_mu(obj, context, digest)
-    sig = keys.sign_mu(obj.private, mu)
+        tickets.require_hashcheck(ctx.backend_transact, obj.public.hash_alg if prehashed else None, digest,
+                                  hierarchy, ticket)
+    if mu is None:
+        mu = _digest_mu(obj, context, digest)
+    sig = keys.sign_mu(obj.private_key(), mu)
     return Reply(params=S.signature(obj.public, sig), price=priced(ctx, obj.params, "sign"),
                  variant=obj.params.variant)
 
 
 @tpm_command(0x1A5, "TPM2_VerifyDigestSignature", handles=1)
 def verify_digest_signature(cmd: Command, ctx: Context) -> Reply:
+    if classical.is_backend_key(cmd.handles[0]):
+        return classical.verify_digest_signature(cmd, ctx)
     obj, context, digest = _digest_command(cmd, ctx)
     sig = S.parse_signature(cmd.params.param(3), obj.public)
     cmd.params.end()
     mu = _digest_mu(obj, context, digest)
-    if not keys.verify_mu(obj.private.public_key(), sig, mu):
+    if not keys.verify_mu(obj.public_key(), sig, mu):
         raise TpmError(at_param(TPM_RC_SIGNATURE, 3), "signature does not verify")
     meta = obj.public.hash_alg if obj.public.type == S.TPM_ALG_HASH_MLDSA else S.TPM_ALG_NULL
     return Reply(params=S.null_verified_ticket(S.TPM_ST_DIGEST_VERIFIED, meta),
@@ -100,6 +124,8 @@ def verify_digest_signature(cmd: Command, ctx: Context) -> Reply:
 
 
 def _start_sequence(cmd: Command, ctx: Context, sign: bool) -> Reply:
+    if classical.is_backend_key(cmd.handles[0]):
+        return classical.start_sequence(cmd, ctx, sign)
     obj = _signing_key(ctx, cmd.handles[0])
     r = cmd.params
     auth = r.param(1).tpm2b(S.MAX_AUTH)
@@ -111,8 +137,6 @@ def _start_sequence(cmd: Command, ctx: Context, sign: bool) -> Reply:
         if hint:
             raise TpmError(at_param(TPM_RC_VALUE, 2), "ML-DSA takes no signature hint")
     r.end()
-    if sign and obj.public.attributes & S.RESTRICTED:
-        raise TpmError(at_handle(TPM_RC_ATTRIBUTES, 1), "a restricted key signs only TPM-generated data")
     state = state_of(ctx)
     handle = state.allocate()
     stream = keys.MuStream(obj.public.unique, context, obj.public.type, obj.public.hash_alg)
@@ -148,10 +172,13 @@ def sequence_update(cmd: Command, ctx: Context) -> Reply:
     cmd.require_password(0, seq.auth)
     data = cmd.params.param(1).tpm2b(S.MAX_BUFFER)
     cmd.params.end()
-    _feed(seq, data)
+    if seq.stream is None:
+        classical.update(ctx, seq, data)
+    else:
+        _feed(seq, data)
     key = state_of(ctx).objects.get(seq.key_handle)
     variant = key.params.variant if key else None
-    if seq.stream.kind == S.TPM_ALG_HASH_MLDSA:  # PH is SHA-2: the chip's hashing rate
+    if seq.stream is None or seq.stream.kind == S.TPM_ALG_HASH_MLDSA:  # SHA-2: the chip's hashing rate
         return Reply(terms=lambda n_in, n_out: {**ext.wire_terms(n_in, n_out), "sha256_byte": float(len(data))},
                      variant=variant)
     # ML-DSA absorbs the message into SHAKE256 (mu): the PQC model's Keccak rate, plus the wire formula
@@ -160,6 +187,7 @@ def sequence_update(cmd: Command, ctx: Context) -> Reply:
 
 
 def _feed(seq: Sequence, data: bytes) -> None:
+    seq.prefix = (seq.prefix + data[:4])[:4]
     seq.size += len(data)
     if seq.size > MAX_SEQUENCE_BYTES:
         raise TpmError(ext.TPM_RC_MEMORY, "sequence too long for this lab")
@@ -175,16 +203,34 @@ def _complete_key(ctx: Context, cmd: Command, seq: Sequence) -> PqcObject:
     return obj
 
 
+def _complete_on_backend(cmd: Command, ctx: Context, seq: Sequence, complete) -> Reply:
+    """An RSA/ECC key's sequence (:mod:`.classical`): ended here whatever swtpm answers."""
+    if cmd.handles[1] != seq.key_handle:
+        raise TpmError(at_handle(TPM_RC_SIGN_CONTEXT_KEY, 2), "sequence was started with another key")
+    del state_of(ctx).sequences[seq.handle]
+    try:
+        return complete(cmd, ctx, seq)
+    finally:
+        classical.drop(ctx, seq)
+
+
 @tpm_command(0x1A4, "TPM2_SignSequenceComplete", handles=2)
 def sign_sequence_complete(cmd: Command, ctx: Context) -> Reply:
+    """A restricted key signs any message but one that starts with TPM_GENERATED_VALUE (TPM_RC_VALUE)."""
     seq = _sequence(ctx, cmd, sign=True)
+    if seq.stream is None:
+        return _complete_on_backend(cmd, ctx, seq, classical.complete_sign)
     obj = _complete_key(ctx, cmd, seq)
+    authorize(cmd, 1, obj)
     data = cmd.params.param(1).tpm2b(S.MAX_BUFFER)
     cmd.params.end()
-    authorize(cmd, 1, obj)
     _feed(seq, data)
     del state_of(ctx).sequences[seq.handle]
-    sig = keys.sign_mu(obj.private, seq.stream.mu())
+    _not_x509sign(obj)
+    if obj.public.attributes & S.RESTRICTED and seq.prefix == S.u32(TPM_GENERATED_VALUE):
+        # 1.85 Part 3 20.6.1 (as wolfTPM quotes and enforces it): no forged attestation structures
+        raise TpmError(at_param(TPM_RC_VALUE, 1), "a restricted key does not sign a TPM_GENERATED_VALUE message")
+    sig = keys.sign_mu(obj.private_key(2), seq.stream.mu())
     return Reply(params=S.signature(obj.public, sig), price=priced(ctx, obj.params, "sign"),
                  variant=obj.params.variant)
 
@@ -192,11 +238,13 @@ def sign_sequence_complete(cmd: Command, ctx: Context) -> Reply:
 @tpm_command(0x1A3, "TPM2_VerifySequenceComplete", handles=2)
 def verify_sequence_complete(cmd: Command, ctx: Context) -> Reply:
     seq = _sequence(ctx, cmd, sign=False)
+    if seq.stream is None:
+        return _complete_on_backend(cmd, ctx, seq, classical.complete_verify)
     obj = _complete_key(ctx, cmd, seq)
     sig = S.parse_signature(cmd.params.param(1), obj.public)
     cmd.params.end()
     del state_of(ctx).sequences[seq.handle]
-    if not keys.verify_mu(obj.private.public_key(), sig, seq.stream.mu()):
+    if not keys.verify_mu(obj.public_key(), sig, seq.stream.mu()):
         raise TpmError(at_param(TPM_RC_SIGNATURE, 1), "signature does not verify")
     return Reply(params=S.null_verified_ticket(S.TPM_ST_MESSAGE_VERIFIED),
                  price=priced(ctx, obj.params, "verify"), variant=obj.params.variant)
@@ -270,6 +318,6 @@ def quote(cmd: Command, ctx: Context) -> Reply:
               + S.tpm2b(qualifying) + clock_info + S.u32(v1) + S.u32(v2) + sel + S.tpm2b(digest))
     stream = keys.MuStream(obj.public.unique, b"", obj.public.type, obj.public.hash_alg)
     stream.update(attest)
-    sig = keys.sign_mu(obj.private, stream.mu())
+    sig = keys.sign_mu(obj.private_key(), stream.mu())
     return Reply(params=S.tpm2b(attest) + S.signature(obj.public, sig), price=priced(ctx, obj.params, "sign"),
                  variant=obj.params.variant)

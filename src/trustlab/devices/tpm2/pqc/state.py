@@ -46,7 +46,17 @@ class PqcObject:
     qualified_name: bytes
     conn: Any
     hierarchy: int = S.TPM_RH_OWNER
-    seed: bytes = b""
+    seed: bytes = b""  # empty: a public key only (TPM2_LoadExternal)
+
+    def public_key(self) -> Any:
+        """The cryptography public key (for verify and encapsulate; a public-only object has just this)."""
+        return self.params.public_cls.from_public_bytes(self.public.unique)
+
+    def private_key(self, n: int = 1) -> Any:
+        """The private key; a public-only object is TPM_RC_KEY on handle ``n``."""
+        if self.private is None:
+            raise TpmError(at_handle(TPM_RC_KEY, n), "the object is a public key only")
+        return self.private
 
 
 @dataclass
@@ -55,9 +65,11 @@ class Sequence:
     key_handle: int
     sign: bool
     auth: bytes
-    stream: keys.MuStream
+    stream: keys.MuStream | None  # None: an RSA/ECC key's sequence, hashed by swtpm (``backend``)
     conn: Any
     size: int = 0
+    prefix: bytes = b""  # the message's first 4 bytes (the TPM_GENERATED_VALUE check)
+    backend: int = 0  # swtpm's hash sequence (in the client's resource-manager space) for an RSA/ECC key
 
 
 class PqcState:
@@ -192,11 +204,17 @@ def sensitive_area(pub: S.Public, auth: bytes, seed: bytes) -> bytes:
 
 def load_object(ctx: Context, pub: S.Public, ps: keys.ParameterSet, seed: bytes, auth: bytes,
           qualified_parent: bytes, hierarchy: int = S.TPM_RH_OWNER) -> PqcObject:
-    """Expand ``seed`` into a key object at a free extension handle (public key = ``unique``)."""
+    """Expand ``seed`` into a key object at a free extension handle (public key = ``unique``).
+
+    An empty ``seed`` loads ``pub`` as a public key only (its ``unique`` must be a valid key).
+    """
     state = state_of(ctx)
     handle = state.allocate()
-    private = keys.private_from_seed(ps, seed)
-    full = pub.with_unique(keys.public_bytes(private))
+    if seed:
+        private = keys.private_from_seed(ps, seed)
+        full = pub.with_unique(keys.public_bytes(private))
+    else:
+        private, full = None, pub
     name = full.name()
     obj = PqcObject(handle, full, ps, private, auth, name, qualify(full.name_alg, qualified_parent, name),
                     ctx.conn_id, hierarchy, seed)

@@ -63,6 +63,7 @@ NO_DA = 1 << 10
 RESTRICTED = 1 << 16
 DECRYPT = 1 << 17
 SIGN = 1 << 18
+X509SIGN = 1 << 19  # 1.85
 
 HASHES = {TPM_ALG_SHA1: "sha1", TPM_ALG_SHA256: "sha256", TPM_ALG_SHA384: "sha384", TPM_ALG_SHA512: "sha512"}
 # DER-encoded OIDs of the pre-hash functions (FIPS 204, Algorithm 4, HashML-DSA)
@@ -214,6 +215,18 @@ def check_template(pub: Public, n: int) -> None:
         raise TpmError(at_param(TPM_RC_ATTRIBUTES, n), "fixedTPM requires fixedParent")
     if pub.type == TPM_ALG_MLDSA and a & RESTRICTED and pub.allow_external_mu:
         raise TpmError(at_param(TPM_RC_ATTRIBUTES, n), "a restricted key cannot sign an external mu")
+
+
+def check_public_only(pub: Public, n: int) -> None:
+    """Attribute rules for a public key loaded alone: an ML-DSA key signs, an ML-KEM key decrypts (Part 2)."""
+    a = pub.attributes
+    if pub.type in (TPM_ALG_MLDSA, TPM_ALG_HASH_MLDSA):
+        if not a & SIGN or a & DECRYPT:
+            raise TpmError(at_param(TPM_RC_ATTRIBUTES, n), "an ML-DSA key signs and only signs")
+    elif not a & DECRYPT or a & SIGN or a & RESTRICTED:
+        raise TpmError(at_param(TPM_RC_ATTRIBUTES, n), "an ML-KEM public key is an unrestricted decryption key")
+    elif pub.symmetric is not None:
+        raise TpmError(at_param(TPM_RC_SYMMETRIC, n), "an unrestricted ML-KEM key has no symmetric algorithm")
 
 
 @dataclass(frozen=True)

@@ -4,8 +4,8 @@ How a command is priced: count the work of the operation by running it
 (:mod:`.mlkem`, :mod:`.mldsa`: FIPS 203 / 204 written out, Keccak from hashlib,
 every unit tallied by :mod:`.tally`; ``data/op_counts.json`` keeps many runs), price
 each unit in Cortex-M4 cycles from pqm4 (:mod:`.calibration`), turn cycles into
-milliseconds with each chip's processor class, clock and measured SHA-256 rate
-(:mod:`.chips`, ``data/chips.toml``, :mod:`.model` -> the ``<tpm2 profile>-pqc``
+milliseconds with each chip's core class and clock, or its own measured SHA-256 rate
+(:mod:`.classes`, :mod:`.chips`, ``data/chips.toml``, :mod:`.model` -> the ``<tpm2 profile>-pqc``
 profiles under ``timing/profiles/pqc``), and add the bus (:mod:`.frames` sizes).
 
 Modules, one job each:
@@ -16,11 +16,21 @@ Modules, one job each:
 - :mod:`.counting`    one instrumented operation on seeded random inputs
 - :mod:`.counts`      the shipped counts (tools/build_pqc_counts.py)
 - :mod:`.calibration` Cortex-M4 cycles per unit from pqm4
-- :mod:`.chips`       processor / bus / I/O-buffer facts per chip, with sources
+- :mod:`.classes`     core classes (M0+/SC000, M3/SC300, M4, M33, A-class, RISC-V 32/64, x86, security
+  controller): work per clock on Keccak and the other units, fitted on the published per-core
+  measurements in ``trustlab/validation/data/pqc_measurements.toml`` (priors in ``data/cores.toml``)
+- :mod:`.chips`       processor / bus / I/O-buffer / certification facts per chip, with sources
+- :mod:`.chipspec`    a chip described by its facts (``--chip core=...,mhz=...`` or a TOML file; a profile)
+- :mod:`.predict`     ``price(algorithm, operation, chip_or_profile) -> Price(median_ms, low_ms, high_ms,
+  provenance)``: the pricing API for anything (issue 25's workload replay reuses it); intervals from
+  every assumption's range; protection of secret-key operations on certified chips; key creation =
+  keygen + FIPS 140-3 pairwise consistency test + wrapping
+- :mod:`.silicon`     chips with published 1.85 figures (SEALSQ QVault): calibrated profiles
 - :mod:`.model`       a chip's unit costs as a ``pqc`` profile (tools/build_pqc_profiles.py)
 - :mod:`.cost`        ``operation_cost(profile, algorithm, operation, ...)``: component -> ms
   (the pricing API the TPM 2.0 PQC command handlers call)
 - :mod:`.frames`      bytes on the wire of the 1.85 commands
 - :mod:`.ram`         peak RAM per operation (pqm4) and what chips state
-- :mod:`.validation`  the model beside published figures (independent / calibration)
+- :mod:`.validation`  the model beside published figures: leave-one-source-out with intervals and
+  coverage (independent), pqm4 and the SEALSQ figures (calibration)
 """

@@ -37,6 +37,9 @@ class Chip:
     max_command_size: int
     max_command_source: str
     software_crypto: bool = False
+    core: str | None = None  # a core class of data/cores.toml (pqc_model.classes), when the class names one
+    certified: bool = False  # FIPS 140 / CC certified: secret-key operations are protected
+    certified_source: str = ""
 
     @property
     def clock_public(self) -> bool:
@@ -59,12 +62,16 @@ def chip_for(profile_name: str) -> Chip:
                         tuple(cls["clock_mhz"]), cls["clock_source"], tuple(cls["per_clock"]),
                         cls["per_clock_source"], entry["bus"], float(entry["bus_hz"]), entry["bus_source"],
                         tuple(bus["efficiency"]), bus["source"], int(entry["max_command_size"]),
-                        entry["max_command_source"], bool(cls.get("software_crypto", False)))
+                        entry["max_command_source"], bool(cls.get("software_crypto", False)), cls.get("core"),
+                        bool(entry.get("certified", False)), entry.get("certified_source", ""))
     raise AssertionError("chips.toml has no default entry")  # the last entry matches every name
 
 
 def countermeasure(family: str, operation: str) -> tuple[tuple[float, float], str] | None:
-    """The published first-order masking slowdown range of ``operation`` ("ML-KEM"/"ML-DSA"), or None."""
+    """The published first-order masking slowdown range of ``operation`` ("ML-KEM"/"ML-DSA"), or None.
+
+    Certified chips protect their secret-key operations (ML-KEM decapsulation, ML-DSA signing and key
+    generation): this is the factor their compute time is taken to grow by."""
     entry = _doc().get("countermeasures", {}).get(family, {}).get(operation)
     return None if entry is None else (tuple(entry["factor"]), entry["source"])
 

@@ -20,7 +20,7 @@ import functools
 import math
 import random
 
-from trustlab.devices.tpm2.pqc_model import calibration, counts, model
+from trustlab.devices.tpm2.pqc_model import calibration, chips, chipspec, counts, frames, model, predict, silicon
 from trustlab.devices.tpm2.pqc_model.params import MLDSAParams, check_operation
 from trustlab.errors import TrustlabError
 from trustlab.timing import registry
@@ -85,28 +85,99 @@ def compute_ms(pqc: Profile, algorithm: str, unit_counts: dict[str, float], inde
 
 
 def operation_cost(profile: Profile, algorithm: str, operation: str, *, in_bytes: int, out_bytes: int,
-                   rng: random.Random | None = None) -> dict[str, float]:
+                   rng: random.Random | None = None, protection: bool = True) -> dict[str, float]:
     """What one whole TPM command doing ``operation`` with ``algorithm`` costs on ``profile``'s chip.
 
-    The components are the command's entire cost (``ohc`` included: a caller adds
-    nothing): ``ohc``, ``pqc_keccak``, ``pqc_arith``, ``pqc_bus``. With ``rng`` the
-    counted run, the speed quantile and the bus factor are drawn; without, means.
+    ``operation``: keygen, sign, verify, encapsulate, decapsulate (the bare operation), ``create``
+    (key creation: keygen + the FIPS 140-3 pairwise consistency test + wrapping the private part)
+    or ``load`` (the seed expanded again + unwrapping). On a certified chip (chips.toml) secret-key
+    operations carry their published protection factor unless ``protection`` is off. A profile with
+    published 1.85 figures (:mod:`.silicon`) answers at them. The components are the command's entire
+    cost (``ohc`` included: a caller adds nothing): ``ohc``, ``pqc_keccak``, ``pqc_arith``,
+    ``pqc_wrap``, ``pqc_bus``. With ``rng`` the counted runs, the speed quantile, the protection factor
+    and the bus factor are drawn; without, means.
     """
-    check_operation(algorithm, operation)
+    predict.check(algorithm, operation)
     if in_bytes < 0 or out_bytes < 0:
         raise TrustlabError(f"in_bytes and out_bytes must not be negative (got {in_bytes}, {out_bytes})")
     pqc = unit_costs(profile)
-    unit_counts = dict(counts.draw(algorithm, operation, rng) if rng is not None else counts.mean(algorithm, operation))
-    unit_counts["keccak_f1600"] = unit_counts.get("keccak_f1600", 0) + extra_message_permutations(
-        algorithm, operation, in_bytes)
+    calibrated = silicon.for_operation(profile.name, algorithm, operation) if protection else None
     n = len(pqc["pqc_keccak_f1600"].samples) or 1
-    index = rng.randrange(n) if rng is not None else None
+    index = rng.randrange(n) if rng is not None and calibrated is None else None
+    u_protect = rng.random() if rng is not None and calibrated is None else 0.5
+    compute = _compute(profile, pqc, algorithm, operation, in_bytes, rng, index, u_protect, protection)
     bus = pqc["pqc_bus_byte"]
     bus_index = rng.randrange(len(bus.samples) or 1) if rng is not None else None
     cost = {"ohc": _pick(profile["ohc"], None, rng) if "ohc" in profile else 0.0}
-    cost.update(compute_ms(pqc, algorithm, unit_counts, index))
+    if calibrated is not None:
+        scale = _calibration_scale(profile, pqc, algorithm, operation, in_bytes, out_bytes, *calibrated)
+        compute = {k: v * scale for k, v in compute.items()}
+    cost.update(compute)
     cost["pqc_bus"] = (in_bytes + out_bytes) * _pick(bus, bus_index, None)
     return cost
+
+
+def _compute(profile: Profile, pqc: Profile, algorithm: str, operation: str, in_bytes: int,
+             rng: random.Random | None, index: int | None, u_protect: float, protection: bool) -> dict[str, float]:
+    """Keccak, arithmetic and wrapping ms of the operation's raw operations (protection applied)."""
+    chip = chips.chip_for(profile.name)
+    spec = chipspec.ChipSpec(name=profile.name, core=chip.core, mhz=chip.clock_mhz, certified=chip.certified)
+    out = {"pqc_keccak": 0.0, "pqc_arith": 0.0, "pqc_wrap": 0.0}
+    for op in predict.plan(algorithm, operation):
+        unit_counts = dict(counts.draw(algorithm, op, rng) if rng is not None else counts.mean(algorithm, op))
+        if op == operation:  # the command's own message (the PCT signs a fixed one)
+            unit_counts["keccak_f1600"] = unit_counts.get("keccak_f1600", 0) + extra_message_permutations(
+                algorithm, op, in_bytes)
+        factor = predict.protection_factor(spec, algorithm, op, u_protect, protection)
+        for k, v in compute_ms(pqc, algorithm, unit_counts, index).items():
+            out[k] += v * factor
+    if operation in ("create", "load"):
+        out["pqc_wrap"] = predict.WRAP_SHA256_BYTES * _sha256_ms_per_byte(profile, pqc)
+    return out
+
+
+def _sha256_ms_per_byte(profile: Profile, pqc: Profile) -> float:
+    """The chip's SHA-256 compute time per byte: its measured rate less the bus, else software SHA-256
+    at the speed its Keccak cost implies."""
+    bus = pqc.mean("pqc_bus_byte") if "pqc_bus_byte" in pqc else 0.0
+    if "sha256_byte" in profile and profile.mean("sha256_byte") - bus > 0:
+        return profile.mean("sha256_byte") - bus
+    keccak_m4 = calibration.calibrate().keccak_cycles
+    return predict.SHA256_M4_CYCLES_PER_BYTE * pqc.mean("pqc_keccak_f1600") / keccak_m4
+
+
+def _mean_compute(profile: Profile, pqc: Profile, algorithm: str, operation: str, in_bytes: int) -> float:
+    return sum(_compute(profile, pqc, algorithm, operation, in_bytes, None, None, 0.5, True).values())
+
+
+def _calibration_scale(profile: Profile, pqc: Profile, algorithm: str, operation: str, in_bytes: int,
+                       out_bytes: int, row: silicon.Published, extrapolated: bool) -> float:
+    """The factor on the model's compute that makes the published operation's mean come out exactly."""
+    ohc = profile.mean("ohc") if "ohc" in profile else 0.0
+    bus = pqc.mean("pqc_bus_byte")
+    if extrapolated:
+        f = frames.use_frames(row.algorithm, row.call) if row.call not in ("create", "load") else \
+            frames.keygen_frames(row.algorithm)[0]
+        ref_in, ref_out = f.in_bytes, f.out_bytes
+    else:
+        ref_in, ref_out = in_bytes, out_bytes
+    target = row.mean_ms - (row.other_commands + 1) * ohc - bus * (ref_in + ref_out)
+    return target / _mean_compute(profile, pqc, row.algorithm, row.call, ref_in if not extrapolated else FRAME_OVERHEAD)
+
+
+def calibrated_totals(profile: Profile, algorithm: str, operation: str, row: silicon.Published,
+                      draws: int = 400) -> list[float]:
+    """Totals of the whole published operation (its other commands at the per-command overhead)."""
+    if operation in ("create", "load"):
+        f = frames.keygen_frames(algorithm)[operation == "load"]
+    else:
+        f = frames.use_frames(algorithm, operation)
+    others = row.other_commands if operation == row.call else 0  # a load has no benchmark sequence
+    ohc = profile.mean("ohc") if "ohc" in profile else 0.0
+    rng = random.Random(f"calibrated|{profile.name}|{algorithm}|{operation}")
+    return [others * ohc + sum(operation_cost(profile, algorithm, operation, in_bytes=f.in_bytes,
+                                                          out_bytes=f.out_bytes, rng=rng).values())
+            for _ in range(draws)]
 
 
 def absorb_ms(profile: Profile, n_bytes: int) -> dict[str, float]:

@@ -1,0 +1,202 @@
+"""A chip described by its facts: core class, clock, optional measured hash rate, bus, certification.
+
+Two ways in: ``ChipSpec.parse("core=cortex-m0plus,mhz=133")`` (the ``--chip`` option) or a TOML
+file with the same keys, and :func:`for_profile` for a shipped TPM 2.0 profile (its chips.toml
+entry and its own measured rates). Keys::
+
+    core         a core class or alias (cortex-m0plus, m3, sc300, m4, m33, a72, rv32, rv64, x86, secure-mcu)
+    mhz          clock in MHz: 133, or a range 25-100 (unknown clocks are ranges)
+    sha256_kbps  optional: the chip's own measured SHA-256 rate in KB/s (1 KB = 1024 bytes, as
+                 wolfCrypt / wolfTPM benchmarks print it); it then places the chip's speed
+    bus          none (default), spi:MHz, i2c:MHz or memory
+    certified    yes/no (default no): secret-key operations protected (masking factors)
+    tpm          yes/no (default no): key creation = keygen + pairwise consistency test + wrapping,
+                 and each command pays ohc_ms
+    ohc_ms       per-command overhead in ms (default 0)
+    name         a label for the output
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import tomllib
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from trustlab.devices.tpm2.pqc_model import chips, classes
+from trustlab.errors import TrustlabError
+
+KEYS = ("core", "mhz", "sha256_kbps", "bus", "certified", "tpm", "ohc_ms", "name")
+BUSES = ("none", "spi", "i2c", "memory")
+BUS_EFFICIENCY = {"spi": (1.0, 4.0), "i2c": (1.0, 5.0), "memory": (0.0, 0.0), "none": (0.0, 0.0)}
+"""Framing/polling factor over the raw bus clock: the chips.toml bus entries' ranges (same sources)."""
+BUS_BOUND = 0.25
+"""A measured SHA-256 rate whose median bus share exceeds this is bus-bound: it does not place the core."""
+
+
+@dataclass(frozen=True)
+class ChipSpec:
+    name: str
+    core: str | None                      # core class (pqc_model.classes), None: per_clock below
+    mhz: tuple[float, float]              # clock range; lo == hi when known
+    clock_source: str = "given"
+    per_clock: tuple[float, float] | None = None  # only for chips.toml classes without a core class
+    sha256_bytes_per_ms: float | None = None      # the chip's own SHA-256 compute rate (bus time removed)
+    sha256_source: str = ""
+    ecdsa_sign_ms: float | None = None    # software-crypto chips: measured ECDSA P-256 sign
+    bus: str = "none"
+    bus_hz: float = 0.0
+    bus_efficiency: tuple[float, float] = (0.0, 0.0)
+    certified: bool = False
+    tpm: bool = False
+    ohc_ms: float = 0.0
+    calibrated_profile: str | None = None  # a profile with published PQC figures (pqc_model.silicon)
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    def bus_ms_per_byte(self, u: float = 0.5) -> float:
+        if self.bus in ("none", "memory") or self.bus_hz <= 0:
+            return 0.0
+        bits = 8.0 * 68.0 / 64.0 if self.bus == "spi" else 9.0
+        lo, hi = self.bus_efficiency
+        return bits / self.bus_hz * 1000.0 * math.exp(math.log(lo) + (math.log(hi) - math.log(lo)) * u)
+
+    @classmethod
+    def parse(cls, text: str) -> "ChipSpec":
+        """``--chip``: 'key=value,...' or the path of a TOML file with the same keys."""
+        text = text.strip()
+        if not text:
+            raise TrustlabError("--chip: empty (give core=CLASS,mhz=N or a FILE.toml)")
+        if "=" not in text:
+            path = Path(text)
+            if not path.is_file():
+                raise TrustlabError(f"--chip: {text!r} is neither key=value pairs nor an existing TOML file")
+            try:
+                doc = tomllib.loads(path.read_text("utf-8"))
+            except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+                raise TrustlabError(f"--chip {text}: not valid TOML ({exc})") from None
+            doc = doc.get("chip", doc)
+            return _from_mapping(doc, where=f"--chip {text}")
+        pairs: dict[str, str] = {}
+        for item in text.split(","):
+            if not item.strip():
+                continue
+            if "=" not in item:
+                raise TrustlabError(f"--chip: {item.strip()!r} is not key=value (keys: {', '.join(KEYS)})")
+            k, v = item.split("=", 1)
+            k = k.strip().lower()
+            if k in pairs:
+                raise TrustlabError(f"--chip: {k} given twice")
+            pairs[k] = v.strip()
+        return _from_mapping(pairs, where="--chip")
+
+
+def _number(value, key: str, where: str, positive: bool = True) -> float:
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        raise TrustlabError(f"{where}: {key} = {value!r} is not a number") from None
+    if not math.isfinite(x) or (x <= 0 if positive else x < 0):
+        raise TrustlabError(f"{where}: {key} = {value!r} must be a {'positive' if positive else 'non-negative'} "
+                            "finite number")
+    return x
+
+
+def _flag(value, key: str, where: str) -> bool:
+    if isinstance(value, bool):
+        return value
+    v = str(value).strip().lower()
+    if v in ("yes", "true", "1", "on"):
+        return True
+    if v in ("no", "false", "0", "off"):
+        return False
+    raise TrustlabError(f"{where}: {key} = {value!r} is not yes/no")
+
+
+def _mhz(value, where: str) -> tuple[float, float]:
+    if isinstance(value, list):
+        if len(value) != 2:
+            raise TrustlabError(f"{where}: mhz as a list needs [low, high], got {value!r}")
+        lo, hi = (_number(v, "mhz", where) for v in value)
+    elif isinstance(value, str) and "-" in value.strip().lstrip("-"):
+        a, b = value.split("-", 1)
+        lo, hi = _number(a, "mhz", where), _number(b, "mhz", where)
+    else:
+        lo = hi = _number(value, "mhz", where)
+    if lo > hi:
+        raise TrustlabError(f"{where}: mhz range {lo:g}-{hi:g} has low above high")
+    if hi > 10000:
+        raise TrustlabError(f"{where}: mhz = {hi:g} is beyond any chip (at most 10000 MHz)")
+    return lo, hi
+
+
+def _bus(value: str, where: str) -> tuple[str, float]:
+    v = str(value).strip().lower()
+    kind, _, rate = v.partition(":")
+    if kind not in BUSES:
+        raise TrustlabError(f"{where}: bus = {value!r}: use none, memory, spi:MHz or i2c:MHz")
+    if kind in ("none", "memory"):
+        if rate:
+            raise TrustlabError(f"{where}: bus = {value!r}: {kind} takes no clock")
+        return kind, 0.0
+    if not rate:
+        raise TrustlabError(f"{where}: bus = {value!r} needs its clock, e.g. {kind}:33 (MHz)")
+    return kind, _number(rate, "bus clock", where) * 1e6
+
+
+def _from_mapping(doc: dict, where: str) -> ChipSpec:
+    unknown = [k for k in doc if k not in KEYS]
+    if unknown:
+        raise TrustlabError(f"{where}: unknown key {unknown[0]!r} (keys: {', '.join(KEYS)})")
+    if "core" not in doc:
+        raise TrustlabError(f"{where}: core is required (one of {', '.join(classes.names())})")
+    if "mhz" not in doc:
+        raise TrustlabError(f"{where}: mhz is required (the clock in MHz, or a range like 25-100)")
+    try:
+        core = classes.resolve(str(doc["core"]))
+    except TrustlabError as exc:
+        raise TrustlabError(f"{where}: {exc}") from None
+    mhz = _mhz(doc["mhz"], where)
+    bus, bus_hz = _bus(doc.get("bus", "none"), where)
+    sha = None
+    if "sha256_kbps" in doc:
+        sha = _number(doc["sha256_kbps"], "sha256_kbps", where) * 1024.0 / 1000.0  # bytes per ms
+    spec = ChipSpec(name=str(doc.get("name", f"{core} @ {mhz[0]:g}" + (f"-{mhz[1]:g}" if mhz[1] != mhz[0] else "")
+                                     + " MHz")),
+                    core=core, mhz=mhz, clock_source="given (--chip)",
+                    bus=bus, bus_hz=bus_hz, bus_efficiency=BUS_EFFICIENCY[bus],
+                    certified=_flag(doc.get("certified", False), "certified", where),
+                    tpm=_flag(doc.get("tpm", False), "tpm", where),
+                    ohc_ms=_number(doc.get("ohc_ms", 0.0), "ohc_ms", where, positive=False))
+    if sha is not None:
+        compute = 1.0 / sha - spec.bus_ms_per_byte()
+        if compute <= 0:
+            raise TrustlabError(f"{where}: sha256_kbps = {doc['sha256_kbps']} is faster than the bus can carry the bytes")
+        spec = replace(spec, sha256_bytes_per_ms=1.0 / compute, sha256_source="given (--chip sha256_kbps)")
+    return spec
+
+
+def for_profile(profile) -> ChipSpec:
+    """The facts of a TPM 2.0 profile's chip: chips.toml plus the profile's own measured rates."""
+    from trustlab.devices.tpm2.pqc_model import silicon
+
+    chip = chips.chip_for(profile.name)
+    spec = ChipSpec(name=profile.name, core=chip.core, mhz=chip.clock_mhz, clock_source=chip.clock_source,
+                    per_clock=None if chip.core else chip.per_clock,
+                    bus=chip.bus, bus_hz=chip.bus_hz, bus_efficiency=chip.bus_efficiency,
+                    certified=chip.certified, tpm=True,
+                    ohc_ms=profile.mean("ohc") if "ohc" in profile else 0.0,
+                    calibrated_profile=profile.name if silicon.published(profile.name) else None)
+    if chip.software_crypto and "ecc256_sign" in profile and profile.mean("ecc256_sign") > 0:
+        return replace(spec, ecdsa_sign_ms=profile.mean("ecc256_sign"))
+    if "sha256_byte" in profile and profile.mean("sha256_byte") > 0:
+        bus = statistics.median([spec.bus_ms_per_byte((i + 0.5) / 32) for i in range(32)])
+        compute = profile.mean("sha256_byte") - bus
+        if bus > BUS_BOUND * profile.mean("sha256_byte"):
+            return replace(spec, notes=(f"SHA-256 rate not used: the bus takes {bus / profile.mean('sha256_byte'):.0%} "
+                                        "of the measured time per byte, so it says little about the core",))
+        if compute > 0:
+            return replace(spec, sha256_bytes_per_ms=1.0 / compute,
+                           sha256_source=f"{profile.name} sha256_byte = {profile.mean('sha256_byte'):g} ms/B "
+                           "less the median bus time per byte")
+    return spec

@@ -1,0 +1,151 @@
+"""Core classes: each class's work per clock on the counted units, from published per-core measurements.
+
+The unit of work is pqm4's portable C ("clean") on a Cortex-M4 (:mod:`.calibration`):
+a class that does ``r`` times that work per clock runs an operation of ``c``
+Cortex-M4 cycles in ``c / r`` of its own. Two ratios per class: Keccak-f[1600]
+and the rest (NTT, base multiplications, polynomial passes), because cores
+differ most on Keccak (64-bit lanes on 32-bit registers).
+
+Where a ratio comes from: the portable-C rows of the class in
+``trustlab/validation/data/pqc_measurements.toml``. For each row, the Cortex-M4
+cycles of the same operation (our counts x pqm4's unit costs) divided by the
+measured cycles; a row with a hashing share gives Keccak and the rest apart, a
+row without gives one ratio for both. The class value is the geometric mean of
+its rows, its range their min..max. With no row (a class nobody measured, or
+its only source left out by ``validate``'s leave-one-source-out), the class
+falls back to its prior (``data/cores.toml``), a range with a source per end.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import tomllib
+from dataclasses import dataclass
+from importlib import resources
+
+from trustlab.devices.tpm2.pqc_model import calibration, counts
+from trustlab.devices.tpm2.pqc_model.params import check_operation
+from trustlab.errors import TrustlabError
+
+PORTABLE = "portable"
+
+
+@dataclass(frozen=True)
+class Ratio:
+    """Work per clock relative to a Cortex-M4 running pqm4 'clean': central value and range."""
+
+    mid: float
+    lo: float
+    hi: float
+
+
+@dataclass(frozen=True)
+class CoreClass:
+    name: str
+    label: str
+    keccak: Ratio
+    arith: Ratio
+    basis: str  # where the ratios come from (measured rows, or the prior and its source)
+    measured: bool
+
+
+@functools.cache
+def _cores() -> dict:
+    text = (resources.files("trustlab.devices.tpm2.pqc_model") / "data" / "cores.toml").read_text("utf-8")
+    return tomllib.loads(text)["classes"]
+
+
+@functools.cache
+def measurements() -> dict:
+    """The published measurements (sources and rows), as stored under trustlab/validation/data."""
+    text = (resources.files("trustlab.validation") / "data" / "pqc_measurements.toml").read_text("utf-8")
+    return tomllib.loads(text)
+
+
+def names() -> tuple[str, ...]:
+    return tuple(_cores())
+
+
+def resolve(name: str) -> str:
+    """The class a name or alias ('cortex-m0plus', 'm0+', 'sc300', ...) denotes; unknown names are an error."""
+    key = name.strip().lower()
+    for cls, entry in _cores().items():
+        if key == cls or key in entry.get("aliases", []):
+            return cls
+    raise TrustlabError(f"unknown core class {name!r} (known: {', '.join(_cores())}; aliases like m0+, m3, sc300, "
+                        "a72, rv32, rv64, x86)")
+
+
+def operations(spec: str) -> tuple[str, ...]:
+    """'keygen+encapsulate' -> ('keygen', 'encapsulate')."""
+    return tuple(op.strip() for op in spec.split("+"))
+
+
+@functools.cache
+def m4_cycles(algorithm: str, operation: str) -> tuple[float, float]:
+    """(Keccak, other) Cortex-M4 'clean' cycles of one operation or a '+'-sum of operations."""
+    cal = calibration.calibrate()
+    keccak = other = 0.0
+    for op in operations(operation):
+        check_operation(algorithm, op)
+        k, o = cal.cycles(algorithm, counts.mean(algorithm, op))
+        keccak, other = keccak + k, other + o
+    return keccak, other
+
+
+@functools.cache
+def run_cycles(algorithm: str, operation: str) -> tuple[tuple[float, float], ...]:
+    """(Keccak, other) Cortex-M4 'clean' cycles of every counted run of one raw operation."""
+    cal = calibration.calibrate()
+    return tuple(cal.cycles(algorithm, run) for run in counts.runs(algorithm, operation))
+
+
+def row_clock(row: dict) -> tuple[float, float]:
+    """The row's clock in MHz: one figure, or the [low, high] range a source leaves open."""
+    c = row["clock_mhz"]
+    return (float(c[0]), float(c[1])) if isinstance(c, list) else (float(c), float(c))
+
+
+def measured_cycles(row: dict) -> float:
+    if row["unit"] == "cycles":
+        return float(row["value"])
+    lo, hi = row_clock(row)
+    return float(row["value"]) * math.sqrt(lo * hi) * 1000.0
+
+
+def row_ratios(row: dict) -> tuple[float, float]:
+    """(Keccak ratio, other ratio) one measurement implies for its core."""
+    keccak, other = m4_cycles(row["algorithm"], row["operation"])
+    cycles = measured_cycles(row)
+    share = row.get("hash_share")
+    if share is None:
+        r = (keccak + other) / cycles
+        return r, r
+    return keccak / (share * cycles), other / ((1.0 - share) * cycles)
+
+
+def _geomean(xs: list[float]) -> float:
+    return math.exp(sum(math.log(x) for x in xs) / len(xs))
+
+
+@functools.cache
+def fit(name: str, exclude: frozenset[str] = frozenset()) -> CoreClass:
+    """Class ``name`` built from its portable-C rows, leaving out the sources in ``exclude``."""
+    cls = resolve(name)
+    entry = _cores()[cls]
+    doc = measurements()
+    sources = {s["id"]: s for s in doc["sources"]}
+    used = [r for r in doc["rows"] if r["source"] not in exclude and sources[r["source"]]["core"] == cls
+            and sources[r["source"]]["implementation"] == PORTABLE and sources[r["source"]]["counted"]]
+    if cls == "cortex-m4" or not used:
+        k, a = entry["prior_keccak"], entry["prior_arith"]
+        mid_k, mid_a = math.sqrt(k[0] * k[1]), math.sqrt(a[0] * a[1])
+        return CoreClass(cls, entry["label"], Ratio(mid_k, k[0], k[1]), Ratio(mid_a, a[0], a[1]),
+                         f"prior: {entry['prior_source']}", measured=False)
+    ks, os_ = zip(*(row_ratios(r) for r in used))
+    ids = sorted({r["source"] for r in used})
+    basis = (f"measured: {len(used)} portable-C rows of " + ", ".join(ids)
+             + f" (work per clock vs Cortex-M4 clean: Keccak {_geomean(list(ks)):.2f}, other {_geomean(list(os_)):.2f})")
+    return CoreClass(cls, entry["label"], Ratio(_geomean(list(ks)), min(ks), max(ks)),
+                     Ratio(_geomean(list(os_)), min(os_), max(os_)), basis, measured=True)

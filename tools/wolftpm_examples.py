@@ -1,0 +1,178 @@
+"""Run wolfTPM's post-quantum examples and its own test program against ``trustlab serve`` (and its fwTPM).
+
+    .venv/bin/python tools/wolftpm_examples.py WOLFTPM_BUILD [--profile NAME] [--realtime] [--peer] [--json]
+
+WOLFTPM_BUILD is a wolfTPM tree built outside this repository with
+``./configure --enable-v185 --enable-fwtpm --enable-swtpm`` against a wolfSSL
+with ML-DSA and ML-KEM: its examples then reach a TPM over TCP with the
+MS-simulator protocol (``TPM2_SWTPM_PORT``). This starts ``trustlab serve
+--profile NAME`` (virtual time unless ``--realtime``) on free ports and runs,
+each against a fresh TPM:
+
+- ``tests/unit.test`` - wolfTPM's own wrapper tests, classical and PQC (counted per test line);
+- ``examples/pqc/pqc_ctrl.sh`` - the PQC control-tool suite (20 tests);
+- ``examples/pqc/{mldsa_sign, mldsa_verify_neg, mlkem_encap, mlkem_decap_neg, pqc_mssim_e2e}``;
+- ``examples/keygen/keygen`` for every ML-DSA, HashML-DSA and ML-KEM parameter set.
+
+``--peer`` runs the same against wolfTPM's ``src/fwtpm/fwtpm_server`` for the
+peer's counts beside ours. Exit status 0 when ours passed everything the peer
+passed (or everything, without ``--peer``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Iterator
+
+EXAMPLES = ("mldsa_sign", "mldsa_verify_neg", "mlkem_encap", "mlkem_decap_neg", "pqc_mssim_e2e")
+KEYGEN = ([f"-mldsa={p}" for p in (44, 65, 87)] + [f"-hash_mldsa={p}" for p in (44, 65, 87)]
+          + [f"-mlkem={p}" for p in (512, 768, 1024)])
+
+
+@dataclass
+class Result:
+    name: str
+    passed: int
+    total: int
+    note: str = ""
+
+
+def free_port_pair() -> int:
+    for _ in range(50):
+        with socket.socket() as a:
+            a.bind(("127.0.0.1", 0))
+            port = a.getsockname()[1]
+            with socket.socket() as b:
+                try:
+                    b.bind(("127.0.0.1", port + 1))
+                    return port
+                except OSError:
+                    continue
+    raise SystemExit("wolftpm_examples: no free pair of adjacent ports")
+
+
+def wait_listening(port: int, proc: subprocess.Popen, what: str) -> None:
+    for _ in range(300):
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return
+        except OSError:
+            if proc.poll() is not None:
+                raise SystemExit(f"wolftpm_examples: {what} exited with status {proc.returncode}") from None
+            time.sleep(0.1)
+    proc.kill()
+    raise SystemExit(f"wolftpm_examples: {what} did not listen on port {port} within 30 s")
+
+
+@contextmanager
+def serve(profile: str, realtime: bool) -> Iterator[int]:
+    """``trustlab serve`` (this checkout's) on free ports; yields the data port."""
+    port = free_port_pair()
+    cmd = [sys.executable, "-m", "trustlab", "serve", "--profile", profile, "--port", str(port)]
+    if not realtime:
+        cmd.append("--virtual")
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        wait_listening(port, proc, "trustlab serve")
+        yield port
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+@contextmanager
+def fwtpm(build: Path) -> Iterator[int]:
+    """wolfTPM's fwtpm_server with fresh NV in a temporary directory; yields its command port."""
+    port = free_port_pair()
+    with tempfile.TemporaryDirectory(prefix="fwtpm-") as tmp:
+        proc = subprocess.Popen([str(build / "src/fwtpm/fwtpm_server"), "--clear", "--port", str(port),
+                                 "--platform-port", str(port + 1)], cwd=tmp,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            wait_listening(port, proc, "fwtpm_server")
+            yield port
+        finally:
+            proc.terminate()
+            proc.wait(timeout=10)
+
+
+def _run(cmd: list[str], build: Path, port: int, timeout: float) -> tuple[int, str]:
+    env = {**os.environ, "TPM2_SWTPM_HOST": "127.0.0.1", "TPM2_SWTPM_PORT": str(port)}
+    try:
+        done = subprocess.run(cmd, cwd=build, env=env, capture_output=True, text=True, timeout=timeout)
+        return done.returncode, done.stdout + done.stderr
+    except subprocess.TimeoutExpired:
+        return -1, f"timed out after {timeout:.0f} s"
+
+
+def run_all(build: Path, start) -> list[Result]:
+    """Each program against a TPM from ``start()`` (a context manager yielding its port)."""
+    results = []
+    with start() as port:
+        code, out = _run(["./tests/unit.test"], build, port, 1800)
+        passed = len(re.findall(r":\s+Passed\s*$", out, re.M))
+        failed = len(re.findall(r":\s+Fail", out, re.M))
+        results.append(Result("tests/unit.test", passed, passed + failed, f"exit {code}"))
+    with start() as port:
+        code, out = _run(["bash", "examples/pqc/pqc_ctrl.sh", "./examples/pqc/pqc_ctrl"], build, port, 1800)
+        m = re.search(r"Results: (\d+) total, (\d+) passed, (\d+) failed", out)
+        fails = "; ".join(sorted(set(re.findall(r"FAIL\s+(\S+\s+0x[0-9a-f]+: \S+)", out))))
+        results.append(Result("examples/pqc/pqc_ctrl.sh", int(m[2]) if m else 0, int(m[1]) if m else 20,
+                              fails or f"exit {code}"))
+    for name in EXAMPLES:
+        with start() as port:
+            code, out = _run([f"./examples/pqc/{name}"], build, port, 600)
+            results.append(Result(f"examples/pqc/{name}", int(code == 0), 1, out.strip().splitlines()[-1][:90]
+                                  if out.strip() else f"exit {code}"))
+    with start() as port, tempfile.TemporaryDirectory() as tmp:
+        bad = []
+        for arg in KEYGEN:
+            code, out = _run(["./examples/keygen/keygen", f"{tmp}/key.bin", arg], build, port, 600)
+            if code != 0:
+                bad.append(f"{arg} (exit {code})")
+        results.append(Result("examples/keygen/keygen (9 sets)", len(KEYGEN) - len(bad), len(KEYGEN),
+                              "; ".join(bad)))
+    return results
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("build", help="wolfTPM build directory")
+    parser.add_argument("--profile", default="sealsq-qvault-pqc-tpm-wolftpm", help="profile to serve")
+    parser.add_argument("--realtime", action="store_true", help="serve in real time (default: virtual time)")
+    parser.add_argument("--peer", action="store_true", help="also run everything against wolfTPM's fwtpm_server")
+    parser.add_argument("--json", action="store_true", help="print the results as JSON")
+    args = parser.parse_args(argv)
+    build = Path(args.build).resolve()
+    missing = [p for p in ("tests/unit.test", "examples/pqc/pqc_ctrl", "examples/keygen/keygen")
+               if not (build / p).is_file()]
+    if missing:
+        parser.error(f"{build}: no {', '.join(missing)} (build wolfTPM with --enable-v185 --enable-fwtpm "
+                     "--enable-swtpm)")
+    ours = run_all(build, lambda: serve(args.profile, args.realtime))
+    peer = run_all(build, lambda: fwtpm(build)) if args.peer else None
+    if args.json:
+        print(json.dumps({"ours": [asdict(r) for r in ours], "fwtpm": [asdict(r) for r in peer or []]}, indent=1))
+    else:
+        print(f"{'program':34} {'trustlab serve':>15} {'fwTPM':>8}  notes (ours)")
+        for i, r in enumerate(ours):
+            p = f"{peer[i].passed}/{peer[i].total}" if peer else "-"
+            print(f"{r.name:34} {f'{r.passed}/{r.total}':>15} {p:>8}  {r.note}")
+    if peer:
+        return 0 if all(o.passed >= p.passed for o, p in zip(ours, peer)) else 1
+    return 0 if all(r.passed == r.total for r in ours) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
