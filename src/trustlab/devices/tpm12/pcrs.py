@@ -75,8 +75,11 @@ class PcrInfo:
         try:
             if blob[:2] == _U16(C.TPM_TAG_PCR_INFO_LONG):
                 r.u16()
-                r.u8()  # localityAtCreation: the TPM's, not the caller's
+                at_creation = r.u8()  # the TPM writes its own, but the caller's must be legal too
                 locality = r.u8()
+                for name, value in (("localityAtCreation", at_creation), ("localityAtRelease", locality)):
+                    if not value or value & ~C.TPM_LOC_ALL:  # libtpms TPM_LocalitySelection_CheckLegal
+                        raise TpmError(code, f"PCR info: {name} {value:#x} is not a locality selection")
                 creation, release = _raw_selection(r), _raw_selection(r)
                 r.raw(20)
                 at_release = r.raw(20)
