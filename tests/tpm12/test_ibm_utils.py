@@ -23,7 +23,6 @@ KNOWN = {
     "chgauth key": "TPM_ET_KEY in ChangeAuth (item 4)",
     "identity -ac (activate)": "ActivateIdentity (item 2)",
     "getcapability permanent flags (cleared)": "allowMaintenance after TPM_ForceClear (libtpms: FALSE)",
-    **dict.fromkeys(("sealxfile", "unsealxfile"), "TPM_Sealx"),
 }
 
 
