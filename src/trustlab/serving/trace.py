@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import IO
 
 
-@dataclass
+@dataclass(slots=True)
 class TraceRecord:
     """One command as the proxy saw and timed it (one JSONL line of ``--trace``).
 
