@@ -8,7 +8,7 @@ import hashlib
 import sys
 
 from tpm2_pytss import (ESAPI, TCTILdr, TPM2B_DATA, TPML_DIGEST_VALUES, TPML_PCR_SELECTION, TPMT_HA,
-                        TPMT_SIG_SCHEME)
+                        TPMU_HA, TPMT_SIG_SCHEME, TPM2B_PUBLIC)
 from tpm2_pytss.constants import ESYS_TR, TPM2_ALG
 
 EXTENDS = 30
@@ -18,9 +18,11 @@ def main(tcti: str) -> None:
     name, _, conf = tcti.partition(":")
     with ESAPI(TCTILdr(name, conf)) as esys:
         for i in range(EXTENDS):
-            digest = TPMT_HA(hashAlg=TPM2_ALG.SHA256, digest=hashlib.sha256(b"boot component %d" % i).digest())
+            digest = TPMT_HA(hashAlg=TPM2_ALG.SHA256, digest=TPMU_HA(sha256=hashlib.sha256(b"boot component %d" % i).digest()))
             esys.pcr_extend(ESYS_TR.PCR0 + (i % 8), TPML_DIGEST_VALUES([digest]))
-        ak, *_ = esys.create_primary(None, "ecc256:ecdsa-sha256", primary_handle=ESYS_TR.ENDORSEMENT)
+        template = TPM2B_PUBLIC.parse("ecc256:ecdsa-sha256:null", objectAttributes="restricted|sign|fixedtpm|fixedparent|"
+                                      "sensitivedataorigin|userwithauth")
+        ak, *_ = esys.create_primary(None, template, primary_handle=ESYS_TR.ENDORSEMENT)
         scheme = TPMT_SIG_SCHEME(scheme=TPM2_ALG.ECDSA)
         scheme.details.any.hashAlg = TPM2_ALG.SHA256
         esys.quote(ak, TPML_PCR_SELECTION.parse("sha256:0,1,2,3,4,5,6,7"), TPM2B_DATA(b"verifier nonce"), scheme)

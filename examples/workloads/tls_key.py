@@ -8,7 +8,7 @@ import hashlib
 import sys
 
 from tpm2_pytss import ESAPI, TCTILdr, TPM2B_DIGEST, TPM2B_PUBLIC, TPMT_SIG_SCHEME, TPMT_TK_HASHCHECK
-from tpm2_pytss.constants import ESYS_TR, TPM2_ALG, TPM2_RH, TPM2_ST
+from tpm2_pytss.constants import TPM2_ALG, TPM2_RH, TPM2_ST
 
 SIGNS = 100
 
@@ -17,7 +17,8 @@ def main(tcti: str) -> None:
     name, _, conf = tcti.partition(":")
     with ESAPI(TCTILdr(name, conf)) as esys:
         parent, *_ = esys.create_primary(None, "ecc256")
-        template = TPM2B_PUBLIC.parse("ecc256:ecdsa-sha256", objectAttributes="userwithauth|sign|fixedtpm|fixedparent|sensitivedataorigin")
+        template = TPM2B_PUBLIC.parse("ecc256:ecdsa-sha256",
+                                      objectAttributes="userwithauth|sign|fixedtpm|fixedparent|sensitivedataorigin")
         priv, pub, *_ = esys.create(parent, None, template)
         key = esys.load(parent, priv, pub)
         esys.flush_context(parent)
