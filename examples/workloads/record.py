@@ -1,6 +1,6 @@
 """Record (or time) the shipped workloads through `trustlab serve`, with the real clients.
 
-    python examples/workloads/record.py                  # re-record every *.jsonl here (serve --virtual)
+    python examples/workloads/record.py                  # re-record src/trustlab/data/workloads/*.jsonl
     python examples/workloads/record.py --time PROFILE   # realtime run: the client's wall time, as JSON
 
 Each workload runs in a fresh temporary directory against a fresh serve (its own swtpm). Recording uses
@@ -24,6 +24,8 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+TRACES = HERE.parents[1] / "src" / "trustlab" / "data" / "workloads"
+"""Where the recorded traces live (package data: `trustlab run workloads` reads them)."""
 WORKLOADS = {
     "attestation": ["sh", str(HERE / "attestation.sh")],
     "seal-unseal": ["sh", str(HERE / "seal.sh")],
@@ -95,7 +97,7 @@ def main() -> None:
             print(json.dumps({"workload": w, "profile": args.time, "virtual": args.virtual, "wall_s": wall}),
                   flush=True)
         else:
-            out = HERE / f"{w}.jsonl"
+            out = TRACES / f"{w}.jsonl"
             run(w, "swtpm-native", args.port, virtual=True, trace=out)
             print(f"recorded {out} ({sum(1 for _ in out.open())} commands)", flush=True)
 
