@@ -126,7 +126,7 @@ def parse_line(rec: Any, where: str, segment: int) -> Command:
                          "session fields replay needs; record it again)")
     v = rec["v"]
     if v not in SUPPORTED_VERSIONS or isinstance(v, bool):
-        raise TraceError(f"{where}: trace format version {str(v)[:20]!r} is not supported (this replay reads "
+        raise TraceError(f"{where}: trace format version {json.dumps(v)[:20]} is not supported (this replay reads "
                          f"version {', '.join(map(str, SUPPORTED_VERSIONS))})")
     sessions = rec.get("sessions", [])
     if not isinstance(sessions, list) or len(sessions) > 3 or not all(isinstance(s, str) and len(s) <= 32

@@ -115,10 +115,10 @@ def _pqc_row(name, profile, commands, rewrites, own, p, gap, pred) -> dict[str, 
             "low_ms": pr.low_ms, "high_ms": pr.high_ms, "in_bytes": r.in_bytes, "out_bytes": r.out_bytes,
             "fits": pr.fits, "provenance": pr.provenance})
         g["count"] += 1
-    classical = p.mean_ms
+    classical = float(np.median(p.total_draws))
     total = classical + med
     return {"median_ms": total, "low_ms": classical + lo, "high_ms": classical + hi,
-            "classical_mean_ms": classical, "wall_ms": schedule.wall_ms(pred, gap, per_command),
+            "classical_median_ms": classical, "wall_ms": schedule.wall_ms(pred, gap, per_command),
             "bus_share": (p.bus_ms + bus) / total if total > 0 else None,
             "max_command_size": pqc.max_command_size(name),
             "rewritten": list(groups.values()),

@@ -36,11 +36,11 @@ def render(result: dict[str, Any]) -> str:
         body = []
         for r in rows:
             q = r["pqc"]
-            ratio = q["median_ms"] / r["tpm_mean_ms"] if r["tpm_mean_ms"] > 0 else None
-            body.append([short(r["profile"]), r["tpm_mean_ms"], q["median_ms"], q["low_ms"], q["high_ms"], ratio,
+            ratio = q["median_ms"] / r["tpm_median_ms"] if r["tpm_median_ms"] > 0 else None
+            body.append([short(r["profile"]), r["tpm_median_ms"], q["median_ms"], q["low_ms"], q["high_ms"], ratio,
                          None if q["bus_share"] is None else 100 * q["bus_share"],
                          ", ".join(short_cmd(x) for x in q["not_fitting"]) or "-"])
-        out += [f"Post-quantum what-if ({label}): classical mean vs post-quantum central estimate and 5-95% "
+        out += [f"Post-quantum what-if ({label}): classical median vs post-quantum central estimate and 5-95% "
                 "interval of the PQC cost model (the same prices as `trustlab run pqc-tpm`); commands whose frame "
                 "exceeds the chip's TPM_PT_MAX_COMMAND_SIZE:",
                 table(body, ["profile", "classical ms", "PQC ms", "low", "high", "x", "bus %", "no longer fits"]), ""]
