@@ -231,3 +231,38 @@ def test_workloads_experiment_runs_on_two_profiles(capsys):
                  "--workloads", "measured-boot,tls-key"]) == 0
     out = capsys.readouterr().out
     assert "Workloads x chips" in out and "measured-boot PQC" in out
+
+
+@pytest.mark.swtpm
+def test_a_live_serve_trace_replays_to_what_serve_charged(tmp_path):
+    """tpm2-pytss through serve (virtual, a chip with spreads and per-byte costs, --seed 7): the trace has all
+    replay needs - replaying it on the same profile with the same seed gives serve's own total."""
+    import shutil
+
+    if shutil.which("swtpm") is None:
+        pytest.skip("swtpm not installed")
+    from tpm2_pytss import ESAPI, TCTILdr, TPM2B_DIGEST, TPM2B_PUBLIC, TPMT_SIG_SCHEME, TPMT_TK_HASHCHECK
+    from tpm2_pytss.constants import TPM2_ALG, TPM2_RH, TPM2_ST
+
+    from trustlab.serving.proxy import timed_swtpm
+
+    trace = tmp_path / "live.jsonl"
+    with timed_swtpm(PROFILE, virtual=True, trace=str(trace), seed=7) as proxy:
+        with ESAPI(TCTILdr("swtpm", proxy.tcti_conf)) as esys:
+            parent, *_ = esys.create_primary(None, "rsa2048")
+            template = TPM2B_PUBLIC.parse("ecc256:ecdsa-sha256", objectAttributes="userwithauth|sign|fixedtpm|"
+                                          "fixedparent|sensitivedataorigin")
+            priv, pub, *_ = esys.create(parent, None, template)
+            key = esys.load(parent, priv, pub)
+            scheme = TPMT_SIG_SCHEME(scheme=TPM2_ALG.ECDSA)
+            scheme.details.any.hashAlg = TPM2_ALG.SHA256
+            for _ in range(3):
+                esys.sign(key, TPM2B_DIGEST(b"\x01" * 32), scheme,
+                          TPMT_TK_HASHCHECK(tag=TPM2_ST.HASHCHECK, hierarchy=TPM2_RH.NULL))
+        charged = proxy.clock.now_ms
+    t = load.read(trace)
+    assert [c.variant for c in t.commands if c.command == "TPM2_Sign"] == ["ecc256"] * 3
+    create = next(c for c in t.commands if c.command == "TPM2_Create")
+    assert create.key == {"alg": "ecc256", "sign": True, "decrypt": False, "restricted": False}
+    row = replaying.replay(t, [PROFILE], draws=3, seed=7)["profiles"][0]
+    assert row["tpm_seed_draw_ms"] == pytest.approx(charged, rel=1e-9)

@@ -54,6 +54,7 @@ def replay(trace: Trace, profile_names: list[str], *, draws: int = 200, seed: in
             if r is not None:
                 rewrites[i] = r
         own = pricing.TermMatrix.build([_without_rm(commands[i]) for i in rewrites])
+        plan = _Plan(commands, rewrites)
     bus_bytes = sum(c.in_bytes + c.out_bytes + sum(r[1] + r[2] for r in c.rm) for c in commands)
     names = np.array([c.command for c in commands], dtype=object)
     kinds, kind_of = np.unique(names, return_inverse=True)
@@ -79,7 +80,7 @@ def replay(trace: Trace, profile_names: list[str], *, draws: int = 200, seed: in
             "cannot_price": p.notes,
         }
         if choice is not None:
-            row["pqc"] = _pqc_row(name, profile, commands, rewrites, own, p, gap, pred)
+            row["pqc"] = _pqc_row(name, profile, plan, own, p, gap, pred)
         rows.append(row)
     return {"trace": trace.path, "commands": len(commands), "clients": trace.clients,
             "client_ms": schedule.wall_ms(pred, gap, np.zeros(len(commands))), "draws": draws, "seed": seed,
@@ -92,37 +93,53 @@ def _without_rm(c):
     return replace(c, rm=())
 
 
-def _pqc_row(name, profile, commands, rewrites, own, p, gap, pred) -> dict[str, Any]:
+class _Plan:
+    """The rewrite, profile-independent: which commands, their distinct rewrites, their groups for the table."""
+
+    def __init__(self, commands, rewrites) -> None:
+        self.idx = np.array(list(rewrites), dtype=np.int64)
+        self.kinds = list(dict.fromkeys(rewrites.values()))
+        kind_of = {r: k for k, r in enumerate(self.kinds)}
+        self.which = np.array([kind_of[rewrites[i]] for i in self.idx.tolist()], dtype=np.int64)
+        self.bytes = np.array([commands[i].in_bytes + commands[i].out_bytes for i in self.idx.tolist()], dtype=float)
+        groups: dict[tuple, list] = {}
+        for i, k in zip(self.idx.tolist(), self.which.tolist()):
+            key = (commands[i].command, commands[i].variant, k)
+            groups.setdefault(key, [0])[0] += 1
+        self.groups = [(cmd, var, k, n[0]) for (cmd, var, k), n in groups.items()]
+
+
+def _pqc_row(name, profile, plan: "_Plan", own, p, gap, pred) -> dict[str, Any]:
     """The rewritten workload on one chip: replaced commands' own classical cost out, their PQC price in."""
     from trustlab.replay import pqc
 
-    idx = list(rewrites)
-    own_ms = (pricing.price(own, profile, draws=1).per_command_ms if idx else np.zeros(0))
-    groups: dict[tuple[str, str], dict] = {}
-    med = lo = hi = bus = 0.0
+    own_ms = pricing.price(own, profile, draws=1).per_command_ms if len(plan.idx) else np.zeros(0)
+    priced = [pqc.price(r, name) for r in plan.kinds]
+    col = {f: np.array([getattr(x, f) for x in priced]) for f in ("median_ms", "low_ms", "high_ms", "bus_ms")}
+    per_byte = _bus_ms_per_byte(name)
     per_command = p.per_command_ms.copy()
-    for k, i in enumerate(idx):
-        r = rewrites[i]
-        pr = pqc.price(r, name)
-        med += pr.median_ms - own_ms[k]
-        lo += pr.low_ms - own_ms[k]
-        hi += pr.high_ms - own_ms[k]
-        bus += pr.bus_ms - (commands[i].in_bytes + commands[i].out_bytes) * _bus_ms_per_byte(name)
-        per_command[i] += pr.median_ms - own_ms[k]
-        g = groups.setdefault((commands[i].command, r.becomes), {
-            "command": commands[i].command, "variant": commands[i].variant, "becomes": pr.plan,
-            "algorithm": r.algorithm, "operation": r.operation, "count": 0, "median_ms": pr.median_ms,
-            "low_ms": pr.low_ms, "high_ms": pr.high_ms, "in_bytes": r.in_bytes, "out_bytes": r.out_bytes,
-            "fits": pr.fits, "provenance": pr.provenance})
-        g["count"] += 1
+    med = lo = hi = bus = 0.0
+    if len(plan.idx):
+        per_command[plan.idx] += col["median_ms"][plan.which] - own_ms
+        med = float((col["median_ms"][plan.which] - own_ms).sum())
+        lo = float((col["low_ms"][plan.which] - own_ms).sum())
+        hi = float((col["high_ms"][plan.which] - own_ms).sum())
+        bus = float((col["bus_ms"][plan.which] - plan.bytes * per_byte).sum())
+    groups = []
+    for cmd, var, k, n in plan.groups:
+        r, pr = plan.kinds[k], priced[k]
+        groups.append({"command": cmd, "variant": var, "becomes": pr.plan, "algorithm": r.algorithm,
+                       "operation": r.operation, "count": n, "median_ms": pr.median_ms, "low_ms": pr.low_ms,
+                       "high_ms": pr.high_ms, "in_bytes": r.in_bytes, "out_bytes": r.out_bytes, "fits": pr.fits,
+                       "provenance": pr.provenance})
     classical = float(np.median(p.total_draws))
     total = classical + med
     return {"median_ms": total, "low_ms": classical + lo, "high_ms": classical + hi,
             "classical_median_ms": classical, "wall_ms": schedule.wall_ms(pred, gap, per_command),
             "bus_share": (p.bus_ms + bus) / total if total > 0 else None,
             "max_command_size": pqc.max_command_size(name),
-            "rewritten": list(groups.values()),
-            "not_fitting": sorted({g["becomes"] for g in groups.values() if not g["fits"]})}
+            "rewritten": groups,
+            "not_fitting": sorted({g["becomes"] for g in groups if not g["fits"]})}
 
 
 def _bus_ms_per_byte(profile_name: str) -> float:
