@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from trustlab.argtypes import count
+from trustlab.experiments._params import seed
 from trustlab.safe_output import path_arg
 
 MAX_DRAWS = 20000
@@ -27,7 +28,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--draws", type=count(1, MAX_DRAWS, "--draws"), default=200, metavar="N",
                    help=f"draws of the profiles' spreads (key generation) for median and p95 (default 200, at "
                    f"most {MAX_DRAWS}); draw 0 repeats serve's own draws for the same --seed")
-    p.add_argument("--seed", type=count(0, 2**63 - 1, "--seed"), default=0, help="seed of the draws (default 0, "
+    p.add_argument("--seed", type=seed, default=0, help="seed of the draws (default 0, "
                    "serve's default)")
     p.add_argument("--pqc", metavar="sign=ML-DSA-65,kem=ML-KEM-768",
                    help="also price the workload with post-quantum keys (TPM 2.0 Library 1.85): signing keys "
