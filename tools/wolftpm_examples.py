@@ -17,6 +17,11 @@ each against a fresh TPM:
 ``--peer`` runs the same against wolfTPM's ``src/fwtpm/fwtpm_server`` for the
 peer's counts beside ours. Exit status 0 when ours passed everything the peer
 passed (or everything, without ``--peer``).
+
+``--bench`` instead runs wolfTPM's ``examples/bench/bench`` - the program
+behind wolfTPM's published per-chip figures - against serve in real time and
+prints its average per operation: what that benchmark would report on the
+modelled chip, for comparison with the chip's published run.
 """
 
 from __future__ import annotations
@@ -146,6 +151,19 @@ def run_all(build: Path, start) -> list[Result]:
     return results
 
 
+BENCH_LINE = re.compile(r"^(?P<op>.+?)\s+\d+ ops took [\d.]+ sec, avg (?P<ms>[\d.]+) ms", re.M)
+
+
+def run_bench(build: Path, profile: str) -> list[tuple[str, float]]:
+    """(operation, average ms) of wolfTPM's bench against serve in real time (the modelled chip's pace)."""
+    with serve(profile, realtime=True) as port:
+        code, out = _run(["./examples/bench/bench"], build, port, 1800)
+    rows = [(" ".join(m["op"].split()), float(m["ms"])) for m in BENCH_LINE.finditer(out)]
+    if code != 0 or not rows:
+        raise SystemExit(f"wolftpm_examples: bench failed (exit {code}): {out.strip()[-300:]}")
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("build", help="wolfTPM build directory")
@@ -153,13 +171,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--realtime", action="store_true", help="serve in real time (default: virtual time)")
     parser.add_argument("--peer", action="store_true", help="also run everything against wolfTPM's fwtpm_server")
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
+    parser.add_argument("--bench", action="store_true",
+                        help="run examples/bench/bench against serve in real time and print its averages")
     args = parser.parse_args(argv)
     build = Path(args.build).resolve()
-    missing = [p for p in ("tests/unit.test", "examples/pqc/pqc_ctrl", "examples/keygen/keygen")
+    missing = [p for p in ("tests/unit.test", "examples/pqc/pqc_ctrl", "examples/keygen/keygen", "examples/bench/bench")
                if not (build / p).is_file()]
     if missing:
         parser.error(f"{build}: no {', '.join(missing)} (build wolfTPM with --enable-v185 --enable-fwtpm "
                      "--enable-swtpm)")
+    if args.bench:
+        rows = run_bench(build, args.profile)
+        if args.json:
+            print(json.dumps({"profile": args.profile, "bench": [{"operation": o, "avg_ms": ms} for o, ms in rows]},
+                             indent=1))
+        else:
+            print(f"wolfTPM examples/bench/bench against trustlab serve --profile {args.profile} (real time)")
+            for op, ms in rows:
+                print(f"{op:34} {ms:10.3f} ms")
+        return 0
     ours = run_all(build, lambda: serve(args.profile, args.realtime))
     peer = run_all(build, lambda: fwtpm(build)) if args.peer else None
     if args.json:
