@@ -25,7 +25,7 @@ TEMPLATE_COMMANDS = {0x131: "TPM2_CreatePrimary", 0x153: "TPM2_Create", 0x191: "
                      0x157: "TPM2_Load", 0x167: "TPM2_LoadExternal"}
 
 
-@dataclass
+@dataclass(slots=True)
 class TraceRecord:
     """One command as the proxy saw and timed it (one JSONL line of ``--trace``).
 

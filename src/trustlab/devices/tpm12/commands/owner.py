@@ -187,9 +187,12 @@ def clear_owner(tpm, keep=None) -> None:
                   and not index_has_d_bit(i)]:
         del table[index]
     save_areas(tpm, table)
-    for name in ("readPubek", "disableOwnerClear", "disableFullDALogicInfo", "allowMaintenance", "readSRKPub",
-                 "ownership", "operator", "maintenanceDone"):
+    for name in ("readPubek", "disableOwnerClear", "disableFullDALogicInfo", "readSRKPub", "ownership", "operator",
+                 "maintenanceDone"):
         flags.forget_permanent(tpm, name)
+    # step 9.f: allowMaintenance to its default, which for a TPM without the maintenance commands (this
+    # engine, and libtpms as built: TPM_NOMAINTENANCE) is FALSE
+    flags.set_permanent(tpm, "allowMaintenance", False)
     flags.set_permanent(tpm, "disable", True)
     flags.set_permanent(tpm, "deactivated", True)
     tpm.mark_dirty()
