@@ -16,7 +16,6 @@ import itertools
 import json
 import os
 import stat
-import tomllib
 from pathlib import Path
 from typing import Any, BinaryIO, Iterator
 
@@ -156,6 +155,8 @@ def check_nesting(doc: Any, where: str, error: type[TrustlabError] = TrustlabErr
 
 def parse_toml(text: str, where: str, error: type[TrustlabError] = TrustlabError) -> dict[str, Any]:
     """A TOML document, or a one-line ``error`` naming ``where`` (malformed, too deep, huge numbers)."""
+    import tomllib  # here: every CLI start imports this module, few commands read TOML
+
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

@@ -143,6 +143,9 @@ def test_sweep_whose_results_csv_is_a_directory(tmp_path, capsys):
     (["estimate", "--profile", "atmel-2010", "--in-bytes", str(2**70)], "--in-bytes"),
     (["measure", "--tcti", "swtpm:port=1", "--out", "m.csv", "--repeat", str(2**70)], "--repeat"),
     (["run", "timing-model", "--force"], "--force: applies only with --save"),
+    (["run", "hbs", "--sensitivity=--"], "--sensitivity '--'"),  # argparse handed the study [] here
+    (["run", "wallet", "--profile=--"], "unknown profile '--'"),
+    (["run", "timing-model", "--repeats=--"], "--repeats --"),
 ])
 def test_rules_stated_are_kept(tmp_path, capsys, argv, needle):
     (tmp_path / "m.csv").write_text("ms,ohc\n1,1\n2,2\n")

@@ -25,7 +25,6 @@ from typing import TYPE_CHECKING, Any
 
 from trustlab.argtypes import MAX_JOBS, jobs, real
 from trustlab.errors import TrustlabError, excerpt
-from trustlab.experiments.registry import all_experiments, flagship_runs, import_errors
 from trustlab.report.export import slug
 from trustlab.report.records import check, ensure_dir, failure
 from trustlab.safe_output import claim_dir, path_arg, reported, write_text
@@ -64,6 +63,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def planned_runs(only: list[str] | None, skip: list[str] | None) -> list[tuple[str, list[str]]]:
+    from trustlab.experiments.registry import all_experiments, flagship_runs
+
     experiments = all_experiments()
     for name in (only or []) + (skip or []):
         if name not in experiments:
@@ -181,6 +182,7 @@ def run(args: argparse.Namespace) -> int:
 
     from tqdm import tqdm  # here, not at import: every flagship child imports this module
 
+    from trustlab.experiments.registry import import_errors
     from trustlab.report import write_report
 
     if args.jobs < 1:

@@ -16,7 +16,6 @@ lives as long as the process that loaded it (as with tpm2-tools): save it with
 from __future__ import annotations
 
 import argparse
-import hashlib
 import os
 from contextlib import contextmanager
 from pathlib import Path
@@ -317,6 +316,8 @@ def _needs_sequence(public, message: bytes) -> bool:
 
 
 def run_sign(args: argparse.Namespace) -> int:
+    import hashlib
+
     from trustlab.devices.tpm2.pqc import structures as S
 
     with _client(args) as tpm:

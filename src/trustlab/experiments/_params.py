@@ -14,13 +14,14 @@ from typing import Any, Mapping
 
 from trustlab.argtypes import SEED_MAX, count, real, seed  # noqa: F401 (re-exported)
 from trustlab.errors import TrustlabError
-from trustlab.experiments.registry import experiment_parser
 
 _RESERVED = {"json", "save", "help"}
 
 
 def parameters(name: str) -> dict[str, argparse.Action]:
     """The experiment's parameters by name (argparse ``dest``), excluding output flags."""
+    from trustlab.experiments.registry import experiment_parser  # on use: the CLI's start imports this module
+
     parser = experiment_parser(name)
     return {a.dest: a for a in parser._actions if a.dest not in _RESERVED and a.dest != argparse.SUPPRESS}
 

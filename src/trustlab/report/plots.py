@@ -98,7 +98,9 @@ def render(spec: dict[str, Any], path: Path, dpi: int = 100) -> Path:
     width, height = canvas.get_width_height(physical=True)
     from PIL import Image
 
-    Image.frombuffer("RGBA", (width, height), canvas.buffer_rgba(), "raw", "RGBA", 0, 1).save(path, format="png")
+    # zlib level 1: the same pixels, a third less encoding time, files ~10% larger
+    Image.frombuffer("RGBA", (width, height), canvas.buffer_rgba(), "raw", "RGBA", 0, 1).save(
+        path, format="png", compress_level=1)
     return path
 
 

@@ -134,7 +134,10 @@ def adaptive(points: Sequence[Point], jobs: int,
                 start = start_s if start_s is not None else \
                     (INTERPRETER_START_S + imported + times[0] - per_point) * _busy()
                 if worth_workers(len(pending), per_point, jobs, start):
-                    pool = LocalWorkers(pending, count_for(jobs, len(pending) - 1))
+                    try:
+                        pool = LocalWorkers(pending, count_for(jobs, len(pending) - 1))
+                    except OSError:  # no processes to be had (a limit, no memory): carry on alone
+                        jobs = 1
         if pool is not None:
             yield from pool.rest()
     finally:

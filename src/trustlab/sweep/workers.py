@@ -11,7 +11,7 @@ worker that starts late or slowly costs nothing but its own start-up.
 A worker dies with the sweep: the kernel sends it SIGKILL when the sweep's
 process ends (``PR_SET_PDEATHSIG``, set before it reads its first point), and
 it exits at EOF on its stdin; the swtpm processes its points start die with it
-the same way (``devices/tpm2/swtpm.py``). Protocol: length-prefixed pickles of
+the same way (``serving/swtpm.py``). Protocol: length-prefixed pickles of
 ``(key, experiment, argv)`` in, ``(key, record)`` out, over the worker's
 stdin/stdout (its own stdout, where experiments might print, goes to stderr).
 """
@@ -112,8 +112,13 @@ class LocalWorkers:
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(
             [src, *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]))
         for _ in range(count):  # from this (the main) thread: PR_SET_PDEATHSIG follows the forking thread
-            proc = subprocess.Popen([sys.executable, "-c", _ENTRY, str(os.getpid())], stdin=subprocess.PIPE,
-                                    stdout=subprocess.PIPE, env=env)
+            try:
+                proc = subprocess.Popen([sys.executable, "-c", _ENTRY, str(os.getpid())], stdin=subprocess.PIPE,
+                                        stdout=subprocess.PIPE, env=env)
+            except OSError:
+                if self._procs:
+                    break  # fewer workers than asked
+                raise
             self._procs.append(proc)
             thread = threading.Thread(target=self._feed, args=(proc,), name="sweep-worker-feed", daemon=True)
             self._threads.append(thread)

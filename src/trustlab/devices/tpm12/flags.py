@@ -25,7 +25,7 @@ PERMANENT = ("disable", "ownership", "deactivated", "readPubek", "disableOwnerCl
              "readSRKPub", "tpmEstablished", "maintenanceDone", "disableFullDALogicInfo")
 DEFAULTS = {name: False for name in PERMANENT} | {"ownership": True, "allowMaintenance": True}
 _PREFIX = "pf."
-ESTABLISHED = "tpm_established"  # (served.py keeps tpmEstablished under this key)
+ESTABLISHED = "tpm_established"  # (serving/tpm12/engine_backend.py keeps tpmEstablished under this key)
 
 
 def permanent(tpm, name: str) -> bool:
