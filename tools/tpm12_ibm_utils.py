@@ -421,7 +421,8 @@ def find_programs(build: Path) -> Path:
     for candidate in (build, build / "bin", build / "utils", build / "libtpm" / "utils"):
         if (candidate / "takeown").is_file() and os.access(candidate / "takeown", os.X_OK):
             return candidate
-    raise SystemExit(f"error: no built 'takeown' in {build} (nor in its bin/, utils/, libtpm/utils/)")
+    print(f"error: no built 'takeown' in {build} (nor in its bin/, utils/, libtpm/utils/)", file=sys.stderr)
+    raise SystemExit(2)
 
 
 def run_plan(programs: Path, port: int, workdir: Path, steps: list[Step], instance: str) -> list[Outcome]:
