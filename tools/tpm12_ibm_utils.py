@@ -294,6 +294,7 @@ def plan() -> list[Step]:
         S("forceclear", "forceclear"),
         S("getcapability permanent flags (cleared)", "getcapability", "-cap", "4", "-scap", "108", check=flags),
         S("takeown after clear", "takeown", "-v12", *o, "-pwds", SRK, check=exists("srk.pem")),
+        S("revtrust (not revocable)", "revtrust", "-pwdk", "rev"),
         S("killmaintenancefeature (no owner)", "killmaintenancefeature", *o),
         S("clearown", "clearown", *o),
     ]

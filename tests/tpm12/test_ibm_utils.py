@@ -23,7 +23,6 @@ KNOWN = {
     "chgauth key": "TPM_ET_KEY in ChangeAuth (item 4)",
     "identity -ac (activate)": "ActivateIdentity (item 2)",
     "keycontrol owner evict": "TPM_KeyControlOwner (owner-evict keys) not implemented",
-    "createrevek (EK exists)": "TPM_CreateRevocableEK/TPM_RevokeTrust not implemented",
     "delegatereadtable": "delegation not implemented",
 }
 
