@@ -8,6 +8,7 @@ reproducer, against ``trustlab serve`` (a subprocess) or a ``TimingProxy``.
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import shutil
@@ -191,6 +192,8 @@ def test_trace_write_error_turns_tracing_off_and_serving_goes_on(tmp_path: Path)
     said = [line for line in err.splitlines() if "--trace" in line]
     assert len(said) == 1 and "tracing is off, serving goes on" in said[0], err
     assert "stopped after 400 command(s)" in err
+    lines = (tmp_path / "t.jsonl").read_text().splitlines(keepends=True)
+    assert lines and all(line.endswith("\n") and json.loads(line)["v"] for line in lines)  # no half line at the end
 
 
 def test_trace_to_a_device_is_refused_in_one_line() -> None:
