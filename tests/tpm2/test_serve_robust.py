@@ -219,7 +219,29 @@ def test_state_in_a_foreign_directory_is_refused_and_nothing_written(tmp_path: P
     done = run_serve("--profile", family_profile, "--state", ".", "--virtual", cwd=tmp_path)
     assert done.returncode != 0 and "--state" in done.stderr and "Traceback" not in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert "--force" not in done.stderr  # serve has none to offer
     assert sorted(os.listdir(tmp_path)) == ["notes.txt"]
+
+
+@pytest.mark.parametrize("family_profile", ["nuvoton-npct750-wolftpm", "infineon-2010"])
+def test_a_second_serve_on_the_same_state_is_refused_in_one_line(tmp_path: Path, family_profile: str) -> None:
+    """Two serves on one --state would share swtpm's files (it failed with 'CMD_INIT failed with result 0x9') or
+    both write the TPM 1.2 engine's state: the second is refused, naming the first; the first serves on."""
+    first = serve("--profile", family_profile, "--virtual", "--state", "st", cwd=tmp_path)
+    try:
+        port = port_of(first)
+        before = sorted(os.listdir(tmp_path / "st"))
+        done = run_serve("--profile", family_profile, "--virtual", "--state", "st", cwd=tmp_path)
+        assert done.returncode != 0 and "Traceback" not in done.stderr, done.stderr
+        assert len(done.stderr.strip().splitlines()) == 1 and f"pid {first.pid}" in done.stderr, done.stderr
+        assert sorted(os.listdir(tmp_path / "st")) == before
+        if family_profile == "nuvoton-npct750-wolftpm":
+            assert tpm2wire.response_code(call(port, GETRANDOM)) == 0
+    finally:
+        assert finish(first)[0] == 0
+    again = serve("--profile", family_profile, "--virtual", "--state", "st", cwd=tmp_path)  # the lock went with it
+    port_of(again)
+    assert finish(again)[0] == 0
 
 
 @pytest.mark.parametrize("where", ["/proc/x", "ro/state"])
