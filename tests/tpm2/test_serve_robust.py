@@ -223,6 +223,17 @@ def test_state_in_a_foreign_directory_is_refused_and_nothing_written(tmp_path: P
     assert sorted(os.listdir(tmp_path)) == ["notes.txt"]
 
 
+@pytest.mark.parametrize("name", ["tpm2-00.permall", ".trustlab-output", "tpm12-state.json"])
+def test_trace_onto_a_state_file_is_refused(tmp_path: Path, name: str) -> None:
+    """--trace st/tpm2-00.permall appended JSON to the TPM's NV image; refused before anything is written."""
+    (tmp_path / "st").mkdir()
+    done = run_serve("--profile", "nuvoton-npct750-wolftpm", "--virtual", "--state", "st", "--trace",
+                     f"st/{name}", cwd=tmp_path)
+    assert done.returncode != 0 and "Traceback" not in done.stderr, done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and "--trace" in done.stderr and "--state" in done.stderr
+    assert os.listdir(tmp_path / "st") == []
+
+
 @pytest.mark.parametrize("family_profile", ["nuvoton-npct750-wolftpm", "infineon-2010"])
 def test_a_second_serve_on_the_same_state_is_refused_in_one_line(tmp_path: Path, family_profile: str) -> None:
     """Two serves on one --state would share swtpm's files (it failed with 'CMD_INIT failed with result 0x9') or

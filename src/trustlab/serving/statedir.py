@@ -38,6 +38,18 @@ STATE_FILES = frozenset({
 """What a state directory holds (the marker aside); a directory with only these is an older state dir."""
 
 
+def refuse_state_file(path: Path, state: Path, flag: str) -> None:
+    """Refuse an output (``--trace``) that is one of the state directory's own files: appending to the TPM's
+    NV image or the lock would corrupt the state serve keeps."""
+    try:
+        target = Path(path).resolve()
+        inside = target.parent == Path(state).resolve()
+    except (OSError, RuntimeError):
+        return
+    if inside and (target.name in STATE_FILES or target.name.startswith(MARKER)):
+        raise TrustlabError(f"{flag} {path}: is a file of the --state directory {state}; give another file name")
+
+
 class StateDir:
     """Claim ``path`` as the state directory (or refuse); :meth:`undo` if serving never started."""
 
