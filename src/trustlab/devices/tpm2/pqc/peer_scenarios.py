@@ -1,6 +1,6 @@
 """The scenarios of the differential check: 1.85 command frames built from the answers they get.
 
-Each scenario takes a :class:`.peer_check.Session` (one TPM) and builds its
+Each scenario takes a :class:`.peer_session.Session` (one TPM) and builds its
 frames from that TPM's own answers (handles, public keys), so it runs
 unchanged on trustlab serve and on wolfTPM's fwTPM.
 """
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import struct
-from typing import TYPE_CHECKING, Callable
+from typing import Callable
 
 from trustlab.devices.tpm2.extensions import Reader
 from trustlab.devices.tpm2.pqc import structures as S
@@ -25,15 +25,12 @@ from trustlab.devices.tpm2.pqc.peer_shapes import (
     ticket_shape,
     verifies,
 )
-
-if TYPE_CHECKING:
-    from trustlab.devices.tpm2.pqc.peer_check import Session
+from trustlab.devices.tpm2.pqc.peer_session import PW, Session
 
 TPM_ECC_NIST_P256 = 0x0003
 GENERATED = struct.pack(">I", 0xFF544347)
 SIGNER = S.FIXED_TPM | S.FIXED_PARENT | S.SENSITIVE_DATA_ORIGIN | S.USER_WITH_AUTH | S.SIGN
 KEM = S.FIXED_TPM | S.FIXED_PARENT | S.SENSITIVE_DATA_ORIGIN | S.USER_WITH_AUTH | S.DECRYPT
-PW = S.password()
 
 
 def mldsa_area(pset: int, *, hash_alg: int | None = None, attributes: int = SIGNER) -> bytes:
