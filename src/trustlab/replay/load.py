@@ -76,10 +76,17 @@ def _int(rec: dict, key: str, where: str, lo: int = 0, hi: int = MAX_FRAME, defa
     return v
 
 
-def _num(rec: dict, key: str, where: str, default: float = 0.0) -> float:
+MAX_MS = 1e12
+"""A time in a trace (ms since the segment began, or a command's duration): ~31 years."""
+
+
+def _num(rec: dict, key: str, where: str, default: float = 0.0, lo: float = 0.0) -> float:
+    """A time in ms, finite, in lo..MAX_MS: a duration is never negative (it would shorten the replay); an
+    arrival ``t_ms`` may be (a command that arrived just before the one written first, served after it)."""
     v = rec.get(key, default)
-    if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v) or abs(v) > 1e15:
-        raise TraceError(f"{where}: field {key!r} must be a finite number, got {str(v)[:40]!r}")
+    if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v) or not lo <= v <= MAX_MS:
+        raise TraceError(f"{where}: field {key!r} must be a number of ms in {lo:g}..{MAX_MS:g}, "
+                         f"got {str(v)[:40]!r}")
     return float(v)
 
 
@@ -140,7 +147,7 @@ def parse_line(rec: Any, where: str, segment: int) -> Command:
                    out_bytes=_int(rec, "out_bytes", where), rc=_int(rec, "rc", where, 0, 0xFFFFFFFF),
                    hashed_bytes=_int(rec, "hashed_bytes", where, default=0), client=_int(rec, "client", where, 0,
                                                                                         1 << 53, default=0),
-                   t_ms=_num(rec, "t_ms", where), served_ms=max(0.0, _num(rec, "served_ms", where)),
+                   t_ms=_num(rec, "t_ms", where, lo=-MAX_MS), served_ms=_num(rec, "served_ms", where),
                    modelled_ms=_num(rec, "modelled_ms", where), segment=segment, key=_key(rec, where),
                    rm=_rm(rec, where), sessions=tuple(sessions), pid=pid)
 
@@ -158,9 +165,14 @@ def read(path: str | Path, max_bytes: int = MAX_TRACE_BYTES, max_commands: int =
             rec = json.loads(line)
         except (json.JSONDecodeError, RecursionError) as exc:
             raise TraceError(f"{where}: not a JSON line ({getattr(exc, 'msg', 'nested too deeply')})") from None
+        except ValueError:  # an integer of more than 4300 digits
+            raise TraceError(f"{where}: not a JSON line (a number is too long)") from None
         cmd = parse_line(rec, where, segment)
-        if last_seq is not None and cmd.seq <= last_seq:  # an appended recording: a new segment
-            segment += 1
+        if last_seq is not None and cmd.seq <= last_seq:
+            if cmd.seq != 1:  # lines out of order, or two traces merged badly: the gaps would be wrong
+                raise TraceError(f"{where}: seq {cmd.seq} after seq {last_seq} (seq increases within a "
+                                 "recording; an appended recording restarts at 1)")
+            segment += 1  # an appended recording: a new segment
             cmd = parse_line(rec, where, segment)
         last_seq = cmd.seq
         trace.commands.append(cmd)

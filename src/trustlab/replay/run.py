@@ -15,8 +15,16 @@ from trustlab.replay.pqc import Choice
 P95 = 0.95
 
 
+def is_path(spec: str) -> bool:
+    """A ``--profiles`` entry naming a profile file rather than a shipped or user profile (as ``registry.load``)."""
+    import os
+
+    return spec.endswith((".toml", ".pro")) or os.sep in spec
+
+
 def select_profiles(spec: str) -> list[str]:
-    """``all`` (every TPM 2.0 profile), a family name, or NAME,NAME,... (each a tpm2 profile)."""
+    """``all`` (every TPM 2.0 profile), a family name, or NAME,NAME,... where each is a tpm2 profile's name
+    or a ``.toml`` file (read through the bounded readers of :mod:`trustlab.limits`, like ``--profile``)."""
     from trustlab.timing import registry
 
     spec = spec.strip()
@@ -28,8 +36,9 @@ def select_profiles(spec: str) -> list[str]:
     if not names:
         raise TrustlabError("--profiles: no profile named")
     for n in names:
-        if n not in registry.available():
-            raise TrustlabError(f"--profiles: unknown profile {n!r} (see `trustlab profiles list --family tpm2`)")
+        if not is_path(n) and n not in registry.available():
+            raise TrustlabError(f"--profiles: unknown profile {n!r} (see `trustlab profiles list --family tpm2`, "
+                                "or give a .toml path)")
         fam = registry.load(n).family
         if fam != "tpm2":
             raise TrustlabError(f"--profiles: {n!r} is a {fam} profile; replay prices TPM 2.0 traces")
