@@ -205,3 +205,40 @@ def test_replay_help_gives_an_example_of_every_option(capsys):
     examples = out.split("examples:", 1)[1]
     for option in ("--profiles", "--draws", "--seed", "--pqc", "--top", "--plot", "--json", ".toml"):
         assert option in examples, option
+
+
+# ---- --plot never harms an input ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("target, message", [
+    ("trace", "is an input of this command"), ("profile", "is an input of this command"),
+    ("dir", "is a directory"), ("missing", "does not exist"),
+])
+def test_plot_refuses_an_input_a_directory_or_a_missing_directory(tmp_path, capsys, target, message):
+    from trustlab.timing import registry
+
+    trace = write(tmp_path, line())
+    before = trace.read_bytes()
+    profile = tmp_path / "chip.toml"
+    shutil.copy(registry.available()["swtpm-native"], profile)
+    plot = {"trace": trace, "profile": profile, "dir": tmp_path, "missing": tmp_path / "no" / "w.png"}[target]
+    assert main(["replay", str(trace), "--profiles", f"swtpm-native,{profile}", "--plot", str(plot)]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1 and "Traceback" not in err
+    assert trace.read_bytes() == before and not (tmp_path / "no").exists()
+
+
+def test_plot_is_written_whole_or_not_at_all(tmp_path, capsys, monkeypatch):
+    from trustlab.report import plots
+
+    trace = write(tmp_path, line())
+    plot = tmp_path / "w.png"
+    plot.write_bytes(b"old")
+
+    def broken(spec, path, dpi=100):
+        Path(path).write_bytes(b"half")
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(plots, "render", broken)
+    assert main(["replay", str(trace), "--profiles", "swtpm-native", "--plot", str(plot)]) == 2
+    assert "No space left" in capsys.readouterr().err
+    assert plot.read_bytes() == b"old" and sorted(p.name for p in tmp_path.iterdir()) == ["t.jsonl", "w.png"]

@@ -62,14 +62,14 @@ def run(args: argparse.Namespace) -> int:
 
     choice = pqc.parse_choice(args.pqc) if args.pqc is not None else None
     names = replaying.select_profiles(args.profiles)
+    if args.plot:  # before any work: never over the trace or a profile file, a directory, a missing directory
+        from trustlab.safe_output import check_file
+
+        check_file(args.plot, inputs=[args.trace, *(n for n in names if replaying.is_path(n))], flag="--plot")
     trace = load.read(args.trace)
     result = replaying.replay(trace, names, draws=args.draws, seed=args.seed, choice=choice, top=args.top)
     if args.plot:
-        from pathlib import Path
-
-        from trustlab.report.plots import render
-
-        render(text.plot(result), Path(args.plot))
+        _plot(text.plot(result), args.plot)
     if args.json:
         print_json(result)
     else:
@@ -77,3 +77,27 @@ def run(args: argparse.Namespace) -> int:
         if args.plot:
             print(f"plot: {args.plot}")
     return 0
+
+
+def _plot(spec: dict, path) -> None:
+    """Draw into a temporary file beside ``path``, then rename it over: a failure leaves no half-written PNG."""
+    import os
+    import tempfile
+    from pathlib import Path
+
+    from trustlab.errors import TrustlabError
+    from trustlab.limits import shown
+    from trustlab.report.plots import render
+
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".png")
+    os.close(fd)
+    try:
+        render(spec, Path(tmp))
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except OSError as exc:
+        raise TrustlabError(f"--plot {shown(path)}: cannot write ({exc.strerror or exc})") from None
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
