@@ -242,3 +242,15 @@ def test_plot_is_written_whole_or_not_at_all(tmp_path, capsys, monkeypatch):
     assert main(["replay", str(trace), "--profiles", "swtpm-native", "--plot", str(plot)]) == 2
     assert "No space left" in capsys.readouterr().err
     assert plot.read_bytes() == b"old" and sorted(p.name for p in tmp_path.iterdir()) == ["t.jsonl", "w.png"]
+
+
+def test_wall_at_draw_zero_is_what_a_seeded_realtime_run_takes(tmp_path):
+    """Back-to-back commands of one client: the wall at draw 0's prices is the seed draw's total (+ its gap)."""
+    key = {"alg": "rsa2048", "sign": False, "decrypt": True, "restricted": True}
+    t = load.read(write(tmp_path, *[line(seq=i, command="TPM2_CreatePrimary", variant="rsa2048", in_bytes=131,
+                                         out_bytes=570, key=key, t_ms=10.0 * i, served_ms=1.0)
+                                    for i in range(1, 4)]))
+    row = replaying.replay(t, [PROFILE], draws=5, seed=3)["profiles"][0]
+    assert row["tpm_seed_draw_ms"] != pytest.approx(row["tpm_mean_ms"])   # key generation has a spread
+    assert row["wall_seed_draw_ms"] == pytest.approx(row["tpm_seed_draw_ms"] + 2 * 9.0)
+    assert row["wall_ms"] == pytest.approx(row["tpm_mean_ms"] + 2 * 9.0)

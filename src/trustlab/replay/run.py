@@ -83,6 +83,8 @@ def replay(trace: Trace, profile_names: list[str], *, draws: int = 200, seed: in
             "tpm_mean_ms": mean,
             "tpm_seed_draw_ms": float(p.total_draws[0]),
             "wall_ms": schedule.wall_ms(pred, gap, p.per_command_ms),
+            "wall_seed_draw_ms": schedule.wall_ms(pred, gap, p.per_command_ms if p.seed_draw_ms is None
+                                                  else p.seed_draw_ms),
             "bus_share": p.bus_ms / mean if mean > 0 else None,
             "top": [{"command": str(kinds[k]), "count": int(count[k]), "ms": float(by_kind[k]),
                      "share": float(by_kind[k] / mean) if mean > 0 else None} for k in order if by_kind[k] > 0],
