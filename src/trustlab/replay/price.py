@@ -54,18 +54,19 @@ class TermMatrix:
     modelled: list[bool]        # per group: the command has a formula beyond overhead + bytes
 
     @classmethod
-    def build(cls, commands: list[Command]) -> "TermMatrix":
+    def build(cls, commands: list[Command], with_rm: bool = True) -> "TermMatrix":
+        """``with_rm=False``: the commands' own terms only, without their resource-manager commands."""
         comp_index: dict[str, int] = {}
         rows: list[dict[int, float]] = []
         cache: dict[tuple, dict[int, float]] = {}
         groups: dict[tuple[str, str | None], int] = {}
         group = np.empty(len(commands), dtype=np.int64)
         for i, c in enumerate(commands):
-            sig = (c.command, c.variant, c.in_bytes, c.out_bytes, c.hashed_bytes, c.ok, c.rm)
+            sig = (c.command, c.variant, c.in_bytes, c.out_bytes, c.hashed_bytes, c.ok, c.rm if with_rm else ())
             row = cache.get(sig)
             if row is None:
                 terms = own_terms(c)
-                for comp, n in rm_terms(c).items():
+                for comp, n in (rm_terms(c) if with_rm else {}).items():
                     terms[comp] = terms.get(comp, 0.0) + n
                 row = {comp_index.setdefault(comp, len(comp_index)): float(n) for comp, n in terms.items() if n}
                 cache[sig] = row

@@ -58,11 +58,15 @@ def replay(trace: Trace, profile_names: list[str], *, draws: int = 200, seed: in
     rewrites: dict[int, pqc.Rewrite] = {}
     own = None
     if choice is not None:
+        memo: dict[tuple, pqc.Rewrite | None] = {}  # a workload repeats few distinct commands
         for i, c in enumerate(commands):
-            r = pqc.rewrite(c, choice)
+            sig = (c.command, c.variant, c.in_bytes, c.out_bytes, c.rc,
+                   None if c.key is None else tuple(c.key.values()))
+            r = memo[sig] if sig in memo else memo.setdefault(sig, pqc.rewrite(c, choice))
             if r is not None:
                 rewrites[i] = r
-        own = pricing.TermMatrix.build([_without_rm(commands[i]) for i in rewrites])
+        # the replaced commands' own classical price (their resource-manager commands stay)
+        own = pricing.TermMatrix.build([commands[i] for i in rewrites], with_rm=False)
         plan = _Plan(commands, rewrites)
     bus_bytes = sum(c.in_bytes + c.out_bytes + sum(r[1] + r[2] for r in c.rm) for c in commands)
     names = np.array([c.command for c in commands], dtype=object)
@@ -96,12 +100,6 @@ def replay(trace: Trace, profile_names: list[str], *, draws: int = 200, seed: in
     return {"trace": trace.path, "commands": len(commands), "clients": trace.clients,
             "client_ms": schedule.wall_ms(pred, gap, np.zeros(len(commands))), "draws": draws, "seed": seed,
             "pqc": None if choice is None else {"sign": choice.sign, "kem": choice.kem}, "profiles": rows}
-
-
-def _without_rm(c):
-    from dataclasses import replace
-
-    return replace(c, rm=())
 
 
 class _Plan:
