@@ -254,3 +254,17 @@ def test_wall_at_draw_zero_is_what_a_seeded_realtime_run_takes(tmp_path):
     assert row["tpm_seed_draw_ms"] != pytest.approx(row["tpm_mean_ms"])   # key generation has a spread
     assert row["wall_seed_draw_ms"] == pytest.approx(row["tpm_seed_draw_ms"] + 2 * 9.0)
     assert row["wall_ms"] == pytest.approx(row["tpm_mean_ms"] + 2 * 9.0)
+
+
+def test_bus_share_is_never_above_one_and_says_when_the_profile_prices_bytes_low(tmp_path, capsys):
+    # SLB 9673: I2C at 400 kHz, and a profile with no per-byte cost: 417 bytes take longer than the whole price
+    p = write(tmp_path, line(command="TPM2_GetCapability", variant=None, in_bytes=22, out_bytes=395))
+    res = replay_json(capsys, str(p), "--profiles", "infineon-slb9673-wolftpm,infineon-slb9672-wolftpm",
+                      "--draws", "2", "--pqc", "sign=ML-DSA-65")
+    i2c, spi = res["profiles"]
+    assert i2c["bus_ms"] > i2c["tpm_mean_ms"] and i2c["bus_exceeds_priced"] and i2c["bus_share"] == 1.0
+    assert i2c["pqc"]["bus_share"] <= 1.0
+    assert not spi["bus_exceeds_priced"] and 0 < spi["bus_share"] < 1
+    assert spi["bus_share"] == pytest.approx(spi["bus_ms"] / spi["tpm_mean_ms"])
+    assert main(["replay", str(p), "--profiles", "infineon-slb9673-wolftpm", "--draws", "2"]) == 0
+    assert "exceeds the whole priced TPM time on infineon-slb9673" in capsys.readouterr().out

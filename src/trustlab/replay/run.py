@@ -89,7 +89,9 @@ def replay(trace: Trace, profile_names: list[str], *, draws: int = 200, seed: in
             "wall_ms": schedule.wall_ms(pred, gap, p.per_command_ms),
             "wall_seed_draw_ms": schedule.wall_ms(pred, gap, p.per_command_ms if p.seed_draw_ms is None
                                                   else p.seed_draw_ms),
-            "bus_share": p.bus_ms / mean if mean > 0 else None,
+            "bus_ms": p.bus_ms,
+            "bus_share": _share(p.bus_ms, mean),
+            "bus_exceeds_priced": p.bus_ms > mean,
             "top": [{"command": str(kinds[k]), "count": int(count[k]), "ms": float(by_kind[k]),
                      "share": float(by_kind[k] / mean) if mean > 0 else None} for k in order if by_kind[k] > 0],
             "cannot_price": p.notes,
@@ -145,10 +147,21 @@ def _pqc_row(name, profile, plan: "_Plan", own, p, gap, pred) -> dict[str, Any]:
     total = classical + med
     return {"median_ms": total, "low_ms": classical + lo, "high_ms": classical + hi,
             "classical_median_ms": classical, "wall_ms": schedule.wall_ms(pred, gap, per_command),
-            "bus_share": (p.bus_ms + bus) / total if total > 0 else None,
+            "bus_ms": p.bus_ms + bus,
+            "bus_share": _share(p.bus_ms + bus, total),
             "max_command_size": pqc.max_command_size(name),
             "rewritten": groups,
             "not_fitting": sorted({g["becomes"] for g in groups if not g["fits"]})}
+
+
+def _share(bus_ms: float, total_ms: float) -> float | None:
+    """The bus's part of the priced time, at most 1.
+
+    Why capped: a profile whose per-command overhead has no per-byte part (the wolfTPM profiles: ohir = ohor
+    = 0) charges a large frame no more than a small one, while the bus time of its bytes (chips.toml) can
+    exceed the whole price (an I2C chip moving ContextSave blobs); a share above 100% would be read as
+    nonsense. The uncapped bus time is ``bus_ms``, and ``bus_exceeds_priced`` says the total is then low."""
+    return min(1.0, bus_ms / total_ms) if total_ms > 0 else None
 
 
 def _bus_ms_per_byte(profile_name: str) -> float:

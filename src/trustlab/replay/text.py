@@ -26,6 +26,11 @@ def render(result: dict[str, Any]) -> str:
     out += ["TPM time per chip (ms; wall = mean TPM time + the clients' own time, queued on one chip):",
             table(body, ["profile", "median ms", "p95 ms", "wall ms", "bus %", "top commands (share)",
                          "not fully priced"]), ""]
+    over = [short(r["profile"]) for r in rows if r.get("bus_exceeds_priced")]
+    if over:
+        out += ["The bus time of the bytes moved (chips.toml) exceeds the whole priced TPM time on "
+                f"{', '.join(over)}: the profile charges no per-byte cost, so its total is low for this workload's "
+                "frames (bus % shown as 100).", ""]
     notes = [[short(r["profile"]), n["command"], n["variant"] or "", n["count"], n["note"]]
              for r in rows for n in r["cannot_price"]]
     if notes:
