@@ -22,7 +22,7 @@ from trustlab.devices.tpm12.errors import TpmError
 from trustlab.devices.tpm12.keys import Key11, key_from_bytes, pubkey_modulus, rsa_public, unmarshal_key
 from trustlab.devices.tpm12.primitives import KeyPool
 
-from .conformance_cases import OWNER, SRK, cap, frame, rc_of
+from .conformance_cases import OWNER, SRK, cap, frame, nv_define, rc_of
 from .differential import pair
 
 pytestmark = [pytest.mark.swtpm, pytest.mark.skipif(shutil.which("swtpm") is None, reason="swtpm not installed")]
@@ -199,6 +199,8 @@ SCENARIO: list[tuple[str, object, bool]] = [
      False),
     ("set_capability_cekp_used", _owner_cmd("TPM_SetCapability", u32(1) + u32(4) + u32(10) + u32(1) + b"\x01"),
      False),
+    ("set_capability_stclear_pp", lambda s: s.execute(
+        frame(C.ORD["TPM_SetCapability"], u32(3) + u32(4) + u32(3) + u32(1) + b"\x01")), False),
     ("flags_permanent_owned", lambda s: s.execute(flags_frame(C.TPM_CAP_FLAG_PERMANENT)), True),
     ("disable_pubek_read", _owner_cmd("TPM_DisablePubekRead"), False),
     ("read_pubek_owned", lambda s: s.execute(frame(C.ORD["TPM_ReadPubek"], b"\x00" * 20)), False),
@@ -237,6 +239,10 @@ SCENARIO: list[tuple[str, object, bool]] = [
                                                + u32(C.TPM_CAP_PROPERTY) + u32(4) + u32(0x101)), False),
     ("frame_param_size_short", lambda s: s.execute(struct.pack(">HII", 0xC1, 22, C.ORD["TPM_GetCapability"])
                                                    + u32(C.TPM_CAP_PROPERTY) + u32(4) + u32(0x101) + b"\x00"), False),
+    ("nv_define_owner_write", lambda s: nv_define(s, 0x00011201, C.TPM_NV_PER_OWNERWRITE, 8), False),
+    ("nv_define_auth_write", lambda s: nv_define(s, 0x00011202, C.TPM_NV_PER_AUTHWRITE, 8), False),
+    ("nv_define_gpio_00", lambda s: nv_define(s, 0x00011600, C.TPM_NV_PER_AUTHWRITE, 8), False),
+    ("nv_list_owned", lambda s: s.execute(cap(C.TPM_CAP_NV_LIST)), True),
     ("disable_owner_clear", _owner_cmd("TPM_DisableOwnerClear"), False),
     ("owner_clear_disabled", _owner_cmd("TPM_OwnerClear"), False),
     ("pp_present_for_clear", lambda s: (s.target.init(), s.execute(frame(C.ORD["TPM_Startup"], u16(1))),
@@ -247,6 +253,7 @@ SCENARIO: list[tuple[str, object, bool]] = [
                                  s.execute(pp(0x0008)))[2], False),
     ("force_clear", lambda s: s.execute(frame(C.ORD["TPM_ForceClear"])), False),
     ("flags_permanent_cleared", lambda s: s.execute(flags_frame(C.TPM_CAP_FLAG_PERMANENT)), True),
+    ("nv_list_cleared", lambda s: s.execute(cap(C.TPM_CAP_NV_LIST)), True),
     ("read_pubek_cleared", lambda s: s.execute(frame(C.ORD["TPM_ReadPubek"], b"\x00" * 20)), False),
     ("get_capability_owner_cleared", _owner_cmd("TPM_GetCapabilityOwner"), False),
 ]
@@ -287,6 +294,9 @@ def test_every_step_answers_as_libtpms() -> None:
                  "change_auth_owner_srk", "set_temp_deactivated_operator"):
         assert [rc_of(x) for x in by[name]] == [0, 0], name
     assert by["unsealed"][0] == struct.pack(">I", 5) + b"hello"
+    # OwnerClear/ForceClear release the owner's NV areas and PC Client's GPIO_00, keep the others
+    assert by["nv_list_owned"][0][14:] == u32(0x00011201) + u32(0x00011202) + u32(0x00011600)
+    assert by["nv_list_cleared"][0][14:] == u32(0x00011202)
     a, _ = by["sha1_complete"]
     assert a[10:30] == hashlib.sha1(b"a" * 128 + b"abc").digest()
     for name, rc in (("read_pubek_disabled", "TPM_DISABLED"), ("get_random_deactivated", "TPM_DEACTIVATED"),

@@ -44,6 +44,7 @@ from trustlab.devices.tpm2.commands import TPM_RC_FAILURE, command_name
 from trustlab.serving.frontend import serve
 from trustlab.serving.oplog import OperatorLog
 from trustlab.serving.realtime import precise_sleep_until
+from trustlab.serving import trace as tracing
 from trustlab.serving.trace import TraceRecord, TraceWriter
 from trustlab.serving.tpm2.rm import ResourceManager, Space
 from trustlab.serving.swtpm import Swtpm, free_port_pair
@@ -111,6 +112,8 @@ class TimingProxy:
         self.clock = Clock(profile, seed=seed, realtime=False)
         self.objects = objects.ObjectTable()
         self.extension_state = extensions.ExtensionState(seed, flush_on_close=rm and self.family == "tpm2")
+        if self.family == "tpm2":
+            extensions.registered()  # load the handlers now: inside the first command they made it ~0.4 s late
         self.rm: ResourceManager | None = None
         if rm and self.family == "tpm2":
             self.rm = ResourceManager(self._internal, self.objects, query=self.backend.transact,
@@ -125,6 +128,8 @@ class TimingProxy:
         self._chip_free = 0.0
         self._rm_ms = 0.0
         self._rm_commands = 0
+        self._rm_list: list[list] = []
+        self._detail: dict = {}
         self._names: dict[int, str] = {}
         self._tpm_lock = threading.RLock()
         self._trace_writer: TraceWriter | None = None
@@ -389,9 +394,16 @@ class TimingProxy:
         if self.rm is None or client.space.empty:
             return
         with self._tpm_lock:
+            self._rm_ms, self._rm_commands, self._rm_list, self._detail = 0.0, 0, [], {}
+            arrived = time.perf_counter()
             with self.clock.command("RM_FlushOnClose") as rec:
                 self.rm.close(client.space)
             self._chip_free = max(self._chip_free, time.perf_counter()) + rec.ms / 1000.0
+            record = self._record(cost.CommandCost("RM_FlushOnClose", 0, None, {}, 0, 0, 0, True), "rm", rec.ms,
+                                  0.0, 0.0, rec.breakdown, served_ms=rec.ms, late=False, client=client.id,
+                                  pid=client.pid)
+            record.arrived = arrived
+        self.traced(record)  # the space's objects flushed as the client's process ended: chip time, no client
 
     # ---- the command path --------------------------------------------------
 
@@ -415,7 +427,7 @@ class TimingProxy:
         """
         with self._tpm_lock:
             started = time.perf_counter()
-            self._rm_ms, self._rm_commands = 0.0, 0
+            self._rm_ms, self._rm_commands, self._rm_list, self._detail = 0.0, 0, [], {}
             response, assessed, rec = self._command_path(client, command)
             done = time.perf_counter()
             backend_ms = (done - started) * 1000.0
@@ -429,7 +441,7 @@ class TimingProxy:
             self.late_count += late
             record = self._record(assessed, framing, modelled, backend_ms, max(0.0, due - done) * 1000.0,
                                   rec.breakdown, served_ms=(max(due, done) - arrived) * 1000.0, late=late,
-                                  client=client.id)
+                                  client=client.id, pid=client.pid)
             record.arrived = arrived
             record.late_count = self.late_count
         return response, due, record
@@ -549,6 +561,7 @@ class TimingProxy:
             self.clock.charge(component, count)
         self._rm_ms += self.clock.now_ms - before
         self._rm_commands += 1
+        self._rm_list.append([assessed.command, assessed.in_bytes, assessed.out_bytes, assessed.rc])
         return response
 
     def _name(self, code: int) -> str:
@@ -575,17 +588,20 @@ class TimingProxy:
                                         modelled=charged is not None)
             return assessed, (charged if charged is not None else {})  # charged() hands out a fresh dict
         assessed = cost.assess(command, response, self.objects, self.profile)
+        if self._trace_writer is not None or self._trace_fn is not None:  # replay's fields, only when traced
+            self._detail = tracing.details(command, assessed.code, assessed.command, self.objects)
         self.objects.observe(assessed.code, command, response, assessed.rc)
         return assessed, (dict(charged) if charged is not None else None)
 
     def _record(self, a: cost.CommandCost, framing: str, modelled: float, backend_ms: float,
                 held_ms: float, breakdown: dict[str, float], *, served_ms: float, late: bool,
-                client: int) -> TraceRecord:
+                client: int, pid: int | None = None) -> TraceRecord:
         self._seq += 1
         record = TraceRecord(self._seq, a.command, f"{a.code:#x}", a.variant, framing, a.in_bytes, a.out_bytes,
                              a.rc, modelled, backend_ms, held_ms, not a.modelled,
                              list(a.missing) if a.missing else [], breakdown, a.terms, served_ms, late,
-                             self._rm_ms, self._rm_commands, client)  # positional: the fields' order
+                             self._rm_ms, self._rm_commands, client,  # positional: the fields' order
+                             pid=pid, rm=self._rm_list, **self._detail)
         if len(self.records) >= self._keep:
             del self.records[: self._keep // 2]
         self.records.append(record)
