@@ -268,3 +268,11 @@ def test_bus_share_is_never_above_one_and_says_when_the_profile_prices_bytes_low
     assert spi["bus_share"] == pytest.approx(spi["bus_ms"] / spi["tpm_mean_ms"])
     assert main(["replay", str(p), "--profiles", "infineon-slb9673-wolftpm", "--draws", "2"]) == 0
     assert "exceeds the whole priced TPM time on infineon-slb9673" in capsys.readouterr().out
+
+
+def test_a_tpm12_trace_is_refused_not_priced_as_overhead(tmp_path, capsys):
+    """serve with a tpm1.2 profile writes the same format; its commands have no TPM 2.0 price."""
+    p = write(tmp_path, line(command="TPM_GetRandom", code="0x46", variant=None, in_bytes=14, out_bytes=22))
+    assert main(["replay", str(p), "--profiles", "swtpm-native"]) == 2
+    err = capsys.readouterr().err
+    assert "t.jsonl:1: TPM_GetRandom is a TPM 1.2 command" in err and err.count("\n") == 1

@@ -23,6 +23,8 @@ MAX_TRACE_BYTES = 256 * limits.MiB
 """A trace of ~500,000 commands (a v2 line is ~500 bytes); a recording beyond that is split by time."""
 MAX_COMMANDS = 1_000_000
 MAX_FRAME = 1 << 24
+TPM12_PREFIXES = ("TPM_", "TSC_")
+"""Command names of a TPM 1.2 trace (TPM 2.0 ones are TPM2_..., the resource manager's RM_...)."""
 MAX_RM = 64
 """Resource-manager commands one command may carry (a context load/save per handle and session)."""
 
@@ -139,6 +141,10 @@ def parse_line(rec: Any, where: str, segment: int) -> Command:
     if not isinstance(sessions, list) or len(sessions) > 3 or not all(isinstance(s, str) and len(s) <= 32
                                                                       for s in sessions):
         raise TraceError(f"{where}: field 'sessions' must be a list of at most 3 short strings")
+    command = rec.get("command")
+    if isinstance(command, str) and command.startswith(TPM12_PREFIXES):
+        raise TraceError(f"{where}: {command[:40]} is a TPM 1.2 command (serve with a tpm1.2 profile); replay "
+                         "prices TPM 2.0 traces")
     pid = rec.get("pid")
     if pid is not None and (not isinstance(pid, int) or isinstance(pid, bool)):
         raise TraceError(f"{where}: field 'pid' must be an integer or null")
