@@ -182,5 +182,5 @@ def _probe(address: str, timeout: float = 3.0) -> None:
     try:
         with socket.create_connection((host, port), timeout=timeout):
             pass
-    except OSError as exc:
+    except (OSError, UnicodeError) as exc:  # UnicodeError: a host name IDNA cannot encode (a label over 63)
         raise TrustlabError(f"--scheduler {address}: cannot connect to a Dask scheduler ({exc})") from None
