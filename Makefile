@@ -3,7 +3,7 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
-APT_PACKAGES := swtpm swtpm-tools tpm2-tools libtss2-dev pkg-config build-essential python3-venv python3-dev chromium trousers tpm-tools
+APT_PACKAGES := swtpm swtpm-tools tpm2-tools libtss2-dev pkg-config build-essential python3-venv python3-dev chromium trousers tpm-tools tpm-quote-tools simple-tpm-pk11
 
 .PHONY: system setup test main benchmarks clean
 

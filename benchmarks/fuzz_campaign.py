@@ -184,7 +184,7 @@ def leaf_parsers() -> dict[str, argparse.ArgumentParser]:
         parser = root
         for word in argv:
             if hasattr(parser, "_populate"):
-                parser._populate()
+                parser._populate([])  # every experiment with its options
             subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
             if not subs or word not in subs[0].choices:
                 break

@@ -1,18 +1,24 @@
-"""argparse ``type=`` converters shared by the command line and the experiments.
+"""argparse helpers shared by the command line and the experiments: ``type=`` converters
+and the parser whose usage errors are one line.
 
 One rule per kind of value, everywhere: a count is an integer in a stated range, a
 seed is 0..2^32-1, a real number is finite and in its range. Each raises
 :class:`~trustlab.errors.TrustlabError` (argparse lets it through), so a bad value is
 one line naming the option, never a silent NaN, an overflow after the work is done,
-or a traceback. This module imports nothing heavy: every CLI module may use it.
+or a traceback. :class:`OneLineParser` does the same for argparse's own usage errors,
+which it printed as the usage (wrapped over several lines) and then the error. This
+module imports nothing heavy: every CLI start imports it.
 """
 
 from __future__ import annotations
 
+import argparse
 import math
-from typing import Callable
+import re
+import sys
+from typing import Callable, NoReturn
 
-from trustlab.errors import TrustlabError, excerpt
+from trustlab.errors import TrustlabError, excerpt, one_line
 
 SEED_MAX = 2**32 - 1
 MAX_JOBS = 1024  # worker processes: far above any machine this runs on, far below what overflows
@@ -94,3 +100,36 @@ def real(flag: str, low: float = -math.inf, high: float = math.inf, *, low_open:
         return value
     parse.__name__ = "float"
     return parse
+
+
+_LONG_QUOTE = re.compile(r"'([^']{60})[^']{20,}'")
+
+
+class LiteralDashDash(argparse.ArgumentParser):
+    """``--opt=--`` gives the option the value ``--``.
+
+    CPython's argparse drops a ``--`` from an option's argument strings and then hands the
+    option an empty list (``--sensitivity=--`` became ``[]``, a TypeError deep in a study)."""
+
+    def _get_values(self, action: argparse.Action, arg_strings: list[str]) -> object:
+        if action.option_strings and action.nargs in (None, argparse.OPTIONAL) and arg_strings == ["--"]:
+            value = self._get_value(action, "--")
+            self._check_value(action, value)
+            return value
+        return super()._get_values(action, arg_strings)
+
+
+class OneLineParser(LiteralDashDash):
+    """An ArgumentParser whose usage errors are one line; subcommand parsers inherit the class."""
+
+    def error(self, message: str) -> NoReturn:
+        command = self.prog.split(" ", 1)[1] if " " in self.prog else ""
+        where = f"{command}: " if command else ""
+        # argparse quotes the whole offending value ("invalid int value: '999...'"): quote a bounded excerpt
+        message = _LONG_QUOTE.sub(lambda m: f"'{m.group(1)}...' ({len(m.group(0)) - 2} characters)", message)
+        self.exit(2, f"trustlab: error: {where}{one_line(message)} (see '{self.prog} --help')\n")
+
+    def exit(self, status: int = 0, message: str | None = None) -> NoReturn:
+        if message:
+            sys.stderr.write(message)
+        sys.exit(status)

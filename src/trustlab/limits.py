@@ -155,7 +155,7 @@ def check_nesting(doc: Any, where: str, error: type[TrustlabError] = TrustlabErr
 
 def parse_toml(text: str, where: str, error: type[TrustlabError] = TrustlabError) -> dict[str, Any]:
     """A TOML document, or a one-line ``error`` naming ``where`` (malformed, too deep, huge numbers)."""
-    import tomllib  # here: every CLI start imports this module, few read TOML
+    import tomllib  # here: every CLI start imports this module, few commands read TOML
 
     try:
         doc = tomllib.loads(text)

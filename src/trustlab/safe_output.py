@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import IO, Any, Iterable, Iterator
 
 from trustlab.errors import TrustlabError
-from trustlab.limits import shown
+from trustlab.limits import read_text, shown
 
 MARKER = ".trustlab-output"
 
@@ -110,9 +110,9 @@ def _check_file(path: Path, inputs: Iterable[Any], flag: str, make_parents: bool
 
 def marker_command(directory: Path) -> str | None:
     """The command whose output ``directory`` holds (from its marker), or None."""
-    try:
-        doc = json.loads((Path(directory) / MARKER).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    try:  # bounded, a regular file only: a FIFO named like the marker must not hang the command
+        doc = json.loads(read_text(Path(directory) / MARKER, "output marker", max_bytes=4096))
+    except (TrustlabError, ValueError):
         return None
     return doc.get("command") if isinstance(doc, dict) and isinstance(doc.get("command"), str) else None
 

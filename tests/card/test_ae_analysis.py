@@ -27,8 +27,8 @@ def test_counted_workload_against_table_i(n):
     assert (workload("ocb3", n)["E"], workload("ocb3", n)["E_init"]) == (ocb_e, ocb_init)
     assert workload("ocb2", n)["E"] == ocb_e and workload("ocb2", n)["E_init"] == 0  # no AD: no E_K(0)
     assert (workload("gcm", n)["E"], workload("gcm", n)["gfmul"]) == (gcm_e, gcm_mul)
-    assert workload("etm-paper", n)["E"] == etm_e
-    assert workload("etm", n)["E"] == etm_e + 1      # ISO 19772 MACs S || C
+    assert workload("etm", n)["E"] == etm_e          # the paper's ETM: MAC over C (§III, Figure 3)
+    assert workload("etm-iso", n)["E"] == etm_e + 1  # ISO 19772 mechanism 5 MACs S || C
     assert workload("ccm", n)["E"] == ccm_e + 1      # B0 + m, Ctr0 + m: the paper lists one fewer
 
 
@@ -63,7 +63,7 @@ def test_predictions_follow_the_profile_and_setup_option():
     assert once[("ocb3", 64)].setup_ms == 0
     assert each[("ocb3", 64)].predicted_ms - once[("ocb3", 64)].predicted_ms == pytest.approx(each[("ocb3", 64)].setup_ms)
     # one more block encryption costs exactly the profile's block encrypt (3.3 ms on MULTOS)
-    r = {x.bytes: x.predicted_ms for x in predict(plat, ("etm-paper",), (16, 32))}
+    r = {x.bytes: x.predicted_ms for x in predict(plat, ("etm",), (16, 32))}
     assert r[32] - r[16] == pytest.approx(2 * 3.3 + 0.73 * 2)  # 2 E + XOR (CTR) + XOR (CBC chaining)
 
 
@@ -251,3 +251,53 @@ def test_engine_reading_of_the_split_is_shown_not_charged():
     charged = {r.bytes: r.predicted_ms for r in predict(plat, ("ccm",), (192,))}
     other = {r.bytes: r.predicted_ms for r in predict(plat, ("ccm",), (192,), profile=alt)}
     assert other[192] < charged[192]
+
+
+def test_the_study_charges_the_papers_etm_and_shows_the_standards_beside_it():
+    """Mayes (2017) §III: "followed by a MAC computation on the cipher text using a different key (K')";
+    Figure 3 and Table I (2m) agree. ISO/IEC 19772 mechanism 5 MACs S||C: one block encryption more,
+    shown beside, never charged in the paper's columns. CCM charges SP 800-38C (2m+2), the construction
+    the paper cites; Table I's 2m+1 is shown beside as one block encryption fewer."""
+    import argparse
+
+    from trustlab.experiments.ae import AEExperiment
+
+    plat = platform("multos-sle78")
+    paper = {r.bytes: r for r in predict(plat, ("etm",), (16, 192))}
+    iso = {r.bytes: r for r in predict(plat, ("etm-iso",), (16, 192))}
+    for n, m in ((16, 1), (192, 12)):
+        assert paper[n].ops["E"] == 2 * m and iso[n].ops["E"] == 2 * m + 1
+        # one more CBC-MAC block: one block encryption and its chaining XOR
+        assert iso[n].predicted_ms - paper[n].predicted_ms == pytest.approx(3.3 + 0.73)
+    exp = AEExperiment()
+    ap = argparse.ArgumentParser()
+    exp.add_arguments(ap)
+    res = exp.run(ap.parse_args(["--platform", "multos-sle78", "--mode", "ccm,etm", "--bytes", "16"]))
+    assert [r["mode"] for r in res.data] == ["ccm", "etm"]  # the standard reading is no extra row
+    assert res.data[1]["predicted_ms"] == pytest.approx(paper[16].predicted_ms)
+    assert "etm-iso (standard)" in res.text and f"{iso[16].predicted_ms:.4g}" in res.text
+    ccm = res.data[0]["predicted_ms"]
+    assert "ccm at Table I's 2m+1" in res.text and f"{ccm - 3.3:.4g}" in res.text
+
+
+def test_papers_etm_rejects_tampered_ciphertext_and_tag_but_not_a_changed_nonce():
+    from trustlab.apps.ae import NONCES, InvalidTag, make_mode
+    from trustlab.devices.card.primitives import CardCrypto
+
+    ae = make_mode("etm", CardCrypto())
+    nonce = NONCES["etm"]
+    ct, tag = ae.encrypt(nonce, b"amount=100.00 EUR")
+    for bad_ct, bad_tag in ((bytes([ct[0] ^ 1]) + ct[1:], tag), (ct, bytes([tag[0] ^ 1]) + tag[1:])):
+        with pytest.raises(InvalidTag):
+            ae.decrypt(nonce, bad_ct, bad_tag)
+    assert ae.decrypt(bytes([nonce[0] ^ 1]) + nonce[1:], ct, tag) != b"amount=100.00 EUR"
+
+
+def test_validation_lists_the_etm_and_ccm_readings():
+    from trustlab.validation import mayes2017
+
+    found = {i.what: i for i in mayes2017.inconsistencies()}
+    etm = found["ETM block encryptions for 192 B (12 blocks)"]
+    assert etm.ours == 24.0 and sorted(etm.readings.values()) == [24.0, 25.0]
+    ccm = found["CCM block encryptions for 192 B (12 blocks)"]
+    assert ccm.ours == 26.0 and sorted(ccm.readings.values()) == [25.0, 26.0]

@@ -137,3 +137,28 @@ def test_published_applet_reading_adds_its_exchanges_and_state_updates():
     ext, app = analyse(q, prof, "extended"), analyse(q, prof, "applet")
     assert app.sign_ms.best - ext.sign_ms.best == pytest.approx(price(applet_extra(q), {c: prof.mean(c) for c in COMPONENTS}))
     assert sign_class_counts(q, 0)["apdu"] == 8
+
+
+@pytest.mark.parametrize("h,d", [(8, 2), (8, 4)])
+def test_a_preparation_split_by_what_it_computes_adds_up(h, d):
+    """The rows (chains, seeds, L-tree, persistent memory, command) price exactly the preparation's counts;
+    the published applet (XMSS.java signPrepNext -> one WOTSLeafGen) differs only in its seed derivation
+    (1 + l PRFs over 3n bytes instead of l PRF_keygen over 4n) and its two persistent writes."""
+    from trustlab.apps.hbs.model import prepare_work
+
+    p = XMSSParams(h, d, 16)
+    prof = profile()
+    means = {c: prof.mean(c) for c in COMPONENTS}
+    a = analyse(p, prof)
+    counts = a.prepare_counts["best"]
+    rows = {r["work"]: r for r in prepare_work(p, counts, prof)}
+    assert sum(r["ours_ms"] for r in rows.values()) == pytest.approx(a.prepare_ms.best, rel=1e-12)
+    assert counts["calls:F"] == p.wots_len * (p.w - 1) and counts["calls:H"] == p.wots_len - 1
+    for work in ("WOTS+ chains", "L-tree", "command"):
+        assert rows[work]["published_ms"] == rows[work]["ours_ms"]
+    seeds = rows["chain seeds"]
+    assert seeds["published_ms"] == pytest.approx((p.wots_len + 1) * (means["hash_call"] + 2 * means["hash_block"]))
+    assert seeds["ours_ms"] == pytest.approx(p.wots_len * (means["hash_call"] + 3 * means["hash_block"]))
+    leaf = means["nvm_write_call"] + 32 * means["nvm_write_byte"]
+    state = means["nvm_write_call"] + 2 * (means["nvm_write_byte"] + means["nvm_tx_byte"]) + means["nvm_tx_call"]
+    assert rows["persistent memory"]["published_ms"] == pytest.approx(leaf + state)

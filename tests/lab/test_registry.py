@@ -40,10 +40,11 @@ def test_flagship_runs_default_and_declared():
 
 def test_parser_is_built_once_and_runs_do_not_share_mutable_defaults():
     assert registry.experiment_parser("hbs") is registry.experiment_parser("hbs")
-    first = registry.parse_args("hbs", [])
+    first = registry.parse_args("hbs", ["--grid", "--grid-h", "10", "20"])
+    first.grid_h.append(99)
     first.set.append("x=1")
-    second = registry.parse_args("hbs", [])
-    assert second.set == []
+    second = registry.parse_args("hbs", ["--grid", "--grid-h", "10", "20"])
+    assert second.grid_h == [10, 20] and second.set == []
 
 
 def test_tool_versions_is_a_copy():

@@ -17,15 +17,11 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
-import sys
 import tempfile
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
@@ -34,6 +30,8 @@ from trustlab.serving.tpm12.socket_tpm import Swtpm12
 from trustlab.serving.tpm2.backend import SocketBackend
 from trustlab.serving.proxy import TimingProxy
 from trustlab.timing.registry import load
+
+from . import tss_clients
 
 pytestmark = pytest.mark.swtpm
 
@@ -57,12 +55,6 @@ def _missing() -> str | None:
     return None
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @dataclass
 class Step:
     command: str
@@ -71,43 +63,8 @@ class Step:
     output: str
 
 
-class Tcsd:
-    """A tcsd in the foreground, on its own port, with its own config and system.data, reaching a TCP TPM."""
-
-    def __init__(self, tpm_port: int, workdir: Path) -> None:
-        self.tpm_port = tpm_port
-        self.dir = workdir
-        self.port = _free_port()
-        self.proc: subprocess.Popen | None = None
-
-    def start(self) -> "Tcsd":
-        self.dir.mkdir(mode=0o755, exist_ok=True)
-        state = self.dir / "tcsd-state"
-        state.mkdir()
-        shutil.chown(state, "tss", "tss")
-        conf = self.dir / "tcsd.conf"
-        conf.write_text(f"port = {self.port}\nsystem_ps_file = {state / 'system.data'}\n"
-                        "firmware_log_file = /dev/null\nkernel_log_file = /dev/null\n")
-        shutil.chown(conf, "root", "tss")
-        conf.chmod(0o640)
-        env = {**os.environ, "TCSD_USE_TCP_DEVICE": "1", "TCSD_TCP_DEVICE_HOSTNAME": "127.0.0.1",
-               "TCSD_TCP_DEVICE_PORT": str(self.tpm_port)}
-        self.log = open(self.dir / "tcsd.log", "wb")  # noqa: SIM115 - closed in stop()
-        self.proc = subprocess.Popen([TCSD, "-f", "-e", "-c", str(conf)], env=env, stdout=self.log,
-                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise AssertionError(f"tcsd exited ({self.proc.returncode}): {self.log_text()}")
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
-                return self
-            except OSError:
-                time.sleep(0.05)
-        raise AssertionError(f"tcsd did not listen on {self.port}: {self.log_text()}")
-
-    def log_text(self) -> str:
-        return (self.dir / "tcsd.log").read_text(errors="replace")
+class Tcsd(tss_clients.Tcsd):
+    """tss_clients' tcsd (its own port, config and system.data), with a tool runner that times each tool."""
 
     def tool(self, *argv: str) -> Step:
         env = {**os.environ, "TSS_TCSD_PORT": str(self.port), "TSS_TCSD_HOSTNAME": "127.0.0.1"}
@@ -116,17 +73,6 @@ class Tcsd:
                               stdin=subprocess.DEVNULL)
         output = (done.stdout + done.stderr).decode(errors="replace")  # tpm_version prints stray bytes
         return Step(" ".join(argv), done.returncode, time.perf_counter() - started, output)
-
-    def stop(self) -> None:
-        if self.proc is not None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-            self.proc = None
-            self.log.close()
 
 
 def tools_flow(tcsd: Tcsd, *, create_ek: bool) -> list[Step]:
@@ -167,23 +113,7 @@ def check_flow(steps: list[Step], tcsd: Tcsd) -> None:
     assert (tcsd.dir / "unsealed.txt").read_bytes() == SECRET_TEXT
 
 
-@contextmanager
-def serve(workdir: Path, *flags: str) -> Iterator[int]:
-    """`trustlab serve --profile infineon-2010 --port 0 --state WORKDIR/engine FLAGS`; yields its data port."""
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src")}
-    proc = subprocess.Popen([sys.executable, "-m", "trustlab", "serve", "--profile", "infineon-2010", "--port", "0",
-                             "--state", str(workdir / "engine"), *flags], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=env)
-    try:
-        banner = proc.stdout.readline() if proc.stdout else ""
-        if " on 127.0.0.1:" not in banner:
-            proc.kill()
-            raise AssertionError(f"trustlab serve did not start: {banner}{proc.communicate()[1]}")
-        yield int(banner.split(" on 127.0.0.1:")[1].split()[0])
-    finally:
-        if proc.poll() is None:
-            proc.terminate()
-        proc.communicate(timeout=30)
+serve = tss_clients.serve
 
 
 @pytest.fixture

@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from trustlab.devices.tpm12 import constants as C
+from trustlab.serving.swtpm import recv_exact
 from trustlab.serving.tpm12.socket_tpm import SocketTpm12, Swtpm12
 
 TCSD = "/usr/sbin/tcsd"
@@ -68,20 +69,10 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def _recv_exact(sock: socket.socket, n: int) -> bytes:
-    buf = b""
-    while len(buf) < n:
-        chunk = sock.recv(n - len(buf))
-        if not chunk:
-            raise ConnectionError("peer closed")
-        buf += chunk
-    return buf
-
-
 def _recv_frame(sock: socket.socket) -> bytes:
-    head = _recv_exact(sock, HEADER)
+    head = recv_exact(sock, HEADER)
     size = struct.unpack_from(">I", head, 2)[0]
-    return head + _recv_exact(sock, max(0, size - HEADER))
+    return head + recv_exact(sock, max(0, size - HEADER))
 
 
 def _recv_request(sock: socket.socket) -> bytes:
@@ -375,7 +366,7 @@ def tpm_tools_plan() -> list[Step]:
         # NV
         S("tpm_nvdefine", "-i", "0x00011101", "-s", "32", "-p", "OWNERWRITE", "-y", "-z"),
         S("tpm_nvdefine", "-i", "0x00011101", "-s", "32", "-p", "OWNERWRITE", "-y", "-z"),  # defined already
-        S("tpm_nvdefine", "-i", "0x00011102", "-s", "64", "-p", "AUTHREAD|AUTHWRITE", "-y", "-a", "nvpw"),
+        S("tpm_nvdefine", "-i", "0x00011102", "-s", "64", "-p", "AUTHREAD|AUTHWRITE", "-y", "--pwda=nvpw"),
         S("tpm_nvdefine", "-i", "0x00011103", "-s", "4096", "-p", "OWNERWRITE", "-y", "-z"),
         S("tpm_nvdefine", "-i", "0x00011104", "-s", "20", "-r", "0", "-r", "7", "-p", "OWNERWRITE", "-y", "-z"),
         S("tpm_nvinfo"),
@@ -384,11 +375,11 @@ def tpm_tools_plan() -> list[Step]:
         S("tpm_nvwrite", "-i", "0x00011101", "-f", "in.txt", "-z"),
         S("tpm_nvread", "-i", "0x00011101", "-s", str(len(SECRET)), "-f", "nv.out", check=file_is("nv.out", SECRET)),
         S("tpm_nvwrite", "-i", "0x00011101", "-d", "x", "-n", "40"),  # past the end
-        S("tpm_nvwrite", "-i", "0x00011102", "-d", "hello", "-p", "nvpw"),
-        S("tpm_nvwrite", "-i", "0x00011102", "-d", "hello", "-p", "wrong"),
+        S("tpm_nvwrite", "-i", "0x00011102", "-d", "hello", "--password=nvpw"),
+        S("tpm_nvwrite", "-i", "0x00011102", "-d", "hello", "--password=wrong"),
         S("tpm_resetdalock", "-z"),
-        S("tpm_nvread", "-i", "0x00011102", "-s", "5", "-p", "nvpw", "-f", "nv2.out", check=file_is("nv2.out", b"hello")),
-        S("tpm_nvread", "-i", "0x00011102", "-s", "5", "-p", "wrong"),
+        S("tpm_nvread", "-i", "0x00011102", "-s", "5", "--password=nvpw", "-f", "nv2.out", check=file_is("nv2.out", b"hello")),
+        S("tpm_nvread", "-i", "0x00011102", "-s", "5", "--password=wrong"),
         S("tpm_resetdalock", "-z"),
         S("tpm_nvwrite", "-i", "0x00011103", "-m", "0x41", "-s", "4096", "-z"),
         S("tpm_nvread", "-i", "0x00011103", "-s", "16", "-n", "4080", "-f", "nv3.out", check=file_is("nv3.out", b"A" * 16)),
@@ -397,7 +388,7 @@ def tpm_tools_plan() -> list[Step]:
         S("tpm_nvread", "-i", "0x00011199", "-s", "4"),  # no such index
         S("tpm_nvrelease", "-i", "0x00011102", "-y"),
         S("tpm_nvrelease", "-i", "0x00011102", "-y"),  # gone already
-        S("tpm_nvrelease", "-i", "0x00011103", "-o", "wrong"),
+        S("tpm_nvrelease", "-i", "0x00011103", "--pwdo=wrong"),
         S("tpm_resetdalock", "-z"),
         # sealing
         S("tpm_sealdata", "-z", "-i", "in.txt", "-o", "sealed.blob"),
@@ -546,24 +537,30 @@ def libtpms(workdir: Path) -> Iterator[int]:
 
 
 @contextmanager
-def served(workdir: Path) -> Iterator[int]:
-    """`trustlab serve --profile infineon-2010 --virtual` with physical presence asserted; yields its data port."""
+def serve(workdir: Path, *flags: str) -> Iterator[int]:
+    """`trustlab serve --profile infineon-2010 --port 0 --state WORKDIR/engine FLAGS`; yields its data port."""
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src")}
     proc = subprocess.Popen([sys.executable, "-m", "trustlab", "serve", "--profile", "infineon-2010", "--port", "0",
-                             "--virtual", "--state", str(workdir / "engine")], stdout=subprocess.PIPE,
+                             "--state", str(workdir / "engine"), *flags], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=env)
     try:
         banner = proc.stdout.readline() if proc.stdout else ""
         if " on 127.0.0.1:" not in banner:
             proc.kill()
             raise AssertionError(f"trustlab serve did not start: {banner}{proc.communicate()[1]}")
-        port = int(banner.split(" on 127.0.0.1:")[1].split()[0])
-        PRESENCE_RCS["served"] = assert_presence(port)
-        yield port
+        yield int(banner.split(" on 127.0.0.1:")[1].split()[0])
     finally:
         if proc.poll() is None:
             proc.terminate()
         proc.communicate(timeout=30)
+
+
+@contextmanager
+def served(workdir: Path) -> Iterator[int]:
+    """`trustlab serve ... --virtual` with physical presence asserted; yields its data port."""
+    with serve(workdir, "--virtual") as port:
+        PRESENCE_RCS["served"] = assert_presence(port)
+        yield port
 
 
 def differences(ours: Outcome, theirs: Outcome) -> list[str]:

@@ -5,7 +5,9 @@ scenarios of :mod:`trustlab.devices.tpm2.pqc.peer_check` (recorded by
 ``tools/wolftpm_differential.py --record`` from a build of wolfTPM outside this
 repository; the file names the commit). Here ours answers the same scenarios
 and every step must agree - response code and structure layout - or differ
-for a reason :func:`peer_check.known` states.
+for a reason :func:`peer_check.known` states. After changing a scenario,
+record the peer again: ``tools/wolftpm_differential.py WOLFTPM_BUILD --record
+tests/tpm2/data/wolftpm_fwtpm_steps.json --peer-version ...``.
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ def test_serve_answers_as_wolftpm_fwtpm_does():
                    for r in rows if not r.agree and r.known is None]
     assert not unexplained, "\n".join(unexplained)
     tally = peer_check.tally(rows)
-    assert tally["agree"] >= 149 and tally["known"] <= 34, tally  # as recorded; more agreement is welcome
+    assert tally["agree"] >= 150 and tally["known"] <= 35, tally  # as recorded; more agreement is welcome
     agreeing = {step.code for step, row in zip(ours, rows) if row.agree and step.rc == 0}
     assert set(range(0x1A3, 0x1AB)) <= agreeing  # every 1.85 command succeeded alike at least once
     assert all(r.ours.get("verifies", True) for r in rows if r.agree and isinstance(r.ours, dict))

@@ -226,3 +226,17 @@ def test_restricted_ecc_sequences_refuse_tpm_generated_messages(tpm):
         done = tpm.transport.transact(frame(0x1A4, [seq, handle], S.tpm2b(message), [password(), password()]))
         assert rc_of(done) == rc, message  # TPM_RC_VALUE on the buffer, as for ML-DSA keys
     tpm.flush(handle)
+
+
+def test_command_counts_include_the_pqc_commands(tpm):
+    """TPM_PT_TOTAL_COMMANDS / TPM_PT_LIBRARY_COMMANDS count what TPM_CAP_COMMANDS lists (wolfTPM counts its own)."""
+    response = tpm.call("TPM2_GetCapability", frame(0x17A, [], S.u32(6) + S.u32(0x129) + S.u32(2)))
+    total, library = (int.from_bytes(response[23 + 8 * i:27 + 8 * i], "big") for i in range(2))
+    listed, first, more = 0, 0, 1
+    while more:
+        response = tpm.call("TPM2_GetCapability", frame(0x17A, [], S.u32(2) + S.u32(first) + S.u32(64)))
+        more, count = response[10], int.from_bytes(response[15:19], "big")
+        codes = [int.from_bytes(response[19 + 4 * i:23 + 4 * i], "big") & 0xFFFF for i in range(count)]
+        listed += count
+        first = codes[-1] + 1 if codes else 0x10000
+    assert total == library == listed

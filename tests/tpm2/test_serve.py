@@ -187,7 +187,7 @@ def test_stale_state_of_dead_owner_is_removed():
     (stale / OWNER_FILE).write_text("999999999 1 999999998\n")  # no such process
     live = Path(tempfile.mkdtemp(prefix=STATE_PREFIX))
     me = os.getpid()
-    from trustlab.serving.swtpm import _start_time
+    from trustlab.serving.peers import start_time as _start_time
 
     (live / OWNER_FILE).write_text(f"{me} {_start_time(me)} 0\n")
     try:

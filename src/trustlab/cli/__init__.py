@@ -13,7 +13,7 @@ import sys
 from typing import Sequence
 
 from trustlab import __version__
-from trustlab.cli._parser import OneLineParser
+from trustlab.argtypes import OneLineParser
 from trustlab.errors import TrustlabError, one_line
 from trustlab.plugins import import_submodules
 

@@ -10,7 +10,7 @@ import resource
 import sys
 from pathlib import Path
 
-from trustlab.errors import TrustlabError
+from trustlab.errors import TrustlabError, one_line
 
 
 def child_main(argv: list[str]) -> int:
@@ -27,7 +27,7 @@ def child_main(argv: list[str]) -> int:
     try:
         result = run_experiment(name, parse_args(name, rest))
     except TrustlabError as exc:
-        print(f"trustlab: error: {exc}", file=sys.stderr)
+        print(f"trustlab: error: {one_line(str(exc))}", file=sys.stderr)
         return 2
     # Host CPU of this run (its own and its reaped children's, e.g. swtpm), so a flagship's cost can
     # be split by study (benchmarks/bench_flagship.py); host measurements, like wall_s, not figures.

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from trustlab.cli._output import print_json
 from trustlab.textable import table
-from trustlab.errors import ProfileError
+from trustlab.errors import ProfileError, one_line
 from trustlab.lazy import lazy_module
 
 # imported when an action runs, not on every CLI start (which imports this module to list it)
@@ -65,7 +65,7 @@ def _list(args: argparse.Namespace) -> int:
         print(table([[r["name"], r["family"], r["components"], r["description"]] for r in rows],
                     ["profile", "family", "components", "description"]))
     for message in broken:
-        print(f"trustlab: warning: skipped unreadable profile: {message}", file=sys.stderr)
+        print(f"trustlab: warning: skipped unreadable profile: {one_line(message)}", file=sys.stderr)
     return 0
 
 

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from trustlab.cli._output import print_json
-from trustlab.cli._parser import OneLineParser
-from trustlab.errors import TrustlabError
+from trustlab.argtypes import OneLineParser
+from trustlab.errors import TrustlabError, one_line
 
 
 class _LazyRunParser(OneLineParser):
@@ -182,7 +182,7 @@ def _run(args: argparse.Namespace) -> int:
     else:
         print(result.text)
     if result.violations:
-        print(f"trustlab: {args.experiment}: safety property violated: {'; '.join(result.violations)}",
-              file=sys.stderr)
+        print(f"trustlab: {args.experiment}: safety property violated: "
+              f"{one_line('; '.join(map(str, result.violations)))}", file=sys.stderr)
         return 1
     return 0

@@ -54,9 +54,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="do not ask for SCHED_FIFO for the thread that holds responses (realtime mode)")
     p.add_argument("--seed", type=seed, default=0, help="seed for drawing from spreads (key generation)")
     p.add_argument("--startup", choices=("clear", "none"), default="clear",
-                   help="after power-up send TPM(2)_Startup(CLEAR) as a BIOS would (default), or leave it to "
-                   "the client (none: e.g. tpm2-pytss' own tests, or TPM 1.2 ST_STATE after TPM_SaveState; "
-                   "TPM 1.2: after every CMD_INIT too)")
+                   help="after power-up, and after every power cycle a client asks for on the control port "
+                   "(CMD_INIT, the MS simulator's POWER_OFF/RESET), send TPM(2)_Startup(CLEAR) as a BIOS would "
+                   "(default), or leave it to the client (none: e.g. tpm2-pytss' own tests, or TPM 1.2 ST_STATE "
+                   "after TPM_SaveState)")
     p.set_defaults(handler=run)
 
 

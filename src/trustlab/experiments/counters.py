@@ -29,7 +29,7 @@ from trustlab.apps.counters.base import VerificationError
 from trustlab.apps.counters.runner import OpRecord, describe, run, summarize
 from trustlab.textable import table
 from trustlab.errors import TrustlabError
-from trustlab.experiments._params import real, seed
+from trustlab.experiments._params import count, real, seed
 from trustlab.experiments.registry import Reference, Result, experiment
 from trustlab.timing import registry
 
@@ -135,7 +135,7 @@ class CountersExperiment:
                             "are the served engine's charges, equal to inproc's); libtpms (log scheme: every operation "
                             "runs on libtpms' TPM 1.2 in swtpm and is verified against its AIK, and is timed by an "
                             "in-process twin engine doing the same operation). Recorded in every row as 'tpm12'")
-        parser.add_argument("--attest-every", type=int, default=1, metavar="K",
+        parser.add_argument("--attest-every", type=count(1, MAX_REQUESTS, "--attest-every"), default=1, metavar="K",
                             help="hash-tree only: sign the root on every K-th request (default 1 = every "
                             "request, as the paper); K>1 is the batch mode used at 2^20 counters. Rejected "
                             "with --scheme log/log-tpm2; with 'both' it applies to the hash-tree runs")

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any, Callable, Protocol, Sequence
 
 from trustlab import __version__
+from trustlab.argtypes import LiteralDashDash
 from trustlab.errors import TrustlabError
 from trustlab.plugins import import_submodules
 from trustlab.safe_output import path_arg
@@ -207,7 +208,7 @@ def flagship_runs(spec: ExperimentSpec) -> list[list[str]]:
     return [list(map(str, argv)) for argv in runs]
 
 
-class _RaisingParser(argparse.ArgumentParser):
+class _RaisingParser(LiteralDashDash):
     """An argparse parser that raises instead of exiting, for argv built by programs."""
 
     def error(self, message: str) -> Any:  # type: ignore[override]

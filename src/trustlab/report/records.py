@@ -79,7 +79,11 @@ def collect(paths: Iterable[Path]) -> list[dict[str, Any]]:
     """Records from files and directories (every ``*.json`` directly inside, sorted)."""
     out: list[dict[str, Any]] = []
     for path in paths:
-        if path.is_dir():
+        try:
+            is_dir = path.is_dir()
+        except OSError:  # a name too long, a loop of links: load() says which, in one line
+            is_dir = False
+        if is_dir:
             files = sorted(path.glob("*.json"))
             if not files:
                 raise TrustlabError(f"{path}: directory holds no *.json result files")

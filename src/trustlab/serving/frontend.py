@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
-import selectors
+import select
 import socket
 import struct
 import threading
@@ -79,6 +79,12 @@ SEND_TIMEOUT = 2.0
 DRAIN_TIMEOUT = 10.0
 """Seconds :meth:`FrontEnd.stop` waits, beyond the longest held response, for the commands in flight."""
 TPM_RC_FAILURE = 0x101
+MAX_COMMAND = 4096
+"""Largest command frame taken from a client (libtpms' buffer)."""
+READ_AHEAD = 65536
+"""Bytes read ahead from a connection whose command is in flight before it is no longer read."""
+READ, WRITE = select.EPOLLIN, select.EPOLLOUT
+_GONE = select.EPOLLHUP | select.EPOLLERR
 
 
 def _quickack(sock: socket.socket) -> None:
@@ -94,14 +100,14 @@ class Conn:
     """One accepted client connection (data or control port)."""
 
     __slots__ = ("id", "sock", "kind", "reader", "buf", "mode", "spoke", "partial_since", "client", "eof",
-                 "closed", "out", "stalled_since", "events")
+                 "closed", "out", "stalled_since", "events", "busy")
     _ids = itertools.count(1)
 
     def __init__(self, sock: socket.socket, kind: str, family: str, control: str) -> None:
         self.id = next(Conn._ids)
         self.sock = sock
         self.kind = kind
-        self.reader = wire.FrameReader(max_frame=4096, family=family) if kind == "data" else None
+        self.reader = wire.FrameReader(max_frame=MAX_COMMAND, family=family) if kind == "data" else None
         self.buf = bytearray()  # control-port bytes not yet framed
         self.mode = None if control == "auto" else control  # control port: "swtpm" / "mssim"
         self.spoke = False  # data port: a frame has arrived
@@ -111,7 +117,8 @@ class Conn:
         self.closed = False
         self.out = bytearray()  # response bytes the client has not taken yet
         self.stalled_since = 0.0
-        self.events = selectors.EVENT_READ
+        self.events = READ
+        self.busy = False  # data port: a command of this connection is queued, running or held
 
 
 class FrontEnd:
@@ -122,9 +129,13 @@ class FrontEnd:
         self.proxy = proxy
         self.control = control
         self.rt_priority = rt_priority and not proxy.virtual
+        self._inline = not self.rt_priority
+        """Run a lone whole command straight from its read (not under SCHED_FIFO: there jobs run at normal
+        priority, so an engine computing for long never starves the host)."""
         self._log = log
         self._srv = {data_srv: "data", ctrl_srv: "ctrl"}
-        self._sel = selectors.DefaultSelector()
+        self._ep = select.epoll()
+        self._fds: dict[int, Any] = {}  # fd -> "accept" / "wake" / Conn
         self._wake_r, self._wake_w = socket.socketpair()
         self._wake_r.setblocking(False)
         self._jobs: deque[tuple] = deque()
@@ -133,6 +144,9 @@ class FrontEnd:
         self._conns: set[Conn] = set()
         self._partial: set[Conn] = set()
         self._stalled: set[Conn] = set()
+        self._ready: dict[Conn, None] = {}
+        """Connections whose next command is already buffered: taken after the next look at the sockets,
+        so a client that pipelines gets one command per round and never starves the others."""
         self._stopping = threading.Event()
         self._draining = False
         self._drain_deadline = 0.0
@@ -144,8 +158,10 @@ class FrontEnd:
     def start(self) -> None:
         for srv in self._srv:
             srv.setblocking(False)
-            self._sel.register(srv, selectors.EVENT_READ, "accept")
-        self._sel.register(self._wake_r, selectors.EVENT_READ, "wake")
+            self._ep.register(srv.fileno(), READ)
+            self._fds[srv.fileno()] = ("accept", srv)
+        self._ep.register(self._wake_r.fileno(), READ)
+        self._fds[self._wake_r.fileno()] = ("wake", self._wake_r)
         self.thread.start()
 
     @property
@@ -173,8 +189,8 @@ class FrontEnd:
             except OSError:
                 pass
         try:
-            self._sel.close()
-        except (OSError, RuntimeError):
+            self._ep.close()
+        except OSError:
             pass
 
     def _wake(self) -> None:
@@ -186,8 +202,9 @@ class FrontEnd:
     def _close_listeners(self) -> None:
         for srv in list(self._srv):
             try:
-                self._sel.unregister(srv)
-            except (KeyError, ValueError, RuntimeError):
+                self._fds.pop(srv.fileno(), None)
+                self._ep.unregister(srv.fileno())
+            except (OSError, ValueError):
                 pass
             try:
                 srv.close()
@@ -224,6 +241,15 @@ class FrontEnd:
                 else:
                     self._run_job(jobs.popleft())
                 continue
+            if self._ready:
+                for fd, mask in self._ep.poll(0):
+                    self._on_ready(fd, mask)
+                ready, self._ready = self._ready, {}
+                for conn in ready:
+                    if not conn.closed:
+                        self._next_frames(conn, perf())
+                        self._settle(conn)
+                continue
             if self._draining and self._drained(now):
                 return
             if held and held[0][0] - now <= SPIN:
@@ -231,13 +257,13 @@ class FrontEnd:
                 continue
             timeout = self._timeout(now)
             try:
-                events = self._sel.select(timeout)
+                events = self._ep.poll(timeout)
             except (OSError, ValueError):
                 if self._stopping.is_set():
                     return
                 raise
-            for key, mask in events:
-                self._on_ready(key, mask)
+            for fd, mask in events:
+                self._on_ready(fd, mask)
             now = perf()
             if self._partial or self._stalled or now >= self._next_reap:
                 self._housekeeping(now)
@@ -246,9 +272,8 @@ class FrontEnd:
         """Draining (stop): listeners closed, no new input read; done when nothing is left to answer."""
         if self._srv:
             self._close_listeners()
-            for conn in self._conns:
-                if not conn.out and not conn.eof and not conn.closed:
-                    self._set_events(conn, 0)
+            for conn in list(self._conns):
+                self._interest(conn)
         if now >= self._drain_deadline:
             return True
         return not self._jobs and not self._held and not any(c.out and not c.closed for c in self._conns)
@@ -276,20 +301,24 @@ class FrontEnd:
             self._next_reap = now + REAP_INTERVAL
             self._jobs.append(("reap",))
 
-    def _on_ready(self, key: selectors.SelectorKey, mask: int) -> None:
-        data = key.data
-        if data == "wake":
+    def _on_ready(self, fd: int, mask: int) -> None:
+        data = self._fds.get(fd)
+        if data is None:
+            return
+        if isinstance(data, Conn):
+            if mask & WRITE:
+                self._flush(data)
+            if mask & (READ | _GONE) and not data.closed and data.events & READ:
+                self._read(data)
+            elif mask & _GONE and not data.closed and not data.events & READ:
+                self._drop(data)  # hung up while it was not read: nothing more will come
+        elif data[0] == "wake":
             try:
                 self._wake_r.recv(64)
             except OSError:
                 pass
-        elif data == "accept":
-            self._accept(key.fileobj)  # type: ignore[arg-type]
         else:
-            if mask & selectors.EVENT_WRITE:
-                self._flush(data)
-            if mask & selectors.EVENT_READ and not data.closed:
-                self._read(data)
+            self._accept(data[1])
 
     def _accept(self, srv: socket.socket) -> None:
         kind = self._srv.get(srv)
@@ -308,19 +337,33 @@ class FrontEnd:
             if kind == "data":
                 conn.client = self.proxy.client_for(sock, conn.id)
             self._conns.add(conn)
-            self._sel.register(sock, selectors.EVENT_READ, conn)
+            self._fds[sock.fileno()] = conn
+            self._ep.register(sock.fileno(), READ)
+
+    def _interest(self, conn: Conn) -> None:
+        """Read a connection only when it may send its next command: none of its own is in flight (a TPM
+        takes one command at a time; one client's backlog never queues ahead of another's command), its
+        responses have been taken, and serve is not stopping; write while output waits."""
+        events = WRITE if conn.out else 0
+        if not (conn.out or conn.eof or self._draining or (conn.busy and conn.reader is not None
+                                                           and conn.reader.buffered > READ_AHEAD)):
+            events |= READ
+        self._set_events(conn, events)
 
     def _set_events(self, conn: Conn, events: int) -> None:
         if conn.closed or conn.events == events:
             return
+        fd = conn.sock.fileno()
         try:
             if conn.events and events:
-                self._sel.modify(conn.sock, events, conn)
+                self._ep.modify(fd, events)
             elif events:
-                self._sel.register(conn.sock, events, conn)
+                self._ep.register(fd, events)
+                self._fds[fd] = conn
             else:
-                self._sel.unregister(conn.sock)
-        except (KeyError, ValueError, OSError):
+                self._ep.unregister(fd)
+                self._fds.pop(fd, None)
+        except (OSError, ValueError):
             return
         conn.events = events
 
@@ -335,21 +378,40 @@ class FrontEnd:
         if not chunk:
             self._end(conn)
             return
-        _quickack(conn.sock)
         if conn.kind == "data":
+            reader = conn.reader
+            if (self._inline and reader is not None and not reader.buffered and not conn.busy and not self._jobs
+                    and not self._held and wire.whole_raw_command(chunk, self.proxy.family, MAX_COMMAND)):
+                conn.spoke = True  # the usual case: one whole command in one read, nothing queued: run it now
+                conn.busy = True
+                self._command(conn, chunk, "raw", arrived)
+                return
             self._frames(conn, chunk, arrived)
+            if conn.reader is not None and conn.reader.buffered:
+                _quickack(conn.sock)  # the rest of a frame is coming: let it (the answer carries our ACK)
         else:
+            _quickack(conn.sock)
             self._control(conn, chunk)
 
     def _end(self, conn: Conn) -> None:
-        """EOF: answer what was already queued, then close (and tell the proxy)."""
-        if conn.eof:
+        """EOF (or a stream that cannot be framed any more): answer what was already sent, then close."""
+        if not conn.eof:
+            conn.eof = True
+            conn.partial_since = 0.0
+            self._partial.discard(conn)
+        self._settle(conn)
+
+    def _settle(self, conn: Conn) -> None:
+        """After frames were taken: close an ended connection once nothing of it is left to answer, or
+        read it again."""
+        if conn.closed:
             return
-        conn.eof = True
-        conn.partial_since = 0.0
-        self._partial.discard(conn)
-        self._set_events(conn, selectors.EVENT_WRITE if conn.out else 0)
-        self._jobs.append(("close", conn))
+        if conn.eof:
+            self._interest(conn)
+            if not conn.busy and conn not in self._ready:
+                self._jobs.append(("close", conn))
+        else:
+            self._interest(conn)
 
     def _drop(self, conn: Conn) -> None:
         if conn.closed:
@@ -386,7 +448,9 @@ class FrontEnd:
             data = data[sent:]
             conn.stalled_since = time.perf_counter()
             self._stalled.add(conn)
-            self._set_events(conn, selectors.EVENT_WRITE)
+            conn.out += data
+            self._interest(conn)
+            return
         conn.out += data
 
     def _flush(self, conn: Conn) -> None:
@@ -404,39 +468,56 @@ class FrontEnd:
             conn.stalled_since = time.perf_counter()
         if not conn.out:
             self._stalled.discard(conn)
-            if conn.eof:
-                self._drop(conn)  # its close job found output pending and left the rest to us
-            else:
-                self._set_events(conn, 0 if self._draining else selectors.EVENT_READ)
+            self._settle(conn)  # an ended connection is closed now (its close job left that to us)
 
     # ---- data port -----------------------------------------------------------
 
     def _frames(self, conn: Conn, chunk: bytes, arrived: float) -> None:
-        reader = conn.reader
-        assert reader is not None
+        if conn.reader is None:
+            return
         conn.spoke = True
-        reader.feed(chunk)
-        while True:
+        conn.reader.feed(chunk)
+        self._next_frames(conn, arrived)
+
+    def _next_frames(self, conn: Conn, arrived: float) -> None:
+        """Queue what the connection sent, up to its next command (then wait for that one's answer)."""
+        reader = conn.reader
+        if reader is None:
+            return
+        while not conn.busy:
             event = reader.next_event()
             if event is wire.NEED_DATA:
                 break
             if isinstance(event, wire.Command):
                 self._jobs.append(("cmd", conn, event, arrived))
-                continue
+                conn.busy = True
+                self._interest(conn)
+                break
             if isinstance(event, wire.Handshake):
                 self._jobs.append(("send", conn, wire.handshake_reply()))
                 continue
             if isinstance(event, wire.Reject):
                 self.proxy.note_reject(event.reason)
                 self._jobs.append(("send", conn, event.reply))
-            self._end(conn)  # a reject or TPM_SESSION_END
+            conn.reader = None  # a reject or TPM_SESSION_END: nothing after it is read
+            self._end(conn)
             return
-        if reader.buffered:
+        if reader.buffered and not conn.busy:
             conn.partial_since = conn.partial_since or arrived
             self._partial.add(conn)
         elif conn.partial_since:
             conn.partial_since = 0.0
             self._partial.discard(conn)
+
+    def _answered(self, conn: Conn) -> None:
+        """The connection's command has its answer out: on to its next one."""
+        conn.busy = False
+        if conn.closed:
+            return
+        if conn.reader is not None and conn.reader.buffered:
+            self._ready[conn] = None
+        elif conn.eof or not conn.events & READ:
+            self._settle(conn)
 
     # ---- control port --------------------------------------------------------
 
@@ -511,6 +592,9 @@ class FrontEnd:
         request = bytes(conn.buf[:n])
         del conn.buf[:n]
         self._jobs.append(("ctrl", conn, request, 0))
+        if struct.unpack(">I", request[:4])[0] not in wire.CTRL_FIXED_LENGTH:
+            self._end(conn)  # its length is unknown, so the stream is lost after it: answer, then close
+            return False
         return True
 
     # ---- jobs ----------------------------------------------------------------
@@ -518,6 +602,7 @@ class FrontEnd:
     def _send_response(self, conn: Conn, data: bytes, record: TraceRecord) -> None:
         self.proxy.sent(record, time.perf_counter())
         self._send(conn, data)
+        self._answered(conn)
         self.proxy.traced(record)
 
     def _run_job(self, job: tuple) -> None:
@@ -527,23 +612,20 @@ class FrontEnd:
             return
         conn: Conn = job[1]
         if kind == "close":
-            if conn.out and not conn.closed:
+            if conn.closed or conn.busy or conn in self._ready:
+                return  # its commands are answered first; the last answer queues the close again
+            if conn.out:
                 return  # the rest of its output goes first; _flush closes it
             self._drop(conn)
             return
         if conn.closed:
             return
+        if kind == "cmd":
+            event = job[2]
+            self._command(conn, event.payload, event.framing, job[3])
+            return
         try:
-            if kind == "cmd":
-                event, arrived = job[2], job[3]
-                response, due, record = self.proxy.serve_command(conn.client, event.payload, event.framing,
-                                                                 arrived)
-                data = wire.frame_reply(response, event.framing)
-                if due > time.perf_counter():
-                    heapq.heappush(self._held, (due, next(self._seq), conn, data, record))
-                    return
-                self._send_response(conn, data, record)
-            elif kind == "send":
+            if kind == "send":
                 self._send(conn, job[2])
             elif kind == "signal":
                 self._send(conn, self.proxy.platform_signal(job[2]))
@@ -557,11 +639,24 @@ class FrontEnd:
             if self._log is not None:
                 self._log(f"internal error on a {kind} request ({type(exc).__name__}: {exc}); answered with a "
                           "failure", kind="internal error")
-            if kind == "cmd":
-                self._send(conn, wire.frame_reply(wire.error_response(TPM_RC_FAILURE, self.proxy.family),
-                                                  job[2].framing))
-            else:
-                self._drop(conn)
+            self._drop(conn)
+
+    def _command(self, conn: Conn, payload: bytes, framing: str, arrived: float) -> None:
+        """Run one client command; send its answer now, or hold it until its due time."""
+        try:
+            response, due, record = self.proxy.serve_command(conn.client, payload, framing, arrived)
+        except Exception as exc:  # noqa: BLE001 - one bad command must not end serving for everyone
+            if self._log is not None:
+                self._log(f"internal error on a command ({type(exc).__name__}: {exc}); answered with "
+                          "TPM_RC_FAILURE", kind="internal error")
+            self._send(conn, wire.frame_reply(wire.error_response(TPM_RC_FAILURE, self.proxy.family), framing))
+            self._answered(conn)
+            return
+        data = wire.frame_reply(response, framing) if framing != "raw" else response
+        if due > time.perf_counter():
+            heapq.heappush(self._held, (due, next(self._seq), conn, data, record))
+            return
+        self._send_response(conn, data, record)
 
 
 def serve(proxy: Served, data_srv: socket.socket, ctrl_srv: socket.socket, *, control: str,

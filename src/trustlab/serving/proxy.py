@@ -44,6 +44,7 @@ from trustlab.devices.tpm2.commands import TPM_RC_FAILURE, command_name
 from trustlab.serving.frontend import serve
 from trustlab.serving.oplog import OperatorLog
 from trustlab.serving.realtime import precise_sleep_until
+from trustlab.serving import trace as tracing
 from trustlab.serving.trace import TraceRecord, TraceWriter
 from trustlab.serving.tpm2.rm import ResourceManager, Space
 from trustlab.serving.swtpm import Swtpm, free_port_pair
@@ -55,6 +56,7 @@ PROBE_TIMEOUT = 10.0
 """Seconds :meth:`TimingProxy.check_backend` waits for the backend to connect and answer."""
 
 TPM2_GetRandom = 0x17B
+_RC_FAILURE = struct.pack(">I", TPM_RC_FAILURE)
 TPM12_FAIL = 0x09
 TPM12_GET_RANDOM = tpm2wire.build_command(0x46, struct.pack(">I", 8), tag=0x00C1)
 TPM12_STARTUP_CLEAR = tpm2wire.build_command(0x99, struct.pack(">H", 1), tag=0x00C1)
@@ -110,6 +112,8 @@ class TimingProxy:
         self.clock = Clock(profile, seed=seed, realtime=False)
         self.objects = objects.ObjectTable()
         self.extension_state = extensions.ExtensionState(seed, flush_on_close=rm and self.family == "tpm2")
+        if self.family == "tpm2":
+            extensions.registered()  # load the handlers now: inside the first command they made it ~0.4 s late
         self.rm: ResourceManager | None = None
         if rm and self.family == "tpm2":
             self.rm = ResourceManager(self._internal, self.objects, query=self.backend.transact,
@@ -124,6 +128,9 @@ class TimingProxy:
         self._chip_free = 0.0
         self._rm_ms = 0.0
         self._rm_commands = 0
+        self._rm_list: list[list] = []
+        self._detail: dict = {}
+        self._names: dict[int, str] = {}
         self._tpm_lock = threading.RLock()
         self._trace_writer: TraceWriter | None = None
         self.trace_error: str | None = None
@@ -237,10 +244,7 @@ class TimingProxy:
         """Log (once per outage) when the backend stops answering, and when it is back."""
         if self._log is None:
             return
-        try:
-            failed = wire.response_code(response) == TPM_RC_FAILURE
-        except (wire.WireError, struct.error, ValueError):
-            failed = True
+        failed = len(response) < wire.HEADER_SIZE or response[6:10] == _RC_FAILURE
         if failed and not self._backend_down:
             try:
                 what = command_name(struct.unpack_from(">I", command, 6)[0])
@@ -322,9 +326,11 @@ class TimingProxy:
 
     def summary(self) -> str:
         """One line for the operator at exit: commands, modelled time, late responses."""
+        sessions = "" if self.rm is None else (
+            f", {self.rm.sessions_held()} session(s) held for clients ({len(self.rm.abandoned)} abandoned)")
         return (f"{self._seq} command(s), {self.clock.now_ms:.1f} ms modelled, {self.late_count} response(s) "
                 f"where the backend alone exceeded the model, {self.refused_control} control request(s) refused, "
-                f"{self.rejected_frames} malformed frame(s) rejected")
+                f"{self.rejected_frames} malformed frame(s) rejected{sessions}")
 
     # ---- clients (resource-manager spaces) ---------------------------------
 
@@ -388,9 +394,16 @@ class TimingProxy:
         if self.rm is None or client.space.empty:
             return
         with self._tpm_lock:
+            self._rm_ms, self._rm_commands, self._rm_list, self._detail = 0.0, 0, [], {}
+            arrived = time.perf_counter()
             with self.clock.command("RM_FlushOnClose") as rec:
                 self.rm.close(client.space)
             self._chip_free = max(self._chip_free, time.perf_counter()) + rec.ms / 1000.0
+            record = self._record(cost.CommandCost("RM_FlushOnClose", 0, None, {}, 0, 0, 0, True), "rm", rec.ms,
+                                  0.0, 0.0, rec.breakdown, served_ms=rec.ms, late=False, client=client.id,
+                                  pid=client.pid)
+            record.arrived = arrived
+        self.traced(record)  # the space's objects flushed as the client's process ended: chip time, no client
 
     # ---- the command path --------------------------------------------------
 
@@ -414,7 +427,7 @@ class TimingProxy:
         """
         with self._tpm_lock:
             started = time.perf_counter()
-            self._rm_ms, self._rm_commands = 0.0, 0
+            self._rm_ms, self._rm_commands, self._rm_list, self._detail = 0.0, 0, [], {}
             response, assessed, rec = self._command_path(client, command)
             done = time.perf_counter()
             backend_ms = (done - started) * 1000.0
@@ -428,7 +441,7 @@ class TimingProxy:
             self.late_count += late
             record = self._record(assessed, framing, modelled, backend_ms, max(0.0, due - done) * 1000.0,
                                   rec.breakdown, served_ms=(max(due, done) - arrived) * 1000.0, late=late,
-                                  client=client.id)
+                                  client=client.id, pid=client.pid)
             record.arrived = arrived
             record.late_count = self.late_count
         return response, due, record
@@ -474,26 +487,40 @@ class TimingProxy:
            cost model (never for ``family == "tpm1.2"``).
         """
         code = struct.unpack_from(">I", command, 6)[0] if len(command) >= wire.HEADER_SIZE else 0
-        if self.family == "tpm2":
-            with self.clock.command(self._name(code)) as rec:
+        clock = self.clock
+        rec = clock.begin(self._name(code))  # begin/end: no generator context manager on the hot path
+        try:
+            if self.family == "tpm2":
                 claimed = extensions.dispatch(command, extensions.Context(
                     client.id, self.profile, lambda c: self.transact_in_space(client, c), self.extension_state))
                 if claimed is not None:
                     assessed = claimed.assessed(len(command))
                     self.objects.observe(claimed.code, command, claimed.response, claimed.rc)  # e.g. a forwarded Startup
-                    if claimed.fault and self._log is not None:
+                    if claimed.fault:
                         self._log(claimed.fault)  # the client only saw TPM_RC_FAILURE
                     for component, count in assessed.terms.items():
-                        self.clock.charge(component, count)
+                        clock.charge(component, count)
                     for component, ms in claimed.charges_ms.items():
-                        self.clock.charge_ms(component, ms)
+                        clock.charge_ms(component, ms)
                     return claimed.response, assessed, rec
-                return self._forward(client, command, rec)
-        with self.clock.command(self._name(code)) as rec:
             return self._forward(client, command, rec)
+        finally:
+            clock.end()
 
     def _forward(self, client: Client, command: bytes, rec):
         """Steps 2-4: the resource manager, the backend, pricing (inside the command's clock record)."""
+        if self.rm is None:  # no resource manager (TPM 1.2, --no-rm): one backend command, no closure
+            response = self.backend.transact(command)
+            self._note_backend(command, response)
+            assessed, charged = self._price(command, response)
+            clock = self.clock
+            if charged is not None:
+                for component, ms in charged.items():
+                    clock.charge_ms(component, ms)
+            else:
+                for component, count in assessed.terms.items():
+                    clock.charge(component, count)
+            return response, assessed, rec
         outcome: list = []
 
         def run(real: bytes) -> bytes:
@@ -502,10 +529,7 @@ class TimingProxy:
             outcome.append(self._price(real, response))
             return response
 
-        if self.rm is not None:
-            response = self.rm.execute(client.space, command, run)
-        else:
-            response = run(command)
+        response = self.rm.execute(client.space, command, run)
         if outcome:
             assessed, charged = outcome[-1]
             if charged is not None:
@@ -537,12 +561,16 @@ class TimingProxy:
             self.clock.charge(component, count)
         self._rm_ms += self.clock.now_ms - before
         self._rm_commands += 1
+        self._rm_list.append([assessed.command, assessed.in_bytes, assessed.out_bytes, assessed.rc])
         return response
 
     def _name(self, code: int) -> str:
         if self.family == "tpm1.2":
-            namer = getattr(self.backend, "command_name", None)
-            return namer(code) if callable(namer) else f"TPM_ORD_{code:#x}"
+            name = self._names.get(code)
+            if name is None:
+                namer = getattr(self.backend, "command_name", None)
+                name = self._names[code] = namer(code) if callable(namer) else f"TPM_ORD_{code:#x}"
+            return name
         reg = extensions.registered().get(code)
         return reg.name if reg is not None else command_name(code)
 
@@ -558,21 +586,22 @@ class TimingProxy:
             rc = struct.unpack_from(">I", response, 6)[0] if len(response) >= wire.HEADER_SIZE else TPM12_FAIL
             assessed = cost.CommandCost(self._name(code), code, None, {}, len(command), len(response), rc,
                                         modelled=charged is not None)
-            return assessed, dict(charged or {})
+            return assessed, (charged if charged is not None else {})  # charged() hands out a fresh dict
         assessed = cost.assess(command, response, self.objects, self.profile)
+        if self._trace_writer is not None or self._trace_fn is not None:  # replay's fields, only when traced
+            self._detail = tracing.details(command, assessed.code, assessed.command, self.objects)
         self.objects.observe(assessed.code, command, response, assessed.rc)
         return assessed, (dict(charged) if charged is not None else None)
 
     def _record(self, a: cost.CommandCost, framing: str, modelled: float, backend_ms: float,
                 held_ms: float, breakdown: dict[str, float], *, served_ms: float, late: bool,
-                client: int) -> TraceRecord:
+                client: int, pid: int | None = None) -> TraceRecord:
         self._seq += 1
-        record = TraceRecord(seq=self._seq, command=a.command, code=f"{a.code:#x}", variant=a.variant,
-                             framing=framing, in_bytes=a.in_bytes, out_bytes=a.out_bytes, rc=a.rc,
-                             modelled_ms=modelled, backend_ms=backend_ms, held_ms=held_ms,
-                             unmodelled=not a.modelled, missing=list(a.missing), breakdown=dict(breakdown),
-                             terms=dict(a.terms), served_ms=served_ms, late=late, rm_ms=self._rm_ms,
-                             rm_commands=self._rm_commands, client=client)
+        record = TraceRecord(self._seq, a.command, f"{a.code:#x}", a.variant, framing, a.in_bytes, a.out_bytes,
+                             a.rc, modelled, backend_ms, held_ms, not a.modelled,
+                             list(a.missing) if a.missing else [], breakdown, a.terms, served_ms, late,
+                             self._rm_ms, self._rm_commands, client,  # positional: the fields' order
+                             pid=pid, rm=self._rm_list, **self._detail)
         if len(self.records) >= self._keep:
             del self.records[: self._keep // 2]
         self.records.append(record)

@@ -29,6 +29,7 @@ from pathlib import Path
 
 from trustlab.devices.frame import build_frame
 from trustlab.serving import wire
+from trustlab.serving.peers import start_time
 from trustlab.errors import TrustlabError
 
 SWTPM_BINARY = "swtpm"
@@ -75,20 +76,11 @@ def free_port_pair(host: str = "127.0.0.1", tries: int = 200) -> int:
     raise SwtpmError("no free pair of consecutive TCP ports found")
 
 
-def _start_time(pid: int) -> str | None:
-    """The kernel's start time of ``pid`` (field 22 of /proc/PID/stat): tells a reused PID apart."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    return stat.rsplit(")", 1)[1].split()[19]
-
-
 def _owner_alive(text: str) -> bool:
     fields = text.split()
     if len(fields) < 2 or not fields[0].isdigit():
         return True  # not ours to judge
-    return _start_time(int(fields[0])) == fields[1]
+    return start_time(int(fields[0])) == fields[1]
 
 
 def state_dirs_of(pid: int, tmp: Path | None = None) -> list[Path]:
@@ -142,10 +134,18 @@ def recv_exact(sock: socket.socket, n: int) -> bytes:
 
 
 def read_response(sock: socket.socket) -> bytes:
-    """One TPM 2.0 response frame from a raw data channel."""
-    head = recv_exact(sock, wire.HEADER_SIZE)
-    size = wire.response_length(head)
-    return head + recv_exact(sock, size - wire.HEADER_SIZE)
+    """One TPM response frame from a raw data channel (one ``recv`` when it arrives whole, as it does)."""
+    data = sock.recv(65536)
+    if len(data) < wire.HEADER_SIZE:
+        if not data:
+            raise ConnectionError("connection closed before a response")
+        data += recv_exact(sock, wire.HEADER_SIZE - len(data))
+    size = wire.response_length(data)
+    if len(data) < size:
+        data += recv_exact(sock, size - len(data))
+    elif len(data) > size:
+        raise wire.WireError(f"{len(data) - size} byte(s) after a {size}-byte response")
+    return data
 
 
 class Swtpm:
@@ -167,6 +167,8 @@ class Swtpm:
         self._requested_port = port
         self._own_state = state_dir is None
         self._state_dir = state_dir
+        self._sock_dir: Path | None = None
+        """Unix sockets of a swtpm on a caller's state directory live apart from it (never in the user's dir)."""
         self.port: int | None = None
         self.proc: subprocess.Popen | None = None
 
@@ -184,11 +186,11 @@ class Swtpm:
 
     @property
     def data_path(self) -> Path:
-        return self.state_dir / "data.sock"
+        return (self._sock_dir or self.state_dir) / "data.sock"
 
     @property
     def ctrl_path(self) -> Path:
-        return self.state_dir / "ctrl.sock"
+        return (self._sock_dir or self.state_dir) / "ctrl.sock"
 
     @property
     def tcti(self) -> str:
@@ -213,6 +215,8 @@ class Swtpm:
             self._state_dir = Path(tempfile.mkdtemp(prefix=STATE_PREFIX))
         else:
             self._state_dir.mkdir(parents=True, exist_ok=True)
+            if self.unix and self._sock_dir is None:
+                self._sock_dir = Path(tempfile.mkdtemp(prefix="trustlab-swtpm-sock-"))
         last_error = ""
         for _attempt in range(5):  # a port may be taken between probing and binding
             if not self.unix:
@@ -250,7 +254,7 @@ class Swtpm:
                                      stderr=subprocess.PIPE, preexec_fn=_die_with_parent if main else None)
         if self._own_state:
             me = os.getpid()
-            (self.state_dir / OWNER_FILE).write_text(f"{me} {_start_time(me)} {self.proc.pid}\n")
+            (self.state_dir / OWNER_FILE).write_text(f"{me} {start_time(me)} {self.proc.pid}\n")
 
     def _family_args(self) -> list[str]:
         """swtpm's flags for the TPM generation this class runs (TPM 1.2: a subclass)."""
@@ -320,6 +324,9 @@ class Swtpm:
         if self._own_state and self._state_dir is not None:
             shutil.rmtree(self._state_dir, ignore_errors=True)
             self._state_dir = None
+        if self._sock_dir is not None:
+            shutil.rmtree(self._sock_dir, ignore_errors=True)
+            self._sock_dir = None
 
     @property
     def alive(self) -> bool:

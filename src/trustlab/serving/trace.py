@@ -1,17 +1,31 @@
 """The ``--trace`` record: one command as the proxy saw and timed it, and the writer of its JSON lines.
 
-Kept small and on its own: the trace format is what replay tools read.
+Kept small and on its own: the trace format is what replay tools read
+(``trustlab replay``; the format is documented in ``docs/trace-format.md``).
+Version 2 adds what a replay on another chip needs beyond the priced terms of
+the recording profile: the template of a created or loaded key, the key behind
+every handle, the session types, the bytes a hashing command digests, the
+resource manager's own commands, the client's process and the arrival time.
 """
 
 from __future__ import annotations
 
 import json
+import struct
+import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
+
+TRACE_VERSION = 2
+"""Version of the JSON-lines format (the ``v`` field of every line; version 1 had no ``v``)."""
+
+OBJECT_SIGN, OBJECT_DECRYPT, OBJECT_RESTRICTED = 1 << 18, 1 << 17, 1 << 16
+TEMPLATE_COMMANDS = {0x131: "TPM2_CreatePrimary", 0x153: "TPM2_Create", 0x191: "TPM2_CreateLoaded",
+                     0x157: "TPM2_Load", 0x167: "TPM2_LoadExternal"}
 
 
-@dataclass
+@dataclass(slots=True)
 class TraceRecord:
     """One command as the proxy saw and timed it (one JSONL line of ``--trace``).
 
@@ -19,7 +33,8 @@ class TraceRecord:
     of its response (= ``modelled_ms`` unless the chip was busy with another
     client's command, or the backend alone took longer: then ``late``).
     ``rm_ms``: the part of ``modelled_ms`` charged for the resource manager's
-    own ContextLoad/ContextSave/FlushContext commands (``rm_commands`` of them).
+    own ContextLoad/ContextSave/FlushContext commands (``rm_commands`` of them,
+    each listed in ``rm`` as ``[command, in_bytes, out_bytes, rc]``).
     """
 
     seq: int
@@ -44,26 +59,122 @@ class TraceRecord:
     client: int = 0
     late_count: int = 0
     """Responses so far (this one included) where the backend alone exceeded the model."""
+    v: int = TRACE_VERSION
+    pid: int | None = None
+    """The client's local process (None: a remote client, or no resource manager)."""
+    hashed_bytes: int = 0
+    key: dict[str, Any] | None = None
+    """The template of the object a CreatePrimary/Create/CreateLoaded/Load/LoadExternal makes:
+    ``{"alg", "sign", "decrypt", "restricted"}``."""
+    handles: list[list] = field(default_factory=list)
+    """``[handle, key algorithm or None]`` for each handle in the command's handle area."""
+    sessions: list[str] = field(default_factory=list)
+    """``password``, ``hmac`` or ``policy`` per authorization session (+``+dec``/``+enc`` for parameter
+    encryption)."""
+    rm: list[list] = field(default_factory=list)
+    t_ms: float = 0.0
+    """Arrival of the command's last byte, ms since the first command of this trace segment."""
     arrived: float = field(default=0.0, repr=False, compare=False)
 
 
-def trace_line(record: TraceRecord) -> str:
-    """``record`` as one JSON line (without its in-process arrival time)."""
-    return json.dumps({k: v for k, v in asdict(record).items() if k != "arrived"}) + "\n"
+def trace_line(record: TraceRecord, epoch: float | None = None) -> str:
+    """``record`` as one JSON line (its in-process arrival time becomes ``t_ms`` since ``epoch``)."""
+    data = {k: v for k, v in asdict(record).items() if k != "arrived"}
+    if epoch is not None and record.arrived:
+        data["t_ms"] = round((record.arrived - epoch) * 1000.0, 4)
+    return json.dumps(data) + "\n"
 
 
 class TraceWriter:
-    """Append trace lines to a path (opened here, closed by :meth:`close`) or to a text stream."""
+    """Append trace lines to a path (opened here, closed by :meth:`close`) or to a text stream.
+
+    Every line carries the format version ``v``; ``t_ms`` counts from this writer's first command.
+    Appending to an existing trace starts a new segment (``seq`` restarts at 1: times restart there).
+    """
 
     def __init__(self, target: "str | Path | IO[str]") -> None:
         self._own = isinstance(target, (str, Path))
         self.name = str(target) if self._own else getattr(target, "name", "the trace stream")
         self._file: IO[str] = open(target, "a", encoding="utf-8") if self._own else target  # type: ignore[arg-type]  # noqa: SIM115
+        self._epoch: float | None = None
 
     def write(self, record: TraceRecord) -> None:
-        self._file.write(trace_line(record))
+        if self._epoch is None:
+            self._epoch = record.arrived or time.perf_counter()
+        self._file.write(trace_line(record, self._epoch))
         self._file.flush()
 
     def close(self) -> None:
         if self._own:
             self._file.close()
+
+
+# ---- what a replay needs from the frames ------------------------------------
+
+def template_key(command: bytes, code: int) -> dict[str, Any] | None:
+    """Algorithm and use (sign / decrypt / restricted) of the object a key-making command makes."""
+    from trustlab.devices.tpm2 import objects
+
+    if code not in TEMPLATE_COMMANDS:
+        return None
+    r = objects.parameters(command, code)
+    if r is None:
+        return None
+    try:
+        r.tpm2b()  # inSensitive (create) or inPrivate (load)
+        public = r.tpm2b()
+        if len(public) < 8:
+            return None
+        attrs = struct.unpack_from(">I", public, 4)[0]
+    except (ValueError, struct.error):
+        return None
+    return {"alg": objects.key_variant(public), "sign": bool(attrs & OBJECT_SIGN),
+            "decrypt": bool(attrs & OBJECT_DECRYPT), "restricted": bool(attrs & OBJECT_RESTRICTED)}
+
+
+def session_types(command: bytes, n_handles: int) -> list[str]:
+    """The authorization sessions of a command: their kind by handle range, and parameter encryption."""
+    from trustlab.devices.tpm2.commands import TPM_ST_SESSIONS
+
+    out: list[str] = []
+    try:
+        if struct.unpack_from(">H", command, 0)[0] != TPM_ST_SESSIONS:
+            return out
+        pos = 10 + 4 * n_handles
+        (size,) = struct.unpack_from(">I", command, pos)
+        pos += 4
+        end = min(pos + size, len(command))
+        while pos + 4 <= end and len(out) < 3:
+            (handle,) = struct.unpack_from(">I", command, pos)
+            pos += 4
+            (n,) = struct.unpack_from(">H", command, pos)
+            pos += 2 + n
+            attrs = command[pos]
+            pos += 1
+            (n,) = struct.unpack_from(">H", command, pos)
+            pos += 2 + n
+            kind = {0x02: "hmac", 0x03: "policy"}.get(handle >> 24, "password" if handle == 0x40000009 else
+                                                      f"{handle:#x}")
+            kind += "+dec" if attrs & 0x20 else ""
+            kind += "+enc" if attrs & 0x40 else ""
+            out.append(kind)
+    except (struct.error, IndexError):
+        pass
+    return out
+
+
+def details(command: bytes, code: int, name: str, table: Any) -> dict[str, Any]:
+    """The version-2 fields of one command, read before ``table`` observes it (a flushed key is still known)."""
+    from trustlab.devices.tpm2 import cost, objects
+    from trustlab.timing.formula_sets import tpm2 as rules
+
+    n = objects.COMMAND_HANDLES.get(code)
+    handles: list[list] = []
+    if n is not None:
+        try:
+            handles = [[f"{h:#010x}", table.variant(h)] for h in objects.handles(command, n)]
+        except (ValueError, struct.error):
+            handles = []
+    return {"hashed_bytes": cost.hashed_bytes(command, code) if name in rules.HASHING else 0,
+            "key": template_key(command, code), "handles": handles,
+            "sessions": session_types(command, n or 0) if n is not None else []}

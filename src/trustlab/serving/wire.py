@@ -266,6 +266,20 @@ class FrameReader:
         return Command(payload, "raw")
 
 
+def whole_raw_command(data: bytes, family: str = "tpm2", max_frame: int = MAX_FRAME) -> bool:
+    """Is ``data`` exactly one complete, well-formed raw command - what :class:`FrameReader` would return
+    as one :class:`Command` and nothing else? (The front end's fast path for the usual single read.)"""
+    if len(data) < HEADER_SIZE:
+        return False
+    tag, size = _TAG_SIZE.unpack_from(data)
+    tags = TPM12_COMMAND_TAGS if family == "tpm1.2" else _TPM2_TAGS
+    return size == len(data) and size <= max_frame and tag in tags
+
+
+_TAG_SIZE = struct.Struct(">HI")
+_TPM2_TAGS = (TPM_ST_NO_SESSIONS, TPM_ST_SESSIONS)
+
+
 def _check_header(header: Header, max_frame: int = MAX_FRAME, family: str = "tpm2") -> WireError | None:
     tags = TPM12_COMMAND_TAGS if family == "tpm1.2" else (TPM_ST_NO_SESSIONS, TPM_ST_SESSIONS)
     if header.tag not in tags:

@@ -11,7 +11,7 @@ worker that starts late or slowly costs nothing but its own start-up.
 A worker dies with the sweep: the kernel sends it SIGKILL when the sweep's
 process ends (``PR_SET_PDEATHSIG``, set before it reads its first point), and
 it exits at EOF on its stdin; the swtpm processes its points start die with it
-the same way (``devices/tpm2/swtpm.py``). Protocol: length-prefixed pickles of
+the same way (``serving/swtpm.py``). Protocol: length-prefixed pickles of
 ``(key, experiment, argv)`` in, ``(key, record)`` out, over the worker's
 stdin/stdout (its own stdout, where experiments might print, goes to stderr).
 """
@@ -80,7 +80,7 @@ def worker_main(parent: int) -> int:
     answers = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # whatever an experiment prints stays out of the protocol
     requests = sys.stdin.buffer
-    from trustlab.sweep.execute import run_point
+    from trustlab.sweep.point import run_point
 
     while (message := _receive(requests)) is not None:
         key, experiment, argv = message

@@ -26,7 +26,7 @@ from importlib import resources
 from pathlib import Path
 
 from trustlab import limits
-from trustlab.errors import ProfileError, excerpt
+from trustlab.errors import ProfileError, TrustlabError, excerpt
 from trustlab.timing.pro_format import load_pro
 from trustlab.safe_output import write_text
 from trustlab.timing.profile import Profile, load_toml
@@ -184,8 +184,8 @@ class Summary:
 
 def _read_index(path: Path) -> dict:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        data = json.loads(limits.read_text(path, "profile index", limits.MAX_RECORD_BYTES))
+    except (TrustlabError, ValueError):  # unreadable, a FIFO, too large: parse again
         return {}
     if not isinstance(data, dict) or data.get("version") != INDEX_VERSION or not isinstance(data.get("files"), dict):
         return {}

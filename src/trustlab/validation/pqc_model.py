@@ -1,8 +1,10 @@
 """Reference source: the post-quantum cost model's rows, from ``devices/tpm2/pqc_model/validation``.
 
 Independent rows: every published ML-KEM / ML-DSA measurement in ``data/pqc_measurements.toml``
-(pqm3 on a Cortex-M3, Greconici et al. on a Cortex-M3, mlkem-native on RISC-V 64 and x86-64,
-Chhetri on a Cortex-M0+; Albrecht et al.'s SLE 78 Kyber variant, flagged and not counted),
+(pqm3 and Greconici et al. on a Cortex-M3, mlkem-native on RISC-V 64 and x86-64, its reference-C
+start on a Cortex-A72, wolfSSL on a Cortex-A53 and a Cortex-M4, Chhetri on a Cortex-M0+, Xu's thesis
+data on a Cortex-M33 (RP2350) and an x86-64 desktop; Albrecht et al.'s SLE 78 Kyber variant, flagged
+and not counted),
 each predicted leave-one-source-out with its interval. Calibration rows: pqm4's Cortex-M4 figures
 (the unit costs) and the SEALSQ QVault's published 1.85 command times (its profile is calibrated).
 :func:`loso_text` is validate's per-source summary: leave-one-source-out error and coverage.
@@ -33,18 +35,7 @@ def inconsistencies() -> list[Inconsistency]:
 
 def loso_text() -> str:
     """Per source: rows, leave-one-source-out median error and |error|, worst ratio, coverage."""
-    from trustlab.textable import table
-
-    s = pqc_validation.summary()
-    body = [[sid, v["core"], v["rows"], v.get("median_error"), v.get("median_abs_error"), v.get("worst_ratio"),
-             f"{v.get('within_2x', 0)}/{v['rows']}", v.get("coverage"), "yes" if v["counted"] else "no (flagged)"]
-            for sid, v in s["sources"].items()]
-    o = s["overall"]
     return "\n".join([
         "Post-quantum cost model, leave-one-source-out (each source predicted by the model rebuilt without it; "
         "coverage = share of measurements inside the 5-95% interval):",
-        table(body, ["source", "core class", "rows", "median error", "median |error|", "worst ratio", "within 2x",
-                     "coverage", "counted"]),
-        f"Overall ({o['rows']} counted rows, {o.get('sources', 0)} sources, {o.get('core_classes', 0)} core classes): "
-        f"median |error| {100 * o.get('median_abs_error', 0):.1f}%, {o.get('within_2x', 0)}/{o['rows']} within 2x, "
-        f"coverage {100 * o.get('coverage', 0):.0f}%."])
+        *pqc_validation.per_source_lines(pqc_validation.summary())])

@@ -18,8 +18,11 @@ from trustlab.devices.card.primitives import CardCrypto
 from trustlab.errors import TrustlabError
 
 MODES: dict[str, type[AEMode]] = {"ocb2": OCB2, "ocb3": OCB3, "ccm": CCM, "etm": ETM, "gcm": GCM,
-                                   "etm-paper": ETM}
-"""``etm`` is ISO/IEC 19772 mechanism 5 (MAC over S || C); ``etm-paper`` the paper's MAC over C only."""
+                                   "etm-iso": ETM}
+"""``etm`` is the paper's Encrypt-then-MAC (MAC over C only: §III, Figure 3, Table I's 2m); ``etm-iso``
+ISO/IEC 19772 mechanism 5 (MAC over S || C, 2m + 1), the standard reading shown beside it."""
+STANDARD_READING = {"etm": "etm-iso"}
+"""Paper construction -> the standard's, where they differ (the reports show both)."""
 
 # Fixed demonstration keys and nonces (costs do not depend on their values,
 # except OCB3's Offset_0 shift, whose count depends on the nonce's last 6 bits).
@@ -27,7 +30,7 @@ KEY = bytes.fromhex("000102030405060708090a0b0c0d0e0f")
 MAC_KEY = bytes.fromhex("f0e1d2c3b4a5968778695a4b3c2d1e0f")
 NONCES = {"ocb2": bytes(range(16)), "ocb3": bytes.fromhex("bbaa9988776655443322110b"),
           "ccm": bytes.fromhex("00000003020100a0a1a2a3a4a5"), "etm": bytes(range(16)),
-          "etm-paper": bytes(range(16)),
+          "etm-iso": bytes(range(16)),
           "gcm": bytes.fromhex("cafebabefacedbaddecaf888")}
 
 
@@ -35,10 +38,10 @@ def make_mode(name: str, crypto: CardCrypto, key: bytes = KEY, mac_key: bytes = 
     """A mode by name on the given primitives (ETM gets its separate MAC key)."""
     if name not in MODES:
         raise TrustlabError(f"unknown AE mode {name!r} (known: {', '.join(MODES)})")
-    if name in ("etm", "etm-paper"):
-        return ETM(crypto, key, mac_key=mac_key, mac_nonce=name == "etm")
+    if name in ("etm", "etm-iso"):
+        return ETM(crypto, key, mac_key=mac_key, mac_nonce=name == "etm-iso")
     return MODES[name](crypto, key)
 
 
-__all__ = ["MODES", "make_mode", "AEMode", "InvalidTag", "InsecureModeWarning", "OCB2", "OCB3", "CCM",
+__all__ = ["MODES", "STANDARD_READING", "make_mode", "AEMode", "InvalidTag", "InsecureModeWarning", "OCB2", "OCB3", "CCM",
            "ETM", "GCM", "KEY", "MAC_KEY", "NONCES"]

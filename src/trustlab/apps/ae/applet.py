@@ -20,7 +20,7 @@ from trustlab.devices.card.primitives import CardCrypto
 CLA = 0x80
 INS_ENCRYPT = 0xA0
 INS_DECRYPT = 0xA2
-MODE_ORDER = ("ocb2", "ocb3", "ccm", "etm", "gcm", "etm-paper")
+MODE_ORDER = ("ocb2", "ocb3", "ccm", "etm", "gcm", "etm-iso")
 
 
 class AEApplet:

@@ -1,12 +1,19 @@
-"""CCM (NIST SP 800-38C, RFC 3610) on card primitives.
+"""CCM (NIST SP 800-38C, RFC 3610) on card primitives: the construction Mayes (2017) implemented.
 
 Per message of ``m`` blocks without associated data: the CBC-MAC encrypts
-``B_0`` and each payload block (``m + 1``), the counter part encrypts
-``Ctr_0`` for the tag and ``Ctr_1..Ctr_m`` (``m + 1``): ``2m + 2`` in all.
-The paper's Table I lists ``2m + 1``; its accounting leaves one of these out
-(most likely ``Ctr_0``, the tag's key-stream block, or ``B_0``, as set-up
-common to every message). We count what the standard requires and what the
-implementation runs; the report shows both.
+``B_0`` (flags || nonce || length, built in a block buffer: one block copy)
+and each payload block (``m + 1``), the counter part encrypts ``Ctr_0`` for
+the tag and ``Ctr_1..Ctr_m`` (``m + 1``): ``2m + 2`` in all, one key load.
+
+Why this is the paper's construction: §III cites SP 800-38C and RFC 3610 for
+CCM and says its Figure 2 is simplified, "the generic standard description
+also specifies some flag/length bit fields" -- the fields of ``B_0`` and
+``Ctr_i``; no other construction is described. Table I, the paper's workload
+estimate (§III.A), lists ``2m + 1``: one block encryption fewer than any
+implementation producing CCM output runs (most likely ``Ctr_0``, the tag's
+key-stream block, which the simplified figure leaves out). The study charges
+the standard's count and shows Table I's beside it (``trustlab run ae``'s
+"other reading" table; ``trustlab validate`` lists the inconsistency).
 """
 
 from __future__ import annotations

@@ -1,19 +1,21 @@
-"""Encrypt-then-MAC, ISO/IEC 19772 mechanism 5 as configured in Mayes (2017).
+"""Encrypt-then-MAC as Mayes (2017) built it, and as ISO/IEC 19772 mechanism 5 specifies it.
 
 Encryption: CTR mode (ISO/IEC 10116) under key ``K`` from a full-block
 starting value ``S`` (the nonce), counter incremented modulo 2^128.
 MAC: ISO/IEC 9797-1 MAC algorithm 1 (CBC-MAC) under a separate key ``K'``,
 padding method 1 (zeros), initial transformation 1, output transformation 1
-(none), truncated to the leftmost 64 bits.
+(none), truncated to the leftmost 64 bits (the paper's §III option list).
 
-What the MAC covers: ISO/IEC 19772 mechanism 5 MACs the starting variable
-and the ciphertext, ``MAC_K'(S || C)`` -- that is ``ETM`` (``mac_nonce=True``,
-cost ``m`` counter + ``m + 1`` CBC-MAC encryptions = ``2m + 1``). The paper's
-Figure 3 and Table I (``2m``) MAC the ciphertext alone; that configuration is
-``ETM(mac_nonce=False)``, registered as mode ``etm-paper``. It is weaker: the
-nonce is not authenticated, so changing it yields a different plaintext that
-still verifies (``tests/card/test_ae_crosscheck.py`` shows it). We model both
-so the paper's figure can be compared and the standard's cost is known.
+What the MAC covers. The paper's construction, mode ``etm`` (the default,
+``mac_nonce=False``): "a MAC computation on the cipher text using a different
+key (K')" (§III), Figure 3, and Table I's count of ``2m`` block encryptions
+(``m`` counter + ``m`` CBC-MAC) all say the MAC covers ``C`` alone. ISO/IEC
+19772 mechanism 5 MACs the starting variable and the ciphertext,
+``MAC_K'(S || C)``: mode ``etm-iso`` (``mac_nonce=True``), ``2m + 1``. The
+paper's reading is weaker: the nonce is not authenticated, so a changed nonce
+yields a different plaintext that still verifies
+(``tests/card/test_ae_crosscheck.py`` shows it). The study reproduces the
+paper's tables with ``etm`` and shows ``etm-iso`` beside it.
 No associated data: the mechanism as configured has none.
 """
 
@@ -50,7 +52,7 @@ class ETM(AEMode):
     default_tag_len = 8
 
     def __init__(self, crypto: CardCrypto, key: bytes, *, mac_key: bytes | None = None,
-                 tag_len: int | None = None, mac_nonce: bool = True) -> None:
+                 tag_len: int | None = None, mac_nonce: bool = False) -> None:
         self.mac_nonce = mac_nonce
         if mac_key is None:
             raise TrustlabError("etm: needs a separate MAC key (mac_key=...), ISO/IEC 19772 mechanism 5")

@@ -35,7 +35,7 @@ from trustlab.apps.hbs import wots
 from trustlab.apps.hbs.address import Address
 from trustlab.apps.hbs.applet import DEFAULT_LINK, STAGES, Card, next_fill_target, rollover_layers, stage_chains
 from trustlab.apps.hbs.costs import COMPONENTS, LINK, CardMeter, price
-from trustlab.apps.hbs.hashes import Hasher
+from trustlab.apps.hbs.hashes import Hasher, sha256_blocks
 from trustlab.apps.hbs.host import CardSigner
 from trustlab.apps.hbs.keys import split_index
 from trustlab.apps.hbs.params import XMSSParams
@@ -434,3 +434,66 @@ def wots_keygen_counts(p: XMSSParams, responses: str = DEFAULT_RESPONSES) -> Cou
     """A WOTS+ key generation as the preparation step does it (PREPARE with one leaf due)."""
     q = p if p.d > 1 else XMSSParams(2, 2, p.w)  # a single tree has no preparation step; borrow one
     return prepare_counts_at(q, 1) + response_extra(q, responses)[1]  # after signature 1 one leaf is due
+
+
+# ---- what one preparation computes, ours beside the published applet's
+
+PUBLISHED_APPLET = "github.com/joostrijneveld/javacard-xmss, xmss/smartcard/applet/XMSS.java"
+
+
+def _hash_ms(calls: float, blocks: float, means: dict[str, float]) -> float:
+    return calls * means["hash_call"] + blocks * means["hash_block"]
+
+
+def prepare_work(p: XMSSParams, counts: Counter, profile: Profile) -> list[dict]:
+    """A one-leaf preparation split by what it computes, and the published applet's count of the same.
+
+    ``counts``: the model's counts of that preparation (:attr:`Analysis.prepare_counts` ``["best"]``).
+    Rows: the WOTS+ chains (``l·(w−1)`` F, each with two PRF calls for its key and mask and an
+    ``n``-byte XOR in bytecode), the chain seeds, the L-tree (``l−1`` H, each with three PRF calls
+    and a ``2n``-byte XOR), persistent memory and the command. Why: the excerpt says the
+    best-case preparation "requires one WOTS+ key generation, which requires approximately a
+    minute"; a WOTS+ key generation proper is the chains and their seeds (the public key is the
+    ``l`` chain ends), and the L-tree compresses it into the XMSS leaf the preparation stores.
+
+    The published applet's column counts its ``signPrepNext`` (one ``WOTSLeafGen`` in the best
+    case): ``WOTSGetSeed`` (one PRF over ``3n`` bytes) then ``l`` ``WOTSComputeChainseed`` PRFs over
+    ``3n`` bytes where our applet runs ``l`` SP 800-208 PRF_keygen over ``4n``; the same chains
+    and L-tree; the leaf written by ``doFinal`` straight into the persistent ``nodes`` array (one
+    non-atomic ``n``-byte write) and ``signingState = 0`` (one atomic ``short`` update); one APDU.
+    No tree-hash nodes, authentication-path updates or transactions: its authentication paths are
+    rehashed from the stored leaves at signing time (``authAndRoot``).
+    """
+    means = _means(profile)
+    n, f_calls, h_calls = p.n, float(counts.get("calls:F", 0)), float(counts.get("calls:H", 0))
+    keygen = float(counts.get("calls:PRF_keygen", 0))
+    f_blocks, h_blocks = sha256_blocks(3 * n), sha256_blocks(4 * n)
+    prf_blocks, keygen_blocks = sha256_blocks(3 * n), sha256_blocks(4 * n)
+    chains = _hash_ms(f_calls * 3, f_calls * (f_blocks + 2 * prf_blocks), means) + f_calls * n * means["ram_byte"]
+    ltree = _hash_ms(h_calls * 4, h_calls * (h_blocks + 3 * prf_blocks), means) + h_calls * 2 * n * means["ram_byte"]
+    seeds = _hash_ms(keygen, keygen * keygen_blocks, means)
+    nvm = sum(float(counts.get(c, 0.0)) * means[c] for c in NVM_COMPONENTS)
+    command = float(counts.get("apdu", 0)) * means["apdu"] + float(counts.get(LINK, 0.0))
+    published_seeds = _hash_ms(p.wots_len + 1, (p.wots_len + 1) * sha256_blocks(3 * n), means)
+    leaf_write = CardMeter()
+    leaf_write.nvm_write(n, atomic=False)
+    published_nvm = price(leaf_write.snapshot() + _atomic_state_writes(1), means)
+    nvm_ops = {c: int(counts.get(c, 0)) for c in ("nvm_read_call", "nvm_write_call", "nvm_tx_call")}
+    return [
+        {"work": "WOTS+ chains", "ours": f"{f_calls:.0f} F + {2 * f_calls:.0f} PRF, {f_calls * n:.0f} B XOR",
+         "ours_ms": chains, "published": "same (WOTSChain, hashf)", "published_ms": chains,
+         "wots_keygen": True},
+        {"work": "chain seeds", "ours": f"{keygen:.0f} PRF_keygen ({4 * n} B)", "ours_ms": seeds,
+         "published": f"1 + {p.wots_len} PRF ({3 * n} B; WOTSGetSeed, WOTSComputeChainseed)",
+         "published_ms": published_seeds, "wots_keygen": True},
+        {"work": "L-tree", "ours": f"{h_calls:.0f} H + {3 * h_calls:.0f} PRF, {h_calls * 2 * n:.0f} B XOR",
+         "ours_ms": ltree, "published": "same (WOTSLeafGen's treehash)", "published_ms": ltree,
+         "wots_keygen": False},
+        {"work": "persistent memory",
+         "ours": f"{nvm_ops['nvm_read_call']} reads, {nvm_ops['nvm_write_call']} writes, "
+                 f"{nvm_ops['nvm_tx_call']} atomic", "ours_ms": nvm,
+         "published": f"leaf: 1 non-atomic {n} B write (doFinal into nodes); signingState: 1 atomic",
+         "published_ms": published_nvm, "wots_keygen": False},
+        {"work": "command", "ours": f"{int(counts.get('apdu', 0))} APDU", "ours_ms": command,
+         "published": "1 APDU (SIGN_PREP, no data)", "published_ms": command, "wots_keygen": False},
+    ]

@@ -39,7 +39,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from trustlab.devices.tpm12 import constants as C
 from trustlab.devices.tpm12 import flags, registry
 from trustlab.devices.tpm12 import state_checks as checks
-from trustlab.devices.tpm12.contexts import ContextState
+from trustlab.devices.tpm12.contexts import ContextState, session_from_json, session_to_json
 from trustlab.devices.tpm12.errors import TpmError
 from trustlab.devices.tpm12.keys import LoadedKey, key_from_json, key_to_json
 from trustlab.devices.tpm12.pc_client import PCR_DEFAULT, PCR_RESETTABLE
@@ -47,7 +47,7 @@ from trustlab.devices.tpm12.nvareas import nv_locked
 from trustlab.devices.tpm12.nvstore import MemoryNVStore, NVStore
 from trustlab.devices.tpm12.primitives import Primitives
 from trustlab.devices.tpm12.registry import Request
-from trustlab.devices.tpm12.sessions import AuthContext, Session, SessionUse, session_from_json, session_to_json
+from trustlab.devices.tpm12.sessions import AuthContext, Session, SessionUse
 from trustlab.devices.tpm12.state import LOCKOUT_THRESHOLD, PersistentState
 from trustlab.devices.tpm12.wire import Reader, Writer
 from trustlab.timing.clock import Clock

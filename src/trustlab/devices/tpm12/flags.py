@@ -25,7 +25,8 @@ PERMANENT = ("disable", "ownership", "deactivated", "readPubek", "disableOwnerCl
              "readSRKPub", "tpmEstablished", "maintenanceDone", "disableFullDALogicInfo")
 DEFAULTS = {name: False for name in PERMANENT} | {"ownership": True, "allowMaintenance": True}
 _PREFIX = "pf."
-ESTABLISHED = "tpm_established"  # (served.py keeps tpmEstablished under this key)
+EK_RESET = "ek_reset"  # TPM_PERMANENT_DATA -> EKreset (hex) of a revocable EK (commands/revoke.py)
+ESTABLISHED = "tpm_established"  # (serving/tpm12/engine_backend.py keeps tpmEstablished under this key)
 
 
 def permanent(tpm, name: str) -> bool:
@@ -33,8 +34,8 @@ def permanent(tpm, name: str) -> bool:
     extra = tpm.state.extra
     if name == "CEKPUsed":
         return extra.get("cekp_used") == "1"
-    if name == "enableRevokeEK":
-        return tpm.state.ek is None
+    if name == "enableRevokeEK":  # TRUE without an EK, or with one made by TPM_CreateRevocableEK
+        return tpm.state.ek is None or EK_RESET in extra
     if name == "nvLocked":
         return extra.get("nv_locked") == "1"
     if name == "tpmEstablished":

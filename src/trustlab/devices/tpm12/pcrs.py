@@ -75,14 +75,14 @@ class PcrInfo:
         try:
             if blob[:2] == _U16(C.TPM_TAG_PCR_INFO_LONG):
                 r.u16()
-                r.u8()  # localityAtCreation: the TPM's, not the caller's
-                locality = r.u8()
-                creation, release = _raw_selection(r), _raw_selection(r)
+                _locality_selection(r.u8())  # localityAtCreation: the TPM's, not the caller's
+                locality = _locality_selection(r.u8())
+                creation, release = raw_selection(r), raw_selection(r)
                 r.raw(20)
                 at_release = r.raw(20)
                 r.end()
                 return cls(True, creation, release, locality, at_release)
-            selection = _raw_selection(r)
+            selection = raw_selection(r)
             at_release = r.raw(20)
             r.raw(20)
             r.end()
@@ -110,7 +110,15 @@ class PcrInfo:
             raise TpmError("TPM_BAD_LOCALITY", f"locality {locality} is not in localityAtRelease")
 
 
-def _raw_selection(r: Reader) -> bytes:
+def _locality_selection(bits: int) -> int:
+    """A TPM_LOCALITY_SELECTION names some of localities 0-4 (libtpms TPM_LocalitySelection_CheckLegal)."""
+    if bits == 0 or bits & ~0x1F:
+        raise TpmError("TPM_INVALID_STRUCTURE", f"locality selection {bits:#04x}")
+    return bits
+
+
+def raw_selection(r: Reader) -> bytes:
+    """A TPM_PCR_SELECTION as its bytes (sizeOfSelect at most 3, else TPM_INVALID_PCR_INFO)."""
     start = r.pos
     size = r.u16()
     if size > 3:

@@ -39,24 +39,6 @@ class Session:
     next_even: bytes | None = None  # a nonceEven the command already chose (encrypted responses)
 
 
-def session_to_json(s: Session) -> dict:
-    """A session as TPM_SaveState keeps it (bytes as hex)."""
-    return {"handle": s.handle, "kind": s.kind, "nonce_even": s.nonce_even.hex(),
-            "shared_secret": s.shared_secret.hex() if s.shared_secret is not None else None,
-            "entity": list(s.entity) if s.entity is not None else None,
-            "auth_secret": s.auth_secret.hex() if s.auth_secret is not None else None,
-            "attributes": s.attributes, "digest": s.digest.hex(), "alg": s.alg, "scheme": s.scheme}
-
-
-def session_from_json(doc: dict) -> Session:
-    def h(v):
-        return bytes.fromhex(v) if v is not None else None
-
-    return Session(int(doc["handle"]), str(doc["kind"]), bytes.fromhex(doc["nonce_even"]), h(doc["shared_secret"]),
-                   tuple(doc["entity"]) if doc["entity"] is not None else None, h(doc["auth_secret"]),
-                   int(doc["attributes"]), bytes.fromhex(doc["digest"]), int(doc["alg"]), int(doc["scheme"]))
-
-
 @dataclass(slots=True)
 class SessionUse:
     session: Session | None  # None: the command named a handle the TPM does not have

@@ -46,6 +46,7 @@ import threading
 from pathlib import Path
 
 from trustlab.devices.tpm12 import constants as C
+from trustlab.devices.tpm12 import flags
 from trustlab.devices.tpm12 import registry
 from trustlab.devices.tpm12.engine import Engine
 from trustlab.devices.tpm12.nvstore import FileNVStore, NVStore
@@ -75,7 +76,7 @@ TPM_FAIL = C.RC["TPM_FAIL"]
 TPM_BAD_ORDINAL = C.RC["TPM_BAD_ORDINAL"]  # swtpm's answer to control requests while off, and to unknown codes
 TPM_BAD_LOCALITY = C.RC["TPM_BAD_LOCALITY"]
 DRTM_PCRS = range(17, 23)
-ESTABLISHED = "tpm_established"   # key in the engine's persistent ``extra`` map
+ESTABLISHED = flags.ESTABLISHED   # key in the engine's persistent ``extra`` map (TPM_PERMANENT_FLAGS reads it)
 
 _RESULT = struct.Struct(">I").pack
 
@@ -187,8 +188,9 @@ class EngineBackend(Backend):
         return spec.name if spec is not None else f"TPM_ORD_{ordinal:#x}"
 
     def charged(self) -> dict[str, float] | None:
-        """Component -> ms the engine charged for the last transact ({} if the TPM was off)."""
-        return dict(self._last_breakdown) if self._last_breakdown is not None else {}
+        """Component -> ms the engine charged for the last transact ({} if the TPM was off): a dict of the
+        caller's own (each transact makes a new one)."""
+        return self._last_breakdown if self._last_breakdown is not None else {}
 
     # ---- control channel ---------------------------------------------------
 

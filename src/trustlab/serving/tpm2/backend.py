@@ -7,7 +7,6 @@ gives each client its own space in front of them is :mod:`.rm`.
 from __future__ import annotations
 
 import os
-import select
 import socket
 import threading
 from pathlib import Path
@@ -49,6 +48,12 @@ class SocketBackend(Backend):
         except OSError as exc:
             sock.close()
             raise BackendError(f"backend {self.describe()}: cannot connect: {exc}") from None
+        if family == socket.AF_INET and sock.getsockname() == sock.getpeername():
+            # TCP simultaneous open: with nothing listening on a port in the ephemeral range, the
+            # kernel may pick that very port as our source and connect us to ourselves; every
+            # command would then come back as its own "response"
+            sock.close()
+            raise BackendError(f"backend {self.describe()}: cannot connect: nothing listening (self-connect)")
         if family == socket.AF_INET:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         return sock
@@ -59,9 +64,7 @@ class SocketBackend(Backend):
                 try:
                     if self._sock is None:
                         self._sock = self._connect()
-                    elif attempt == 0 and self._stale():
-                        raise ConnectionError("peer closed idle connection")
-                    self._sock.sendall(command)
+                    self._sock.sendall(command)  # a peer that closed the idle connection: EOF, then attempt 1
                     return read_response(self._sock)
                 except (OSError, ConnectionError, wire.WireError, BackendError):
                     self._drop()
@@ -71,17 +74,6 @@ class SocketBackend(Backend):
         """Close the persistent connection (swtpm serves one data connection at a time)."""
         with self._lock:
             self._drop()
-
-    def _stale(self) -> bool:
-        """True if the idle connection was closed by the peer (readable with EOF)."""
-        assert self._sock is not None
-        ready, _, _ = select.select([self._sock], [], [], 0)
-        if not ready:
-            return False
-        try:
-            return self._sock.recv(1, socket.MSG_PEEK) == b""
-        except OSError:
-            return True
 
     def _drop(self) -> None:
         if self._sock is not None:

@@ -102,6 +102,9 @@ EXTENSION_FIRST, EXTENSION_LAST = 0x80FF0000, 0x80FFFFFF
 """Transient handles of the proxy's extension objects: never virtualized, loaded or saved."""
 
 Transact = Callable[[bytes], bytes]
+_SPACE_COMMANDS = frozenset({0x161, 0x162, 0x165, 0x17A})
+"""ContextLoad, ContextSave, FlushContext, GetCapability: they name or list a space's handles in their
+parameters, so they always take the mapping path."""
 
 
 def is_session(handle: int) -> bool:
@@ -219,6 +222,9 @@ class ResourceManager:
         if attrs is None or len(command) < wire.HEADER_SIZE + 4 * attrs[0]:
             return run(command)  # the TPM answers TPM_RC_COMMAND_CODE / _SIZE itself
         n_handles, response_handle = attrs
+        if not n_handles and not response_handle and code not in _SPACE_COMMANDS and space.empty \
+                and command[1] != 0x02:  # TPM_ST_SESSIONS: no handle, no session, nothing of this space to map
+            return run(command)
         refused = self._foreign_sessions(space, command, code, n_handles)
         if refused:
             return wire.error_response(refused)

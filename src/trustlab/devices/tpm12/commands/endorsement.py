@@ -29,11 +29,9 @@ def ek_pubkey(tpm) -> bytes:
     return EK_PARMS.marshal() + Writer().sized(modulus_of(ek(tpm))).bytes()
 
 
-@tpm_command("TPM_CreateEndorsementKeyPair")
-def create_endorsement_key_pair(tpm, req: Request) -> Response:
-    anti_replay = req.params.raw(20)
-    parms = KeyParms.unmarshal(req.params)
-    req.params.end()
+def create_ek(tpm, anti_replay: bytes, parms: KeyParms) -> bytes:
+    """TPM_CreateEndorsementKeyPair's actions (libtpms TPM_CreateEndorsementKeyPair_Common, shared with
+    TPM_CreateRevocableEK): the EK once, RSA-2048; returns pubEndorsementKey || checksum."""
     if tpm.state.ek is not None:
         raise TpmError("TPM_DISABLED_CMD", "the endorsement key exists already")
     if parms.algorithm != C.TPM_ALG_RSA or parms.key_bits != 2048:
@@ -42,7 +40,15 @@ def create_endorsement_key_pair(tpm, req: Request) -> Response:
     tpm.state.extra["cekp_used"] = "1"
     tpm.mark_dirty()
     pub = ek_pubkey(tpm)
-    return Response(params=pub + tpm.crypto.sha1(pub, anti_replay))
+    return pub + tpm.crypto.sha1(pub, anti_replay)
+
+
+@tpm_command("TPM_CreateEndorsementKeyPair")
+def create_endorsement_key_pair(tpm, req: Request) -> Response:
+    anti_replay = req.params.raw(20)
+    parms = KeyParms.unmarshal(req.params)
+    req.params.end()
+    return Response(params=create_ek(tpm, anti_replay, parms))
 
 
 @tpm_command("TPM_ReadPubek")

@@ -17,7 +17,7 @@ from dataclasses import replace
 
 from trustlab.devices.tpm12 import constants as C
 from trustlab.devices.tpm12.errors import TpmError
-from trustlab.devices.tpm12.keys import (Key12, KeyParms, LoadedKey, StoreAsymkey, modulus_of,
+from trustlab.devices.tpm12.keys import (Key12, LoadedKey, StoreAsymkey, modulus_of,
                                          check_key_parms, prime_of, rsa_from_prime, unmarshal_key)
 from trustlab.devices.tpm12.commands.endorsement import ek as ek_key
 from trustlab.devices.tpm12.pcrs import PcrInfo

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from trustlab.devices.tpm12 import constants as C
 from trustlab.devices.tpm12.nvareas import MAX_TOTAL, NVArea, areas, nv_locked, save
-from trustlab.devices.tpm12.pcrs import pcr_composite
+from trustlab.devices.tpm12.pcrs import pcr_composite, raw_selection
 from trustlab.devices.tpm12.errors import TpmError
 from trustlab.devices.tpm12.registry import Request, Response, tpm_command
 from trustlab.devices.tpm12.wire import Reader, Writer
@@ -30,10 +30,7 @@ _VALID_ATTRS = (C.TPM_NV_PER_READ_STCLEAR | C.TPM_NV_PER_AUTHREAD | C.TPM_NV_PER
 def pcr_info_short(r: Reader) -> bytes:
     """TPM_PCR_INFO_SHORT: sizeOfSelect, pcrSelect, localityAtRelease, digestAtRelease."""
     start = r.pos
-    size = r.u16()
-    if size > 3:
-        raise TpmError("TPM_INVALID_PCR_INFO", f"sizeOfSelect {size}")
-    r.raw(size)
+    raw_selection(r)
     r.u8()
     r.raw(20)
     return r._data[start:r.pos]

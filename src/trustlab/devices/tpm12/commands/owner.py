@@ -20,6 +20,7 @@ from trustlab.devices.tpm12.wire import Reader, Writer
 
 OWNER = (C.TPM_ET_OWNER, C.TPM_KH_OWNER)
 OPERATOR_AUTH = "operator_auth"  # PersistentState.extra key: TPM_PERMANENT_DATA.operatorAuth (hex)
+NV_INDEX_GPIO_00 = 0x00011600  # PC Client TIS: deallocated whenever the owner is cleared (libtpms TPM_PCCLIENT)
 TPM_SET_PERM_FLAGS, TPM_SET_STCLEAR_FLAGS = 1, 3  # Part 2, 21.9 TPM_CAPABILITY_AREA for SetCapability
 _SET_AREAS = range(1, 8)
 # TPM_SET_PERM_FLAGS subCap (TPM_PF_*, 1-based) -> who may set it: "owner", "presence", "either"
@@ -72,6 +73,10 @@ def set_capability(tpm, req: Request) -> Response:
     if area == TPM_SET_STCLEAR_FLAGS:
         if which != 2:  # TPM_SF_DISABLEFORCECLEAR; the others are set by their own commands
             raise TpmError("TPM_BAD_PARAMETER", f"TPM_STCLEAR_FLAGS member {which} is not settable")
+        if tpm.disabled:
+            raise TpmError("TPM_DISABLED", "the TPM is disabled")
+        if tpm.deactivated:
+            raise TpmError("TPM_DEACTIVATED", "the TPM is deactivated")
         if not on:
             raise TpmError("TPM_BAD_PARAMETER", "disableForceClear can only be set TRUE")
         tpm.disable_force_clear = True
@@ -184,12 +189,15 @@ def clear_owner(tpm, keep=None) -> None:
     table = areas(tpm)
     for index in [i for i, a in table.items()
                   if a.attributes & (C.TPM_NV_PER_OWNERWRITE | C.TPM_NV_PER_OWNERREAD)
-                  and not index_has_d_bit(i)]:
+                  and not index_has_d_bit(i) or i == NV_INDEX_GPIO_00]:  # (PC Client: GPIO_00 always goes)
         del table[index]
     save_areas(tpm, table)
-    for name in ("readPubek", "disableOwnerClear", "disableFullDALogicInfo", "allowMaintenance", "readSRKPub",
-                 "ownership", "operator", "maintenanceDone"):
+    for name in ("readPubek", "disableOwnerClear", "disableFullDALogicInfo", "readSRKPub", "ownership", "operator",
+                 "maintenanceDone"):
         flags.forget_permanent(tpm, name)
+    # step 9.f: allowMaintenance to its default, which for a TPM without the maintenance commands (this
+    # engine, and libtpms as built: TPM_NOMAINTENANCE) is FALSE
+    flags.set_permanent(tpm, "allowMaintenance", False)
     flags.set_permanent(tpm, "disable", True)
     flags.set_permanent(tpm, "deactivated", True)
     tpm.mark_dirty()

@@ -17,7 +17,7 @@ from trustlab.devices.tpm12.errors import TpmError
 from trustlab.devices.tpm12.pcrs import pcr_composite, pcr_selection
 from trustlab.devices.tpm12.registry import Request, Response, tpm_command
 from trustlab.devices.tpm12.version import version_info
-from trustlab.devices.tpm12.wire import Reader, Writer, sized
+from trustlab.devices.tpm12.wire import Writer, sized
 
 SIGNERS = (C.TPM_KEY_SIGNING, C.TPM_KEY_LEGACY)
 

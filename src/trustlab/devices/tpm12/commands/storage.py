@@ -15,12 +15,14 @@ bytes, no PCR binding):
 
 from __future__ import annotations
 
+import functools
 import hmac as _hmac
 
 from trustlab.devices.tpm12 import constants as C
 from trustlab.devices.tpm12.errors import TpmError
 from trustlab.devices.tpm12.keys import StoreAsymkey
 from trustlab.devices.tpm12.pcrs import PcrInfo
+from trustlab.devices.tpm12.primitives import mgf1, xor
 from trustlab.devices.tpm12.registry import Request, Response, tpm_command
 from trustlab.devices.tpm12.wire import Reader, sized
 
@@ -43,9 +45,54 @@ def _storage_key(tpm, req: Request, handle: int, session: int = 0):
     return key
 
 
-def stored_data12(seal_info: bytes, enc: bytes) -> bytes:
-    """TPM_STORED_DATA12 (Part 2, 9.2): tag, et (0: not encrypted), sealInfo, encData."""
-    return _STORED_DATA12 + b"\x00\x00" + sized(seal_info) + sized(enc)
+def stored_data12(seal_info: bytes, enc: bytes, et: int = 0) -> bytes:
+    """TPM_STORED_DATA12 (Part 2, 9.2): tag, et (0: not encrypted; TPM_Sealx: the ADIP scheme), sealInfo,
+    encData."""
+    return _STORED_DATA12 + et.to_bytes(2, "big") + sized(seal_info) + sized(enc)
+
+
+# TPM_Sealx's et for XOR ADIP: TPM_ET_XOR in the MSB, TPM_ET_KEY in the LSB because TPM_Unseal
+# takes 0 for "not encrypted" (Part 3, 10.7 step 11.a.i; libtpms TPM_Process_Sealx)
+SEALX_XOR_ET = (C.TPM_ET_XOR << 8) | C.TPM_ET_KEY
+
+
+def seal_crypt(tpm, use, data: bytes) -> bytes:
+    """TPM_SealCryptCommon, XOR: data XOR MGF1(nonceEven || nonceOdd || "XOR" || sharedSecret), the
+    session's last nonceEven and this command's nonceOdd (Part 3, 10.7 step 13; 10.3 step 9.c)."""
+    seed = use.session.nonce_even + use.nonce_odd + b"XOR" + use.session.shared_secret
+    return xor(data, mgf1(tpm.crypto.sha1, seed, len(data)))
+
+
+@tpm_command("TPM_Sealx", handles=1, auth=(1,))
+def sealx(tpm, req: Request) -> Response:
+    """Part 3, 10.7, as libtpms' TPM_Process_Sealx: TPM_Seal for 1.2 structures whose inData comes
+    encrypted under the OSAP session; the sealed blob remembers it (et) so TPM_Unseal encrypts the
+    data on the way out. The session ends (step 18)."""
+    enc_auth = req.params.raw(20)
+    pcr_info = req.params.sized(256)
+    data = req.params.sized(256)
+    req.params.end()
+    handle = req.handles[0]
+    key = tpm.key(handle)
+    req.auth.check(0, key.usage_auth, (C.TPM_ET_KEYHANDLE, handle))
+    if not data:
+        raise TpmError("TPM_BAD_PARAMETER", "inDataSize is 0")
+    if key.blob.usage != C.TPM_KEY_STORAGE:
+        raise TpmError("TPM_INVALID_KEYUSAGE", f"key {handle:#010x} is not a storage key")
+    if key.blob.migratable:
+        raise TpmError("TPM_INVALID_KEYUSAGE", "TPM_Sealx needs a non-migratable storage key")
+    if pcr_info:
+        info = PcrInfo.parse(pcr_info)
+        if not info.long:
+            raise TpmError("TPM_BADINDEX", "TPM_Sealx takes a TPM_PCR_INFO_LONG")
+        pcr_info = info.with_creation(tpm, tpm.locality)
+    data_auth = req.auth.decrypt_auth(0, enc_auth)  # (an OSAP session: the XOR below needs its secret)
+    use = req.auth.uses[0]
+    plain = seal_crypt(tpm, use, data)
+    digest = tpm.crypto.sha1(stored_data12(pcr_info, b"", SEALX_XOR_ET))
+    sealed = _PT_SEAL + data_auth + tpm.state.tpm_proof + digest + sized(plain)
+    use.cont = 0
+    return Response(stored_data12(pcr_info, tpm.crypto.rsa_encrypt(key.public, sealed), SEALX_XOR_ET))
 
 
 @tpm_command("TPM_Seal", handles=1, auth=(1,))
@@ -73,10 +120,12 @@ def seal(tpm, req: Request) -> Response:
 def unseal(tpm, req: Request) -> Response:
     p = req.params
     head = p.raw(4)
+    et = 0
     if head[:2] == _STORED_DATA12:
-        if head[2:] != b"\x00\x00":  # et: sealed data encrypted for transport is not implemented
-            raise TpmError("TPM_INAPPROPRIATE_ENC", "TPM_STORED_DATA12 with an encryption scheme")
-        wrap = stored_data12
+        et = int.from_bytes(head[2:], "big")
+        if et and et >> 8 != C.TPM_ET_XOR:  # only XOR ADIP exists here (TPM_OSAP refuses the others)
+            raise TpmError("TPM_INAPPROPRIATE_ENC", f"TPM_STORED_DATA12 with encryption scheme {et >> 8:#x}")
+        wrap = functools.partial(stored_data12, et=et)
     elif head == C.STRUCT_VER:
         wrap = stored_data
     else:
@@ -96,6 +145,12 @@ def unseal(tpm, req: Request) -> Response:
     if pcr_info:  # step 7, before the data's authorization (step 8)
         PcrInfo.parse(pcr_info, "TPM_NOTSEALED_BLOB").check_release(tpm, tpm.locality)
     req.auth.check(1, data_auth)
+    if et:  # step 9: a TPM_Sealx blob leaves encrypted under the key's OSAP session, which ends
+        use = req.auth.uses[0]
+        if use.session is None or use.session.kind != "OSAP":
+            raise TpmError("TPM_BAD_MODE", "a TPM_Sealx blob is unsealed under an OSAP session")
+        data = seal_crypt(tpm, use, data)
+        use.cont = 0
     return Response(sized(data))
 
 

@@ -167,13 +167,13 @@ def verify_digest_signature(cmd: Command, ctx: Context) -> Reply:
 # ---- sequences --------------------------------------------------------------------------
 
 
-def _scheme_hash(ctx: Context, handle: int) -> int:
-    """The hash of an RSA/ECC signing key's own scheme (TPM_RC_KEY: not such a key; TPM_RC_SCHEME: none)."""
+def _scheme_hash(ctx: Context, handle: int) -> tuple[int, int]:
+    """(nameAlg, scheme hash) of an RSA/ECC signing key (TPM_RC_KEY: not such a key; TPM_RC_SCHEME: no scheme)."""
     rc, public, _name, _qn = binding.read_public(ctx.backend_transact, handle)
     if rc != 0:
         raise TpmError(renumber(rc, {}), "no such key")
     r = Reader(public)
-    kind, _name_alg, attributes, _policy = r.u16(), r.u16(), r.u32(), r.tpm2b()
+    kind, name_alg, attributes, _policy = r.u16(), r.u16(), r.u32(), r.tpm2b()
     if kind not in (TPM_ALG_RSA, TPM_ALG_ECC) or not attributes & S.SIGN:
         raise TpmError(at_handle(TPM_RC_KEY, 1), "sequences sign with ML-DSA, RSA or ECC keys")
     if r.u16() != S.TPM_ALG_NULL:  # symmetric (a signing key's is NULL)
@@ -181,14 +181,16 @@ def _scheme_hash(ctx: Context, handle: int) -> int:
     scheme = r.u16()
     if scheme == S.TPM_ALG_NULL:
         raise TpmError(at_handle(TPM_RC_SCHEME, 1), "the key has no signing scheme")
-    return r.u16()
+    return name_alg, r.u16()
 
 
 def start_sequence(cmd: Command, ctx: Context, sign: bool) -> Reply:
     """SignSequenceStart / VerifySequenceStart with an RSA/ECC key: a hash sequence on swtpm."""
-    hash_alg = _scheme_hash(ctx, cmd.handles[0])
+    name_alg, hash_alg = _scheme_hash(ctx, cmd.handles[0])
     r = cmd.params
     auth = r.param(1).tpm2b(S.MAX_AUTH)
+    if name_alg in S.HASHES and len(auth.rstrip(b"\x00")) > len(S.digest(name_alg, b"")):
+        raise TpmError(at_param(TPM_RC_SIZE, 1), "auth is longer than the key's nameAlg digest")
     if not sign and r.param(2).tpm2b(S.MAX_SIGNATURE_HINT):
         raise TpmError(at_param(TPM_RC_VALUE, 2), "RSA and ECDSA take no signature hint")
     _context(r, 2 if sign else 3)

@@ -101,6 +101,18 @@ def _ours(capability: int) -> dict[int, bytes]:
     return {TPM_PT_ML_PARAMETER_SETS: S.u32(TPM_PT_ML_PARAMETER_SETS) + S.u32(ml_parameter_sets())}
 
 
+TPM_PT_TOTAL_COMMANDS = 0x129
+TPM_PT_LIBRARY_COMMANDS = 0x12A
+
+
+def _counting_ours(entry: bytes) -> bytes:
+    """swtpm's command counts plus the 1.85 commands, so they match the TPM_CAP_COMMANDS list."""
+    prop, value = struct.unpack(">II", entry)
+    if prop in (TPM_PT_TOTAL_COMMANDS, TPM_PT_LIBRARY_COMMANDS):
+        return struct.pack(">II", prop, value + len(_pqc_commands()))
+    return entry
+
+
 def _lists_what_we_extend(cmd: Command) -> bool:
     if cmd.sessions:  # an audit/encrypt session's response must come from the TPM untouched
         return False
@@ -126,6 +138,8 @@ def get_capability(cmd: Command, ctx: Context) -> Reply:
     more, _cap, n = r.u8(), r.u32(), r.u32()
     width = _WIDTH[capability]
     entries = [r.take(width) for _ in range(n)]
+    if capability == TPM_CAP_TPM_PROPERTIES:
+        entries = [_counting_ours(e) for e in entries]
     last = _key(capability, entries[-1]) if entries and more else None  # the backend stopped there
     ours = [e for k, e in _ours(capability).items() if k >= first and (last is None or k < last)]
     merged = sorted(entries + ours, key=lambda e: _key(capability, e))

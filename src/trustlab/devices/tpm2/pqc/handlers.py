@@ -8,7 +8,8 @@ TPM2_CreatePrimary / TPM2_Create and loaded by TPM2_Load (public keys alone by
 TPM2_LoadExternal) when the template names TPM_ALG_MLDSA, TPM_ALG_HASH_MLDSA or
 TPM_ALG_MLKEM; every other template goes to swtpm unchanged. TPM2_SignDigest /
 TPM2_VerifyDigestSignature also take swtpm's own RSA/ECC/HMAC keys
-(:mod:`.classical`); restricted keys need hash-check tickets (:mod:`.tickets`). The crypto is FIPS 203/204 through pyca/cryptography;
+(:mod:`.classical`); restricted keys need hash-check tickets (:mod:`.tickets`).
+The crypto is FIPS 203/204 through pyca/cryptography;
 the time is the PQC cost model's (:mod:`.pricing`).
 """
 

@@ -129,6 +129,8 @@ def _start_sequence(cmd: Command, ctx: Context, sign: bool) -> Reply:
     obj = _signing_key(ctx, cmd.handles[0])
     r = cmd.params
     auth = r.param(1).tpm2b(S.MAX_AUTH)
+    if len(auth.rstrip(b"\x00")) > len(S.digest(obj.public.name_alg, b"")):
+        raise TpmError(at_param(TPM_RC_SIZE, 1), "auth is longer than the key's nameAlg digest")
     if sign:
         context = r.param(2).tpm2b(S.MAX_SIGNATURE_CTX)
     else:

@@ -187,6 +187,8 @@ def read_template(cmd: Command) -> tuple[S.SensitiveCreate, S.Public, bytes, byt
         raise TpmError(at_param(TPM_RC_VALUE, 4), "creation PCRs are not supported for PQC objects")
     if sensitive.data:
         raise TpmError(at_param(TPM_RC_SIZE, 1), "an asymmetric key takes no sensitive data")
+    if len(sensitive.user_auth) > len(S.digest(pub.name_alg, b"")):
+        raise TpmError(at_param(TPM_RC_SIZE, 1), "userAuth is longer than the nameAlg digest")
     if pub.unique:
         pub = pub.with_unique(b"")  # unique is an entropy hint only for primaries; recomputed below
     S.check_template(pub, 2)

@@ -3,8 +3,9 @@
 Every row of ``trustlab/validation/data/pqc_measurements.toml`` is predicted by the model rebuilt
 *without the row's source* (:func:`.classes.fit` with that source excluded: a class whose only source
 it was falls back to its prior), on the row's core class and clock, unprotected (these are
-microcontroller benchmarks) and without TPM overheads. The published figures are averages, so the
-prediction compared is the model's mean (``mean_ms``). A row counts as covered when the measured
+microcontroller benchmarks) and without TPM overheads. Most published figures are averages, compared with
+the model's mean (``mean_ms``); a source that publishes medians of runs (``statistic = "median"``) is
+compared with the model's median run (``run_median_ms``). A row counts as covered when the measured
 value lies inside the prediction's 5-95% interval. Sources marked ``counted = false`` are shown and
 flagged but kept out of the summary (they measure something else: the SLE 78 row is a pre-standard
 Kyber variant on an RSA co-processor with no clock stated).
@@ -53,11 +54,13 @@ def predict_row(row: dict, exclude_own: bool = True) -> dict:
     p = predict.price(row["algorithm"], row["operation"], spec_of(source, row), protection=False, exclude=exclude)
     k = 1000.0 if row["unit"] == "cycles" else 1.0  # at 1 MHz, ms x 1000 = cycles
     ref = float(row["value"])
+    median = row.get("statistic", "mean") == "median" and p.run_median_ms is not None
+    central = p.run_median_ms if median else p.mean_ms  # a published median is compared with the median run
     low, high = p.low_ms * k, p.high_ms * k
     return {"source_id": row["source"], "core": source["core"], "platform": source["platform"],
             "algorithm": row["algorithm"], "operation": row["operation"], "unit": row["unit"],
-            "reference": ref, "predicted": p.mean_ms * k, "low": low, "high": high,
-            "error": p.mean_ms * k / ref - 1.0, "covered": low <= ref <= high,
+            "reference": ref, "predicted": central * k, "low": low, "high": high,
+            "error": central * k / ref - 1.0, "covered": low <= ref <= high,
             "counted": bool(source["counted"]), "implementation": source["implementation"],
             "citation": source["citation"], "where": source["where"], "note": row.get("note", source.get("note", "")),
             "class_basis": classes.fit(source["core"], exclude).basis}
@@ -74,7 +77,8 @@ def summary(rows: list[dict] | tuple[dict, ...] | None = None) -> dict:
     per: dict[str, dict] = {}
     for sid in dict.fromkeys(r["source_id"] for r in rows):
         rs = [r for r in rows if r["source_id"] == sid]
-        per[sid] = _stats(rs) | {"core": rs[0]["core"], "counted": rs[0]["counted"]}
+        per[sid] = _stats(rs) | {"core": rs[0]["core"], "counted": rs[0]["counted"],
+                                 "class_from": "prior" if rs[0]["class_basis"].startswith("prior") else "other sources"}
     counted = [r for r in rows if r["counted"]]
     overall = _stats(counted) | {"sources": len({r["source_id"] for r in counted}),
                                  "core_classes": len({r["core"] for r in counted})}
@@ -134,3 +138,21 @@ def silicon_rows() -> list[dict]:
 
 def counts_ops(algorithm: str) -> tuple[str, ...]:
     return ("keygen", "encapsulate", "decapsulate") if "KEM" in algorithm else ("keygen", "sign", "verify")
+
+
+def per_source_lines(s: dict) -> list[str]:
+    """The per-source table and the overall line of :func:`summary` (validate and the pqc-tpm report).
+
+    'class from': what the row's core class was built from with the source left out: its other sources'
+    measurements, or (a class measured by this source alone) its prior from data/cores.toml."""
+    from trustlab.textable import table
+
+    body = [[sid, v["core"], v["class_from"], v["rows"], v.get("median_error"), v.get("median_abs_error"),
+             v.get("worst_ratio"), f"{v.get('within_2x', 0)}/{v['rows']}", v.get("coverage"),
+             "yes" if v["counted"] else "no (flagged)"] for sid, v in s["sources"].items()]
+    o = s["overall"]
+    return [table(body, ["source", "core class", "class from", "rows", "median error", "median |error|",
+                         "worst ratio", "within 2x", "coverage", "counted"]),
+            f"Overall ({o['rows']} counted rows, {o.get('sources', 0)} sources, {o.get('core_classes', 0)} core "
+            f"classes): median |error| {100 * o.get('median_abs_error', 0):.1f}%, {o.get('within_2x', 0)}/{o['rows']} "
+            f"within 2x (worst {o.get('worst_ratio', 0):.2f}x), coverage {100 * o.get('coverage', 0):.0f}%."]

@@ -1,0 +1,164 @@
+"""Pricing a trace's commands on one profile with the rules ``serve`` charges them by.
+
+Each command becomes the terms of :func:`trustlab.timing.formula_sets.tpm2.command_terms`
+(overhead + bytes + the primitive its key and size imply), plus the terms of the
+resource manager's own commands it carried. The trace is one matrix (commands x
+components), so a profile is priced by one product with its component means;
+spreads (key generation) are drawn per charge exactly as :class:`~trustlab.timing.clock.Clock`
+draws them: draw 0 with ``seed`` repeats, charge for charge, what ``serve --seed`` drew
+for the same command stream; the other draws are independent (numpy).
+Terms whose component the profile lacks are dropped, as ``serve`` drops them, and
+reported (the ``estimate`` notes: "overhead only", "profile lacks X: not charged").
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+import numpy as np
+
+from trustlab.replay.load import Command
+from trustlab.timing.formula_sets import tpm2 as rules
+from trustlab.timing.profile import Profile
+
+BUS_COMPONENTS = ("ohir", "ohor")
+DRAW_CHUNK = 4_000_000
+"""Random numbers drawn at once (a chunk of draws x charges) for a spread component."""
+
+
+def own_terms(c: Command) -> dict[str, float]:
+    """The command's own formula (a resource-manager pseudo-command ``RM_...`` has none)."""
+    if c.command.startswith("RM_"):
+        return {}
+    return rules.command_terms(c.command, c.variant, c.in_bytes, c.out_bytes, c.hashed_bytes, ok=c.ok)
+
+
+def rm_terms(c: Command) -> dict[str, float]:
+    terms: dict[str, float] = {}
+    for name, n_in, n_out, rc in c.rm:
+        for comp, n in rules.command_terms(name, None, n_in, n_out, 0, ok=rc == 0).items():
+            terms[comp] = terms.get(comp, 0.0) + n
+    return terms
+
+
+@dataclass
+class TermMatrix:
+    """The trace as counts: ``counts[i, j]`` units of ``components[j]`` charged by command ``i``."""
+
+    components: list[str]
+    counts: np.ndarray
+    names: list[str]            # command name per distinct (command, variant)
+    group: np.ndarray           # group index per command
+    group_keys: list[tuple[str, str | None]]
+    modelled: list[bool]        # per group: the command has a formula beyond overhead + bytes
+
+    @classmethod
+    def build(cls, commands: list[Command], with_rm: bool = True) -> "TermMatrix":
+        """``with_rm=False``: the commands' own terms only, without their resource-manager commands."""
+        comp_index: dict[str, int] = {}
+        rows: list[dict[int, float]] = []
+        cache: dict[tuple, dict[int, float]] = {}
+        groups: dict[tuple[str, str | None], int] = {}
+        group = np.empty(len(commands), dtype=np.int64)
+        for i, c in enumerate(commands):
+            sig = (c.command, c.variant, c.in_bytes, c.out_bytes, c.hashed_bytes, c.ok, c.rm if with_rm else ())
+            row = cache.get(sig)
+            if row is None:
+                terms = own_terms(c)
+                for comp, n in (rm_terms(c) if with_rm else {}).items():
+                    terms[comp] = terms.get(comp, 0.0) + n
+                row = {comp_index.setdefault(comp, len(comp_index)): float(n) for comp, n in terms.items() if n}
+                cache[sig] = row
+            rows.append(row)
+            group[i] = groups.setdefault((c.command, c.variant), len(groups))
+        counts = np.zeros((len(commands), len(comp_index)))
+        for i, row in enumerate(rows):
+            for j, n in row.items():
+                counts[i, j] = n
+        keys = list(groups)
+        return cls(list(comp_index), counts, [k[0] for k in keys], group, keys,
+                   [k[0].startswith("RM_") or rules.is_modelled(k[0]) for k in keys])
+
+
+@dataclass
+class Priced:
+    """One profile's prices: per-command means, draws of the total, notes for what it cannot price."""
+
+    profile: str
+    per_command_ms: np.ndarray
+    bus_ms: float
+    total_draws: np.ndarray
+    notes: list[dict]
+    seed_draw_ms: np.ndarray | None = None
+    """Per command, draw 0 (what ``serve --seed`` charged it); None: no spreads, the means."""
+
+    @property
+    def mean_ms(self) -> float:
+        return float(self.per_command_ms.sum())
+
+
+def _draw_fn(comp):
+    if comp.samples:
+        samples = np.asarray(comp.samples)
+        return lambda rng, shape: rng.choice(samples, size=shape)
+    return lambda rng, shape: np.maximum(0.0, rng.normal(comp.mean, comp.sd, size=shape))
+
+
+def price(m: TermMatrix, profile: Profile, draws: int = 200, seed: int = 0) -> Priced:
+    """Means, ``draws`` totals (draw 0 = ``serve --seed seed``'s own draws) and notes on ``profile``."""
+    means = np.array([profile.mean(c) if c in profile else 0.0 for c in m.components])
+    per_command = m.counts @ means if m.components else np.zeros(len(m.group))
+    bus_cols = [j for j, c in enumerate(m.components) if c in BUS_COMPONENTS]
+    bus_ms = float((m.counts[:, bus_cols] @ means[bus_cols]).sum()) if bus_cols else 0.0
+    total = np.full(max(1, draws), float(per_command.sum()))
+    spread = [(j, profile[c]) for j, c in enumerate(m.components) if c in profile and not profile[c].deterministic]
+    if spread:
+        # draw 0: Clock's own sequence (one random.Random(seed), charges in command order)
+        rng0 = random.Random(seed)
+        seed_draw = per_command.copy()
+        rows = np.nonzero(m.counts[:, [j for j, _ in spread]].any(axis=1))[0]
+        for i in rows:
+            for j, comp in spread:
+                n = m.counts[i, j]
+                if n:
+                    x = rng0.choice(comp.samples) if comp.samples else max(0.0, rng0.gauss(comp.mean, comp.sd))
+                    seed_draw[i] += n * (x - comp.mean)
+        total[0] = float(seed_draw.sum())
+        if draws > 1:
+            rng = np.random.default_rng(seed + 1)
+            for j, comp in spread:
+                n = m.counts[:, j]
+                n = n[n != 0]
+                draw = _draw_fn(comp)
+                step = max(1, DRAW_CHUNK // max(1, len(n)))
+                for lo in range(1, draws, step):
+                    hi = min(draws, lo + step)
+                    total[lo:hi] += (draw(rng, (hi - lo, len(n))) - comp.mean) @ n
+    return Priced(profile.name, per_command, bus_ms, total, notes(m, profile),
+                  seed_draw if spread else None)
+
+
+def notes(m: TermMatrix, profile: Profile) -> list[dict]:
+    """The (command, variant) groups a profile cannot fully price, marked as ``estimate`` marks them:
+    "overhead only" (no model of its own, or the profile lacks its primitive), "profile lacks X: not
+    charged", and "cannot price" when nothing of it can be charged."""
+    out = []
+    present = m.counts != 0
+    for g, (name, variant) in enumerate(m.group_keys):
+        rows = m.group == g
+        used = [m.components[j] for j in np.nonzero(present[rows].any(axis=0))[0]]
+        lacking = [c for c in used if c not in profile]
+        kept = [c for c in used if c in profile]
+        if used and not kept:
+            note = f"cannot price: profile lacks {', '.join(lacking)}"
+        elif not m.modelled[g]:
+            note = "overhead only (no model for this command)"
+        elif lacking and set(kept) <= set(rules.OVERHEAD_COMPONENTS):
+            note = f"overhead only (profile lacks {', '.join(lacking)})"
+        elif lacking:
+            note = f"profile lacks {', '.join(lacking)}: not charged"
+        else:
+            continue
+        out.append({"command": name, "variant": variant, "count": int(rows.sum()), "note": note})
+    return out
