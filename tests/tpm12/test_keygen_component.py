@@ -62,6 +62,21 @@ def test_keygen_is_a_spread_with_its_source_shown(capsys) -> None:
     assert len(reference) == 2 and all("cryptohome/docs/tpm.md" in row for row in reference)
 
 
+def test_stm_takes_the_st19np18_data_sheet_figure_and_keeps_the_borrowed_one_beside_it(capsys) -> None:
+    """ST19NP18-TPM data sheet (Rev 6, 2008), p. 1: RSA-1024 keygen 1.6 s, CRT signatures 57 / 382 ms."""
+    profile = registry.load("stm-2010")
+    keygen = profile["rsa_keygen"]
+    assert keygen.mean == pytest.approx(1600 * 382 / 57 * 2, abs=1e-3)  # Miller-Rabin ratio x twice the candidates
+    assert sum(keygen.samples) / len(keygen.samples) == pytest.approx(keygen.mean)
+    assert "ST19NP18" in keygen.provenance.source and "Published TPM 1.2 figure" in keygen.provenance.note
+    assert "NO published" not in keygen.provenance.note
+    alternative = profile["raw.rsa_keygen_borrowed_tpm2"]
+    assert "borrowed" in alternative.provenance.source and alternative.mean != keygen.mean
+    assert main(["profiles", "show", "stm-2010"]) == 0
+    shown = capsys.readouterr().out
+    assert any(row.startswith("rsa_keygen") and "ST19NP18" in row for row in shown.splitlines())
+
+
 PUBLISHED_TAKEOWNERSHIP_S = (10, 150)  # Chromium OS cryptohome/docs/tpm.md: "may take between 10s and 150s"
 
 
@@ -81,7 +96,8 @@ def test_modelled_takeownership_beside_the_published_range() -> None:
     """Reported, not asserted into the range: the range is no chip's distribution, so nothing is fitted to it.
 
     The borrowed Infineon estimate (TPM 2.0 SLB9670 scaled) puts TakeOwnership's mean below the
-    published range's 10 s lower end; the Atmel, ST and Winbond ones fall inside it. The builder's
+    published range's 10 s lower end; the Atmel and Winbond (borrowed) and ST (data sheet) ones fall
+    inside it. The builder's
     note says the figure names no chip; this test pins those facts so a change to them is seen.
     """
     inside = {}
