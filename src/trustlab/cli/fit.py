@@ -11,7 +11,7 @@ from trustlab.cli._output import print_json
 from trustlab.errors import TrustlabError, excerpt
 from trustlab.lazy import lazy_module
 from trustlab.textable import table
-from trustlab.safe_output import check_file, path_arg, reported, write_text
+from trustlab.safe_output import add_force, check_outputs, path_arg, reported, write_text
 
 registry = lazy_module("trustlab.timing.registry")  # when a fit runs, not on every CLI start
 
@@ -39,6 +39,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "swamping fast ones), 'none' = all 1 (default: given if the CSV has a weight column, else none)")
     p.add_argument("--out", type=path_arg, metavar="PROFILE.toml",
                    help="write the fitted profile (never over the measurements)")
+    add_force(p, "--out")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(handler=run)
 
@@ -106,8 +107,8 @@ def run(args: argparse.Namespace) -> int:
 
     _check_names(args)
     fixed = _parse_fix(args.fix)  # before reading: a bad --fix is the user's first error to hear about
-    if args.out:  # refused before the fit: a directory, a missing parent, or the measurements themselves
-        check_file(args.out, inputs=[args.csv])
+    # refused before the fit: a directory, a missing parent, the measurements, an existing file without --force
+    check_outputs({"--out": args.out}, force=args.force, inputs=[args.csv])
     measurements = read_measurements(args.csv, args.family, _component_names)
     weighting = args.weights or ("given" if any(m.weight is not None for m in measurements) else "none")
     result = fit(measurements, fixed, weighting=weighting)
