@@ -143,9 +143,16 @@ def test_every_output_option_has_force():
     (["flagship", "--list", "--jobs", "1"], "--jobs: has no effect with --list"),
     (["flagship", "--list", "--timeout", "900"], "--timeout: has no effect with --list"),
     (["flagship", "--list", "--force"], "--force: has no effect with --list"),
+    (["run", "hbs", "--grid", "--sensitivity", "0.1"], "--sensitivity: has no effect with --grid"),
+    (["fit", "m.csv", "--name", "chip"], "--name 'chip': names the profile written by --out"),
+    (["sweep", "s.toml", "--dry-run", "--jobs", "2"], "--jobs: has no effect with --dry-run"),
+    (["sweep", "s.toml", "--dry-run", "--no-progress"], "--no-progress: has no effect with --dry-run"),
+    (["sweep", "--params", "timing-model", "--out", "x"], "--out: has no effect with --params"),
+    (["sweep", "--params", "timing-model", "--jobs", "1"], "--jobs: has no effect with --params"),
 ])
 def test_an_option_without_effect_in_the_mode_is_an_error_even_at_its_default_value(tmp_path, capsys, argv, needle):
     (tmp_path / "t").write_text("increment 1\n")
+    (tmp_path / "m.csv").write_text(CSV)
     err = one_line_error(capsys, argv)
     assert needle in err, err
 
@@ -157,3 +164,4 @@ def test_the_defaults_still_apply_when_not_given(capsys):
     assert main(["run", "ae", "--link", "char", "--protocol", "T=0", "--bytes", "16", "--mode", "gcm",
                  "--platform", "sle78-aes", "--json"]) == 0
     assert main(["flagship", "--list", "--only", "timing-model"]) == 0
+    assert main(["sweep", "--params", "timing-model"]) == 0

@@ -32,7 +32,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--fix", action="append", default=[], metavar="COMPONENT=VALUE",
                    help="hold a component at a known value (repeatable)")
     p.add_argument("--family", help="formula family for the 'command' column (default: search all)")
-    p.add_argument("--name", help="name of the fitted profile (default: the CSV's stem)")
+    p.add_argument("--name", help="with --out: name of the fitted profile (default: the CSV's stem)")
     p.add_argument("--weights", choices=("given", "relative", "none"), default=None,
                    help="row weights: 'given' = the CSV's weight column (trustlab measure writes 1/variance), "
                    "'relative' = 1/ms^2 (every row's relative error counts alike; stops slow commands "
@@ -67,6 +67,9 @@ def _check_names(args: argparse.Namespace) -> None:
     for flag, value in (("--family", args.family), ("--name", args.name)):
         if value is not None and not value.strip():
             raise TrustlabError(f"{flag}: empty; name one, or leave the option out")
+    if args.name is not None and args.out is None:  # the name goes into the written profile only
+        raise TrustlabError(f"--name {excerpt(args.name)}: names the profile written by --out; add --out "
+                            "PROFILE.toml or drop --name")
 
 
 def _shipped_units(family: str | None = None) -> dict[str, str]:

@@ -323,6 +323,10 @@ def _digest(args: argparse.Namespace, tpm) -> tuple[object, bytes, bytes]:
     public, _name, _qn = tpm.read_public(args.key)
     context = args.context.encode()
     if args.digest is not None:
+        if context and public.type != S.TPM_ALG_HASH_MLDSA:  # an external mu already holds the context
+            raise TrustlabError("--context: with --digest, applies only to a HashML-DSA key (for this key the "
+                                "digest is the external mu, which already holds the context); drop --context or "
+                                "give --message")
         try:
             return public, bytes.fromhex(args.digest), b""
         except ValueError:
