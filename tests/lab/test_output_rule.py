@@ -36,7 +36,7 @@ TCTI = ["--tcti", "swtpm:port=1"]  # nothing listens: every refusal here must co
 CSV = "ms,ohc,rsa_sign\n1,1,0\n301,1,1\n2,2,0\n"
 TOML_PROFILE = 'name = "p"\nfamily = "tpm1.2"\n[components.ohc]\nmean = 1.0\n'
 
-# every file output of every subcommand (serve's --trace and --state are serve's own; replay --plot is r25's)
+# every file output of every subcommand (serve's --trace and --state are serve's own)
 FILE_OUTPUTS = [
     (["fit", "m.csv"], "--out"),
     (["measure", *TCTI], "--out"),
@@ -53,6 +53,7 @@ FILE_OUTPUTS = [
     (["tpm2", "pqc", "quote", *TCTI, "--key", "0x81000001"], "--attest-out"),
     (["tpm2", "pqc", "quote", *TCTI, "--key", "0x81000001"], "--signature-out"),
     (["tpm2", "pqc", "measure", *TCTI], "--out"),
+    (["replay", "m.csv"], "--plot"),
 ]
 
 
@@ -77,6 +78,7 @@ def test_every_file_output_refuses_an_existing_file_or_symlink_without_force(tmp
     (["tpm2", "pqc", "encapsulate", *TCTI, "--key", "0x81000001"], "--ciphertext-out"),
     (["tpm2", "pqc", "quote", *TCTI, "--key", "0x81000001"], "--signature-out or --attest-out"),
     (["tpm2", "pqc", "measure", *TCTI], "--out"),
+    (["replay", "m.csv"], "--plot"),
 ], ids=lambda x: x if isinstance(x, str) else " ".join(x[:3]))
 def test_force_without_its_output_is_an_error(tmp_path, capsys, argv, flags):
     (tmp_path / "m.csv").write_text(CSV)
@@ -121,7 +123,7 @@ def test_every_output_option_has_force():
     """A new output option must come with --force (and so with the rule): the list above stays whole."""
     missing = []
     for words, parser in _leaves(build_parser()):
-        if words[:1] in (("serve",), ("replay",)):  # serve's own rule; replay --plot is r25's
+        if words[:1] == ("serve",):  # serve's own rule (a state directory, a trace it appends to)
             continue
         outputs = [a.option_strings[0] for a in parser._actions if a.type is path_arg and a.option_strings]
         if outputs and not any(a.dest == "force" for a in parser._actions):
