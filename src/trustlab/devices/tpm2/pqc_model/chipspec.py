@@ -20,11 +20,10 @@ from __future__ import annotations
 
 import math
 import statistics
-import tomllib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from trustlab.devices.tpm2.pqc_model import chips, classes
+from trustlab.devices.tpm2.pqc_model import chips, classes, silicon
 from trustlab.errors import TrustlabError
 
 KEYS = ("core", "mhz", "sha256_kbps", "bus", "certified", "tpm", "ohc_ms", "name")
@@ -68,15 +67,19 @@ class ChipSpec:
         if not text:
             raise TrustlabError("--chip: empty (give core=CLASS,mhz=N or a FILE.toml)")
         if "=" not in text:
+            from trustlab.limits import parse_toml, read_text, shown
+
             path = Path(text)
-            if not path.is_file():
-                raise TrustlabError(f"--chip: {text!r} is neither key=value pairs nor an existing TOML file")
-            try:
-                doc = tomllib.loads(path.read_text("utf-8"))
-            except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-                raise TrustlabError(f"--chip {text}: not valid TOML ({exc})") from None
+            try:  # a name too long for the system (5,000 digits) was an OSError traceback here
+                exists = path.exists() or path.is_symlink()
+            except (OSError, ValueError):
+                exists = False
+            if not exists:
+                raise TrustlabError(f"--chip: {shown(text)!r} is neither key=value pairs nor an existing TOML file")
+            # bounded, a regular file only (a FIFO would hang, /dev/zero fill the memory)
+            doc = parse_toml(read_text(path, "chip TOML"), f"--chip {shown(text)}")
             doc = doc.get("chip", doc)
-            return _from_mapping(doc, where=f"--chip {text}")
+            return _from_mapping(doc, where=f"--chip {shown(text)}")
         pairs: dict[str, str] = {}
         for item in text.split(","):
             if not item.strip():
@@ -204,8 +207,6 @@ def _from_mapping(doc: dict, where: str) -> ChipSpec:
 
 def for_profile(profile) -> ChipSpec:
     """The facts of a TPM 2.0 profile's chip: chips.toml plus the profile's own measured rates."""
-    from trustlab.devices.tpm2.pqc_model import silicon
-
     chip = chips.chip_for(profile.name)
     spec = ChipSpec(name=profile.name, core=chip.core, mhz=chip.clock_mhz, clock_source=chip.clock_source,
                     per_clock=None if chip.core else chip.per_clock,
