@@ -57,6 +57,8 @@ PROBE_TIMEOUT = 10.0
 
 TPM2_GetRandom = 0x17B
 _RC_FAILURE = struct.pack(">I", TPM_RC_FAILURE)
+_TPM2_TAGS = (b"\x80\x01", b"\x80\x02")
+"""TPM_ST_NO_SESSIONS, TPM_ST_SESSIONS: the frames the extension hook looks at."""
 TPM12_FAIL = 0x09
 TPM12_GET_RANDOM = tpm2wire.build_command(0x46, struct.pack(">I", 8), tag=0x00C1)
 TPM12_STARTUP_CLEAR = tpm2wire.build_command(0x99, struct.pack(">H", 1), tag=0x00C1)
@@ -111,6 +113,7 @@ class TimingProxy:
         self._state_error: str | None = None
         self.clock = Clock(profile, seed=seed, realtime=False)
         self.objects = objects.ObjectTable()
+        self._pricer = cost.Pricer(profile)
         self.extension_state = extensions.ExtensionState(seed, flush_on_close=rm and self.family == "tpm2")
         if self.family == "tpm2":
             extensions.registered()  # load the handlers now: inside the first command they made it ~0.4 s late
@@ -130,6 +133,8 @@ class TimingProxy:
         self._rm_commands = 0
         self._rm_list: list[list] = []
         self._detail: dict = {}
+        self._priced: tuple | None = None
+        """The price of the client command the resource manager ran last (:meth:`_run_priced`)."""
         self._names: dict[int, str] = {}
         self._tpm_lock = threading.RLock()
         self._trace_writer: TraceWriter | None = None
@@ -488,10 +493,15 @@ class TimingProxy:
         """
         code = struct.unpack_from(">I", command, 6)[0] if len(command) >= wire.HEADER_SIZE else 0
         clock = self.clock
-        rec = clock.begin(self._name(code))  # begin/end: no generator context manager on the hot path
+        if self.family == "tpm2":
+            reg = extensions.registration(code)
+            name = reg.name if reg is not None else command_name(code)
+        else:
+            reg, name = None, self._name(code)
+        rec = clock.begin(name)  # begin/end: no generator context manager on the hot path
         try:
-            if self.family == "tpm2":
-                claimed = extensions.dispatch(command, extensions.Context(
+            if reg is not None and command[:2] in _TPM2_TAGS:  # an extension's code (else dispatch passes)
+                claimed = extensions.dispatch_registered(command, reg, extensions.Context(
                     client.id, self.profile, lambda c: self.transact_in_space(client, c), self.extension_state))
                 if claimed is not None:
                     assessed = claimed.assessed(len(command))
@@ -521,17 +531,11 @@ class TimingProxy:
                 for component, count in assessed.terms.items():
                     clock.charge(component, count)
             return response, assessed, rec
-        outcome: list = []
-
-        def run(real: bytes) -> bytes:
-            response = self.backend.transact(real)
-            self._note_backend(real, response)
-            outcome.append(self._price(real, response))
-            return response
-
-        response = self.rm.execute(client.space, command, run)
-        if outcome:
-            assessed, charged = outcome[-1]
+        self._priced = None
+        response = self.rm.execute(client.space, command, self._run_priced)
+        priced = self._priced
+        if priced is not None:
+            assessed, charged = priced
             if charged is not None:
                 for component, ms in charged.items():
                     self.clock.charge_ms(component, ms)
@@ -539,10 +543,18 @@ class TimingProxy:
                 for component, count in assessed.terms.items():
                     self.clock.charge(component, count)
         else:  # refused by the resource manager before reaching the TPM
-            assessed = cost.assess(command, response, self.objects, self.profile)
+            assessed = self._pricer.assess(command, response, self.objects)
             for component, count in assessed.terms.items():
                 self.clock.charge(component, count)
         return response, assessed, rec
+
+    def _run_priced(self, real: bytes) -> bytes:
+        """The resource manager's run for a client command: the backend, then its price (the last such
+        price is the command's; a bound method, not a closure per command)."""
+        response = self.backend.transact(real)
+        self._note_backend(real, response)
+        self._priced = self._price(real, response)
+        return response
 
     def transact_in_space(self, client: Client, command: bytes) -> bytes:
         """A backend command on ``client``'s behalf, through its resource-manager space, unpriced
@@ -555,7 +567,7 @@ class TimingProxy:
     def _internal(self, command: bytes) -> bytes:
         """One of the resource manager's own commands: run and priced like a client's."""
         response = self.backend.transact(command)
-        assessed = cost.assess(command, response, self.objects, self.profile)
+        assessed = self._pricer.assess(command, response, self.objects)
         before = self.clock.now_ms
         for component, count in assessed.terms.items():
             self.clock.charge(component, count)
@@ -571,7 +583,7 @@ class TimingProxy:
                 namer = getattr(self.backend, "command_name", None)
                 name = self._names[code] = namer(code) if callable(namer) else f"TPM_ORD_{code:#x}"
             return name
-        reg = extensions.registered().get(code)
+        reg = extensions.registration(code)
         return reg.name if reg is not None else command_name(code)
 
     def _price(self, command: bytes, response: bytes) -> tuple[cost.CommandCost, dict[str, float] | None]:
@@ -587,7 +599,7 @@ class TimingProxy:
             assessed = cost.CommandCost(self._name(code), code, None, {}, len(command), len(response), rc,
                                         modelled=charged is not None)
             return assessed, (charged if charged is not None else {})  # charged() hands out a fresh dict
-        assessed = cost.assess(command, response, self.objects, self.profile)
+        assessed = self._pricer.assess(command, response, self.objects)
         if self._trace_writer is not None or self._trace_fn is not None:  # replay's fields, only when traced
             self._detail = tracing.details(command, assessed.code, assessed.command, self.objects)
         self.objects.observe(assessed.code, command, response, assessed.rc)
