@@ -83,7 +83,7 @@ def _open_backend(args: argparse.Namespace):
     from trustlab.serving.swtpm import Swtpm
 
     state = Path(args.state) if args.state else None
-    return swtpm_backend(Swtpm(state_dir=state, startup=args.startup == "clear").start(), owned=True)
+    return swtpm_backend(Swtpm(state_dir=state, startup=args.startup == "clear", unix=True).start(), owned=True)
 
 
 def run(args: argparse.Namespace) -> int:
