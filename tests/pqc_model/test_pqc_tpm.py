@@ -14,18 +14,10 @@ from trustlab.devices.tpm2.pqc_model.cost import operation_cost, unit_costs
 from trustlab.devices.tpm2.pqc_model.params import ALGORITHMS, params
 from trustlab.timing import registry
 
+from .cli_run import run
+
 FAST = ("--profiles", "st-st33ktpm2xspi-wolftpm,infineon-slb9673-wolftpm,intel-ptt-11.6.0.1126-jcalgtest",
         "--draws", "20")
-
-
-def run(*argv):
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            rc = main(list(argv))
-        except SystemExit as exc:
-            rc = exc.code if isinstance(exc.code, int) else 2
-    return rc, out.getvalue(), err.getvalue()
 
 
 @pytest.fixture(scope="module")

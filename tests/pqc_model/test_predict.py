@@ -1,26 +1,15 @@
 """price(algorithm, operation, chip): chips described by their facts, intervals, leave-one-source-out."""
 
-import contextlib
-import io
 import json
 import re
 
 import pytest
 
-from trustlab.cli import main
 from trustlab.devices.tpm2.pqc_model import classes, estimate, predict, validation
 from trustlab.devices.tpm2.pqc_model.chipspec import ChipSpec
 from trustlab.errors import TrustlabError
 
-
-def run(*argv):
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            rc = main(list(argv))
-        except SystemExit as exc:
-            rc = exc.code if isinstance(exc.code, int) else 2
-    return rc, out.getvalue(), err.getvalue()
+from .cli_run import run
 
 
 def test_price_is_median_low_high_provenance():

@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 from trustlab.devices.tpm2.extensions import TpmError
 from trustlab.devices.tpm2.pqc import structures as S
-from trustlab.devices.tpm2.pqc.peer_shapes import _after_public, creation_shape, parameters, public_shape
+from trustlab.devices.tpm2.pqc.peer_shapes import creation_shape, parameters, public_shape, skip2b
 from trustlab.errors import TrustlabError
 
 PW = S.password()
@@ -74,7 +74,7 @@ class Session:
         response = self.send(label, S.frame(0x131, [S.TPM_RH_OWNER], S.sensitive_create() + S.tpm2b(area)
                                             + S.tpm2b(b"") + S.u32(0), [PW]),
                              lambda rsp: {"public": public_shape(parameters(rsp, 1).tpm2b()),
-                                          **creation_shape(_after_public(parameters(rsp, 1)))})
+                                          **creation_shape(skip2b(parameters(rsp, 1)))})
         if not self.ok(response):
             return None, b""
         return struct.unpack_from(">I", response, 10)[0], parameters(response, 1).tpm2b()

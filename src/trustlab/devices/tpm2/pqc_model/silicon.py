@@ -19,8 +19,6 @@ from importlib import resources
 
 from trustlab.devices.tpm2.pqc_model.params import MLDSA
 
-CALL_OF_BENCH = {"keygen": "create"}
-
 
 @dataclass(frozen=True)
 class Published:
