@@ -63,6 +63,8 @@ TPM12_FAIL = 0x09
 TPM12_GET_RANDOM = tpm2wire.build_command(0x46, struct.pack(">I", 8), tag=0x00C1)
 TPM12_STARTUP_CLEAR = tpm2wire.build_command(0x99, struct.pack(">H", 1), tag=0x00C1)
 CONTROL_MODES = ("auto", "swtpm", "mssim")
+_NO_DETAIL: dict = {}
+"""A record's replay fields when the command is not traced (shared: only ever replaced, never changed)."""
 
 
 @dataclass(eq=False)
@@ -87,7 +89,8 @@ class TimingProxy:
     :class:`TraceRecord`. ``control``: ``"auto"`` tells swtpm control requests
     from MS-simulator platform signals per connection; ``"swtpm"`` /
     ``"mssim"`` force one. ``rm``: run the resource manager (TPM 2.0 backends).
-    ``rt_priority``: in realtime mode, wait and hold under SCHED_FIFO when the
+    ``keep_records``: how many recent :class:`TraceRecord` ``records`` holds (0: none; without a
+    trace no record is built then, as in ``trustlab serve``). ``rt_priority``: in realtime mode, wait and hold under SCHED_FIFO when the
     process may. ``log``: called with a one-line message when the backend fails
     while serving or a control request is refused (a client only sees an
     error code; an operator needs the why). Serving starts on construction.
@@ -132,7 +135,7 @@ class TimingProxy:
         self._rm_ms = 0.0
         self._rm_commands = 0
         self._rm_list: list[list] = []
-        self._detail: dict = {}
+        self._detail: dict = _NO_DETAIL
         self._priced: tuple | None = None
         """The price of the client command the resource manager ran last (:meth:`_run_priced`)."""
         self._names: dict[int, str] = {}
@@ -399,7 +402,7 @@ class TimingProxy:
         if self.rm is None or client.space.empty:
             return
         with self._tpm_lock:
-            self._rm_ms, self._rm_commands, self._rm_list, self._detail = 0.0, 0, [], {}
+            self._rm_ms, self._rm_commands, self._rm_list, self._detail = 0.0, 0, [], _NO_DETAIL
             arrived = time.perf_counter()
             with self.clock.command("RM_FlushOnClose") as rec:
                 self.rm.close(client.space)
@@ -422,9 +425,10 @@ class TimingProxy:
         return response
 
     def serve_command(self, client: Client, command: bytes, framing: str,
-                      arrived: float) -> tuple[bytes, float, TraceRecord]:
+                      arrived: float) -> tuple[bytes, float, TraceRecord | None]:
         """Run ``command`` for ``client``; returns the response, the perf_counter time it is due, and
-        its trace record (call :meth:`sent` once the response is out).
+        its trace record (call :meth:`sent` once the response is out; None when no trace and no
+        ``records`` wants it).
 
         The due time is ``max(arrived, chip free) + modelled``: the client
         sees the modelled time from its last request byte, and a command that
@@ -432,7 +436,7 @@ class TimingProxy:
         """
         with self._tpm_lock:
             started = time.perf_counter()
-            self._rm_ms, self._rm_commands, self._rm_list, self._detail = 0.0, 0, [], {}
+            self._rm_ms, self._rm_commands, self._rm_list, self._detail = 0.0, 0, [], _NO_DETAIL
             response, assessed, rec = self._command_path(client, command)
             done = time.perf_counter()
             backend_ms = (done - started) * 1000.0
@@ -444,6 +448,9 @@ class TimingProxy:
                 self._chip_free = max(due, done)
             late = not self.virtual and backend_ms > modelled
             self.late_count += late
+            if not (self._keep or self._trace_writer is not None or self._trace_fn is not None):
+                self._seq += 1  # nobody reads a record (serve's CLI without --trace): none is built
+                return response, due, None
             record = self._record(assessed, framing, modelled, backend_ms, max(0.0, due - done) * 1000.0,
                                   rec.breakdown, served_ms=(max(due, done) - arrived) * 1000.0, late=late,
                                   client=client.id, pid=client.pid)
@@ -451,16 +458,18 @@ class TimingProxy:
             record.late_count = self.late_count
         return response, due, record
 
-    def sent(self, record: TraceRecord, when: float) -> None:
+    def sent(self, record: TraceRecord | None, when: float) -> None:
         """The response of ``record`` leaves now (``when``): its served time becomes a measurement,
         and a trace callable sees it before the client can (in-process users rely on that)."""
+        if record is None:
+            return
         record.served_ms = (when - record.arrived) * 1000.0
         if self._trace_fn is not None:
             self._trace_fn(record)
 
-    def traced(self, record: TraceRecord) -> None:
+    def traced(self, record: TraceRecord | None) -> None:
         """Write ``record``'s trace line (after its response left: file I/O never delays a client)."""
-        if self._trace_writer is not None:
+        if self._trace_writer is not None and record is not None:
             try:
                 self._trace_writer.write(record)
             except OSError as exc:
@@ -508,10 +517,8 @@ class TimingProxy:
                     self.objects.observe(claimed.code, command, claimed.response, claimed.rc)  # e.g. a forwarded Startup
                     if claimed.fault:
                         self._log(claimed.fault)  # the client only saw TPM_RC_FAILURE
-                    for component, count in assessed.terms.items():
-                        clock.charge(component, count)
-                    for component, ms in claimed.charges_ms.items():
-                        clock.charge_ms(component, ms)
+                    clock.charge_all(assessed.terms)
+                    clock.charge_all_ms(claimed.charges_ms)
                     return claimed.response, assessed, rec
             return self._forward(client, command, rec)
         finally:
@@ -525,11 +532,9 @@ class TimingProxy:
             assessed, charged = self._price(command, response)
             clock = self.clock
             if charged is not None:
-                for component, ms in charged.items():
-                    clock.charge_ms(component, ms)
+                clock.charge_all_ms(charged)
             else:
-                for component, count in assessed.terms.items():
-                    clock.charge(component, count)
+                clock.charge_all(assessed.terms)
             return response, assessed, rec
         self._priced = None
         response = self.rm.execute(client.space, command, self._run_priced)
@@ -537,15 +542,12 @@ class TimingProxy:
         if priced is not None:
             assessed, charged = priced
             if charged is not None:
-                for component, ms in charged.items():
-                    self.clock.charge_ms(component, ms)
+                self.clock.charge_all_ms(charged)
             else:
-                for component, count in assessed.terms.items():
-                    self.clock.charge(component, count)
+                self.clock.charge_all(assessed.terms)
         else:  # refused by the resource manager before reaching the TPM
             assessed = self._pricer.assess(command, response, self.objects)
-            for component, count in assessed.terms.items():
-                self.clock.charge(component, count)
+            self.clock.charge_all(assessed.terms)
         return response, assessed, rec
 
     def _run_priced(self, real: bytes) -> bytes:
@@ -569,8 +571,7 @@ class TimingProxy:
         response = self.backend.transact(command)
         assessed = self._pricer.assess(command, response, self.objects)
         before = self.clock.now_ms
-        for component, count in assessed.terms.items():
-            self.clock.charge(component, count)
+        self.clock.charge_all(assessed.terms)
         self._rm_ms += self.clock.now_ms - before
         self._rm_commands += 1
         self._rm_list.append([assessed.command, assessed.in_bytes, assessed.out_bytes, assessed.rc])
@@ -614,9 +615,10 @@ class TimingProxy:
                              list(a.missing) if a.missing else [], breakdown, a.terms, served_ms, late,
                              self._rm_ms, self._rm_commands, client,  # positional: the fields' order
                              pid=pid, rm=self._rm_list, **self._detail)
-        if len(self.records) >= self._keep:
-            del self.records[: self._keep // 2]
-        self.records.append(record)
+        if self._keep:
+            if len(self.records) >= self._keep:
+                del self.records[: self._keep // 2]
+            self.records.append(record)
         return record
 
     def note_reject(self, reason: str) -> None:
