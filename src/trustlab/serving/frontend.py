@@ -600,10 +600,12 @@ class FrontEnd:
     # ---- jobs ----------------------------------------------------------------
 
     def _send_response(self, conn: Conn, data: bytes, record: TraceRecord | None) -> None:
-        self.proxy.sent(record, time.perf_counter())
+        if record is not None:  # (None: nobody reads records, as in serve without --trace)
+            self.proxy.sent(record, time.perf_counter())
         self._send(conn, data)
         self._answered(conn)
-        self.proxy.traced(record)
+        if record is not None:
+            self.proxy.traced(record)
 
     def _run_job(self, job: tuple) -> None:
         kind = job[0]

@@ -520,21 +520,29 @@ class TimingProxy:
                     clock.charge_all(assessed.terms)
                     clock.charge_all_ms(claimed.charges_ms)
                     return claimed.response, assessed, rec
-            return self._forward(client, command, rec)
+            return self._forward(client, command, rec, code)
         finally:
             clock.end()
 
-    def _forward(self, client: Client, command: bytes, rec):
+    def _forward(self, client: Client, command: bytes, rec, code: int):
         """Steps 2-4: the resource manager, the backend, pricing (inside the command's clock record)."""
         if self.rm is None:  # no resource manager (TPM 1.2, --no-rm): one backend command, no closure
-            response = self.backend.transact(command)
+            backend = self.backend
+            response = backend.transact(command)
             self._note_backend(command, response)
+            if self.family == "tpm1.2":  # the engine prices itself (no TPM 2.0 wire model)
+                charged = backend.charged()
+                rc = struct.unpack_from(">I", response, 6)[0] if len(response) >= wire.HEADER_SIZE else TPM12_FAIL
+                assessed = cost.CommandCost(rec.name, code, None, {}, len(command), len(response), rc,
+                                            charged is not None)
+                if charged:  # charged() hands out a fresh dict ({} or None: nothing to charge)
+                    self.clock.charge_all_ms(charged)
+                return response, assessed, rec
             assessed, charged = self._price(command, response)
-            clock = self.clock
             if charged is not None:
-                clock.charge_all_ms(charged)
+                self.clock.charge_all_ms(charged)
             else:
-                clock.charge_all(assessed.terms)
+                self.clock.charge_all(assessed.terms)
             return response, assessed, rec
         self._priced = None
         response = self.rm.execute(client.space, command, self._run_priced)
@@ -593,13 +601,7 @@ class TimingProxy:
         Returns the assessed command (name, sizes, rc, terms for the trace) and,
         when the backend priced it, its component -> ms breakdown.
         """
-        charged = self.backend.charged()
-        if self.family == "tpm1.2":
-            code = struct.unpack_from(">I", command, 6)[0] if len(command) >= wire.HEADER_SIZE else 0
-            rc = struct.unpack_from(">I", response, 6)[0] if len(response) >= wire.HEADER_SIZE else TPM12_FAIL
-            assessed = cost.CommandCost(self._name(code), code, None, {}, len(command), len(response), rc,
-                                        modelled=charged is not None)
-            return assessed, (charged if charged is not None else {})  # charged() hands out a fresh dict
+        charged = self.backend.charged()  # (a TPM 1.2 backend is priced in _forward: it has no RM)
         assessed = self._pricer.assess(command, response, self.objects)
         if self._trace_writer is not None or self._trace_fn is not None:  # replay's fields, only when traced
             self._detail = tracing.details(command, assessed.code, assessed.command, self.objects)
