@@ -529,7 +529,7 @@ class Tpm12:
                        old_auth: Auth, new_auth: bytes) -> bytes:
         """Re-encrypt a key's or sealed blob's encData with a new secret; returns the new encData."""
         s = self._osap_key(parent, parent_auth)
-        params = Writer().u16(0x0001).raw(s.encrypt_auth(new_auth)).u16(entity_type).sized(enc).bytes()
+        params = Writer().u16(C.TPM_PID_ADCP).raw(s.encrypt_auth(new_auth)).u16(entity_type).sized(enc).bytes()
         _, r = self.call("TPM_ChangeAuth", handles=[parent], params=params, auth=[s, old_auth])
         return r.sized()
 

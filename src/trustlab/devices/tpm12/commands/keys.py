@@ -148,16 +148,24 @@ def make_identity(tpm, req: Request) -> Response:
     return Response(params=blob.marshal() + Writer().sized(binding).bytes())
 
 
-@tpm_command("TPM_ActivateIdentity", handles=1, auth=(2,))
+@tpm_command("TPM_ActivateIdentity", handles=1, auth=(1, 2))
 def activate_identity(tpm, req: Request) -> Response:
     """Part 3, 15.2: the privacy CA's answer, encrypted under the EK, yields the session key for the
-    AIK's credential if it names this AIK (and, in a TPM_EK_BLOB_ACTIVATE, the platform's PCRs)."""
+    AIK's credential if it names this AIK (and, in a TPM_EK_BLOB_ACTIVATE, the platform's PCRs).
+
+    As libtpms' TPM_Process_ActivateIdentity (TPM_CheckRequestTag21): the idKey authorization is
+    optional; without it (AUTH1, the owner's only, as IBM's ``activateidentity`` sends) the AIK must
+    have authDataUsage TPM_AUTH_NEVER, else TPM_AUTHFAIL. The owner is checked before the key."""
     id_h = req.handles[0]
     blob = req.params.sized(1024)
     req.params.end()
+    with_key_auth = len(req.auth) == 2
+    req.auth.check(1 if with_key_auth else 0, tpm.owner_auth(), (C.TPM_ET_OWNER, C.TPM_KH_OWNER))
     key = tpm.key(id_h)
-    req.auth.check(1, tpm.owner_auth(), (C.TPM_ET_OWNER, C.TPM_KH_OWNER))
-    req.auth.check(0, key.usage_auth, (C.TPM_ET_KEYHANDLE, id_h))
+    if with_key_auth:
+        req.auth.check(0, key.usage_auth, (C.TPM_ET_KEYHANDLE, id_h))
+    elif key.blob.auth_usage != C.TPM_AUTH_NEVER:
+        raise TpmError("TPM_AUTHFAIL", f"identity key {id_h:#010x} needs its own authorization")
     if key.blob.usage != C.TPM_KEY_IDENTITY:
         raise TpmError("TPM_BAD_PARAMETER", f"key {id_h:#010x} is not an identity key")
     id_digest = tpm.crypto.sha1(key.blob.pubkey())
