@@ -37,7 +37,7 @@ from typing import Callable
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 from trustlab.devices.tpm12 import constants as C
-from trustlab.devices.tpm12 import flags, registry
+from trustlab.devices.tpm12 import flags, owner_evict, registry
 from trustlab.devices.tpm12 import state_checks as checks
 from trustlab.devices.tpm12.contexts import ContextState, session_from_json, session_to_json
 from trustlab.devices.tpm12.errors import TpmError
@@ -132,7 +132,7 @@ class Engine:
     def _clear_volatile(self) -> None:
         """Part 3, 3.2 TPM_Startup(ST_CLEAR) 2.a-b: sessions and keys gone, PCRs at their defaults."""
         self.pcrs = list(PCR_DEFAULT)  # (one entry per PCR)
-        self.keys: dict[int, LoadedKey] = {}
+        self.keys: dict[int, LoadedKey] = owner_evict.stored_keys(self.state)  # they keep their slots
         self.sessions: dict[int, Session] = {}
         self.exclusive: int | None = None
         self.counter_this_boot: int | None = None
@@ -189,6 +189,7 @@ class Engine:
             self.pcrs = [PCR_DEFAULT[i] if PCR_RESETTABLE[i] else bytes.fromhex(v)
                          for i, v in enumerate(doc["pcrs"])]
             self.keys = {int(h): key_from_json(v) for h, v in doc["keys"].items()}
+            self.keys.update(owner_evict.stored_keys(self.state))
             self._next_handle = {k: int(v) for k, v in doc["next"].items()}
             self.counter_this_boot = doc["counter"]
             self.sessions = {s.handle: s for s in map(session_from_json, doc.get("sessions", []))}
@@ -218,7 +219,9 @@ class Engine:
 
     def new_handle(self, kind: str) -> int:
         h = self._next_handle[kind]
-        self._next_handle[kind] += 1
+        while kind == "key" and h in self.keys:  # an owner-evict key keeps its handle across startups
+            h += 1
+        self._next_handle[kind] = h + 1
         return h
 
     def key(self, handle: int) -> LoadedKey:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from trustlab.devices.tpm12 import constants as C
 from trustlab.devices.tpm12 import flags
+from trustlab.devices.tpm12.owner_evict import is_owner_evict
 from trustlab.devices.tpm12.pc_client import PCR_EXTEND_LOCAL, PCR_RESET_LOCAL, PCR_RESETTABLE
 from trustlab.devices.tpm12.errors import TpmError
 from trustlab.devices.tpm12.commands.endorsement import ek as ek_key
@@ -159,8 +160,11 @@ def flush_specific(tpm, req: Request) -> Response:
     rtype = req.params.u32()
     req.params.end()
     if rtype == C.TPM_RT_KEY:
-        if tpm.keys.pop(handle, None) is None:
+        if handle not in tpm.keys:
             raise TpmError("TPM_BAD_PARAMETER", f"no key {handle:#010x}")
+        if is_owner_evict(tpm, handle):  # Part 3, 22.1 step 2.b
+            raise TpmError("TPM_KEY_OWNER_CONTROL", f"key {handle:#010x} is owner-evict")
+        del tpm.keys[handle]
     elif rtype in (C.TPM_RT_AUTH, C.TPM_RT_TRANS):
         s = tpm.sessions.get(handle)
         if s is None or (s.kind == "TRANSPORT") != (rtype == C.TPM_RT_TRANS):

@@ -19,6 +19,7 @@ from trustlab.devices.tpm12.commands.transport import MAX_TRANSPORTS as MAX_TRAN
 from trustlab.devices.tpm12.contexts import CONTEXT_LIST
 from trustlab.devices.tpm12.errors import TpmError
 from trustlab.devices.tpm12.nvareas import MAX_TOTAL, areas
+from trustlab.devices.tpm12.owner_evict import is_owner_evict
 from trustlab.devices.tpm12.registry import Request, Response, by_ordinal, tpm_command
 from trustlab.devices.tpm12.state import LOCKOUT_THRESHOLD
 from trustlab.devices.tpm12.version import MANUFACTURER, version_info
@@ -160,8 +161,9 @@ def capability(tpm, area: int, sub: bytes) -> bytes:
         need(n32)
         return _bool(False)
     if area == C.TPM_CAP_KEY_STATUS:
-        tpm.key(need(n32))
-        return _bool(False)  # no owner-evict keys
+        handle = need(n32)
+        tpm.key(handle)
+        return _bool(is_owner_evict(tpm, handle))
     if area == C.TPM_CAP_NV_LIST:
         return b"".join(_u32(i) for i in sorted(areas(tpm)))
     if area == C.TPM_CAP_NV_INDEX:

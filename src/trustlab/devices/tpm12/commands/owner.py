@@ -11,7 +11,7 @@ of TPM_OwnerClear and TPM_ForceClear (``TPM_OwnerClearCommon``).
 from __future__ import annotations
 
 from trustlab.devices.tpm12 import constants as C
-from trustlab.devices.tpm12 import flags
+from trustlab.devices.tpm12 import flags, owner_evict
 from trustlab.devices.tpm12.errors import TpmError
 from trustlab.devices.tpm12.nvareas import areas, save as save_areas
 from trustlab.devices.tpm12.registry import Request, Response, tpm_command
@@ -180,6 +180,7 @@ def clear_owner(tpm, keep=None) -> None:
     st.counters.clear()
     st.extra.pop(OPERATOR_AUTH, None)
     st.extra.pop("nv_writes", None)  # noOwnerNVWrite back to 0
+    owner_evict.forget_all(tpm)  # libtpms TPM_OwnerClearCommon: owner-evict keys deleted too
     tpm.keys.clear()
     for handle in list(tpm.sessions):
         if tpm.sessions[handle] is not keep:
