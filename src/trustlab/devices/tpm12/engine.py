@@ -65,6 +65,7 @@ _RC_SUCCESS = struct.pack(">I", C.TPM_SUCCESS)
 _REQUEST_TAGS = C.REQUEST_TAGS  # tag -> number of authorization trailers
 _RESPONSE_TAGS = C.RESPONSE_TAG  # number of authorization trailers -> response tag
 _ORD_STARTUP = C.ORD["TPM_Startup"]
+_ORD_RESET_LOCK_VALUE = C.ORD["TPM_ResetLockValue"]
 _ORD_EXECUTE_TRANSPORT = C.ORD["TPM_ExecuteTransport"]
 _SHA1_THREAD = {C.ORD[n] for n in ("TPM_SHA1Update", "TPM_SHA1Complete", "TPM_SHA1CompleteExtend")}
 # Part 3, 4.2 (failure mode): only these answer; libtpms adds nothing else
@@ -110,6 +111,7 @@ class Engine:
         self.locality = 0  # the bus locality of the current command (a served TPM's host sets it)
         self.auth_fail_count = 0  # dictionary-attack counter (TPM_STCLEAR_DATA.authFailCount)
         self.auth_fail_ms = 0.0
+        self.disable_reset_lock = False  # TPM_STCLEAR_DATA.disableResetLock (a failed TPM_ResetLockValue)
         self.init()
         if started:
             self.startup()
@@ -127,6 +129,7 @@ class Engine:
         self.deactivated = False
         self.disabled = flags.permanent(self, "disable")
         self._clear_volatile()
+        self._nv_areas = None  # libtpms reloads its NV at _TPM_Init: released slots close up (nvareas)
 
     # ---- volatile state -------------------------------------------------------
     def _clear_volatile(self) -> None:
@@ -163,6 +166,7 @@ class Engine:
         self.post_init = False
         self._clear_volatile()
         self.auth_fail_count = 0
+        self.disable_reset_lock = False
         if kind == C.TPM_ST_STATE:
             if saved is None:
                 self.failed = True
@@ -248,8 +252,10 @@ class Engine:
         return loaded
 
     def owner_auth(self) -> bytes:
+        """The owner's secret for an owner-authorized command. With no owner installed libtpms'
+        TPM_AuthSessions_GetData answers TPM_AUTHFAIL (found by tpm_restrictsrk -a on an unowned chip)."""
         if self.state.owner_auth is None:
-            raise TpmError("TPM_NOSRK", "the TPM has no owner")
+            raise TpmError("TPM_AUTHFAIL", "the TPM has no owner")
         return self.state.owner_auth
 
     # ---- auditing (Part 3, 8.1) -----------------------------------------------------
@@ -345,9 +351,7 @@ class Engine:
             tag, size, ordinal = _HEADER_IN(frame)
             if size != flen:
                 raise TpmError("TPM_BAD_PARAM_SIZE", f"paramSize {size} but frame has {flen} bytes")
-            n_auth = _REQUEST_TAGS.get(tag)
-            if n_auth is None:
-                raise TpmError("TPM_BADTAG", f"tag {tag:#06x}")
+            n_auth = _REQUEST_TAGS.get(tag)  # (None: not a request tag; checked with the ordinal's tags below)
             spec = self._specs.get(ordinal)
             if spec is None:
                 raise TpmError("TPM_BAD_ORDINAL", f"ordinal {ordinal:#x}")
@@ -355,6 +359,9 @@ class Engine:
                 raise TpmError("TPM_INVALID_POSTINIT", f"{spec.name} before TPM_Startup")
             if self.failed and ordinal not in _FAILURE_MODE_OK:
                 raise TpmError("TPM_FAILEDSELFTEST", f"{spec.name}: the TPM is in failure mode")
+            if n_auth is None:  # libtpms: an unknown ordinal first (TPM_BAD_ORDINAL; TrouSerS'
+                # PhysicalDisable sends tag 0x00C4, ordinal 0), the tag in the ordinal's own handler
+                raise TpmError("TPM_BADTAG", f"tag {tag:#06x}")
             if n_auth not in spec.auth:
                 raise TpmError("TPM_BADTAG", f"{spec.name} takes {spec.auth} authorization session(s), not {n_auth}")
             if self.sha1_context is not None and ordinal not in _SHA1_THREAD and ordinal != _ORD_EXECUTE_TRANSPORT:
@@ -372,7 +379,8 @@ class Engine:
                     raise TpmError("TPM_DEACTIVATED", f"{spec.name}: the TPM is deactivated")
             if ordinal in checks.NEEDS_OWNER and self.state.owner_auth is None:
                 raise TpmError("TPM_NOSRK", f"{spec.name} needs an owner")
-            if n_auth and self.auth_fail_count > LOCKOUT_THRESHOLD and self.lockout_remaining_s() > 0:
+            if n_auth and self.auth_fail_count > LOCKOUT_THRESHOLD and self.lockout_remaining_s() > 0 \
+                    and ordinal != _ORD_RESET_LOCK_VALUE:  # libtpms: "this command proceeds anyway"
                 raise TpmError("TPM_DEFEND_LOCK_RUNNING",
                                f"{spec.name}: dictionary-attack lockout, {self.lockout_remaining_s():.1f} s left")
             trail_at = flen - AUTH_IN * n_auth  # where the authorization trailers start

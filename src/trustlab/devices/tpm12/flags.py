@@ -33,8 +33,8 @@ def permanent(tpm, name: str) -> bool:
     extra = tpm.state.extra
     if name == "CEKPUsed":
         return extra.get("cekp_used") == "1"
-    if name == "enableRevokeEK":
-        return tpm.state.ek is None
+    if name == "enableRevokeEK":  # (TPM_CreateRevocableEK keeps its EKreset under "ek_reset")
+        return tpm.state.ek is None or "ek_reset" in extra
     if name == "nvLocked":
         return extra.get("nv_locked") == "1"
     if name == "tpmEstablished":
