@@ -91,6 +91,17 @@ class Raw:
         return f"<raw {self.name}>"
 
 
+@dataclass(frozen=True)
+class Wait:
+    """Let wall-clock time pass (a user waiting out a dictionary-attack lockout)."""
+
+    seconds: float
+
+    @property
+    def title(self) -> str:
+        return f"<wait {self.seconds:g} s>"
+
+
 # ---- the backends -----------------------------------------------------------------
 class Libtpms:
     name = "libtpms"
@@ -226,6 +237,8 @@ def run_scenario(name: str, plan: list, backend, d: Path) -> list[Row]:
                 rows.append(Row(step.title, 0, "", [f"{rc:#x}" for rc in rcs], None, True))
                 log = H.FrameLog(("127.0.0.1", backend.port))
                 tcsd = H.Tcsd(log.port, d).start()
+            elif isinstance(step, Wait):
+                time.sleep(step.seconds)
             elif isinstance(step, Raw):
                 frames = []
                 with log._lock:
@@ -354,7 +367,10 @@ def owner_plan() -> list:
         S("tpm_setenable", "-s", "-z"),
         S("tpm_setenable", "-s", "-u", stdin=WRONG),
         S("tpm_setenable", "-s", "-u", stdin=WRONG),
-        S("tpm_setenable", "-s", "-u", stdin=PW),  # defended now?
+        S("tpm_setenable", "-s", "-u", stdin=PW),  # the 6th failure: defended for 1 s
+        S("tpm_resetdalock", "-u", stdin=WRONG),  # runs in a lockout; fails: disableResetLock, 2 s
+        S("tpm_resetdalock", "-u", stdin=PW),  # disableResetLock while the lockout runs
+        Wait(4.5),
         S("tpm_resetdalock", "-u", stdin=PW),
         S("tpm_setenable", "-s", "-u", stdin=PW),
         S("tpm_sealdata", "-i", "in.txt", "-o", "srkpw.blob", stdin=PW),  # SRK secret ASCII: unicode was set

@@ -207,18 +207,27 @@ class Engine:
             self.mark_dirty()
 
     # ---- dictionary-attack mitigation (Part 1, 20) ------------------------------------
+    da_now_ms: Callable[[], float] | None = None
+    """The clock the dictionary-attack timer runs on: the modelled clock in process (None), the
+    wall clock when served (``serving/tpm12/engine_backend``): a chip's lockout timer also runs while
+    nobody sends it a command, as libtpms' does (TPM_GetTimeOfDay); modelled time only moves with
+    commands, so a served lockout would never end for a user who waits."""
+
+    def _da_now_ms(self) -> float:
+        return self.da_now_ms() if self.da_now_ms is not None else self.clock.now_ms
+
     def auth_failed(self) -> None:
         """Count a wrong authorization; past the threshold the TPM defends for 2^k seconds."""
         self.auth_fail_count += 1
         if self.auth_fail_count > LOCKOUT_THRESHOLD:
-            self.auth_fail_ms = self.clock.now_ms
+            self.auth_fail_ms = self._da_now_ms()
 
     def lockout_remaining_s(self) -> float:
-        """Seconds of modelled time the lockout still runs (0: no lockout)."""
+        """Seconds the lockout still runs (0: no lockout), on the clock of :attr:`da_now_ms`."""
         if self.auth_fail_count <= LOCKOUT_THRESHOLD:
             return 0.0
         wait_s = float(1 << min(self.auth_fail_count - LOCKOUT_THRESHOLD - 1, 31))
-        return max(0.0, wait_s - (self.clock.now_ms - self.auth_fail_ms) / 1000.0)
+        return max(0.0, wait_s - (self._da_now_ms() - self.auth_fail_ms) / 1000.0)
 
     def new_handle(self, kind: str) -> int:
         h = self._next_handle[kind]

@@ -70,13 +70,20 @@ def release(tpm, table: dict[int, NVArea], index: int) -> None:
         tpm.nv_stclear_locks.discard(lock)
 
 
-def place(tpm, table: dict[int, NVArea], area: NVArea) -> None:
-    """Add a new area in the first free slot, else at the end (libtpms TPM_NVIndexEntries_GetFreeEntry)."""
+def first_free_slot(tpm) -> int | None:
+    """The slot a new definition will take (None: a new one at the end). libtpms takes it
+    (TPM_NVIndexEntries_GetFreeEntry) before it deletes an area being redefined, so a redefined
+    area moves to the end when no earlier slot is free."""
     free = _free_slots(tpm)
-    if not free:
+    return min(free) if free else None
+
+
+def place(tpm, table: dict[int, NVArea], area: NVArea, slot: int | None) -> None:
+    """Add a new area in ``slot`` (from :func:`first_free_slot`), else at the end."""
+    if slot is None:
         table[area.index] = area
         return
-    slot = min(free)
+    free = _free_slots(tpm)
     free.discard(slot)
     items = list(table.items())
     items.insert(slot - sum(1 for hole in free if hole < slot), (area.index, area))

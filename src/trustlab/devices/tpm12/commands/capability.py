@@ -179,7 +179,7 @@ def capability(tpm, area: int, sub: bytes) -> bytes:
         tpm.key(need(n32))
         return _bool(False)  # no owner-evict keys
     if area == C.TPM_CAP_NV_LIST:
-        return b"".join(_u32(i) for i in sorted(areas(tpm)))
+        return b"".join(_u32(i) for i in areas(tpm))  # in slot order, as libtpms (nvareas.release)
     if area == C.TPM_CAP_NV_INDEX:
         index = need(n32)
         a = areas(tpm).get(index)

@@ -14,7 +14,7 @@ profile has it (the 2010 profiles do not).
 from __future__ import annotations
 
 from trustlab.devices.tpm12 import constants as C
-from trustlab.devices.tpm12.nvareas import MAX_TOTAL, NVArea, areas, nv_locked, place, release, save
+from trustlab.devices.tpm12.nvareas import MAX_TOTAL, NVArea, areas, first_free_slot, nv_locked, place, release, save
 from trustlab.devices.tpm12.pcrs import pcr_composite, raw_selection
 from trustlab.devices.tpm12.errors import TpmError
 from trustlab.devices.tpm12.registry import Request, Response, tpm_command
@@ -91,6 +91,7 @@ def nv_define_space(tpm, req: Request) -> Response:
         _count_unowned_write(tpm)
         auth = enc_auth
     table = areas(tpm)
+    slot = first_free_slot(tpm)
     old = table.get(index)
     if old is not None and locked:
         if old.attributes & C.TPM_NV_PER_GLOBALLOCK and tpm.global_lock:
@@ -115,7 +116,7 @@ def nv_define_space(tpm, req: Request) -> Response:
         raise TpmError("TPM_BAD_PARAM_SIZE", "a new area needs dataSize > 0")
     if size + sum(a.size for a in table.values()) > MAX_TOTAL:
         raise TpmError("TPM_NOSPACE", f"no room for {size} bytes of NV")
-    place(tpm, table, NVArea(index, pcr_read, pcr_write, attributes, size, auth, bytearray(b"\xff" * size)))
+    place(tpm, table, NVArea(index, pcr_read, pcr_write, attributes, size, auth, bytearray(b"\xff" * size)), slot)
     tpm.crypto.optional("nvm_write_byte", size)
     save(tpm, table)
     return Response()
