@@ -10,7 +10,8 @@ equivalent), so the difference shows without the clients:
 * ``tpm_createek -r`` on a chip with an EK: TPM_CreateRevocableEK is TPM_DISABLED_CMD;
 * ``tpm_setenable -d -f``: TrouSerS sends tag 0x00C4 with ordinal 0: TPM_BAD_ORDINAL first;
 * ``tpm_loadkey`` of a blob TrouSerS cannot parse: TPM_CAP_CHECK_LOADED with algorithm 0
-  answers FALSE, parameters are not judged;
+  answers FALSE, parameters are not judged; TPM_LoadKey2 loads the key's structure, checks
+  paramSize, the parent's authorization, and only then the key's properties;
 * ``tpm_nvinfo``: a zero-size write/read sets bWriteSTClear, bWriteDefine / bReadSTClear
   whatever the attributes, and TPM_CAP_NV_LIST lists areas in slot order (a released
   area's slot is reused);
@@ -54,6 +55,10 @@ def _rsa_parms(bits: int) -> bytes:
     return u32(C.TPM_ALG_RSA) + u16(1) + u16(1) + u32(len(rsa)) + rsa
 
 
+# what TrouSerS' tpm_loadkey sends for a file it cannot parse: a TPM_KEY of zeros (algorithm 0)
+_GARBAGE_KEY = b"\x01\x01\x00\x00" + u16(0) + u32(0) + b"\x00" + u32(0) + u16(0) + u16(0) + u32(0) + u32(0) * 3
+
+
 def _revocable_ek() -> bytes:
     return frame(C.ORD["TPM_CreateRevocableEK"], b"\x00" * 20 + struct.pack(">IHHI", 1, 3, 1, 12)
                  + struct.pack(">III", 2048, 2, 0) + b"\x01" + b"\xff" * 20)
@@ -77,6 +82,12 @@ SCENARIO: list[tuple[str, object, bool]] = [
     ("check_loaded_alg_3", lambda s: s.execute(cap(C.TPM_CAP_CHECK_LOADED, u32(3) + u16(0) + u16(0) + u32(0))), False),
     ("check_loaded_trailing", lambda s: s.execute(cap(C.TPM_CAP_CHECK_LOADED, _rsa_parms(2048) + b"\x00")), True),
     ("take_ownership", lambda s: quiet(s, s.tpm.TPM_TakeOwnership, OWNER, OWNER), False),
+    ("load_key2_alg_0_trailing", lambda s: quiet(s, s.tpm.call, "TPM_LoadKey2", handles=[C.TPM_KH_SRK],
+                                                 params=_GARBAGE_KEY + b"\x00" * 29, auth=[OWNER]), False),
+    ("load_key2_alg_0", lambda s: quiet(s, s.tpm.call, "TPM_LoadKey2", handles=[C.TPM_KH_SRK],
+                                        params=_GARBAGE_KEY, auth=[OWNER]), False),
+    ("load_key2_alg_0_wrong_auth", lambda s: quiet(s, s.tpm.call, "TPM_LoadKey2", handles=[C.TPM_KH_SRK],
+                                                   params=_GARBAGE_KEY, auth=[WRONG]), False),
     ("nv_define_a", _nv(A), False),
     ("nv_define_b", _nv(B), False),
     ("nv_define_c", _nv(C3), False),
@@ -132,7 +143,8 @@ def test_client_matrix_findings_answer_as_libtpms() -> None:
     by = {name: a for name, _e, a, _b in rows}
     for name, rc in (("set_capability_no_owner", "TPM_AUTHFAIL"), ("create_revocable_ek_exists", "TPM_DISABLED_CMD"),
                      ("response_tag_ordinal_0", "TPM_BAD_ORDINAL"), ("response_tag_known_ordinal", "TPM_BADTAG"),
-                     ("check_loaded_alg_3", "TPM_BAD_KEY_PROPERTY"), ("owner_command_in_lockout", "TPM_DEFEND_LOCK_RUNNING"),
+                     ("check_loaded_alg_3", "TPM_BAD_KEY_PROPERTY"), ("load_key2_alg_0_trailing", "TPM_BAD_PARAM_SIZE"),
+                     ("load_key2_alg_0", "TPM_BAD_KEY_PROPERTY"), ("load_key2_alg_0_wrong_auth", "TPM_AUTHFAIL"), ("owner_command_in_lockout", "TPM_DEFEND_LOCK_RUNNING"),
                      ("reset_lock_value_in_lockout", "TPM_SUCCESS"), ("owner_command_after_reset", "TPM_SUCCESS"),
                      ("reset_lock_value_wrong", "TPM_AUTHFAIL"), ("reset_lock_value_disabled", "TPM_AUTHFAIL")):
         assert rc_of(by[name]) == (0 if rc == "TPM_SUCCESS" else C.RC[rc]), name
