@@ -204,6 +204,19 @@ def plan() -> list[Step]:
         S("tickstampblob", "tickstampblob", "-ic", "trustlab", "-hk", "{sign}", "-pwdk", KEY),
         S("certifykey", "certifykey", "-hk", "{child}", "-hc", "{sign}", "-pwdk", KEY, "-pwdc", KEY, "-of",
           "certify.bin", check=exists("certify.bin")),
+        S("signmsg", "signmsg", "-hk", "{sign}", "-pwdk", KEY, "-ic", "trustlab", "-os", "msg.sig",
+          check=exists("msg.sig")),
+        # auditing
+        S("enableaudit TPM_Sign", "enableaudit", *o, "-ord", "3c"),
+        S("getauditdigest", "getauditdigest", "-s", "0"),
+        S("getauditdigestsigned", "getauditdigestsigned", "-h", "{sign}", "-p", KEY, "-s", "0"),
+        S("enableaudit -d TPM_Sign", "enableaudit", *o, "-ord", "3c", "-d"),
+        # transport session, owner-controlled keys, maintenance, delegation, establishment bit
+        S("transport_test", "transport_test", "-ek", "{bind}", "-ekp", KEY, "-sk", "{sign}", "-skp", KEY),
+        S("keycontrol owner evict", "keycontrol", *o, "-pwdk", KEY, "-hk", "{child}", "-bn", "1", "-bv", "1"),
+        S("createrevek (EK exists)", "createrevek", "-pwdk", "rev"),
+        S("resetestbit", "resetestbit"),
+        S("delegatereadtable", "delegatereadtable"),
         # sealing (sealfile binds to PCRs 0-6 as they are; sealxfile encrypts the data in transit)
         S("sealfile (PCRs 0-6)", "sealfile", "-hk", "40000000", "-pwdk", SRK, "-pwdd", DATA_AUTH, "-if", "data.txt",
           "-of", "data.sealed", check=exists("data.sealed")),
@@ -281,6 +294,8 @@ def plan() -> list[Step]:
         S("forceclear", "forceclear"),
         S("getcapability permanent flags (cleared)", "getcapability", "-cap", "4", "-scap", "108", check=flags),
         S("takeown after clear", "takeown", "-v12", *o, "-pwds", SRK, check=exists("srk.pem")),
+        S("revtrust (not revocable)", "revtrust", "-pwdk", "rev"),
+        S("killmaintenancefeature (no owner)", "killmaintenancefeature", *o),
         S("clearown", "clearown", *o),
     ]
 
@@ -421,7 +436,8 @@ def find_programs(build: Path) -> Path:
     for candidate in (build, build / "bin", build / "utils", build / "libtpm" / "utils"):
         if (candidate / "takeown").is_file() and os.access(candidate / "takeown", os.X_OK):
             return candidate
-    raise SystemExit(f"error: no built 'takeown' in {build} (nor in its bin/, utils/, libtpm/utils/)")
+    print(f"error: no built 'takeown' in {build} (nor in its bin/, utils/, libtpm/utils/)", file=sys.stderr)
+    raise SystemExit(2)
 
 
 def run_plan(programs: Path, port: int, workdir: Path, steps: list[Step], instance: str) -> list[Outcome]:

@@ -26,3 +26,13 @@ def test_bad_algorithm_or_operation_is_one_line_error():
         operation_cost(profile, "ML-DSA-99", "sign", in_bytes=0, out_bytes=0, rng=random.Random(0))
     with pytest.raises(TrustlabError, match="has no operation 'sign'"):
         operation_cost(profile, "ML-KEM-768", "sign", in_bytes=0, out_bytes=0, rng=random.Random(0))
+
+
+@pytest.mark.parametrize("profile_name", ["st-st33ktpm2xspi-wolftpm", "sealsq-qvault-pqc-tpm-wolftpm"])
+def test_costs_are_plain_floats(profile_name):
+    """serve's realtime trace compares and JSON-encodes them: a numpy scalar (np.bool_ from a comparison)
+    made `serve --trace` fail its serving loop on the first post-quantum command."""
+    profile = registry.load(profile_name)
+    for op, rng in (("sign", random.Random(1)), ("create", random.Random(2)), ("sign", None)):
+        cost = operation_cost(profile, "ML-DSA-65", op, in_bytes=80, out_bytes=3400, rng=rng)
+        assert all(type(v) is float for v in cost.values()), {k: type(v) for k, v in cost.items()}

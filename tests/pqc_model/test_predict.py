@@ -3,6 +3,7 @@
 import contextlib
 import io
 import json
+import re
 
 import pytest
 
@@ -127,12 +128,32 @@ def test_the_measurements_span_enough_sources_and_classes():
 
 
 def test_leave_one_source_out_summary_is_reported_as_measured():
-    """Goal (issue 27): median |error| <= 25% and coverage >= 80% hold. 'Every row within 2x' does not, and
-    the summary says so: the x86 keygen rows (2.06-2.16x; x86's prior is an assumption) and the STM32F446
-    application build (4-4.5x slower than pqm4's code predicts, build options not stated)."""
+    """Issue 27's goals, as they stand (the summary reports them; nothing is tuned to meet them): median |error|
+    <= 25% holds. 'Every row within 2x' and 'coverage >= 80%' do not: the x86 rows (2.2-2.4x; the x86 prior
+    is the Keccak rate of SHA-3 on x86-64, the only x86 source is left out) and the STM32F446 application build
+    (4-4.5x slower than pqm4's code predicts, build options not stated) miss, and Greconici et al.'s hand-optimised
+    M3 keygen/verify fall below the portable-C interval."""
     s = validation.summary()["overall"]
-    assert s["median_abs_error"] <= 0.25 and s["coverage"] >= 0.80
-    misses = [r for r in validation.loso_rows() if r["counted"] and max(r["predicted"] / r["reference"],
-                                                                       r["reference"] / r["predicted"]) > 2]
+    assert s["median_abs_error"] <= 0.25
+    counted = [r for r in validation.loso_rows() if r["counted"]]
+    misses = [r for r in counted if max(r["predicted"] / r["reference"], r["reference"] / r["predicted"]) > 2]
     assert s["within_2x"] == s["rows"] - len(misses)
     assert {r["source_id"] for r in misses} <= {"mlkem-native-c7i", "wolfssl-examples-f446"}
+    uncovered = {r["source_id"] for r in counted if not r["covered"]}
+    assert uncovered <= {"mlkem-native-c7i", "wolfssl-examples-f446", "greconici2021-m3"}
+    assert s["coverage"] == sum(r["covered"] for r in counted) / len(counted)
+
+
+@pytest.mark.parametrize("text, says", [
+    ("core=m4,mhz=1e-300", "mhz = 1e-300 is outside"),        # an exponent is not a range
+    ("core=m4,mhz=0.0001-5", "mhz = 0.0001 is outside"),
+    ("core=m4,mhz=10,ohc_ms=1e308", "ohc_ms = 1e+308 is outside"),  # would overflow every price to inf
+    ("core=m4,mhz=10,sha256_kbps=1e-300", "sha256_kbps = 1e-300 is outside"),
+])
+def test_chip_figures_outside_any_chip_are_one_line_errors(text, says):
+    with pytest.raises(TrustlabError, match=re.escape(says)):
+        ChipSpec.parse(text)
+
+
+def test_a_clock_in_exponent_notation_is_a_number():
+    assert ChipSpec.parse("core=m4,mhz=1.33e3").mhz == (1330.0, 1330.0)

@@ -22,7 +22,8 @@ BUILD = os.environ.get("TRUSTLAB_IBM_UTILS", "")
 KNOWN = {
     "chgauth key": "TPM_ET_KEY in ChangeAuth (item 4)",
     "identity -ac (activate)": "ActivateIdentity (item 2)",
-    "getcapability permanent flags (cleared)": "allowMaintenance after TPM_ForceClear (libtpms: FALSE)",
+    "keycontrol owner evict": "TPM_KeyControlOwner (owner-evict keys) not implemented",
+    "delegatereadtable": "delegation not implemented",
 }
 
 

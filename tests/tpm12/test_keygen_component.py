@@ -43,6 +43,13 @@ def test_sim_2010_has_no_keygen_figure_and_says_so(capsys) -> None:
     assert "rsa_keygen" not in records["TPM_TakeOwnership"].breakdown
 
 
+@pytest.mark.parametrize("name", ["atmel-counters-2010", "infineon-counters-2010", "stm-counters-2010",
+                                  "winbond-counters-2010"])
+def test_counters_profiles_say_they_have_no_keygen_figure(name: str) -> None:
+    profile = registry.load(name)
+    assert "rsa_keygen" not in profile and "no rsa_keygen" in profile.provenance.to_dict()["note"]
+
+
 def test_keygen_is_a_spread_with_its_source_shown(capsys) -> None:
     component = registry.load("infineon-2010")["rsa_keygen"]
     assert len(component.samples) >= 32 and min(component.samples) < component.mean < max(component.samples)

@@ -439,21 +439,12 @@ def validation_text(checks: list[dict], loso: dict) -> list[str]:
     """The model against published measurements: leave-one-source-out rows, per-source summary, calibration."""
     ind = [c for c in checks if c["kind"] == "independent"]
     cal = [c for c in checks if c["kind"] == "calibration"]
-    per = [[sid, s["core"], s["rows"], s.get("median_error"), s.get("median_abs_error"), s.get("worst_ratio"),
-            f"{s.get('within_2x', 0)}/{s['rows']}", s.get("coverage"), "yes" if s["counted"] else "no (flagged)"]
-           for sid, s in loso["sources"].items()]
-    o = loso["overall"]
     return ["Validation, leave-one-source-out (each source predicted by the model rebuilt without it; interval = "
             "5-95% over the assumption ranges):",
             table([[c["profile"], c["command"], c["predicted"], c["low"], c["high"], c["reference"], c["unit"],
                     c["predicted"] / c["reference"] - 1, "yes" if c["covered"] else "NO"] for c in ind],
                   ["core: platform", "operation", "model", "low", "high", "measured", "unit", "error", "covered"]),
-            "", "Per source:",
-            table(per, ["source", "core class", "rows", "median error", "median |error|", "worst ratio",
-                        "within 2x", "coverage", "counted"]),
-            f"Overall ({o['rows']} rows, {o.get('sources', 0)} sources, {o.get('core_classes', 0)} core classes): "
-            f"median |error| {100 * o.get('median_abs_error', 0):.1f}%, {o.get('within_2x', 0)}/{o['rows']} within 2x "
-            f"(worst {o.get('worst_ratio', 0):.2f}x), coverage {100 * o.get('coverage', 0):.0f}%.", "",
+            "", "Per source:", *validation.per_source_lines(loso), "",
             "Calibration (the model or profile was built from these; agreement only shows the derivation is faithful):",
             table([[c["profile"], c["command"], c["predicted"], c["reference"], c["unit"],
                     c["predicted"] / c["reference"] - 1] for c in cal],

@@ -33,18 +33,7 @@ def inconsistencies() -> list[Inconsistency]:
 
 def loso_text() -> str:
     """Per source: rows, leave-one-source-out median error and |error|, worst ratio, coverage."""
-    from trustlab.textable import table
-
-    s = pqc_validation.summary()
-    body = [[sid, v["core"], v["rows"], v.get("median_error"), v.get("median_abs_error"), v.get("worst_ratio"),
-             f"{v.get('within_2x', 0)}/{v['rows']}", v.get("coverage"), "yes" if v["counted"] else "no (flagged)"]
-            for sid, v in s["sources"].items()]
-    o = s["overall"]
     return "\n".join([
         "Post-quantum cost model, leave-one-source-out (each source predicted by the model rebuilt without it; "
         "coverage = share of measurements inside the 5-95% interval):",
-        table(body, ["source", "core class", "rows", "median error", "median |error|", "worst ratio", "within 2x",
-                     "coverage", "counted"]),
-        f"Overall ({o['rows']} counted rows, {o.get('sources', 0)} sources, {o.get('core_classes', 0)} core classes): "
-        f"median |error| {100 * o.get('median_abs_error', 0):.1f}%, {o.get('within_2x', 0)}/{o['rows']} within 2x, "
-        f"coverage {100 * o.get('coverage', 0):.0f}%."])
+        *pqc_validation.per_source_lines(pqc_validation.summary())])

@@ -25,6 +25,7 @@ PERMANENT = ("disable", "ownership", "deactivated", "readPubek", "disableOwnerCl
              "readSRKPub", "tpmEstablished", "maintenanceDone", "disableFullDALogicInfo")
 DEFAULTS = {name: False for name in PERMANENT} | {"ownership": True, "allowMaintenance": True}
 _PREFIX = "pf."
+EK_RESET = "ek_reset"  # TPM_PERMANENT_DATA -> EKreset (hex) of a revocable EK (commands/revoke.py)
 ESTABLISHED = "tpm_established"  # (serving/tpm12/engine_backend.py keeps tpmEstablished under this key)
 
 
@@ -33,8 +34,8 @@ def permanent(tpm, name: str) -> bool:
     extra = tpm.state.extra
     if name == "CEKPUsed":
         return extra.get("cekp_used") == "1"
-    if name == "enableRevokeEK":  # (TPM_CreateRevocableEK keeps its EKreset under "ek_reset")
-        return tpm.state.ek is None or "ek_reset" in extra
+    if name == "enableRevokeEK":  # TRUE without an EK, or with one made by TPM_CreateRevocableEK
+        return tpm.state.ek is None or EK_RESET in extra
     if name == "nvLocked":
         return extra.get("nv_locked") == "1"
     if name == "tpmEstablished":

@@ -48,6 +48,12 @@ class SocketBackend(Backend):
         except OSError as exc:
             sock.close()
             raise BackendError(f"backend {self.describe()}: cannot connect: {exc}") from None
+        if family == socket.AF_INET and sock.getsockname() == sock.getpeername():
+            # TCP simultaneous open: with nothing listening on a port in the ephemeral range, the
+            # kernel may pick that very port as our source and connect us to ourselves; every
+            # command would then come back as its own "response"
+            sock.close()
+            raise BackendError(f"backend {self.describe()}: cannot connect: nothing listening (self-connect)")
         if family == socket.AF_INET:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         return sock

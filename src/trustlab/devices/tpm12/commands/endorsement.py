@@ -10,13 +10,11 @@ from __future__ import annotations
 
 from trustlab.devices.tpm12 import constants as C
 from trustlab.devices.tpm12 import flags
-from trustlab.devices.tpm12.commands.owner import read_bool
 from trustlab.devices.tpm12.errors import TpmError
 from trustlab.devices.tpm12.keys import KeyParms, modulus_of
 from trustlab.devices.tpm12.registry import Request, Response, tpm_command
 from trustlab.devices.tpm12.wire import Writer
 
-EK_RESET = "ek_reset"  # TPM_PERMANENT_DATA.EKreset of a revocable EK (PersistentState.extra key)
 EK_PARMS = KeyParms(C.TPM_ALG_RSA, C.TPM_ES_RSAESOAEP_SHA1_MGF1, C.TPM_SS_NONE)
 
 
@@ -31,11 +29,9 @@ def ek_pubkey(tpm) -> bytes:
     return EK_PARMS.marshal() + Writer().sized(modulus_of(ek(tpm))).bytes()
 
 
-@tpm_command("TPM_CreateEndorsementKeyPair")
-def create_endorsement_key_pair(tpm, req: Request) -> Response:
-    anti_replay = req.params.raw(20)
-    parms = KeyParms.unmarshal(req.params)
-    req.params.end()
+def create_ek(tpm, anti_replay: bytes, parms: KeyParms) -> bytes:
+    """TPM_CreateEndorsementKeyPair's actions (libtpms TPM_CreateEndorsementKeyPair_Common, shared with
+    TPM_CreateRevocableEK): the EK once, RSA-2048; returns pubEndorsementKey || checksum."""
     if tpm.state.ek is not None:
         raise TpmError("TPM_DISABLED_CMD", "the endorsement key exists already")
     if parms.algorithm != C.TPM_ALG_RSA or parms.key_bits != 2048:
@@ -44,30 +40,15 @@ def create_endorsement_key_pair(tpm, req: Request) -> Response:
     tpm.state.extra["cekp_used"] = "1"
     tpm.mark_dirty()
     pub = ek_pubkey(tpm)
-    return Response(params=pub + tpm.crypto.sha1(pub, anti_replay))
+    return pub + tpm.crypto.sha1(pub, anti_replay)
 
 
-@tpm_command("TPM_CreateRevocableEK")
-def create_revocable_ek(tpm, req: Request) -> Response:
-    """Part 3, 27.4 as libtpms' TPM_Process_CreateRevocableEK: TPM_CreateEndorsementKeyPair's
-    parameters plus generateReset and inputEKreset (present even when generateReset is TRUE);
-    once an EK exists TPM_DISABLED_CMD (what ``tpm_createek -r`` meets on a provisioned chip). A new
-    revocable EK keeps EKreset for TPM_RevokeTrust and sets enableRevokeEK."""
+@tpm_command("TPM_CreateEndorsementKeyPair")
+def create_endorsement_key_pair(tpm, req: Request) -> Response:
     anti_replay = req.params.raw(20)
     parms = KeyParms.unmarshal(req.params)
-    generate_reset = read_bool(req.params)
-    input_reset = req.params.raw(20)
     req.params.end()
-    if tpm.state.ek is not None:
-        raise TpmError("TPM_DISABLED_CMD", "the endorsement key exists already")
-    if parms.algorithm != C.TPM_ALG_RSA or parms.key_bits != 2048:
-        raise TpmError("TPM_BAD_KEY_PROPERTY", "the EK is a 2048-bit RSA key")
-    tpm.state.ek = tpm.crypto.rsa_generate(2048)
-    reset = tpm.crypto.random(20) if generate_reset else input_reset
-    tpm.state.extra[EK_RESET] = reset.hex()
-    tpm.mark_dirty()
-    pub = ek_pubkey(tpm)
-    return Response(params=pub + tpm.crypto.sha1(pub, anti_replay) + reset)
+    return Response(params=create_ek(tpm, anti_replay, parms))
 
 
 @tpm_command("TPM_ReadPubek")

@@ -52,7 +52,9 @@ def _doc() -> dict:
     return tomllib.loads(text)
 
 
+@functools.cache
 def chip_for(profile_name: str) -> Chip:
+    """The chips.toml entry whose prefix the profile name starts with (cached: the pricing calls it per draw)."""
     doc = _doc()
     for entry in doc["chips"]:
         if profile_name.startswith(entry["prefix"]):

@@ -113,20 +113,43 @@ def _flag(value, key: str, where: str) -> bool:
     raise TrustlabError(f"{where}: {key} = {value!r} is not yes/no")
 
 
+MHZ_RANGE = (0.001, 10000.0)
+"""Clocks a chip can have (1 kHz .. 10 GHz): outside, a typo (and the times would overflow)."""
+OHC_MAX_MS = 1e6
+SHA256_KBPS_RANGE = (1e-3, 1e9)
+
+
+def _is_range(value) -> bool:
+    """'25-100' is a range; '1e-3' and '-5' are numbers (to be refused or taken as such)."""
+    if not isinstance(value, str) or "-" not in value.strip().lstrip("-"):
+        return False
+    try:
+        float(value)
+        return False
+    except ValueError:
+        return True
+
+
+def _bounded(x: float, key: str, where: str, lo: float, hi: float, unit: str) -> float:
+    if not lo <= x <= hi:
+        raise TrustlabError(f"{where}: {key} = {x:g} is outside {lo:g}-{hi:g} {unit}")
+    return x
+
+
 def _mhz(value, where: str) -> tuple[float, float]:
     if isinstance(value, list):
         if len(value) != 2:
             raise TrustlabError(f"{where}: mhz as a list needs [low, high], got {value!r}")
         lo, hi = (_number(v, "mhz", where) for v in value)
-    elif isinstance(value, str) and "-" in value.strip().lstrip("-"):
+    elif _is_range(value):
         a, b = value.split("-", 1)
         lo, hi = _number(a, "mhz", where), _number(b, "mhz", where)
     else:
         lo = hi = _number(value, "mhz", where)
     if lo > hi:
         raise TrustlabError(f"{where}: mhz range {lo:g}-{hi:g} has low above high")
-    if hi > 10000:
-        raise TrustlabError(f"{where}: mhz = {hi:g} is beyond any chip (at most 10000 MHz)")
+    for x in (lo, hi):
+        _bounded(x, "mhz", where, *MHZ_RANGE, "MHz (beyond any chip)")
     return lo, hi
 
 
@@ -160,14 +183,17 @@ def _from_mapping(doc: dict, where: str) -> ChipSpec:
     bus, bus_hz = _bus(doc.get("bus", "none"), where)
     sha = None
     if "sha256_kbps" in doc:
-        sha = _number(doc["sha256_kbps"], "sha256_kbps", where) * 1024.0 / 1000.0  # bytes per ms
+        kbps = _bounded(_number(doc["sha256_kbps"], "sha256_kbps", where), "sha256_kbps", where, *SHA256_KBPS_RANGE,
+                        "KB/s")
+        sha = kbps * 1024.0 / 1000.0  # bytes per ms
     spec = ChipSpec(name=str(doc.get("name", f"{core} @ {mhz[0]:g}" + (f"-{mhz[1]:g}" if mhz[1] != mhz[0] else "")
                                      + " MHz")),
                     core=core, mhz=mhz, clock_source="given (--chip)",
                     bus=bus, bus_hz=bus_hz, bus_efficiency=BUS_EFFICIENCY[bus],
                     certified=_flag(doc.get("certified", False), "certified", where),
                     tpm=_flag(doc.get("tpm", False), "tpm", where),
-                    ohc_ms=_number(doc.get("ohc_ms", 0.0), "ohc_ms", where, positive=False))
+                    ohc_ms=_bounded(_number(doc.get("ohc_ms", 0.0), "ohc_ms", where, positive=False), "ohc_ms",
+                                    where, 0.0, OHC_MAX_MS, "ms"))
     if sha is not None:
         compute = 1.0 / sha - spec.bus_ms_per_byte()
         if compute <= 0:

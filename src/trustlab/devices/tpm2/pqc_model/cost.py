@@ -114,14 +114,13 @@ def operation_cost(profile: Profile, algorithm: str, operation: str, *, in_bytes
         compute = {k: v * scale for k, v in compute.items()}
     cost.update(compute)
     cost["pqc_bus"] = (in_bytes + out_bytes) * _pick(bus, bus_index, None)
-    return cost
+    return {k: float(v) for k, v in cost.items()}  # plain floats: numpy scalars leak np.bool_ into traces
 
 
 def _compute(profile: Profile, pqc: Profile, algorithm: str, operation: str, in_bytes: int,
              rng: random.Random | None, index: int | None, u_protect: float, protection: bool) -> dict[str, float]:
     """Keccak, arithmetic and wrapping ms of the operation's raw operations (protection applied)."""
-    chip = chips.chip_for(profile.name)
-    spec = chipspec.ChipSpec(name=profile.name, core=chip.core, mhz=chip.clock_mhz, certified=chip.certified)
+    spec = _protection_spec(profile.name)
     out = {"pqc_keccak": 0.0, "pqc_arith": 0.0, "pqc_wrap": 0.0}
     for op in predict.plan(algorithm, operation):
         unit_counts = dict(counts.draw(algorithm, op, rng) if rng is not None else counts.mean(algorithm, op))
@@ -134,6 +133,13 @@ def _compute(profile: Profile, pqc: Profile, algorithm: str, operation: str, in_
     if operation in ("create", "load"):
         out["pqc_wrap"] = predict.WRAP_SHA256_BYTES * _sha256_ms_per_byte(profile, pqc)
     return out
+
+
+@functools.cache
+def _protection_spec(name: str) -> chipspec.ChipSpec:
+    """What the protection factor needs of the profile's chip (its chips.toml entry), once per profile."""
+    chip = chips.chip_for(name)
+    return chipspec.ChipSpec(name=name, core=chip.core, mhz=chip.clock_mhz, certified=chip.certified)
 
 
 def _sha256_ms_per_byte(profile: Profile, pqc: Profile) -> float:

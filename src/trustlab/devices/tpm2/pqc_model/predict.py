@@ -47,7 +47,7 @@ ECDSA_SPREAD = (0.5, 2.0)
 IMPL_SLOW = 1.3
 IMPL_SOURCE = ("implementation: portable C = 1 (the classes are fitted on portable C); faster down to pqm4's best "
                "assembly for the operation (pqm4 m4f/m4fspeed vs clean), slower up to x1.3 for size-optimised "
-               "builds (-Os vs -O3, as Chhetri 2026 notes for the RP2040; assumption)")
+               "builds (-Os vs -O3; an assumption, not taken from any validation source)")
 WRAP_SHA256_BYTES = 512
 WRAP_SOURCE = ("TPM 2.0 Library Part 1, 'Protected Storage': the private part is encrypted (AES-CFB) under a "
                "KDFa-derived key and integrity-protected by an HMAC; about 512 bytes of SHA-256 work (KDFa + HMAC "

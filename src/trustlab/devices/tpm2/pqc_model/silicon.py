@@ -102,5 +102,5 @@ def price(profile: str, algorithm: str, operation: str) -> tuple[float, float, f
     totals = sorted(cost.calibrated_totals(tpm2, algorithm, operation, row))
     n = len(totals)
     mid = totals[n // 2] if n % 2 else (totals[n // 2 - 1] + totals[n // 2]) / 2
-    return (mid, totals[int(0.05 * (n - 1))], totals[int(0.95 * (n - 1))], label(row, algorithm, extrapolated, operation),
-            sum(totals) / n)
+    return (float(mid), float(totals[int(0.05 * (n - 1))]), float(totals[int(0.95 * (n - 1))]),
+            label(row, algorithm, extrapolated, operation), float(sum(totals) / n))

@@ -74,7 +74,8 @@ def summary(rows: list[dict] | tuple[dict, ...] | None = None) -> dict:
     per: dict[str, dict] = {}
     for sid in dict.fromkeys(r["source_id"] for r in rows):
         rs = [r for r in rows if r["source_id"] == sid]
-        per[sid] = _stats(rs) | {"core": rs[0]["core"], "counted": rs[0]["counted"]}
+        per[sid] = _stats(rs) | {"core": rs[0]["core"], "counted": rs[0]["counted"],
+                                 "class_from": "prior" if rs[0]["class_basis"].startswith("prior") else "other sources"}
     counted = [r for r in rows if r["counted"]]
     overall = _stats(counted) | {"sources": len({r["source_id"] for r in counted}),
                                  "core_classes": len({r["core"] for r in counted})}
@@ -134,3 +135,21 @@ def silicon_rows() -> list[dict]:
 
 def counts_ops(algorithm: str) -> tuple[str, ...]:
     return ("keygen", "encapsulate", "decapsulate") if "KEM" in algorithm else ("keygen", "sign", "verify")
+
+
+def per_source_lines(s: dict) -> list[str]:
+    """The per-source table and the overall line of :func:`summary` (validate and the pqc-tpm report).
+
+    'class from': what the row's core class was built from with the source left out: its other sources'
+    measurements, or (a class measured by this source alone) its prior from data/cores.toml."""
+    from trustlab.textable import table
+
+    body = [[sid, v["core"], v["class_from"], v["rows"], v.get("median_error"), v.get("median_abs_error"),
+             v.get("worst_ratio"), f"{v.get('within_2x', 0)}/{v['rows']}", v.get("coverage"),
+             "yes" if v["counted"] else "no (flagged)"] for sid, v in s["sources"].items()]
+    o = s["overall"]
+    return [table(body, ["source", "core class", "class from", "rows", "median error", "median |error|",
+                         "worst ratio", "within 2x", "coverage", "counted"]),
+            f"Overall ({o['rows']} counted rows, {o.get('sources', 0)} sources, {o.get('core_classes', 0)} core "
+            f"classes): median |error| {100 * o.get('median_abs_error', 0):.1f}%, {o.get('within_2x', 0)}/{o['rows']} "
+            f"within 2x (worst {o.get('worst_ratio', 0):.2f}x), coverage {100 * o.get('coverage', 0):.0f}%."]
