@@ -325,6 +325,14 @@ def unowned_plan() -> list:
         Boot("cycle"),
         S("tpm_setactive", "-s", "-z"),
         loose("tpm_version"),
+        S("tpm_getpubek"),  # deactivated
+        S("tpm_nvinfo"),
+        S("tpm_nvdefine", "-i", "0x00021002", "-s", "8", "-p", "PPWRITE", "-y", "-z"),
+        S("tpm_takeownership", "-y", "-z"),
+        S("tpm_setenable", "-d", "-f"),  # disabled and deactivated
+        S("tpm_setenable", "-s", "-z"),
+        S("tpm_clear", "-f"),
+        S("tpm_setenable", "-e", "-f"),
         S("tpm_setactive", "-a"),
         Boot("cycle"),
         S("tpm_setactive", "-s", "-z"),
@@ -345,6 +353,13 @@ def unowned_plan() -> list:
         S("tpm_setpresence", "--lock"),
         S("tpm_setpresence", "-s", "-z"),
         S("tpm_setenable", "-d", "-f"),
+        S("tpm_setpresence", "-a"),
+        S("tpm_setpresence", "--set-lifetime-lock", "-y"),
+        S("tpm_setpresence", "--enable-cmd"),
+        Boot("cycle"),
+        S("tpm_setpresence", "-s", "-z"),
+        S("tpm_setpresence", "-a"),
+        S("tpm_clear", "-f"),
     ]
 
 
@@ -481,6 +496,14 @@ def nv_plan() -> list:
             S("tpm_nvread", "-i", NV.format(i), "-s", "4", "--password=nva"),
             S("tpm_nvread", "-i", NV.format(i), "-s", "4"),
             S("tpm_resetdalock", "-z"))],
+        # physical presence taken away, then back
+        S("tpm_setpresence", "-c"),
+        S("tpm_nvwrite", "-i", NV.format(5), "-d", "pp", "-z"),
+        S("tpm_nvread", "-i", NV.format(4), "-s", "2"),
+        S("tpm_nvdefine", "-i", "0x00023030", "-s", "8", "-p", "PPWRITE", "-y", "-z"),
+        S("tpm_setpresence", "-a"),
+        S("tpm_nvwrite", "-i", NV.format(5), "-d", "pp", "-z"),
+        S("tpm_nvread", "-i", NV.format(4), "-s", "2"),
         # locks: zero-size reads and writes
         S("tpm_nvread", "-i", NV.format(7), "-s", "0"),
         S("tpm_nvread", "-i", NV.format(7), "-s", "4"),

@@ -59,6 +59,16 @@ def _rsa_parms(bits: int) -> bytes:
 _GARBAGE_KEY = b"\x01\x01\x00\x00" + u16(0) + u32(0) + b"\x00" + u32(0) + u16(0) + u16(0) + u32(0) + u32(0) * 3
 
 
+def _load_garbage_keeping_session(s) -> None:
+    """TPM_LoadKey2 of TrouSerS' zeroed TPM_KEY with 29 bytes too many (tpm_loadkey garbage.blob) in an
+    OIAP session that asks to continue: the frame does not parse, so the session must survive."""
+    rsp = s.execute(frame(C.ORD["TPM_OIAP"]))
+    s.ctx["oiap"], even = rsp[10:14], rsp[14:34]
+    params = u32(C.TPM_KH_SRK) + _GARBAGE_KEY + b"\x00" * 29
+    auth = s.ctx["oiap"] + even + b"\x01" + b"\x00" * 20  # (the HMAC is never looked at)
+    s.execute(frame(C.ORD["TPM_LoadKey2"], params + auth, tag=C.TPM_TAG_RQU_AUTH1_COMMAND))
+
+
 def _revocable_ek() -> bytes:
     return frame(C.ORD["TPM_CreateRevocableEK"], b"\x00" * 20 + struct.pack(">IHHI", 1, 3, 1, 12)
                  + struct.pack(">III", 2048, 2, 0) + b"\x01" + b"\xff" * 20)
@@ -82,8 +92,9 @@ SCENARIO: list[tuple[str, object, bool]] = [
     ("check_loaded_alg_3", lambda s: s.execute(cap(C.TPM_CAP_CHECK_LOADED, u32(3) + u16(0) + u16(0) + u32(0))), False),
     ("check_loaded_trailing", lambda s: s.execute(cap(C.TPM_CAP_CHECK_LOADED, _rsa_parms(2048) + b"\x00")), True),
     ("take_ownership", lambda s: quiet(s, s.tpm.TPM_TakeOwnership, OWNER, OWNER), False),
-    ("load_key2_alg_0_trailing", lambda s: quiet(s, s.tpm.call, "TPM_LoadKey2", handles=[C.TPM_KH_SRK],
-                                                 params=_GARBAGE_KEY + b"\x00" * 29, auth=[OWNER]), False),
+    ("load_key2_alg_0_trailing", lambda s: _load_garbage_keeping_session(s), False),
+    ("flush_after_param_size", lambda s: s.execute(frame(C.ORD["TPM_FlushSpecific"], s.ctx.get("oiap", b"\0" * 4)
+                                                          + u32(C.TPM_RT_AUTH))), False),
     ("load_key2_alg_0", lambda s: quiet(s, s.tpm.call, "TPM_LoadKey2", handles=[C.TPM_KH_SRK],
                                         params=_GARBAGE_KEY, auth=[OWNER]), False),
     ("load_key2_alg_0_wrong_auth", lambda s: quiet(s, s.tpm.call, "TPM_LoadKey2", handles=[C.TPM_KH_SRK],
@@ -144,6 +155,7 @@ def test_client_matrix_findings_answer_as_libtpms() -> None:
     for name, rc in (("set_capability_no_owner", "TPM_AUTHFAIL"), ("create_revocable_ek_exists", "TPM_DISABLED_CMD"),
                      ("response_tag_ordinal_0", "TPM_BAD_ORDINAL"), ("response_tag_known_ordinal", "TPM_BADTAG"),
                      ("check_loaded_alg_3", "TPM_BAD_KEY_PROPERTY"), ("load_key2_alg_0_trailing", "TPM_BAD_PARAM_SIZE"),
+                     ("flush_after_param_size", "TPM_SUCCESS"),
                      ("load_key2_alg_0", "TPM_BAD_KEY_PROPERTY"), ("load_key2_alg_0_wrong_auth", "TPM_AUTHFAIL"), ("owner_command_in_lockout", "TPM_DEFEND_LOCK_RUNNING"),
                      ("reset_lock_value_in_lockout", "TPM_SUCCESS"), ("owner_command_after_reset", "TPM_SUCCESS"),
                      ("reset_lock_value_wrong", "TPM_AUTHFAIL"), ("reset_lock_value_disabled", "TPM_AUTHFAIL")):

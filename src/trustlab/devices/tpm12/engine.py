@@ -465,7 +465,11 @@ class Engine:
                 e = TpmError("TPM_FAIL", f"internal error: {type(e).__name__}: {e}")
             elif e.dictionary:
                 self.auth_failed()
-            for u in uses:  # a failed command ends its sessions (Part 1, 13.2; libtpms, transport too)
+            # a failed command ends its sessions (Part 1, 13.2; libtpms, transport too) - unless it did
+            # not parse: libtpms sets authHandleValid FALSE for a paramSize that does not fit the
+            # parameters ("do not terminate sessions if the command did not parse correctly"; found by
+            # tpm_loadkey of an unparsable file, whose OIAP session TrouSerS then flushes)
+            for u in (uses if e.code != "TPM_BAD_PARAM_SIZE" else ()):
                 if u.session is not None and (u.session.kind != "TRANSPORT" or outer):
                     self.end_session(u.session.handle)
             try:
