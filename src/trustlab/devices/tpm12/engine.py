@@ -469,7 +469,7 @@ class Engine:
             # not parse: libtpms sets authHandleValid FALSE for a paramSize that does not fit the
             # parameters ("do not terminate sessions if the command did not parse correctly"; found by
             # tpm_loadkey of an unparsable file, whose OIAP session TrouSerS then flushes)
-            for u in (uses if e.code != "TPM_BAD_PARAM_SIZE" else ()):
+            for u in (uses if e.parsed else ()):
                 if u.session is not None and (u.session.kind != "TRANSPORT" or outer):
                     self.end_session(u.session.handle)
             try:

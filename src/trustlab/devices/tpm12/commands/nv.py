@@ -113,7 +113,7 @@ def nv_define_space(tpm, req: Request) -> Response:
     if index & C.TPM_NV_INDEX_RESVD or attributes & ~_VALID_ATTRS:
         raise TpmError("TPM_BADINDEX", f"reserved bits in index {index:#010x} or its attributes")
     if size == 0:
-        raise TpmError("TPM_BAD_PARAM_SIZE", "a new area needs dataSize > 0")
+        raise TpmError("TPM_BAD_PARAM_SIZE", "a new area needs dataSize > 0", parsed=True)
     if size + sum(a.size for a in table.values()) > MAX_TOTAL:
         raise TpmError("TPM_NOSPACE", f"no room for {size} bytes of NV")
     place(tpm, table, NVArea(index, pcr_read, pcr_write, attributes, size, auth, bytearray(b"\xff" * size)), slot)

@@ -64,7 +64,7 @@ def set_capability(tpm, req: Request) -> Response:
     if area not in _SET_AREAS:
         raise TpmError("TPM_BAD_MODE", f"capArea {area:#x}")
     if len(sub) != 4:
-        raise TpmError("TPM_BAD_PARAM_SIZE", f"subCap of {len(sub)} bytes")
+        raise TpmError("TPM_BAD_PARAM_SIZE", f"subCap of {len(sub)} bytes", parsed=True)
     if area not in (TPM_SET_PERM_FLAGS, TPM_SET_STCLEAR_FLAGS):
         raise TpmError("TPM_BAD_PARAMETER", f"capArea {area:#x}: nothing settable here")
     if len(value) != 1 or value[0] > 1:
