@@ -148,15 +148,17 @@ def _rows() -> list[tuple]:
 def test_client_matrix_findings_answer_as_libtpms() -> None:
     """One test (xdist would run a module fixture once per worker); then the findings say what they say."""
     rows = _rows()
-    bad = [f"{name}: rc {rc_of(a)}/{rc_of(b)} len {len(a)}/{len(b)}" + (f" bytes {a.hex()} {b.hex()}" if exact and a != b else "")
+    bad = [f"{name}: rc {rc_of(a)}/{rc_of(b)} len {len(a)}/{len(b)}"
+           + (f" bytes {a.hex()} {b.hex()}" if exact and a != b else "")
            for name, exact, a, b in rows if rc_of(a) != rc_of(b) or len(a) != len(b) or (exact and a != b)]
     assert not bad, "\n".join(bad)
     by = {name: a for name, _e, a, _b in rows}
     for name, rc in (("set_capability_no_owner", "TPM_AUTHFAIL"), ("create_revocable_ek_exists", "TPM_DISABLED_CMD"),
                      ("response_tag_ordinal_0", "TPM_BAD_ORDINAL"), ("response_tag_known_ordinal", "TPM_BADTAG"),
                      ("check_loaded_alg_3", "TPM_BAD_KEY_PROPERTY"), ("load_key2_alg_0_trailing", "TPM_BAD_PARAM_SIZE"),
-                     ("flush_after_param_size", "TPM_SUCCESS"),
-                     ("load_key2_alg_0", "TPM_BAD_KEY_PROPERTY"), ("load_key2_alg_0_wrong_auth", "TPM_AUTHFAIL"), ("owner_command_in_lockout", "TPM_DEFEND_LOCK_RUNNING"),
+                     ("flush_after_param_size", "TPM_SUCCESS"), ("load_key2_alg_0", "TPM_BAD_KEY_PROPERTY"),
+                     ("load_key2_alg_0_wrong_auth", "TPM_AUTHFAIL"),
+                     ("owner_command_in_lockout", "TPM_DEFEND_LOCK_RUNNING"),
                      ("reset_lock_value_in_lockout", "TPM_SUCCESS"), ("owner_command_after_reset", "TPM_SUCCESS"),
                      ("reset_lock_value_wrong", "TPM_AUTHFAIL"), ("reset_lock_value_disabled", "TPM_AUTHFAIL")):
         assert rc_of(by[name]) == (0 if rc == "TPM_SUCCESS" else C.RC[rc]), name
