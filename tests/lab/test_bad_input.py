@@ -129,7 +129,8 @@ def test_flagship_timeout_must_be_positive(tmp_path, capsys, value):
     assert "--timeout" in err and not (tmp_path / "o").exists()
 
 
-@pytest.mark.parametrize("scheduler", ["garbage://x", "tcp://", "tcp://127.0.0.1:99999", "tcp://[::1", " ", "ucx://"])
+@pytest.mark.parametrize("scheduler", ["garbage://x", "tcp://", "tcp://127.0.0.1:99999", "tcp://[::1", " ", "ucx://",
+                                       "tcp://a..b:1", "tcp://" + "9" * 100 + ":1", "9" * 5000])
 def test_bad_scheduler_addresses_fail_fast(tmp_path, capsys, scheduler):
     spec = tmp_path / "s.toml"
     spec.write_text('experiment = "lab-counting"\n[grid]\nx = [1, 2]\n')

@@ -203,3 +203,18 @@ def test_an_output_that_is_a_fifo_is_refused(tmp_path, capsys):
     (tmp_path / "m.csv").write_text("ms,ohc\n1,1\n2,2\n")
     os.mkfifo(tmp_path / "o.toml")
     assert "not a regular file" in one_line_error(capsys, ["fit", "m.csv", "--out", "o.toml"])
+
+
+def test_tpm2_pqc_outputs_are_checked_before_the_tpm_is_spoken_to(tmp_path, capsys):
+    """Found by the campaign (seed 77): `tpm2 pqc measure --out <5,000 characters>` was a traceback; a FIFO
+    as --context-out would have blocked, an input as --signature-out been overwritten."""
+    tcti = ["--tcti", "swtpm:port=1"]  # nothing listens: the checks must come first
+    (tmp_path / "msg.bin").write_bytes(b"m")
+    os.mkfifo(tmp_path / "ctx.fifo")
+    assert "File name too long" in one_line_error(capsys, ["tpm2", "pqc", "measure", *tcti, "--out", "9" * 5000])
+    assert "not a regular file" in one_line_error(
+        capsys, ["tpm2", "pqc", "createprimary", *tcti, "--alg", "ML-DSA-65", "--context-out", "ctx.fifo"])
+    assert "is an input of this command" in one_line_error(
+        capsys, ["tpm2", "pqc", "sign-digest", *tcti, "--key", "0x81000001", "--message", "msg.bin",
+                 "--signature-out", "msg.bin"])
+    assert (tmp_path / "msg.bin").read_bytes() == b"m"

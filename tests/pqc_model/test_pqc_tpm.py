@@ -9,23 +9,15 @@ import statistics
 import pytest
 
 from trustlab.cli import main
-from trustlab.devices.tpm2.pqc_model import chips, chipspec, frames, model, predict
+from trustlab.devices.tpm2.pqc_model import chips, chipspec, estimate, frames, model
 from trustlab.devices.tpm2.pqc_model.cost import operation_cost, unit_costs
 from trustlab.devices.tpm2.pqc_model.params import ALGORITHMS, params
 from trustlab.timing import registry
 
+from .cli_run import run
+
 FAST = ("--profiles", "st-st33ktpm2xspi-wolftpm,infineon-slb9673-wolftpm,intel-ptt-11.6.0.1126-jcalgtest",
         "--draws", "20")
-
-
-def run(*argv):
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            rc = main(list(argv))
-        except SystemExit as exc:
-            rc = exc.code if isinstance(exc.code, int) else 2
-    return rc, out.getvalue(), err.getvalue()
 
 
 @pytest.fixture(scope="module")
@@ -172,17 +164,17 @@ def test_software_tpms_are_placed_by_their_measured_ecdsa_sign():
     """A firmware TPM's crypto speed is its measured ECDSA sign, not its core clock (2.2 GHz A78AE)."""
     orin = registry.load("nvidia-jetson-orin-op-tee-ftpm-wolftpm")
     spec = chipspec.for_profile(orin)
-    placed = predict.ECDSA_M4_SIGN_CYCLES / (orin.mean("ecc256_sign") * 1000.0)
-    assert predict.central_speed(spec).keccak_mhz == pytest.approx(placed, rel=0.01)
-    assert "ECDSA" in predict.provenance(spec, "ML-DSA-65", "sign", True)
+    placed = estimate.ECDSA_M4_SIGN_CYCLES / (orin.mean("ecc256_sign") * 1000.0)
+    assert estimate.central_speed(spec).keccak_mhz == pytest.approx(placed, rel=0.01)
+    assert "ECDSA" in estimate.provenance(spec, "ML-DSA-65", "sign", True)
 
 
 def test_discrete_tpms_are_placed_by_their_own_sha256_rate_unclamped():
     """The ST33K's measured SHA-256 rate places its Keccak speed directly (no clamp to a class range)."""
     st = registry.load("st-st33ktpm2xspi-wolftpm")
     spec = chipspec.for_profile(st)
-    placed = predict.SHA256_M4_CYCLES_PER_BYTE * spec.sha256_bytes_per_ms / 1000.0
-    assert predict.central_speed(spec).keccak_mhz == pytest.approx(placed, rel=0.02)
+    placed = estimate.SHA256_M4_CYCLES_PER_BYTE * spec.sha256_bytes_per_ms / 1000.0
+    assert estimate.central_speed(spec).keccak_mhz == pytest.approx(placed, rel=0.02)
     assert spec.core == "cortex-m3" and spec.certified
     slb9673 = chipspec.for_profile(registry.load("infineon-slb9673-wolftpm"))  # I2C: the rate is the bus's
     assert slb9673.sha256_bytes_per_ms is None and "bus" in slb9673.notes[0]

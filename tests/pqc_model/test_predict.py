@@ -1,26 +1,15 @@
 """price(algorithm, operation, chip): chips described by their facts, intervals, leave-one-source-out."""
 
-import contextlib
-import io
 import json
 import re
 
 import pytest
 
-from trustlab.cli import main
-from trustlab.devices.tpm2.pqc_model import classes, predict, validation
+from trustlab.devices.tpm2.pqc_model import classes, estimate, predict, validation
 from trustlab.devices.tpm2.pqc_model.chipspec import ChipSpec
 from trustlab.errors import TrustlabError
 
-
-def run(*argv):
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            rc = main(list(argv))
-        except SystemExit as exc:
-            rc = exc.code if isinstance(exc.code, int) else 2
-    return rc, out.getvalue(), err.getvalue()
+from .cli_run import run
 
 
 def test_price_is_median_low_high_provenance():
@@ -66,7 +55,7 @@ def test_key_creation_is_keygen_plus_consistency_test_plus_wrapping():
 
 def test_sha256_rate_places_the_chip_unclamped():
     slow = ChipSpec.parse("core=m3,mhz=25-100,sha256_kbps=40")
-    s = predict.central_speed(slow)
+    s = estimate.central_speed(slow)
     assert s.keccak_mhz < 4  # 40 KB/s of software SHA-256 = ~3.5 MHz of a Cortex-M4, below the class's clock range
 
 
@@ -128,20 +117,43 @@ def test_the_measurements_span_enough_sources_and_classes():
 
 
 def test_leave_one_source_out_summary_is_reported_as_measured():
-    """Issue 27's goals, as they stand (the summary reports them; nothing is tuned to meet them): median |error|
-    <= 25% holds. 'Every row within 2x' and 'coverage >= 80%' do not: the x86 rows (2.2-2.4x; the x86 prior
-    is the Keccak rate of SHA-3 on x86-64, the only x86 source is left out) and the STM32F446 application build
-    (4-4.5x slower than pqm4's code predicts, build options not stated) miss, and Greconici et al.'s hand-optimised
-    M3 keygen/verify fall below the portable-C interval."""
+    """Issue 27's goals, as they stand with every published row found so far (the summary reports them; nothing
+    is tuned to meet them). Median |error| <= 25%, every row within 2x and coverage >= 80% do not hold:
+    - the three x86 sources disagree by up to 4x (mlkem-native's C on a c7i with -march=native, core cycles;
+      itzmeanjan's C++ on an i7-1260P, core cycles; Xu's PQClean C on an unnamed desktop in rdtsc ticks, build
+      type not stated): the fastest and the slowest, left out, are priced from the others and miss;
+    - the RP2350 (Cortex-M33) runs PQClean at about 0.6-0.7 of a Cortex-M4's work per clock, below the M33
+      prior's 1.0-1.18 (its only source: the prior is all that predicts it): within 2x but outside the interval;
+    - the STM32F446 application build is 4-4.5x slower than pqm4's code predicts (build options not stated);
+    - Greconici et al.'s hand-optimised M3 keygen/verify fall below the portable-C interval."""
     s = validation.summary()["overall"]
-    assert s["median_abs_error"] <= 0.25
     counted = [r for r in validation.loso_rows() if r["counted"]]
     misses = [r for r in counted if max(r["predicted"] / r["reference"], r["reference"] / r["predicted"]) > 2]
     assert s["within_2x"] == s["rows"] - len(misses)
-    assert {r["source_id"] for r in misses} <= {"mlkem-native-c7i", "wolfssl-examples-f446"}
+    assert {r["source_id"] for r in misses} <= {"mlkem-native-c7i", "xu2025-x86", "wolfssl-examples-f446"}
     uncovered = {r["source_id"] for r in counted if not r["covered"]}
-    assert uncovered <= {"mlkem-native-c7i", "wolfssl-examples-f446", "greconici2021-m3"}
+    assert uncovered <= {"mlkem-native-c7i", "xu2025-x86", "wolfssl-examples-f446", "greconici2021-m3",
+                         "xu2025-rp2350"}
     assert s["coverage"] == sum(r["covered"] for r in counted) / len(counted)
+
+
+def test_published_sources_cover_these_core_classes():
+    """No published RISC-V 32 row with a stated parameter set was found; pqm4 (the M4 basis) is calibration."""
+    measured = {r["core"] for r in validation.loso_rows() if r["counted"]}
+    assert {"cortex-m0plus", "cortex-m3", "cortex-m33", "a-class", "riscv64", "host-x86"} <= measured
+
+
+def test_a_published_median_is_compared_with_the_model_median_run():
+    """ML-DSA signing's rejection loop puts its median run below its mean: a row of medians is compared with
+    the model's median run, a row of means with its mean."""
+    row = next(r for r in classes.measurements()["rows"]
+               if r.get("statistic") == "median" and r["operation"] == "sign")
+    p = validation.predict_row(row)
+    as_mean = validation.predict_row({k: v for k, v in row.items() if k != "statistic"})
+    assert p["predicted"] < as_mean["predicted"]
+    k_med, o_med = classes.m4_median_run_cycles(row["algorithm"], "sign")
+    k_mean, o_mean = classes.m4_cycles(row["algorithm"], "sign")
+    assert k_med + o_med < k_mean + o_mean
 
 
 @pytest.mark.parametrize("text, says", [

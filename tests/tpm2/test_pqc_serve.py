@@ -327,11 +327,9 @@ def test_mldsa65_quote_parses_with_tpm2_pytss_and_verifies_independently(served,
     _pub, _name, qualified = tpm.read_public(ak.handle)
     assert bytes(parsed.qualifiedSigner) == qualified
     # independent PCR read through the proxy (swtpm answers it): the digest covers exactly these values
-    from trustlab.devices.tpm2.pqc.client import frame as raw_frame, pcr_selection
-
     values = b""
     for i in pcrs:
-        r = tpm.transport.transact(raw_frame(0x17E, [], pcr_selection(S.TPM_ALG_SHA256, [i])))
+        r = tpm.transport.transact(frame(0x17E, [], pcr_selection(S.TPM_ALG_SHA256, [i])))
         values += r[-32:]
     assert bytes(parsed.attested.quote.pcrDigest) == hashlib.sha256(values).digest()
     quoted = [r for r in served.trace_records if r.command == "TPM2_Quote"][-1]

@@ -19,6 +19,7 @@ from trustlab.devices.tpm2.pqc import structures as S
 from trustlab.devices.tpm2.pqc.client import external_mu, frame, password, template
 
 from .conftest import make_profile
+from .pqc_mutation import assert_mutants_never_fault
 
 # type nameAlg attributes authPolicy | parameterSet allowExternalMu | unique
 MLDSA65_TEMPLATE = "00a1 000b 00040072 0000 0002 00 0000"
@@ -257,19 +258,4 @@ def test_mutated_pqc_frames_get_tpm_error_codes_never_a_handler_crash():
         frame(0x158, [0x80FF0000], S.tpm2b(b"n") + S.u16(S.TPM_ALG_NULL) + S.u32(1) + S.u16(0x000B)
               + b"\x03\x07\x00\x00", [password()]),
     ]
-    for _ in range(1200):
-        f = bytearray(rng.choice(seeds))
-        for _ in range(rng.randint(1, 4)):
-            op = rng.randrange(3)
-            if op == 0 and len(f) > 10:
-                f[rng.randrange(10, len(f))] = rng.randrange(256)
-            elif op == 1 and len(f) > 14:
-                del f[rng.randrange(14, len(f)):]
-            else:
-                f += bytes(rng.randrange(256) for _ in range(rng.randint(1, 8)))
-        f[2:6] = struct.pack(">I", len(f))
-        out = ext.dispatch(bytes(f), c)
-        if out is None:
-            continue
-        assert out.fault is None, (out.fault, bytes(f).hex())
-        assert len(out.response) == struct.unpack_from(">I", out.response, 2)[0]
+    assert_mutants_never_fault(c, seeds, rng, rounds=1200, edits=(1, 4))

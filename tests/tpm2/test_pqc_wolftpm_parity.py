@@ -68,8 +68,11 @@ def test_pure_mldsa_without_external_mu_is_attributes(tpm):
     tpm.flush(key.handle)
 
 
-def ecc_signing_primary(tpm: PqcClient) -> tuple[int, ec.EllipticCurvePublicKey]:
-    attrs = S.FIXED_TPM | S.FIXED_PARENT | S.SENSITIVE_DATA_ORIGIN | S.USER_WITH_AUTH | S.SIGN
+UNRESTRICTED_SIGNER = S.FIXED_TPM | S.FIXED_PARENT | S.SENSITIVE_DATA_ORIGIN | S.USER_WITH_AUTH | S.SIGN
+
+
+def ecc_signing_primary(tpm: PqcClient, attrs: int = UNRESTRICTED_SIGNER) -> tuple[int, ec.EllipticCurvePublicKey]:
+    """An ECDSA-P256/SHA-256 primary of swtpm's under the owner hierarchy: its handle and public key."""
     public = (S.u16(0x0023) + S.u16(S.TPM_ALG_SHA256) + S.u32(attrs) + S.tpm2b(b"") + S.u16(S.TPM_ALG_NULL)
               + S.u16(0x0018) + S.u16(S.TPM_ALG_SHA256) + S.u16(0x0003) + S.u16(S.TPM_ALG_NULL)
               + S.tpm2b(b"") + S.tpm2b(b""))
@@ -213,13 +216,7 @@ def test_ecc_sign_sequences_run_on_swtpm_hash_sequences(tpm):
 
 
 def test_restricted_ecc_sequences_refuse_tpm_generated_messages(tpm):
-    attrs = RESTRICTED_SIGNER
-    public = (S.u16(0x0023) + S.u16(S.TPM_ALG_SHA256) + S.u32(attrs) + S.tpm2b(b"") + S.u16(S.TPM_ALG_NULL)
-              + S.u16(0x0018) + S.u16(S.TPM_ALG_SHA256) + S.u16(0x0003) + S.u16(S.TPM_ALG_NULL)
-              + S.tpm2b(b"") + S.tpm2b(b""))
-    response = tpm.call("TPM2_CreatePrimary", frame(0x131, [S.TPM_RH_OWNER], S.sensitive_create()
-                                                    + S.tpm2b(public) + S.tpm2b(b"") + S.u32(0), [password()]))
-    handle = int.from_bytes(response[10:14], "big")
+    handle, _pub = ecc_signing_primary(tpm, RESTRICTED_SIGNER)
     for message, rc in ((b"ordinary", 0), (GENERATED + b"forged", 0x1C4)):
         start = tpm.call("TPM2_SignSequenceStart", frame(0x1AA, [handle], S.tpm2b(b"") + S.tpm2b(b"")))
         seq = int.from_bytes(start[10:14], "big")

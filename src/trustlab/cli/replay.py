@@ -18,13 +18,24 @@ def register(sub: argparse._SubParsersAction) -> None:
         "command stream on each profile with the rules serve charges: total TPM time (median and p95 over draws "
         "of the profiles' spreads), wall time with the clients' recorded own time, the bus share, the top "
         "commands, and what a profile cannot price. Needs neither swtpm nor the network.",
-        epilog="examples: trustlab replay examples/workloads/attestation.jsonl --profiles all;  "
-        "trustlab replay w.jsonl --profiles infineon-slb9670-wolftpm,st-st33ktpm2xspi-wolftpm "
-        "--pqc sign=ML-DSA-65,kem=ML-KEM-768 --json",
+        epilog="examples:\n"
+        "  trustlab replay w.jsonl                                   every TPM 2.0 profile (= --profiles all)\n"
+        "  trustlab replay w.jsonl --profiles tpm2                   a family (replay prices tpm2 only)\n"
+        "  trustlab replay w.jsonl --profiles infineon-slb9670-wolftpm,swtpm-native\n"
+        "  trustlab replay w.jsonl --profiles my-chip.toml,swtpm-native   a profile file beside shipped ones\n"
+        "  trustlab replay w.jsonl --draws 1000 --seed 7             more draws; draw 0 = serve --seed 7's\n"
+        "  trustlab replay w.jsonl --pqc sign=ML-DSA-65,kem=ML-KEM-768   post-quantum what-if beside\n"
+        "  trustlab replay w.jsonl --pqc sign=ML-DSA-44              signing keys only\n"
+        "  trustlab replay w.jsonl --top 10 --plot w.png             10 top commands; bar plot per chip\n"
+        "  trustlab replay w.jsonl --json | jq '.profiles[] | [.profile, .tpm_median_ms]'\n"
+        "record one: trustlab serve --profile swtpm-native --virtual --trace w.jsonl --port 2321 &\n"
+        "            TPM2TOOLS_TCTI=swtpm:port=2321 tpm2_getrandom 8   (any client; stop serve, then replay)",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("trace", metavar="TRACE.jsonl", help="a serve --trace file (format version 2)")
     p.add_argument("--profiles", default="all", metavar="all|FAMILY|NAME[,NAME...]",
-                   help="TPM 2.0 profiles to price on (default all)")
+                   help="TPM 2.0 profiles to price on: all (default), the family tpm2, or a comma-separated list "
+                   "of shipped/user profile names and .toml profile files")
     p.add_argument("--draws", type=count(1, MAX_DRAWS, "--draws"), default=200, metavar="N",
                    help=f"draws of the profiles' spreads (key generation) for median and p95 (default 200, at "
                    f"most {MAX_DRAWS}); draw 0 repeats serve's own draws for the same --seed")
@@ -32,10 +43,14 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "serve's default)")
     p.add_argument("--pqc", metavar="sign=ML-DSA-65,kem=ML-KEM-768",
                    help="also price the workload with post-quantum keys (TPM 2.0 Library 1.85): signing keys "
-                   "become ML-DSA, RSA decryption / ECDH ML-KEM")
-    p.add_argument("--top", type=count(1, 100, "--top"), default=5, help="top commands listed per profile (default 5)")
-    p.add_argument("--plot", metavar="FILE.png", type=path_arg, help="write a bar plot of workload time per chip")
-    p.add_argument("--json", action="store_true", help="machine-readable output")
+                   "become ML-DSA-44/65/87, RSA decryption / ECDH ML-KEM-768/1024; either part may be left out")
+    p.add_argument("--top", type=count(1, 100, "--top"), default=5, metavar="N",
+                   help="top commands listed per profile (default 5, at most 100)")
+    p.add_argument("--plot", metavar="FILE.png", type=path_arg,
+                   help="write a bar plot of workload time per chip (log scale; with --pqc the post-quantum bar "
+                   "beside each; * marks a profile that cannot price every command)")
+    p.add_argument("--json", action="store_true", help="machine-readable output: the tables' numbers as JSON "
+                   "numbers (ms, shares as fractions), keys listed in docs/trace-format.md")
     p.set_defaults(handler=run)
 
 
@@ -47,14 +62,14 @@ def run(args: argparse.Namespace) -> int:
 
     choice = pqc.parse_choice(args.pqc) if args.pqc is not None else None
     names = replaying.select_profiles(args.profiles)
+    if args.plot:  # before any work: never over the trace or a profile file, a directory, a missing directory
+        from trustlab.safe_output import check_file
+
+        check_file(args.plot, inputs=[args.trace, *(n for n in names if replaying.is_path(n))], flag="--plot")
     trace = load.read(args.trace)
     result = replaying.replay(trace, names, draws=args.draws, seed=args.seed, choice=choice, top=args.top)
     if args.plot:
-        from pathlib import Path
-
-        from trustlab.report.plots import render
-
-        render(text.plot(result), Path(args.plot))
+        _plot(text.plot(result), args.plot)
     if args.json:
         print_json(result)
     else:
@@ -62,3 +77,27 @@ def run(args: argparse.Namespace) -> int:
         if args.plot:
             print(f"plot: {args.plot}")
     return 0
+
+
+def _plot(spec: dict, path) -> None:
+    """Draw into a temporary file beside ``path``, then rename it over: a failure leaves no half-written PNG."""
+    import os
+    import tempfile
+    from pathlib import Path
+
+    from trustlab.errors import TrustlabError
+    from trustlab.limits import shown
+    from trustlab.report.plots import render
+
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".png")
+    os.close(fd)
+    try:
+        render(spec, Path(tmp))
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except OSError as exc:
+        raise TrustlabError(f"--plot {shown(path)}: cannot write ({exc.strerror or exc})") from None
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)

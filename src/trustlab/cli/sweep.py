@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 from trustlab.argtypes import MAX_JOBS, jobs
-from trustlab.errors import TrustlabError
+from trustlab.errors import TrustlabError, excerpt
 from trustlab.limits import shown
 from trustlab.safe_output import check_path, claim_dir, path_arg, reported
 
@@ -55,6 +55,8 @@ def run(args: argparse.Namespace) -> int:
         raise TrustlabError(f"--jobs {args.jobs}: need at least 1")
     if args.scheduler is not None and not args.scheduler.strip():
         raise TrustlabError("--scheduler: an empty address (expected e.g. tcp://127.0.0.1:8786 or 'local')")
+    if args.scheduler is not None and len(args.scheduler) > 300:  # a host name is at most 253 characters
+        raise TrustlabError(f"--scheduler {excerpt(args.scheduler)}: not an address")
     spec = load(args.spec)
     check_path(args.out / spec.name, "--out")  # a name too long is one line, in a dry run too
     if args.dry_run:

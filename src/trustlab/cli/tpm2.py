@@ -23,6 +23,7 @@ from typing import Iterator
 
 from trustlab.cli._output import print_json
 from trustlab.errors import TrustlabError
+from trustlab.safe_output import path_arg
 
 HIERARCHIES = {"owner": 0x40000001, "o": 0x40000001, "endorsement": 0x4000000B, "e": 0x4000000B,
                "platform": 0x4000000C, "p": 0x4000000C, "null": 0x40000007, "n": 0x40000007}
@@ -106,7 +107,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                        help=f"{kind} key: a handle (0x80ff0000) or a context file from --context-out")
 
     def context_out(v: argparse.ArgumentParser) -> None:
-        v.add_argument("--context-out", type=Path, metavar="FILE",
+        v.add_argument("--context-out", type=path_arg, metavar="FILE",
                        help="also save the key's context here (TPM2_ContextSave): later verbs take it as --key, "
                        "which survives a resource manager that flushes keys when this process ends")
 
@@ -116,7 +117,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         v.add_argument("--no-external-mu", action="store_true",
                        help="ML-DSA: allowExternalMu=NO (the key then signs only through sign sequences)")
         key_auth(v, "password of the new key (its userAuth)")
-        v.add_argument("--public-out", type=Path, metavar="FILE", help="write the TPMT_PUBLIC here")
+        v.add_argument("--public-out", type=path_arg, metavar="FILE", help="write the TPMT_PUBLIC here")
 
     v = verb("createprimary", "create a PQC primary key (derived from the hierarchy seed) and load it",
              "createprimary --alg ML-DSA-65 --context-out key.ctx --json")
@@ -131,7 +132,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     template_args(v)
     v.add_argument("--parent", type=_handle, required=True, help="storage parent handle (e.g. an SRK)")
     v.add_argument("--parent-auth", type=_auth, default=b"", metavar="PASSWORD", help="parent's password")
-    v.add_argument("--private-out", type=Path, required=True, metavar="FILE", help="write the TPM2B_PRIVATE here")
+    v.add_argument("--private-out", type=path_arg, required=True, metavar="FILE", help="write the TPM2B_PRIVATE here")
     v.set_defaults(handler=run_create)
 
     v = verb("load", "load a PQC key created by 'create' under the same parent",
@@ -155,7 +156,7 @@ def register(sub: argparse._SubParsersAction) -> None:
              "sign-digest --key key.ctx --message msg.bin --signature-out msg.sig")
     message_args(v)
     key_auth(v)
-    v.add_argument("--signature-out", type=Path, metavar="FILE", help="write the raw signature here")
+    v.add_argument("--signature-out", type=path_arg, metavar="FILE", help="write the raw signature here")
     v.set_defaults(handler=run_sign)
 
     v = verb("verify-digest", "TPM2_VerifyDigestSignature in the TPM, and cryptography's verify beside it",
@@ -167,7 +168,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     v = verb("encapsulate", "TPM2_Encapsulate: a fresh shared secret and its ML-KEM ciphertext",
              "encapsulate --key kem.ctx --ciphertext-out ct.bin --json")
     key_arg(v, "ML-KEM")
-    v.add_argument("--ciphertext-out", type=Path, metavar="FILE", help="write the ciphertext here")
+    v.add_argument("--ciphertext-out", type=path_arg, metavar="FILE", help="write the ciphertext here")
     v.set_defaults(handler=run_encapsulate)
 
     v = verb("decapsulate", "TPM2_Decapsulate: the shared secret inside an ML-KEM ciphertext",
@@ -183,8 +184,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     v.add_argument("--pcrs", default="0,1,2,3,4,5,6,7", metavar="LIST", help="SHA-256 PCRs (default 0-7)")
     v.add_argument("--qualifying", default="", metavar="HEX", help="qualifyingData (a verifier's nonce)")
     key_auth(v)
-    v.add_argument("--attest-out", type=Path, metavar="FILE", help="write the TPMS_ATTEST here")
-    v.add_argument("--signature-out", type=Path, metavar="FILE", help="write the raw signature here")
+    v.add_argument("--attest-out", type=path_arg, metavar="FILE", help="write the TPMS_ATTEST here")
+    v.add_argument("--signature-out", type=path_arg, metavar="FILE", help="write the raw signature here")
     v.set_defaults(handler=run_quote)
 
     v = verb("measure", "time the PQC commands from the client (rows 'trustlab fit' reads, like 'trustlab measure')",
@@ -192,7 +193,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     v.add_argument("--alg", action="append", choices=ALGORITHM_CHOICES, metavar="ALG",
                    help=f"algorithm (repeatable; default all: {', '.join(ALGORITHM_CHOICES)})")
     v.add_argument("--repeat", type=_positive, default=10, help="repetitions per command (default 10)")
-    v.add_argument("--out", type=Path, metavar="FILE.csv", help="write the rows as CSV")
+    v.add_argument("--out", type=path_arg, metavar="FILE.csv", help="write the rows as CSV")
     v.set_defaults(handler=run_measure)
 
     v = verb("flush", "TPM2_FlushContext of a PQC key", "flush --key 0x80ff0000")
@@ -208,6 +209,7 @@ def _client(args: argparse.Namespace) -> Iterator:
     """A client for ``args.tcti``; a ``--key`` naming a context file is loaded now and flushed at the end."""
     from trustlab.devices.tpm2.pqc.client import PqcClient
 
+    _check_outputs(args)
     quiet_tss()
     with PqcClient.connect(args.tcti) as tpm:
         loaded = None
@@ -234,13 +236,30 @@ def _template(args: argparse.Namespace):
                     allow_external_mu=not args.no_external_mu)
 
 
+OUTPUTS = ("context_out", "public_out", "private_out", "signature_out", "ciphertext_out", "attest_out", "out")
+INPUTS = ("message", "signature", "ciphertext", "private", "public", "key")
+
+
+def _check_outputs(args: argparse.Namespace) -> None:
+    """Every output file is checked before the TPM is spoken to: not an input, not a FIFO or a
+    directory, a name the system accepts, a writable place (safe_output's rules)."""
+    from trustlab.safe_output import check_file
+
+    inputs = [getattr(args, name, None) for name in INPUTS]
+    for name in OUTPUTS:
+        path = getattr(args, name, None)
+        if path is not None:
+            check_file(path, inputs=inputs, flag="--" + name.replace("_", "-"))
+
+
 def _write(path: Path | None, data: bytes, flag: str) -> None:
+    """Atomically (a temp file renamed over it): never half a key context, never into a FIFO."""
+    from trustlab.safe_output import reported, write_bytes
+
     if path is None:
         return
-    try:
-        path.write_bytes(data)
-    except OSError as exc:
-        raise TrustlabError(f"{flag} {path}: cannot write ({exc.strerror or exc})") from None
+    with reported(path, flag):
+        write_bytes(path, data)
 
 
 def _show(args: argparse.Namespace, data: dict) -> int:
@@ -412,6 +431,7 @@ def run_measure(args: argparse.Namespace) -> int:
     from trustlab.devices.tpm2 import harness
     from trustlab.devices.tpm2.pqc.client import measure
 
+    _check_outputs(args)  # a name too long, a FIFO, an input: one line, before anything else
     if args.out is not None:
         harness.check_output(args.out)
     with _client(args) as tpm:

@@ -23,6 +23,8 @@ MAX_TRACE_BYTES = 256 * limits.MiB
 """A trace of ~500,000 commands (a v2 line is ~500 bytes); a recording beyond that is split by time."""
 MAX_COMMANDS = 1_000_000
 MAX_FRAME = 1 << 24
+TPM12_PREFIXES = ("TPM_", "TSC_")
+"""Command names of a TPM 1.2 trace (TPM 2.0 ones are TPM2_..., the resource manager's RM_...)."""
 MAX_RM = 64
 """Resource-manager commands one command may carry (a context load/save per handle and session)."""
 
@@ -76,10 +78,17 @@ def _int(rec: dict, key: str, where: str, lo: int = 0, hi: int = MAX_FRAME, defa
     return v
 
 
-def _num(rec: dict, key: str, where: str, default: float = 0.0) -> float:
+MAX_MS = 1e12
+"""A time in a trace (ms since the segment began, or a command's duration): ~31 years."""
+
+
+def _num(rec: dict, key: str, where: str, default: float = 0.0, lo: float = 0.0) -> float:
+    """A time in ms, finite, in lo..MAX_MS: a duration is never negative (it would shorten the replay); an
+    arrival ``t_ms`` may be (a command that arrived just before the one written first, served after it)."""
     v = rec.get(key, default)
-    if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v) or abs(v) > 1e15:
-        raise TraceError(f"{where}: field {key!r} must be a finite number, got {str(v)[:40]!r}")
+    if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v) or not lo <= v <= MAX_MS:
+        raise TraceError(f"{where}: field {key!r} must be a number of ms in {lo:g}..{MAX_MS:g}, "
+                         f"got {str(v)[:40]!r}")
     return float(v)
 
 
@@ -132,6 +141,10 @@ def parse_line(rec: Any, where: str, segment: int) -> Command:
     if not isinstance(sessions, list) or len(sessions) > 3 or not all(isinstance(s, str) and len(s) <= 32
                                                                       for s in sessions):
         raise TraceError(f"{where}: field 'sessions' must be a list of at most 3 short strings")
+    command = rec.get("command")
+    if isinstance(command, str) and command.startswith(TPM12_PREFIXES):
+        raise TraceError(f"{where}: {command[:40]} is a TPM 1.2 command (serve with a tpm1.2 profile); replay "
+                         "prices TPM 2.0 traces")
     pid = rec.get("pid")
     if pid is not None and (not isinstance(pid, int) or isinstance(pid, bool)):
         raise TraceError(f"{where}: field 'pid' must be an integer or null")
@@ -140,7 +153,7 @@ def parse_line(rec: Any, where: str, segment: int) -> Command:
                    out_bytes=_int(rec, "out_bytes", where), rc=_int(rec, "rc", where, 0, 0xFFFFFFFF),
                    hashed_bytes=_int(rec, "hashed_bytes", where, default=0), client=_int(rec, "client", where, 0,
                                                                                         1 << 53, default=0),
-                   t_ms=_num(rec, "t_ms", where), served_ms=max(0.0, _num(rec, "served_ms", where)),
+                   t_ms=_num(rec, "t_ms", where, lo=-MAX_MS), served_ms=_num(rec, "served_ms", where),
                    modelled_ms=_num(rec, "modelled_ms", where), segment=segment, key=_key(rec, where),
                    rm=_rm(rec, where), sessions=tuple(sessions), pid=pid)
 
@@ -158,9 +171,14 @@ def read(path: str | Path, max_bytes: int = MAX_TRACE_BYTES, max_commands: int =
             rec = json.loads(line)
         except (json.JSONDecodeError, RecursionError) as exc:
             raise TraceError(f"{where}: not a JSON line ({getattr(exc, 'msg', 'nested too deeply')})") from None
+        except ValueError:  # an integer of more than 4300 digits
+            raise TraceError(f"{where}: not a JSON line (a number is too long)") from None
         cmd = parse_line(rec, where, segment)
-        if last_seq is not None and cmd.seq <= last_seq:  # an appended recording: a new segment
-            segment += 1
+        if last_seq is not None and cmd.seq <= last_seq:
+            if cmd.seq != 1:  # lines out of order, or two traces merged badly: the gaps would be wrong
+                raise TraceError(f"{where}: seq {cmd.seq} after seq {last_seq} (seq increases within a "
+                                 "recording; an appended recording restarts at 1)")
+            segment += 1  # an appended recording: a new segment
             cmd = parse_line(rec, where, segment)
         last_seq = cmd.seq
         trace.commands.append(cmd)

@@ -148,16 +148,16 @@ def rewrite(c: Command, choice: Choice) -> Rewrite | None:
 @functools.lru_cache(maxsize=4096)
 def _price(profile_name: str, algorithm: str, operation: str) -> dict:
     from trustlab.experiments.pqc_tpm import priced
-    from trustlab.timing import registry
 
-    return priced(chipspec.for_profile(registry.load(profile_name)), algorithm, operation, True)
+    return priced(_chip(profile_name)[1], algorithm, operation, True)
 
 
 @functools.lru_cache(maxsize=256)
 def _chip(profile_name: str):
     from trustlab.timing import registry
 
-    return chips.chip_for(profile_name), chipspec.for_profile(registry.load(profile_name))
+    profile = registry.load(profile_name)  # a name or a .toml path: the chip is looked up by the profile's name
+    return chips.chip_for(profile.name), chipspec.for_profile(profile)
 
 
 @dataclass

@@ -54,18 +54,19 @@ class TermMatrix:
     modelled: list[bool]        # per group: the command has a formula beyond overhead + bytes
 
     @classmethod
-    def build(cls, commands: list[Command]) -> "TermMatrix":
+    def build(cls, commands: list[Command], with_rm: bool = True) -> "TermMatrix":
+        """``with_rm=False``: the commands' own terms only, without their resource-manager commands."""
         comp_index: dict[str, int] = {}
         rows: list[dict[int, float]] = []
         cache: dict[tuple, dict[int, float]] = {}
         groups: dict[tuple[str, str | None], int] = {}
         group = np.empty(len(commands), dtype=np.int64)
         for i, c in enumerate(commands):
-            sig = (c.command, c.variant, c.in_bytes, c.out_bytes, c.hashed_bytes, c.ok, c.rm)
+            sig = (c.command, c.variant, c.in_bytes, c.out_bytes, c.hashed_bytes, c.ok, c.rm if with_rm else ())
             row = cache.get(sig)
             if row is None:
                 terms = own_terms(c)
-                for comp, n in rm_terms(c).items():
+                for comp, n in (rm_terms(c) if with_rm else {}).items():
                     terms[comp] = terms.get(comp, 0.0) + n
                 row = {comp_index.setdefault(comp, len(comp_index)): float(n) for comp, n in terms.items() if n}
                 cache[sig] = row
@@ -89,6 +90,8 @@ class Priced:
     bus_ms: float
     total_draws: np.ndarray
     notes: list[dict]
+    seed_draw_ms: np.ndarray | None = None
+    """Per command, draw 0 (what ``serve --seed`` charged it); None: no spreads, the means."""
 
     @property
     def mean_ms(self) -> float:
@@ -113,15 +116,15 @@ def price(m: TermMatrix, profile: Profile, draws: int = 200, seed: int = 0) -> P
     if spread:
         # draw 0: Clock's own sequence (one random.Random(seed), charges in command order)
         rng0 = random.Random(seed)
-        first = 0.0
+        seed_draw = per_command.copy()
         rows = np.nonzero(m.counts[:, [j for j, _ in spread]].any(axis=1))[0]
         for i in rows:
             for j, comp in spread:
                 n = m.counts[i, j]
                 if n:
                     x = rng0.choice(comp.samples) if comp.samples else max(0.0, rng0.gauss(comp.mean, comp.sd))
-                    first += n * (x - comp.mean)
-        total[0] += first
+                    seed_draw[i] += n * (x - comp.mean)
+        total[0] = float(seed_draw.sum())
         if draws > 1:
             rng = np.random.default_rng(seed + 1)
             for j, comp in spread:
@@ -132,7 +135,8 @@ def price(m: TermMatrix, profile: Profile, draws: int = 200, seed: int = 0) -> P
                 for lo in range(1, draws, step):
                     hi = min(draws, lo + step)
                     total[lo:hi] += (draw(rng, (hi - lo, len(n))) - comp.mean) @ n
-    return Priced(profile.name, per_command, bus_ms, total, notes(m, profile))
+    return Priced(profile.name, per_command, bus_ms, total, notes(m, profile),
+                  seed_draw if spread else None)
 
 
 def notes(m: TermMatrix, profile: Profile) -> list[dict]:

@@ -15,8 +15,16 @@ from trustlab.replay.pqc import Choice
 P95 = 0.95
 
 
+def is_path(spec: str) -> bool:
+    """A ``--profiles`` entry naming a profile file rather than a shipped or user profile (as ``registry.load``)."""
+    import os
+
+    return spec.endswith((".toml", ".pro")) or os.sep in spec
+
+
 def select_profiles(spec: str) -> list[str]:
-    """``all`` (every TPM 2.0 profile), a family name, or NAME,NAME,... (each a tpm2 profile)."""
+    """``all`` (every TPM 2.0 profile), a family name, or NAME,NAME,... where each is a tpm2 profile's name
+    or a ``.toml`` file (read through the bounded readers of :mod:`trustlab.limits`, like ``--profile``)."""
     from trustlab.timing import registry
 
     spec = spec.strip()
@@ -28,8 +36,9 @@ def select_profiles(spec: str) -> list[str]:
     if not names:
         raise TrustlabError("--profiles: no profile named")
     for n in names:
-        if n not in registry.available():
-            raise TrustlabError(f"--profiles: unknown profile {n!r} (see `trustlab profiles list --family tpm2`)")
+        if not is_path(n) and n not in registry.available():
+            raise TrustlabError(f"--profiles: unknown profile {n!r} (see `trustlab profiles list --family tpm2`, "
+                                "or give a .toml path)")
         fam = registry.load(n).family
         if fam != "tpm2":
             raise TrustlabError(f"--profiles: {n!r} is a {fam} profile; replay prices TPM 2.0 traces")
@@ -49,11 +58,15 @@ def replay(trace: Trace, profile_names: list[str], *, draws: int = 200, seed: in
     rewrites: dict[int, pqc.Rewrite] = {}
     own = None
     if choice is not None:
+        memo: dict[tuple, pqc.Rewrite | None] = {}  # a workload repeats few distinct commands
         for i, c in enumerate(commands):
-            r = pqc.rewrite(c, choice)
+            sig = (c.command, c.variant, c.in_bytes, c.out_bytes, c.rc,
+                   None if c.key is None else tuple(c.key.values()))
+            r = memo[sig] if sig in memo else memo.setdefault(sig, pqc.rewrite(c, choice))
             if r is not None:
                 rewrites[i] = r
-        own = pricing.TermMatrix.build([_without_rm(commands[i]) for i in rewrites])
+        # the replaced commands' own classical price (their resource-manager commands stay)
+        own = pricing.TermMatrix.build([commands[i] for i in rewrites], with_rm=False)
         plan = _Plan(commands, rewrites)
     bus_bytes = sum(c.in_bytes + c.out_bytes + sum(r[1] + r[2] for r in c.rm) for c in commands)
     names = np.array([c.command for c in commands], dtype=object)
@@ -74,7 +87,11 @@ def replay(trace: Trace, profile_names: list[str], *, draws: int = 200, seed: in
             "tpm_mean_ms": mean,
             "tpm_seed_draw_ms": float(p.total_draws[0]),
             "wall_ms": schedule.wall_ms(pred, gap, p.per_command_ms),
-            "bus_share": p.bus_ms / mean if mean > 0 else None,
+            "wall_seed_draw_ms": schedule.wall_ms(pred, gap, p.per_command_ms if p.seed_draw_ms is None
+                                                  else p.seed_draw_ms),
+            "bus_ms": p.bus_ms,
+            "bus_share": _share(p.bus_ms, mean),
+            "bus_exceeds_priced": p.bus_ms > mean,
             "top": [{"command": str(kinds[k]), "count": int(count[k]), "ms": float(by_kind[k]),
                      "share": float(by_kind[k] / mean) if mean > 0 else None} for k in order if by_kind[k] > 0],
             "cannot_price": p.notes,
@@ -85,12 +102,6 @@ def replay(trace: Trace, profile_names: list[str], *, draws: int = 200, seed: in
     return {"trace": trace.path, "commands": len(commands), "clients": trace.clients,
             "client_ms": schedule.wall_ms(pred, gap, np.zeros(len(commands))), "draws": draws, "seed": seed,
             "pqc": None if choice is None else {"sign": choice.sign, "kem": choice.kem}, "profiles": rows}
-
-
-def _without_rm(c):
-    from dataclasses import replace
-
-    return replace(c, rm=())
 
 
 class _Plan:
@@ -136,10 +147,21 @@ def _pqc_row(name, profile, plan: "_Plan", own, p, gap, pred) -> dict[str, Any]:
     total = classical + med
     return {"median_ms": total, "low_ms": classical + lo, "high_ms": classical + hi,
             "classical_median_ms": classical, "wall_ms": schedule.wall_ms(pred, gap, per_command),
-            "bus_share": (p.bus_ms + bus) / total if total > 0 else None,
+            "bus_ms": p.bus_ms + bus,
+            "bus_share": _share(p.bus_ms + bus, total),
             "max_command_size": pqc.max_command_size(name),
             "rewritten": groups,
             "not_fitting": sorted({g["becomes"] for g in groups if not g["fits"]})}
+
+
+def _share(bus_ms: float, total_ms: float) -> float | None:
+    """The bus's part of the priced time, at most 1.
+
+    Why capped: a profile whose per-command overhead has no per-byte part (the wolfTPM profiles: ohir = ohor
+    = 0) charges a large frame no more than a small one, while the bus time of its bytes (chips.toml) can
+    exceed the whole price (an I2C chip moving ContextSave blobs); a share above 100% would be read as
+    nonsense. The uncapped bus time is ``bus_ms``, and ``bus_exceeds_priced`` says the total is then low."""
+    return min(1.0, bus_ms / total_ms) if total_ms > 0 else None
 
 
 def _bus_ms_per_byte(profile_name: str) -> float:

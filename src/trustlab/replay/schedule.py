@@ -3,7 +3,8 @@
 Each command's client time ("gap") is read off the trace: from the end of the
 command it followed (the same client's previous one, or for a client's first
 command the last one that ended before it arrived - a script's next process)
-to its arrival. On a replayed chip it arrives that long after its predecessor
+to its arrival (the resource manager's own ``RM_...`` commands have none: they follow the client's
+last command at once). On a replayed chip it arrives that long after its predecessor
 ends there, and waits while the chip serves another client (one TPM serves one
 command at a time), in the order the chip served them when recorded.
 """
@@ -28,6 +29,14 @@ def gaps(commands: list[Command]) -> tuple[list[int], list[float]]:
         if c.segment != segment:
             segment, ends, last_of = c.segment, [], {}
         key = (c.segment, c.client)
+        if c.command.startswith("RM_"):
+            # the resource manager's own work after a client's process ended (RM_FlushOnClose): it runs when
+            # the resource manager notices, not as a client's next command; replayed at once after the
+            # client's last command (no client time), and never a later command's predecessor
+            p = last_of.get(key, i - 1)
+            pred.append(p)
+            gap.append(0.0)
+            continue
         p = last_of.get(key)
         if p is None:
             k = bisect.bisect_right(ends, (c.t_ms, len(commands)))

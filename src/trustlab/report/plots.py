@@ -140,11 +140,13 @@ def _layout(fig: Any, ax: Any, legend: Any, series: list[dict], kind: str) -> No
     if legend is not None:
         right += legend.get_window_extent(fig.canvas.get_renderer()).width / dpi + 0.1
     bottom = 0.75
+    left, top = 0.95, 0.4
     if _categorical(series):
         labels = {str(x) for s in series for x in s["x"]}
         if len(labels) > 4:  # rotated 30 degrees, 8 pt: about 0.06 in per character, half of it downwards
             bottom = 0.55 + 0.5 * 0.06 * max(len(x) for x in labels)
-    left, top = 0.95, 0.4
+            # the first label, right-aligned under the first tick, reaches left by ~0.05 in per character
+            left = max(left, min(2.5, 0.05 * len(str(series[0]["x"][0])) if series[0]["x"] else 0.0))
     fig.subplots_adjust(left=left / WIDTH_IN, right=max(0.5, 1 - right / WIDTH_IN),
                         bottom=min(0.6, bottom / HEIGHT_IN), top=1 - top / HEIGHT_IN)
 

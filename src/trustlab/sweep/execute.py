@@ -1,6 +1,6 @@
 """Running sweep points: in-process, on local worker processes beside it, or on Dask.
 
-Every backend calls the same :func:`run_point` on the worker, which runs the
+Every backend calls the same :func:`~trustlab.sweep.point.run_point` on the worker, which runs the
 experiment exactly as ``trustlab run`` would and returns its record (or a
 failure record). Results stream back in completion order and are cached by the
 caller as they arrive; the final ordering is the spec's, so 1 job, N jobs and
@@ -22,34 +22,15 @@ from __future__ import annotations
 import math
 import os
 import time
-import traceback
 from typing import Any, Iterator, Sequence
 
 from trustlab.errors import TrustlabError
+from trustlab.sweep.point import run_point, run_points
 from trustlab.sweep.spec import Point
-
-
-def run_point(key: str, experiment: str, argv: Sequence[str]) -> tuple[str, dict[str, Any]]:
-    """Run one point (on a worker); never raises, so one bad point cannot sink a sweep."""
-    from trustlab.experiments.registry import run_argv
-    from trustlab.report.records import failure
-
-    try:
-        return key, run_argv(experiment, list(argv)).to_record()
-    except TrustlabError as exc:
-        return key, failure(experiment, list(argv), str(exc))
-    except Exception as exc:  # an experiment's bug: keep the traceback for the report
-        tb = traceback.format_exc(limit=8)
-        return key, failure(experiment, list(argv), f"{type(exc).__name__}: {exc}\n{tb}")
 
 
 INTERPRETER_START_S = 0.1  # a worker's fresh interpreter and trustlab's base imports, before the experiment's
 TASKS_PER_WORKER = 4  # Dask: batches per worker: few round trips, yet a slow batch cannot hold up the end much
-
-
-def run_points(points: Sequence[tuple[str, str, Sequence[str]]]) -> list[tuple[str, dict[str, Any]]]:
-    """A batch of points in one task (on a Dask worker)."""
-    return [run_point(key, experiment, argv) for key, experiment, argv in points]
 
 
 def batches(points: Sequence[Point], jobs: int) -> list[list[tuple[str, str, list[str]]]]:
@@ -201,5 +182,5 @@ def _probe(address: str, timeout: float = 3.0) -> None:
     try:
         with socket.create_connection((host, port), timeout=timeout):
             pass
-    except OSError as exc:
+    except (OSError, UnicodeError) as exc:  # UnicodeError: a host name IDNA cannot encode (a label over 63)
         raise TrustlabError(f"--scheduler {address}: cannot connect to a Dask scheduler ({exc})") from None

@@ -80,7 +80,7 @@ def worker_main(parent: int) -> int:
     answers = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # whatever an experiment prints stays out of the protocol
     requests = sys.stdin.buffer
-    from trustlab.sweep.execute import run_point
+    from trustlab.sweep.point import run_point
 
     while (message := _receive(requests)) is not None:
         key, experiment, argv = message

@@ -1,8 +1,10 @@
 """Reference source: the post-quantum cost model's rows, from ``devices/tpm2/pqc_model/validation``.
 
 Independent rows: every published ML-KEM / ML-DSA measurement in ``data/pqc_measurements.toml``
-(pqm3 on a Cortex-M3, Greconici et al. on a Cortex-M3, mlkem-native on RISC-V 64 and x86-64,
-Chhetri on a Cortex-M0+; Albrecht et al.'s SLE 78 Kyber variant, flagged and not counted),
+(pqm3 and Greconici et al. on a Cortex-M3, mlkem-native on RISC-V 64 and x86-64, its reference-C
+start on a Cortex-A72, wolfSSL on a Cortex-A53 and a Cortex-M4, Chhetri on a Cortex-M0+, Xu's thesis
+data on a Cortex-M33 (RP2350) and an x86-64 desktop; Albrecht et al.'s SLE 78 Kyber variant, flagged
+and not counted),
 each predicted leave-one-source-out with its interval. Calibration rows: pqm4's Cortex-M4 figures
 (the unit costs) and the SEALSQ QVault's published 1.85 command times (its profile is calibrated).
 :func:`loso_text` is validate's per-source summary: leave-one-source-out error and coverage.

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 TPM_ST_NO_SESSIONS = 0x8001
 TPM_ST_SESSIONS = 0x8002
-TPM_ST_RSP_COMMAND = 0x00C4  # the TPM 1.2 tag a TPM 2.0 uses to reject 1.2-framed input
 
 TPM_RC_SUCCESS = 0x000
 TPM_RC_BAD_TAG = 0x01E

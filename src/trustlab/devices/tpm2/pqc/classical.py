@@ -26,6 +26,7 @@ ignores the context instead.
 from __future__ import annotations
 
 from trustlab.devices.tpm2 import objects
+from trustlab.devices.tpm2.commands import TPM_ALG_ECC, TPM_ALG_RSA, TPM_RC_RETRY
 from trustlab.devices.tpm2.extensions import (
     TPM_RC_AUTH_MISSING,
     TPM_RC_KEY,
@@ -53,9 +54,6 @@ TPM_CC_SEQUENCE_UPDATE = 0x15C
 TPM_CC_SEQUENCE_COMPLETE = 0x13E
 TPM_CC_FLUSH_CONTEXT = 0x165
 TPM_RC_TICKET = 0x0A0
-TPM_ALG_RSA = 0x0001
-TPM_ALG_ECC = 0x0023
-TPM_RC_RETRY = 0x922
 TPM_RC_YIELDED = 0x908
 RETRIES = 4
 

@@ -8,7 +8,6 @@ import struct
 
 from trustlab.devices.tpm2 import extensions as ext
 from trustlab.devices.tpm2.extensions import (
-    TPM_RC_PARMS,
     Command,
     Context,
     Reader,

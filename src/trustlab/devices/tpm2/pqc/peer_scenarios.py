@@ -1,6 +1,6 @@
 """The scenarios of the differential check: 1.85 command frames built from the answers they get.
 
-Each scenario takes a :class:`.peer_check.Session` (one TPM) and builds its
+Each scenario takes a :class:`.peer_session.Session` (one TPM) and builds its
 frames from that TPM's own answers (handles, public keys), so it runs
 unchanged on trustlab serve and on wolfTPM's fwTPM.
 """
@@ -9,31 +9,27 @@ from __future__ import annotations
 
 import hashlib
 import struct
-from typing import TYPE_CHECKING, Callable
+from typing import Callable
 
+from trustlab.devices.tpm2.commands import TPM_ALG_ECC, TPM_ECC_NIST_P256
 from trustlab.devices.tpm2.extensions import Reader
 from trustlab.devices.tpm2.pqc import structures as S
 from trustlab.devices.tpm2.pqc.peer_shapes import (
-    TPM_ALG_ECC,
     TPM_ALG_ECDSA,
-    _skip2b,
     attest_shape,
     creation_shape,
     parameters,
     public_shape,
     signature_shape,
+    skip2b,
     ticket_shape,
     verifies,
 )
+from trustlab.devices.tpm2.pqc.peer_session import PW, Session
 
-if TYPE_CHECKING:
-    from trustlab.devices.tpm2.pqc.peer_check import Session
-
-TPM_ECC_NIST_P256 = 0x0003
 GENERATED = struct.pack(">I", 0xFF544347)
 SIGNER = S.FIXED_TPM | S.FIXED_PARENT | S.SENSITIVE_DATA_ORIGIN | S.USER_WITH_AUTH | S.SIGN
 KEM = S.FIXED_TPM | S.FIXED_PARENT | S.SENSITIVE_DATA_ORIGIN | S.USER_WITH_AUTH | S.DECRYPT
-PW = S.password()
 
 
 def mldsa_area(pset: int, *, hash_alg: int | None = None, attributes: int = SIGNER) -> bytes:
@@ -173,7 +169,7 @@ def mlkem(pset: int) -> Callable[[Session], None]:
             return
         response = s.send("Encapsulate", S.frame(0x1A7, [key], b""),
                           lambda rsp: {"sharedSecret": len(parameters(rsp).tpm2b()),
-                                       "ciphertext": len(_skip2b(parameters(rsp)).tpm2b())})
+                                       "ciphertext": len(skip2b(parameters(rsp)).tpm2b())})
         if s.ok(response):
             r = parameters(response)
             shared, ct = r.tpm2b(), r.tpm2b()
@@ -231,7 +227,7 @@ def restricted(s: Session) -> None:
         response = s.send("Hash (owner hierarchy)", S.frame(0x17D, [], S.tpm2b(b"hashed by the TPM")
                                                             + S.u16(S.TPM_ALG_SHA256) + S.u32(S.TPM_RH_OWNER)),
                           lambda rsp: {"digest": len(Reader(rsp, 10).tpm2b()),
-                                       **ticket_shape(_skip2b(Reader(rsp, 10)))})
+                                       **ticket_shape(skip2b(Reader(rsp, 10)))})
         if s.ok(response):
             r = Reader(response, 10)
             r.tpm2b()
@@ -289,8 +285,8 @@ def ordinary(s: Session) -> None:
         password = b"" if name.startswith("ML-DSA") else b"pw"
         response = s.send(f"Create {name}", S.frame(0x153, [parent], S.sensitive_create(password) + S.tpm2b(area)
                                                    + S.tpm2b(b"") + S.u32(0), [PW]),
-                          lambda rsp: {"public": public_shape(_skip2b(parameters(rsp)).tpm2b()),
-                                       **creation_shape(_skip2b(_skip2b(parameters(rsp))))})
+                          lambda rsp: {"public": public_shape(skip2b(parameters(rsp)).tpm2b()),
+                                       **creation_shape(skip2b(skip2b(parameters(rsp))))})
         if not s.ok(response):
             continue
         r = parameters(response)
@@ -341,7 +337,7 @@ def external(s: Session) -> None:
     if s.ok(response):
         key = struct.unpack_from(">I", response, 10)[0]
         s.send("Encapsulate to it", S.frame(0x1A7, [key], b""),
-               lambda rsp: {"matches": kem.decapsulate(_skip2b(parameters(rsp)).tpm2b()) == parameters(rsp).tpm2b()})
+               lambda rsp: {"matches": kem.decapsulate(skip2b(parameters(rsp)).tpm2b()) == parameters(rsp).tpm2b()})
         s.send("Decapsulate with a public key only", S.frame(0x1A8, [key], S.tpm2b(b"\0" * 1088), [PW]))
         s.flush(key)
 

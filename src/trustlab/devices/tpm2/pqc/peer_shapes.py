@@ -17,11 +17,11 @@ from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.asymmetric.utils import Prehashed, encode_dss_signature
 
+from trustlab.devices.tpm2.commands import TPM_ALG_ECC
 from trustlab.devices.tpm2.extensions import Reader, TpmError
 from trustlab.devices.tpm2.pqc import keys
 from trustlab.devices.tpm2.pqc import structures as S
 
-TPM_ALG_ECC = 0x0023
 TPM_ALG_ECDSA = 0x0018
 
 
@@ -87,12 +87,8 @@ def creation_shape(r: Reader) -> dict:
     return shape
 
 
-def _after_public(r: Reader) -> Reader:
-    r.tpm2b()
-    return r
-
-
-def _skip2b(r: Reader) -> Reader:
+def skip2b(r: Reader) -> Reader:
+    """``r`` read past one TPM2B (a TPM2B_PUBLIC, a ciphertext...), to shape the field after it."""
     r.tpm2b()
     return r
 

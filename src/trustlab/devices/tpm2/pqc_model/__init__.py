@@ -21,11 +21,13 @@ Modules, one job each:
   measurements in ``trustlab/validation/data/pqc_measurements.toml`` (priors in ``data/cores.toml``)
 - :mod:`.chips`       processor / bus / I/O-buffer / certification facts per chip, with sources
 - :mod:`.chipspec`    a chip described by its facts (``--chip core=...,mhz=...`` or a TOML file; a profile)
+- :mod:`.estimate`    an operation's time from the chip's facts: speed, implementation and protection factors,
+  key creation's extra work, the bus, the provenance (used by predict, cost and model alike)
 - :mod:`.predict`     ``price(algorithm, operation, chip_or_profile) -> Price(median_ms, low_ms, high_ms,
   provenance)``: the pricing API for anything (issue 25's workload replay reuses it); intervals from
   every assumption's range; protection of secret-key operations on certified chips; key creation =
   keygen + FIPS 140-3 pairwise consistency test + wrapping
-- :mod:`.silicon`     chips with published 1.85 figures (SEALSQ QVault): calibrated profiles
+- :mod:`.silicon`     chips with published 1.85 figures (SEALSQ QVault): the figures (predict prices them)
 - :mod:`.model`       a chip's unit costs as a ``pqc`` profile (tools/build_pqc_profiles.py)
 - :mod:`.cost`        ``operation_cost(profile, algorithm, operation, ...)``: component -> ms
   (the pricing API the TPM 2.0 PQC command handlers call)

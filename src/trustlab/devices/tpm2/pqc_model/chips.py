@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import functools
 import math
-import random
 import tomllib
 from dataclasses import dataclass
 from importlib import resources
@@ -84,14 +83,3 @@ def log_uniform_quantiles(lo: float, hi: float, n: int = N_QUANTILES) -> list[fl
         return [lo] * n
     a, b = math.log(lo), math.log(hi)
     return [math.exp(a + (b - a) * (i + 0.5) / n) for i in range(n)]
-
-
-def product_quantiles(r1: tuple[float, float], r2: tuple[float, float], n: int = N_QUANTILES) -> list[float]:
-    """Quantiles of X*Y for independent log-uniform X, Y (reproducible Monte-Carlo, 20000 draws)."""
-    rng = random.Random(20260417)
-    draws = sorted(_log_uniform(rng, *r1) * _log_uniform(rng, *r2) for _ in range(20000))
-    return [draws[int((i + 0.5) / n * len(draws))] for i in range(n)]
-
-
-def _log_uniform(rng: random.Random, lo: float, hi: float) -> float:
-    return lo if lo == hi else math.exp(rng.uniform(math.log(lo), math.log(hi)))

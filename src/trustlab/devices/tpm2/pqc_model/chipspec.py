@@ -24,7 +24,7 @@ import tomllib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from trustlab.devices.tpm2.pqc_model import chips, classes
+from trustlab.devices.tpm2.pqc_model import chips, classes, silicon
 from trustlab.errors import TrustlabError
 
 KEYS = ("core", "mhz", "sha256_kbps", "bus", "certified", "tpm", "ohc_ms", "name")
@@ -204,8 +204,6 @@ def _from_mapping(doc: dict, where: str) -> ChipSpec:
 
 def for_profile(profile) -> ChipSpec:
     """The facts of a TPM 2.0 profile's chip: chips.toml plus the profile's own measured rates."""
-    from trustlab.devices.tpm2.pqc_model import silicon
-
     chip = chips.chip_for(profile.name)
     spec = ChipSpec(name=profile.name, core=chip.core, mhz=chip.clock_mhz, clock_source=chip.clock_source,
                     per_clock=None if chip.core else chip.per_clock,

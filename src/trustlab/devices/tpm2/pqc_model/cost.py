@@ -20,7 +20,7 @@ import functools
 import math
 import random
 
-from trustlab.devices.tpm2.pqc_model import calibration, chips, chipspec, counts, frames, model, predict, silicon
+from trustlab.devices.tpm2.pqc_model import calibration, chips, chipspec, counts, estimate, frames, model, silicon
 from trustlab.devices.tpm2.pqc_model.params import MLDSAParams, check_operation
 from trustlab.errors import TrustlabError
 from trustlab.timing import registry
@@ -97,7 +97,7 @@ def operation_cost(profile: Profile, algorithm: str, operation: str, *, in_bytes
     ``pqc_wrap``, ``pqc_bus``. With ``rng`` the counted runs, the speed quantile, the protection factor
     and the bus factor are drawn; without, means.
     """
-    predict.check(algorithm, operation)
+    estimate.check(algorithm, operation)
     if in_bytes < 0 or out_bytes < 0:
         raise TrustlabError(f"in_bytes and out_bytes must not be negative (got {in_bytes}, {out_bytes})")
     pqc = unit_costs(profile)
@@ -122,16 +122,16 @@ def _compute(profile: Profile, pqc: Profile, algorithm: str, operation: str, in_
     """Keccak, arithmetic and wrapping ms of the operation's raw operations (protection applied)."""
     spec = _protection_spec(profile.name)
     out = {"pqc_keccak": 0.0, "pqc_arith": 0.0, "pqc_wrap": 0.0}
-    for op in predict.plan(algorithm, operation):
+    for op in estimate.plan(algorithm, operation):
         unit_counts = dict(counts.draw(algorithm, op, rng) if rng is not None else counts.mean(algorithm, op))
         if op == operation:  # the command's own message (the PCT signs a fixed one)
             unit_counts["keccak_f1600"] = unit_counts.get("keccak_f1600", 0) + extra_message_permutations(
                 algorithm, op, in_bytes)
-        factor = predict.protection_factor(spec, algorithm, op, u_protect, protection)
+        factor = estimate.protection_factor(spec, algorithm, op, u_protect, protection)
         for k, v in compute_ms(pqc, algorithm, unit_counts, index).items():
             out[k] += v * factor
     if operation in ("create", "load"):
-        out["pqc_wrap"] = predict.WRAP_SHA256_BYTES * _sha256_ms_per_byte(profile, pqc)
+        out["pqc_wrap"] = estimate.WRAP_SHA256_BYTES * _sha256_ms_per_byte(profile, pqc)
     return out
 
 
@@ -149,7 +149,7 @@ def _sha256_ms_per_byte(profile: Profile, pqc: Profile) -> float:
     if "sha256_byte" in profile and profile.mean("sha256_byte") - bus > 0:
         return profile.mean("sha256_byte") - bus
     keccak_m4 = calibration.calibrate().keccak_cycles
-    return predict.SHA256_M4_CYCLES_PER_BYTE * pqc.mean("pqc_keccak_f1600") / keccak_m4
+    return estimate.SHA256_M4_CYCLES_PER_BYTE * pqc.mean("pqc_keccak_f1600") / keccak_m4
 
 
 def _mean_compute(profile: Profile, pqc: Profile, algorithm: str, operation: str, in_bytes: int) -> float:

@@ -4,7 +4,7 @@ For a TPM 2.0 profile this builds the companion profile ``<name>-pqc``:
 
 * ``pqc_keccak_f1600`` and the arithmetic units ``pqc_{kem,dsa}_{transform,basemul,poly}`` (ms per
   unit) = Cortex-M4 cycles per unit (:mod:`.calibration`, from pqm4) / the chip's
-  Cortex-M4-equivalent speed (:func:`.predict.speed`, the same speed ``price`` uses): the chip's
+  Cortex-M4-equivalent speed (:func:`.estimate.speed`, the same speed ``predict.price`` uses): the chip's
   own measured SHA-256 rate (the tpm2 profile's ``sha256_byte`` less the bus time per byte) at
   86 Cortex-M4 cycles/byte, not clamped to any class range, with the core class's Keccak : other
   ratio for the arithmetic; software-crypto TPMs by their measured ECDSA sign; chips without a
@@ -36,9 +36,9 @@ def companion_name(tpm2_name: str) -> str:
 
 def speed_note(spec) -> str:
     """How the chip's speed was found (the provenance the unit costs carry)."""
-    from trustlab.devices.tpm2.pqc_model import predict
+    from trustlab.devices.tpm2.pqc_model import estimate
 
-    return predict.provenance(spec, "ML-KEM-768", "encapsulate", protection=False).split("; ", 1)[1]
+    return estimate.provenance(spec, "ML-KEM-768", "encapsulate", protection=False).split("; ", 1)[1]
 
 
 def bus_ms_per_byte(chip: chips.Chip) -> list[float]:
@@ -57,13 +57,13 @@ def _component(name: str, samples: list[float], unit: str, source: str, table: s
 
 def build(tpm2: Profile, impl: str = "clean") -> Profile:
     """The ``pqc`` companion profile of a TPM 2.0 profile: unit costs at 32 comonotonic speed quantiles."""
-    from trustlab.devices.tpm2.pqc_model import chipspec, predict
+    from trustlab.devices.tpm2.pqc_model import chipspec, estimate
 
     chip = chips.chip_for(tpm2.name)
     cal = calibration.calibrate(impl)
     spec = chipspec.for_profile(tpm2)
-    speeds = predict.speed_quantiles(spec, chips.N_QUANTILES)
-    mid = predict.central_speed(spec)
+    speeds = estimate.speed_quantiles(spec, chips.N_QUANTILES)
+    mid = estimate.central_speed(spec)
     note = f"{speed_note(spec)}; M4-equivalent speed median Keccak {mid.keccak_mhz:.1f} MHz, other {mid.arith_mhz:.1f} MHz"
     pq_src = calibration.pqm4_source(impl)
     comps: dict[str, Component] = {}

@@ -19,8 +19,6 @@ from importlib import resources
 
 from trustlab.devices.tpm2.pqc_model.params import MLDSA
 
-CALL_OF_BENCH = {"keygen": "create"}
-
 
 @dataclass(frozen=True)
 class Published:
@@ -84,23 +82,4 @@ def label(row: Published, algorithm: str, extrapolated: bool, operation: str = "
     return base
 
 
-def price(profile: str, algorithm: str, operation: str) -> tuple[float, float, float, str, float] | None:
-    """(median, low, high, provenance, mean) of a calibrated operation on ``profile``, or None if not published.
-
-    ``operation`` is a priced operation ('create', 'sign', ...); the answer is the whole benchmark
-    operation (with its other commands), as the publication measured it. The spread is the counted
-    runs' (ML-DSA signing's rejection loop; the published figures are means only).
-    """
-    from trustlab.devices.tpm2.pqc_model import cost
-    from trustlab.timing import registry
-
-    found = for_operation(profile, algorithm, operation)
-    if found is None:
-        return None
-    row, extrapolated = found
-    tpm2 = registry.load(profile)
-    totals = sorted(cost.calibrated_totals(tpm2, algorithm, operation, row))
-    n = len(totals)
-    mid = totals[n // 2] if n % 2 else (totals[n // 2 - 1] + totals[n // 2]) / 2
-    return (float(mid), float(totals[int(0.05 * (n - 1))]), float(totals[int(0.95 * (n - 1))]),
-            label(row, algorithm, extrapolated, operation), float(sum(totals) / n))
+#END

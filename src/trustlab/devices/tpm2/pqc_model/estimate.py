@@ -1,0 +1,235 @@
+"""An operation's time on a chip estimated from the chip's facts: work / speed x factors, every assumption a range.
+
+The model behind :func:`.predict.price` (which also answers chips with published
+figures, :mod:`.silicon`) and behind the TPM command pricing (:mod:`.cost`) and the
+companion profiles (:mod:`.model`): the chip's Cortex-M4-equivalent speed (core class
+x clock, or its own measured SHA-256 rate / ECDSA sign time), the implementation and
+protection factors, the raw operations a priced operation runs (key creation adds the
+FIPS 140-3 pairwise consistency test and wrapping), the bus, and the provenance text
+naming every assumption. Nothing here knows about published chip figures, so the
+layers above can all use it.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from trustlab.devices.tpm2.pqc_model import calibration, chips, classes, frames
+from trustlab.devices.tpm2.pqc_model.chipspec import ChipSpec
+from trustlab.devices.tpm2.pqc_model.params import MLDSA, check_operation
+
+SHA256_M4_CYCLES_PER_BYTE = 86.0
+SHA256_M4_SOURCE = ("MicroPython forum thread 587 ('sha256 and the cortex M4'): B-Con crypto-algorithms sha256.c "
+                    "at 1950 KB/s on a 168 MHz STM32F4 (Cortex-M4) = 86 cycles/byte")
+SHA_PLACEMENT = (0.7, 1.4)
+"""How far a chip's SHA-256 code may be from B-Con's portable C per clock (assumption: optimised C/assembly
+SHA-256 on a Cortex-M4 runs at about 60 cycles/byte, a hashing engine with command overhead anywhere)."""
+ECDSA_M4_SIGN_CYCLES = 7_856_436.0
+ECDSA_M4_SOURCE = ("newAM/p256-cm4 README, 'Comparisons' (STM32WLE5, Cortex-M4): RustCrypto portable P-256 "
+                   "ECDSA signing ~7,856,436 cycles")
+ECDSA_SPREAD = (0.5, 2.0)
+"""Portable P-256 implementations differ by about this factor either way (assumption)."""
+IMPL_SLOW = 1.3
+IMPL_SOURCE = ("implementation: portable C = 1 (the classes are fitted on portable C); faster down to pqm4's best "
+               "assembly for the operation (pqm4 m4f/m4fspeed vs clean), slower up to x1.3 for size-optimised "
+               "builds (-Os vs -O3; an assumption, not taken from any validation source)")
+WRAP_SHA256_BYTES = 512
+WRAP_SOURCE = ("TPM 2.0 Library Part 1, 'Protected Storage': the private part is encrypted (AES-CFB) under a "
+               "KDFa-derived key and integrity-protected by an HMAC; about 512 bytes of SHA-256 work (KDFa + HMAC "
+               "blocks + the sensitive area) is an assumption")
+PCT_SOURCE = ("FIPS 140-3 IG 10.3.A: a pairwise consistency test on every generated key pair (ML-DSA: sign + "
+              "verify; ML-KEM: encapsulate + decapsulate)")
+SECRET_OPS = {"ML-KEM": ("decapsulate", "keygen"), "ML-DSA": ("sign", "keygen")}
+
+
+def piecewise(lo: float, mid: float, hi: float, u):
+    """Log-uniform on [lo, mid] for u < 0.5 and on [mid, hi] above: the median stays at ``mid``.
+    ``u`` may be a number or a numpy array (one value per draw)."""
+    if lo == hi:
+        return lo * np.ones_like(u) if isinstance(u, np.ndarray) else lo
+    a, m, b = math.log(lo), math.log(mid), math.log(hi)
+    return np.exp(np.where(u < 0.5, a + (m - a) * 2 * u, m + (b - m) * (2 * u - 1)))
+
+
+@functools.cache
+def impl_fast(algorithm: str, operation: str) -> float:
+    """pqm4's fastest implementation of the operation over its 'clean' one (Cortex-M4 cycles)."""
+    schemes = calibration.pqm4()["schemes"][algorithm]
+    clean = schemes["clean"][operation]["cycles"]["AVG"]
+    return min(f[operation]["cycles"]["AVG"] for f in schemes.values() if operation in f) / clean
+
+
+def family(algorithm: str) -> str:
+    return "ML-DSA" if algorithm in MLDSA else "ML-KEM"
+
+
+def plan(algorithm: str, operation: str) -> tuple[str, ...]:
+    """The raw operations a priced operation runs: 'create' adds the pairwise consistency test."""
+    if operation == "create":
+        return ("keygen", "sign", "verify") if family(algorithm) == "ML-DSA" else ("keygen", "encapsulate", "decapsulate")
+    if operation == "load":
+        return ("keygen",)
+    ops = classes.operations(operation)
+    for op in ops:
+        check_operation(algorithm, op)
+    return ops
+
+
+def check(algorithm: str, operation: str) -> None:
+    if operation not in ("create", "load"):
+        for op in classes.operations(operation):
+            check_operation(algorithm, op)
+    else:
+        check_operation(algorithm, "keygen")
+
+
+@dataclass(frozen=True)
+class Speed:
+    keccak_mhz: float  # M4-equivalent MHz on Keccak-f[1600]
+    arith_mhz: float   # ... on the other counted units
+
+
+def speed(spec: ChipSpec, u_ratio: float = 0.5, u_clock: float = 0.5, u_place: float = 0.5,
+          exclude: frozenset[str] = frozenset()) -> Speed:
+    """The chip's M4-equivalent speed at the given quantiles of its assumptions (0.5 = central)."""
+    if spec.core is not None:
+        cls = classes.fit(spec.core, exclude)
+        k = piecewise(cls.keccak.lo, cls.keccak.mid, cls.keccak.hi, u_ratio)
+        a = piecewise(cls.arith.lo, cls.arith.mid, cls.arith.hi, u_ratio)
+    else:
+        lo, hi = spec.per_clock or (1.0, 1.0)
+        k = a = piecewise(lo, math.sqrt(lo * hi), hi, u_ratio)
+    if spec.sha256_bytes_per_ms:
+        placed = SHA256_M4_CYCLES_PER_BYTE * spec.sha256_bytes_per_ms / 1000.0
+        placed *= piecewise(SHA_PLACEMENT[0], math.sqrt(SHA_PLACEMENT[0] * SHA_PLACEMENT[1]), SHA_PLACEMENT[1], u_place)
+        return Speed(placed, placed * a / k)
+    if spec.ecdsa_sign_ms:
+        placed = ECDSA_M4_SIGN_CYCLES / (spec.ecdsa_sign_ms * 1000.0)
+        placed *= piecewise(ECDSA_SPREAD[0], 1.0, ECDSA_SPREAD[1], u_place)
+        return Speed(placed, placed * a / k)
+    lo, hi = spec.mhz
+    clock = piecewise(lo, math.sqrt(lo * hi), hi, u_clock)
+    return Speed(clock * k, clock * a)
+
+
+@functools.cache
+def _runs_array(algorithm: str, operation: str) -> np.ndarray:
+    return np.array(classes.run_cycles(algorithm, operation))
+
+
+def compute_ms(algorithm: str, operation: str, s: Speed, run=None):
+    """ms of one raw operation at speed ``s``: the mean counted work, or counted run number(s) ``run``."""
+    if run is None:
+        keccak, other = classes.m4_cycles(algorithm, operation)
+    else:
+        cycles = _runs_array(algorithm, operation)[run]
+        keccak, other = cycles[..., 0], cycles[..., 1]
+    return (keccak / s.keccak_mhz + other / s.arith_mhz) / 1000.0
+
+
+def protection_factor(spec: ChipSpec, algorithm: str, operation: str, u: float, protection: bool) -> float:
+    if not (protection and spec.certified):
+        return 1.0
+    cm = chips.countermeasure(family(algorithm), operation)
+    if cm is None:
+        return 1.0
+    lo, hi = cm[0]
+    return piecewise(lo, math.sqrt(lo * hi), hi, u)
+
+
+def _bus_bytes(algorithm: str, operation: str) -> int:
+    if operation in ("create", "load", "keygen"):
+        create, load = frames.keygen_frames(algorithm)
+        f = load if operation == "load" else create
+        return f.in_bytes + f.out_bytes
+    total = 0
+    for op in classes.operations(operation):
+        f = frames.use_frames(algorithm, op)
+        total += f.in_bytes + f.out_bytes
+    return total
+
+
+def _commands(operation: str) -> int:
+    return len(classes.operations(operation)) if operation not in ("create", "load") else 1
+
+
+def one(spec: ChipSpec, algorithm: str, operation: str, u: dict, *, protection: bool = True,
+        exclude: frozenset[str] = frozenset(), rng: np.random.Generator | None = None, n: int = 1):
+    """ms of one operation with every assumption at quantile ``u[name]`` (0.5 = central; numpy arrays of
+    ``n`` draws allowed); with ``rng`` each raw operation's work is a drawn counted run (ML-DSA signing's
+    rejection loop), else the mean work."""
+    s = speed(spec, u["ratio"], u["clock"], u["place"], exclude)
+    total = 0.0
+    for op in plan(algorithm, operation):
+        impl = piecewise(impl_fast(algorithm, op), 1.0, IMPL_SLOW, u["impl"])
+        run = rng.integers(len(classes.run_cycles(algorithm, op)), size=n) if rng is not None else None
+        total = total + (compute_ms(algorithm, op, s, run) * impl
+                         * protection_factor(spec, algorithm, op, u["protect"], protection))
+    if spec.tpm and operation in ("create", "load"):
+        per_byte = (1.0 / spec.sha256_bytes_per_ms if spec.sha256_bytes_per_ms
+                    else SHA256_M4_CYCLES_PER_BYTE / (s.keccak_mhz * 1000.0))
+        total += WRAP_SHA256_BYTES * per_byte
+    if spec.tpm:
+        total += spec.ohc_ms * _commands(operation)
+        if spec.bus not in ("none", "memory") and spec.bus_hz > 0:
+            bits = 8.0 * 68.0 / 64.0 if spec.bus == "spi" else 9.0
+            lo, hi = spec.bus_efficiency
+            total = total + _bus_bytes(algorithm, operation) * bits / spec.bus_hz * 1000.0 * piecewise(
+                lo, math.sqrt(lo * hi), hi, u["bus"])
+    return total
+
+
+def provenance(spec: ChipSpec, algorithm: str, operation: str, protection: bool,
+               exclude: frozenset[str] = frozenset()) -> str:
+    """Every assumption behind a price, with its source and range."""
+    parts = [f"work: our counted units of {algorithm} {operation} x {calibration.pqm4_source('clean')}"]
+    if spec.core:
+        cls = classes.fit(spec.core, exclude)
+        parts.append(f"core class {cls.name} ({cls.label}): work per clock vs Cortex-M4 Keccak {cls.keccak.lo:.2f}-"
+                     f"{cls.keccak.hi:.2f}, other {cls.arith.lo:.2f}-{cls.arith.hi:.2f}; {cls.basis}")
+    elif spec.per_clock:
+        parts.append(f"work per clock vs Cortex-M4 {spec.per_clock[0]:g}-{spec.per_clock[1]:g} (chips.toml class)")
+    if spec.sha256_bytes_per_ms:
+        placed = SHA256_M4_CYCLES_PER_BYTE * spec.sha256_bytes_per_ms / 1000.0
+        parts.append(f"speed placed by the chip's own SHA-256 rate ({spec.sha256_source}) = {placed:.1f} MHz of a "
+                     f"Cortex-M4 at {SHA256_M4_SOURCE}, x{SHA_PLACEMENT[0]:g}-x{SHA_PLACEMENT[1]:g} (assumption), "
+                     "not clamped to the class")
+    elif spec.ecdsa_sign_ms:
+        parts.append(f"software crypto: speed placed by the measured ECDSA P-256 sign ({spec.ecdsa_sign_ms:g} ms) "
+                     f"against {ECDSA_M4_SOURCE}, x{ECDSA_SPREAD[0]:g}-x{ECDSA_SPREAD[1]:g}")
+    else:
+        parts.append(f"clock {spec.mhz[0]:g}-{spec.mhz[1]:g} MHz ({spec.clock_source})")
+    parts += list(spec.notes)
+    parts.append(IMPL_SOURCE)
+    if spec.certified and protection:
+        fam = family(algorithm)
+        for op in SECRET_OPS[fam]:
+            cm = chips.countermeasure(fam, op)
+            if cm:
+                parts.append(f"protection of {fam} {op} x{cm[0][0]:g}-x{cm[0][1]:g} ({cm[1]})")
+    elif spec.certified:
+        parts.append("protection off")
+    if operation == "create":
+        parts.append(f"key creation = keygen + pairwise consistency test ({PCT_SOURCE}) + wrapping ({WRAP_SOURCE})")
+    if spec.tpm and spec.bus not in ("none", "memory"):
+        parts.append(f"bus {spec.bus} at {spec.bus_hz / 1e6:g} MHz, framing factor "
+                     f"{spec.bus_efficiency[0]:g}-{spec.bus_efficiency[1]:g}")
+    return "; ".join(parts)
+
+
+def central_speed(spec: ChipSpec) -> Speed:
+    return speed(spec)
+
+
+def speed_quantiles(spec: ChipSpec, n: int) -> list[Speed]:
+    """n comonotonic speed quantiles (fast chip = fast at everything), for the companion profiles."""
+    out = []
+    for i in range(n):
+        u = (i + 0.5) / n
+        s = speed(spec, u, u, u)
+        out.append(Speed(float(s.keccak_mhz), float(s.arith_mhz)))
+    return out
