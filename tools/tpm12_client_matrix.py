@@ -48,7 +48,7 @@ from trustlab.serving import wire  # noqa: E402
 from trustlab.serving.tpm12.socket_tpm import SocketTpm12, Swtpm12  # noqa: E402
 
 S = H.S
-ST_CLEAR, ST_STATE = 1, 2
+ST_CLEAR, ST_STATE, ST_DEACTIVATED = 1, 2, 3
 PK11 = "/usr/lib/x86_64-linux-gnu/libsimple-tpm-pk11.so"
 PW, WRONG = "matrixpw\n", "nope\n"
 LARGE = bytes(range(256)) * 40  # 10 KiB
@@ -73,10 +73,16 @@ class Boot:
 
     how: str = "cycle"
     save: bool = False
+    startup: int = 0  # TPM_Startup's type: 0 is ST_STATE after a SaveState, else ST_CLEAR
+
+    @property
+    def kind(self) -> int:
+        return self.startup or (ST_STATE if self.save else ST_CLEAR)
 
     @property
     def title(self) -> str:
-        return f"<reboot {self.how}{' SaveState+ST_STATE' if self.save else ''}>"
+        names = {ST_CLEAR: "ST_CLEAR", ST_STATE: "ST_STATE", ST_DEACTIVATED: "ST_DEACTIVATED"}
+        return f"<reboot {self.how}{' SaveState' if self.save else ''} Startup({names[self.kind]})>"
 
 
 @dataclass(frozen=True)
@@ -214,6 +220,17 @@ def _prepare(d: Path) -> None:
         p.chmod(0o755 if p.is_dir() else 0o644)
 
 
+def _start_tcsd(log, d: Path):
+    """tcsd on the TPM behind ``log``, and how its start went: an OS boots on a TPM in failure mode
+    too, but tcsd refuses it (its TPM_GetCapability fails); the tools then find no tcsd."""
+    tcsd = H.Tcsd(log.port, d)
+    try:
+        tcsd.start()
+        return tcsd, "tcsd up"
+    except AssertionError:
+        return tcsd, f"tcsd exited {tcsd.proc.returncode if tcsd.proc else '?'}"
+
+
 def run_scenario(name: str, plan: list, backend, d: Path) -> list[Row]:
     _prepare(d)
     backend.start()
@@ -238,11 +255,10 @@ def run_scenario(name: str, plan: list, backend, d: Path) -> list[Row]:
                 else:
                     backend.stop()
                     backend.start()
-                rcs = pre + send(backend.port, [startup(ST_STATE if step.save else ST_CLEAR),
-                                                 H.pp_frame(H.PP_PRESENT)])
-                rows.append(Row(step.title, 0, "", [f"{rc:#x}" for rc in rcs], None, True))
+                rcs = pre + send(backend.port, [startup(step.kind), H.pp_frame(H.PP_PRESENT)])
                 log = H.FrameLog(("127.0.0.1", backend.port))
-                tcsd = H.Tcsd(log.port, d).start()
+                tcsd, started = _start_tcsd(log, d)
+                rows.append(Row(step.title, 0, "", [f"{rc:#x}" for rc in rcs] + [started], None, True))
             elif isinstance(step, Wait):
                 time.sleep(step.seconds)
             elif isinstance(step, Raw):
@@ -713,8 +729,51 @@ def pk11_plan() -> list:
     ]
 
 
+def reboot_plan() -> list:
+    """What a platform may get wrong around a reboot: a command between TPM_SaveState and the power
+    cut, ST_STATE with nothing saved, ST_DEACTIVATED, a second TPM_Startup; PCR values across them."""
+    return [
+        S("tpm_takeownership", "-y", "-z"),
+        S("tpm_sealdata", "-z", "-i", "in.txt", "-o", "s.blob"),
+        S("tpm_sealdata", "-z", "-p", "7", "-i", "in.txt", "-o", "s7.blob"),
+        S("tpm_mkaik", "-z", "aik.blob", "aik.pub"),
+        loose("tpm_mkuuid", "aik.uuid"),
+        S("tpm_loadkey", "aik.blob", "aik.uuid"),
+        Raw("TPM_Extend(PCR 7), TPM_Extend(PCR 16)", (extend(7), extend(16))),
+        S("tpm_getquote", "-p", "pcrvals", "aik.uuid", "nonce", "quote.sig", "7", "16", check=H.quote_verifies),
+        S("cat", "pcrvals"),
+        Boot("cycle", save=True),
+        S("tpm_getquote", "-p", "pcrvals", "aik.uuid", "nonce", "quote.sig", "7", "16", check=H.quote_verifies),
+        S("cat", "pcrvals"),
+        Raw("TPM_Startup(ST_CLEAR) again", (startup(ST_CLEAR),)),
+        Raw("TPM_SaveState", (SAVE_STATE,)),
+        S("tpm_version", exact_output=False),  # a command after SaveState invalidates it
+        Boot("cycle", startup=ST_STATE),  # nothing saved: failure mode
+        S("tpm_version"),
+        S("tpm_selftest"),
+        S("tpm_unsealdata", "-z", "-i", "s.blob", "-o", "f.out"),
+        Boot("cycle"),
+        S("tpm_unsealdata", "-z", "-i", "s7.blob", "-o", "s7.out", check=H.file_is("s7.out", H.SECRET)),
+        S("tpm_getquote", "-p", "pcrvals", "aik.uuid", "nonce", "quote.sig", "7", "16", check=H.quote_verifies),
+        S("cat", "pcrvals"),
+        Boot("cycle", startup=ST_DEACTIVATED),
+        S("tpm_setactive", "-s", "-z"),
+        S("tpm_unsealdata", "-z", "-i", "s.blob", "-o", "d.out"),
+        S("tpm_getpubek", "-z"),
+        Boot("process", save=True),  # SaveState on a deactivated boot, then ST_STATE
+        S("tpm_setactive", "-s", "-z"),
+        S("tpm_unsealdata", "-z", "-i", "s.blob", "-o", "d2.out"),
+        Boot("process", startup=ST_STATE),  # the saved state was used up
+        S("tpm_version"),
+        Boot("process"),
+        S("tpm_unsealdata", "-z", "-i", "s.blob", "-o", "ok.out", check=H.file_is("ok.out", H.SECRET)),
+        S("tpm_getquote", "-p", "pcrvals", "aik.uuid", "nonce", "quote.sig", "0", "7", check=H.quote_verifies),
+        S("cat", "pcrvals"),
+    ]
+
+
 SCENARIOS = {"unowned": unowned_plan, "owner": owner_plan, "nv": nv_plan, "seal": seal_plan,
-             "quote": quote_plan, "pk11": pk11_plan}
+             "quote": quote_plan, "pk11": pk11_plan, "reboot": reboot_plan}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -15,6 +15,8 @@ equivalent), so the difference shows without the clients:
 * ``tpm_nvinfo``: a zero-size write/read sets bWriteSTClear, bWriteDefine / bReadSTClear
   whatever the attributes, and TPM_CAP_NV_LIST lists areas in slot order (a released
   area's slot is reused);
+* ``tpm_setactive -s`` after Startup(ST_DEACTIVATED), TPM_SaveState and Startup(ST_STATE): the
+  saved TPM_STCLEAR_FLAGS come back (libtpms TPM_SaveState_Store), the TPM stays deactivated;
 * ``tpm_resetdalock`` during a dictionary-attack lockout runs (libtpms has no lockout
   check there); a failed one sets disableResetLock, so the next one fails too.
 """
@@ -123,6 +125,12 @@ SCENARIO: list[tuple[str, object, bool]] = [
     ("reset_lock_value_wrong", _owner("TPM_ResetLockValue", secret=WRONG), False),
     ("reset_lock_value_disabled", _owner("TPM_ResetLockValue"), False),
     ("da_info", lambda s: s.execute(cap(C.TPM_CAP_DA_LOGIC, u16(C.TPM_ET_OWNER))), False),
+    ("boot_deactivated", lambda s: (s.target.init(), s.execute(frame(C.ORD["TPM_Startup"], u16(3)))), False),
+    ("save_state_deactivated", lambda s: s.execute(frame(C.ORD["TPM_SaveState"])), False),
+    ("resume_st_state", lambda s: (s.target.init(), s.execute(frame(C.ORD["TPM_Startup"], u16(C.TPM_ST_STATE)))),
+     False),
+    ("get_random_resumed_deactivated", lambda s: s.execute(frame(C.ORD["TPM_GetRandom"], u32(8))), False),
+    ("flags_volatile_resumed", lambda s: s.execute(cap(C.TPM_CAP_FLAG, u32(C.TPM_CAP_FLAG_VOLATILE))), True),
 ]
 
 
@@ -160,7 +168,8 @@ def test_client_matrix_findings_answer_as_libtpms() -> None:
                      ("load_key2_alg_0_wrong_auth", "TPM_AUTHFAIL"),
                      ("owner_command_in_lockout", "TPM_DEFEND_LOCK_RUNNING"),
                      ("reset_lock_value_in_lockout", "TPM_SUCCESS"), ("owner_command_after_reset", "TPM_SUCCESS"),
-                     ("reset_lock_value_wrong", "TPM_AUTHFAIL"), ("reset_lock_value_disabled", "TPM_AUTHFAIL")):
+                     ("reset_lock_value_wrong", "TPM_AUTHFAIL"), ("reset_lock_value_disabled", "TPM_AUTHFAIL"),
+                     ("resume_st_state", "TPM_SUCCESS"), ("get_random_resumed_deactivated", "TPM_DEACTIVATED")):
         assert rc_of(by[name]) == (0 if rc == "TPM_SUCCESS" else C.RC[rc]), name
     assert by["check_loaded_alg_0"][-1:] == b"\x00" and by["check_loaded_rsa_1000"][-1:] == b"\x01"
     assert by["nv_list_slot_order"][14:] == u32(A) + u32(D) + u32(C3)

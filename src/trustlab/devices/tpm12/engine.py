@@ -171,7 +171,8 @@ class Engine:
             if saved is None:
                 self.failed = True
                 raise TpmError("TPM_FAILEDSELFTEST", "TPM_Startup(ST_STATE) but no state was saved")
-            self._restore(saved)
+            if self._restore(saved):  # the saved flags are the boot's (libtpms TPM_Startup_State)
+                return
         elif kind == C.TPM_ST_DEACTIVATED:
             self.deactivated = True
         if flags.permanent(self, "deactivated"):  # Part 3, 3.2 step 3: stclear copies the permanent flag
@@ -184,10 +185,18 @@ class Engine:
                "next": self._next_handle, "counter": self.counter_this_boot}
         if self.sessions:  # libtpms keeps the sessions too (TPM_StclearData_Store: auth and transport)
             doc["sessions"] = [session_to_json(s) for s in self.sessions.values()]
+        # and the TPM_STCLEAR_FLAGS, the dictionary-attack state and the NV areas' bReadSTClear /
+        # bWriteSTClear (TPM_SaveState_Store: StclearFlags, StclearData, NVIndexEntries_StoreVolatile);
+        # found by Startup(ST_DEACTIVATED), SaveState, Startup(ST_STATE): libtpms stays deactivated
+        doc["stclear"] = {"deactivated": self.deactivated, "disable_force_clear": self.disable_force_clear,
+                          "physical_presence": self.physical_presence, "pp_lock": self.pp_lock,
+                          "global_lock": self.global_lock, "nv_locks": sorted(map(list, self.nv_stclear_locks)),
+                          "da": [self.auth_fail_count, self.disable_reset_lock, self.auth_fail_ms]}
         self.state.extra[SAVED_STATE] = json.dumps(doc, sort_keys=True)
         self.mark_dirty()
 
-    def _restore(self, saved: str) -> None:
+    def _restore(self, saved: str) -> bool:
+        """Back to the saved boot; True if the saved state held the TPM_STCLEAR_FLAGS too."""
         try:
             doc = json.loads(saved)
             self.pcrs = [PCR_DEFAULT[i] if PCR_RESETTABLE[i] else bytes.fromhex(v)
@@ -196,9 +205,21 @@ class Engine:
             self._next_handle = {k: int(v) for k, v in doc["next"].items()}
             self.counter_this_boot = doc["counter"]
             self.sessions = {s.handle: s for s in map(session_from_json, doc.get("sessions", []))}
+            stclear = doc.get("stclear")
+            if stclear is not None:  # (a state saved before the flags were kept has none)
+                self.deactivated = bool(stclear["deactivated"])
+                self.disable_force_clear = bool(stclear["disable_force_clear"])
+                self.physical_presence = bool(stclear["physical_presence"])
+                self.pp_lock = bool(stclear["pp_lock"])
+                self.global_lock = bool(stclear["global_lock"])
+                self.nv_stclear_locks = {(kind, int(index)) for kind, index in stclear["nv_locks"]}
+                count, reset_lock, fail_ms = stclear["da"]
+                self.auth_fail_count, self.disable_reset_lock = int(count), bool(reset_lock)
+                self.auth_fail_ms = float(fail_ms)
         except (ValueError, KeyError, TypeError, TpmError) as e:
             self.failed = True
             raise TpmError("TPM_FAILEDSELFTEST", f"saved state unreadable: {e}") from None
+        return stclear is not None
 
     def invalidate_saved_state(self) -> None:
         """Part 3, 3.3: any command after TPM_SaveState other than Startup invalidates it."""
