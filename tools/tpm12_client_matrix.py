@@ -772,8 +772,36 @@ def reboot_plan() -> list:
     ]
 
 
+def srk_secret_plan() -> list:
+    """A non-default SRK secret (tpm_changeownerauth -s) as simple-tpm-pk11 and tpm-quote-tools meet it."""
+    mod = ("--module", PK11)
+    return [
+        S("tpm_takeownership", "-y", "-z"),
+        S("tpm_changeownerauth", "-z", "-s", stdin="srkpin\nsrkpin\n"),
+        S("stpm-keygen", "-o", "key1"),  # the well-known SRK secret: wrong now
+        S("tpm_resetdalock", "-z"),
+        S("stpm-keygen", "-s", "-o", "key1", stdin="srkpin\n"),
+        loose("stpm-sign", "-k", "key1", "-f", "in.txt", "-s", stdin="srkpin\n"),
+        S("stpm-sign", "-k", "key1", "-f", "in.txt"),
+        S("tpm_resetdalock", "-z"),
+        loose("stpm-exfiltrate", "-k", "key1", "-O", "-s", stdin="srkpin\n"),
+        S("tpm_mkaik", "-z", "aik.blob", "aik.pub"),
+        loose("tpm_mkuuid", "aik.uuid"),
+        S("tpm_loadkey", "aik.blob", "aik.uuid"),
+        S("tpm_resetdalock", "-z"),
+        loose("pkcs11-tool", *mod, "-O"),
+        S("tpm_resetdalock", "-z"),
+        S("tpm_sealdata", "-i", "in.txt", "-o", "s.blob", stdin="srkpin\n"),
+        S("tpm_unsealdata", "-i", "s.blob", "-o", "s.out", stdin="srkpin\n", check=H.file_is("s.out", H.SECRET)),
+        S("tpm_changeownerauth", "-z", "-s", "-r"),
+        S("stpm-sign", "-k", "key1", "-f", "in.txt"),
+        S("tpm_unsealdata", "-z", "-i", "s.blob", "-o", "s2.out", check=H.file_is("s2.out", H.SECRET)),
+    ]
+
+
 SCENARIOS = {"unowned": unowned_plan, "owner": owner_plan, "nv": nv_plan, "seal": seal_plan,
-             "quote": quote_plan, "pk11": pk11_plan, "reboot": reboot_plan}
+             "quote": quote_plan, "pk11": pk11_plan, "reboot": reboot_plan,
+             "srk-secret": srk_secret_plan}
 
 
 def main(argv: list[str] | None = None) -> int:
