@@ -275,8 +275,9 @@ class HeapNodes:
 
     def packed_siblings(self, index: int) -> bytes:
         """:meth:`siblings` back to back (TPM_ExecuteHashTree's wire form)."""
-        if not self.dense:
-            return b"".join(self.siblings(index))
+        if not self.dense:  # one comprehension, no list built and joined by siblings()
+            idx, get = self.size + index, self.nodes.get  # type: ignore[union-attr]
+            return b"".join([get(idx >> k ^ 1, d) for k, d in enumerate(self._path_defaults)])
         idx, nodes, w = self.size + index, self.nodes, self.width
         return b"".join([nodes[(idx >> k ^ 1) * w:(idx >> k ^ 1) * w + w]  # type: ignore[index]
                          for k in range(self.depth)])
