@@ -142,8 +142,7 @@ class TreeProver:
                 for c, u in last.items():
                     dense[c] = u
                 self.last = dense
-        siblings = pending.siblings if kind == INC else path
-        return TreeCert(epoch, counter, old, new, tuple(siblings), root, nonce, sig)
+        return TreeCert(epoch, counter, old, new, pending.siblings if kind == INC else tuple(path), root, nonce, sig)
 
     def read(self, counter: int, nonce: bytes) -> Answer:
         cert = self._op(READ, counter, nonce, 0)
