@@ -175,9 +175,10 @@ def test_malformed_parameters_fail_as_read_field_by_field(tpm: Tpm12, aik, case:
     }[case]
     with pytest.raises(TpmError, match=code):
         tpm.call("TPM_ExecuteHashTree", handles=[handle], params=params, auth=[AIK])
-    # and the well-formed frame of the same request still works, as the client's packed form
-    root, _, _ = tpm.TPM_ExecuteHashTree(handle, 3, 1, 0, path, b"\1" * 20, AIK, delta=1)
-    assert root == merkle.root_from_path(1, merkle.counter_leaf(1), merkle.split_digests(path))
+    # and the well-formed frame of the same request still works
+    root, _, _ = tpm.TPM_ExecuteHashTree(handle, 3, 1, 0, merkle.counter_defaults(depth)[:depth], b"\1" * 20, AIK,
+                                         delta=1)
+    assert root == merkle.root_from_path(1, merkle.counter_leaf(1), merkle.counter_defaults(depth)[:depth])
 
 
 def test_packed_and_listed_siblings_send_the_same_frame(tpm: Tpm12, aik) -> None:
