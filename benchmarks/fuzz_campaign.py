@@ -127,12 +127,28 @@ RULES: list[list[str]] = [
     ["sweep", "s.toml", "--params", "timing-model"],
     ["sweep", "s.toml", "--dry-run", "--fresh"],
     ["tpm2", "pqc", "createprimary", "--tcti", "", "--alg", "ML-DSA-65"],
+    # one rule for every file output: an existing file is replaced only with --force, --force needs the output
+    ["fit", "m.csv", "--out", "p.toml"],
+    ["fit", "m.csv", "--force"],
+    ["measure", *TCTI, "--out", "m.csv"],
+    ["tpm2", "pqc", "createprimary", *TCTI, "--alg", "ML-DSA-65", "--context-out", "msg.bin"],
+    ["tpm2", "pqc", "quote", *TCTI, "--key", HANDLE, "--force"],
+    ["profiles", "import-jcalgtest", "j.csv", "--print", "--force"],
+    # an option without effect in the chosen mode, even at its default value
+    ["run", "counters", "--counters", "2", "--scheme", "log-tpm2", "--tpm12", "inproc"],
+    ["run", "counters", "--counters", "2", "--scheme", "log", "--attest-every", "1"],
+    ["run", "counters", "--counters", "2", "--trace", "t.trace", "--workload", "roundrobin"],
+    ["run", "counters", "--counters", "2", "--op", "read", "--read-fraction", "0.5"],
+    ["run", "ftpm-crash", "--commands", "2", "--p-typo", "0.1"],
+    ["run", "ae", "--protocol", "T=1"],
+    ["run", "pqc-tpm", "--algorithms", "ML-KEM-768", "--message-bytes", "100"],
+    ["flagship", "--list", "--jobs", "1"],
 ]
 
 BAD_INPUTS = ("fifo", "dev_zero", "dev_null", "directory", "socket", "loop", "missing", "long_name")
 ODD_INPUTS = ("huge_line", "huge_zeros", "junk", "empty", "bom", "nul")
-BAD_OUTPUTS = ("fifo", "long_name", "input")
-ODD_OUTPUTS = ("directory", "existing", "missing_parent")
+BAD_OUTPUTS = ("fifo", "long_name", "input", "existing")  # existing: replaced only with --force
+ODD_OUTPUTS = ("directory", "missing_parent")
 NUMERIC_TYPES = {"int", "float", "seed", "_probability", "_positive", "_handle"}
 NON_FINITE = ["nan", "inf", "-inf", "NaN", "+inf", str(2**64), "1e400", "9" * 5000, ""]
 OTHER_VALUES = ["-1", "0", "1e308", "-1e308", "0x10", " 1", "1_000", "a\nb", "../../x", "\u00e9\u00e8", "--", "-"]
@@ -282,7 +298,7 @@ def generate(n: int, seed: int, parsers: dict[str, argparse.ArgumentParser]) -> 
             setup = {target: f"out_{kind}:{name}"} if kind in ("fifo", "directory", "existing") else {}
             # never changed: an input, a FIFO, a foreign directory (a sweep's --out is the parent of its own
             # new DIR/NAME, so there a directory is simply where it writes)
-            protected = [target] if kind in ("input", "fifo") or (kind == "directory" and base[:5] != "sweep") else []
+            protected = [target] if kind in ("input", "fifo", "existing") or (kind == "directory" and base[:5] != "sweep") else []
             cases.append(Case(f"output:{kind}", base, argv, outs, setup, must_fail=kind in BAD_OUTPUTS,
                               protected=protected))
         else:

@@ -108,6 +108,37 @@ def _check_file(path: Path, inputs: Iterable[Any], flag: str, make_parents: bool
     return path
 
 
+def check_new_file(path: Path, *, force: bool = False, inputs: Iterable[Any] = (), flag: str = "--out",
+                   make_parents: bool = False) -> Path:
+    """:func:`check_file`, and the one rule of every file output: an existing file (or a symlink,
+    dangling or not) is replaced only with ``--force``.
+
+    Why: ``fit --out`` and ``measure --out`` replaced a file without asking while ``run --save``
+    refused; a user cannot know which output is careful, so every one is."""
+    path = check_file(path, inputs=inputs, flag=flag, make_parents=make_parents)
+    if not force and (path.is_symlink() or path.exists()):
+        raise TrustlabError(f"{flag} {shown(path)}: exists; pass --force to replace it, or choose a new name")
+    return path
+
+
+def check_outputs(outputs: dict[str, Any], *, force: bool = False, inputs: Iterable[Any] = (),
+                  make_parents: bool = False) -> None:
+    """Check every given file output (``{flag: path or None}``) by :func:`check_new_file`, and refuse
+    ``--force`` when none is given: it would replace nothing, so the user meant something else."""
+    given = {flag: path for flag, path in outputs.items() if path is not None}
+    if force and not given:
+        raise TrustlabError(f"--force: applies only with {' or '.join(outputs)} (it allows replacing that file)")
+    inputs = list(inputs)
+    for flag, path in given.items():
+        check_new_file(Path(path), force=force, inputs=inputs, flag=flag, make_parents=make_parents)
+
+
+def add_force(parser: argparse.ArgumentParser, outputs: str) -> None:
+    """The ``--force`` flag of a command whose file outputs are ``outputs`` (for its help line)."""
+    parser.add_argument("--force", action="store_true",
+                        help=f"with {outputs}: replace an existing file (refused without it)")
+
+
 def marker_command(directory: Path) -> str | None:
     """The command whose output ``directory`` holds (from its marker), or None."""
     try:  # bounded, a regular file only: a FIFO named like the marker must not hang the command

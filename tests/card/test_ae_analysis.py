@@ -123,7 +123,7 @@ def test_experiment_json_rows_and_report():
 
     exp = AEExperiment()
     args = Namespace(platform=["multos-sle78,sle78-aes"], mode=PAPER_MODES, bytes=PAPER_SIZES, link="paper",
-                     protocol="T=1", no_pad=False, key_setup="message", buffers="ram")
+                     protocol=None, no_pad=False, key_setup="message", buffers="ram")
     res = exp.run(args)
     assert len(res.data) == 2 * 5 * 8
     row = res.data[0]

@@ -218,3 +218,13 @@ def test_tpm2_pqc_outputs_are_checked_before_the_tpm_is_spoken_to(tmp_path, caps
         capsys, ["tpm2", "pqc", "sign-digest", *tcti, "--key", "0x81000001", "--message", "msg.bin",
                  "--signature-out", "msg.bin"])
     assert (tmp_path / "msg.bin").read_bytes() == b"m"
+
+
+def test_pqc_tpm_chip_file_is_read_bounded_and_named_briefly(tmp_path, capsys):
+    """Found by the campaign (seed 6151): `run pqc-tpm --chip <5,000 digits>` was an OSError traceback
+    (file name too long) whose message quoted all of it; a FIFO as the chip file must not hang."""
+    argv = ["run", "pqc-tpm", "--draws", "100", "--profiles", "infineon-slb9672-wolftpm", "--chip"]
+    err = one_line_error(capsys, argv + ["9" * 5000])
+    assert "neither key=value pairs nor an existing TOML file" in err and len(err) < 400, err
+    os.mkfifo(tmp_path / "chip.toml")
+    assert "FIFO" in one_line_error(capsys, argv + ["chip.toml"])

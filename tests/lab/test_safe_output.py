@@ -136,7 +136,7 @@ def test_fit_out_on_a_full_disk_is_one_line(tmp_path, capsys, monkeypatch):
     def full(*a, **k):
         raise OSError(errno.ENOSPC, "No space left on device")
     monkeypatch.setattr(safe_output.os, "fsync", full)
-    assert main(["fit", str(csv), "--out", str(tmp_path / "p.toml")]) == 2
+    assert main(["fit", str(csv), "--out", str(tmp_path / "p.toml"), "--force"]) == 2
     assert "No space left" in _err(capsys)
     assert (tmp_path / "p.toml").read_text() == "old" and sorted(os.listdir(tmp_path)) == ["m.csv", "p.toml"]
 

@@ -222,7 +222,7 @@ def test_plot_is_written_whole_or_not_at_all(tmp_path, capsys, monkeypatch):
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(plots, "render", broken)
-    assert main(["replay", str(trace), "--profiles", "swtpm-native", "--plot", str(plot)]) == 2
+    assert main(["replay", str(trace), "--profiles", "swtpm-native", "--plot", str(plot), "--force"]) == 2
     assert "No space left" in capsys.readouterr().err
     assert plot.read_bytes() == b"old" and sorted(p.name for p in tmp_path.iterdir()) == ["t.jsonl", "w.png"]
 

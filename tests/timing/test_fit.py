@@ -36,6 +36,8 @@ def test_fit_recovers_everything_without_noise():
     truth, rows = synthetic("atmel-2010", noise_ms=0.0, repeats=1)
     result = fit(rows)
     for comp, c in truth.components.items():
+        if comp.startswith("raw."):  # a reference figure kept beside the model; no formula charges it
+            continue
         assert result.params[comp] == pytest.approx(c.mean, rel=1e-6, abs=1e-9), comp
 
 

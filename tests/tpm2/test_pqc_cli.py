@@ -141,3 +141,19 @@ def test_trustlab_serve_answers_the_pqc_commands(tmp_path):
     lines = [json.loads(x) for x in trace.read_text().splitlines()]
     signed = [x for x in lines if x["command"] == "TPM2_SignDigest"]
     assert signed and signed[0]["variant"] == "mldsa65" and signed[0]["modelled_ms"] > 0
+
+
+def test_outputs_need_force_and_context_needs_a_hash_key_with_digest(tcti, tmp_path, capsys):
+    """Issue 23: an existing output is replaced only with --force (unlike tpm2-tools, which replaces it);
+    --context with --digest on a pure ML-DSA key (whose digest is the external mu) is an error, not ignored."""
+    key = run(capsys, "createprimary", "--tcti", tcti, "--alg", "ML-DSA-44")
+    (tmp_path / "s").write_bytes(b"precious")
+    sign = ["tpm2", "pqc", "sign-digest", "--tcti", tcti, "--key", key["handle"], "--digest", "00" * 64]
+    assert main(sign + ["--signature-out", str(tmp_path / "s")]) == 2
+    assert "exists; pass --force" in capsys.readouterr().err and (tmp_path / "s").read_bytes() == b"precious"
+    assert main(sign + ["--signature-out", str(tmp_path / "s"), "--force"]) == 0
+    assert len((tmp_path / "s").read_bytes()) == 2420
+    capsys.readouterr()
+    assert main(sign + ["--context", "app"]) == 2
+    assert "--context: with --digest, applies only to a HashML-DSA key" in capsys.readouterr().err
+    run(capsys, "flush", "--tcti", tcti, "--key", key["handle"])

@@ -11,7 +11,7 @@ from trustlab.cli._output import print_json
 from trustlab.errors import TrustlabError, excerpt
 from trustlab.lazy import lazy_module
 from trustlab.textable import table
-from trustlab.safe_output import check_file, path_arg, reported, write_text
+from trustlab.safe_output import add_force, check_outputs, path_arg, reported, write_text
 
 registry = lazy_module("trustlab.timing.registry")  # when a fit runs, not on every CLI start
 
@@ -32,13 +32,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--fix", action="append", default=[], metavar="COMPONENT=VALUE",
                    help="hold a component at a known value (repeatable)")
     p.add_argument("--family", help="formula family for the 'command' column (default: search all)")
-    p.add_argument("--name", help="name of the fitted profile (default: the CSV's stem)")
+    p.add_argument("--name", help="with --out: name of the fitted profile (default: the CSV's stem)")
     p.add_argument("--weights", choices=("given", "relative", "none"), default=None,
                    help="row weights: 'given' = the CSV's weight column (trustlab measure writes 1/variance), "
                    "'relative' = 1/ms^2 (every row's relative error counts alike; stops slow commands "
                    "swamping fast ones), 'none' = all 1 (default: given if the CSV has a weight column, else none)")
     p.add_argument("--out", type=path_arg, metavar="PROFILE.toml",
                    help="write the fitted profile (never over the measurements)")
+    add_force(p, "--out")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(handler=run)
 
@@ -66,6 +67,9 @@ def _check_names(args: argparse.Namespace) -> None:
     for flag, value in (("--family", args.family), ("--name", args.name)):
         if value is not None and not value.strip():
             raise TrustlabError(f"{flag}: empty; name one, or leave the option out")
+    if args.name is not None and args.out is None:  # the name goes into the written profile only
+        raise TrustlabError(f"--name {excerpt(args.name)}: names the profile written by --out; add --out "
+                            "PROFILE.toml or drop --name")
 
 
 def _shipped_units(family: str | None = None) -> dict[str, str]:
@@ -106,8 +110,8 @@ def run(args: argparse.Namespace) -> int:
 
     _check_names(args)
     fixed = _parse_fix(args.fix)  # before reading: a bad --fix is the user's first error to hear about
-    if args.out:  # refused before the fit: a directory, a missing parent, or the measurements themselves
-        check_file(args.out, inputs=[args.csv])
+    # refused before the fit: a directory, a missing parent, the measurements, an existing file without --force
+    check_outputs({"--out": args.out}, force=args.force, inputs=[args.csv])
     measurements = read_measurements(args.csv, args.family, _component_names)
     weighting = args.weights or ("given" if any(m.weight is not None for m in measurements) else "none")
     result = fit(measurements, fixed, weighting=weighting)

@@ -47,13 +47,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         "that reports a violated safety property (exit 1, like a failed run).",
         epilog="example: trustlab flagship --out out/report --jobs 2",
     )
-    p.add_argument("--out", type=path_arg, default=Path("out/report"), metavar="DIR",
+    p.add_argument("--out", type=path_arg, default=None, metavar="DIR",
                    help="report directory (default out/report): new, empty, or an earlier flagship's")
     p.add_argument("--force", action="store_true",
                    help="write into a non-empty directory that is not an earlier flagship output")
-    p.add_argument("--jobs", "-j", type=jobs(), default=min(os.cpu_count() or 1, MAX_JOBS), metavar="N",
+    p.add_argument("--jobs", "-j", type=jobs(), default=None, metavar="N",
                    help="runs in parallel (default: one per CPU)")
-    p.add_argument("--timeout", type=real("--timeout", 0, MAX_TIMEOUT_S, low_open=True), default=900.0, metavar="S",
+    p.add_argument("--timeout", type=real("--timeout", 0, MAX_TIMEOUT_S, low_open=True), default=None, metavar="S",
                    help="seconds one run may take before it is stopped and recorded as failed (default 900)")
     p.add_argument("--only", action="append", metavar="NAME", help="run only these experiments (repeatable)")
     p.add_argument("--skip", action="append", metavar="NAME", help="leave these experiments out (repeatable)")
@@ -177,6 +177,20 @@ def _kill_group(proc: subprocess.Popen) -> None:
     proc.communicate()
 
 
+def _check_modes(args: argparse.Namespace) -> None:
+    """--list runs and writes nothing: an option for the runs or the report is an error naming that
+    (issue 23); then the defaults (None until here, so that "not given" is told apart) are filled in."""
+    if args.list:
+        for flag, given in (("--out", args.out is not None), ("--force", args.force), ("--jobs", args.jobs is not None),
+                            ("--timeout", args.timeout is not None), ("--no-progress", args.no_progress)):
+            if given:
+                raise TrustlabError(f"{flag}: has no effect with --list (which runs and writes nothing); "
+                                    "drop one of them")
+    args.out = Path("out/report") if args.out is None else args.out
+    args.jobs = min(os.cpu_count() or 1, MAX_JOBS) if args.jobs is None else args.jobs
+    args.timeout = 900.0 if args.timeout is None else args.timeout
+
+
 def run(args: argparse.Namespace) -> int:
     from concurrent.futures import ThreadPoolExecutor, as_completed
 
@@ -185,6 +199,7 @@ def run(args: argparse.Namespace) -> int:
     from trustlab.experiments.registry import import_errors
     from trustlab.report import write_report
 
+    _check_modes(args)
     if args.jobs < 1:
         raise TrustlabError(f"--jobs {args.jobs}: need at least 1")
     if not math.isfinite(args.timeout) or args.timeout <= 0:

@@ -9,7 +9,7 @@ from pathlib import Path
 from trustlab.argtypes import count
 from trustlab.cli._output import print_json
 from trustlab.textable import table
-from trustlab.safe_output import path_arg
+from trustlab.safe_output import add_force, path_arg
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -34,6 +34,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "virtual proxy) and take it off every sample")
     p.add_argument("--out", type=path_arg, required=True, metavar="FILE.csv",
                    help="CSV to write (checked before measuring: not a directory, parent exists and is writable)")
+    add_force(p, "--out")
     p.add_argument("--json", action="store_true", help="also print the rows as JSON")
     p.set_defaults(handler=run)
 
@@ -41,9 +42,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from trustlab.devices.tpm2 import harness
     from trustlab.errors import TrustlabError
-    from trustlab.safe_output import check_file
+    from trustlab.safe_output import check_outputs
 
-    check_file(args.out)  # a name too long, a FIFO, an unwritable place: one line, before measuring
+    # a name too long, a FIFO, an unwritable place, an existing file without --force: one line, before measuring
+    check_outputs({"--out": args.out}, force=args.force)
     harness.check_output(args.out)
     if args.repeat < 1:
         raise TrustlabError(f"--repeat {args.repeat}: must be at least 1")

@@ -34,6 +34,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     imp = psub.add_parser("import", help="import a .pro or .toml profile into your profile directory")
     imp.add_argument("file", type=Path)
     imp.add_argument("--name", required=True, help="name to store the profile under")
+    imp.add_argument("--force", action="store_true", help="replace your profile of that name (refused without it)")
     imp.set_defaults(handler=_import)
 
     jc = psub.add_parser("import-jcalgtest",
@@ -41,6 +42,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     jc.add_argument("file", type=Path)
     jc.add_argument("--name", help="name to store the profile under (default: derived from the file)")
     jc.add_argument("--print", dest="print_only", action="store_true", help="print the TOML instead of storing it")
+    jc.add_argument("--force", action="store_true", help="replace your profile of that name (refused without it)")
     jc.set_defaults(handler=_import_jcalgtest)
 
     exp = psub.add_parser("export", help="print a profile as TOML or in the 2010 paper's .pro format")
@@ -108,7 +110,7 @@ def _import(args: argparse.Namespace) -> int:
         profile = replace(load_toml(path), name=args.name)
     else:
         raise ProfileError(f"{path}: unknown profile format (expected .pro or .toml)")
-    dest = registry.install(profile)
+    dest = registry.install(_unclaimed(profile, args.force))
     print(f"imported {profile.name} ({len(profile.components)} components) -> {dest}")
     return 0
 
@@ -118,13 +120,25 @@ def _import_jcalgtest(args: argparse.Namespace) -> int:
 
     if args.name is not None:
         registry.check_name(args.name)
+    if args.print_only and args.force:
+        raise ProfileError("--force: replaces a stored profile, and --print stores none; drop one of them")
     profile = import_jcalgtest(args.file, name=args.name)
     if args.print_only:
         sys.stdout.write(profile.to_toml())
         return 0
-    dest = registry.install(profile)
+    dest = registry.install(_unclaimed(profile, args.force))
     print(f"imported {profile.name} ({profile.family}, {len(profile.components)} components) -> {dest}")
     return 0
+
+
+def _unclaimed(profile, force: bool):
+    """``profile``, unless it would replace the user's profile of that name without ``--force``:
+    an import is a file output like any other (safe_output's rule)."""
+    existing = registry.user_dir() / f"{profile.name}.toml"
+    if not force and (existing.is_symlink() or existing.exists()):
+        raise ProfileError(f"--name {profile.name}: you have a profile of that name ({existing}); pass --force "
+                           "to replace it, or choose another --name")
+    return profile
 
 
 def _export(args: argparse.Namespace) -> int:

@@ -6,7 +6,7 @@ import argparse
 
 from trustlab.argtypes import count
 from trustlab.experiments._params import seed
-from trustlab.safe_output import path_arg
+from trustlab.safe_output import add_force, path_arg
 
 MAX_DRAWS = 20000
 
@@ -49,6 +49,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--plot", metavar="FILE.png", type=path_arg,
                    help="write a bar plot of workload time per chip (log scale; with --pqc the post-quantum bar "
                    "beside each; * marks a profile that cannot price every command)")
+    add_force(p, "--plot")
     p.add_argument("--json", action="store_true", help="machine-readable output: the tables' numbers as JSON "
                    "numbers (ms, shares as fractions), keys listed in docs/trace-format.md")
     p.set_defaults(handler=run)
@@ -62,10 +63,12 @@ def run(args: argparse.Namespace) -> int:
 
     choice = pqc.parse_choice(args.pqc) if args.pqc is not None else None
     names = replaying.select_profiles(args.profiles)
-    if args.plot:  # before any work: never over the trace or a profile file, a directory, a missing directory
-        from trustlab.safe_output import check_file
+    # before any work: never over the trace or a profile file, a directory, a missing directory, nor an
+    # existing file without --force (the rule of every file output)
+    from trustlab.safe_output import check_outputs
 
-        check_file(args.plot, inputs=[args.trace, *(n for n in names if replaying.is_path(n))], flag="--plot")
+    check_outputs({"--plot": args.plot}, force=args.force,
+                  inputs=[args.trace, *(n for n in names if replaying.is_path(n))])
     trace = load.read(args.trace)
     result = replaying.replay(trace, names, draws=args.draws, seed=args.seed, choice=choice, top=args.top)
     if args.plot:

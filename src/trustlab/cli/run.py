@@ -28,6 +28,7 @@ class _LazyRunParser(OneLineParser):
             return
         self._populated = True
         from trustlab.experiments import registry
+        from trustlab.safe_output import add_force
 
         first = next(iter(argv), None) if isinstance(argv, (list, tuple)) else None
         specs = None
@@ -60,8 +61,7 @@ class _LazyRunParser(OneLineParser):
             spec.add_arguments(ep)
             registry.add_common_arguments(ep)
             if not any(a.dest == "force" for a in ep._actions):
-                ep.add_argument("--force", action="store_true",
-                                help="with --save: replace an existing RESULT.json (refused without it)")
+                add_force(ep, "--save")
             ep.set_defaults(handler=_run)
 
     def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
@@ -161,18 +161,13 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _run(args: argparse.Namespace) -> int:
     from trustlab.experiments.registry import run_experiment
     from trustlab.report.records import write_json_atomic
-    from trustlab.limits import shown
-    from trustlab.safe_output import check_file, reported
+    from trustlab.safe_output import check_outputs, reported
 
-    force = getattr(args, "force", False)
-    if force and not args.save:
-        raise TrustlabError("--force: applies only with --save (it allows replacing the saved record)")
-    if args.save:  # checked before the run: never over an input file (a profile, a trace ...)
-        values = [v for k, v in vars(args).items() if k != "save"]
-        check_file(args.save, flag="--save", make_parents=True, inputs=[x for v in values for x in (v if isinstance(v, list) else [v])
-                                                      if isinstance(x, (str, Path))])
-        if not force and (args.save.is_symlink() or args.save.exists()):  # as every other output: not without --force
-            raise TrustlabError(f"--save {shown(args.save)}: exists; pass --force to replace it, or choose a new name")
+    # checked before the run: never over an input file (a profile, a trace ...), never an existing file
+    # without --force (safe_output's one rule for every file output)
+    values = [v for k, v in vars(args).items() if k != "save"]
+    check_outputs({"--save": args.save}, force=getattr(args, "force", False), make_parents=True,
+                  inputs=[x for v in values for x in (v if isinstance(v, list) else [v]) if isinstance(x, (str, Path))])
     result = run_experiment(args.experiment, args)
     if args.save:
         with reported(args.save, "--save"):

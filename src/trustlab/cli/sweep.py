@@ -24,13 +24,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("spec", type=Path, metavar="SPEC.toml", nargs="?")
     p.add_argument("--params", metavar="EXPERIMENT",
                    help="list the parameters a spec may set for EXPERIMENT, and exit")
-    p.add_argument("--jobs", "-j", type=jobs(), default=min(os.cpu_count() or 1, MAX_JOBS), metavar="N",
+    p.add_argument("--jobs", "-j", type=jobs(), default=None, metavar="N",
                    help="points at once: this process and up to N-1 workers, started only when the points "
                    "are long enough to pay for their start (default: one per CPU; 1 runs all here)")
     p.add_argument("--scheduler", metavar="ADDRESS",
                    help="Dask scheduler address, e.g. tcp://127.0.0.1:8786; 'local' starts a cluster of "
                    "--jobs workers on 127.0.0.1 for this sweep")
-    p.add_argument("--out", type=path_arg, default=Path("out/sweeps"), metavar="DIR",
+    p.add_argument("--out", type=path_arg, default=None, metavar="DIR",
                    help="output directory; results go to DIR/NAME (default out/sweeps), which must be new, "
                    "empty or an earlier output of this sweep")
     p.add_argument("--force", action="store_true",
@@ -94,10 +94,20 @@ def _check_modes(args: argparse.Namespace) -> None:
     if args.params and args.spec is not None:
         raise TrustlabError("--params lists an experiment's parameters and runs no spec; give --params or a "
                             "SPEC.toml, not both")
+    if args.params:  # --jobs and --out default to None until here, so that "given" is told apart
+        for flag, given in (("--out", args.out is not None), ("--jobs", args.jobs is not None),
+                            ("--scheduler", args.scheduler), ("--force", args.force), ("--fresh", args.fresh),
+                            ("--dry-run", args.dry_run), ("--no-progress", args.no_progress)):
+            if given:
+                raise TrustlabError(f"{flag}: has no effect with --params (which lists parameters and runs "
+                                    "nothing); drop one of them")
     if args.dry_run:
-        for flag, given in (("--fresh", args.fresh), ("--force", args.force), ("--scheduler", args.scheduler)):
+        for flag, given in (("--fresh", args.fresh), ("--force", args.force), ("--scheduler", args.scheduler),
+                            ("--jobs", args.jobs is not None), ("--no-progress", args.no_progress)):
             if given:
                 raise TrustlabError(f"{flag}: has no effect with --dry-run (which runs and writes nothing)")
+    args.out = Path("out/sweeps") if args.out is None else args.out
+    args.jobs = min(os.cpu_count() or 1, MAX_JOBS) if args.jobs is None else args.jobs
     try:
         not_a_dir = args.out.exists() and not args.out.is_dir()
     except OSError:

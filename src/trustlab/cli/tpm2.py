@@ -196,6 +196,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     v.add_argument("--out", type=path_arg, metavar="FILE.csv", help="write the rows as CSV")
     v.set_defaults(handler=run_measure)
 
+    from trustlab.safe_output import add_force
+
+    for v in verbs.choices.values():  # every verb that writes a file takes --force, and only those
+        flags = ["--" + a.dest.replace("_", "-") for a in v._actions if a.dest in OUTPUTS]
+        if flags:
+            add_force(v, "/".join(flags))
+
     v = verb("flush", "TPM2_FlushContext of a PQC key", "flush --key 0x80ff0000")
     v.add_argument("--key", type=_handle, required=True, help="handle to flush")
     v.set_defaults(handler=run_flush)
@@ -242,14 +249,13 @@ INPUTS = ("message", "signature", "ciphertext", "private", "public", "key")
 
 def _check_outputs(args: argparse.Namespace) -> None:
     """Every output file is checked before the TPM is spoken to: not an input, not a FIFO or a
-    directory, a name the system accepts, a writable place (safe_output's rules)."""
-    from trustlab.safe_output import check_file
+    directory, a name the system accepts, a writable place, not an existing file without --force
+    (safe_output's rules; unlike tpm2-tools, which replaces it)."""
+    from trustlab.safe_output import check_outputs
 
-    inputs = [getattr(args, name, None) for name in INPUTS]
-    for name in OUTPUTS:
-        path = getattr(args, name, None)
-        if path is not None:
-            check_file(path, inputs=inputs, flag="--" + name.replace("_", "-"))
+    outputs = {"--" + name.replace("_", "-"): getattr(args, name) for name in OUTPUTS if hasattr(args, name)}
+    if outputs:
+        check_outputs(outputs, force=args.force, inputs=[getattr(args, name, None) for name in INPUTS])
 
 
 def _write(path: Path | None, data: bytes, flag: str) -> None:
@@ -317,6 +323,10 @@ def _digest(args: argparse.Namespace, tpm) -> tuple[object, bytes, bytes]:
     public, _name, _qn = tpm.read_public(args.key)
     context = args.context.encode()
     if args.digest is not None:
+        if context and public.type != S.TPM_ALG_HASH_MLDSA:  # an external mu already holds the context
+            raise TrustlabError("--context: with --digest, applies only to a HashML-DSA key (for this key the "
+                                "digest is the external mu, which already holds the context); drop --context or "
+                                "give --message")
         try:
             return public, bytes.fromhex(args.digest), b""
         except ValueError:

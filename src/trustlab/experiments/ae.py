@@ -107,7 +107,8 @@ class AEExperiment:
         parser.add_argument("--link", choices=("paper", "char"), default="paper",
                             help="transmission model: 'paper' = 8 bits per payload byte (Table XII); "
                             "'char' = whole APDU exchange with ISO 7816-3 / 14443 framing")
-        parser.add_argument("--protocol", choices=("T=0", "T=1"), default="T=1", help="contact protocol (char mode)")
+        parser.add_argument("--protocol", choices=("T=0", "T=1"), default=None,
+                            help="with --link char: contact protocol (default T=1)")
         parser.add_argument("--key-setup", choices=("message", "once"), default="message",
                             help="charge the key-dependent set-up (OCB3's L table, GCM's H) to every message "
                             "(fresh EMV session keys, default) or once per key (excluded from the rows)")
@@ -118,6 +119,10 @@ class AEExperiment:
                             help="do not zero-pad non-OCB payloads to whole blocks (the paper pads)")
 
     def run(self, args: argparse.Namespace) -> Result:
+        if args.protocol is not None and args.link != "char":  # the paper's link model has no framing
+            raise TrustlabError(f"--protocol {args.protocol}: applies only with --link char (the link is "
+                                f"{args.link}, 8 bits per payload byte)")
+        args.protocol = args.protocol or "T=1"
         plats = [platform(n) for n in platform_names(args.platform, FLAGSHIP)]
         modes = _csv("--mode", args.mode, tuple(MODES))
         sizes = _csv("--bytes", args.bytes, number=True)

@@ -104,12 +104,13 @@ class CountersExperiment:
                             "shipped: atmel/infineon/stm/winbond-counters-2010)")
         parser.add_argument("--counters", default="2,4,8,16,32,64,128,256,512,1024",
                             metavar="N[,N...]", help="numbers of virtual counters (default 2..1024, doubling)")
-        parser.add_argument("--workload", choices=list(workloads.DISTRIBUTIONS), default="roundrobin",
+        parser.add_argument("--workload", choices=list(workloads.DISTRIBUTIONS), default=None,
                             help="which counter each request goes to (default roundrobin, as the paper's "
                             "Tables III-VIII; zipf for Table IX)")
-        parser.add_argument("--op", choices=list(workloads.OPS), default="increment",
-                            help="operation to time; 'read' issues READ-then-INCREMENT purchases and "
-                            "times the READs (they see the counter's increment gap)")
+        parser.add_argument("--op", choices=list(workloads.OPS), default=None,
+                            help="operation to time (default increment); 'read' issues READ-then-INCREMENT "
+                            "purchases and times the READs (they see the counter's increment gap); not with "
+                            "--read-fraction, which times both")
         parser.add_argument("--requests", type=int, default=None, metavar="R",
                             help="requests per run (default: one per counter, as in the paper)")
         parser.add_argument("--seed", type=seed, default=0,
@@ -128,14 +129,14 @@ class CountersExperiment:
         parser.add_argument("--trace", type=Path, default=None, help="replay a trace file instead")
         parser.add_argument("--deterministic", action="store_true",
                             help="drop the profile's spreads (the model then equals the simulation exactly)")
-        parser.add_argument("--tpm12", choices=list(schemes.TPM12_MODES), default="inproc",
+        parser.add_argument("--tpm12", choices=list(schemes.TPM12_MODES), default=None,
                             help="where the TPM 1.2 of the log and hash-tree schemes runs: inproc (the engine in "
                             "this process, default); served (the same engine behind the timing proxy, as "
                             "'trustlab serve' runs it, spoken to over swtpm's TCP protocol; the modelled times "
                             "are the served engine's charges, equal to inproc's); libtpms (log scheme: every operation "
                             "runs on libtpms' TPM 1.2 in swtpm and is verified against its AIK, and is timed by an "
                             "in-process twin engine doing the same operation). Recorded in every row as 'tpm12'")
-        parser.add_argument("--attest-every", type=count(1, MAX_REQUESTS, "--attest-every"), default=1, metavar="K",
+        parser.add_argument("--attest-every", type=count(1, MAX_REQUESTS, "--attest-every"), default=None, metavar="K",
                             help="hash-tree only: sign the root on every K-th request (default 1 = every "
                             "request, as the paper); K>1 is the batch mode used at 2^20 counters. Rejected "
                             "with --scheme log/log-tpm2; with 'both' it applies to the hash-tree runs")
@@ -148,9 +149,6 @@ class CountersExperiment:
             raise TrustlabError(f"--requests {args.requests}: at most {MAX_REQUESTS}")
         if args.attest_every < 1:
             raise TrustlabError(f"--attest-every {args.attest_every}: must be >= 1")
-        if args.scheme in ("log", "log-tpm2") and args.attest_every != 1:
-            raise TrustlabError(f"--attest-every {args.attest_every}: applies to the hash-tree scheme only, "
-                                f"not --scheme {args.scheme}")
         args.counters = _int_list(args.counters)
         names = name_list(args.profile)
         profiles = []
@@ -240,10 +238,15 @@ def _check_modes(args: argparse.Namespace) -> None:
             if given(name):
                 raise TrustlabError(f"{flag}: has no effect with --trace (the trace gives the requests); "
                                     "drop one of them")
-        if args.workload != "roundrobin":
+        if args.workload is not None:
             raise TrustlabError(f"--workload {args.workload}: has no effect with --trace (the trace gives the "
                                 "requests); drop one of them")
+    _check_tpm_modes(args)
+    if args.trace:
+        args.workload = "trace"
+        _resolve_defaults(args)
         return
+    args.workload = args.workload or "roundrobin"
     for name, flag in (("zipf_mode", "--zipf-mode"), ("zipf_constant", "--zipf-constant"), ("zipf_rho", "--zipf-rho")):
         if given(name) and args.workload != "zipf":
             raise TrustlabError(f"{flag}: applies only with --workload zipf (the workload is {args.workload})")
@@ -256,6 +259,31 @@ def _check_modes(args: argparse.Namespace) -> None:
     if given("zipf_constant") and args.zipf_mode in ("ycsb", "scrambled") and not args.zipf_constant < 1:
         raise TrustlabError(f"--zipf-constant {args.zipf_constant:g}: --zipf-mode {args.zipf_mode} needs a "
                             "constant in (0, 1)")
+    if args.op is not None and args.read_fraction is not None:
+        raise TrustlabError(f"--op {args.op}: has no effect with --read-fraction (a mixed stream times both READs "
+                            "and INCREMENTs); drop one of them")
+    _resolve_defaults(args)
+
+
+def _check_tpm_modes(args: argparse.Namespace) -> None:
+    """--tpm12 and --attest-every apply to some schemes only; given with another, they are errors
+    (their defaults are None so that an explicit ``--tpm12 inproc`` is told apart from none)."""
+    if args.attest_every is not None and args.scheme in ("log", "log-tpm2"):
+        raise TrustlabError(f"--attest-every {args.attest_every}: applies to the hash-tree scheme only, "
+                            f"not --scheme {args.scheme} (use --scheme hashtree or both)")
+    if args.tpm12 is not None and args.scheme == "log-tpm2":
+        raise TrustlabError(f"--tpm12 {args.tpm12}: applies to the TPM 1.2 schemes (log, hashtree, both), not "
+                            "--scheme log-tpm2, which runs on a TPM 2.0")
+    if args.tpm12 == "libtpms" and args.scheme != "log":
+        raise TrustlabError(f"--tpm12 libtpms: applies to --scheme log only (libtpms has no TPM_ExecuteHashTree), "
+                            f"not --scheme {args.scheme}")
+
+
+def _resolve_defaults(args: argparse.Namespace) -> None:
+    """The defaults of the options whose "not given" had to be told apart from their default value."""
+    args.op = args.op or "increment"
+    args.attest_every = 1 if args.attest_every is None else args.attest_every
+    args.tpm12 = args.tpm12 or "inproc"
 
 
 _GAP_EDGES = [0, 3, 10, 30, 100, 300, 700, 10 ** 9]

@@ -40,6 +40,10 @@ def _probability(text: str) -> float:
     return value
 
 
+# the boot simulation's odds when --boots is given without them
+BOOT_DEFAULTS = {"p_typo": 0.1, "p_dark_reboot": 0.02, "p_unclean": 0.05}
+
+
 @experiment("ftpm-crash", help="fTPM on RPMB under injected power loss at every frame boundary and mid-frame, "
             "replayed frames, and (with --boots) reboots in dark periods (fTPM paper Sec. 8-9)")
 class FtpmCrashExperiment:
@@ -59,15 +63,23 @@ class FtpmCrashExperiment:
                             help="bit-vector levels of the atomic store (2 = the extra indirection)")
         parser.add_argument("--boots", type=count(0, 10_000_000, "--boots"), default=0, metavar="N",
                             help="also simulate N boots per dark-period policy (usability vs attack)")
-        parser.add_argument("--p-typo", type=_probability, default=0.1, help="P(first PIN entry wrong)")
-        parser.add_argument("--p-dark-reboot", type=_probability, default=0.02,
-                            help="P(reboot inside the dark period)")
-        parser.add_argument("--p-unclean", type=_probability, default=0.05,
-                            help="P(power cut instead of TPM2_Shutdown)")
+        # default None, resolved in run: a probability given without --boots is an error, not ignored
+        parser.add_argument("--p-typo", type=_probability, default=None,
+                            help=f"with --boots: P(first PIN entry wrong) (default {BOOT_DEFAULTS['p_typo']})")
+        parser.add_argument("--p-dark-reboot", type=_probability, default=None,
+                            help=f"with --boots: P(reboot inside the dark period) (default {BOOT_DEFAULTS['p_dark_reboot']})")
+        parser.add_argument("--p-unclean", type=_probability, default=None,
+                            help=f"with --boots: P(power cut instead of TPM2_Shutdown) (default {BOOT_DEFAULTS['p_unclean']})")
 
     def run(self, args: argparse.Namespace) -> Result:
         if args.boots < 0:
             raise TrustlabError(f"--boots must not be negative, got {args.boots}")
+        for name, default in BOOT_DEFAULTS.items():
+            if getattr(args, name) is not None and not args.boots:
+                raise TrustlabError(f"--{name.replace('_', '-')}: applies only with --boots N (it sets the boot "
+                                    "simulation's odds); add --boots or drop it")
+            if getattr(args, name) is None:
+                setattr(args, name, default)
         profile = registry.load(args.profile)
         clock = Clock(profile, seed=args.seed)
         report = run_campaign(args.commands, args.seed, clock=clock, levels=args.levels)

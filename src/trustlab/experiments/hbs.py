@@ -125,6 +125,9 @@ def lifetime_prepare_ms(a: Analysis) -> tuple[float, int, int]:
 MAX_H = 64  # total tree height: RFC 8391's largest XMSS^MT sets have h = 60
 
 
+DEFAULT_SENSITIVITY = 0.10  # --sensitivity when not given (None until run, so --grid can refuse it)
+
+
 def _check_modes(args: argparse.Namespace) -> None:
     """An option that has no effect in the chosen mode is an error naming the option it needs (issue 23)."""
     given = lambda name: getattr(args, name, None) is not None  # noqa: E731
@@ -135,6 +138,9 @@ def _check_modes(args: argparse.Namespace) -> None:
                                     "drop one of them")
         if getattr(args, "check", False):
             raise TrustlabError("--check: has no effect with --grid; run it without --grid")
+        if given("sensitivity"):
+            raise TrustlabError("--sensitivity: has no effect with --grid (the trade-off table has no sensitivity "
+                                "table); run it without --grid")
     else:
         for name, flag in (("grid_h", "--grid-h"), ("grid_w", "--grid-w")):
             if given(name):
@@ -187,13 +193,14 @@ class HBS:
                             "'extended' = the excerpt's eight APDUs with extended-length responses (~1.2 KB each); "
                             "'short' = the bytes in as few <= 256-byte responses as they fill (37 for d=4, 45 for "
                             "d=5)")
-        parser.add_argument("--sensitivity", type=real("--sensitivity", 0, 1, low_open=True, high_open=True), default=0.10,
+        parser.add_argument("--sensitivity", type=real("--sensitivity", 0, 1, low_open=True, high_open=True), default=None,
                             metavar="REL",
                             help="relative change of each profile parameter in the sensitivity table (default 0.10)")
 
     def run(self, args: argparse.Namespace) -> Result:
         _check_modes(args)
         prof = _what_if(_profile(args.profile), getattr(args, "set", []) or [])
+        args.sensitivity = DEFAULT_SENSITIVITY if args.sensitivity is None else args.sensitivity
         if not 0 < args.sensitivity < 1:
             raise TrustlabError(f"--sensitivity {args.sensitivity}: give a fraction in (0, 1)")
         provenance = {prof.name: prof.provenance.describe()}

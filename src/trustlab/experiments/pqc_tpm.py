@@ -202,7 +202,7 @@ class PqcTpmExperiment:
         parser.add_argument("--focus", default=None, metavar="NAME",
                             help=f"profile whose full table is printed, one of --profiles (default {FOCUS_DEFAULT} "
                             "if priced, else the first; every profile's rows are in --json either way)")
-        parser.add_argument("--message-bytes", type=int, default=16384, metavar="N",
+        parser.add_argument("--message-bytes", type=int, default=None, metavar="N",
                             help="message size for the 'sign-sequence' row: pure ML-DSA over a message too large "
                             "for one command goes through SignSequenceStart / SequenceUpdate / SignSequenceComplete "
                             "(default 16384)")
@@ -243,6 +243,10 @@ class PqcTpmExperiment:
                 raise TrustlabError(f"--algorithms: {a!r} is not one of {', '.join(allowed)}")
         if not algorithms:
             raise TrustlabError("--algorithms: no algorithm named")
+        if args.message_bytes is not None and not any(a.startswith("ML-DSA") for a in algorithms):
+            raise TrustlabError(f"--message-bytes {args.message_bytes}: applies only with an ML-DSA algorithm "
+                                "(its sign-sequence row); --algorithms names none")
+        args.message_bytes = 16384 if args.message_bytes is None else args.message_bytes
         if not 1 <= args.message_bytes <= 1 << 24:
             raise TrustlabError(f"--message-bytes must be between 1 and 16777216, got {args.message_bytes}")
         protection = getattr(args, "protection", "on") == "on"

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import math
 import statistics
-import tomllib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -68,15 +67,19 @@ class ChipSpec:
         if not text:
             raise TrustlabError("--chip: empty (give core=CLASS,mhz=N or a FILE.toml)")
         if "=" not in text:
+            from trustlab.limits import parse_toml, read_text, shown
+
             path = Path(text)
-            if not path.is_file():
-                raise TrustlabError(f"--chip: {text!r} is neither key=value pairs nor an existing TOML file")
-            try:
-                doc = tomllib.loads(path.read_text("utf-8"))
-            except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-                raise TrustlabError(f"--chip {text}: not valid TOML ({exc})") from None
+            try:  # a name too long for the system (5,000 digits) was an OSError traceback here
+                exists = path.exists() or path.is_symlink()
+            except (OSError, ValueError):
+                exists = False
+            if not exists:
+                raise TrustlabError(f"--chip: {shown(text)!r} is neither key=value pairs nor an existing TOML file")
+            # bounded, a regular file only (a FIFO would hang, /dev/zero fill the memory)
+            doc = parse_toml(read_text(path, "chip TOML"), f"--chip {shown(text)}")
             doc = doc.get("chip", doc)
-            return _from_mapping(doc, where=f"--chip {text}")
+            return _from_mapping(doc, where=f"--chip {shown(text)}")
         pairs: dict[str, str] = {}
         for item in text.split(","):
             if not item.strip():
