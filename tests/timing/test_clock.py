@@ -85,3 +85,36 @@ def test_realtime_never_sleeps_when_host_was_slower():
         clock.charge("ohc")
         now[0] += 1.0
     assert slept == []
+
+
+def test_charge_all_is_charge_per_component_to_the_last_bit():
+    """The proxy charges a command's terms / a device's breakdown in one call: same draws, same sums."""
+    terms = {"ohc": 1, "sha1_byte": 333, "keygen": 2, "ohc_zero": 0}
+    breakdown = {"ohc": 0.1, "sha1_byte": 0.7, "keygen": 1.0 / 3.0}
+    one, all_ = (Clock(profile(sd=20.0), seed=5) for _ in range(2))
+    for clock, batched in ((one, False), (all_, True)):
+        for name in ("A", None, "B"):
+            if name is not None:
+                clock.begin(name)
+                if name == "B":
+                    clock.begin("inner")
+            for _ in range(3):
+                if batched:
+                    clock.charge_all({c: n for c, n in terms.items() if c != "ohc_zero"})
+                    clock.charge_all_ms(breakdown)
+                else:
+                    for c, n in terms.items():
+                        if c != "ohc_zero":
+                            clock.charge(c, n)
+                    for c, ms in breakdown.items():
+                        clock.charge_ms(c, ms)
+            if name == "B":
+                clock.end()
+            if name is not None:
+                clock.end()
+    assert one.now_ms == all_.now_ms
+    for ledger in ("by_component", "by_command", "by_command_component", "command_counts"):
+        assert getattr(one, ledger) == getattr(all_, ledger)
+    assert one.last.breakdown == all_.last.breakdown and one.last.ms == all_.last.ms
+    with pytest.raises(ValueError, match="negative count"):
+        all_.charge_all({"ohc": -1})

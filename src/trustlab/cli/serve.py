@@ -83,7 +83,7 @@ def _open_backend(args: argparse.Namespace):
     from trustlab.serving.swtpm import Swtpm
 
     state = Path(args.state) if args.state else None
-    return swtpm_backend(Swtpm(state_dir=state, startup=args.startup == "clear").start(), owned=True)
+    return swtpm_backend(Swtpm(state_dir=state, startup=args.startup == "clear", unix=True).start(), owned=True)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -159,7 +159,7 @@ def _start_tpm2(args: argparse.Namespace, profile):
     try:
         return TimingProxy(profile, backend, virtual=args.virtual, trace=args.trace, host=args.host,
                            port=args.port, seed=args.seed, control=args.control, rm=not args.no_rm,
-                           rt_priority=not args.no_rt_priority, log=_log, startup=args.startup)
+                           rt_priority=not args.no_rt_priority, log=_log, startup=args.startup, keep_records=0)
     except BaseException as exc:
         if not isinstance(backend, str):
             backend.close()
@@ -182,7 +182,7 @@ def _start_tpm12(args: argparse.Namespace, profile):
     try:
         return TimingProxy(profile, backend, control="swtpm", virtual=args.virtual, trace=args.trace,
                            host=args.host, port=args.port, seed=args.seed, rt_priority=not args.no_rt_priority,
-                           log=_log, startup=args.startup)
+                           log=_log, startup=args.startup, keep_records=0)
     except BaseException as exc:
         backend.close()
         if isinstance(exc, OSError):

@@ -64,11 +64,11 @@ class Served(Protocol):
     def reap_clients(self) -> None: ...
     def note_reject(self, reason: str) -> None: ...
     def serve_command(self, client: Any, command: bytes, framing: str,
-                      arrived: float) -> tuple[bytes, float, TraceRecord]: ...
+                      arrived: float) -> tuple[bytes, float, TraceRecord | None]: ...
     def control_request(self, request: bytes) -> tuple[bytes, bool]: ...
     def platform_signal(self, code: int) -> bytes: ...
-    def sent(self, record: TraceRecord, when: float) -> None: ...
-    def traced(self, record: TraceRecord) -> None: ...
+    def sent(self, record: TraceRecord | None, when: float) -> None: ...
+    def traced(self, record: TraceRecord | None) -> None: ...
 
 IDLE_PARTIAL_TIMEOUT = 10.0
 """Seconds a client may stall in the middle of a frame before it is dropped."""
@@ -139,7 +139,7 @@ class FrontEnd:
         self._wake_r, self._wake_w = socket.socketpair()
         self._wake_r.setblocking(False)
         self._jobs: deque[tuple] = deque()
-        self._held: list[tuple[float, int, Conn, bytes, TraceRecord]] = []
+        self._held: list[tuple[float, int, Conn, bytes, TraceRecord | None]] = []
         self._seq = itertools.count()
         self._conns: set[Conn] = set()
         self._partial: set[Conn] = set()
@@ -599,11 +599,13 @@ class FrontEnd:
 
     # ---- jobs ----------------------------------------------------------------
 
-    def _send_response(self, conn: Conn, data: bytes, record: TraceRecord) -> None:
-        self.proxy.sent(record, time.perf_counter())
+    def _send_response(self, conn: Conn, data: bytes, record: TraceRecord | None) -> None:
+        if record is not None:  # (None: nobody reads records, as in serve without --trace)
+            self.proxy.sent(record, time.perf_counter())
         self._send(conn, data)
         self._answered(conn)
-        self.proxy.traced(record)
+        if record is not None:
+            self.proxy.traced(record)
 
     def _run_job(self, job: tuple) -> None:
         kind = job[0]

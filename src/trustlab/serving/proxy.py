@@ -57,10 +57,14 @@ PROBE_TIMEOUT = 10.0
 
 TPM2_GetRandom = 0x17B
 _RC_FAILURE = struct.pack(">I", TPM_RC_FAILURE)
+_TPM2_TAGS = (b"\x80\x01", b"\x80\x02")
+"""TPM_ST_NO_SESSIONS, TPM_ST_SESSIONS: the frames the extension hook looks at."""
 TPM12_FAIL = 0x09
 TPM12_GET_RANDOM = tpm2wire.build_command(0x46, struct.pack(">I", 8), tag=0x00C1)
 TPM12_STARTUP_CLEAR = tpm2wire.build_command(0x99, struct.pack(">H", 1), tag=0x00C1)
 CONTROL_MODES = ("auto", "swtpm", "mssim")
+_NO_DETAIL: dict = {}
+"""A record's replay fields when the command is not traced (shared: only ever replaced, never changed)."""
 
 
 @dataclass(eq=False)
@@ -85,7 +89,8 @@ class TimingProxy:
     :class:`TraceRecord`. ``control``: ``"auto"`` tells swtpm control requests
     from MS-simulator platform signals per connection; ``"swtpm"`` /
     ``"mssim"`` force one. ``rm``: run the resource manager (TPM 2.0 backends).
-    ``rt_priority``: in realtime mode, wait and hold under SCHED_FIFO when the
+    ``keep_records``: how many recent :class:`TraceRecord` ``records`` holds (0: none; without a
+    trace no record is built then, as in ``trustlab serve``). ``rt_priority``: in realtime mode, wait and hold under SCHED_FIFO when the
     process may. ``log``: called with a one-line message when the backend fails
     while serving or a control request is refused (a client only sees an
     error code; an operator needs the why). Serving starts on construction.
@@ -111,6 +116,7 @@ class TimingProxy:
         self._state_error: str | None = None
         self.clock = Clock(profile, seed=seed, realtime=False)
         self.objects = objects.ObjectTable()
+        self._pricer = cost.Pricer(profile)
         self.extension_state = extensions.ExtensionState(seed, flush_on_close=rm and self.family == "tpm2")
         if self.family == "tpm2":
             extensions.registered()  # load the handlers now: inside the first command they made it ~0.4 s late
@@ -129,7 +135,9 @@ class TimingProxy:
         self._rm_ms = 0.0
         self._rm_commands = 0
         self._rm_list: list[list] = []
-        self._detail: dict = {}
+        self._detail: dict = _NO_DETAIL
+        self._priced: tuple | None = None
+        """The price of the client command the resource manager ran last (:meth:`_run_priced`)."""
         self._names: dict[int, str] = {}
         self._tpm_lock = threading.RLock()
         self._trace_writer: TraceWriter | None = None
@@ -394,7 +402,7 @@ class TimingProxy:
         if self.rm is None or client.space.empty:
             return
         with self._tpm_lock:
-            self._rm_ms, self._rm_commands, self._rm_list, self._detail = 0.0, 0, [], {}
+            self._rm_ms, self._rm_commands, self._rm_list, self._detail = 0.0, 0, [], _NO_DETAIL
             arrived = time.perf_counter()
             with self.clock.command("RM_FlushOnClose") as rec:
                 self.rm.close(client.space)
@@ -417,9 +425,10 @@ class TimingProxy:
         return response
 
     def serve_command(self, client: Client, command: bytes, framing: str,
-                      arrived: float) -> tuple[bytes, float, TraceRecord]:
+                      arrived: float) -> tuple[bytes, float, TraceRecord | None]:
         """Run ``command`` for ``client``; returns the response, the perf_counter time it is due, and
-        its trace record (call :meth:`sent` once the response is out).
+        its trace record (call :meth:`sent` once the response is out; None when no trace and no
+        ``records`` wants it).
 
         The due time is ``max(arrived, chip free) + modelled``: the client
         sees the modelled time from its last request byte, and a command that
@@ -427,7 +436,7 @@ class TimingProxy:
         """
         with self._tpm_lock:
             started = time.perf_counter()
-            self._rm_ms, self._rm_commands, self._rm_list, self._detail = 0.0, 0, [], {}
+            self._rm_ms, self._rm_commands, self._rm_list, self._detail = 0.0, 0, [], _NO_DETAIL
             response, assessed, rec = self._command_path(client, command)
             done = time.perf_counter()
             backend_ms = (done - started) * 1000.0
@@ -439,6 +448,9 @@ class TimingProxy:
                 self._chip_free = max(due, done)
             late = not self.virtual and backend_ms > modelled
             self.late_count += late
+            if not (self._keep or self._trace_writer is not None or self._trace_fn is not None):
+                self._seq += 1  # nobody reads a record (serve's CLI without --trace): none is built
+                return response, due, None
             record = self._record(assessed, framing, modelled, backend_ms, max(0.0, due - done) * 1000.0,
                                   rec.breakdown, served_ms=(max(due, done) - arrived) * 1000.0, late=late,
                                   client=client.id, pid=client.pid)
@@ -446,16 +458,18 @@ class TimingProxy:
             record.late_count = self.late_count
         return response, due, record
 
-    def sent(self, record: TraceRecord, when: float) -> None:
+    def sent(self, record: TraceRecord | None, when: float) -> None:
         """The response of ``record`` leaves now (``when``): its served time becomes a measurement,
         and a trace callable sees it before the client can (in-process users rely on that)."""
+        if record is None:
+            return
         record.served_ms = (when - record.arrived) * 1000.0
         if self._trace_fn is not None:
             self._trace_fn(record)
 
-    def traced(self, record: TraceRecord) -> None:
+    def traced(self, record: TraceRecord | None) -> None:
         """Write ``record``'s trace line (after its response left: file I/O never delays a client)."""
-        if self._trace_writer is not None:
+        if self._trace_writer is not None and record is not None:
             try:
                 self._trace_writer.write(record)
             except OSError as exc:
@@ -488,61 +502,69 @@ class TimingProxy:
         """
         code = struct.unpack_from(">I", command, 6)[0] if len(command) >= wire.HEADER_SIZE else 0
         clock = self.clock
-        rec = clock.begin(self._name(code))  # begin/end: no generator context manager on the hot path
+        if self.family == "tpm2":
+            reg = extensions.registration(code)
+            name = reg.name if reg is not None else command_name(code)
+        else:
+            reg, name = None, self._name(code)
+        rec = clock.begin(name)  # begin/end: no generator context manager on the hot path
         try:
-            if self.family == "tpm2":
-                claimed = extensions.dispatch(command, extensions.Context(
+            if reg is not None and command[:2] in _TPM2_TAGS:  # an extension's code (else dispatch passes)
+                claimed = extensions.dispatch_registered(command, reg, extensions.Context(
                     client.id, self.profile, lambda c: self.transact_in_space(client, c), self.extension_state))
                 if claimed is not None:
                     assessed = claimed.assessed(len(command))
                     self.objects.observe(claimed.code, command, claimed.response, claimed.rc)  # e.g. a forwarded Startup
                     if claimed.fault:
                         self._log(claimed.fault)  # the client only saw TPM_RC_FAILURE
-                    for component, count in assessed.terms.items():
-                        clock.charge(component, count)
-                    for component, ms in claimed.charges_ms.items():
-                        clock.charge_ms(component, ms)
+                    clock.charge_all(assessed.terms)
+                    clock.charge_all_ms(claimed.charges_ms)
                     return claimed.response, assessed, rec
-            return self._forward(client, command, rec)
+            return self._forward(client, command, rec, code)
         finally:
             clock.end()
 
-    def _forward(self, client: Client, command: bytes, rec):
+    def _forward(self, client: Client, command: bytes, rec, code: int):
         """Steps 2-4: the resource manager, the backend, pricing (inside the command's clock record)."""
         if self.rm is None:  # no resource manager (TPM 1.2, --no-rm): one backend command, no closure
-            response = self.backend.transact(command)
+            backend = self.backend
+            response = backend.transact(command)
             self._note_backend(command, response)
+            if self.family == "tpm1.2":  # the engine prices itself (no TPM 2.0 wire model)
+                charged = backend.charged()
+                rc = struct.unpack_from(">I", response, 6)[0] if len(response) >= wire.HEADER_SIZE else TPM12_FAIL
+                assessed = cost.CommandCost(rec.name, code, None, {}, len(command), len(response), rc,
+                                            charged is not None)
+                if charged:  # charged() hands out a fresh dict ({} or None: nothing to charge)
+                    self.clock.charge_all_ms(charged)
+                return response, assessed, rec
             assessed, charged = self._price(command, response)
-            clock = self.clock
             if charged is not None:
-                for component, ms in charged.items():
-                    clock.charge_ms(component, ms)
+                self.clock.charge_all_ms(charged)
             else:
-                for component, count in assessed.terms.items():
-                    clock.charge(component, count)
+                self.clock.charge_all(assessed.terms)
             return response, assessed, rec
-        outcome: list = []
-
-        def run(real: bytes) -> bytes:
-            response = self.backend.transact(real)
-            self._note_backend(real, response)
-            outcome.append(self._price(real, response))
-            return response
-
-        response = self.rm.execute(client.space, command, run)
-        if outcome:
-            assessed, charged = outcome[-1]
+        self._priced = None
+        response = self.rm.execute(client.space, command, self._run_priced)
+        priced = self._priced
+        if priced is not None:
+            assessed, charged = priced
             if charged is not None:
-                for component, ms in charged.items():
-                    self.clock.charge_ms(component, ms)
+                self.clock.charge_all_ms(charged)
             else:
-                for component, count in assessed.terms.items():
-                    self.clock.charge(component, count)
+                self.clock.charge_all(assessed.terms)
         else:  # refused by the resource manager before reaching the TPM
-            assessed = cost.assess(command, response, self.objects, self.profile)
-            for component, count in assessed.terms.items():
-                self.clock.charge(component, count)
+            assessed = self._pricer.assess(command, response, self.objects)
+            self.clock.charge_all(assessed.terms)
         return response, assessed, rec
+
+    def _run_priced(self, real: bytes) -> bytes:
+        """The resource manager's run for a client command: the backend, then its price (the last such
+        price is the command's; a bound method, not a closure per command)."""
+        response = self.backend.transact(real)
+        self._note_backend(real, response)
+        self._priced = self._price(real, response)
+        return response
 
     def transact_in_space(self, client: Client, command: bytes) -> bytes:
         """A backend command on ``client``'s behalf, through its resource-manager space, unpriced
@@ -555,10 +577,9 @@ class TimingProxy:
     def _internal(self, command: bytes) -> bytes:
         """One of the resource manager's own commands: run and priced like a client's."""
         response = self.backend.transact(command)
-        assessed = cost.assess(command, response, self.objects, self.profile)
+        assessed = self._pricer.assess(command, response, self.objects)
         before = self.clock.now_ms
-        for component, count in assessed.terms.items():
-            self.clock.charge(component, count)
+        self.clock.charge_all(assessed.terms)
         self._rm_ms += self.clock.now_ms - before
         self._rm_commands += 1
         self._rm_list.append([assessed.command, assessed.in_bytes, assessed.out_bytes, assessed.rc])
@@ -571,7 +592,7 @@ class TimingProxy:
                 namer = getattr(self.backend, "command_name", None)
                 name = self._names[code] = namer(code) if callable(namer) else f"TPM_ORD_{code:#x}"
             return name
-        reg = extensions.registered().get(code)
+        reg = extensions.registration(code)
         return reg.name if reg is not None else command_name(code)
 
     def _price(self, command: bytes, response: bytes) -> tuple[cost.CommandCost, dict[str, float] | None]:
@@ -580,14 +601,8 @@ class TimingProxy:
         Returns the assessed command (name, sizes, rc, terms for the trace) and,
         when the backend priced it, its component -> ms breakdown.
         """
-        charged = self.backend.charged()
-        if self.family == "tpm1.2":
-            code = struct.unpack_from(">I", command, 6)[0] if len(command) >= wire.HEADER_SIZE else 0
-            rc = struct.unpack_from(">I", response, 6)[0] if len(response) >= wire.HEADER_SIZE else TPM12_FAIL
-            assessed = cost.CommandCost(self._name(code), code, None, {}, len(command), len(response), rc,
-                                        modelled=charged is not None)
-            return assessed, (charged if charged is not None else {})  # charged() hands out a fresh dict
-        assessed = cost.assess(command, response, self.objects, self.profile)
+        charged = self.backend.charged()  # (a TPM 1.2 backend is priced in _forward: it has no RM)
+        assessed = self._pricer.assess(command, response, self.objects)
         if self._trace_writer is not None or self._trace_fn is not None:  # replay's fields, only when traced
             self._detail = tracing.details(command, assessed.code, assessed.command, self.objects)
         self.objects.observe(assessed.code, command, response, assessed.rc)
@@ -602,9 +617,10 @@ class TimingProxy:
                              list(a.missing) if a.missing else [], breakdown, a.terms, served_ms, late,
                              self._rm_ms, self._rm_commands, client,  # positional: the fields' order
                              pid=pid, rm=self._rm_list, **self._detail)
-        if len(self.records) >= self._keep:
-            del self.records[: self._keep // 2]
-        self.records.append(record)
+        if self._keep:
+            if len(self.records) >= self._keep:
+                del self.records[: self._keep // 2]
+            self.records.append(record)
         return record
 
     def note_reject(self, reason: str) -> None:

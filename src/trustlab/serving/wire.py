@@ -277,6 +277,7 @@ def whole_raw_command(data: bytes, family: str = "tpm2", max_frame: int = MAX_FR
 
 
 _TAG_SIZE = struct.Struct(">HI")
+_SIZE = struct.Struct(">I")
 _TPM2_TAGS = (TPM_ST_NO_SESSIONS, TPM_ST_SESSIONS)
 
 
@@ -314,10 +315,12 @@ def handshake_reply(server_version: int = 1, flags: int = 0x7) -> bytes:
 
 def response_length(head: bytes) -> int:
     """Total length of a response given at least its 10-byte header."""
-    header = parse_header(head)
-    if header.size < HEADER_SIZE or header.size > MAX_FRAME * 4:
-        raise WireError(f"backend response size {header.size} out of range")
-    return header.size
+    if len(head) < HEADER_SIZE:
+        raise WireError(f"frame of {len(head)} bytes is shorter than a TPM header")
+    size = _SIZE.unpack_from(head, 2)[0]  # (no Header object: once per backend response)
+    if size < HEADER_SIZE or size > MAX_FRAME * 4:
+        raise WireError(f"backend response size {size} out of range")
+    return size
 
 
 # ---- swtpm control channel -------------------------------------------------

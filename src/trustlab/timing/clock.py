@@ -130,6 +130,40 @@ class Clock:
             self.by_command_component[(NO_COMMAND, component)] += ms
             self.by_command[NO_COMMAND] += ms
 
+    def charge_all(self, counts: dict[str, float]) -> None:
+        """:meth:`charge` each ``component: count`` in order (a served command's priced terms, in one call)."""
+        fixed, charge_ms = self._fixed, self.charge_ms
+        for component, count in counts.items():
+            if count <= 0:
+                if count < 0:
+                    raise ValueError(f"cannot charge a negative count ({count}) of {component!r}")
+                continue
+            mean = fixed.get(component)
+            charge_ms(component, count * (self._draw(self._profile[component]) if mean is None else mean))
+
+    def charge_all_ms(self, breakdown: dict[str, float]) -> None:
+        """:meth:`charge_ms` each ``component: ms`` in order (a device's whole breakdown, in one call).
+
+        The same additions in the same order as one call per component, so the
+        same totals to the last bit.
+        """
+        stack = self._stack
+        if not stack:
+            for component, ms in breakdown.items():
+                self.charge_ms(component, ms)
+            return
+        top = stack[-1]
+        name, mine = top.name, top.breakdown
+        by_component, by_pair = self.by_component, self.by_command_component
+        now, total = self.now_ms, top.ms
+        for component, ms in breakdown.items():
+            now += ms
+            by_component[component] += ms
+            by_pair[name, component] += ms
+            total += ms
+            mine[component] = mine.get(component, 0.0) + ms
+        self.now_ms, top.ms = now, total
+
     def require(self, *components: str) -> None:
         """Fail early, naming the component, if the profile cannot time a device."""
         missing = [c for c in components if c not in self.profile]

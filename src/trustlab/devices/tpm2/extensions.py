@@ -355,6 +355,13 @@ def registered() -> dict[int, Registration]:
     return dict(_REGISTRY)
 
 
+def registration(code: int) -> Registration | None:
+    """The registration of extension command ``code``, or None (no copy of the table: per-command use)."""
+    if not _loaded:
+        _load_plugins()
+    return _REGISTRY.get(code)
+
+
 def _load_plugins() -> None:
     global _loaded
     if _loaded:
@@ -400,11 +407,15 @@ def dispatch(command: bytes, ctx: Context) -> ExtensionResult | None:
     if len(command) < HEADER_SIZE or struct.unpack_from(">H", command, 0)[0] not in (TPM_ST_NO_SESSIONS,
                                                                                       TPM_ST_SESSIONS):
         return None  # not a TPM 2.0 command (a TPM 1.2 frame, garbage): the backend answers it
-    code = struct.unpack_from(">I", command, 6)[0]
-    _load_plugins()
-    reg = _REGISTRY.get(code)
+    reg = registration(struct.unpack_from(">I", command, 6)[0])
     if reg is None:
         return None
+    return dispatch_registered(command, reg, ctx)
+
+
+def dispatch_registered(command: bytes, reg: Registration, ctx: Context) -> ExtensionResult | None:
+    """:func:`dispatch` for a TPM 2.0 frame whose code has the registration ``reg`` (the proxy has looked
+    it up already, and builds ``ctx`` only then)."""
     try:
         cmd = parse_command(command, reg.name, reg.handles)
     except TpmError as exc:

@@ -131,13 +131,13 @@ def swtpm_backend(tpm: Swtpm, owned: bool = False) -> SocketBackend:
 
 
 def open_backend(spec: "str | Swtpm | Backend") -> Backend:
-    """``swtpm`` (a fresh one, owned), ``tcp:HOST:PORT``, ``device:PATH``, a Swtpm or a Backend."""
+    """``swtpm`` (a fresh one, owned, on unix sockets), ``tcp:HOST:PORT``, ``device:PATH``, a Swtpm or a Backend."""
     if isinstance(spec, Backend):
         return spec
     if isinstance(spec, Swtpm):
         return swtpm_backend(spec.start())
-    if spec == "swtpm":
-        return swtpm_backend(Swtpm().start(), owned=True)
+    if spec == "swtpm":  # ours alone: unix sockets (a command costs both ends less than over TCP loopback)
+        return swtpm_backend(Swtpm(unix=True).start(), owned=True)
     kind, _, rest = spec.partition(":")
     if kind == "tcp":
         host, _, port = rest.rpartition(":")

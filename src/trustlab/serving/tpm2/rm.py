@@ -151,7 +151,7 @@ class Space:
 
     @property
     def empty(self) -> bool:
-        return not any(self.sessions) and all(c is None for c in self.objects)
+        return not any(self.sessions) and self.objects.count(None) == len(self.objects)  # (no generator: per command)
 
 
 class ResourceManager:
@@ -222,8 +222,8 @@ class ResourceManager:
         if attrs is None or len(command) < wire.HEADER_SIZE + 4 * attrs[0]:
             return run(command)  # the TPM answers TPM_RC_COMMAND_CODE / _SIZE itself
         n_handles, response_handle = attrs
-        if not n_handles and not response_handle and code not in _SPACE_COMMANDS and space.empty \
-                and command[1] != 0x02:  # TPM_ST_SESSIONS: no handle, no session, nothing of this space to map
+        if not n_handles and not response_handle and command[1] != 0x02 and code not in _SPACE_COMMANDS \
+                and space.empty:  # 0x02: TPM_ST_SESSIONS; no handle, no session, nothing of this space to map
             return run(command)
         refused = self._foreign_sessions(space, command, code, n_handles)
         if refused:
