@@ -67,9 +67,20 @@ def get_test_result(tpm, req: Request) -> Response:
 
 @tpm_command("TPM_ResetLockValue", auth=(1,))
 def reset_lock_value(tpm, req: Request) -> Response:
-    """Part 3, 5.6: the owner ends the dictionary-attack defence."""
+    """Part 3, 5.6: the owner ends the dictionary-attack defence - also while it runs (libtpms
+    TPM_Process_ResetLockValue has no lockout check). A wrong owner authorization sets
+    disableResetLock, which makes every later try TPM_AUTHFAIL until the lockout period is over
+    (libtpms TPM_Authdata_CheckState) or the next TPM_Startup(ST_CLEAR)."""
+    if tpm.lockout_remaining_s() <= 0:
+        tpm.disable_reset_lock = False
     req.params.end()
-    req.auth.check(0, tpm.owner_auth(), (C.TPM_ET_OWNER, C.TPM_KH_OWNER))
+    if tpm.disable_reset_lock:
+        raise TpmError("TPM_AUTHFAIL", "TPM_ResetLockValue: disableResetLock (an earlier try failed)")
+    try:
+        req.auth.check(0, tpm.owner_auth(), (C.TPM_ET_OWNER, C.TPM_KH_OWNER))
+    except TpmError:
+        tpm.disable_reset_lock = True
+        raise
     tpm.auth_fail_count = 0
     return Response()
 
