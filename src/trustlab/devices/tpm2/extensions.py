@@ -321,6 +321,8 @@ class Registration:
     claims: "Callable[[Command], bool] | Callable[[Command, Context], bool] | None" = None
     claims_in_context: bool = False
     """``claims`` takes the :class:`Context` too (to consult what the handler learnt in ``ctx.state``)."""
+    passes: Callable[[bytes, "Context"], bool] | None = None
+    """A cheap test of the raw frame, before it is parsed: True sends it to the backend untouched."""
 
 
 _REGISTRY: dict[int, Registration] = {}
@@ -333,7 +335,7 @@ _version = 0
 
 def tpm_command(code: int, name: str, *, handles: int,
                 claims: "Callable[[Command], bool] | Callable[[Command, Context], bool] | None" = None,
-                ) -> Callable[[Handler], Handler]:
+                passes: "Callable[[bytes, Context], bool] | None" = None) -> Callable[[Handler], Handler]:
     """Register ``handler`` for command ``code``; ``handles`` is the size of its handle area.
 
     ``claims``: for a command the backend also has, a side-effect-free test of
@@ -341,14 +343,18 @@ def tpm_command(code: int, name: str, *, handles: int,
     cannot parse, sends the command to the backend untouched. A ``claims``
     with a second parameter also gets the :class:`Context` (e.g. to pass on
     requests the handler found it leaves untouched, kept in ``ctx.state``).
-    Without it the command is always the handler's. Registering a code again
+    ``passes``: optionally, with ``claims``, a test of the raw frame that may
+    say True only where ``claims`` would say False; it spares the commands
+    the handler never wants (most of them, for a command as common as
+    TPM2_GetCapability) the parsing. Without ``claims`` the command is always the handler's. Registering a code again
     replaces the handler (a what-if variant); handlers for one code are not
     chained.
     """
     def deco(fn: Handler) -> Handler:
         global _version
         in_context = claims is not None and len(inspect.signature(claims).parameters) >= 2
-        _REGISTRY[code] = Registration(code, name, handles, fn, claims, in_context)
+        _REGISTRY[code] = Registration(code, name, handles, fn, claims, in_context,
+                                       passes if claims is not None else None)
         _version += 1
         return fn
     return deco
@@ -432,6 +438,8 @@ def dispatch(command: bytes, ctx: Context) -> ExtensionResult | None:
 def dispatch_registered(command: bytes, reg: Registration, ctx: Context) -> ExtensionResult | None:
     """:func:`dispatch` for a TPM 2.0 frame whose code has the registration ``reg`` (the proxy has looked
     it up already, and builds ``ctx`` only then)."""
+    if reg.passes is not None and reg.passes(command, ctx):
+        return None
     try:
         cmd = parse_command(command, reg.name, reg.handles)
     except TpmError as exc:
