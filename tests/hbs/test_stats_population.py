@@ -15,7 +15,7 @@ from trustlab.timing import registry
 
 def _grid(h: list[int], w: list[int]):
     args = argparse.Namespace(profile="jcop-2018", h=None, d=None, w=None, grid=True, grid_h=h, grid_w=w,
-                              sensitivity=0.1, check=False, set=[])
+                              sensitivity=None, check=False, set=[])
     return get("hbs").run(args)
 
 

@@ -147,3 +147,52 @@ def test_reinit_bumps_the_epoch_across_restarts(tpm: Tpm12, aik) -> None:
     assert epochs == sorted(set(epochs)) and len(epochs) == 3
     with pytest.raises(TpmError, match="TPM_AUTHFAIL"):
         tpm.TPM_ExecuteHashTree(handle, 0, 0, 2, [], b"\0" * 20, AIK)
+
+
+def _params(mode: int, index: int, value: int, delta: int, nonce: bytes, count: int, path: bytes) -> bytes:
+    return bytes([mode]) + b"".join(v.to_bytes(8, "big") for v in (index, value, delta)) + nonce \
+        + count.to_bytes(4, "big") + path
+
+
+@pytest.mark.parametrize("case, code", [
+    ("short-head", "TPM_BAD_PARAM_SIZE"), ("short-path", "TPM_BAD_PARAM_SIZE"),
+    ("trailing", "TPM_BAD_PARAM_SIZE"), ("count-over-64", "TPM_BAD_PARAMETER"),
+    ("count-over-64-short", "TPM_BAD_PARAMETER"), ("count-not-depth", "TPM_BAD_PARAMETER"),
+])
+def test_malformed_parameters_fail_as_read_field_by_field(tpm: Tpm12, aik, case: str, code: str) -> None:
+    """The one-unpack parse of well-formed parameters leaves every malformed frame its old error."""
+    handle, _ = aik
+    depth = 4
+    tpm.TPM_ExecuteHashTree(handle, 0, 0, depth, [], b"\0" * 20, OWNER)
+    path = b"".join(merkle.counter_defaults(depth)[:depth])
+    params = {
+        "short-head": _params(3, 1, 0, 1, b"\1" * 20, depth, path)[:40],
+        "short-path": _params(3, 1, 0, 1, b"\1" * 20, depth, path[:-1]),
+        "trailing": _params(3, 1, 0, 1, b"\1" * 20, depth, path + b"\0"),
+        "count-over-64": _params(3, 1, 0, 1, b"\1" * 20, 65, path + bytes(20 * 61)),
+        "count-over-64-short": _params(3, 1, 0, 1, b"\1" * 20, 65, path),
+        "count-not-depth": _params(3, 1, 0, 1, b"\1" * 20, depth - 1, path[:-20]),
+    }[case]
+    with pytest.raises(TpmError, match=code):
+        tpm.call("TPM_ExecuteHashTree", handles=[handle], params=params, auth=[AIK])
+    # and the well-formed frame of the same request still works
+    root, _, _ = tpm.TPM_ExecuteHashTree(handle, 3, 1, 0, merkle.counter_defaults(depth)[:depth], b"\1" * 20, AIK,
+                                         delta=1)
+    assert root == merkle.root_from_path(1, merkle.counter_leaf(1), merkle.counter_defaults(depth)[:depth])
+
+
+def test_packed_and_listed_siblings_send_the_same_frame(tpm: Tpm12, aik) -> None:
+    handle, _ = aik
+    sent = []
+    execute = tpm.engine.execute
+    tpm.engine.execute = lambda frame: sent.append(frame) or execute(frame)  # type: ignore[method-assign]
+    path = merkle.counter_defaults(3)[:3]
+    tpm.TPM_ExecuteHashTree(handle, 0, 0, 3, [], b"\0" * 20, OWNER)
+    for siblings in (path, b"".join(path)):
+        with pytest.raises(TpmError):  # READ of value 5 fails (the counter is 0), after the same frame went out
+            tpm.TPM_ExecuteHashTree(handle, 1, 2, 5, siblings, b"\2" * 20, secret("aik"), sign=False)
+    ordinal = C.ORD["TPM_ExecuteHashTree"].to_bytes(4, "big")
+    strip = [f[:-45] for f in sent if f[6:10] == ordinal][-2:]  # the trailers carry fresh nonces
+    assert strip[0] == strip[1]
+    with pytest.raises(ValueError, match="multiple of 20"):
+        tpm.TPM_ExecuteHashTree(handle, 1, 2, 0, b"".join(path)[:-1], b"\2" * 20, AIK)

@@ -25,9 +25,20 @@ def flat_at() -> int:
     is fixed anyway, and the dict it replaces grew to ~10 MiB at 65536 counters,
     memory a 2^20-counter run did not get back before its peak.
     """
+    merkle = _MERKLE or _merkle()  # (asked per request until the switch: no import statement per call)
+    return min(FLAT_AT, merkle.DENSIFY_AT)
+
+
+_MERKLE = None
+
+
+def _merkle():
+    """The engine's Merkle module, imported on first use (not at import: the CLI starts without the TPM)."""
+    global _MERKLE
     from trustlab.devices.tpm12 import merkle
 
-    return min(FLAT_AT, merkle.DENSIFY_AT)
+    _MERKLE = merkle
+    return merkle
 
 
 class VerificationError(TrustlabError):

@@ -119,13 +119,13 @@ class TreeProver:
         new = old + delta if kind == INC else old
         if kind == INC:  # the siblings, read once; the new path is stored once the TPM agrees
             pending = self.tree.prepare(counter, merkle.encode_value(new))
-            siblings = pending.siblings
+            path: bytes | list[bytes] = pending.packed  # sent as read: the wire form
         else:
-            siblings = self.tree.siblings(counter)
+            path = self.tree.siblings(counter)
         tpm, d = self.dev.tpm, self.dev
         aik_s = self._aik_session()
         mode = MODE_INCREMENT if kind == INC else MODE_READ
-        root, epoch, sig = tpm.TPM_ExecuteHashTree(d.aik, mode, counter, old, siblings, nonce, aik_s,
+        root, epoch, sig = tpm.TPM_ExecuteHashTree(d.aik, mode, counter, old, path, nonce, aik_s,
                                                    delta=delta if kind == INC else 0, sign=sign)
         if kind == INC:
             host_root = self.tree.commit(pending)
@@ -142,7 +142,7 @@ class TreeProver:
                 for c, u in last.items():
                     dense[c] = u
                 self.last = dense
-        return TreeCert(epoch, counter, old, new, tuple(siblings), root, nonce, sig)
+        return TreeCert(epoch, counter, old, new, pending.siblings if kind == INC else tuple(path), root, nonce, sig)
 
     def read(self, counter: int, nonce: bytes) -> Answer:
         cert = self._op(READ, counter, nonce, 0)

@@ -176,8 +176,9 @@ class Pending(NamedTuple):
     packed: bytes
 
     @property
-    def siblings(self) -> list[bytes]:
-        return [self.packed[at:at + merkle.DIGEST] for at in range(0, len(self.packed), merkle.DIGEST)]
+    def siblings(self) -> tuple[bytes, ...]:
+        """The siblings one by one (split in one C call: every increment's certificate carries them)."""
+        return merkle.split_digests(self.packed)
 
 
 def root_from_path(index: int, leaf_hash: bytes, siblings: list[bytes], node_hash: NodeHash) -> bytes:

@@ -529,7 +529,7 @@ class Tpm12:
                        old_auth: Auth, new_auth: bytes) -> bytes:
         """Re-encrypt a key's or sealed blob's encData with a new secret; returns the new encData."""
         s = self._osap_key(parent, parent_auth)
-        params = Writer().u16(0x0001).raw(s.encrypt_auth(new_auth)).u16(entity_type).sized(enc).bytes()
+        params = Writer().u16(C.TPM_PID_ADCP).raw(s.encrypt_auth(new_auth)).u16(entity_type).sized(enc).bytes()
         _, r = self.call("TPM_ChangeAuth", handles=[parent], params=params, auth=[s, old_auth])
         return r.sized()
 
@@ -596,7 +596,7 @@ class Tpm12:
         return r.sized()
 
     # ---- what-if: hash tree ----------------------------------------------------------
-    def TPM_ExecuteHashTree(self, key: int, mode: int, index: int, value: int, siblings: Sequence[bytes],
+    def TPM_ExecuteHashTree(self, key: int, mode: int, index: int, value: int, siblings: Sequence[bytes] | bytes,
                             nonce: bytes, auth: Auth, *, delta: int = 0,
                             sign: bool = True) -> tuple[bytes, int, bytes]:
         """Returns (root now held by the TPM, the tree's epoch, signature over TPM_HASHTREE_INFO).
@@ -605,11 +605,16 @@ class Tpm12:
         secret, ``value`` = the depth, no siblings; empty signature), 1 READ,
         2 UPDATE (always refused), 3 INCREMENT by ``delta`` (>= 1). ``value`` is
         the counter's current value; ``sign=False`` skips the signature (batch
-        attestation).
+        attestation). ``siblings`` may come packed (20 bytes each, back to back: the wire form).
         """
         # marshalled in one pack + join (the 2^20-counter runs send a million of these)
-        params = b"".join((_HASHTREE_HEAD(mode | (0 if sign else 0x80), index, value, delta), nonce,
-                           _U32(len(siblings)), *siblings))
+        head = _HASHTREE_HEAD(mode | (0 if sign else 0x80), index, value, delta)
+        if isinstance(siblings, bytes):
+            if len(siblings) % 20:
+                raise ValueError(f"packed sibling path of {len(siblings)} bytes is not a multiple of 20")
+            params = b"".join((head, nonce, _U32(len(siblings) // 20), siblings))
+        else:
+            params = b"".join((head, nonce, _U32(len(siblings)), *siblings))
         _, r = self.call("TPM_ExecuteHashTree", handles=[key], params=params, auth=[auth])
         return r.raw(20), r.u32(), r.sized()
 

@@ -37,7 +37,7 @@ from typing import Callable
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 from trustlab.devices.tpm12 import constants as C
-from trustlab.devices.tpm12 import flags, registry
+from trustlab.devices.tpm12 import flags, owner_evict, registry
 from trustlab.devices.tpm12 import state_checks as checks
 from trustlab.devices.tpm12.contexts import ContextState, session_from_json, session_to_json
 from trustlab.devices.tpm12.errors import TpmError
@@ -65,6 +65,7 @@ _RC_SUCCESS = struct.pack(">I", C.TPM_SUCCESS)
 _REQUEST_TAGS = C.REQUEST_TAGS  # tag -> number of authorization trailers
 _RESPONSE_TAGS = C.RESPONSE_TAG  # number of authorization trailers -> response tag
 _ORD_STARTUP = C.ORD["TPM_Startup"]
+_ORD_RESET_LOCK_VALUE = C.ORD["TPM_ResetLockValue"]
 _ORD_EXECUTE_TRANSPORT = C.ORD["TPM_ExecuteTransport"]
 _SHA1_THREAD = {C.ORD[n] for n in ("TPM_SHA1Update", "TPM_SHA1Complete", "TPM_SHA1CompleteExtend")}
 # Part 3, 4.2 (failure mode): only these answer; libtpms adds nothing else
@@ -110,6 +111,7 @@ class Engine:
         self.locality = 0  # the bus locality of the current command (a served TPM's host sets it)
         self.auth_fail_count = 0  # dictionary-attack counter (TPM_STCLEAR_DATA.authFailCount)
         self.auth_fail_ms = 0.0
+        self.disable_reset_lock = False  # TPM_STCLEAR_DATA.disableResetLock (a failed TPM_ResetLockValue)
         self.init()
         if started:
             self.startup()
@@ -127,12 +129,13 @@ class Engine:
         self.deactivated = False
         self.disabled = flags.permanent(self, "disable")
         self._clear_volatile()
+        self._nv_areas = None  # libtpms reloads its NV at _TPM_Init: released slots close up (nvareas)
 
     # ---- volatile state -------------------------------------------------------
     def _clear_volatile(self) -> None:
         """Part 3, 3.2 TPM_Startup(ST_CLEAR) 2.a-b: sessions and keys gone, PCRs at their defaults."""
         self.pcrs = list(PCR_DEFAULT)  # (one entry per PCR)
-        self.keys: dict[int, LoadedKey] = {}
+        self.keys: dict[int, LoadedKey] = owner_evict.stored_keys(self.state)  # they keep their slots
         self.sessions: dict[int, Session] = {}
         self.exclusive: int | None = None
         self.counter_this_boot: int | None = None
@@ -163,11 +166,13 @@ class Engine:
         self.post_init = False
         self._clear_volatile()
         self.auth_fail_count = 0
+        self.disable_reset_lock = False
         if kind == C.TPM_ST_STATE:
             if saved is None:
                 self.failed = True
                 raise TpmError("TPM_FAILEDSELFTEST", "TPM_Startup(ST_STATE) but no state was saved")
-            self._restore(saved)
+            if self._restore(saved):  # the saved flags are the boot's (libtpms TPM_Startup_State)
+                return
         elif kind == C.TPM_ST_DEACTIVATED:
             self.deactivated = True
         if flags.permanent(self, "deactivated"):  # Part 3, 3.2 step 3: stclear copies the permanent flag
@@ -180,21 +185,42 @@ class Engine:
                "next": self._next_handle, "counter": self.counter_this_boot}
         if self.sessions:  # libtpms keeps the sessions too (TPM_StclearData_Store: auth and transport)
             doc["sessions"] = [session_to_json(s) for s in self.sessions.values()]
+        # and the TPM_STCLEAR_FLAGS, the dictionary-attack state and the NV areas' bReadSTClear /
+        # bWriteSTClear (TPM_SaveState_Store: StclearFlags, StclearData, NVIndexEntries_StoreVolatile);
+        # found by Startup(ST_DEACTIVATED), SaveState, Startup(ST_STATE): libtpms stays deactivated
+        doc["stclear"] = {"deactivated": self.deactivated, "disable_force_clear": self.disable_force_clear,
+                          "physical_presence": self.physical_presence, "pp_lock": self.pp_lock,
+                          "global_lock": self.global_lock, "nv_locks": sorted(map(list, self.nv_stclear_locks)),
+                          "da": [self.auth_fail_count, self.disable_reset_lock, self.auth_fail_ms]}
         self.state.extra[SAVED_STATE] = json.dumps(doc, sort_keys=True)
         self.mark_dirty()
 
-    def _restore(self, saved: str) -> None:
+    def _restore(self, saved: str) -> bool:
+        """Back to the saved boot; True if the saved state held the TPM_STCLEAR_FLAGS too."""
         try:
             doc = json.loads(saved)
             self.pcrs = [PCR_DEFAULT[i] if PCR_RESETTABLE[i] else bytes.fromhex(v)
                          for i, v in enumerate(doc["pcrs"])]
             self.keys = {int(h): key_from_json(v) for h, v in doc["keys"].items()}
+            self.keys.update(owner_evict.stored_keys(self.state))
             self._next_handle = {k: int(v) for k, v in doc["next"].items()}
             self.counter_this_boot = doc["counter"]
             self.sessions = {s.handle: s for s in map(session_from_json, doc.get("sessions", []))}
+            stclear = doc.get("stclear")
+            if stclear is not None:  # (a state saved before the flags were kept has none)
+                self.deactivated = bool(stclear["deactivated"])
+                self.disable_force_clear = bool(stclear["disable_force_clear"])
+                self.physical_presence = bool(stclear["physical_presence"])
+                self.pp_lock = bool(stclear["pp_lock"])
+                self.global_lock = bool(stclear["global_lock"])
+                self.nv_stclear_locks = {(kind, int(index)) for kind, index in stclear["nv_locks"]}
+                count, reset_lock, fail_ms = stclear["da"]
+                self.auth_fail_count, self.disable_reset_lock = int(count), bool(reset_lock)
+                self.auth_fail_ms = float(fail_ms)
         except (ValueError, KeyError, TypeError, TpmError) as e:
             self.failed = True
             raise TpmError("TPM_FAILEDSELFTEST", f"saved state unreadable: {e}") from None
+        return stclear is not None
 
     def invalidate_saved_state(self) -> None:
         """Part 3, 3.3: any command after TPM_SaveState other than Startup invalidates it."""
@@ -203,22 +229,33 @@ class Engine:
             self.mark_dirty()
 
     # ---- dictionary-attack mitigation (Part 1, 20) ------------------------------------
+    da_now_ms: Callable[[], float] | None = None
+    """The clock the dictionary-attack timer runs on: the modelled clock in process (None), the
+    wall clock when served (``serving/tpm12/engine_backend``): a chip's lockout timer also runs while
+    nobody sends it a command, as libtpms' does (TPM_GetTimeOfDay); modelled time only moves with
+    commands, so a served lockout would never end for a user who waits."""
+
+    def _da_now_ms(self) -> float:
+        return self.da_now_ms() if self.da_now_ms is not None else self.clock.now_ms
+
     def auth_failed(self) -> None:
         """Count a wrong authorization; past the threshold the TPM defends for 2^k seconds."""
         self.auth_fail_count += 1
         if self.auth_fail_count > LOCKOUT_THRESHOLD:
-            self.auth_fail_ms = self.clock.now_ms
+            self.auth_fail_ms = self._da_now_ms()
 
     def lockout_remaining_s(self) -> float:
-        """Seconds of modelled time the lockout still runs (0: no lockout)."""
+        """Seconds the lockout still runs (0: no lockout), on the clock of :attr:`da_now_ms`."""
         if self.auth_fail_count <= LOCKOUT_THRESHOLD:
             return 0.0
         wait_s = float(1 << min(self.auth_fail_count - LOCKOUT_THRESHOLD - 1, 31))
-        return max(0.0, wait_s - (self.clock.now_ms - self.auth_fail_ms) / 1000.0)
+        return max(0.0, wait_s - (self._da_now_ms() - self.auth_fail_ms) / 1000.0)
 
     def new_handle(self, kind: str) -> int:
         h = self._next_handle[kind]
-        self._next_handle[kind] += 1
+        while kind == "key" and h in self.keys:  # an owner-evict key keeps its handle across startups
+            h += 1
+        self._next_handle[kind] = h + 1
         return h
 
     def key(self, handle: int) -> LoadedKey:
@@ -248,8 +285,10 @@ class Engine:
         return loaded
 
     def owner_auth(self) -> bytes:
+        """The owner's secret for an owner-authorized command. With no owner installed libtpms'
+        TPM_AuthSessions_GetData answers TPM_AUTHFAIL (found by tpm_restrictsrk -a on an unowned chip)."""
         if self.state.owner_auth is None:
-            raise TpmError("TPM_NOSRK", "the TPM has no owner")
+            raise TpmError("TPM_AUTHFAIL", "the TPM has no owner")
         return self.state.owner_auth
 
     # ---- auditing (Part 3, 8.1) -----------------------------------------------------
@@ -345,9 +384,7 @@ class Engine:
             tag, size, ordinal = _HEADER_IN(frame)
             if size != flen:
                 raise TpmError("TPM_BAD_PARAM_SIZE", f"paramSize {size} but frame has {flen} bytes")
-            n_auth = _REQUEST_TAGS.get(tag)
-            if n_auth is None:
-                raise TpmError("TPM_BADTAG", f"tag {tag:#06x}")
+            n_auth = _REQUEST_TAGS.get(tag)  # (None: not a request tag; checked with the ordinal's tags below)
             spec = self._specs.get(ordinal)
             if spec is None:
                 raise TpmError("TPM_BAD_ORDINAL", f"ordinal {ordinal:#x}")
@@ -355,6 +392,9 @@ class Engine:
                 raise TpmError("TPM_INVALID_POSTINIT", f"{spec.name} before TPM_Startup")
             if self.failed and ordinal not in _FAILURE_MODE_OK:
                 raise TpmError("TPM_FAILEDSELFTEST", f"{spec.name}: the TPM is in failure mode")
+            if n_auth is None:  # libtpms: an unknown ordinal first (TPM_BAD_ORDINAL; TrouSerS'
+                # PhysicalDisable sends tag 0x00C4, ordinal 0), the tag in the ordinal's own handler
+                raise TpmError("TPM_BADTAG", f"tag {tag:#06x}")
             if n_auth not in spec.auth:
                 raise TpmError("TPM_BADTAG", f"{spec.name} takes {spec.auth} authorization session(s), not {n_auth}")
             if self.sha1_context is not None and ordinal not in _SHA1_THREAD and ordinal != _ORD_EXECUTE_TRANSPORT:
@@ -372,7 +412,8 @@ class Engine:
                     raise TpmError("TPM_DEACTIVATED", f"{spec.name}: the TPM is deactivated")
             if ordinal in checks.NEEDS_OWNER and self.state.owner_auth is None:
                 raise TpmError("TPM_NOSRK", f"{spec.name} needs an owner")
-            if n_auth and self.auth_fail_count > LOCKOUT_THRESHOLD and self.lockout_remaining_s() > 0:
+            if n_auth and self.auth_fail_count > LOCKOUT_THRESHOLD and self.lockout_remaining_s() > 0 \
+                    and ordinal != _ORD_RESET_LOCK_VALUE:  # libtpms: "this command proceeds anyway"
                 raise TpmError("TPM_DEFEND_LOCK_RUNNING",
                                f"{spec.name}: dictionary-attack lockout, {self.lockout_remaining_s():.1f} s left")
             trail_at = flen - AUTH_IN * n_auth  # where the authorization trailers start
@@ -448,7 +489,11 @@ class Engine:
                 e = TpmError("TPM_FAIL", f"internal error: {type(e).__name__}: {e}")
             elif e.dictionary:
                 self.auth_failed()
-            for u in uses:  # a failed command ends its sessions (Part 1, 13.2; libtpms, transport too)
+            # a failed command ends its sessions (Part 1, 13.2; libtpms, transport too) - unless it did
+            # not parse: libtpms sets authHandleValid FALSE for a paramSize that does not fit the
+            # parameters ("do not terminate sessions if the command did not parse correctly"; found by
+            # tpm_loadkey of an unparsable file, whose OIAP session TrouSerS then flushes)
+            for u in (uses if e.parsed else ()):
                 if u.session is not None and (u.session.kind != "TRANSPORT" or outer):
                     self.end_session(u.session.handle)
             try:

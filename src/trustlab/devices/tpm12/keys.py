@@ -263,6 +263,22 @@ def unmarshal_key(r: Reader) -> Key12:
     return Key12.unmarshal(r)
 
 
+def skip_key(r: Reader) -> None:
+    """Read past a TPM_KEY / TPM_KEY12 as libtpms' TPM_Key_Load does: structure only. RSA parameters
+    are read, not judged, and algorithm 0 loads (an uninitialised structure); the properties are
+    checked later (TPM_Key_CheckProperties), after the command's paramSize. Any other algorithm is
+    TPM_BAD_KEY_PROPERTY here too (TPM_KeyParms_Load)."""
+    r.raw(4), r.u16(), r.u32(), r.u8()
+    alg = r.u32()
+    r.u16(), r.u16()
+    parms = Reader(r.sized(), "TPM_KEY_PARMS")
+    if alg == C.TPM_ALG_RSA:
+        parms.u32(), parms.u32(), parms.sized()
+    elif alg != 0:
+        raise TpmError("TPM_BAD_KEY_PROPERTY", f"unknown algorithm {alg:#x}")
+    r.sized(), r.sized(), r.sized()
+
+
 def key_from_bytes(blob: bytes) -> Key12:
     r = Reader(blob, "TPM_KEY")
     k = unmarshal_key(r)

@@ -122,6 +122,22 @@ def _hash_up(index: int, path: bytes, start: int, a: bytes) -> bytes:
     return a
 
 
+_SPLITTERS: dict[int, struct.Struct] = {}
+
+
+def split_digests(packed: bytes) -> tuple[bytes, ...]:
+    """``packed`` (20-byte digests back to back) as a tuple of digests, in one ``struct`` call."""
+    count, rem = divmod(len(packed), DIGEST)
+    if rem:
+        raise ValueError(f"{len(packed)} bytes are not a whole number of {DIGEST}-byte digests")
+    split = _SPLITTERS.get(count)
+    if split is None:
+        split = struct.Struct(f"{count * (str(DIGEST) + 's')}")
+        if count <= MAX_DEPTH:  # (a tree's paths: a few lengths; anything else is not kept)
+            _SPLITTERS[count] = split
+    return split.unpack(packed)
+
+
 def default_nodes(depth: int, h: Hash = sha1) -> list[bytes]:
     """``[empty leaf, empty height-1 node, ..., empty root]`` (depth + 1 entries)."""
     nodes = [leaf_hash(b"", h)]
@@ -275,8 +291,9 @@ class HeapNodes:
 
     def packed_siblings(self, index: int) -> bytes:
         """:meth:`siblings` back to back (TPM_ExecuteHashTree's wire form)."""
-        if not self.dense:
-            return b"".join(self.siblings(index))
+        if not self.dense:  # one comprehension, no list built and joined by siblings()
+            idx, get = self.size + index, self.nodes.get  # type: ignore[union-attr]
+            return b"".join([get(idx >> k ^ 1, d) for k, d in enumerate(self._path_defaults)])
         idx, nodes, w = self.size + index, self.nodes, self.width
         return b"".join([nodes[(idx >> k ^ 1) * w:(idx >> k ^ 1) * w + w]  # type: ignore[index]
                          for k in range(self.depth)])

@@ -43,6 +43,7 @@ import shutil
 import struct
 import tempfile
 import threading
+import time
 from pathlib import Path
 
 from trustlab.devices.tpm12 import constants as C
@@ -84,6 +85,10 @@ _RESULT = struct.Struct(">I").pack
 def fail_response(rc: int = C.RC["TPM_FAIL"]) -> bytes:
     """A bare TPM 1.2 error response (tag TPM_TAG_RSP_COMMAND, 10 bytes)."""
     return struct.pack(">HII", C.TPM_TAG_RSP_COMMAND, 10, rc)
+
+
+def _wall_ms() -> float:
+    return time.monotonic() * 1000.0
 
 
 def startup_frame(kind: int = C.TPM_ST_CLEAR) -> bytes:
@@ -148,6 +153,7 @@ class EngineBackend(Backend):
         with self._lock:
             self.engine = Engine(self.clock, self.nv, self.keygen, started=False)  # _TPM_Init
             self.engine.locality = self.locality
+            self.engine.da_now_ms = _wall_ms  # the lockout timer runs while the chip idles (Engine.da_now_ms)
             if self.startup == "clear":
                 self.engine.execute(startup_frame())
 

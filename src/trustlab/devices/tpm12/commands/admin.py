@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from trustlab.devices.tpm12 import constants as C
 from trustlab.devices.tpm12 import flags
+from trustlab.devices.tpm12.owner_evict import is_owner_evict
 from trustlab.devices.tpm12.pc_client import PCR_EXTEND_LOCAL, PCR_RESET_LOCAL, PCR_RESETTABLE
 from trustlab.devices.tpm12.errors import TpmError
 from trustlab.devices.tpm12.commands.endorsement import ek as ek_key
@@ -66,9 +67,20 @@ def get_test_result(tpm, req: Request) -> Response:
 
 @tpm_command("TPM_ResetLockValue", auth=(1,))
 def reset_lock_value(tpm, req: Request) -> Response:
-    """Part 3, 5.6: the owner ends the dictionary-attack defence."""
+    """Part 3, 5.6: the owner ends the dictionary-attack defence - also while it runs (libtpms
+    TPM_Process_ResetLockValue has no lockout check). A wrong owner authorization sets
+    disableResetLock, which makes every later try TPM_AUTHFAIL until the lockout period is over
+    (libtpms TPM_Authdata_CheckState) or the next TPM_Startup(ST_CLEAR)."""
+    if tpm.lockout_remaining_s() <= 0:
+        tpm.disable_reset_lock = False
     req.params.end()
-    req.auth.check(0, tpm.owner_auth(), (C.TPM_ET_OWNER, C.TPM_KH_OWNER))
+    if tpm.disable_reset_lock:
+        raise TpmError("TPM_AUTHFAIL", "TPM_ResetLockValue: disableResetLock (an earlier try failed)")
+    try:
+        req.auth.check(0, tpm.owner_auth(), (C.TPM_ET_OWNER, C.TPM_KH_OWNER))
+    except TpmError:
+        tpm.disable_reset_lock = True
+        raise
     tpm.auth_fail_count = 0
     return Response()
 
@@ -159,8 +171,11 @@ def flush_specific(tpm, req: Request) -> Response:
     rtype = req.params.u32()
     req.params.end()
     if rtype == C.TPM_RT_KEY:
-        if tpm.keys.pop(handle, None) is None:
+        if handle not in tpm.keys:
             raise TpmError("TPM_BAD_PARAMETER", f"no key {handle:#010x}")
+        if is_owner_evict(tpm, handle):  # Part 3, 22.1 step 2.b
+            raise TpmError("TPM_KEY_OWNER_CONTROL", f"key {handle:#010x} is owner-evict")
+        del tpm.keys[handle]
     elif rtype in (C.TPM_RT_AUTH, C.TPM_RT_TRANS):
         s = tpm.sessions.get(handle)
         if s is None or (s.kind == "TRANSPORT") != (rtype == C.TPM_RT_TRANS):

@@ -19,6 +19,7 @@ from trustlab.devices.tpm12.commands.transport import MAX_TRANSPORTS as MAX_TRAN
 from trustlab.devices.tpm12.contexts import CONTEXT_LIST
 from trustlab.devices.tpm12.errors import TpmError
 from trustlab.devices.tpm12.nvareas import MAX_TOTAL, areas
+from trustlab.devices.tpm12.owner_evict import is_owner_evict
 from trustlab.devices.tpm12.registry import Request, Response, by_ordinal, tpm_command
 from trustlab.devices.tpm12.state import LOCKOUT_THRESHOLD
 from trustlab.devices.tpm12.version import MANUFACTURER, version_info
@@ -122,6 +123,25 @@ def _handles(tpm, rtype: int) -> bytes:
     raise TpmError("TPM_BAD_PARAMETER", f"resource type {rtype:#x}")
 
 
+def _check_loaded_rsa(sub: bytes) -> bool:
+    """Is the TPM_KEY_PARMS of a TPM_CAP_CHECK_LOADED query RSA? Loaded as libtpms'
+    TPM_KeyParms_Load does (TPM_GetCapability_CapCheckLoaded): algorithm 0 (an uninitialised
+    structure, what TrouSerS sends for a key blob it cannot parse) is loaded and answers FALSE, RSA
+    parameters are only read (their values are checked when a key is loaded, not here), any other
+    algorithm is TPM_BAD_KEY_PROPERTY; nothing after the structure is looked at."""
+    r = Reader(sub, "TPM_KEY_PARMS")
+    alg = r.u32()
+    r.u16(), r.u16()
+    parms = r.sized()
+    if alg == C.TPM_ALG_RSA:
+        rsa = Reader(parms, "TPM_RSA_KEY_PARMS")
+        rsa.u32(), rsa.u32(), rsa.sized()
+        return True
+    if alg != 0:
+        raise TpmError("TPM_BAD_KEY_PROPERTY", f"TPM_CAP_CHECK_LOADED: algorithm {alg:#x}")
+    return False
+
+
 def capability(tpm, area: int, sub: bytes) -> bytes:
     """The capability response for ``area``/``sub`` (Part 2, 21.1), or TPM_BAD_MODE."""
     n32 = int.from_bytes(sub, "big") if len(sub) == 4 else None
@@ -152,18 +172,16 @@ def capability(tpm, area: int, sub: bytes) -> bytes:
     if area == C.TPM_CAP_KEY_HANDLE:
         return _handle_list(tpm.keys)
     if area == C.TPM_CAP_CHECK_LOADED:
-        from trustlab.devices.tpm12.keys import KeyParms
-
-        parms = KeyParms.unmarshal(Reader(sub, "TPM_KEY_PARMS"))
-        return _bool(parms.algorithm == C.TPM_ALG_RSA and len(tpm.keys) < KEY_SLOTS)
+        return _bool(_check_loaded_rsa(sub) and len(tpm.keys) < KEY_SLOTS)
     if area == C.TPM_CAP_SYM_MODE:
         need(n32)
         return _bool(False)
     if area == C.TPM_CAP_KEY_STATUS:
-        tpm.key(need(n32))
-        return _bool(False)  # no owner-evict keys
+        handle = need(n32)
+        tpm.key(handle)
+        return _bool(is_owner_evict(tpm, handle))
     if area == C.TPM_CAP_NV_LIST:
-        return b"".join(_u32(i) for i in sorted(areas(tpm)))
+        return b"".join(_u32(i) for i in areas(tpm))  # in slot order, as libtpms (nvareas.release)
     if area == C.TPM_CAP_NV_INDEX:
         index = need(n32)
         a = areas(tpm).get(index)

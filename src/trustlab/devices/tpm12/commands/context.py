@@ -27,6 +27,7 @@ from trustlab.devices.tpm12 import constants as C
 from trustlab.devices.tpm12.contexts import CONTEXT_LIST, session_from_json, session_to_json
 from trustlab.devices.tpm12.errors import TpmError
 from trustlab.devices.tpm12.keys import key_from_json, key_to_json
+from trustlab.devices.tpm12.owner_evict import is_owner_evict
 from trustlab.devices.tpm12.registry import Request, Response, tpm_command
 from trustlab.devices.tpm12.wire import Reader, Writer
 
@@ -84,6 +85,8 @@ def save_context(tpm, req: Request) -> Response:
         key = tpm.keys.get(handle)
         if key is None:
             raise TpmError("TPM_INVALID_RESOURCE", f"no loaded key {handle:#010x}")
+        if is_owner_evict(tpm, handle):  # Part 3, 21.2 step 4.a.iii (libtpms: TPM_OWNER_CONTROL)
+            raise TpmError("TPM_OWNER_CONTROL", f"key {handle:#010x} is owner-evict")
         nonce, internal = _nonce(tpm, "nonce_key"), key_to_json(key)
     elif rtype in (C.TPM_RT_AUTH, C.TPM_RT_TRANS):
         s = tpm.sessions.get(handle)

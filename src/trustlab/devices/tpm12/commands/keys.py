@@ -12,13 +12,14 @@ HMAC CMK of the oracle study is thus 6 (parameter digest over 315 bytes) + 5
 
 from __future__ import annotations
 
+import copy
 import hmac as _hmac
 from dataclasses import replace
 
 from trustlab.devices.tpm12 import constants as C
 from trustlab.devices.tpm12.errors import TpmError
 from trustlab.devices.tpm12.keys import (Key12, LoadedKey, StoreAsymkey, modulus_of,
-                                         check_key_parms, prime_of, rsa_from_prime, unmarshal_key)
+                                         check_key_parms, prime_of, rsa_from_prime, skip_key, unmarshal_key)
 from trustlab.devices.tpm12.commands.endorsement import ek as ek_key
 from trustlab.devices.tpm12.pcrs import PcrInfo
 from trustlab.devices.tpm12.registry import Request, Response, tpm_command
@@ -88,13 +89,23 @@ def create_wrap_key(tpm, req: Request) -> Response:
 def _load(tpm, req: Request) -> int:
     """TPM_LoadKey / TPM_LoadKey2 (Part 3, 10.5): unwrap under the parent into a free slot."""
     parent_h = req.handles[0]
-    blob = unmarshal_key(req.params)
+    structure = copy.copy(req.params)
+    try:
+        blob, improper = unmarshal_key(req.params), None
+    except TpmError as e:  # libtpms loads the structure, checks paramSize, the parent and its
+        if e.code != "TPM_BAD_KEY_PROPERTY":  # authorization, and only then the key's properties
+            raise
+        blob, improper = None, e
+        skip_key(structure)
+        req.params = structure
     req.params.end()
     parent = storage_parent(tpm, parent_h)
     if len(req.auth):
         req.auth.check(0, parent.usage_auth, (C.TPM_ET_KEYHANDLE, parent_h))
     elif parent.blob.auth_usage != C.TPM_AUTH_NEVER:
         raise TpmError("TPM_AUTHFAIL", "the parent key needs authorization")
+    if improper is not None:  # (found by tpm_loadkey of a file TrouSerS could not parse)
+        raise improper
     store = unwrap(tpm, parent, blob)
     if len(tpm.keys) >= KEY_SLOTS:
         raise TpmError("TPM_RESOURCES", f"all {KEY_SLOTS} key slots are in use")
@@ -148,16 +159,24 @@ def make_identity(tpm, req: Request) -> Response:
     return Response(params=blob.marshal() + Writer().sized(binding).bytes())
 
 
-@tpm_command("TPM_ActivateIdentity", handles=1, auth=(2,))
+@tpm_command("TPM_ActivateIdentity", handles=1, auth=(1, 2))
 def activate_identity(tpm, req: Request) -> Response:
     """Part 3, 15.2: the privacy CA's answer, encrypted under the EK, yields the session key for the
-    AIK's credential if it names this AIK (and, in a TPM_EK_BLOB_ACTIVATE, the platform's PCRs)."""
+    AIK's credential if it names this AIK (and, in a TPM_EK_BLOB_ACTIVATE, the platform's PCRs).
+
+    As libtpms' TPM_Process_ActivateIdentity (TPM_CheckRequestTag21): the idKey authorization is
+    optional; without it (AUTH1, the owner's only, as IBM's ``activateidentity`` sends) the AIK must
+    have authDataUsage TPM_AUTH_NEVER, else TPM_AUTHFAIL. The owner is checked before the key."""
     id_h = req.handles[0]
     blob = req.params.sized(1024)
     req.params.end()
+    with_key_auth = len(req.auth) == 2
+    req.auth.check(1 if with_key_auth else 0, tpm.owner_auth(), (C.TPM_ET_OWNER, C.TPM_KH_OWNER))
     key = tpm.key(id_h)
-    req.auth.check(1, tpm.owner_auth(), (C.TPM_ET_OWNER, C.TPM_KH_OWNER))
-    req.auth.check(0, key.usage_auth, (C.TPM_ET_KEYHANDLE, id_h))
+    if with_key_auth:
+        req.auth.check(0, key.usage_auth, (C.TPM_ET_KEYHANDLE, id_h))
+    elif key.blob.auth_usage != C.TPM_AUTH_NEVER:
+        raise TpmError("TPM_AUTHFAIL", f"identity key {id_h:#010x} needs its own authorization")
     if key.blob.usage != C.TPM_KEY_IDENTITY:
         raise TpmError("TPM_BAD_PARAMETER", f"key {id_h:#010x} is not an identity key")
     id_digest = tpm.crypto.sha1(key.blob.pubkey())

@@ -12,6 +12,7 @@ from trustlab.devices.tpm12 import constants as C
 from trustlab.devices.tpm12.commands.context import needs_owner
 from trustlab.devices.tpm12.errors import TpmError
 from trustlab.devices.tpm12.keys import LoadedKey, modulus_of
+from trustlab.devices.tpm12.owner_evict import is_owner_evict
 from trustlab.devices.tpm12.registry import Request, Response, tpm_command
 from trustlab.devices.tpm12.wire import Writer
 
@@ -61,6 +62,8 @@ def evict_key(tpm, req: Request) -> Response:
     handle = req.handles[0]
     if handle not in tpm.keys:
         raise TpmError("TPM_INVALID_KEYHANDLE", f"no loaded key {handle:#010x}")
+    if is_owner_evict(tpm, handle):  # libtpms TPM_Process_EvictKey
+        raise TpmError("TPM_KEY_OWNER_CONTROL", f"key {handle:#010x} is owner-evict")
     del tpm.keys[handle]
     return Response()
 

@@ -14,7 +14,7 @@ profile has it (the 2010 profiles do not).
 from __future__ import annotations
 
 from trustlab.devices.tpm12 import constants as C
-from trustlab.devices.tpm12.nvareas import MAX_TOTAL, NVArea, areas, nv_locked, save
+from trustlab.devices.tpm12.nvareas import MAX_TOTAL, NVArea, areas, first_free_slot, nv_locked, place, release, save
 from trustlab.devices.tpm12.pcrs import pcr_composite, raw_selection
 from trustlab.devices.tpm12.errors import TpmError
 from trustlab.devices.tpm12.registry import Request, Response, tpm_command
@@ -91,6 +91,7 @@ def nv_define_space(tpm, req: Request) -> Response:
         _count_unowned_write(tpm)
         auth = enc_auth
     table = areas(tpm)
+    slot = first_free_slot(tpm)
     old = table.get(index)
     if old is not None and locked:
         if old.attributes & C.TPM_NV_PER_GLOBALLOCK and tpm.global_lock:
@@ -98,7 +99,7 @@ def nv_define_space(tpm, req: Request) -> Response:
         if old.attributes & C.TPM_NV_PER_WRITE_STCLEAR and ("w", index) in tpm.nv_stclear_locks:
             raise TpmError("TPM_AREA_LOCKED", "the area is write-locked until the next TPM_Startup")
     if old is not None:
-        del table[index]
+        release(tpm, table, index)
         if size == 0:  # step 6.e: dataSize 0 deletes the area
             save(tpm, table)
             return Response()
@@ -112,10 +113,10 @@ def nv_define_space(tpm, req: Request) -> Response:
     if index & C.TPM_NV_INDEX_RESVD or attributes & ~_VALID_ATTRS:
         raise TpmError("TPM_BADINDEX", f"reserved bits in index {index:#010x} or its attributes")
     if size == 0:
-        raise TpmError("TPM_BAD_PARAM_SIZE", "a new area needs dataSize > 0")
+        raise TpmError("TPM_BAD_PARAM_SIZE", "a new area needs dataSize > 0", parsed=True)
     if size + sum(a.size for a in table.values()) > MAX_TOTAL:
         raise TpmError("TPM_NOSPACE", f"no room for {size} bytes of NV")
-    table[index] = NVArea(index, pcr_read, pcr_write, attributes, size, auth, bytearray(b"\xff" * size))
+    place(tpm, table, NVArea(index, pcr_read, pcr_write, attributes, size, auth, bytearray(b"\xff" * size)), slot)
     tpm.crypto.optional("nvm_write_byte", size)
     save(tpm, table)
     return Response()
@@ -178,12 +179,12 @@ def _write(tpm, req: Request, owner_session: bool, area_session: bool) -> Respon
         if a.attributes & C.TPM_NV_PER_GLOBALLOCK and tpm.global_lock:
             raise TpmError("TPM_AREA_LOCKED", "bGlobalLock is set")
     table = areas(tpm)
-    if not data and (locked or area_session):  # step 10: a zero-length write locks
-        if a.attributes & C.TPM_NV_PER_WRITEDEFINE:
+    if not data:  # step 14: a zero-length write sets bWriteSTClear and bWriteDefine whatever the
+        # attributes and nvLocked (libtpms TPM_Process_NVWriteValue); only the attributes make them lock
+        if not a.write_define:
             a.write_define = True
             save(tpm, table)
-        if a.attributes & C.TPM_NV_PER_WRITE_STCLEAR:
-            tpm.nv_stclear_locks.add(("w", index))
+        tpm.nv_stclear_locks.add(("w", index))
         return Response()
     if offset + len(data) > a.size:
         raise TpmError("TPM_NOSPACE", f"{len(data)} bytes at offset {offset} overrun the {a.size}-byte area")
@@ -208,9 +209,8 @@ def _read(tpm, req: Request, owner_session: bool, area_session: bool) -> Respons
     _authorize(tpm, req, a, index, owner_session, area_session, locked, "read")
     if a.attributes & C.TPM_NV_PER_READ_STCLEAR and ("r", index) in tpm.nv_stclear_locks:
         raise TpmError("TPM_DISABLED_CMD", "the area is read-locked until the next TPM_Startup")
-    if size == 0:
-        if a.attributes & C.TPM_NV_PER_READ_STCLEAR:
-            tpm.nv_stclear_locks.add(("r", index))
+    if size == 0:  # sets bReadSTClear whatever the attributes (libtpms TPM_Process_NVReadValue)
+        tpm.nv_stclear_locks.add(("r", index))
         return Response(params=Writer().sized(b"").bytes())
     if offset + size > a.size:
         raise TpmError("TPM_NOSPACE", f"{size} bytes at offset {offset} overrun the {a.size}-byte area")

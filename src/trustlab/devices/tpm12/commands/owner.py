@@ -11,9 +11,9 @@ of TPM_OwnerClear and TPM_ForceClear (``TPM_OwnerClearCommon``).
 from __future__ import annotations
 
 from trustlab.devices.tpm12 import constants as C
-from trustlab.devices.tpm12 import flags
+from trustlab.devices.tpm12 import flags, owner_evict
 from trustlab.devices.tpm12.errors import TpmError
-from trustlab.devices.tpm12.nvareas import areas, save as save_areas
+from trustlab.devices.tpm12.nvareas import areas, release, save as save_areas
 from trustlab.devices.tpm12.registry import Request, Response, tpm_command
 from trustlab.devices.tpm12.version import tpm_version
 from trustlab.devices.tpm12.wire import Reader, Writer
@@ -64,7 +64,7 @@ def set_capability(tpm, req: Request) -> Response:
     if area not in _SET_AREAS:
         raise TpmError("TPM_BAD_MODE", f"capArea {area:#x}")
     if len(sub) != 4:
-        raise TpmError("TPM_BAD_PARAM_SIZE", f"subCap of {len(sub)} bytes")
+        raise TpmError("TPM_BAD_PARAM_SIZE", f"subCap of {len(sub)} bytes", parsed=True)
     if area not in (TPM_SET_PERM_FLAGS, TPM_SET_STCLEAR_FLAGS):
         raise TpmError("TPM_BAD_PARAMETER", f"capArea {area:#x}: nothing settable here")
     if len(value) != 1 or value[0] > 1:
@@ -180,6 +180,7 @@ def clear_owner(tpm, keep=None) -> None:
     st.counters.clear()
     st.extra.pop(OPERATOR_AUTH, None)
     st.extra.pop("nv_writes", None)  # noOwnerNVWrite back to 0
+    owner_evict.forget_all(tpm)  # libtpms TPM_OwnerClearCommon: owner-evict keys deleted too
     tpm.keys.clear()
     for handle in list(tpm.sessions):
         if tpm.sessions[handle] is not keep:
@@ -190,7 +191,7 @@ def clear_owner(tpm, keep=None) -> None:
     for index in [i for i, a in table.items()
                   if a.attributes & (C.TPM_NV_PER_OWNERWRITE | C.TPM_NV_PER_OWNERREAD)
                   and not index_has_d_bit(i) or i == NV_INDEX_GPIO_00]:  # (PC Client: GPIO_00 always goes)
-        del table[index]
+        release(tpm, table, index)
     save_areas(tpm, table)
     for name in ("readPubek", "disableOwnerClear", "disableFullDALogicInfo", "readSRKPub", "ownership", "operator",
                  "maintenanceDone"):

@@ -172,10 +172,13 @@ def unbind(tpm, req: Request) -> Response:
 @tpm_command("TPM_ChangeAuth", handles=1, auth=(2,))
 def change_auth(tpm, req: Request) -> Response:
     p = req.params
-    if p.u16() != 0x0001:  # TPM_PID_ADCP
-        raise TpmError("TPM_BAD_PARAMETER", "protocolID must be TPM_PID_ADCP")
-    enc_auth, etype, enc = p.raw(20), p.u16(), p.sized(512)
+    protocol, enc_auth, etype, enc = p.u16(), p.raw(20), p.u16(), p.sized(512)
     p.end()
+    if etype not in (C.TPM_ET_KEY, C.TPM_ET_DATA):  # Part 3, 17.1 step 1
+        raise TpmError("TPM_WRONG_ENTITYTYPE", f"entity type {etype:#x} (TPM_ET_DATA or TPM_ET_KEY)")
+    tpm.key(req.handles[0])  # the parent must be loaded (TPM_INVALID_KEYHANDLE) ...
+    if protocol != C.TPM_PID_ADCP:  # ... before step 4 (0x0004), then its authorization, as libtpms
+        raise TpmError("TPM_BAD_PARAMETER", f"protocolID {protocol:#06x} must be TPM_PID_ADCP (0x0004)")
     parent = _storage_key(tpm, req, req.handles[0])
     new_auth = req.auth.decrypt_auth(0, enc_auth)
     plain = tpm.crypto.rsa_decrypt(parent.private, enc)
@@ -184,11 +187,9 @@ def change_auth(tpm, req: Request) -> Response:
         req.auth.check(1, store.usage_auth)
         plain = StoreAsymkey(store.payload, new_auth, store.migration_auth, store.pub_digest,
                              store.priv).marshal()
-    elif etype == C.TPM_ET_DATA:
+    else:  # TPM_ET_DATA
         if plain[0] != TPM_PT_SEAL or not _hmac.compare_digest(plain[21:41], tpm.state.tpm_proof):
             raise TpmError("TPM_DECRYPT_ERROR", "not sealed by this TPM")
         req.auth.check(1, plain[1:21])
         plain = plain[:1] + new_auth + plain[21:]
-    else:
-        raise TpmError("TPM_BAD_PARAMETER", f"entity type {etype:#x}")
     return Response(sized(tpm.crypto.rsa_encrypt(parent.public, plain)))

@@ -52,7 +52,7 @@ def establish(tpm, req: Request) -> Response:
         if attributes & C.TPM_TRANSPORT_ENCRYPT:
             raise TpmError("TPM_BAD_SCHEME", "an encrypted session needs an encryption key")
         if len(secret) != 20:
-            raise TpmError("TPM_BAD_PARAM_SIZE", "the transport secret is 20 bytes")
+            raise TpmError("TPM_BAD_PARAM_SIZE", "the transport secret is 20 bytes", parsed=True)
     else:  # step 2: TPM_TRANSPORT_AUTH encrypted under a storage or legacy key
         key = tpm.key(handle)
         if key.blob.usage not in (C.TPM_KEY_STORAGE, C.TPM_KEY_LEGACY):
@@ -127,7 +127,7 @@ def execute_transport(tpm, req: Request) -> Response:
     req.params.end()
     s = _transport_session(req)
     if len(wrapped) < 10:
-        raise TpmError("TPM_BAD_PARAM_SIZE", "the wrapped command is shorter than a header")
+        raise TpmError("TPM_BAD_PARAM_SIZE", "the wrapped command is shorter than a header", parsed=True)
     tag_w, _size_w, ord_w = struct.unpack_from(">HII", wrapped)
     spec = registry.by_ordinal(ord_w)
     n_auth = C.REQUEST_TAGS.get(tag_w, 0)
