@@ -149,11 +149,12 @@ def marker_command(directory: Path) -> str | None:
 
 
 def claim_dir(directory: Path, command: str, *, force: bool = False, inputs: Iterable[Any] = (),
-              flag: str = "--out") -> Path:
+              flag: str = "--out", forceable: bool = True) -> Path:
     """Make ``directory`` this command's output directory, or refuse in one line.
 
     Allowed: a new or empty directory, or one whose marker says ``command`` wrote it.
     ``force`` allows any other directory, but never one that holds an input.
+    ``forceable``: the command has a ``--force`` to suggest (serve's ``--state`` has none).
     """
     directory = Path(directory)
     if not str(directory):
@@ -178,12 +179,13 @@ def claim_dir(directory: Path, command: str, *, force: bool = False, inputs: Ite
         except OSError as exc:
             raise TrustlabError(f"{flag} {shown(directory)}: cannot list ({exc.strerror or exc})") from None
         owner = marker_command(directory)
+        hint = ", or pass --force" if forceable else ""
         if entries and owner != command:
             if owner:
                 raise TrustlabError(f"{flag} {shown(directory)}: holds the output of 'trustlab {owner}', not of "
-                                    f"'trustlab {command}'; choose another directory, or pass --force")
+                                    f"'trustlab {command}'; choose another directory{hint}")
             raise TrustlabError(f"{flag} {shown(directory)}: is not empty and not an earlier output of 'trustlab "
-                                f"{command}'; choose an empty or new directory, or pass --force")
+                                f"{command}'; choose an empty or new directory{hint}")
     try:
         directory.mkdir(parents=True, exist_ok=True)
         write_text(directory / MARKER, json.dumps({"command": command}) + "\n")

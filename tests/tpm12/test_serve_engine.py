@@ -387,3 +387,38 @@ def test_shutdown_after_save_state_resumes(tmp_path: Path) -> None:
         assert b.transact(pcr_read(1))[10:] == extended
     finally:
         b.close()
+
+
+OIAP_CLIENT = r"""
+import socket, struct, sys
+port, count = int(sys.argv[1]), int(sys.argv[2])
+with socket.create_connection(("127.0.0.1", port)) as s:  # one process, one connection: exits without flushing
+    for _ in range(count):
+        s.sendall(struct.pack(">HII", 0xC1, 10, 0x0A))
+        head = s.recv(10, socket.MSG_WAITALL)
+        s.recv(struct.unpack(">I", head[2:6])[0] - 10, socket.MSG_WAITALL)
+        assert head[6:10] == bytes(4), head.hex()
+"""
+
+
+def test_an_exited_clients_sessions_are_flushed(tmp_path: Path) -> None:
+    """Processes that open TPM_OIAP sessions and exit without TPM_FlushSpecific (a raw client, a tcsd that is
+    restarted): serve flushes them when the process is gone; before, the 65th OIAP answered TPM_RESOURCES for
+    every client. Another live client's session is never flushed."""
+    profile = load("infineon-2010")
+    oiap = struct.pack(">HII", C.TPM_TAG_RQU_COMMAND, 10, C.ORD["TPM_OIAP"])
+    with TimingProxy(profile, EngineBackend(profile, tmp_path / "s"), virtual=True) as proxy, \
+            socket.create_connection(("127.0.0.1", proxy.port), timeout=10) as live:
+        live.sendall(oiap)
+        kept = live.recv(64)
+        assert rc_of(kept) == 0
+        for _ in range(3):  # 120 sessions in all: more than the 64 the engine holds
+            subprocess.run([sys.executable, "-c", OIAP_CLIENT, str(proxy.port), "40"], check=True, timeout=60)
+            deadline = time.monotonic() + 5
+            while len(proxy.tpm12_handles) > 1 and time.monotonic() < deadline:  # exits are noticed every 0.5 s
+                time.sleep(0.05)
+            assert len(proxy.tpm12_handles) == 1
+        assert rc_of(proxy.execute(oiap)) == 0
+        handle = struct.unpack_from(">I", kept, 10)[0]  # the live client's session still works: flush it itself
+        live.sendall(struct.pack(">HIIII", C.TPM_TAG_RQU_COMMAND, 18, C.ORD["TPM_FlushSpecific"], handle, 2))
+        assert rc_of(live.recv(64)) == 0

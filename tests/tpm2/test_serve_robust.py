@@ -8,6 +8,7 @@ reproducer, against ``trustlab serve`` (a subprocess) or a ``TimingProxy``.
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import shutil
@@ -191,6 +192,8 @@ def test_trace_write_error_turns_tracing_off_and_serving_goes_on(tmp_path: Path)
     said = [line for line in err.splitlines() if "--trace" in line]
     assert len(said) == 1 and "tracing is off, serving goes on" in said[0], err
     assert "stopped after 400 command(s)" in err
+    lines = (tmp_path / "t.jsonl").read_text().splitlines(keepends=True)
+    assert lines and all(line.endswith("\n") and json.loads(line)["v"] for line in lines)  # no half line at the end
 
 
 def test_trace_to_a_device_is_refused_in_one_line() -> None:
@@ -216,7 +219,40 @@ def test_state_in_a_foreign_directory_is_refused_and_nothing_written(tmp_path: P
     done = run_serve("--profile", family_profile, "--state", ".", "--virtual", cwd=tmp_path)
     assert done.returncode != 0 and "--state" in done.stderr and "Traceback" not in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert "--force" not in done.stderr  # serve has none to offer
     assert sorted(os.listdir(tmp_path)) == ["notes.txt"]
+
+
+@pytest.mark.parametrize("name", ["tpm2-00.permall", ".trustlab-output", "tpm12-state.json"])
+def test_trace_onto_a_state_file_is_refused(tmp_path: Path, name: str) -> None:
+    """--trace st/tpm2-00.permall appended JSON to the TPM's NV image; refused before anything is written."""
+    (tmp_path / "st").mkdir()
+    done = run_serve("--profile", "nuvoton-npct750-wolftpm", "--virtual", "--state", "st", "--trace",
+                     f"st/{name}", cwd=tmp_path)
+    assert done.returncode != 0 and "Traceback" not in done.stderr, done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and "--trace" in done.stderr and "--state" in done.stderr
+    assert os.listdir(tmp_path / "st") == []
+
+
+@pytest.mark.parametrize("family_profile", ["nuvoton-npct750-wolftpm", "infineon-2010"])
+def test_a_second_serve_on_the_same_state_is_refused_in_one_line(tmp_path: Path, family_profile: str) -> None:
+    """Two serves on one --state would share swtpm's files (it failed with 'CMD_INIT failed with result 0x9') or
+    both write the TPM 1.2 engine's state: the second is refused, naming the first; the first serves on."""
+    first = serve("--profile", family_profile, "--virtual", "--state", "st", cwd=tmp_path)
+    try:
+        port = port_of(first)
+        before = sorted(os.listdir(tmp_path / "st"))
+        done = run_serve("--profile", family_profile, "--virtual", "--state", "st", cwd=tmp_path)
+        assert done.returncode != 0 and "Traceback" not in done.stderr, done.stderr
+        assert len(done.stderr.strip().splitlines()) == 1 and f"pid {first.pid}" in done.stderr, done.stderr
+        assert sorted(os.listdir(tmp_path / "st")) == before
+        if family_profile == "nuvoton-npct750-wolftpm":
+            assert tpm2wire.response_code(call(port, GETRANDOM)) == 0
+    finally:
+        assert finish(first)[0] == 0
+    again = serve("--profile", family_profile, "--virtual", "--state", "st", cwd=tmp_path)  # the lock went with it
+    port_of(again)
+    assert finish(again)[0] == 0
 
 
 @pytest.mark.parametrize("where", ["/proc/x", "ro/state"])

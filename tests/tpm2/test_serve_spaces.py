@@ -131,6 +131,17 @@ def test_a_saved_session_passes_to_the_next_process(served, tmp_path: Path) -> N
         assert done.returncode == 0, (argv, done.stderr.decode())
 
     tool("tpm2_startauthsession", "--policy-session", "-S", "s.ctx")
+    deadline = time.monotonic() + 5
+    while not served.rm.abandoned and time.monotonic() < deadline:  # A's exit is noticed every 0.5 s
+        time.sleep(0.05)
+    [index] = served.rm.abandoned  # A exited; its session waits for A's next process, and for nobody else
+    for cap in ("handles-saved-session", "handles-loaded-session"):
+        seen = subprocess.run(["tpm2_getcap", cap], env=env, capture_output=True, text=True, timeout=60)
+        assert seen.returncode == 0 and seen.stdout.strip() == "", seen.stdout
+    for named in (HMAC_SESSIONS | index, POLICY_SESSIONS | index):  # B guesses the handle: refused
+        assert rc(call(served.port, tpm2wire.build_command(0x165, struct.pack(">I", named)))) == \
+            rm.TPM_RC_HANDLE | rm.TPM_RC_P1
+    assert list(served.rm.abandoned) == [index]
     tool("tpm2_policypcr", "-S", "s.ctx", "-l", "sha256:0", "-L", "policy.digest")
     tool("tpm2_flushcontext", "s.ctx")
     assert settle(served, 0) == []

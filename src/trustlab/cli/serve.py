@@ -101,11 +101,13 @@ def run(args: argparse.Namespace) -> int:
     if args.host not in LOOPBACK_HOSTS:
         _log(f"warning: listening on {args.host}: the control port (P+1) has no authentication; anyone who "
              "can reach it can power-cycle this TPM")
-    from trustlab.serving.statedir import StateDir
+    from trustlab.serving.statedir import StateDir, refuse_state_file
 
     inputs = [args.profile]  # a profile named by its path is an input: never written into
     if args.trace is not None:
         check_file(args.trace, inputs, flag="--trace")
+        if args.state is not None:
+            refuse_state_file(args.trace, args.state, "--trace")
     claim = StateDir(args.state, inputs) if args.state is not None else None  # refused in one line, nothing written
     proxy = None
     try:

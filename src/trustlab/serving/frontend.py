@@ -570,18 +570,6 @@ class FrontEnd:
         self._jobs.append(("signal", conn, code))
         return True
 
-    def _mssim_signal(self, conn: Conn) -> bool:
-        """One MS-simulator platform signal, answered in arrival order by the proxy's control policy."""
-        if len(conn.buf) < 4:
-            return False
-        code = struct.unpack(">I", conn.buf[:4])[0]
-        del conn.buf[:4]
-        if code in (wire.MS_SESSION_END, wire.MS_STOP):
-            self._end(conn)
-            return False
-        self._jobs.append(("signal", conn, code))
-        return True
-
     def _swtpm_request(self, conn: Conn) -> bool:
         n = wire.ctrl_request_length(bytes(conn.buf[:8]))
         if n is None or len(conn.buf) < n:

@@ -45,6 +45,7 @@ from trustlab.serving.frontend import serve
 from trustlab.serving.oplog import OperatorLog
 from trustlab.serving.realtime import precise_sleep_until
 from trustlab.serving import trace as tracing
+from trustlab.serving.tpm12.handles import HandleOwners
 from trustlab.serving.trace import TraceRecord, TraceWriter
 from trustlab.serving.tpm2.rm import ResourceManager, Space
 from trustlab.serving.swtpm import Swtpm, free_port_pair
@@ -120,6 +121,8 @@ class TimingProxy:
         self.extension_state = extensions.ExtensionState(seed, flush_on_close=rm and self.family == "tpm2")
         if self.family == "tpm2":
             extensions.registered()  # load the handlers now: inside the first command they made it ~0.4 s late
+        self.tpm12_handles = HandleOwners() if self.family == "tpm1.2" else None
+        """TPM 1.2: the session and key handles each client holds, flushed when it is gone (tpm12/handles.py)."""
         self.rm: ResourceManager | None = None
         if rm and self.family == "tpm2":
             self.rm = ResourceManager(self._internal, self.objects, query=self.backend.transact,
@@ -291,6 +294,8 @@ class TimingProxy:
         self.objects.clear_transient()
         if self.rm is not None:
             self.rm.reset()
+        if self.tpm12_handles is not None:
+            self.tpm12_handles.reset()
         for client in self._clients.values():
             client.space = Space(client.id)
         if not startup or getattr(self.backend, "plays_bios", False):
@@ -360,7 +365,7 @@ class TimingProxy:
 
     def client_for(self, sock: socket.socket, conn_id: int) -> Client:
         """The client a new data connection belongs to: its local process, else the connection."""
-        pid = self._peers.pid_of(sock) if self.rm is not None else None
+        pid = self._peers.pid_of(sock) if self.rm is not None or self.tpm12_handles is not None else None
         started = peers.start_time(pid) if pid is not None else None
         key = ("pid", pid, started) if pid is not None else ("conn", conn_id)  # a reused PID is a new client
         client = self._clients.get(key) or self._new_client(key, pid)
@@ -399,6 +404,13 @@ class TimingProxy:
         if client is None:
             return
         extensions.connection_closed(client.id, self.extension_state)
+        if self.tpm12_handles is not None:
+            frames = self.tpm12_handles.release(client.id)
+            if frames:
+                with self._tpm_lock:
+                    for frame in frames:
+                        self.backend.transact(frame)  # a handle the client ended itself answers an error: fine
+            return
         if self.rm is None or client.space.empty:
             return
         with self._tpm_lock:
@@ -531,6 +543,8 @@ class TimingProxy:
             response = backend.transact(command)
             self._note_backend(command, response)
             if self.family == "tpm1.2":  # the engine prices itself (no TPM 2.0 wire model)
+                if self.tpm12_handles is not None:
+                    self.tpm12_handles.observe(client.id, command, response)
                 charged = backend.charged()
                 rc = struct.unpack_from(">I", response, 6)[0] if len(response) >= wire.HEADER_SIZE else TPM12_FAIL
                 assessed = cost.CommandCost(rec.name, code, None, {}, len(command), len(response), rc,

@@ -11,6 +11,7 @@ resource manager's own commands, the client's process and the arrival time.
 from __future__ import annotations
 
 import json
+import os
 import struct
 import time
 from dataclasses import asdict, dataclass, field
@@ -90,23 +91,43 @@ class TraceWriter:
 
     Every line carries the format version ``v``; ``t_ms`` counts from this writer's first command.
     Appending to an existing trace starts a new segment (``seq`` restarts at 1: times restart there).
+    A line that cannot be written whole (a full disk) is cut off again before the error is raised, so
+    the file never ends in half a JSON line that a reader would choke on.
     """
 
     def __init__(self, target: "str | Path | IO[str]") -> None:
         self._own = isinstance(target, (str, Path))
         self.name = str(target) if self._own else getattr(target, "name", "the trace stream")
-        self._file: IO[str] = open(target, "a", encoding="utf-8") if self._own else target  # type: ignore[arg-type]  # noqa: SIM115
+        self._fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o666) \
+            if self._own else -1  # type: ignore[arg-type]
+        self._file: IO[str] | None = None if self._own else target  # type: ignore[assignment]
         self._epoch: float | None = None
 
     def write(self, record: TraceRecord) -> None:
         if self._epoch is None:
             self._epoch = record.arrived or time.perf_counter()
-        self._file.write(trace_line(record, self._epoch))
-        self._file.flush()
+        line = trace_line(record, self._epoch)
+        if self._file is not None:
+            self._file.write(line)
+            self._file.flush()
+            return
+        data = line.encode("utf-8")
+        start = os.lseek(self._fd, 0, os.SEEK_END)
+        try:
+            done = 0
+            while done < len(data):
+                done += os.write(self._fd, data[done:])
+        except OSError:
+            try:
+                os.ftruncate(self._fd, start)  # no half line left behind
+            except OSError:
+                pass
+            raise
 
     def close(self) -> None:
-        if self._own:
-            self._file.close()
+        if self._own and self._fd >= 0:
+            fd, self._fd = self._fd, -1
+            os.close(fd)
 
 
 # ---- what a replay needs from the frames ------------------------------------

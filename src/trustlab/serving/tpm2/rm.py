@@ -18,12 +18,13 @@ the handle area answers ``TPM_RC_REFERENCE_H0 + n``, in the authorization
 area ``TPM_RC_REFERENCE_S0 + n`` (what the TPM answers for a session that is
 not loaded), as ``FlushContext``'s or ``ContextLoad``'s parameter
 ``TPM_RC_HANDLE + P1``; ``GetCapability(TPM_CAP_HANDLES)`` lists only the
-space's own sessions and the abandoned ones.
+space's own sessions.
 
 A session the client saved itself (its own ``TPM2_ContextSave``: tpm2-tools
 hands a session to the next process this way) is neither saved nor
 forgotten by the RM. When its space closes it is *abandoned*, as tpm2-abrmd
-does (session-list.c): any later client may claim it by loading its context,
+does (session-list.c): a later client may claim it by loading its saved context (tpm2-tools'
+``-S session.ctx`` in the next process; a bare handle claims nothing, and no other client sees it listed),
 and at most :data:`ABANDONED_MAX` (abrmd's ``SESSION_LIST_MAX_ABANDONED_DEFAULT``)
 are kept, the oldest flushed first. Every other session of a closing space is
 flushed. So no number of clients that exit without flushing can fill the
@@ -266,9 +267,12 @@ class ResourceManager:
     def _foreign_sessions(self, space: Space, command: bytes, code: int, n_handles: int) -> int:
         """The response code refusing a command that names a session not ``space``'s, else 0.
 
-        An abandoned session (or one whose owner has exited) is claimed by a
-        ``FlushContext`` or ``ContextLoad`` of it; in any other place it is as
-        foreign as a live space's (the TPM could not use it unloaded either).
+        An abandoned session (or one whose owner has exited) is claimed only by a
+        ``ContextLoad`` of its saved context - the blob its client wrote, which
+        only whoever may read that file holds; a handle is guessable (the first
+        session is always ``0x02000000``), so ``FlushContext`` of a session not
+        the space's own is refused, and in any other place an abandoned session
+        is as foreign as a live space's.
         """
         end = wire.HEADER_SIZE + 4 * n_handles
         for i, (handle,) in enumerate(struct.iter_unpack(">I", command[wire.HEADER_SIZE:end])):
@@ -276,8 +280,9 @@ class ResourceManager:
                 return TPM_RC_REFERENCE_H0 + i
         if code in (TPM_CC_FLUSH_CONTEXT, TPM_CC_CONTEXT_LOAD):
             handle = self._named_session(command, code)
-            if handle and space.session_slot(handle) is None and not self._claim(space, handle, code):
-                return TPM_RC_HANDLE | TPM_RC_P1
+            if handle and space.session_slot(handle) is None and (
+                    code == TPM_CC_FLUSH_CONTEXT or not self._claim(space, handle, code)):
+                return TPM_RC_HANDLE | TPM_RC_P1  # a handle alone claims nothing: only the saved context does
         if len(command) >= wire.HEADER_SIZE and struct.unpack_from(">H", command)[0] == TPM_ST_SESSIONS:
             for i, handle in enumerate(_auth_sessions(command, end)):
                 if is_session(handle) and space.session_slot(handle) is None:
@@ -399,7 +404,7 @@ class ResourceManager:
 
     def _map_capability(self, space: Space, real: list[int | None], response: bytes) -> bytes:
         """GetCapability(TPM_CAP_HANDLES): only this space's transient objects, as virtual handles, and its own
-        sessions and the abandoned ones (which any client may claim)."""
+        sessions (not the abandoned ones: they are their exited client's, claimable only with its saved context)."""
         if len(response) < wire.HEADER_SIZE + 9:
             return response
         more, cap, count = struct.unpack_from(">BII", response, wire.HEADER_SIZE)
@@ -412,7 +417,7 @@ class ResourceManager:
                 if h in real:
                     out.append(VHANDLE_TOP - real.index(h))
             elif is_session(h):
-                if space.session_slot(h) is not None or session_index(h) in self.abandoned:
+                if space.session_slot(h) is not None:
                     out.append(h)
             else:
                 out.append(h)
