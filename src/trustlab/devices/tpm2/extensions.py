@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import hmac
 import importlib
+import inspect
 import random
 import struct
 import threading
@@ -317,7 +318,11 @@ class Registration:
     name: str
     handles: int
     handler: Handler
-    claims: Callable[[Command], bool] | None = None
+    claims: "Callable[[Command], bool] | Callable[[Command, Context], bool] | None" = None
+    claims_in_context: bool = False
+    """``claims`` takes the :class:`Context` too (to consult what the handler learnt in ``ctx.state``)."""
+    passes: Callable[[bytes, "Context"], bool] | None = None
+    """A cheap test of the raw frame, before it is parsed: True sends it to the backend untouched."""
 
 
 _REGISTRY: dict[int, Registration] = {}
@@ -325,22 +330,39 @@ _CLOSE_HOOKS: list[Callable[["ExtensionState", Any], None]] = []
 _PLUGINS = ("trustlab.devices.tpm2.pqc.handlers",)
 _loaded = False
 _load_lock = threading.Lock()
+_version = 0
 
 
 def tpm_command(code: int, name: str, *, handles: int,
-                claims: Callable[[Command], bool] | None = None) -> Callable[[Handler], Handler]:
+                claims: "Callable[[Command], bool] | Callable[[Command, Context], bool] | None" = None,
+                passes: "Callable[[bytes, Context], bool] | None" = None) -> Callable[[Handler], Handler]:
     """Register ``handler`` for command ``code``; ``handles`` is the size of its handle area.
 
     ``claims``: for a command the backend also has, a side-effect-free test of
     the parsed command (e.g. "the template is ML-DSA"); False, or a frame it
-    cannot parse, sends the command to the backend untouched. Without it the
-    command is always the handler's. Registering a code again replaces the
-    handler (a what-if variant); handlers for one code are not chained.
+    cannot parse, sends the command to the backend untouched. A ``claims``
+    with a second parameter also gets the :class:`Context` (e.g. to pass on
+    requests the handler found it leaves untouched, kept in ``ctx.state``).
+    ``passes``: optionally, with ``claims``, a test of the raw frame that may
+    say True only where ``claims`` would say False; it spares the commands
+    the handler never wants (most of them, for a command as common as
+    TPM2_GetCapability) the parsing. Without ``claims`` the command is always the handler's. Registering a code again
+    replaces the handler (a what-if variant); handlers for one code are not
+    chained.
     """
     def deco(fn: Handler) -> Handler:
-        _REGISTRY[code] = Registration(code, name, handles, fn, claims)
+        global _version
+        in_context = claims is not None and len(inspect.signature(claims).parameters) >= 2
+        _REGISTRY[code] = Registration(code, name, handles, fn, claims, in_context,
+                                       passes if claims is not None else None)
+        _version += 1
         return fn
     return deco
+
+
+def registry_version() -> int:
+    """A number that changes whenever a command is (re)registered: the key of caches derived from the registry."""
+    return _version
 
 
 def on_connection_closed(fn: Callable[["ExtensionState", Any], None]) -> Callable:
@@ -416,6 +438,8 @@ def dispatch(command: bytes, ctx: Context) -> ExtensionResult | None:
 def dispatch_registered(command: bytes, reg: Registration, ctx: Context) -> ExtensionResult | None:
     """:func:`dispatch` for a TPM 2.0 frame whose code has the registration ``reg`` (the proxy has looked
     it up already, and builds ``ctx`` only then)."""
+    if reg.passes is not None and reg.passes(command, ctx):
+        return None
     try:
         cmd = parse_command(command, reg.name, reg.handles)
     except TpmError as exc:
@@ -423,7 +447,7 @@ def dispatch_registered(command: bytes, reg: Registration, ctx: Context) -> Exte
             return None  # the backend's own command, malformed: the backend answers it
         return _result(command, reg, error_frame(exc.rc), Reply(), ctx)
     try:
-        if reg.claims is not None and not reg.claims(cmd):
+        if reg.claims is not None and not (reg.claims(cmd, ctx) if reg.claims_in_context else reg.claims(cmd)):
             return None
         if any(s.handle != TPM_RS_PW for s in cmd.sessions):
             # HMAC, policy, audit and encrypt sessions live inside the backend, out of the handler's reach

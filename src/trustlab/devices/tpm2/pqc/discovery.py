@@ -82,6 +82,8 @@ def _pqc_commands() -> dict[int, int]:
 
 # entry width and sort key of each merged list: TPMS_ALG_PROPERTY, TPMA_CC, TPMS_TAGGED_PROPERTY
 _WIDTH = {TPM_CAP_ALGS: 6, TPM_CAP_COMMANDS: 4, TPM_CAP_TPM_PROPERTIES: 8}
+TPM_PT_TOTAL_COMMANDS = 0x129
+TPM_PT_LIBRARY_COMMANDS = 0x12A
 
 
 def _key(capability: int, entry: bytes) -> int:
@@ -92,37 +94,94 @@ def _key(capability: int, entry: bytes) -> int:
     return struct.unpack(">I", entry[:4])[0]
 
 
+class _Tables:
+    """What the extension adds to each list, computed once per state of the extension registry.
+
+    ``ours``: capability -> key -> entry; ``reach``: capability -> the highest
+    key whose entry the extension adds or changes (a request starting above it
+    is swtpm's alone); ``n_commands``: the 1.85 commands, added to swtpm's counts.
+    """
+
+    def __init__(self) -> None:
+        commands = _pqc_commands()
+        self.version = ext.registry_version()
+        self.n_commands = len(commands)
+        self.ours: dict[int, dict[int, bytes]] = {
+            TPM_CAP_ALGS: {a: S.u16(a) + S.u32(attrs) for a, attrs in PQC_ALGORITHMS.items()},
+            TPM_CAP_COMMANDS: {c: S.u32(v) for c, v in commands.items()},
+            TPM_CAP_TPM_PROPERTIES: {TPM_PT_ML_PARAMETER_SETS: S.u32(TPM_PT_ML_PARAMETER_SETS)
+                                     + S.u32(ml_parameter_sets())},
+        }
+        counted = (TPM_PT_TOTAL_COMMANDS, TPM_PT_LIBRARY_COMMANDS) if commands else ()
+        self.reach = {cap: max([*entries, *(counted if cap == TPM_CAP_TPM_PROPERTIES else ())], default=-1)
+                      for cap, entries in self.ours.items()}
+
+
+_tables: _Tables | None = None
+
+
+def _current() -> _Tables:
+    """The extension's tables, recomputed only when a command was (re)registered since."""
+    global _tables
+    tables = _tables
+    if tables is None or tables.version != ext.registry_version():
+        tables = _tables = _Tables()
+    return tables
+
+
 def _ours(capability: int) -> dict[int, bytes]:
-    if capability == TPM_CAP_ALGS:
-        return {a: S.u16(a) + S.u32(attrs) for a, attrs in PQC_ALGORITHMS.items()}
-    if capability == TPM_CAP_COMMANDS:
-        return {c: S.u32(v) for c, v in _pqc_commands().items()}
-    return {TPM_PT_ML_PARAMETER_SETS: S.u32(TPM_PT_ML_PARAMETER_SETS) + S.u32(ml_parameter_sets())}
+    return _current().ours[capability]
 
 
-TPM_PT_TOTAL_COMMANDS = 0x129
-TPM_PT_LIBRARY_COMMANDS = 0x12A
-
-
-def _counting_ours(entry: bytes) -> bytes:
+def _counting_ours(entry: bytes, n_commands: int) -> bytes:
     """swtpm's command counts plus the 1.85 commands, so they match the TPM_CAP_COMMANDS list."""
     prop, value = struct.unpack(">II", entry)
     if prop in (TPM_PT_TOTAL_COMMANDS, TPM_PT_LIBRARY_COMMANDS):
-        return struct.pack(">II", prop, value + len(_pqc_commands()))
+        return struct.pack(">II", prop, value + n_commands)
     return entry
 
 
-def _lists_what_we_extend(cmd: Command) -> bool:
-    if cmd.sessions:  # an audit/encrypt session's response must come from the TPM untouched
-        return False
-    r = Reader(cmd.raw, cmd.params.pos)
-    try:
-        return r.u32() in _WIDTH
-    except TpmError:
-        return False
+_UNTOUCHED = "pqc.getcap.untouched"
+_UNTOUCHED_MAX = 4096
 
 
-@tpm_command(0x17A, "TPM2_GetCapability", handles=0, claims=_lists_what_we_extend)
+def _lists_what_we_extend(cmd: Command, ctx: Context) -> bool:
+    """A GetCapability whose answer the extension may change; the rest take serve's fast path.
+
+    Not claimed: requests with sessions (an audit/encrypt session's response
+    must come from the TPM untouched), capabilities the extension does not
+    extend, requests that start above everything it adds, and requests this
+    backend answered before without reaching what it adds (which entries a
+    TPM lists from a start point is fixed by its implementation, not by its
+    state; the handler records them in ``ctx.state``).
+    """
+    if cmd.sessions:
+        return False
+    raw, pos = cmd.raw, cmd.params.pos
+    if len(raw) < pos + 4:
+        return False
+    reach = _current().reach.get(struct.unpack_from(">I", raw, pos)[0])
+    if reach is None:
+        return False
+    if len(raw) < pos + 12:
+        return True  # the handler answers the short parameter area (TPM_RC_INSUFFICIENT), as it always has
+    capability, first, count = struct.unpack_from(">III", raw, pos)
+    if first > reach:
+        return False
+    return (capability, first, count) not in ctx.state.get(_UNTOUCHED, set)
+
+
+def _passes(raw: bytes, ctx: Context) -> bool:
+    """:func:`_lists_what_we_extend`'s False for a well-formed sessionless request, read off the raw frame
+    (no parsing: what serve's fast path costs most GetCapability requests)."""
+    if raw[:2] != b"\x80\x01" or len(raw) != 22:
+        return False
+    capability, first, count = struct.unpack_from(">III", raw, 10)
+    reach = _current().reach.get(capability)
+    return reach is None or first > reach or (capability, first, count) in ctx.state.get(_UNTOUCHED, set)
+
+
+@tpm_command(0x17A, "TPM2_GetCapability", handles=0, claims=_lists_what_we_extend, passes=_passes)
 def get_capability(cmd: Command, ctx: Context) -> Reply:
     """swtpm's algorithm / command / property list with the 1.85 PQC entries merged in, in order.
 
@@ -131,18 +190,30 @@ def get_capability(cmd: Command, ctx: Context) -> Reply:
     """
     capability, first, count = cmd.params.u32(), cmd.params.u32(), cmd.params.u32()
     response = ctx.backend_transact(cmd.raw)
+    merged = _merged(capability, first, count, response)
+    if merged == response:  # swtpm's answer, which it will give again: not claimed next time
+        untouched = ctx.state.get(_UNTOUCHED, set)
+        if len(untouched) >= _UNTOUCHED_MAX:
+            untouched.clear()
+        untouched.add((capability, first, count))
+    return Reply(raw=merged)
+
+
+def _merged(capability: int, first: int, count: int, response: bytes) -> bytes:
+    """The response frame: the backend's ``response`` with what the extension adds merged in."""
     if response[6:10] != b"\0\0\0\0":
-        return Reply(raw=response)
+        return response
+    tables = _current()
     r = Reader(response, 10)
     more, _cap, n = r.u8(), r.u32(), r.u32()
     width = _WIDTH[capability]
     entries = [r.take(width) for _ in range(n)]
     if capability == TPM_CAP_TPM_PROPERTIES:
-        entries = [_counting_ours(e) for e in entries]
+        entries = [_counting_ours(e, tables.n_commands) for e in entries]
     last = _key(capability, entries[-1]) if entries and more else None  # the backend stopped there
-    ours = [e for k, e in _ours(capability).items() if k >= first and (last is None or k < last)]
+    ours = [e for k, e in tables.ours[capability].items() if k >= first and (last is None or k < last)]
     merged = sorted(entries + ours, key=lambda e: _key(capability, e))
     if len(merged) > count:
         merged, more = merged[:count], 1
     body = bytes([more]) + S.u32(capability) + S.u32(len(merged)) + b"".join(merged)
-    return Reply(raw=struct.pack(">HII", 0x8001, 10 + len(body), 0) + body)
+    return struct.pack(">HII", 0x8001, 10 + len(body), 0) + body
