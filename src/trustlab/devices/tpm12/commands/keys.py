@@ -59,14 +59,26 @@ def loaded(blob: Key12, store: StoreAsymkey, parent: int) -> LoadedKey:
                      hmac_secret=store.priv, parent=parent)
 
 
-def check_template(t: Key12) -> None:
-    """Part 3, 10.4 (TPM_CreateWrapKey) steps 5-7: usage, schemes and size (Part 2, 5.7.1)."""
-    allowed = {C.TPM_KEY_SIGNING, C.TPM_KEY_STORAGE, C.TPM_KEY_BIND, C.TPM_KEY_LEGACY}
-    if t.usage not in allowed:
-        raise TpmError("TPM_INVALID_KEYUSAGE", f"cannot create a key of usage {t.usage:#x} here")
+def check_template(t: Key12, parent: LoadedKey, parent_h: int) -> None:
+    """Part 3, 10.4 (TPM_CreateWrapKey) steps 3-6, in libtpms' order and with its codes.
+
+    Step 3 (TPM_Key_CheckProperties: RSA only, the usage's schemes and size,
+    an unknown usage) answers TPM_BAD_KEY_PROPERTY before the parent's usage
+    and migratability (steps 4-5) and the template's usage and flags (step 6:
+    IDENTITY, AUTHCHANGE, a CMK) answer TPM_INVALID_KEYUSAGE. A MIGRATE key
+    with its mandatory schemes is thus created, as libtpms does.
+    """
+    if t.parms.algorithm != C.TPM_ALG_RSA:
+        raise TpmError("TPM_BAD_KEY_PROPERTY", f"TPM_CreateWrapKey makes RSA keys, not algorithm {t.parms.algorithm:#x}")
+    check_key_parms(t.usage, t.parms)
+    if parent.blob.usage != C.TPM_KEY_STORAGE:
+        raise TpmError("TPM_INVALID_KEYUSAGE", f"key {parent_h:#010x} is not a storage key")
+    if parent.blob.migratable and not t.migratable:
+        raise TpmError("TPM_INVALID_KEYUSAGE", f"key {parent_h:#010x} is migratable: its children must be too")
+    if t.usage in (C.TPM_KEY_IDENTITY, C.TPM_KEY_AUTHCHANGE):
+        raise TpmError("TPM_INVALID_KEYUSAGE", f"cannot create a key of usage {t.usage:#06x} here")
     if t.is_cmk:
         raise TpmError("TPM_INVALID_KEYUSAGE", "certified migratable keys need TPM_CMK_CreateKey")
-    check_key_parms(t.usage, t.parms)
 
 
 @tpm_command("TPM_CreateWrapKey", handles=1, auth=(1,))
@@ -75,9 +87,9 @@ def create_wrap_key(tpm, req: Request) -> Response:
     enc_usage, enc_mig = req.params.raw(20), req.params.raw(20)
     template = unmarshal_key(req.params)
     req.params.end()
-    parent = storage_parent(tpm, parent_h)
+    parent = tpm.key(parent_h)
     req.auth.check(0, parent.usage_auth, (C.TPM_ET_KEYHANDLE, parent_h))
-    check_template(template)
+    check_template(template, parent, parent_h)
     usage_auth = req.auth.decrypt_auth(0, enc_usage)
     mig_auth = (req.auth.decrypt_auth(0, enc_mig, odd=True) if template.migratable
                 else tpm.state.tpm_proof)
