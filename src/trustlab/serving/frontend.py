@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import math
 import select
 import socket
 import struct
@@ -80,6 +81,8 @@ DRAIN_TIMEOUT = 10.0
 """Seconds :meth:`FrontEnd.stop` waits, beyond the longest held response, for the commands in flight."""
 TPM_RC_FAILURE = 0x101
 MAX_COMMAND = 4096
+POLL_GRAIN = 0.001
+"""epoll's timeout unit (seconds): a hold's last grain is slept precisely, not left to epoll."""
 """Largest command frame taken from a client (libtpms' buffer)."""
 READ_AHEAD = 65536
 """Bytes read ahead from a connection whose command is in flight before it is no longer read."""
@@ -252,7 +255,7 @@ class FrontEnd:
                 continue
             if self._draining and self._drained(now):
                 return
-            if held and held[0][0] - now <= SPIN:
+            if held and held[0][0] - now <= SPIN + POLL_GRAIN:
                 precise_sleep_until(held[0][0])
                 continue
             timeout = self._timeout(now)
@@ -288,6 +291,11 @@ class FrontEnd:
             deadline = min(deadline, conn.stalled_since + SEND_TIMEOUT)
         if self._draining:
             deadline = min(deadline, now + 0.05)
+        if self._held and deadline == self._held[0][0] - SPIN:
+            # epoll counts whole milliseconds and rounds a timeout up: 3.4 ms would wake at 4 ms, up
+            # to a millisecond after the held response was due. Round down instead; the loop sleeps
+            # the last millisecond precisely (precise_sleep_until)
+            return max(0.0, math.floor((deadline - now) / POLL_GRAIN) * POLL_GRAIN)
         return max(0.0, deadline - now)
 
     def _housekeeping(self, now: float) -> None:
