@@ -29,8 +29,23 @@ def frame(ordinal: int, params: bytes = b"", tag: int = C.TPM_TAG_RQU_COMMAND, s
     return struct.pack(">HII", tag, size if size is not None else 10 + len(params), ordinal) + params
 
 
+def u16(v: int) -> bytes:
+    return struct.pack(">H", v)
+
+
 def u32(v: int) -> bytes:
     return struct.pack(">I", v)
+
+
+def pp(bits: int) -> bytes:
+    """TSC_PhysicalPresence with ``bits`` (what a BIOS sends: CMD_ENABLE 0x0020, then PRESENT 0x0008)."""
+    return frame(C.ORD["TSC_PhysicalPresence"], u16(bits))
+
+
+def ek_frame() -> bytes:
+    """TPM_CreateEndorsementKeyPair of an RSA-2048 EK (every libtpms comparison starts from one)."""
+    return frame(C.ORD["TPM_CreateEndorsementKeyPair"], b"\x00" * 20 + struct.pack(">IHHI", 1, 3, 1, 12)
+                 + struct.pack(">III", 2048, 2, 0))
 
 
 def rc_of(rsp: bytes) -> int | None:

@@ -141,3 +141,31 @@ class Side:
 def pair(keygen: KeyPool) -> tuple[Side, Side]:
     clock = Clock(load("infineon-2010"))
     return Side(Ours(clock, keygen), clock), Side(Libtpms(), Clock(load("infineon-2010")))
+
+
+def run_scenario(ours: Side, libtpms: Side, boot: list[bytes], scenario: list[tuple]) -> list[tuple]:
+    """Boot both TPMs with the ``boot`` frames (each must succeed), then run every ``(name, action,
+    exact)`` step on both: rows ``(name, exact, our response, libtpms' response)``."""
+    from .conformance_cases import rc_of
+
+    for side in (ours, libtpms):
+        for f in boot:
+            assert rc_of(side.execute(f)) == 0
+    out = []
+    for name, action, exact in scenario:
+        answers = []
+        for side in (ours, libtpms):
+            side.last = (b"", b"")
+            action(side)
+            answers.append(side.last[1])
+        out.append((name, exact, *answers))
+    return out
+
+
+def disagreements(rows: list[tuple]) -> list[str]:
+    """The rows whose return code or length differ (and bytes, where the step compares them)."""
+    from .conformance_cases import rc_of
+
+    return [f"{name}: rc {rc_of(a)}/{rc_of(b)} len {len(a)}/{len(b)}"
+            + (f" bytes {a.hex()} {b.hex()}" if exact and a != b else "")
+            for name, exact, a, b in rows if rc_of(a) != rc_of(b) or len(a) != len(b) or (exact and a != b)]

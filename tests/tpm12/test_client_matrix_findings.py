@@ -31,9 +31,9 @@ import pytest
 from trustlab.devices.tpm12 import constants as C
 from trustlab.devices.tpm12.primitives import KeyPool
 
-from .conformance_cases import NVA, OWNER, WRONG, cap, frame, nv_define, rc_of
-from .differential import pair
-from .test_owner_libtpms import ek_frame, pp, quiet, u16, u32
+from .conformance_cases import OWNER, WRONG, cap, ek_frame, frame, nv_define, pp, rc_of, u16, u32
+from .differential import disagreements, pair, run_scenario
+from .test_owner_libtpms import quiet
 
 pytestmark = [pytest.mark.swtpm, pytest.mark.skipif(shutil.which("swtpm") is None, reason="swtpm not installed")]
 
@@ -136,18 +136,9 @@ SCENARIO: list[tuple[str, object, bool]] = [
 
 def _rows() -> list[tuple]:
     ours, libtpms = pair(KeyPool())
-    out = []
     try:
-        for side in (ours, libtpms):
-            for f in (frame(C.ORD["TPM_Startup"], u16(C.TPM_ST_CLEAR)), ek_frame(), pp(0x0020), pp(0x0008)):
-                assert rc_of(side.execute(f)) == 0
-        for name, action, exact in SCENARIO:
-            answers = []
-            for side in (ours, libtpms):
-                side.last = (b"", b"")
-                action(side)
-                answers.append(side.last[1])
-            out.append((name, exact, *answers))
+        out = run_scenario(ours, libtpms, [frame(C.ORD["TPM_Startup"], u16(C.TPM_ST_CLEAR)), ek_frame(), pp(0x0020),
+                                           pp(0x0008)], SCENARIO)
     finally:
         libtpms.target.close()
     return out
@@ -156,9 +147,7 @@ def _rows() -> list[tuple]:
 def test_client_matrix_findings_answer_as_libtpms() -> None:
     """One test (xdist would run a module fixture once per worker); then the findings say what they say."""
     rows = _rows()
-    bad = [f"{name}: rc {rc_of(a)}/{rc_of(b)} len {len(a)}/{len(b)}"
-           + (f" bytes {a.hex()} {b.hex()}" if exact and a != b else "")
-           for name, exact, a, b in rows if rc_of(a) != rc_of(b) or len(a) != len(b) or (exact and a != b)]
+    bad = disagreements(rows)
     assert not bad, "\n".join(bad)
     by = {name: a for name, _e, a, _b in rows}
     for name, rc in (("set_capability_no_owner", "TPM_AUTHFAIL"), ("create_revocable_ek_exists", "TPM_DISABLED_CMD"),

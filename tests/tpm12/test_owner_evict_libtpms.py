@@ -10,7 +10,6 @@ key's owner-evict bit, the handle list, the delegation tables) its bytes too.
 from __future__ import annotations
 
 import shutil
-import struct
 from dataclasses import replace
 
 import pytest
@@ -18,36 +17,17 @@ import pytest
 from trustlab.devices.tpm12 import constants as C
 from trustlab.devices.tpm12 import hostcrypto
 from trustlab.devices.tpm12.client import key_template
-from trustlab.devices.tpm12.errors import TpmError
 from trustlab.devices.tpm12.keys import key_from_bytes, pubkey_modulus, rsa_public, unmarshal_key
 from trustlab.devices.tpm12.primitives import KeyPool
 
-from .conformance_cases import OWNER, SRK, WRONG, cap, frame, rc_of
-from .differential import pair
+from .conformance_cases import OWNER, SRK, WRONG, cap, ek_frame, frame, pp, quiet, rc_of, u16, u32
+from .differential import disagreements, pair, run_scenario
 
 pytestmark = [pytest.mark.swtpm, pytest.mark.skipif(shutil.which("swtpm") is None, reason="swtpm not installed")]
 
 KEY = hostcrypto.sha1(b"key")
 OWNER_EVICT = 1  # TPM_KEY_CONTROL_OWNER_EVICT
 
-
-def u16(v: int) -> bytes:
-    return struct.pack(">H", v)
-
-
-def u32(v: int) -> bytes:
-    return struct.pack(">I", v)
-
-
-def pp(bits: int) -> bytes:
-    return frame(C.ORD["TSC_PhysicalPresence"], u16(bits))
-
-
-def quiet(fn, *args, **kw):
-    try:
-        return fn(*args, **kw)
-    except TpmError:
-        return None
 
 
 def _key(s, name: str, template) -> None:
@@ -180,20 +160,8 @@ SCENARIO: list[tuple[str, object, bool]] = [
 
 def _rows() -> list[tuple]:
     ours, libtpms = pair(KeyPool())
-    out = []
     try:
-        for side in (ours, libtpms):
-            assert rc_of(side.execute(frame(C.ORD["TPM_Startup"], u16(C.TPM_ST_CLEAR)))) == 0
-            ek = frame(C.ORD["TPM_CreateEndorsementKeyPair"], b"\x00" * 20 + struct.pack(">IHHI", 1, 3, 1, 12)
-                       + struct.pack(">III", 2048, 2, 0))
-            assert rc_of(side.execute(ek)) == 0
-        for name, action, exact in SCENARIO:
-            answers = []
-            for side in (ours, libtpms):
-                side.last = (b"", b"")
-                action(side)
-                answers.append(side.last[1])
-            out.append((name, exact, *answers))
+        out = run_scenario(ours, libtpms, [frame(C.ORD["TPM_Startup"], u16(C.TPM_ST_CLEAR)), ek_frame()], SCENARIO)
     finally:
         libtpms.target.close()
     return out
@@ -202,9 +170,7 @@ def _rows() -> list[tuple]:
 def test_every_step_answers_as_libtpms() -> None:
     """One scenario, then what it must show beyond agreement."""
     rows = _rows()
-    bad = [f"{name}: rc {rc_of(a)}/{rc_of(b)} len {len(a)}/{len(b)}"
-           + (f" bytes {a.hex()} {b.hex()}" if exact and a != b else "")
-           for name, exact, a, b in rows if rc_of(a) != rc_of(b) or len(a) != len(b) or (exact and a != b)]
+    bad = disagreements(rows)
     assert not bad, "\n".join(bad)
     by = {name: a for name, _e, a, _b in rows}
     for name in ("take_ownership", "create_sign_key", "change_auth_key_adcp", "key_control_set",

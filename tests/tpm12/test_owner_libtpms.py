@@ -22,8 +22,8 @@ from trustlab.devices.tpm12.errors import TpmError
 from trustlab.devices.tpm12.keys import Key11, key_from_bytes, pubkey_modulus, rsa_public, unmarshal_key
 from trustlab.devices.tpm12.primitives import KeyPool
 
-from .conformance_cases import OWNER, SRK, cap, frame, nv_define, rc_of
-from .differential import pair
+from .conformance_cases import OWNER, SRK, cap, ek_frame, frame, nv_define, pp, rc_of, u16, u32
+from .differential import disagreements, pair, run_scenario
 
 pytestmark = [pytest.mark.swtpm, pytest.mark.skipif(shutil.which("swtpm") is None, reason="swtpm not installed")]
 
@@ -31,25 +31,10 @@ KEY = hostcrypto.sha1(b"key")
 OPERATOR = hostcrypto.sha1(b"operator")
 
 
-def u16(v: int) -> bytes:
-    return struct.pack(">H", v)
-
-
-def u32(v: int) -> bytes:
-    return struct.pack(">I", v)
-
-
-def pp(bits: int) -> bytes:
-    return frame(C.ORD["TSC_PhysicalPresence"], u16(bits))
-
 
 def flags_frame(which: int) -> bytes:
     return cap(C.TPM_CAP_FLAG, u32(which))
 
-
-def ek_frame() -> bytes:
-    return frame(C.ORD["TPM_CreateEndorsementKeyPair"], b"\x00" * 20 + struct.pack(">IHHI", 1, 3, 1, 12)
-                 + struct.pack(">III", 2048, 2, 0))
 
 
 def quiet(side, fn, *args, **kw):
@@ -261,18 +246,8 @@ SCENARIO: list[tuple[str, object, bool]] = [
 
 def _rows() -> list[tuple]:
     ours, libtpms = pair(KeyPool())
-    out = []
     try:
-        for side in (ours, libtpms):
-            assert rc_of(side.execute(frame(C.ORD["TPM_Startup"], u16(C.TPM_ST_CLEAR)))) == 0
-            assert rc_of(side.execute(ek_frame())) == 0
-        for name, action, exact in SCENARIO:
-            answers = []
-            for side in (ours, libtpms):
-                side.last = (b"", b"")
-                action(side)
-                answers.append(side.last[1])
-            out.append((name, exact, *answers))
+        out = run_scenario(ours, libtpms, [frame(C.ORD["TPM_Startup"], u16(C.TPM_ST_CLEAR)), ek_frame()], SCENARIO)
         out.append(("unsealed", True, ours.ctx.get("unsealed") or b"", libtpms.ctx.get("unsealed") or b""))
     finally:
         libtpms.target.close()
@@ -282,8 +257,7 @@ def _rows() -> list[tuple]:
 def test_every_step_answers_as_libtpms() -> None:
     """One test (xdist would run a module fixture once per worker); then the scenario does what it says."""
     rows = _rows()
-    bad = [f"{name}: rc {rc_of(a)}/{rc_of(b)} len {len(a)}/{len(b)}" + (f" bytes {a.hex()} {b.hex()}" if exact and a != b else "")
-           for name, exact, a, b in rows if rc_of(a) != rc_of(b) or len(a) != len(b) or (exact and a != b)]
+    bad = disagreements(rows)
     assert not bad, "\n".join(bad)
     # not only refusals: the steps that must succeed do, on both
     by = {name: (a, b) for name, _e, a, b in rows}
