@@ -28,6 +28,14 @@ def _shown(text: str) -> str:
     return text if len(text) <= 30 else f"{text[:20]}...({len(text)} characters)"
 
 
+def _decimal(text: str) -> int | None:
+    """``text`` as a base-10 integer, or None (also for over 40 digits: int() of 10^6 digits takes seconds)."""
+    try:
+        return int(text, 10) if len(text) <= 40 else None
+    except (TypeError, ValueError):
+        return None
+
+
 def count(low: int, high: int, flag: str) -> Callable[[str], int]:
     """An integer ``low..high``, else one line naming ``flag``.
 
@@ -37,10 +45,7 @@ def count(low: int, high: int, flag: str) -> Callable[[str], int]:
 
     def parse(text: str) -> int:
         shown = _shown(text)
-        try:
-            value = int(text, 10) if len(text) <= 40 else None
-        except (TypeError, ValueError):
-            value = None
+        value = _decimal(text)
         if value is None:
             raise TrustlabError(f"{flag} {shown}: expected {wanted}")
         if value < 0 <= low:
@@ -61,10 +66,7 @@ def seed(text: str) -> int:
     """Every ``--seed``: an integer 0..2^32-1 (what every generator underneath accepts,
     with room for per-party offsets)."""
     shown = _shown(text)
-    try:
-        value = int(text, 10) if len(text) <= 40 else None
-    except (TypeError, ValueError):
-        value = None
+    value = _decimal(text)
     if value is None:
         raise TrustlabError(f"--seed {shown}: expected an integer 0..{SEED_MAX}")
     if value < 0:
