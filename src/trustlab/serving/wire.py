@@ -31,11 +31,12 @@ from trustlab.devices.frame import (  # noqa: F401 - re-exported: the frame help
     parse_header,
     response_code,
 )
+from trustlab.devices.tpm2.commands import (  # noqa: F401 - re-exported: the TPM 2.0 command tags (Part 2, 6.9)
+    TPM_RC_BAD_TAG,  # and the code answering any other (TPM 1.2: TPM_BADTAG)
+    TPM_ST_NO_SESSIONS,
+    TPM_ST_SESSIONS,
+)
 
-TPM_RC_BAD_TAG = 0x01E
-TPM_ST_NO_SESSIONS = 0x8001
-TPM_ST_SESSIONS = 0x8002
-"""The TPM 2.0 command tags (Part 2, 6.9) and the code answering any other (TPM 1.2: TPM_BADTAG)."""
 MAX_FRAME = 4096 + 1024
 """Largest command accepted. libtpms buffers 4096 bytes; a little slack lets
 the TPM itself reject slightly oversized frames with its own error."""
