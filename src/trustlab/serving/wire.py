@@ -283,7 +283,7 @@ _TPM2_TAGS = (TPM_ST_NO_SESSIONS, TPM_ST_SESSIONS)
 
 
 def _check_header(header: Header, max_frame: int = MAX_FRAME, family: str = "tpm2") -> WireError | None:
-    tags = TPM12_COMMAND_TAGS if family == "tpm1.2" else (TPM_ST_NO_SESSIONS, TPM_ST_SESSIONS)
+    tags = TPM12_COMMAND_TAGS if family == "tpm1.2" else _TPM2_TAGS
     if header.tag not in tags:
         return WireError(f"tag {header.tag:#06x} is not a {family} command tag", TPM_RC_BAD_TAG)
     if header.size < HEADER_SIZE or header.size > max_frame:
