@@ -31,11 +31,12 @@ from trustlab.devices.frame import (  # noqa: F401 - re-exported: the frame help
     parse_header,
     response_code,
 )
+from trustlab.devices.tpm2.commands import (  # noqa: F401 - re-exported: the TPM 2.0 command tags (Part 2, 6.9)
+    TPM_RC_BAD_TAG,  # and the code answering any other (TPM 1.2: TPM_BADTAG)
+    TPM_ST_NO_SESSIONS,
+    TPM_ST_SESSIONS,
+)
 
-TPM_RC_BAD_TAG = 0x01E
-TPM_ST_NO_SESSIONS = 0x8001
-TPM_ST_SESSIONS = 0x8002
-"""The TPM 2.0 command tags (Part 2, 6.9) and the code answering any other (TPM 1.2: TPM_BADTAG)."""
 MAX_FRAME = 4096 + 1024
 """Largest command accepted. libtpms buffers 4096 bytes; a little slack lets
 the TPM itself reject slightly oversized frames with its own error."""
@@ -282,7 +283,7 @@ _TPM2_TAGS = (TPM_ST_NO_SESSIONS, TPM_ST_SESSIONS)
 
 
 def _check_header(header: Header, max_frame: int = MAX_FRAME, family: str = "tpm2") -> WireError | None:
-    tags = TPM12_COMMAND_TAGS if family == "tpm1.2" else (TPM_ST_NO_SESSIONS, TPM_ST_SESSIONS)
+    tags = TPM12_COMMAND_TAGS if family == "tpm1.2" else _TPM2_TAGS
     if header.tag not in tags:
         return WireError(f"tag {header.tag:#06x} is not a {family} command tag", TPM_RC_BAD_TAG)
     if header.size < HEADER_SIZE or header.size > max_frame:

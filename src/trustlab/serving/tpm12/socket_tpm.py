@@ -74,8 +74,7 @@ class SocketTpm12:
         if self.price is not None and self.clock is not None:
             name, breakdown = self.price(frame, response)
             with self.clock.command(name):
-                for component, ms in breakdown.items():
-                    self.clock.charge_ms(component, ms)
+                self.clock.charge_all_ms(breakdown)
         return response
 
     def close(self) -> None:

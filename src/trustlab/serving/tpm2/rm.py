@@ -71,7 +71,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from trustlab.devices.tpm2 import objects, wire
-from trustlab.devices.tpm2.commands import TPM_RC_HANDLE
+from trustlab.devices.tpm2.commands import TPM_RC_HANDLE, TPM_ST_SESSIONS
 
 TPM_CC_CONTEXT_LOAD = 0x161
 TPM_CC_CONTEXT_SAVE = 0x162
@@ -85,7 +85,6 @@ TPM_RC_REFERENCE_H0 = 0x910
 TPM_RC_REFERENCE_S0 = 0x918
 TPM_RC_P1 = 0x040 | 0x100
 """``TPM_RC_P + TPM_RC_1``: the response code names parameter 1."""
-TPM_ST_SESSIONS = 0x8002
 TPM_RS_PW = 0x40000009
 
 HT_TRANSIENT = 0x80
