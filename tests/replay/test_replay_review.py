@@ -217,8 +217,8 @@ def test_plot_is_written_whole_or_not_at_all(tmp_path, capsys, monkeypatch):
     plot = tmp_path / "w.png"
     plot.write_bytes(b"old")
 
-    def broken(spec, path, dpi=100):
-        Path(path).write_bytes(b"half")
+    def broken(spec, out, dpi=100):  # out: the open temp file replay writes through
+        out.write(b"half")
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(plots, "render", broken)

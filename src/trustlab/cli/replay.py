@@ -83,24 +83,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _plot(spec: dict, path) -> None:
-    """Draw into a temporary file beside ``path``, then rename it over: a failure leaves no half-written PNG."""
-    import os
-    import tempfile
-    from pathlib import Path
-
-    from trustlab.errors import TrustlabError
-    from trustlab.limits import shown
+    """Write the plot atomically (safe_output's rule): a failure leaves no half-written PNG."""
     from trustlab.report.plots import render
+    from trustlab.safe_output import atomic_open, reported
 
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".png")
-    os.close(fd)
-    try:
-        render(spec, Path(tmp))
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except OSError as exc:
-        raise TrustlabError(f"--plot {shown(path)}: cannot write ({exc.strerror or exc})") from None
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    with reported(path, "--plot"), atomic_open(path, "wb") as fh:
+        render(spec, fh)

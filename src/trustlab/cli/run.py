@@ -99,6 +99,7 @@ def _declared_help() -> dict[str, str] | None:
     """
     import ast
     import os
+    import re
 
     import trustlab.experiments as pkg
     from trustlab.experiments.registry import EXTRA_MODULES_ENV
@@ -116,8 +117,7 @@ def _declared_help() -> dict[str, str] | None:
             source = path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError):
             return None
-        starts = [i for i in range(len(source)) if source.startswith("@experiment(", i)
-                  and (i == 0 or source[i - 1] == "\n")]
+        starts = [m.start() for m in re.finditer(r"^@experiment\(", source, re.MULTILINE)]  # at a line's start
         if not starts:
             return None  # registers its experiments some other way
         for start in starts:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -179,7 +179,7 @@ def read(path: str | Path, max_bytes: int = MAX_TRACE_BYTES, max_commands: int =
                 raise TraceError(f"{where}: seq {cmd.seq} after seq {last_seq} (seq increases within a "
                                  "recording; an appended recording restarts at 1)")
             segment += 1  # an appended recording: a new segment
-            cmd = parse_line(rec, where, segment)
+            cmd = replace(cmd, segment=segment)  # the line is already checked: only its segment changes
         last_seq = cmd.seq
         trace.commands.append(cmd)
         if len(trace.commands) > max_commands:

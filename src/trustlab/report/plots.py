@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 import threading
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from trustlab.errors import TrustlabError
 
@@ -65,8 +65,8 @@ def _categorical(series: list[dict]) -> bool:
     return any(isinstance(x, str) for s in series for x in s["x"])
 
 
-def render(spec: dict[str, Any], path: Path, dpi: int = 100) -> Path:
-    """Draw ``spec`` into ``path`` (PNG)."""
+def render(spec: dict[str, Any], path: Path | BinaryIO, dpi: int = 100) -> Path | BinaryIO:
+    """Draw ``spec`` into ``path`` (PNG), or into an open binary file (so a caller can write it atomically)."""
     spec = validate(spec)
     kind = spec.get("kind", "line")
     series = spec["series"]
@@ -91,7 +91,8 @@ def render(spec: dict[str, Any], path: Path, dpi: int = 100) -> Path:
         # outside the axes: a legend must never hide data
         legend = ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
     _layout(fig, ax, legend, series, kind)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(path, Path):
+        path.parent.mkdir(parents=True, exist_ok=True)
     # One draw, then the canvas's pixels to PNG: savefig would draw again to print.
     canvas = fig.canvas
     canvas.draw()
