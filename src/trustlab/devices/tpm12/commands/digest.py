@@ -23,7 +23,6 @@ from trustlab.devices.tpm12.wire import Writer
 
 INPUT_BUFFER = 4096  # libtpms TPM12_GetBufferSize() as swtpm builds it (TPM_CAP_PROP_INPUT_BUFFER)
 MAX_NUM_BYTES = INPUT_BUFFER - 64  # libtpms TPM_SHA1_MAXNUMBYTES
-THREAD_ORDINALS = frozenset(C.ORD[n] for n in ("TPM_SHA1Update", "TPM_SHA1Complete", "TPM_SHA1CompleteExtend"))
 
 
 @tpm_command("TPM_SHA1Start")

@@ -9,7 +9,6 @@ step: the same checks in the same order, the same return codes.
 from __future__ import annotations
 
 from trustlab.devices.tpm12 import constants as C
-from trustlab.devices.tpm12.commands.context import needs_owner
 from trustlab.devices.tpm12.errors import TpmError
 from trustlab.devices.tpm12.keys import LoadedKey, modulus_of
 from trustlab.devices.tpm12.owner_evict import is_owner_evict
@@ -57,7 +56,6 @@ def evict_key(tpm, req: Request) -> Response:
     """Flush a loaded key (Part 3, 28.4, deprecated for TPM_FlushSpecific): libtpms'
     TPM_Process_EvictKey answers TPM_INVALID_KEYHANDLE for a handle that is not a loaded key
     (the SRK and EK included)."""
-    needs_owner(tpm, "TPM_EvictKey")
     req.params.end()
     handle = req.handles[0]
     if handle not in tpm.keys:
@@ -86,7 +84,6 @@ def certify_key(tpm, req: Request) -> Response:
     """
     cert_h, key_h = req.handles
     nonce = req.params.raw(20)
-    needs_owner(tpm, "TPM_CertifyKey")
     req.params.end()
     cert, key = tpm.key(cert_h), tpm.key(key_h)
     if cert.blob.parms.sig_scheme not in (C.TPM_SS_RSASSAPKCS1v15_SHA1, C.TPM_SS_RSASSAPKCS1v15_INFO):
