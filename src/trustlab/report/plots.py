@@ -90,6 +90,8 @@ def render(spec: dict[str, Any], path: Path | BinaryIO, dpi: int = 100) -> Path 
         # outside the axes: a legend must never hide data
         legend = ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
     _layout(fig, ax, legend, series, kind)
+    for axis in (ax.xaxis, ax.yaxis):  # after the layout: how many ticks fit depends on the axes' size
+        _minor_ticks_as_marks(ax, axis)
     if isinstance(path, Path):
         path.parent.mkdir(parents=True, exist_ok=True)
     # One draw, then the canvas's pixels to PNG: savefig would draw again to print.
@@ -154,6 +156,52 @@ def _layout(fig: Any, ax: Any, legend: Any, series: list[dict], kind: str) -> No
             left = max(left, min(2.5, 0.05 * len(str(series[0]["x"][0])) if series[0]["x"] else 0.0))
     fig.subplots_adjust(left=left / WIDTH_IN, right=max(0.5, 1 - right / WIDTH_IN),
                         bottom=min(0.6, bottom / HEIGHT_IN), top=1 - top / HEIGHT_IN)
+
+
+_TICK_MARKS = {"xtick": {"out": 3, "in": 2, "inout": "|"},  # matplotlib.lines.TICKDOWN, TICKUP
+               "ytick": {"out": 0, "in": 1, "inout": "_"}}  # TICKLEFT, TICKRIGHT
+
+
+def _minor_ticks_as_marks(ax: Any, axis: Any) -> None:
+    """A log axis's unlabelled minor ticks drawn as one line of tick marks.
+
+    matplotlib builds a Tick per minor tick (two marks, a grid line, two labels: five
+    artists), and a log axis over a few decades has 8 per decade, one decade beyond
+    each end included: building and drawing them was half the cost of a log figure, and
+    most of the report's figures are log. The marks land where matplotlib puts them (its
+    locator's positions, minus those on major ticks, within the view), with its marker,
+    size, width and colour, so the pixels are the same. An axis whose minor ticks carry
+    labels (a span under about a decade) keeps matplotlib's own ticks.
+    """
+    if axis.get_scale() != "log":
+        return
+    import matplotlib as mpl
+
+    name = axis.axis_name + "tick"
+    locs = axis.get_minorticklocs()  # final: every artist is on the axes, the margins are set
+    if not mpl.rcParams[f"{name}.minor.{'bottom' if name == 'xtick' else 'left'}"] \
+            or any(axis.get_minor_formatter().format_ticks(locs)):
+        return
+    from matplotlib.lines import Line2D
+    from matplotlib.ticker import NullLocator
+
+    # matplotlib's own test of which ticks are drawn: inside the view, in scale space, with a tolerance
+    scale = axis.get_transform()
+    low, high = sorted(scale.transform(axis.get_view_interval()))
+    slack = (high - low) * 1e-10
+    shown = [loc for loc, at in zip(locs, scale.transform(locs)) if low - slack <= at <= high + slack]
+    axis.set_minor_locator(NullLocator())
+    if not shown:
+        return
+    along, across = (shown, [0.0] * len(shown))
+    rc = mpl.rcParams
+    marks = Line2D(*((along, across) if name == "xtick" else (across, along)),
+                   linestyle="none", marker=_TICK_MARKS[name][rc[f"{name}.direction"]],
+                   markersize=rc[f"{name}.minor.size"], markeredgewidth=rc[f"{name}.minor.width"],
+                   color=rc[f"{name}.color"], markeredgecolor=rc[f"{name}.color"], zorder=1.5,
+                   transform=ax.get_xaxis_transform("tick1") if name == "xtick" else ax.get_yaxis_transform("tick1"))
+    ax.add_artist(marks)  # not add_line: the marks are no data, they must not move the limits
+    marks.set_clip_on(False)  # outside the axes, like the tick marks they replace
 
 
 def preload() -> tuple[Any, Any]:
