@@ -219,17 +219,37 @@ def preload() -> tuple[Any, Any]:
 
 
 def _bars(ax: Any, series: list[dict]) -> None:
+    """Grouped bars: one filled path per series (every bar of it), instead of a Rectangle per bar.
+
+    ``ax.bar`` adds each bar as its own artist (limits updated per bar, drawn one by one);
+    a figure of 23 categories by 5 series had 115. The path holds the same rectangles
+    (corners as ``ax.bar`` places them), in the same colour of the cycle, kept off the
+    margin at 0 like a bar, and the legend draws it as it draws a bar.
+    """
+    import numpy as np
+    from matplotlib.patches import PathPatch
+    from matplotlib.path import Path as Outline
+
     categories: list = []
     for s in series:
         for x in s["x"]:
             if x not in categories:
                 categories.append(x)
     width = 0.8 / len(series)
+    corners = np.array([[0.0, 0.0], [1.0, 0.0], [1.0, 1.0], [0.0, 1.0], [0.0, 0.0]])
+    codes = [Outline.MOVETO, Outline.LINETO, Outline.LINETO, Outline.LINETO, Outline.CLOSEPOLY]
     for i, s in enumerate(series):
         lookup = dict(zip(s["x"], s["y"]))
-        ys = [_number(lookup.get(c)) for c in categories]
-        xs = [j + (i - (len(series) - 1) / 2) * width for j in range(len(categories))]
-        ax.bar(xs, ys, width=width, label=str(s.get("label", "")))
+        ys = np.array([_number(lookup.get(c)) for c in categories])
+        lefts = np.array([j + (i - (len(series) - 1) / 2) * width for j in range(len(categories))]) - width / 2
+        drawn = ~np.isnan(ys)  # a missing value is no bar (as ax.bar draws a NaN height: nothing)
+        boxes = [corners * (width, y) + (left, 0.0) for left, y in zip(lefts[drawn], ys[drawn])]
+        outline = Outline(np.concatenate(boxes) if boxes else np.empty((0, 2)), codes * len(boxes))
+        # no edge (a bar's default; a path's is black); linewidth None: the default, as ax.bar passes it
+        bars = PathPatch(outline, facecolor=f"C{i}", edgecolor="none", linewidth=None, label=str(s.get("label", "")))
+        bars.sticky_edges.y.append(0.0)  # the axis ends at 0, no margin below the bars (as ax.bar)
+        ax.add_patch(bars)
+    ax.autoscale_view()  # ax.bar asks for it; add_patch only grows the data limits
     ax.set_xticks(range(len(categories)))
     ax.set_xticklabels([str(c) for c in categories], rotation=30 if len(categories) > 4 else 0,
                        ha="right" if len(categories) > 4 else "center", fontsize=8)
