@@ -125,7 +125,7 @@ def _blank_figure(dpi: int) -> tuple[Any, Any]:
     figures = _FIGURES.__dict__.setdefault("by_dpi", {})
     blank = figures.get(dpi)
     if blank is None:
-        FigureCanvasAgg, Figure = preload()
+        FigureCanvasAgg, Figure = _matplotlib()
         fig = Figure(figsize=(WIDTH_IN, HEIGHT_IN), dpi=dpi)
         FigureCanvasAgg(fig)
         blank = figures[dpi] = (fig, fig.add_subplot())
@@ -204,13 +204,13 @@ def _minor_ticks_as_marks(ax: Any, axis: Any) -> None:
     marks.set_clip_on(False)  # outside the axes, like the tick marks they replace
 
 
-def preload() -> tuple[Any, Any]:
+def _matplotlib() -> tuple[Any, Any]:
     """Import matplotlib's Agg canvas and Figure (about 0.5 s of CPU).
 
     Deferred to the first figure, since every trustlab process imports the
     report package and few of them draw; a report that draws on forked
-    workers calls this first, so the workers inherit it instead of each
-    importing it again.
+    workers draws its first figure before forking, so the workers inherit
+    this and the rest of the warm-up.
     """
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure

@@ -22,7 +22,7 @@ from trustlab import __version__
 from trustlab.report import html as h
 from trustlab.report.accuracy import accuracy_section
 from trustlab.report.export import slug, write_csv, write_json
-from trustlab.report.plots import PlotError, preload, render
+from trustlab.report.plots import PlotError, render
 from trustlab.report.records import ensure_dir, is_failure
 from trustlab.report.tables import MAX_ROWS, columns, data_tables, profile_rows, reference_rows
 from trustlab.safe_output import write_text
@@ -75,17 +75,25 @@ def _render_safe(spec: Any, png: Path) -> str | None:
     return None
 
 
-def _render_all(records: Sequence[dict[str, Any]], ids: list[str], out_dir: Path,
-                jobs: int) -> dict[tuple[str, int], str | None]:
-    """Every figure of every run, on ``jobs`` forked processes when there are many."""
-    work = [((run_id, n), spec, out_dir / "plots" / f"{run_id}-{n}.png")
-            for run_id, record in zip(ids, records) if not is_failure(record)
-            for n, spec in enumerate(record.get("plots") or [], start=1)]
+OVERVIEW = ("overview", 0)  # its key among the drawn figures (run ids end in -N, so none is "overview")
+
+
+def _render_all(records: Sequence[dict[str, Any]], ids: list[str], out_dir: Path, jobs: int,
+                overview: dict[str, Any] | None = None) -> dict[tuple[str, int], str | None]:
+    """Every figure of every run (the ``overview`` spec first), on ``jobs`` forked processes when there are many.
+
+    The first figure is drawn here before forking: the workers inherit what it loaded (fonts,
+    the math-text parser, the figure and its renderer with its text-metrics cache) instead of
+    each loading it again, which cost more CPU than a figure.
+    """
+    work = [(OVERVIEW, overview, out_dir / "plots" / "overview.png")] if overview is not None else []
+    work += [((run_id, n), spec, out_dir / "plots" / f"{run_id}-{n}.png")
+             for run_id, record in zip(ids, records) if not is_failure(record)
+             for n, spec in enumerate(record.get("plots") or [], start=1)]
     if jobs > 1 and len(work) >= 8 and "fork" in multiprocessing.get_all_start_methods():
-        # fork: the children inherit matplotlib already imported, so they start at once
-        preload()
+        errors = [_render_safe(work[0][1], work[0][2])]
         with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("fork")) as pool:
-            errors = list(pool.map(_render_safe, [w[1] for w in work], [w[2] for w in work]))
+            errors += pool.map(_render_safe, [w[1] for w in work[1:]], [w[2] for w in work[1:]])
     else:
         errors = [_render_safe(spec, png) for _, spec, png in work]
     return {key: err for (key, _, _), err in zip(work, errors)}
@@ -106,8 +114,10 @@ def write_report(records: Sequence[dict[str, Any]], out_dir: Path, title: str = 
         for old in (out_dir / sub).glob(pattern):
             old.unlink()
     ids = _run_ids(records)
-    rendered = _render_all(records, ids, out_dir, jobs)
-    all_refs: list[dict[str, Any]] = []
+    refs_by_run = {run_id: reference_rows(record) for run_id, record in zip(ids, records) if not is_failure(record)}
+    all_refs = [dict(r, run=run_id) for run_id, refs in refs_by_run.items() for r in refs]
+    overview = _overview_spec(all_refs)
+    rendered = _render_all(records, ids, out_dir, jobs, overview)
     summary_rows: list[dict[str, Any]] = []
     sections: list[str] = []
     for run_id, record in zip(ids, records):
@@ -120,8 +130,7 @@ def write_report(records: Sequence[dict[str, Any]], out_dir: Path, title: str = 
                 f'<div class="fail"><p>argv: <code>{h.esc(_describe_params(record))}</code></p>'
                 f'{h.pre(str(record.get("error", "")))}</div>')
             continue
-        refs = reference_rows(record)
-        all_refs += [dict(r, run=run_id) for r in refs]
+        refs = refs_by_run[run_id]
         meta = record.get("meta") or {}
         summary_rows.append({"run": run_id, "experiment": record["experiment"],
                              "parameters": _describe_params(record),
@@ -149,9 +158,10 @@ def write_report(records: Sequence[dict[str, Any]], out_dir: Path, title: str = 
              "minus reference.</p>"
              + h.table(toc_rows, ["run", "experiment", "parameters", "status", "references",
                                   "max |error| %", "wall s"], anchor="run"))
-    overview = _overview(all_refs, out_dir, inline) + accuracy_section(records, ids, out_dir, inline, rendered)
+    overview_html = (_overview(overview, rendered[OVERVIEW], out_dir, inline) if overview is not None else "") \
+        + accuracy_section(records, ids, out_dir, inline, rendered)
     index = out_dir / "index.html"
-    write_text(index, h.page(title, intro + overview, sections))
+    write_text(index, h.page(title, intro + overview_html, sections))
     return index
 
 
@@ -167,8 +177,9 @@ def _environment(records: Sequence[dict[str, Any]]) -> str:
     return f'<p class="small">Environment: {h.esc(text)}</p>'
 
 
-def _overview(refs: list[dict[str, Any]], out_dir: Path, inline: bool) -> str:
-    """One log-log figure of every published figure against what trustlab computed, per experiment."""
+def _overview_spec(refs: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """One log-log figure of every published figure against what trustlab computed, per experiment
+    (None: no positive pair to draw)."""
     series: dict[str, dict[str, list[float]]] = {}
     for r in refs:
         got = r["simulated"] if r.get("simulated") is not None else r.get("model")
@@ -178,19 +189,22 @@ def _overview(refs: list[dict[str, Any]], out_dir: Path, inline: bool) -> str:
             s["x"].append(float(ref))
             s["y"].append(float(got))
     if not series:
-        return ""
+        return None
     lo = min(min(s["x"] + s["y"]) for s in series.values())
     hi = max(max(s["x"] + s["y"]) for s in series.values())
-    spec = {"kind": "loglog", "title": "Every published figure vs trustlab (simulated, else model)",
+    return {"kind": "loglog", "title": "Every published figure vs trustlab (simulated, else model)",
             "xlabel": "published value (paper's unit)", "ylabel": "trustlab value",
             "series": [{"label": name, "x": s["x"], "y": s["y"], "style": "points"}
                        for name, s in sorted(series.items())]
             + [{"label": "y = x", "x": [lo, hi], "y": [lo, hi], "style": "dashed"}]}
-    png = out_dir / "plots" / "overview.png"
-    error = _render_safe(spec, png)
+
+
+def _overview(spec: dict[str, Any], error: str | None, out_dir: Path, inline: bool) -> str:
+    """The overview figure (drawn by :func:`_render_all`) with its caption, or why it could not be drawn."""
     if error is not None:
         return f'<p class="bad">Overview figure could not be drawn: {h.esc(error)}</p>'
-    n = sum(len(s["x"]) for s in series.values())
+    png = out_dir / "plots" / "overview.png"
+    n = sum(len(s["x"]) for s in spec["series"][:-1])
     return (f'<figure>{h.image(png, out_dir, spec["title"], inline)}<figcaption>Overview: {n} published '
             'figures (positive values) against trustlab; points on the diagonal agree. Details and '
             'sources per run below · <a href="plots/overview.png">PNG</a></figcaption></figure>')
