@@ -124,3 +124,21 @@ def test_hostile_records_cost_a_figure_not_the_report(tmp_path):
     page = write_report([record], tmp_path).read_text()
     assert "<script>" not in page and "&lt;script&gt;" in page
     assert "could not be drawn" in page and len(page) < 200_000
+
+
+def test_a_repeated_figure_is_drawn_once_and_copied(tmp_path, monkeypatch):
+    import trustlab.report.writer as writer
+
+    record = run_argv("lab-counting", ["--x", "1"]).to_record()
+    bad = {"kind": "pie", "series": []}
+    records = [dict(record, plots=record["plots"] + [bad]), dict(record, plots=record["plots"] + [bad])]
+    drawn: list = []
+    real = writer.render
+    monkeypatch.setattr(writer, "render", lambda spec, path: drawn.append(spec) or real(spec, path))
+    page = write_report(records, tmp_path).read_text()
+    n = len(record["plots"])
+    assert n >= 1 and len(drawn) == n + 1  # each distinct spec once (the bad one included)
+    for k in range(1, n + 1):
+        first, second = (tmp_path / "plots" / f"{records[0]['experiment']}-{i}-{k}.png" for i in (1, 2))
+        assert first.read_bytes() == second.read_bytes()
+    assert page.count("unknown plot kind") == 2 and not list((tmp_path / "plots").glob(".*"))

@@ -11,8 +11,10 @@ Layout of ``out_dir``::
 
 from __future__ import annotations
 
+import json
 import multiprocessing
 import os
+import shutil
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -82,21 +84,54 @@ def _render_all(records: Sequence[dict[str, Any]], ids: list[str], out_dir: Path
                 overview: dict[str, Any] | None = None) -> dict[tuple[str, int], str | None]:
     """Every figure of every run (the ``overview`` spec first), on ``jobs`` forked processes when there are many.
 
-    The first figure is drawn here before forking: the workers inherit what it loaded (fonts,
-    the math-text parser, the figure and its renderer with its text-metrics cache) instead of
-    each loading it again, which cost more CPU than a figure.
+    A spec repeated (two runs asking for the same figure: the flagship's two timing-model
+    runs share five) is drawn once and its PNG copied, byte for byte what drawing it again
+    gives. The first figure is drawn here before forking: the workers inherit what it loaded
+    (fonts, the math-text parser, the figure and its renderer with its text-metrics cache)
+    instead of each loading it again, which cost more CPU than a figure.
     """
     work = [(OVERVIEW, overview, out_dir / "plots" / "overview.png")] if overview is not None else []
     work += [((run_id, n), spec, out_dir / "plots" / f"{run_id}-{n}.png")
              for run_id, record in zip(ids, records) if not is_failure(record)
              for n, spec in enumerate(record.get("plots") or [], start=1)]
-    if jobs > 1 and len(work) >= 8 and "fork" in multiprocessing.get_all_start_methods():
-        errors = [_render_safe(work[0][1], work[0][2])]
+    first: dict[str, int] = {}
+    same_as: dict[int, int] = {}  # index in work -> index of the identical spec drawn
+    for i, (_, spec, _) in enumerate(work):
+        key = _spec_key(spec)
+        if key is not None and key in first:
+            same_as[i] = first[key]
+        elif key is not None:
+            first[key] = i
+    todo = [i for i in range(len(work)) if i not in same_as]
+    specs, pngs = [work[i][1] for i in todo], [work[i][2] for i in todo]
+    if jobs > 1 and len(todo) >= 8 and "fork" in multiprocessing.get_all_start_methods():
+        drawn = [_render_safe(specs[0], pngs[0])]
         with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("fork")) as pool:
-            errors += pool.map(_render_safe, [w[1] for w in work[1:]], [w[2] for w in work[1:]])
+            drawn += pool.map(_render_safe, specs[1:], pngs[1:])
     else:
-        errors = [_render_safe(spec, png) for _, spec, png in work]
-    return {key: err for (key, _, _), err in zip(work, errors)}
+        drawn = [_render_safe(spec, png) for spec, png in zip(specs, pngs)]
+    errors: dict[int, str | None] = dict(zip(todo, drawn))
+    for i, j in same_as.items():
+        errors[i] = errors[j] if errors[j] is not None else _copy_png(work[j][2], work[i][2])
+    return {work[i][0]: errors[i] for i in range(len(work))}
+
+
+def _spec_key(spec: Any) -> str | None:
+    """The spec as canonical JSON, so identical figures are told apart from different ones (None: not JSON)."""
+    try:
+        return json.dumps(spec, sort_keys=True)
+    except (TypeError, ValueError):
+        return None
+
+
+def _copy_png(source: Path, png: Path) -> None:
+    """``source`` copied to ``png`` through a temp file and a rename, like a drawing (never half a PNG)."""
+    tmp = png.with_name(f".{png.stem}.{os.getpid()}.tmp.png")
+    try:
+        shutil.copyfile(source, tmp)
+        os.replace(tmp, png)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def write_report(records: Sequence[dict[str, Any]], out_dir: Path, title: str = "trustlab report",
