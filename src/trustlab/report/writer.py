@@ -11,6 +11,7 @@ Layout of ``out_dir``::
 
 from __future__ import annotations
 
+import gc
 import json
 import multiprocessing
 import os
@@ -106,8 +107,14 @@ def _render_all(records: Sequence[dict[str, Any]], ids: list[str], out_dir: Path
     specs, pngs = [work[i][1] for i in todo], [work[i][2] for i in todo]
     if jobs > 1 and len(todo) >= 8 and "fork" in multiprocessing.get_all_start_methods():
         drawn = [_render_safe(specs[0], pngs[0])]
-        with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("fork")) as pool:
-            drawn += pool.map(_render_safe, specs[1:], pngs[1:])
+        # Frozen, the objects the workers inherit are left out of their garbage collections: not
+        # scanned again in each worker, nor copied there page by page (copy-on-write) by the scan.
+        gc.freeze()
+        try:
+            with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("fork")) as pool:
+                drawn += pool.map(_render_safe, specs[1:], pngs[1:])
+        finally:
+            gc.unfreeze()
     else:
         drawn = [_render_safe(spec, png) for spec, png in zip(specs, pngs)]
     errors: dict[int, str | None] = dict(zip(todo, drawn))
