@@ -125,16 +125,18 @@ def test_leave_one_source_out_summary_is_reported_as_measured():
     - the RP2350 (Cortex-M33) runs PQClean at about 0.6-0.7 of a Cortex-M4's work per clock, below the M33
       prior's 1.0-1.18; its two sources (Xu's thesis data, Xu's pico-pqc) share the author and the board, so each
       predicts the other well, which says little about other M33 chips;
-    - the STM32F446 application build is 4-4.5x slower than pqm4's code predicts (build options not stated);
+    - the STM32F446 application build is 4-4.5x slower than pqm4's code predicts (build options not stated), the
+      FHNW STM32F407 -O0 build of the Kyber reference 5.5-7x (the model has no build factor yet);
     - Greconici et al.'s hand-optimised M3 keygen/verify fall below the portable-C interval."""
     s = validation.summary()["overall"]
     counted = [r for r in validation.loso_rows() if r["counted"]]
     misses = [r for r in counted if max(r["predicted"] / r["reference"], r["reference"] / r["predicted"]) > 2]
     assert s["within_2x"] == s["rows"] - len(misses)
-    assert {r["source_id"] for r in misses} <= {"mlkem-native-c7i", "xu2025-x86", "wolfssl-examples-f446"}
+    assert {r["source_id"] for r in misses} <= {"mlkem-native-c7i", "xu2025-x86", "wolfssl-examples-f446",
+                                                "fhnw-kyber-f407-O0"}
     uncovered = {r["source_id"] for r in counted if not r["covered"]}
     assert uncovered <= {"mlkem-native-c7i", "xu2025-x86", "wolfssl-examples-f446", "greconici2021-m3",
-                         "xu2025-rp2350"}
+                         "xu2025-rp2350", "fhnw-kyber-f407-O0"}
     assert s["coverage"] == sum(r["covered"] for r in counted) / len(counted)
 
 
