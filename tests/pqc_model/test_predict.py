@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from trustlab.devices.tpm2.pqc_model import classes, estimate, predict, validation
+from trustlab.devices.tpm2.pqc_model import builds, classes, estimate, predict, validation
 from trustlab.devices.tpm2.pqc_model.chipspec import ChipSpec
 from trustlab.errors import TrustlabError
 
@@ -13,12 +13,45 @@ from .cli_run import run
 
 
 def test_price_is_median_low_high_provenance():
-    p = predict.price("ML-KEM-768", "encapsulate", ChipSpec.parse("core=cortex-m4,mhz=100"))
+    p = predict.price("ML-KEM-768", "encapsulate", ChipSpec.parse("core=cortex-m4,mhz=100,build=speed"))
     median, low, high, prov = p.as_tuple()
     assert 0 < low <= median <= high and "pqm4" in prov and "implementation" in prov
-    # a Cortex-M4 at 100 MHz running portable C: pqm4 clean's cycles / 100 MHz (our counts of the same work)
+    # a Cortex-M4 at 100 MHz running portable C built for speed: pqm4 clean's cycles / 100 MHz (our counts)
     keccak, other = classes.m4_cycles("ML-KEM-768", "encapsulate")
     assert p.mean_ms == pytest.approx((keccak + other) / 100e3)
+
+
+def test_the_build_moves_the_centre_by_its_published_factor():
+    """-Os / -O0 / unknown builds are slower than the benchmark build by Embench-IoT's factors; an
+    unstated build (the default) is the widest range, and the provenance names the source."""
+    def price(build):
+        return predict.price("ML-KEM-768", "encapsulate", ChipSpec.parse(f"core=m4,mhz=100,build={build}"))
+    speed = price("speed")
+    for kind in ("size", "debug", "unknown", "application"):
+        p = price(kind)
+        assert p.mean_ms == pytest.approx(speed.mean_ms * builds.build(kind).mid)
+        assert p.high_ms / p.low_ms > speed.high_ms / speed.low_ms
+    default = predict.price("ML-KEM-768", "encapsulate", ChipSpec.parse("core=m4,mhz=100"))
+    assert default.mean_ms == price("unknown").mean_ms and "Embench-IoT" in default.provenance
+
+
+def test_build_and_timer_fields_are_read_tolerantly():
+    assert builds.build_kind(None) == builds.build_kind("Pico SDK default") == "unknown"
+    assert builds.build_kind("-Os") == "size" and builds.build_kind("-O3 -march=native") == "speed"
+    assert builds.build_kind("Debug") == "debug" and builds.build_kind("application (STM32CubeIDE)") == "application"
+    assert builds.timer_kind(None, "cycles") == "cycles" and builds.timer_kind(None, "ms") == "wall"
+    assert builds.timer_kind("rdtsc", "cycles") == "tsc" and builds.timer_kind("PMU", "cycles") == "cycles"
+    named = builds.timer("tsc", "Intel Core i7-1260P")
+    assert named.lo == pytest.approx(2.1 / 4.7) and named.hi == 1.0 and "ARK" in named.source
+    assert builds.timer("tsc", "x86-64 desktop").lo < 1.0 < builds.timer("tsc", "").hi + 1e-9
+
+
+def test_a_measured_between_source_spread_widens_class_predictions():
+    spread = classes.source_spread()
+    assert spread.sigma > 0 and len(spread.classes) >= 1
+    p = predict.price("ML-KEM-768", "encapsulate", ChipSpec.parse("core=m33,mhz=150,build=speed"))
+    assert "between-source spread" in p.provenance
+    assert p.high_ms / p.low_ms > 1.5
 
 
 def test_clock_scales_and_slower_cores_take_longer():
@@ -89,6 +122,7 @@ def test_cli_chip_json_rows_have_intervals():
     ("core=m0+,mhz=10,foo=1", "unknown key 'foo'"),
     ("core=m0+,mhz=10,certified=maybe", "not yes/no"),
     ("core=m0+,mhz=10,mhz=20", "mhz given twice"),
+    ("core=m0+,mhz=10,build=O7", "build = 'O7': use one of speed, size, debug"),
     ("/no/such/chip.toml", "neither key=value pairs nor an existing TOML file"),
 ])
 def test_bad_chip_is_a_one_line_error(chip, message):

@@ -13,6 +13,8 @@ entry and its own measured rates). Keys::
     tpm          yes/no (default no): key creation = keygen + pairwise consistency test + wrapping,
                  and each command pays ohc_ms
     ohc_ms       per-command overhead in ms (default 0)
+    build        how the code is built: speed (-O2/-O3), size (-Os), debug (-O0), application, or
+                 unknown (default; the widest range): data/builds.toml, Embench-IoT's comparisons
     name         a label for the output
 """
 
@@ -23,10 +25,10 @@ import statistics
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from trustlab.devices.tpm2.pqc_model import chips, classes, silicon
+from trustlab.devices.tpm2.pqc_model import builds, chips, classes, silicon
 from trustlab.errors import TrustlabError
 
-KEYS = ("core", "mhz", "sha256_kbps", "bus", "certified", "tpm", "ohc_ms", "name")
+KEYS = ("core", "mhz", "sha256_kbps", "bus", "certified", "tpm", "ohc_ms", "build", "name")
 BUSES = ("none", "spi", "i2c", "memory")
 BUS_EFFICIENCY = {"spi": (1.0, 4.0), "i2c": (1.0, 5.0), "memory": (0.0, 0.0), "none": (0.0, 0.0)}
 """Framing/polling factor over the raw bus clock: the chips.toml bus entries' ranges (same sources)."""
@@ -51,6 +53,8 @@ class ChipSpec:
     tpm: bool = False
     ohc_ms: float = 0.0
     calibrated_profile: str | None = None  # a profile with published PQC figures (pqc_model.silicon)
+    build: str = builds.UNKNOWN           # how the chip's code is built (pqc_model.builds; unknown: widest)
+    timer: builds.Factor | None = None    # validation only: what a reported figure counts per core cycle
     notes: tuple[str, ...] = field(default_factory=tuple)
 
     def bus_ms_per_byte(self, u: float = 0.5) -> float:
@@ -184,6 +188,9 @@ def _from_mapping(doc: dict, where: str) -> ChipSpec:
         raise TrustlabError(f"{where}: {exc}") from None
     mhz = _mhz(doc["mhz"], where)
     bus, bus_hz = _bus(doc.get("bus", "none"), where)
+    build = str(doc.get("build", builds.UNKNOWN)).strip().lower()
+    if build not in builds.kinds():
+        raise TrustlabError(f"{where}: build = {doc['build']!r}: use one of {', '.join(builds.kinds())}")
     sha = None
     if "sha256_kbps" in doc:
         kbps = _bounded(_number(doc["sha256_kbps"], "sha256_kbps", where), "sha256_kbps", where, *SHA256_KBPS_RANGE,
@@ -196,7 +203,7 @@ def _from_mapping(doc: dict, where: str) -> ChipSpec:
                     certified=_flag(doc.get("certified", False), "certified", where),
                     tpm=_flag(doc.get("tpm", False), "tpm", where),
                     ohc_ms=_bounded(_number(doc.get("ohc_ms", 0.0), "ohc_ms", where, positive=False), "ohc_ms",
-                                    where, 0.0, OHC_MAX_MS, "ms"))
+                                    where, 0.0, OHC_MAX_MS, "ms"), build=build)
     if sha is not None:
         compute = 1.0 / sha - spec.bus_ms_per_byte()
         if compute <= 0:

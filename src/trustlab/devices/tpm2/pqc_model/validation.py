@@ -20,7 +20,7 @@ from __future__ import annotations
 import functools
 import statistics
 
-from trustlab.devices.tpm2.pqc_model import calibration, chips, classes, predict, silicon
+from trustlab.devices.tpm2.pqc_model import builds, calibration, chips, classes, predict, silicon
 from trustlab.devices.tpm2.pqc_model.chipspec import ChipSpec
 from trustlab.timing import registry
 
@@ -36,14 +36,17 @@ def _row(profile, device_class, command, predicted, reference, unit, kind, sourc
 
 
 def spec_of(source: dict, row: dict) -> ChipSpec:
-    """The chip a measurement ran on: its core class at its clock (1 MHz for cycle counts: ms = kcycles)."""
+    """The chip a measurement ran on: its core class at its clock (1 MHz for cycle counts: ms = kcycles),
+    built as its source says (``build``; absent: unknown) and read with its source's timer (``timer``)."""
     if row["unit"] == "cycles":
         mhz = (1.0, 1.0)
     elif "clock_mhz" in row:
         mhz = classes.row_clock(row)
     else:  # no clock stated: the class's chips.toml range (the secure controllers' 25-100 MHz)
         mhz = chips.chip_for("").clock_mhz
-    return ChipSpec(name=source["platform"], core=source["core"], mhz=mhz, clock_source="as measured")
+    build, timer = builds.of_source(source, row["unit"])
+    return ChipSpec(name=source["platform"], core=source["core"], mhz=mhz, clock_source="as measured",
+                    build=build.kind, timer=timer)
 
 
 def predict_row(row: dict, exclude_own: bool = True) -> dict:
