@@ -203,3 +203,13 @@ def test_chip_figures_outside_any_chip_are_one_line_errors(text, says):
 
 def test_a_clock_in_exponent_notation_is_a_number():
     assert ChipSpec.parse("core=m4,mhz=1.33e3").mhz == (1330.0, 1330.0)
+
+
+def test_a_security_controller_core_is_priced_like_a_tpm_profile():
+    """--chip core=sc300 / secure-mcu: protection and key wrapping are on unless the chip says otherwise."""
+    sc300, m3 = ChipSpec.parse("core=sc300,mhz=50"), ChipSpec.parse("core=m3,mhz=50")
+    assert sc300.certified and sc300.tpm and not m3.certified and not m3.tpm
+    assert not ChipSpec.parse("core=sc300,mhz=50,certified=no").certified
+    assert predict.price("ML-KEM-768", "decapsulate", sc300).mean_ms > predict.price(
+        "ML-KEM-768", "decapsulate", m3).mean_ms
+    assert "wrapping" in predict.price("ML-DSA-65", "create", ChipSpec.parse("core=secure-mcu,mhz=25-100")).provenance
