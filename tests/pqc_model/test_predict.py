@@ -213,3 +213,19 @@ def test_a_security_controller_core_is_priced_like_a_tpm_profile():
     assert predict.price("ML-KEM-768", "decapsulate", sc300).mean_ms > predict.price(
         "ML-KEM-768", "decapsulate", m3).mean_ms
     assert "wrapping" in predict.price("ML-DSA-65", "create", ChipSpec.parse("core=secure-mcu,mhz=25-100")).provenance
+
+
+def test_validate_lists_every_assumption_with_its_source():
+    """The closing note's list comes from the model: every build, timer, class, protection, bus entry has a
+    range and a source, in validate's text and its --json."""
+    from trustlab.devices.tpm2.pqc_model import assumptions
+    from trustlab.validation import pqc_model
+
+    listing = assumptions.listing()
+    names = {e["name"] for e in listing}
+    assert {f"build: {k}" for k in builds.kinds()} <= names and "between-source spread" in names
+    assert {f"core class {c}" for c in classes.names()} <= names
+    assert all(e["range"] and e["source"] for e in listing)
+    assert "Embench-IoT" in pqc_model.loso_text() and "Intel ARK" in pqc_model.loso_text()
+    rc, out, _ = run("validate", "--json")
+    assert rc == 0 and json.loads(out)["pqc_assumptions"] == listing
