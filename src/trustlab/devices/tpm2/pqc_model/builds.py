@@ -88,7 +88,7 @@ def build_kind(text: str | None) -> str:
         return "size"
     if re.search(r"\b(release|relwithdebinfo|benchmark)\b", t):
         return "speed"
-    if "application" in t:
+    if re.search(r"application|\bide\b|cubeide|\bproject\b", t):  # an IDE / RTOS project, level unstated
         return "application"
     return UNKNOWN
 
@@ -120,7 +120,13 @@ def timer(kind: str, platform: str = "") -> Factor:
     return Factor(kind, entry["label"], float(lo), float(mid), float(hi), entry["source"])
 
 
+ASSEMBLY = "optimized"
+"""A source's ``implementation`` for hand-written assembly: the compiler's level does not change it."""
+
+
 def of_source(source: dict, unit: str) -> tuple[Factor, Factor]:
-    """(build, timer) factors of one measurement source (fields ``build``, ``timer`` may be absent)."""
-    return (build(build_kind(source.get("build"))),
+    """(build, timer) factors of one measurement source (fields ``build``, ``timer`` may be absent).
+    Hand-written assembly (``implementation = "optimized"``) takes the assembly build whatever the flags."""
+    kind = "assembly" if source.get("implementation") == ASSEMBLY else build_kind(source.get("build"))
+    return (build(kind),
             timer(timer_kind(source.get("timer"), unit), str(source.get("platform", ""))))
