@@ -1,6 +1,7 @@
 """price(algorithm, operation, chip): chips described by their facts, intervals, leave-one-source-out."""
 
 import json
+import statistics
 import re
 
 import pytest
@@ -229,3 +230,24 @@ def test_validate_lists_every_assumption_with_its_source():
     assert "Embench-IoT" in pqc_model.loso_text() and "Intel ARK" in pqc_model.loso_text()
     rc, out, _ = run("validate", "--json")
     assert rc == 0 and json.loads(out)["pqc_assumptions"] == listing
+
+
+def test_class_rows_are_brought_to_the_benchmark_build_basis():
+    """A -Os row did more work per clock than it shows (x the -Os centre); an rdtsc row counted fewer ticks
+    than core cycles (x the TSC centre); assembly is not rescaled by flags."""
+    row = {"unit": "cycles"}
+    assert classes.basis_scale({"build": "-Os"}, row) == pytest.approx(builds.build("size").mid)
+    assert classes.basis_scale({"build": "-O3", "timer": "tsc"}, row) == pytest.approx(builds.timer("tsc").mid)
+    assert classes.basis_scale({"build": "-O0", "implementation": "optimized"}, row) == 1.0
+    assert classes.basis_scale({}, {"unit": "ms"}) == pytest.approx(builds.build("unknown").mid)
+
+
+def test_an_unknown_build_widens_a_validation_interval_against_a_known_one():
+    rows = {r["source_id"]: r for r in validation.loso_rows()}
+    doc = classes.measurements()
+    kinds = {s["id"]: builds.build_kind(s.get("build")) for s in doc["sources"]}
+    known = [r for r in validation.loso_rows() if kinds[r["source_id"]] == "speed" and r["core"] != "host-x86"]
+    unknown = [r for r in validation.loso_rows() if kinds[r["source_id"]] == "unknown"]
+    assert rows and known and unknown
+    width = lambda rs: statistics.median(r["high"] / r["low"] for r in rs)  # noqa: E731
+    assert width(unknown) > width(known)
