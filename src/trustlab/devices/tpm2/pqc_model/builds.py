@@ -25,6 +25,8 @@ from importlib import resources
 from trustlab.errors import TrustlabError
 
 UNKNOWN = "unknown"
+UNSTATED = ("unknown", "application")
+"""Build kinds that do not name an optimisation level (their factor is a mix of levels)."""
 
 
 @dataclass(frozen=True)

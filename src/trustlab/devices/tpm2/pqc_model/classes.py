@@ -200,13 +200,16 @@ class Spread:
         w = math.exp(self.half_width)
         return (f"between-source spread x{1 / w:.2f}-x{w:.2f} (log-uniform with the pooled standard deviation "
                 f"{self.sigma:.2f} of the per-source work per clock about their class centre, {self.sources} "
-                f"portable-C sources of {', '.join(self.classes)}, each brought to the benchmark-build basis)")
+                f"portable-C sources of a stated build in {', '.join(self.classes)}, each brought to the "
+                f"benchmark-build basis)")
 
 
 @functools.cache
 def source_spread(exclude: frozenset[str] = frozenset()) -> Spread:
-    """The pooled between-source spread of the classes with two or more portable-C sources (without
-    ``exclude``): each source's geometric-mean work per clock (build and timer brought to the basis),
+    """The pooled between-source spread of the classes with two or more portable-C sources of a stated
+    build (without ``exclude``; a source whose build is unknown or an unstated application build carries
+    that uncertainty in its build factor already, so counting its deviation here would count it twice):
+    each source's geometric-mean work per clock (build and timer brought to the basis),
     its log deviation from its class's mean of sources, pooled with n_class - 1 degrees of freedom.
     Applied to every prediction priced from a class (a new chip is a new source), it is the measured
     answer to "how different is another build of the same code on another board of the same class"."""
@@ -215,7 +218,8 @@ def source_spread(exclude: frozenset[str] = frozenset()) -> Spread:
     per: dict[str, dict[str, list[float]]] = {}
     for r in doc["rows"]:
         s = sources[r["source"]]
-        if r["source"] in exclude or s["implementation"] != PORTABLE or not s["counted"]:
+        if (r["source"] in exclude or s["implementation"] != PORTABLE or not s["counted"]
+                or builds.build_kind(s.get("build")) in builds.UNSTATED):
             continue
         keccak, other = row_m4_cycles(r)
         ratio = (keccak + other) / measured_cycles(r) * basis_scale(s, r)
