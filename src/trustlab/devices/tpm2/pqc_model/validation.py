@@ -45,8 +45,10 @@ def spec_of(source: dict, row: dict) -> ChipSpec:
     else:  # no clock stated: the class's chips.toml range (the secure controllers' 25-100 MHz)
         mhz = chips.chip_for("").clock_mhz
     build, timer = builds.of_source(source, row["unit"])
+    impl = source.get("implementation", "unknown")
     return ChipSpec(name=source["platform"], core=source["core"], mhz=mhz, clock_source="as measured",
-                    build=build.kind, timer=timer)
+                    build=build.kind, timer=timer,
+                    implementation=impl if impl in ("portable", "optimized", "mixed") else "unknown")
 
 
 def predict_row(row: dict, exclude_own: bool = True) -> dict:
