@@ -43,7 +43,7 @@ def listing() -> list[dict]:
     for name, cpu in builds._doc().get("cpus", {}).items():
         out.append(_entry(f"timer: rdtsc on {name}", _rng(cpu["base_ghz"] / cpu["turbo_ghz"], 1.0),
                           "validation rows on that CPU", cpu["source"]))
-    for grp in ("microcontroller", "application"):
+    for grp in dict.fromkeys(classes.group(c) for c in classes.names()):
         spread = classes.source_spread(frozenset(), grp)
         lo, hi = spread.quantiles()
         out.append(_entry(f"between-source spread ({grp} cores)", _rng(lo, hi, 1.0) + " (5-95%, before the "

@@ -77,7 +77,7 @@ def names() -> tuple[str, ...]:
 
 
 def group(name: str) -> str:
-    """'microcontroller' or 'application' (cores.toml): whose sources a class's between-source spread pools."""
+    """'microcontroller', 'application' or 'host' (cores.toml): whose sources a class's spread pools."""
     return _cores()[resolve(name)]["group"]
 
 
@@ -307,6 +307,6 @@ def source_spread(exclude: frozenset[str] = frozenset(), of_group: str = "microc
     sigma, dof, used, n = _pool(exclude, (of_group,))
     label = of_group
     if not dof:
-        sigma, dof, used, n = _pool(exclude, ("microcontroller", "application"))
+        sigma, dof, used, n = _pool(exclude, tuple(dict.fromkeys(c["group"] for c in _cores().values())))
         label = f"{of_group}: none of its own, so all"
     return Spread(sigma, dof, tuple(used), n, label)
