@@ -58,7 +58,8 @@ class Factor:
     it. It is drawn from the mixture's own quantile function, so a mix of a benchmark, a size and a
     debug build puts a third of its weight on each rather than spreading evenly over the envelope of
     the three (which would make the slowest debug build as likely as the whole benchmark range).
-    ``mid`` is then the mixture's median."""
+    ``mid`` is then the geometric mean of the parts' centres (the mixture's mean in log space), which the
+    central estimate takes (:func:`central`); draws come from the mixture."""
 
     kind: str
     label: str
@@ -79,6 +80,13 @@ class Factor:
             return piecewise(self.lo, self.mid, self.hi, u)
         grid, cdf = _mixture_table(self.parts)
         return np.exp(np.interp(u, cdf, grid))
+
+    def central(self, u):
+        """The factor for the central estimate (``u`` the scalar 0.5) or a draw: a mixture's centre is its
+        geometric mean, not its median."""
+        if self.parts and np.isscalar(u) and u == 0.5:
+            return self.mid
+        return self.draw(u)
 
     def quantiles(self, p: float = 0.05) -> tuple[float, float]:
         return float(self.draw(p)), float(self.draw(1.0 - p))
@@ -106,15 +114,16 @@ def kinds() -> tuple[str, ...]:
 @functools.cache
 def build(kind: str) -> Factor:
     """The factor of one build kind; a mix is an equal-weight mixture of its parts (as the data file
-    says), centred on the mixture's median, bounded by the envelope of the parts."""
+    says), bounded by the envelope of the parts, centred on the geometric mean of the parts' centres
+    (the mean of the mixture in log space, where the classes' centres are taken too)."""
     entry = _doc()["builds"].get(kind)
     if entry is None:
         raise TrustlabError(f"unknown build {kind!r} (known: {', '.join(kinds())})")
     if "mix" in entry:
         parts = tuple(build(k) for k in entry["mix"])
-        mix = Factor(kind, entry["label"], min(p.lo for p in parts), 1.0, max(p.hi for p in parts),
-                     entry["source"], parts)
-        return Factor(kind, entry["label"], mix.lo, float(mix.draw(0.5)), mix.hi, entry["source"], parts)
+        mid = math.exp(sum(math.log(p.mid) for p in parts) / len(parts))
+        return Factor(kind, entry["label"], min(p.lo for p in parts), mid, max(p.hi for p in parts),
+                      entry["source"], parts)
     lo, mid, hi = entry["factor"]
     return Factor(kind, entry["label"], float(lo), float(mid), float(hi), entry["source"])
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import math
+import zlib
 from dataclasses import dataclass
 
 import numpy as np
@@ -92,7 +93,7 @@ class Speed:
 
 
 def _factor(f: builds.Factor, u):
-    return f.draw(u)
+    return f.central(u)
 
 
 def speed(spec: ChipSpec, u_ratio: float = 0.5, u_clock: float = 0.5, u_place: float = 0.5,
@@ -257,11 +258,20 @@ def central_speed(spec: ChipSpec) -> Speed:
     return speed(spec)
 
 
+QUANTILE_DRAWS = 8000
+
+
 def speed_quantiles(spec: ChipSpec, n: int) -> list[Speed]:
-    """n comonotonic speed quantiles (fast chip = fast at everything), for the companion profiles."""
-    out = []
-    for i in range(n):
-        u = (i + 0.5) / n
-        s = speed(spec, u, u, u, u_build=u, u_source=u)
-        out.append(Speed(float(s.keccak_mhz), float(s.arith_mhz)))
-    return out
+    """n quantiles of the chip's speed, for the companion profiles: every assumption drawn independently
+    (as :func:`.predict.price` draws them), the joint (Keccak, other) draws ranked by their geometric mean,
+    and the n evenly spaced ones taken. Drawing every assumption at one shared quantile instead would
+    multiply extremes, and pair a fast core with a slow build (the build and spread factors slow a chip
+    as their quantile rises, the ratio and clock speed it up)."""
+    rng = np.random.default_rng(zlib.crc32(f"speed-quantiles|{spec.name}".encode()))
+    u = {k: rng.random(QUANTILE_DRAWS) for k in ("ratio", "clock", "place", "build", "source")}
+    s = speed(spec, u["ratio"], u["clock"], u["place"], u_build=u["build"], u_source=u["source"])
+    k = np.broadcast_to(np.asarray(s.keccak_mhz, dtype=float), (QUANTILE_DRAWS,))
+    a = np.broadcast_to(np.asarray(s.arith_mhz, dtype=float), (QUANTILE_DRAWS,))
+    order = np.argsort(np.log(k) + np.log(a), kind="stable")
+    picks = order[((np.arange(n) + 0.5) / n * QUANTILE_DRAWS).astype(int)]
+    return [Speed(float(k[i]), float(a[i])) for i in picks]
