@@ -53,8 +53,7 @@ def listing() -> list[dict]:
                       "every prediction", estimate.IMPL_SOURCE))
     out.append(_entry("SHA-256 placement", f"{estimate.SHA256_M4_CYCLES_PER_BYTE:g} Cortex-M4 cycles/byte, "
                       f"{_rng(*estimate.SHA_PLACEMENT)}", "chips with a measured SHA-256 rate",
-                      f"{estimate.SHA256_M4_SOURCE}; the x range is an assumption (optimised C/assembly SHA-256 "
-                      "at ~60 cycles/byte, a hashing engine with command overhead)"))
+                      f"{estimate.SHA256_M4_SOURCE}; {estimate.SHA_PLACEMENT_SOURCE}"))
     out.append(_entry("ECDSA placement", f"{estimate.ECDSA_M4_SIGN_CYCLES:,.0f} Cortex-M4 cycles, "
                       f"{_rng(*estimate.ECDSA_SPREAD)}", "software-crypto TPMs with a measured ECDSA P-256 sign",
                       f"{estimate.ECDSA_M4_SOURCE}; the x range is an assumption"))
