@@ -77,7 +77,7 @@ def names() -> tuple[str, ...]:
 
 
 def group(name: str) -> str:
-    """'microcontroller', 'application' or 'host' (cores.toml): whose sources a class's spread pools."""
+    """'microcontroller' or 'application' (cores.toml): whose sources a class's between-source spread pools."""
     return _cores()[resolve(name)]["group"]
 
 
@@ -168,10 +168,6 @@ def basis_scale(source: dict, row: dict) -> float:
     its source's build factor x timer factor, at their centres (:mod:`.builds`)."""
     build, timer = builds.of_source(source, row["unit"])
     return build.mid * timer.mid
-
-
-def _geomean(xs: list[float]) -> float:
-    return math.exp(sum(math.log(x) for x in xs) / len(xs))
 
 
 @functools.cache
