@@ -19,6 +19,10 @@ def render(v: Validation, independent_only: bool = False) -> str:
             for c in v.checks if not independent_only or c.kind == INDEPENDENT]
     out += ["", "Checks", table(rows, ["profile", "command", "predicted", "reference", "unit", "error", "kind",
                                        "reference provenance"])]
+    if v.held_out_silicon:
+        from trustlab.validation import held_out_silicon
+
+        out += ["", held_out_silicon.text(v.held_out_silicon)]
     if v.inconsistencies:
         irows = [["FLAG", i.source, i.what, "; ".join(f"{k} = {_num(val)}" for k, val in i.readings.items()),
                   "-" if i.ours is None else _num(i.ours), i.unit, i.note] for i in v.inconsistencies]
