@@ -102,3 +102,12 @@ def test_validate_shows_them_apart_from_calibration_and_accuracy(capsys):
 def test_unrelated_profile_has_no_held_out_section():
     v = run(["jcop-2018"])
     assert not v.held_out_silicon and "held_out_silicon" not in v.to_dict()
+
+
+def test_accuracy_plot_shows_them_with_intervals():
+    from trustlab.validation.text import accuracy_plot
+
+    plot = accuracy_plot(run([SEALSQ, "jcop-2018"]))
+    held = [s for s in plot["series"] if s["label"].startswith("held-out silicon")]
+    assert len(held) == 1 and len(held[0]["ylow"]) == len(held[0]["y"]) == 6
+    assert all(lo <= y <= hi for lo, y, hi in zip(held[0]["ylow"], held[0]["y"], held[0]["yhigh"]))
