@@ -302,3 +302,14 @@ def test_an_unknown_build_widens_a_validation_interval_against_a_known_one():
     assert rows and known and unknown
     width = lambda rs: statistics.median(r["high"] / r["low"] for r in rs)  # noqa: E731
     assert width(unknown) > width(known)
+
+
+def test_calibrated_price_is_the_published_mean_with_the_run_spread():
+    """A calibrated operation's central value is the published mean itself (the exact expectation, not an
+    average of draws: 400 draws of ML-DSA's skewed runs missed it by ~4%); low/high are the runs' spread."""
+    from trustlab.devices.tpm2.pqc_model import silicon
+
+    for row in silicon.rows("sealsq-qvault-pqc-tpm-wolftpm"):
+        p = predict.price(row.algorithm, row.call, "sealsq-qvault-pqc-tpm-wolftpm")
+        assert p.calibrated and p.median_ms == pytest.approx(row.mean_ms, rel=1e-9)
+        assert p.low_ms <= p.median_ms <= p.high_ms

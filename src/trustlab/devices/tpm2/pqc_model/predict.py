@@ -106,7 +106,8 @@ def calibrated(profile: str, algorithm: str, operation: str) -> tuple[float, flo
     ``operation`` is a priced operation ('create', 'sign', ...); the answer is the whole benchmark
     operation (with its other commands), as the publication measured it (:mod:`.silicon`), priced by
     the TPM command pricing (:mod:`.cost`). The spread is the counted runs' (ML-DSA signing's
-    rejection loop; the published figures are means only).
+    rejection loop; the published figures are means only); the mean is the exact expectation
+    (:func:`.cost.calibrated_mean`): the published figure itself where the operation is the published one.
     """
     found = silicon.for_operation(profile, algorithm, operation)
     if found is None:
@@ -117,4 +118,5 @@ def calibrated(profile: str, algorithm: str, operation: str) -> tuple[float, flo
     n = len(totals)
     mid = totals[n // 2] if n % 2 else (totals[n // 2 - 1] + totals[n // 2]) / 2
     return (float(mid), float(totals[int(0.05 * (n - 1))]), float(totals[int(0.95 * (n - 1))]),
-            silicon.label(row, algorithm, extrapolated, operation), float(sum(totals) / n))
+            silicon.label(row, algorithm, extrapolated, operation),
+            cost.calibrated_mean(tpm2, algorithm, operation, row))
