@@ -53,6 +53,7 @@ def test_rows_cover_every_published_operation():
         assert r["error"] == pytest.approx(r["predicted_median_ms"] / r["published_ms"] - 1)
         assert r["evidence"]["placed_by"] == "SHA-256 rate" and r["evidence"]["m4_equivalent_mhz"] > 0
         assert "calibration:" not in r["provenance"]  # the calibrated price's provenance starts so
+        assert r["implied_m4_mhz"] > 0 and r["placed_m4_mhz"] > 0
 
 
 def test_prediction_never_uses_the_calibration_table(table_swap):
