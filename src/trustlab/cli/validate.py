@@ -14,13 +14,17 @@ def register(sub: argparse._SubParsersAction) -> None:
         "(the same chip family measured by JCAlgTest and by wolfTPM, Intel PTT firmware versions against each "
         "other, leave-one-source-out). Each row is predicted vs reference with the reference's provenance and "
         "whether it was used to build the profile ('calibration') or not ('independent'); only independent rows "
-        "count toward a profile's stated accuracy (median and worst |error|). Places where a source contradicts "
+        "count toward a profile's stated accuracy (median and worst |error|). A chip with published post-quantum "
+        "figures is also priced by the generic model with its calibration bypassed ('held-out silicon': evidence "
+        "about the model, shown apart). Places where a source contradicts "
         "itself are listed with every reading, flagged, never resolved.")
     p.add_argument("profiles", nargs="*", metavar="PROFILE", help="profiles to validate (default: every one with a "
                    "reference)")
     p.add_argument("--independent", action="store_true", help="list only the independent rows")
     p.add_argument("--json", action="store_true",
-                   help="machine-readable: {accuracy, checks, inconsistencies}")
+                   help="machine-readable: {accuracy, checks, inconsistencies}, and for the PQC profiles "
+                   "held_out_silicon (the calibrated chip priced by the generic model alone), pqc_leave_one_source_out, "
+                   "pqc_assumptions")
     p.set_defaults(handler=_run)
 
 
