@@ -81,6 +81,8 @@ class Tpm2Path(CommandPath):
         self._self_priced = type(backend).charged is not Backend.charged
         """The backend may price its own commands (else ``charged()`` is always None: not asked)."""
         self._names: dict[int, str] = {}
+        self._contexts: dict[int, extensions.Context] = {}
+        """Client id -> the extension ``Context`` its commands get (dropped when the client ends)."""
         self._priced: tuple | None = None
         """The price of the client command the resource manager ran last (:meth:`_run_priced`)."""
 
@@ -134,8 +136,11 @@ class Tpm2Path(CommandPath):
     def _extension(self, client: Any, command: bytes,
                    reg: extensions.Registration) -> tuple[bytes, cost.CommandCost] | None:
         """Step 1: the extension's handler, if it claims the command (charged here)."""
-        claimed = extensions.dispatch_registered(command, reg, extensions.Context(
-            client.id, self.profile, lambda c: self.transact_in_space(client, c), self.extension_state))
+        ctx = self._contexts.get(client.id)
+        if ctx is None:  # one per client, built the first time an extension's code comes from it
+            ctx = self._contexts[client.id] = extensions.Context(
+                client.id, self.profile, lambda c: self.transact_in_space(client, c), self.extension_state)
+        claimed = extensions.dispatch_registered(command, reg, ctx)
         if claimed is None:
             return None
         assessed = claimed.assessed(len(command))
@@ -192,12 +197,14 @@ class Tpm2Path(CommandPath):
         would be noticed at the next reap; the next tool of a shell script is faster than that)."""
         if self._owner_gone is None or not self._owner_gone(space):
             return False
+        self._contexts.pop(space.conn_id, None)
         extensions.connection_closed(space.conn_id, self.extension_state)
         if self.rm is not None:
             self.rm.close(space)  # its RM commands are charged to the command that claims
         return True
 
     def client_ended(self, client: Any) -> Callable[[], None] | None:
+        self._contexts.pop(client.id, None)
         extensions.connection_closed(client.id, self.extension_state)
         rm, space = self.rm, client.space
         if rm is None or space.empty:
