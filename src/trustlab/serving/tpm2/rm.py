@@ -25,10 +25,13 @@ hands a session to the next process this way) is neither saved nor
 forgotten by the RM. When its space closes it is *abandoned*, as tpm2-abrmd
 does (session-list.c): a later client may claim it by loading its saved context (tpm2-tools'
 ``-S session.ctx`` in the next process; a bare handle claims nothing, and no other client sees it listed),
-and at most :data:`ABANDONED_MAX` (abrmd's ``SESSION_LIST_MAX_ABANDONED_DEFAULT``)
-are kept, the oldest flushed first. Every other session of a closing space is
-flushed. So no number of clients that exit without flushing can fill the
-TPM's session slots.
+and at most :data:`ABANDONED_MAX` (abrmd's ``SESSION_LIST_MAX_ABANDONED_DEFAULT``, which
+abrmd has no option for) are kept, the oldest flushed first; ``abandoned_max``
+(serve's ``--abandoned-sessions``) sets the bound, and 0 flushes them at once:
+the kernel's rule, every session of a closing space flushed. Every other
+session of a closing space is flushed. So no number of clients that exit
+without flushing can fill the TPM's session slots (1,000 tpm2-tools processes
+leave the bound behind: 4 by default, 0 with 0).
 
 Where this follows the kernel exactly:
 
