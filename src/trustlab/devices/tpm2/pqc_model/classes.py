@@ -10,8 +10,10 @@ Where a ratio comes from: the portable-C rows of the class in
 ``trustlab/validation/data/pqc_measurements.toml``. For each row, the Cortex-M4
 cycles of the same operation (our counts x pqm4's unit costs) divided by the
 measured cycles; a row with a hashing share gives Keccak and the rest apart, a
-row without gives one ratio for both. The class value is the geometric mean of
-its rows, its range their min..max. With no row (a class nobody measured, or
+row without gives one ratio for both. Each ratio is first brought to the classes' basis, a
+speed-optimised benchmark build counting core cycles, by the centre of its source's build and timer
+factors (:mod:`.builds`: a -Os row did more work per clock than it shows). The class value is the
+geometric mean of its rows, its range their min..max. With no row (a class nobody measured, or
 its only source left out by ``validate``'s leave-one-source-out), the class
 falls back to its prior (``data/cores.toml``), a range with a source per end.
 """
@@ -24,7 +26,7 @@ import tomllib
 from dataclasses import dataclass
 from importlib import resources
 
-from trustlab.devices.tpm2.pqc_model import calibration, counts
+from trustlab.devices.tpm2.pqc_model import builds, calibration, counts
 from trustlab.devices.tpm2.pqc_model.params import check_operation
 from trustlab.errors import TrustlabError
 
@@ -144,6 +146,13 @@ def row_ratios(row: dict) -> tuple[float, float]:
     return keccak / (share * cycles), other / ((1.0 - share) * cycles)
 
 
+def basis_scale(source: dict, row: dict) -> float:
+    """What a row's work per clock is multiplied by to stand for a benchmark build counting core cycles:
+    its source's build factor x timer factor, at their centres (:mod:`.builds`)."""
+    build, timer = builds.of_source(source, row["unit"])
+    return build.mid * timer.mid
+
+
 def _geomean(xs: list[float]) -> float:
     return math.exp(sum(math.log(x) for x in xs) / len(xs))
 
@@ -162,9 +171,67 @@ def fit(name: str, exclude: frozenset[str] = frozenset()) -> CoreClass:
         mid_k, mid_a = math.sqrt(k[0] * k[1]), math.sqrt(a[0] * a[1])
         return CoreClass(cls, entry["label"], Ratio(mid_k, k[0], k[1]), Ratio(mid_a, a[0], a[1]),
                          f"prior: {entry['prior_source']}", measured=False)
-    ks, os_ = zip(*(row_ratios(r) for r in used))
+    ks, os_ = zip(*((k * f, o * f) for r in used for f in [basis_scale(sources[r["source"]], r)]
+                    for k, o in [row_ratios(r)]))
     ids = sorted({r["source"] for r in used})
     basis = (f"measured: {len(used)} portable-C rows of " + ", ".join(ids)
              + f" (work per clock vs Cortex-M4 clean: Keccak {_geomean(list(ks)):.2f}, other {_geomean(list(os_)):.2f})")
     return CoreClass(cls, entry["label"], Ratio(_geomean(list(ks)), min(ks), max(ks)),
                      Ratio(_geomean(list(os_)), min(os_), max(os_)), basis, measured=True)
+
+
+@dataclass(frozen=True)
+class Spread:
+    """How far a new source's work per clock lies from its class's centre: a measured between-source
+    spread (log standard deviation), pooled over the classes that have several sources."""
+
+    sigma: float
+    classes: tuple[str, ...]
+    sources: int
+
+    @property
+    def half_width(self) -> float:
+        """Half-width of the log-uniform range with that standard deviation (sqrt(3) sigma)."""
+        return math.sqrt(3.0) * self.sigma
+
+    def text(self) -> str:
+        if not self.classes:
+            return "between-source spread: no class has two portable-C sources, so none is applied"
+        w = math.exp(self.half_width)
+        return (f"between-source spread x{1 / w:.2f}-x{w:.2f} (log-uniform with the pooled standard deviation "
+                f"{self.sigma:.2f} of the per-source work per clock about their class centre, {self.sources} "
+                f"portable-C sources of a stated build in {', '.join(self.classes)}, each brought to the "
+                f"benchmark-build basis)")
+
+
+@functools.cache
+def source_spread(exclude: frozenset[str] = frozenset()) -> Spread:
+    """The pooled between-source spread of the classes with two or more portable-C sources of a stated
+    build (without ``exclude``; a source whose build is unknown or an unstated application build carries
+    that uncertainty in its build factor already, so counting its deviation here would count it twice):
+    each source's geometric-mean work per clock (build and timer brought to the basis),
+    its log deviation from its class's mean of sources, pooled with n_class - 1 degrees of freedom.
+    Applied to every prediction priced from a class (a new chip is a new source), it is the measured
+    answer to "how different is another build of the same code on another board of the same class"."""
+    doc = measurements()
+    sources = {s["id"]: s for s in doc["sources"]}
+    per: dict[str, dict[str, list[float]]] = {}
+    for r in doc["rows"]:
+        s = sources[r["source"]]
+        if (r["source"] in exclude or s["implementation"] != PORTABLE or not s["counted"]
+                or builds.build_kind(s.get("build")) in builds.UNSTATED):
+            continue
+        keccak, other = row_m4_cycles(r)
+        ratio = (keccak + other) / measured_cycles(r) * basis_scale(s, r)
+        per.setdefault(s["core"], {}).setdefault(r["source"], []).append(math.log(ratio))
+    ss, dof, used, n = 0.0, 0, [], 0
+    for cls, by_source in sorted(per.items()):
+        if len(by_source) < 2:
+            continue
+        means = [sum(v) / len(v) for v in by_source.values()]
+        centre = sum(means) / len(means)
+        ss += sum((m - centre) ** 2 for m in means)
+        dof += len(means) - 1
+        used.append(cls)
+        n += len(means)
+    return Spread(math.sqrt(ss / dof) if dof else 0.0, tuple(used), n)

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from trustlab.devices.tpm2.pqc_model import calibration, chips, classes, frames
+from trustlab.devices.tpm2.pqc_model import builds, calibration, chips, classes, frames
 from trustlab.devices.tpm2.pqc_model.chipspec import ChipSpec
 from trustlab.devices.tpm2.pqc_model.params import MLDSA, check_operation
 
@@ -33,10 +33,10 @@ ECDSA_M4_SOURCE = ("newAM/p256-cm4 README, 'Comparisons' (STM32WLE5, Cortex-M4):
                    "ECDSA signing ~7,856,436 cycles")
 ECDSA_SPREAD = (0.5, 2.0)
 """Portable P-256 implementations differ by about this factor either way (assumption)."""
-IMPL_SLOW = 1.3
+IMPL_SLOW = 1.0
 IMPL_SOURCE = ("implementation: portable C = 1 (the classes are fitted on portable C); faster down to pqm4's best "
-               "assembly for the operation (pqm4 m4f/m4fspeed vs clean), slower up to x1.3 for size-optimised "
-               "builds (-Os vs -O3; an assumption, not taken from any validation source)")
+               "assembly for the operation (pqm4 m4f/m4fspeed vs clean); how the code was built is the build "
+               "factor's (builds.toml), no longer a guess here")
 WRAP_SHA256_BYTES = 512
 WRAP_SOURCE = ("TPM 2.0 Library Part 1, 'Protected Storage': the private part is encrypted (AES-CFB) under a "
                "KDFa-derived key and integrity-protected by an HMAC; about 512 bytes of SHA-256 work (KDFa + HMAC "
@@ -93,9 +93,18 @@ class Speed:
     arith_mhz: float   # ... on the other counted units
 
 
+def _factor(f: builds.Factor, u):
+    return piecewise(f.lo, f.mid, f.hi, u)
+
+
 def speed(spec: ChipSpec, u_ratio: float = 0.5, u_clock: float = 0.5, u_place: float = 0.5,
-          exclude: frozenset[str] = frozenset()) -> Speed:
-    """The chip's M4-equivalent speed at the given quantiles of its assumptions (0.5 = central)."""
+          exclude: frozenset[str] = frozenset(), u_build: float = 0.5, u_source: float = 0.5) -> Speed:
+    """The chip's M4-equivalent speed at the given quantiles of its assumptions (0.5 = central).
+
+    A speed from clock x class is divided by the build factor (the class is a benchmark build; the
+    chip's code may be -Os, -O0 or unknown: :mod:`.builds`) and, for a core class, by the measured
+    between-source spread (:func:`.classes.source_spread`: a new chip is a new source). A speed placed
+    by the chip's own measured rate already shows its firmware's build, so neither applies there."""
     if spec.core is not None:
         cls = classes.fit(spec.core, exclude)
         k = piecewise(cls.keccak.lo, cls.keccak.mid, cls.keccak.hi, u_ratio)
@@ -113,7 +122,11 @@ def speed(spec: ChipSpec, u_ratio: float = 0.5, u_clock: float = 0.5, u_place: f
         return Speed(placed, placed * a / k)
     lo, hi = spec.mhz
     clock = piecewise(lo, math.sqrt(lo * hi), hi, u_clock)
-    return Speed(clock * k, clock * a)
+    slow = _factor(builds.build(spec.build), u_build)
+    if spec.core is not None:
+        w = classes.source_spread(exclude).half_width
+        slow = slow * piecewise(math.exp(-w), 1.0, math.exp(w), u_source)
+    return Speed(clock * k / slow, clock * a / slow)
 
 
 @functools.cache
@@ -162,13 +175,15 @@ def one(spec: ChipSpec, algorithm: str, operation: str, u: dict, *, protection: 
     """ms of one operation with every assumption at quantile ``u[name]`` (0.5 = central; numpy arrays of
     ``n`` draws allowed); with ``rng`` each raw operation's work is a drawn counted run (ML-DSA signing's
     rejection loop), else the mean work."""
-    s = speed(spec, u["ratio"], u["clock"], u["place"], exclude)
+    s = speed(spec, u["ratio"], u["clock"], u["place"], exclude, u.get("build", 0.5), u.get("source", 0.5))
     total = 0.0
     for op in plan(algorithm, operation):
         impl = piecewise(impl_fast(algorithm, op), 1.0, IMPL_SLOW, u["impl"])
         run = rng.integers(len(classes.run_cycles(algorithm, op)), size=n) if rng is not None else None
         total = total + (compute_ms(algorithm, op, s, run) * impl
                          * protection_factor(spec, algorithm, op, u["protect"], protection))
+    if spec.timer is not None:  # what the reported figure counts per core cycle (validation: rdtsc)
+        total = total * _factor(spec.timer, u.get("timer", 0.5))
     if spec.tpm and operation in ("create", "load"):
         per_byte = (1.0 / spec.sha256_bytes_per_ms if spec.sha256_bytes_per_ms
                     else SHA256_M4_CYCLES_PER_BYTE / (s.keccak_mhz * 1000.0))
@@ -203,6 +218,11 @@ def provenance(spec: ChipSpec, algorithm: str, operation: str, protection: bool,
                      f"against {ECDSA_M4_SOURCE}, x{ECDSA_SPREAD[0]:g}-x{ECDSA_SPREAD[1]:g}")
     else:
         parts.append(f"clock {spec.mhz[0]:g}-{spec.mhz[1]:g} MHz ({spec.clock_source})")
+        parts.append(f"build: {builds.build(spec.build).text()}")
+        if spec.core:
+            parts.append(classes.source_spread(exclude).text())
+    if spec.timer is not None and (spec.timer.lo, spec.timer.hi) != (1.0, 1.0):
+        parts.append(f"timer: {spec.timer.text()}")
     parts += list(spec.notes)
     parts.append(IMPL_SOURCE)
     if spec.certified and protection:
@@ -230,6 +250,6 @@ def speed_quantiles(spec: ChipSpec, n: int) -> list[Speed]:
     out = []
     for i in range(n):
         u = (i + 0.5) / n
-        s = speed(spec, u, u, u)
+        s = speed(spec, u, u, u, u_build=u, u_source=u)
         out.append(Speed(float(s.keccak_mhz), float(s.arith_mhz)))
     return out

@@ -57,7 +57,8 @@ class Price:
 
 CENTRAL_RUNS = 1001
 """Counted runs the central estimate's median is taken over (every other assumption at its centre)."""
-CENTRAL = {"ratio": 0.5, "clock": 0.5, "place": 0.5, "impl": 0.5, "protect": 0.5, "bus": 0.5}
+CENTRAL = {"ratio": 0.5, "clock": 0.5, "place": 0.5, "impl": 0.5, "protect": 0.5, "bus": 0.5, "build": 0.5,
+           "source": 0.5, "timer": 0.5}
 
 
 def price(algorithm: str, operation: str, chip: ChipSpec | str, *, protection: bool = True,
