@@ -49,10 +49,57 @@ def test_build_and_timer_fields_are_read_tolerantly():
 
 def test_a_measured_between_source_spread_widens_class_predictions():
     spread = classes.source_spread()
-    assert spread.sigma > 0 and len(spread.classes) >= 1
+    assert spread.sigma > 0 and spread.dof >= 1 and len(spread.classes) >= 1
     p = predict.price("ML-KEM-768", "encapsulate", ChipSpec.parse("core=m33,mhz=150,build=speed"))
     assert "between-source spread" in p.provenance
-    assert p.high_ms / p.low_ms > 1.5
+    assert p.high_ms / p.low_ms > 1.2
+
+
+def test_the_spread_is_pooled_from_sources_whose_build_and_timer_are_known_within_their_group():
+    """A source of a debug, unstated or application build, or rdtsc on an unnamed CPU, would bring its build's
+    or timer's uncertainty into the spread a second time; application cores (x86, A-class, RV64) do not set the
+    spread of microcontrollers."""
+    doc = classes.measurements()
+    src = {s["id"]: s for s in doc["sources"]}
+    row = {s: next(r for r in doc["rows"] if r["source"] == s) for s in src}
+    exact = {s for s in src if classes.exact_basis(src[s], row[s])}
+    assert "fhnw-kyber-f407-O0" not in exact and "wolfssl-examples-f446" not in exact
+    assert "wolfssl-zcu102-a53" not in exact and "pqm4-pr401-mldsa-native-l4r5" in exact
+    mcu, app = classes.source_spread(), classes.source_spread(frozenset(), "application")
+    assert not set(mcu.classes) & {"host-x86", "a-class", "riscv64"} and "host-x86" in app.classes
+    assert mcu.quantiles()[1] < app.quantiles()[1]
+    # a centre of k sources is itself uncertain: sqrt(1 + 1/k) wider for a new chip
+    assert mcu.quantiles(2)[1] > mcu.quantiles()[1]
+
+
+def test_a_mixed_build_is_a_mixture_not_the_envelope_of_its_parts():
+    """Unknown = a third each of a benchmark, a size and a debug build: its 95th percentile lies well inside the
+    slowest debug benchmark, its centre is the parts' geometric mean, and draws rise with the quantile."""
+    import numpy as np
+
+    b = builds.build("unknown")
+    lo, hi = b.quantiles()
+    assert b.lo <= lo < b.mid < hi < b.hi
+    assert b.central(0.5) == b.mid == pytest.approx((1.0 * 1.11 * 2.08) ** (1 / 3))
+    u = np.linspace(0.001, 0.999, 200)
+    assert np.all(np.diff(b.draw(u)) >= 0)
+    # a third of the weight is the debug build, so about a sixth lies above the debug build's median
+    assert float(np.mean(b.draw(np.random.default_rng(1).random(20000)) > builds.build("debug").mid)) == \
+        pytest.approx(1 / 6, abs=0.02)
+
+
+def test_the_implementation_factor_follows_what_the_code_is():
+    """Portable C is the classes' basis (x1); pqm4's Cortex-M4 assembly can only be the unstated code of a core
+    that runs it, so an unstated-code Cortex-M0+ is never faster than pqm4's clean Cortex-M4 code at its clock."""
+    m4 = ChipSpec.parse("core=m4,mhz=133")
+    assert estimate.impl_factor(ChipSpec.parse("core=m4,mhz=133,impl=portable"), "ML-KEM-512", "keygen", 0.01) == 1.0
+    assert estimate.impl_factor(m4, "ML-KEM-512", "keygen", 0.01) < 1.0
+    assert estimate.impl_factor(ChipSpec.parse("core=m0+,mhz=133"), "ML-KEM-512", "keygen", 0.01) == 1.0
+    p = predict.price("ML-KEM-512", "keygen", ChipSpec.parse("core=cortex-m0plus,mhz=133"))
+    clean_m4 = sum(classes.m4_cycles("ML-KEM-512", "keygen")) / 133e3
+    assert p.low_ms > clean_m4
+    with pytest.raises(TrustlabError, match="impl = 'asm': use one of portable"):
+        ChipSpec.parse("core=m4,mhz=10,impl=asm")
 
 
 def test_clock_scales_and_slower_cores_take_longer():
@@ -153,16 +200,15 @@ def test_the_measurements_span_enough_sources_and_classes():
 
 def test_leave_one_source_out_summary_is_reported_as_measured():
     """Issue 27's goals, as they stand with every published row found so far (the summary reports them; nothing
-    is tuned to meet them). Median |error| <= 25%, every row within 2x and coverage >= 80% do not hold:
-    - the three x86 sources disagree by up to 4x (mlkem-native's C on a c7i with -march=native, core cycles;
-      itzmeanjan's C++ on an i7-1260P, core cycles; Xu's PQClean C on an unnamed desktop in rdtsc ticks, build
-      type not stated): the fastest and the slowest, left out, are priced from the others and miss;
-    - the RP2350 (Cortex-M33) runs PQClean at about 0.6-0.7 of a Cortex-M4's work per clock, below the M33
-      prior's 1.0-1.18; its two sources (Xu's thesis data, Xu's pico-pqc) share the author and the board, so each
-      predicts the other well, which says little about other M33 chips;
+    is tuned to meet them). Every row within 2x does not hold; the known misses:
+    - the three x86 sources disagree by up to 4x in core cycles after their timers are corrected (mlkem-native's
+      C with -march=native on a Sapphire Rapids c7i, rdtsc at 2.4 GHz; itzmeanjan's C++ -march=native on an
+      i7-1260P, libPFM core cycles; Xu's PQClean/wolfCrypt C at -O2 on a Ryzen 7 1700X (Zen 1), rdtsc): the
+      fastest and the slowest, left out, are priced from the others and miss (no published figure for the
+      micro-architecture and vectorisation differences was found);
     - the STM32F446 application build is 4-4.5x slower than pqm4's code predicts (build options not stated), the
-      FHNW STM32F407 -O0 build of the Kyber reference 5.5-7x (the model has no build factor yet);
-    - Greconici et al.'s hand-optimised M3 keygen/verify fall below the portable-C interval."""
+      FHNW STM32F407 -O0 build of the Kyber reference 5.5-7x, beyond Embench-IoT's -O0 geometric mean (2.08)
+      though inside its slowest benchmark (5.9): no published -O0 figure for PQC code was found."""
     s = validation.summary()["overall"]
     counted = [r for r in validation.loso_rows() if r["counted"]]
     misses = [r for r in counted if max(r["predicted"] / r["reference"], r["reference"] / r["predicted"]) > 2]
@@ -170,8 +216,8 @@ def test_leave_one_source_out_summary_is_reported_as_measured():
     assert {r["source_id"] for r in misses} <= {"mlkem-native-c7i", "xu2025-x86", "wolfssl-examples-f446",
                                                 "fhnw-kyber-f407-O0"}
     uncovered = {r["source_id"] for r in counted if not r["covered"]}
-    assert uncovered <= {"mlkem-native-c7i", "xu2025-x86", "wolfssl-examples-f446", "greconici2021-m3",
-                         "xu2025-rp2350", "fhnw-kyber-f407-O0"}
+    assert uncovered <= {"mlkem-native-c7i", "xu2025-x86", "wolfssl-examples-f446", "fhnw-kyber-f407-O0"}
+    assert s["coverage"] >= 0.8
     assert s["coverage"] == sum(r["covered"] for r in counted) / len(counted)
 
 
@@ -228,7 +274,8 @@ def test_validate_lists_every_assumption_with_its_source():
 
     listing = assumptions.listing()
     names = {e["name"] for e in listing}
-    assert {f"build: {k}" for k in builds.kinds()} <= names and "between-source spread" in names
+    assert {f"build: {k}" for k in builds.kinds()} <= names
+    assert {"between-source spread (microcontroller cores)", "between-source spread (application cores)"} <= names
     assert {f"core class {c}" for c in classes.names()} <= names
     assert all(e["range"] and e["source"] for e in listing)
     assert "Embench-IoT" in pqc_model.loso_text() and "Intel ARK" in pqc_model.loso_text()

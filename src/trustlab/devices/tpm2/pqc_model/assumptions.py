@@ -31,7 +31,10 @@ def listing() -> list[dict]:
                           "chips priced by class x clock", c.basis))
     for kind in builds.kinds():
         b = builds.build(kind)
-        out.append(_entry(f"build: {kind}", _rng(b.lo, b.hi, b.mid), f"time of {b.label} vs the benchmark build; "
+        rng = _rng(b.lo, b.hi, b.mid) if not b.parts else (
+            f"{_rng(*b.quantiles(), b.mid)} 5-95% of an equal mix of {', '.join(p.kind for p in b.parts)} "
+            f"(bounds x{b.lo:.3g}-x{b.hi:.3g})")
+        out.append(_entry(f"build: {kind}", rng, f"time of {b.label} vs the benchmark build; "
                           "class x clock chips (--chip build=, default unknown) and measurement sources", b.source))
     for kind in ("cycles", "wall", "tsc"):
         t = builds.timer(kind)
@@ -40,16 +43,17 @@ def listing() -> list[dict]:
     for name, cpu in builds._doc().get("cpus", {}).items():
         out.append(_entry(f"timer: rdtsc on {name}", _rng(cpu["base_ghz"] / cpu["turbo_ghz"], 1.0),
                           "validation rows on that CPU", cpu["source"]))
-    spread = classes.source_spread()
-    w = math.exp(spread.half_width)
-    out.append(_entry("between-source spread", _rng(1 / w, w, 1.0), "class x clock chips (a new chip is a new source)",
-                      spread.text()))
-    out.append(_entry("implementation", "pqm4's fastest assembly / clean (per operation) .. x1",
+    for grp in dict.fromkeys(classes.group(c) for c in classes.names()):
+        spread = classes.source_spread(frozenset(), grp)
+        lo, hi = spread.quantiles()
+        out.append(_entry(f"between-source spread ({grp} cores)", _rng(lo, hi, 1.0) + " (5-95%, before the "
+                          "sqrt(1 + 1/k) of a centre of k sources)", f"class x clock chips of {grp} classes (a new "
+                          "chip is a new source)", spread.text()))
+    out.append(_entry("implementation", "pqm4's fastest assembly / clean (per operation, x0.48-x0.79) .. x1",
                       "every prediction", estimate.IMPL_SOURCE))
     out.append(_entry("SHA-256 placement", f"{estimate.SHA256_M4_CYCLES_PER_BYTE:g} Cortex-M4 cycles/byte, "
                       f"{_rng(*estimate.SHA_PLACEMENT)}", "chips with a measured SHA-256 rate",
-                      f"{estimate.SHA256_M4_SOURCE}; the x range is an assumption (optimised C/assembly SHA-256 "
-                      "at ~60 cycles/byte, a hashing engine with command overhead)"))
+                      f"{estimate.SHA256_M4_SOURCE}; {estimate.SHA_PLACEMENT_SOURCE}"))
     out.append(_entry("ECDSA placement", f"{estimate.ECDSA_M4_SIGN_CYCLES:,.0f} Cortex-M4 cycles, "
                       f"{_rng(*estimate.ECDSA_SPREAD)}", "software-crypto TPMs with a measured ECDSA P-256 sign",
                       f"{estimate.ECDSA_M4_SOURCE}; the x range is an assumption"))

@@ -22,6 +22,8 @@ import tomllib
 from dataclasses import dataclass
 from importlib import resources
 
+import numpy as np
+
 from trustlab.errors import TrustlabError
 
 UNKNOWN = "unknown"
@@ -29,9 +31,35 @@ UNSTATED = ("unknown", "application")
 """Build kinds that do not name an optimisation level (their factor is a mix of levels)."""
 
 
+def piecewise(lo: float, mid: float, hi: float, u):
+    """Log-uniform on [lo, mid] for u < 0.5 and on [mid, hi] above: the median stays at ``mid``.
+    ``u`` may be a number or a numpy array (one value per draw)."""
+    if lo == hi:
+        return lo * np.ones_like(u) if isinstance(u, np.ndarray) else lo
+    a, m, b = math.log(lo), math.log(mid), math.log(hi)
+    return np.exp(np.where(u < 0.5, a + (m - a) * 2 * u, m + (b - m) * (2 * u - 1)))
+
+
+def _piecewise_cdf(lo: float, mid: float, hi: float, x: np.ndarray) -> np.ndarray:
+    """The distribution function of :func:`piecewise` at ``x`` (log space)."""
+    if lo == hi:
+        return (x >= math.log(lo)).astype(float)
+    a, m, b = math.log(lo), math.log(mid), math.log(hi)
+    low = 0.5 * (x - a) / (m - a) if m > a else np.where(x >= m, 0.5, 0.0)
+    high = 0.5 + 0.5 * (x - m) / (b - m) if b > m else np.ones_like(x)
+    return np.clip(np.where(x < m, low, high), 0.0, 1.0)
+
+
 @dataclass(frozen=True)
 class Factor:
-    """A multiplicative factor: centre and range (low..high), what it stands for and its source."""
+    """A multiplicative factor: centre and range (low..high), what it stands for and its source.
+
+    A factor with ``parts`` is a mixture: one of the parts, each equally likely, then a value within
+    it. It is drawn from the mixture's own quantile function, so a mix of a benchmark, a size and a
+    debug build puts a third of its weight on each rather than spreading evenly over the envelope of
+    the three (which would make the slowest debug build as likely as the whole benchmark range).
+    ``mid`` is then the geometric mean of the parts' centres (the mixture's mean in log space), which the
+    central estimate takes (:func:`central`); draws come from the mixture."""
 
     kind: str
     label: str
@@ -39,9 +67,38 @@ class Factor:
     mid: float
     hi: float
     source: str
+    parts: tuple["Factor", ...] = ()
 
     def text(self) -> str:
-        return f"{self.label} x{self.lo:.3g}-x{self.hi:.3g} (centre x{self.mid:.3g}; {self.source})"
+        lo, hi = self.quantiles()
+        return (f"{self.label} x{lo:.3g}-x{hi:.3g} (5-95%; centre x{self.mid:.3g}, bounds x{self.lo:.3g}-x{self.hi:.3g}; "
+                f"{self.source})")
+
+    def draw(self, u):
+        """The factor at quantile ``u`` (a number or an array of draws)."""
+        if not self.parts:
+            return piecewise(self.lo, self.mid, self.hi, u)
+        grid, cdf = _mixture_table(self.parts)
+        return np.exp(np.interp(u, cdf, grid))
+
+    def central(self, u):
+        """The factor for the central estimate (``u`` the scalar 0.5) or a draw: a mixture's centre is its
+        geometric mean, not its median."""
+        if self.parts and np.isscalar(u) and u == 0.5:
+            return self.mid
+        return self.draw(u)
+
+    def quantiles(self, p: float = 0.05) -> tuple[float, float]:
+        return float(self.draw(p)), float(self.draw(1.0 - p))
+
+
+@functools.cache
+def _mixture_table(parts: tuple[Factor, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """(log grid, distribution function) of an equal-weight mixture of piecewise log-uniform parts."""
+    grid = np.linspace(math.log(min(p.lo for p in parts)), math.log(max(p.hi for p in parts)), 4001)
+    cdf = sum(_piecewise_cdf(p.lo, p.mid, p.hi, grid) for p in parts) / len(parts)
+    cdf, keep = np.unique(cdf, return_index=True)  # strictly increasing for the inverse
+    return grid[keep], cdf
 
 
 @functools.cache
@@ -56,16 +113,17 @@ def kinds() -> tuple[str, ...]:
 
 @functools.cache
 def build(kind: str) -> Factor:
-    """The factor of one build kind; a mix is the envelope of its parts, centred on their geometric mean
-    (equal weights, as the data file says)."""
+    """The factor of one build kind; a mix is an equal-weight mixture of its parts (as the data file
+    says), bounded by the envelope of the parts, centred on the geometric mean of the parts' centres
+    (the mean of the mixture in log space, where the classes' centres are taken too)."""
     entry = _doc()["builds"].get(kind)
     if entry is None:
         raise TrustlabError(f"unknown build {kind!r} (known: {', '.join(kinds())})")
     if "mix" in entry:
-        parts = [build(k) for k in entry["mix"]]
+        parts = tuple(build(k) for k in entry["mix"])
         mid = math.exp(sum(math.log(p.mid) for p in parts) / len(parts))
         return Factor(kind, entry["label"], min(p.lo for p in parts), mid, max(p.hi for p in parts),
-                      entry["source"])
+                      entry["source"], parts)
     lo, mid, hi = entry["factor"]
     return Factor(kind, entry["label"], float(lo), float(mid), float(hi), entry["source"])
 

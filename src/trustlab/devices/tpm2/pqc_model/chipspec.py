@@ -17,6 +17,8 @@ entry and its own measured rates). Keys::
     ohc_ms       per-command overhead in ms (default 0)
     build        how the code is built: speed (-O2/-O3), size (-Os), debug (-O0), application, or
                  unknown (default; the widest range): data/builds.toml, Embench-IoT's comparisons
+    impl         the code: portable (C), optimized (hand-written assembly), mixed, or unknown (default:
+                 portable or pqm4-style assembly on cores that run it, portable elsewhere)
     name         a label for the output
 """
 
@@ -30,7 +32,8 @@ from pathlib import Path
 from trustlab.devices.tpm2.pqc_model import builds, chips, classes, silicon
 from trustlab.errors import TrustlabError
 
-KEYS = ("core", "mhz", "sha256_kbps", "bus", "certified", "tpm", "ohc_ms", "build", "name")
+KEYS = ("core", "mhz", "sha256_kbps", "bus", "certified", "tpm", "ohc_ms", "build", "impl", "name")
+IMPLEMENTATIONS = ("portable", "optimized", "mixed", "unknown")
 BUSES = ("none", "spi", "i2c", "memory")
 SECURE_CORES = ("sc000", "sc300", "secure-mcu", "secure", "smartcard", "se")
 """Core names that denote a security controller: such chips are certified TPMs / secure elements, so a
@@ -59,6 +62,7 @@ class ChipSpec:
     ohc_ms: float = 0.0
     calibrated_profile: str | None = None  # a profile with published PQC figures (pqc_model.silicon)
     build: str = builds.UNKNOWN           # how the chip's code is built (pqc_model.builds; unknown: widest)
+    implementation: str = "unknown"       # portable C, hand-written assembly, mixed, or not stated
     timer: builds.Factor | None = None    # validation only: what a reported figure counts per core cycle
     notes: tuple[str, ...] = field(default_factory=tuple)
 
@@ -197,6 +201,9 @@ def _from_mapping(doc: dict, where: str) -> ChipSpec:
     build = str(doc.get("build", builds.UNKNOWN)).strip().lower()
     if build not in builds.kinds():
         raise TrustlabError(f"{where}: build = {doc['build']!r}: use one of {', '.join(builds.kinds())}")
+    impl = str(doc.get("impl", "unknown")).strip().lower()
+    if impl not in IMPLEMENTATIONS:
+        raise TrustlabError(f"{where}: impl = {doc['impl']!r}: use one of {', '.join(IMPLEMENTATIONS)}")
     sha = None
     if "sha256_kbps" in doc:
         kbps = _bounded(_number(doc["sha256_kbps"], "sha256_kbps", where), "sha256_kbps", where, *SHA256_KBPS_RANGE,
@@ -209,7 +216,7 @@ def _from_mapping(doc: dict, where: str) -> ChipSpec:
                     certified=_flag(doc.get("certified", secure), "certified", where),
                     tpm=_flag(doc.get("tpm", secure), "tpm", where),
                     ohc_ms=_bounded(_number(doc.get("ohc_ms", 0.0), "ohc_ms", where, positive=False), "ohc_ms",
-                                    where, 0.0, OHC_MAX_MS, "ms"), build=build)
+                                    where, 0.0, OHC_MAX_MS, "ms"), build=build, implementation=impl)
     if sha is not None:
         compute = 1.0 / sha - spec.bus_ms_per_byte()
         if compute <= 0:

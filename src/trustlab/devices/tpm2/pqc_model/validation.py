@@ -45,8 +45,10 @@ def spec_of(source: dict, row: dict) -> ChipSpec:
     else:  # no clock stated: the class's chips.toml range (the secure controllers' 25-100 MHz)
         mhz = chips.chip_for("").clock_mhz
     build, timer = builds.of_source(source, row["unit"])
+    impl = source.get("implementation", "unknown")
     return ChipSpec(name=source["platform"], core=source["core"], mhz=mhz, clock_source="as measured",
-                    build=build.kind, timer=timer)
+                    build=build.kind, timer=timer,
+                    implementation=impl if impl in ("portable", "optimized", "mixed") else "unknown")
 
 
 def predict_row(row: dict, exclude_own: bool = True) -> dict:
@@ -97,7 +99,8 @@ def _stats(rs: list[dict]) -> dict:
     ratios = [max(r["predicted"] / r["reference"], r["reference"] / r["predicted"]) for r in rs]
     return {"rows": len(rs), "median_abs_error": statistics.median(abs(r["error"]) for r in rs),
             "median_error": statistics.median(r["error"] for r in rs), "worst_ratio": max(ratios),
-            "within_2x": sum(x <= 2.0 for x in ratios), "coverage": sum(r["covered"] for r in rs) / len(rs)}
+            "within_2x": sum(x <= 2.0 for x in ratios), "coverage": sum(r["covered"] for r in rs) / len(rs),
+            "median_width": statistics.median(r["high"] / r["low"] for r in rs)}
 
 
 def rows() -> list[dict]:
@@ -155,11 +158,12 @@ def per_source_lines(s: dict) -> list[str]:
     from trustlab.textable import table
 
     body = [[sid, v["core"], v["class_from"], v.get("build", "-"), v.get("timer", "-"), v["rows"], v.get("median_error"), v.get("median_abs_error"),
-             v.get("worst_ratio"), f"{v.get('within_2x', 0)}/{v['rows']}", v.get("coverage"),
+             v.get("worst_ratio"), f"{v.get('within_2x', 0)}/{v['rows']}", v.get("coverage"), v.get("median_width"),
              "yes" if v["counted"] else "no (flagged)"] for sid, v in s["sources"].items()]
     o = s["overall"]
     return [table(body, ["source", "core class", "class from", "build", "timer", "rows", "median error", "median |error|",
-                         "worst ratio", "within 2x", "coverage", "counted"]),
+                         "worst ratio", "within 2x", "coverage", "median width (high/low)", "counted"]),
             f"Overall ({o['rows']} counted rows, {o.get('sources', 0)} sources, {o.get('core_classes', 0)} core "
             f"classes): median |error| {100 * o.get('median_abs_error', 0):.1f}%, {o.get('within_2x', 0)}/{o['rows']} "
-            f"within 2x (worst {o.get('worst_ratio', 0):.2f}x), coverage {100 * o.get('coverage', 0):.0f}%."]
+            f"within 2x (worst {o.get('worst_ratio', 0):.2f}x), coverage {100 * o.get('coverage', 0):.0f}%, median interval "
+            f"width x{o.get('median_width', 0):.2f} (high/low)."]
