@@ -17,7 +17,7 @@ The reader never buffers beyond ``max_frame`` (the TPM's largest command). A
 frame announced larger, up to :data:`DISCARD_LIMIT`, is read past without
 being kept and answered with ``TPM_RC_COMMAND_SIZE`` (libtpms' answer to a
 command over its ``MAX_COMMAND_SIZE``); the connection stays in step and goes
-on. A size beyond that limit no client means (the largest TPM2B is 64 KiB):
+on. A size beyond that limit no client means:
 it is answered the same way and the stream is closed, because following it
 would mean reading gigabytes. A frame cut short (end of stream, or a stall
 the front end times out) gets the same answer (:meth:`FrameReader.abandon`):
@@ -46,8 +46,9 @@ from trustlab.devices.tpm2.commands import (  # noqa: F401 - re-exported: the TP
 
 MAX_FRAME = 4096 + 1024
 """Largest frame :class:`FrameReader` keeps by default (the front end passes the served TPM's own limit)."""
-DISCARD_LIMIT = 1 << 20
-"""Largest announced frame that is read past (and answered) rather than ending the connection."""
+DISCARD_LIMIT = 1 << 16
+"""Largest announced frame that is read past (and answered) rather than ending the connection: 64 KiB,
+far above any TPM's buffer (libtpms 4 KiB, wolfTPM's v1.85 fwTPM 8 KiB) - a larger size is not a command."""
 
 # MS simulator platform/data codes (TpmTcpProtocol.h)
 MS_SIGNAL_POWER_ON = 1
