@@ -30,6 +30,7 @@ from trustlab.devices.tpm12.engine import AUTH_IN, AUTH_OUT, HEADER, Engine
 from trustlab.devices.tpm12.errors import TpmError
 from trustlab.devices.tpm12.keys import Key12, KeyParms, pubkey_modulus, rsa_public
 from trustlab.devices.tpm12.nvstore import NVStore
+from trustlab.devices.tpm12.parsed import Command, Reply
 from trustlab.devices.tpm12.primitives import xor
 from trustlab.devices.tpm12.transport_crypt import crypt
 from trustlab.devices.tpm12.wire import Reader, Writer
@@ -46,6 +47,22 @@ _RC_SUCCESS = _U32(C.TPM_SUCCESS)
 _ORD_OIAP = _U32(C.ORD["TPM_OIAP"])
 _OIAP_FRAME = _HEADER_PACK(C.TPM_TAG_RQU_COMMAND, HEADER, C.ORD["TPM_OIAP"])
 _HANDLE_STRUCTS = [struct.Struct(f">{n}I") for n in range(4)]
+_ORD_OIAP_N = C.ORD["TPM_OIAP"]
+_NO_HANDLES: tuple[int, ...] = ()
+
+# The in-process fast path (:mod:`.parsed`): a client whose engine is this process's own
+# :class:`Engine` hands it commands as values instead of frames (same digests, HMACs, charges
+# and answers; tests/tpm12/test_fast_path.py). False: every command is marshalled, as over a wire.
+FAST_PATH = True
+
+
+def _in_process(engine: object) -> bool:
+    """True when ``engine`` is this process's own :class:`Engine` with its own ``execute``.
+
+    An engine whose ``execute`` was replaced on the instance (a test recording or
+    tampering with frames) gets frames, as does anything that is not an Engine.
+    """
+    return FAST_PATH and type(engine) is Engine and "execute" not in engine.__dict__
 
 
 def _pack_handles(handles: Sequence[int]) -> bytes:
@@ -56,6 +73,20 @@ def _pack_handles(handles: Sequence[int]) -> bytes:
 def _unpack_handles(n: int, out: bytes) -> tuple[int, ...]:
     """The ``n`` output handles at the start of a response's body."""
     return (_HANDLE_STRUCTS[n] if n < 4 else struct.Struct(f">{n}I")).unpack(out[:4 * n])
+
+
+def _reply_body(reply: Reply, out_handles: int, sessions: int) -> tuple[list[int], bytes]:
+    """Output handles and parameters of a successful :class:`Reply`, split as from its frame.
+
+    A reply must carry one authorization per session sent (a frame short of them
+    fails the trailer's length check: the same error here).
+    """
+    if len(reply.trailers) != sessions:
+        raise TpmError("TPM_BAD_PARAM_SIZE", f"response has {len(reply.trailers)} authorization(s), not {sessions}")
+    body = reply.params if not reply.handles else reply.handles + reply.params
+    if not out_handles:
+        return [], body
+    return list(_unpack_handles(out_handles, body)), body[4 * out_handles:]
 
 
 # TPM_TakeOwnership's SRK template, marshalled once (a Key12 is immutable)
@@ -96,19 +127,40 @@ class HostSession:
         c = b"\x01" if self.cont else b"\x00"
         return b"".join((_U32(self.handle), odd, c, hostcrypto.hmac_sha1(self.key, in_digest, self.nonce_even, odd, c)))
 
+    def trailer_values(self, in_digest: bytes) -> tuple[int, bytes, int, bytes]:
+        """:meth:`trailer` as values (authHandle, nonceOdd, continue, authValue): the fast path's form."""
+        if not self.open:
+            raise TpmError("TPM_INVALID_AUTHHANDLE", f"host session {self.handle:#010x} is closed")
+        odd, self._sent_odd = self.next_odd, self.next_odd
+        self.next_odd = hostcrypto.nonce()
+        c = b"\x01" if self.cont else b"\x00"
+        return self.handle, odd, 1 if self.cont else 0, hostcrypto.hmac_sha1(self.key, in_digest, self.nonce_even,
+                                                                              odd, c)
+
     def accept(self, out_digest: bytes, trailer: bytes) -> None:
         """Check this session's 41-byte response trailer: nonceEven, continueAuthSession, HMAC."""
         _check_trailer(self.key, out_digest, self._sent_odd, trailer)
         self.nonce_even = trailer[:20]
         self.open = trailer[20:21] != b"\x00"
 
+    def accept_values(self, out_digest: bytes, even: bytes, cont: bytes, value: bytes) -> None:
+        """:meth:`accept` of a trailer given as values (nonceEven, continue byte, resAuth)."""
+        _check_auth(self.key, out_digest, self._sent_odd, even, cont, value)
+        self.nonce_even = even
+        self.open = cont != b"\x00"
+
 
 def _check_trailer(key: bytes, out_digest: bytes, odd: bytes, trailer: bytes) -> None:
     """A response authorization (nonceEven, continueAuthSession, HMAC) must be 41 bytes and verify."""
     if len(trailer) != AUTH_OUT:
         raise TpmError("TPM_BAD_PARAM_SIZE", f"response authorization of {len(trailer)} bytes, not {AUTH_OUT}")
-    expect = hostcrypto.hmac_sha1(key, out_digest, trailer[:20], odd, trailer[20:21])
-    if not _hmac.compare_digest(expect, trailer[21:]):
+    _check_auth(key, out_digest, odd, trailer[:20], trailer[20:21], trailer[21:])
+
+
+def _check_auth(key: bytes, out_digest: bytes, odd: bytes, even: bytes, cont: bytes, value: bytes) -> None:
+    """A response authorization given as values must verify (HMAC over outParamDigest and the nonces)."""
+    expect = hostcrypto.hmac_sha1(key, out_digest, even, odd, cont)
+    if not _hmac.compare_digest(expect, value):
         raise TpmError("TPM_AUTHFAIL", "response authorization does not verify (tampered response?)")
 
 
@@ -230,6 +282,22 @@ class Tpm12:
         # the parameter digests are needed only by sessions and transport logs; otherwise on demand
         digests = bool(sessions) or t is not None
         in_digest = hostcrypto.sha1(ord_b, params) if digests else b""
+        if t is None and _in_process(self.engine):  # the fast path: values, not frames (see .parsed)
+            values = [s.trailer_values(in_digest) for s in sessions] if sessions else _NO_HANDLES
+            reply = self.engine.execute(Command(ordinal, handles, params, values))
+            if reply.rc:  # != TPM_SUCCESS
+                for s in sessions:
+                    s.open = False
+                raise TpmError(C.RC_NAME.get(reply.rc, f"TPM_rc_{reply.rc:#x}"), f"{name} failed")
+            out_h, out_params = _reply_body(reply, out_handles, len(sessions))
+            if digests:
+                out_digest = hostcrypto.sha1(_RC_SUCCESS, ord_b, out_params)
+                self._last_digests = (in_digest, out_digest)
+                for s, (even, cont, value) in zip(sessions, reply.trailers):
+                    s.accept_values(out_digest, even, cont, value)
+            else:
+                self._last_digests = (ord_b, params, out_params)
+            return out_h, Reader(out_params, f"{name} response")
         trailers = b"".join([s.trailer(in_digest) for s in sessions]) if sessions else b""
         body = (_pack_handles(handles) if handles else b"") + params + trailers
         frame = _HEADER_PACK(_TAG[len(sessions)], HEADER + len(body), ordinal) + body
@@ -268,6 +336,17 @@ class Tpm12:
         ordinal = C.ORD[name]
         ord_b = _U32(ordinal)
         in_digest = hostcrypto.sha1(ord_b, params)
+        engine = self.engine
+        if _in_process(engine):  # the fast path: values, not frames (see .parsed)
+            reply = engine.execute(Command(ordinal, handles, params, (
+                (handle, odd, 0, hostcrypto.hmac_sha1(secret_, in_digest, even, odd, b"\x00")),)))
+            if reply.rc:
+                raise TpmError(C.RC_NAME.get(reply.rc, f"TPM_rc_{reply.rc:#x}"), f"{name} failed")
+            out_h, out_params = _reply_body(reply, out_handles, 1)
+            out_digest = hostcrypto.sha1(_RC_SUCCESS, ord_b, out_params)
+            self._last_digests = (in_digest, out_digest)
+            _check_auth(secret_, out_digest, odd, *reply.trailers[0])
+            return out_h, Reader(out_params, f"{name} response")
         body = b"".join((_pack_handles(handles) if handles else b"", params, _U32(handle), odd, b"\x00",
                          hostcrypto.hmac_sha1(secret_, in_digest, even, odd, b"\x00")))
         rsp = self.engine.execute(_HEADER_PACK(C.TPM_TAG_RQU_AUTH1_COMMAND, HEADER + len(body), ordinal) + body)
@@ -357,11 +436,17 @@ class Tpm12:
         sessions that precedes every command authorized by a bare secret: the
         same frame, errors and digests.
         """
-        rsp = self.engine.execute(_OIAP_FRAME)
-        rc = _HEADER_UNPACK(rsp)[2]
+        engine = self.engine
+        if _in_process(engine):
+            reply = engine.execute(Command(_ORD_OIAP_N, _NO_HANDLES, b""))
+            rc = reply.rc
+            out = reply.params if not reply.handles else reply.handles + reply.params
+        else:
+            rsp = engine.execute(_OIAP_FRAME)
+            rc = _HEADER_UNPACK(rsp)[2]
+            out = rsp[HEADER:]
         if rc:
             raise TpmError(C.RC_NAME.get(rc, f"TPM_rc_{rc:#x}"), "TPM_OIAP failed")
-        out = rsp[HEADER:]
         self._last_digests = (_ORD_OIAP, b"", out)
         if len(out) >= 24:
             return _U32_FROM(out)[0], out[4:24]
