@@ -52,17 +52,15 @@ _NO_HANDLES: tuple[int, ...] = ()
 
 # The in-process fast path (:mod:`.parsed`): a client whose engine is this process's own
 # :class:`Engine` hands it commands as values instead of frames (same digests, HMACs, charges
-# and answers; tests/tpm12/test_fast_path.py). False: every command is marshalled, as over a wire.
+# and answers; tests/tpm12/test_fast_path.py). A wrapper put around such an engine's ``execute``
+# therefore sees :class:`~.parsed.Command` objects (``bytes(command)`` is the frame) and returns
+# :class:`~.parsed.Reply` objects. False: every command is marshalled, as over a wire.
 FAST_PATH = True
 
 
 def _in_process(engine: object) -> bool:
-    """True when ``engine`` is this process's own :class:`Engine` with its own ``execute``.
-
-    An engine whose ``execute`` was replaced on the instance (a test recording or
-    tampering with frames) gets frames, as does anything that is not an Engine.
-    """
-    return FAST_PATH and type(engine) is Engine and "execute" not in engine.__dict__
+    """True when ``engine`` is this process's own :class:`Engine` (not a remote TPM or a stand-in)."""
+    return FAST_PATH and type(engine) is Engine
 
 
 def _pack_handles(handles: Sequence[int]) -> bytes:

@@ -358,6 +358,10 @@ class Engine:
         """
         if type(frame) is Command:
             return self._execute_command(frame)
+        return self._execute_frame(frame)
+
+    def _execute_frame(self, frame: bytes) -> bytes:
+        """:meth:`execute` of a frame."""
         clock = self.clock
         n = len(frame)
         clock.begin(self._peek_name(frame))  # (not the context manager: once per command)
@@ -388,7 +392,7 @@ class Engine:
         if spec is None or len(cmd.handles) != spec.handles or not cmd.canonical():
             # no single reading of these values without the frame (an unknown ordinal, a handle
             # count the command does not take): the frame, exactly as the framed path sends it
-            return _reply_of(self.execute(bytes(cmd)))
+            return _reply_of(self._execute_frame(bytes(cmd)))
         clock = self.clock
         n = cmd.size()
         clock.begin(spec.name)
