@@ -218,15 +218,31 @@ def test_errors_sessions_and_transport_are_the_same_on_both_paths() -> None:
 
 def test_values_marshal_to_the_frames_the_framed_path_sends() -> None:
     """``bytes()`` of a command and of a reply is the frame: TPM 1.2 tags by session count, sizes."""
-    cmd = Command(C.ORD["TPM_Sign"], [0x01000000], b"\x00\x00\x00\x01x", [(0x02000000, b"o" * 20, 1, b"v" * 20)])
+    cmd = Command((C.ORD["TPM_Sign"], [0x01000000], b"\x00\x00\x00\x01x", [(0x02000000, b"o" * 20, 1, b"v" * 20)]))
     frame = bytes(cmd)
     assert frame[:10] == struct.pack(">HII", C.TPM_TAG_RQU_AUTH1_COMMAND, 64, C.ORD["TPM_Sign"])
     assert frame[10:] == b"\x01\x00\x00\x00" + b"\x00\x00\x00\x01x" + b"\x02\x00\x00\x00" + b"o" * 20 + b"\x01" + b"v" * 20
     assert cmd.size() == len(frame) and cmd.canonical()
-    assert not Command(1, [1 << 32], b"").canonical()
-    assert not Command(1, [], b"", [(1, b"short", 0, b"v" * 20)]).canonical()
-    reply = Reply(0, b"\x01\x00\x00\x00", b"pp", [(b"e" * 20, b"\x00", b"h" * 20)])
+    assert (cmd.ordinal, cmd.handles, cmd.params, len(cmd.trailers)) == (C.ORD["TPM_Sign"], [0x01000000],
+                                                                         b"\x00\x00\x00\x01x", 1)
+    assert not Command((1, [1 << 32], b"", ())).canonical()
+    assert not Command((1, [], b"", [(1, b"short", 0, b"v" * 20)])).canonical()
+    reply = Reply((0, b"\x01\x00\x00\x00", b"pp", [(b"e" * 20, b"\x00", b"h" * 20)]))
     assert bytes(reply) == struct.pack(">HII", C.TPM_TAG_RSP_AUTH1_COMMAND, 57, 0) + b"\x01\x00\x00\x00pp" \
         + b"e" * 20 + b"\x00" + b"h" * 20
-    assert reply.size() == 57
-    assert bytes(Reply(C.RC["TPM_AUTHFAIL"])) == struct.pack(">HII", C.TPM_TAG_RSP_COMMAND, 10, C.RC["TPM_AUTHFAIL"])
+    assert reply.size() == 57 and reply.rc == 0 and reply.params == b"pp"
+    error = Reply((C.RC["TPM_AUTHFAIL"], b"", b"", ()))
+    assert bytes(error) == struct.pack(">HII", C.TPM_TAG_RSP_COMMAND, 10, C.RC["TPM_AUTHFAIL"])
+
+
+def test_an_engine_sends_values_it_cannot_read_alone_the_framed_way() -> None:
+    """An unknown ordinal or a handle count the ordinal does not take: the engine marshals the command
+    and answers as the framed path does (one ledger record, the frame's charges)."""
+    clock = Clock(load("infineon-2010"))
+    engine = Engine(clock, MemoryNVStore(), POOL)
+    for cmd in (Command((C.ORD["TPM_DAA_Join"], (), b"\x00" * 8, ())),
+                Command((C.ORD["TPM_GetRandom"], [7], struct.pack(">I", 4), ()))):
+        reply = engine.execute(cmd)
+        assert type(reply) is Reply
+        assert bytes(reply) == engine.execute(bytes(cmd))
+        assert clock.command_counts[clock.last.name] == 2

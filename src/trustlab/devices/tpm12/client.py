@@ -30,7 +30,7 @@ from trustlab.devices.tpm12.engine import AUTH_IN, AUTH_OUT, HEADER, Engine
 from trustlab.devices.tpm12.errors import TpmError
 from trustlab.devices.tpm12.keys import Key12, KeyParms, pubkey_modulus, rsa_public
 from trustlab.devices.tpm12.nvstore import NVStore
-from trustlab.devices.tpm12.parsed import Command, Reply
+from trustlab.devices.tpm12.parsed import Command
 from trustlab.devices.tpm12.primitives import xor
 from trustlab.devices.tpm12.transport_crypt import crypt
 from trustlab.devices.tpm12.wire import Reader, Writer
@@ -47,8 +47,7 @@ _RC_SUCCESS = _U32(C.TPM_SUCCESS)
 _ORD_OIAP = _U32(C.ORD["TPM_OIAP"])
 _OIAP_FRAME = _HEADER_PACK(C.TPM_TAG_RQU_COMMAND, HEADER, C.ORD["TPM_OIAP"])
 _HANDLE_STRUCTS = [struct.Struct(f">{n}I") for n in range(4)]
-_ORD_OIAP_N = C.ORD["TPM_OIAP"]
-_NO_HANDLES: tuple[int, ...] = ()
+_OIAP_COMMAND = Command((C.ORD["TPM_OIAP"], (), b"", ()))  # (a tuple: one serves every TPM_OIAP)
 
 # The in-process fast path (:mod:`.parsed`): a client whose engine is this process's own
 # :class:`Engine` hands it commands as values instead of frames (same digests, HMACs, charges
@@ -73,18 +72,21 @@ def _unpack_handles(n: int, out: bytes) -> tuple[int, ...]:
     return (_HANDLE_STRUCTS[n] if n < 4 else struct.Struct(f">{n}I")).unpack(out[:4 * n])
 
 
-def _reply_body(reply: Reply, out_handles: int, sessions: int) -> tuple[list[int], bytes]:
-    """Output handles and parameters of a successful :class:`Reply`, split as from its frame.
+def _missing_authorizations(trailers: Sequence[object], sessions: int) -> TpmError:
+    """A reply short of (or beyond) one authorization per session sent: what the trailer's length
+    check says of such a frame."""
+    return TpmError("TPM_BAD_PARAM_SIZE", f"response has {len(trailers)} authorization(s), not {sessions}")
 
-    A reply must carry one authorization per session sent (a frame short of them
-    fails the trailer's length check: the same error here).
-    """
-    if len(reply.trailers) != sessions:
-        raise TpmError("TPM_BAD_PARAM_SIZE", f"response has {len(reply.trailers)} authorization(s), not {sessions}")
-    body = reply.params if not reply.handles else reply.handles + reply.params
-    if not out_handles:
-        return [], body
-    return list(_unpack_handles(out_handles, body)), body[4 * out_handles:]
+
+_RESPONSE_NAMES: dict[str, str] = {}
+
+
+def _response_name(name: str) -> str:
+    """``"<command> response"`` (what a response's Reader names in its errors), made once per command."""
+    what = _RESPONSE_NAMES.get(name)
+    if what is None:
+        what = _RESPONSE_NAMES[name] = f"{name} response"
+    return what
 
 
 # TPM_TakeOwnership's SRK template, marshalled once (a Key12 is immutable)
@@ -281,21 +283,31 @@ class Tpm12:
         digests = bool(sessions) or t is not None
         in_digest = hostcrypto.sha1(ord_b, params) if digests else b""
         if t is None and _in_process(self.engine):  # the fast path: values, not frames (see .parsed)
-            values = [s.trailer_values(in_digest) for s in sessions] if sessions else _NO_HANDLES
-            reply = self.engine.execute(Command(ordinal, handles, params, values))
-            if reply.rc:  # != TPM_SUCCESS
+            if handles:
+                _pack_handles(handles)  # (what marshalling would refuse, refused here the same way)
+            values = [s.trailer_values(in_digest) for s in sessions] if sessions else ()
+            rc, out_handle_bytes, out_params, out_trailers = self.engine.execute(
+                Command((ordinal, handles, params, values)))
+            if rc:  # != TPM_SUCCESS
                 for s in sessions:
                     s.open = False
-                raise TpmError(C.RC_NAME.get(reply.rc, f"TPM_rc_{reply.rc:#x}"), f"{name} failed")
-            out_h, out_params = _reply_body(reply, out_handles, len(sessions))
+                raise TpmError(C.RC_NAME.get(rc, f"TPM_rc_{rc:#x}"), f"{name} failed")
+            if len(out_trailers) != len(sessions):
+                raise _missing_authorizations(out_trailers, len(sessions))
+            out_h: list[int] = []
+            if out_handle_bytes or out_handles:
+                out_params = out_handle_bytes + out_params
+                if out_handles:
+                    out_h = list(_unpack_handles(out_handles, out_params))
+                    out_params = out_params[4 * out_handles:]
             if digests:
                 out_digest = hostcrypto.sha1(_RC_SUCCESS, ord_b, out_params)
                 self._last_digests = (in_digest, out_digest)
-                for s, (even, cont, value) in zip(sessions, reply.trailers):
+                for s, (even, cont, value) in zip(sessions, out_trailers):
                     s.accept_values(out_digest, even, cont, value)
             else:
                 self._last_digests = (ord_b, params, out_params)
-            return out_h, Reader(out_params, f"{name} response")
+            return out_h, Reader(out_params, _response_name(name))
         trailers = b"".join([s.trailer(in_digest) for s in sessions]) if sessions else b""
         body = (_pack_handles(handles) if handles else b"") + params + trailers
         frame = _HEADER_PACK(_TAG[len(sessions)], HEADER + len(body), ordinal) + body
@@ -336,15 +348,24 @@ class Tpm12:
         in_digest = hostcrypto.sha1(ord_b, params)
         engine = self.engine
         if _in_process(engine):  # the fast path: values, not frames (see .parsed)
-            reply = engine.execute(Command(ordinal, handles, params, (
-                (handle, odd, 0, hostcrypto.hmac_sha1(secret_, in_digest, even, odd, b"\x00")),)))
-            if reply.rc:
-                raise TpmError(C.RC_NAME.get(reply.rc, f"TPM_rc_{reply.rc:#x}"), f"{name} failed")
-            out_h, out_params = _reply_body(reply, out_handles, 1)
+            if handles:
+                _pack_handles(handles)  # (what marshalling would refuse, refused here the same way)
+            rc, out_handle_bytes, out_params, out_trailers = engine.execute(Command((ordinal, handles, params, (
+                (handle, odd, 0, hostcrypto.hmac_sha1(secret_, in_digest, even, odd, b"\x00")),))))
+            if rc:
+                raise TpmError(C.RC_NAME.get(rc, f"TPM_rc_{rc:#x}"), f"{name} failed")
+            if len(out_trailers) != 1:
+                raise _missing_authorizations(out_trailers, 1)
+            out_h: list[int] = []
+            if out_handle_bytes or out_handles:
+                out_params = out_handle_bytes + out_params
+                if out_handles:
+                    out_h = list(_unpack_handles(out_handles, out_params))
+                    out_params = out_params[4 * out_handles:]
             out_digest = hostcrypto.sha1(_RC_SUCCESS, ord_b, out_params)
             self._last_digests = (in_digest, out_digest)
-            _check_auth(secret_, out_digest, odd, *reply.trailers[0])
-            return out_h, Reader(out_params, f"{name} response")
+            _check_auth(secret_, out_digest, odd, *out_trailers[0])
+            return out_h, Reader(out_params, _response_name(name))
         body = b"".join((_pack_handles(handles) if handles else b"", params, _U32(handle), odd, b"\x00",
                          hostcrypto.hmac_sha1(secret_, in_digest, even, odd, b"\x00")))
         rsp = self.engine.execute(_HEADER_PACK(C.TPM_TAG_RQU_AUTH1_COMMAND, HEADER + len(body), ordinal) + body)
@@ -436,9 +457,9 @@ class Tpm12:
         """
         engine = self.engine
         if _in_process(engine):
-            reply = engine.execute(Command(_ORD_OIAP_N, _NO_HANDLES, b""))
-            rc = reply.rc
-            out = reply.params if not reply.handles else reply.handles + reply.params
+            rc, out_handle_bytes, out, _ = engine.execute(_OIAP_COMMAND)
+            if out_handle_bytes:
+                out = out_handle_bytes + out
         else:
             rsp = engine.execute(_OIAP_FRAME)
             rc = _HEADER_UNPACK(rsp)[2]

@@ -81,11 +81,11 @@ def _reply_of(frame: bytes) -> Reply:
     """A response frame as values (for a command the fast path sent the framed way)."""
     tag, _, rc = _HEADER_IN(frame)
     if rc:
-        return Reply(rc)
+        return Reply((rc, b"", b"", ()))
     n = len(frame) - AUTH_OUT * _RESPONSE_TAG_SESSIONS[tag]
     trailers = [(frame[at:at + 20], frame[at + 20:at + 21], frame[at + 21:at + AUTH_OUT])
                 for at in range(n, len(frame), AUTH_OUT)]
-    return Reply(0, b"", frame[HEADER:n], trailers)
+    return Reply((0, b"", frame[HEADER:n], trailers))
 
 
 def _handles_struct(n: int) -> struct.Struct:
@@ -356,9 +356,38 @@ class Engine:
         :class:`~.parsed.Reply`: the same checks, digests, HMACs, charges (``ohir``
         and ``ohor`` for the frames' lengths) and state as the frame would give.
         """
-        if type(frame) is Command:
-            return self._execute_command(frame)
-        return self._execute_frame(frame)
+        if type(frame) is not Command:
+            return self._execute_frame(frame)
+        ordinal, handles, params, trailers = frame
+        spec = self._specs.get(ordinal)
+        if spec is None or len(handles) != spec.handles:
+            # no single reading of these values without the frame (an unknown ordinal, a handle
+            # count the command does not take): the frame, exactly as the framed path sends it
+            return _reply_of(self._execute_frame(bytes(frame)))
+        clock = self.clock
+        clock.begin(spec.name)
+        try:
+            n = HEADER + 4 * len(handles) + len(params) + AUTH_IN * len(trailers)  # the frame's length
+            bus = self._bus
+            if bus is None:
+                clock.charge("ohc")
+                clock.charge("ohir", n)
+            else:
+                clock.charge_ms("ohc", bus[0])
+                clock.charge_ms("ohir", n * bus[1])
+            try:
+                reply = self._dispatch(None, frame, spec, True, None, None)[0]
+            finally:
+                self.crypto.flush()
+            _, out_handles, out_params, out_trailers = reply
+            n = HEADER + len(out_handles) + len(out_params) + AUTH_OUT * len(out_trailers)
+            if bus is None:
+                clock.charge("ohor", n)
+            else:
+                clock.charge_ms("ohor", n * bus[2])
+        finally:
+            clock.end()
+        return reply
 
     def _execute_frame(self, frame: bytes) -> bytes:
         """:meth:`execute` of a frame."""
@@ -375,7 +404,7 @@ class Engine:
                 if n:
                     clock.charge_ms("ohir", n * bus[1])
             try:
-                response, _, _ = self.dispatch(frame, outer=True)
+                response = self._dispatch(frame, None, None, True, None, None)[0]
             finally:
                 self.crypto.flush()
             if bus is None:
@@ -385,36 +414,6 @@ class Engine:
         finally:
             clock.end()
         return response
-
-    def _execute_command(self, cmd: Command) -> Reply:
-        """:meth:`execute` of a command given as values (see :mod:`.parsed`)."""
-        spec = self._specs.get(cmd.ordinal)
-        if spec is None or len(cmd.handles) != spec.handles or not cmd.canonical():
-            # no single reading of these values without the frame (an unknown ordinal, a handle
-            # count the command does not take): the frame, exactly as the framed path sends it
-            return _reply_of(self._execute_frame(bytes(cmd)))
-        clock = self.clock
-        n = cmd.size()
-        clock.begin(spec.name)
-        try:
-            bus = self._bus
-            if bus is None:
-                clock.charge("ohc")
-                clock.charge("ohir", n)
-            else:
-                clock.charge_ms("ohc", bus[0])
-                clock.charge_ms("ohir", n * bus[1])
-            try:
-                reply = self._dispatch(None, cmd, spec, True, None, None)[0]
-            finally:
-                self.crypto.flush()
-            if bus is None:
-                clock.charge("ohor", reply.size())
-            else:
-                clock.charge_ms("ohor", reply.size() * bus[2])
-        finally:
-            clock.end()
-        return reply
 
     def _peek_name(self, frame: bytes) -> str:
         if len(frame) >= HEADER:
@@ -453,7 +452,7 @@ class Engine:
                 if spec is None:
                     raise TpmError("TPM_BAD_ORDINAL", f"ordinal {ordinal:#x}")
             else:
-                ordinal, n_auth = cmd.ordinal, len(cmd.trailers)
+                ordinal, n_auth = cmd[0], len(cmd[3])
             if self.post_init and ordinal != _ORD_STARTUP:  # Part 3, 3.1: only Startup after _TPM_Init
                 raise TpmError("TPM_INVALID_POSTINIT", f"{spec.name} before TPM_Startup")
             if self.failed and ordinal not in _FAILURE_MODE_OK:
@@ -468,7 +467,7 @@ class Engine:
             if outer:
                 if self.exclusive is not None and not (
                         self._inside_exclusive(spec.name, frame) if cmd is None
-                        else spec.name in _EXCLUSIVE_KEEPERS and cmd.trailers[-1][0] == self.exclusive):
+                        else spec.name in _EXCLUSIVE_KEEPERS and cmd[3][-1][0] == self.exclusive):
                     self.sessions.pop(self.exclusive, None)  # Part 1, 24.3: exclusivity is lost
                     self.exclusive = None
                 if ordinal != _ORD_STARTUP and SAVED_STATE in self.state.extra:
@@ -500,7 +499,7 @@ class Engine:
                     handles, params = [], body
                 ord_bytes = frame[6:10]
             else:
-                handles, params, ord_bytes = list(cmd.handles), cmd.params, _PACK_U32(ordinal)
+                handles, params, ord_bytes = list(cmd[1]), cmd[2], _PACK_U32(ordinal)
             if in_digest is None:  # (TPM_ExecuteTransport hands in H1, Part 3 24.2 step 6)
                 in_digest = (self.crypto.sha1(ord_bytes, params) if (n_auth or transport) and not spec.own_digests
                              else b"")
@@ -513,7 +512,7 @@ class Engine:
                         # after the command's state checks, as in libtpms
                         uses.append(SessionUse(sessions.get(handle), odd, cont, value, None, handle))
                 else:
-                    for handle, odd, cont, value in cmd.trailers:
+                    for handle, odd, cont, value in cmd[3]:
                         uses.append(SessionUse(sessions.get(handle), odd, cont, value, None, handle))
                 auth = AuthContext(self.crypto, in_digest, uses)
             else:  # no sessions, nothing to digest: one shared, immutable context serves every such command
@@ -554,7 +553,7 @@ class Engine:
                     response: bytes | Reply = (_HEADER_OUT(_RESPONSE_TAGS[n_auth], HEADER + len(payload), 0)
                                                + payload)  # TPM_SUCCESS
                 else:
-                    response = Reply(0, result.handles, result.params, trailers)
+                    response = Reply((0, result.handles, result.params, trailers))
                 if not outer:
                     crypto.flush()
             finally:
@@ -584,7 +583,7 @@ class Engine:
                 self._storage_failure = None
                 self.last_internal_error = store_error
                 e = TpmError("TPM_FAIL", f"state not saved: {type(store_error).__name__}: {store_error}")
-            err = _HEADER_OUT(C.TPM_TAG_RSP_COMMAND, HEADER, e.rc) if cmd is None else Reply(e.rc)
+            err = _HEADER_OUT(C.TPM_TAG_RSP_COMMAND, HEADER, e.rc) if cmd is None else Reply((e.rc, b"", b"", ()))
             return err, b"", b""
         # outside the try: a storage failure (or injected power loss) is not a TPM answer
         if self._dirty:  # (_persist's own first test, without the call on every clean command)

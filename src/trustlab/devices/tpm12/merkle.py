@@ -175,17 +175,17 @@ _RECENT: tuple[int, bytes, bytes, list[bytes]] | None = None
 
 def path_nodes(index: int, leaf: bytes, siblings: bytes) -> list[bytes]:
     """``[leaf, its parent, ..., root]`` for ``leaf`` (a leaf hash) at ``index`` with these packed
-    siblings, under this module's node convention; the last computation is remembered (so the
-    list may be shared: read it, do not change it)."""
+    siblings (20 bytes each: anything else is a ValueError), under this module's node convention;
+    the last computation is remembered (so the list may be shared: read it, do not change it)."""
     global _RECENT
     r = _RECENT
     if r is not None and r[0] == index and r[1] == leaf and r[2] == siblings:
         return r[3]
     sha, p, h, path, idx = _node_sha1, b"\x01", leaf, [leaf], index
-    for at in range(0, len(siblings), DIGEST):
-        h = sha(p + siblings[at:at + DIGEST] + h).digest() if idx & 1 else \
-            sha(p + h + siblings[at:at + DIGEST]).digest()
-        path.append(h)
+    append = path.append
+    for sib in split_digests(siblings):  # (one struct call, not a slice per level)
+        h = sha(p + sib + h).digest() if idx & 1 else sha(p + h + sib).digest()
+        append(h)
         idx >>= 1
     _RECENT = (index, leaf, siblings, path)
     return path

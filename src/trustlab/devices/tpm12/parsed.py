@@ -28,65 +28,84 @@ _TAG_IN = (0x00C1, 0x00C2, 0x00C3)   # TPM_TAG_RQU_COMMAND, _AUTH1_, _AUTH2_ by 
 _TAG_OUT = (0x00C4, 0x00C5, 0x00C6)  # TPM_TAG_RSP_COMMAND, _AUTH1_, _AUTH2_
 
 
-class Command:
-    """One command as values: ``trailers`` holds ``(authHandle, nonceOdd, continue, authValue)`` per session."""
+class Command(tuple):
+    """One command as values: ``Command((ordinal, handles, params, trailers))``, ``trailers`` holding
+    ``(authHandle, nonceOdd, continue, authValue)`` per session.
 
-    __slots__ = ("ordinal", "handles", "params", "trailers")
+    A tuple (built and read in C: the fast path must cost less than the marshalling it
+    replaces). The values must fit their wire widths - handles and the authHandle 32 bits,
+    nonceOdd and authValue 20 bytes, continue one byte - as the client's own always do
+    (it packs the handles first, so a wrong one fails as on the framed path); :meth:`canonical`
+    says whether they do.
+    """
 
-    def __init__(self, ordinal: int, handles: Sequence[int], params: bytes,
-                 trailers: Sequence[tuple[int, bytes, int, bytes]] = ()) -> None:
-        self.ordinal = ordinal
-        self.handles = handles
-        self.params = params
-        self.trailers = trailers
+    __slots__ = ()
+
+    @property
+    def ordinal(self) -> int:
+        return self[0]
+
+    @property
+    def handles(self) -> Sequence[int]:
+        return self[1]
+
+    @property
+    def params(self) -> bytes:
+        return self[2]
+
+    @property
+    def trailers(self) -> Sequence[tuple[int, bytes, int, bytes]]:
+        return self[3]
 
     def size(self) -> int:
         """The marshalled frame's length (what ``ohir`` is charged for)."""
-        return HEADER + 4 * len(self.handles) + len(self.params) + AUTH_IN * len(self.trailers)
+        return HEADER + 4 * len(self[1]) + len(self[2]) + AUTH_IN * len(self[3])
 
     def canonical(self) -> bool:
-        """True when the values marshal unambiguously: every field fits its wire width.
-
-        (A session count beyond two, a handle beyond 32 bits or a nonce that is not
-        20 bytes has no one frame; the engine sends such a command the framed way.)
-        """
-        if len(self.trailers) > 2 or not 0 <= self.ordinal <= 0xFFFFFFFF:
-            return False
-        for h in self.handles:
-            if not 0 <= h <= 0xFFFFFFFF:
-                return False
-        for handle, odd, cont, value in self.trailers:
-            if not 0 <= handle <= 0xFFFFFFFF or len(odd) != 20 or len(value) != 20 or not 0 <= cont <= 255:
-                return False
-        return True
+        """True when the values fit their wire widths (so :meth:`__bytes__` is the one frame they mean)."""
+        ordinal, handles, _, trailers = self
+        return (len(trailers) <= 2 and 0 <= ordinal <= 0xFFFFFFFF and all(0 <= h <= 0xFFFFFFFF for h in handles)
+                and all(0 <= h <= 0xFFFFFFFF and len(odd) == 20 and len(value) == 20 and 0 <= cont <= 255
+                        for h, odd, cont, value in trailers))
 
     def __bytes__(self) -> bytes:
         """The frame the framed path sends for this command."""
-        body = b"".join([struct.pack(f">{len(self.handles)}I", *self.handles), self.params,
-                         *[_TRAILER_IN(*t) for t in self.trailers]])
-        return _HEADER.pack(_TAG_IN[len(self.trailers)], HEADER + len(body), self.ordinal) + body
+        ordinal, handles, params, trailers = self
+        body = b"".join([struct.pack(f">{len(handles)}I", *handles), params, *[_TRAILER_IN(*t) for t in trailers]])
+        return _HEADER.pack(_TAG_IN[len(trailers)], HEADER + len(body), ordinal) + body
 
 
-class Reply:
-    """One response as values: ``rc``, output ``handles`` (packed) and ``params``, and per session
-    ``(nonceEven, continue byte, resAuth)``. An error carries only ``rc``."""
+class Reply(tuple):
+    """One response as values: ``Reply((rc, handles, params, trailers))``: the return code, output
+    handles (packed) and parameters, and per session ``(nonceEven, continue byte, resAuth)``.
+    An error is ``Reply((rc, b"", b"", ()))``."""
 
-    __slots__ = ("rc", "handles", "params", "trailers")
+    __slots__ = ()
 
-    def __init__(self, rc: int, handles: bytes = b"", params: bytes = b"",
-                 trailers: Sequence[tuple[bytes, bytes, bytes]] = ()) -> None:
-        self.rc = rc
-        self.handles = handles
-        self.params = params
-        self.trailers = trailers
+    @property
+    def rc(self) -> int:
+        return self[0]
+
+    @property
+    def handles(self) -> bytes:
+        return self[1]
+
+    @property
+    def params(self) -> bytes:
+        return self[2]
+
+    @property
+    def trailers(self) -> Sequence[tuple[bytes, bytes, bytes]]:
+        return self[3]
 
     def size(self) -> int:
         """The marshalled frame's length (what ``ohor`` is charged for)."""
-        return HEADER + len(self.handles) + len(self.params) + AUTH_OUT * len(self.trailers)
+        return HEADER + len(self[1]) + len(self[2]) + AUTH_OUT * len(self[3])
 
     def __bytes__(self) -> bytes:
         """The response frame the framed path returns."""
-        if self.rc:
-            return _HEADER.pack(_TAG_OUT[0], HEADER, self.rc)
-        body = b"".join([self.handles, self.params, *[b"".join(t) for t in self.trailers]])
-        return _HEADER.pack(_TAG_OUT[len(self.trailers)], HEADER + len(body), 0) + body
+        rc, handles, params, trailers = self
+        if rc:
+            return _HEADER.pack(_TAG_OUT[0], HEADER, rc)
+        body = b"".join([handles, params, *[b"".join(t) for t in trailers]])
+        return _HEADER.pack(_TAG_OUT[len(trailers)], HEADER + len(body), 0) + body
