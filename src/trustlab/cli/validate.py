@@ -35,7 +35,10 @@ def _run(args: argparse.Namespace) -> int:
     if args.json:
         doc = v.to_dict()
         if pqc:
+            from trustlab.devices.tpm2.pqc_model import assumptions
+
             doc["pqc_leave_one_source_out"] = pqc_validation.summary()
+            doc["pqc_assumptions"] = assumptions.listing()
         print_json(doc)
         return 0
     if v.checks or v.inconsistencies:  # (no empty tables when nothing asked for has a reference)
