@@ -72,6 +72,11 @@ def _unpack_handles(n: int, out: bytes) -> tuple[int, ...]:
     return (_HANDLE_STRUCTS[n] if n < 4 else struct.Struct(f">{n}I")).unpack(out[:4 * n])
 
 
+def _split_handles(n: int, body: bytes) -> tuple[list[int], bytes]:
+    """The ``n`` output handles a response body starts with, and the parameters after them."""
+    return (list(_unpack_handles(n, body)) if n else []), body[4 * n:]
+
+
 def _missing_authorizations(trailers: Sequence[object], sessions: int) -> TpmError:
     """A reply short of (or beyond) one authorization per session sent: what the trailer's length
     check says of such a frame."""
@@ -295,11 +300,8 @@ class Tpm12:
             if len(out_trailers) != len(sessions):
                 raise _missing_authorizations(out_trailers, len(sessions))
             out_h: list[int] = []
-            if out_handle_bytes or out_handles:
-                out_params = out_handle_bytes + out_params
-                if out_handles:
-                    out_h = list(_unpack_handles(out_handles, out_params))
-                    out_params = out_params[4 * out_handles:]
+            if out_handle_bytes or out_handles:  # (the body as the frame had it, split where the host expects)
+                out_h, out_params = _split_handles(out_handles, out_handle_bytes + out_params)
             if digests:
                 out_digest = hostcrypto.sha1(_RC_SUCCESS, ord_b, out_params)
                 self._last_digests = (in_digest, out_digest)
@@ -357,11 +359,8 @@ class Tpm12:
             if len(out_trailers) != 1:
                 raise _missing_authorizations(out_trailers, 1)
             out_h: list[int] = []
-            if out_handle_bytes or out_handles:
-                out_params = out_handle_bytes + out_params
-                if out_handles:
-                    out_h = list(_unpack_handles(out_handles, out_params))
-                    out_params = out_params[4 * out_handles:]
+            if out_handle_bytes or out_handles:  # (the body as the frame had it, split where the host expects)
+                out_h, out_params = _split_handles(out_handles, out_handle_bytes + out_params)
             out_digest = hostcrypto.sha1(_RC_SUCCESS, ord_b, out_params)
             self._last_digests = (in_digest, out_digest)
             _check_auth(secret_, out_digest, odd, *out_trailers[0])
