@@ -19,6 +19,8 @@ import random
 import struct
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from trustlab.apps import oracle
 from trustlab.apps import workloads as w
@@ -26,6 +28,7 @@ from trustlab.apps.counters import schemes
 from trustlab.apps.counters.runner import run as run_requests
 from trustlab.devices.tpm12 import MemoryNVStore, Tpm12, TpmError, client, hostcrypto, key_template, secret
 from trustlab.devices.tpm12 import constants as C
+from trustlab.devices.tpm12 import registry
 from trustlab.devices.tpm12.client import HostSession
 from trustlab.devices.tpm12.engine import Engine
 from trustlab.devices.tpm12.parsed import Command, Reply
@@ -246,3 +249,32 @@ def test_an_engine_sends_values_it_cannot_read_alone_the_framed_way() -> None:
         assert type(reply) is Reply
         assert bytes(reply) == engine.execute(bytes(cmd))
         assert clock.command_counts[clock.last.name] == 2
+
+
+@settings(max_examples=80, deadline=None)
+@given(ordinal=st.sampled_from(sorted(C.ORD.values())), params=st.binary(max_size=90),
+       n_auth=st.integers(0, 2), seed=st.integers(0, 2 ** 32 - 1))
+def test_any_command_as_values_is_answered_as_its_frame(ordinal, params, n_auth, seed) -> None:
+    """Arbitrary values (mostly the ordinal's own handle count, handles and sessions the TPM may not
+    have, any parameter bytes) on a fresh TPM: the reply, the state and the ledger are those of the
+    same command sent as its frame."""
+    rng = random.Random(seed)
+    spec = registry.by_ordinal(ordinal)
+    count = spec.handles if spec is not None and rng.random() < 0.8 else rng.randrange(3)
+    handles = [rng.choice([C.TPM_KH_SRK, C.TPM_KH_OWNER, 0x01000000, 0x02000000, rng.getrandbits(32)])
+               for _ in range(count)]
+    trailers = [(rng.choice([0x02000000, rng.getrandbits(32)]), rng.randbytes(20), rng.randrange(2), rng.randbytes(20))
+                for _ in range(n_auth)]
+    cmd = Command((ordinal, handles, params, trailers))
+    answers = []
+    for as_values in (True, False):
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(os, "urandom", random.Random(seed).randbytes)
+            clock = Clock(load("infineon-2010"))
+            POOL.reset()  # the same EK
+            engine = Engine(clock, MemoryNVStore(), POOL)
+            reply = engine.execute(cmd if as_values else bytes(cmd))
+            assert type(reply) is (Reply if as_values else bytes)
+            answers.append((bytes(reply), engine.state.to_bytes(), clock.now_ms, dict(clock.by_command_component),
+                            {h: repr(s) for h, s in engine.sessions.items()}, engine.auth_fail_count))
+    assert answers[0] == answers[1]
