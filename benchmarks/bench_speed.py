@@ -390,6 +390,71 @@ def counters_memory(quick: bool) -> dict[str, Any]:
             "target_peak_mib": 150, "within_target": peak <= 150}
 
 
-def run(quick: bool) -> dict[str, Any]:
-    return {"startup": startup(quick), "sweeps": sweeps(quick), "oracle": oracle(quick),
-            "hashtree": hashtree(quick), "hbs_hash": hbs_hash(quick), "counters_memory": counters_memory(quick)}
+PARTS: dict[str, Callable[[bool], dict[str, Any]]] = {
+    "startup": startup, "sweeps": sweeps, "oracle": oracle, "hashtree": hashtree, "hbs_hash": hbs_hash,
+    "counters_memory": counters_memory}
+
+
+def run(quick: bool, parts: list[str] | None = None) -> dict[str, Any]:
+    """The chosen parts (default all), each measured side by side within this one run; ``verdicts``:
+    each target's line (:func:`verdicts`), also printed to stderr as the parts finish."""
+    figures: dict[str, Any] = {}
+    for name in parts or PARTS:
+        figures[name] = PARTS[name](quick)
+        for line in verdicts({name: figures[name]}):
+            print(line, file=sys.stderr, flush=True)
+    figures["verdicts"] = verdicts(figures)
+    return figures
+
+
+def verdicts(figures: dict[str, Any]) -> list[str]:
+    """One line per target: the figure measured in this run beside its target, and whether it is met."""
+    def line(label: str, got: float, target: float, unit: str = "x") -> str:
+        return f"{label:<44} {got:9.3f}{unit:<2} target <= {target:g}{unit:<2} {'met' if got <= target else 'MISSED'}"
+
+    out = []
+    s = figures.get("startup")
+    if s:
+        out.append(line("startup: trustlab --help (CPU s)", s["help_cpu_s"], 0.10, " s"))
+        worst = s["worst_subcommand_help"]
+        out.append(line(f"startup: trustlab {worst['command']} --help (worst, CPU s)", worst["cpu_s"], 0.15, " s"))
+    for spec, row in sorted((figures.get("sweeps") or {}).items()):
+        if isinstance(row, dict):
+            out.append(line(f"sweep {spec}: --jobs 2 / --jobs 1 wall", row["wall_ratio"], 1.0))
+    if "oracle" in figures:
+        o = figures["oracle"]
+        out.append(line(f"oracle ({o['parties']} parties) / its raw crypto", o["ratio"], o["target_ratio"]))
+    if "hashtree" in figures:
+        h = figures["hashtree"]
+        out.append(line(f"hash-tree increment at 2^{h['depth']} / plain Merkle", h["ratio"], h["target_ratio"]))
+    if "hbs_hash" in figures:
+        out.append(line("HBS metered SHA-256 / hashlib", figures["hbs_hash"]["ratio"],
+                        figures["hbs_hash"]["target_ratio"]))
+    if "counters_memory" in figures:
+        m = figures["counters_memory"]
+        out.append(line(f"counters peak memory, {m['requests']} requests (MiB)", m["peak_mib"],
+                        m["target_peak_mib"], " MiB"))
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m benchmarks.bench_speed [PART ...]``: some parts only, each ratio printed beside its target."""
+    import argparse
+    import json
+
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.bench_speed",
+                                     description=(__doc__ or "").split("\n")[0])
+    parser.add_argument("parts", nargs="*", choices=list(PARTS) + [[]], metavar="PART",
+                        help=f"parts to measure (default all: {', '.join(PARTS)})")
+    parser.add_argument("--quick", action="store_true", help="smaller workloads, for a smoke run")
+    parser.add_argument("--json", action="store_true", help="print the figures as JSON after the verdicts")
+    args = parser.parse_args(argv)
+    figures = run(args.quick, args.parts or None)
+    print("\n".join(figures["verdicts"]))
+    if args.json:
+        print(json.dumps(figures, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
