@@ -150,3 +150,19 @@ def test_every_answer_and_certificate_equals_the_plain_protocol(monkeypatch):
         built.close()
     assert answers[0] == answers[1]
     assert sum(isinstance(a, Answer) and bool(a.evidence.signature) for a in answers[0][0]) == 100
+
+
+@pytest.mark.parametrize("cls", [TreeCert, Answer])
+def test_evidence_classes_written_init_is_the_generated_one(cls):
+    """TreeCert and Answer write their fields themselves (speed): same parameters, still frozen dataclasses."""
+    import dataclasses
+    import inspect
+
+    fields = [f.name for f in dataclasses.fields(cls)]
+    assert list(inspect.signature(cls.__init__).parameters)[1:] == fields
+    args = list(range(len(fields)))
+    made = cls(*args)
+    assert [getattr(made, f) for f in fields] == args and made == cls(*args) and hash(made) == hash(cls(*args))
+    assert dataclasses.replace(made, **{fields[0]: -1}) == cls(-1, *args[1:])
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        setattr(made, fields[0], 5)
