@@ -41,6 +41,11 @@ def published(profile: str) -> bool:
     return profile in _doc()
 
 
+def profiles() -> tuple[str, ...]:
+    """Every profile with published 1.85 figures (the calibrated ones)."""
+    return tuple(_doc())
+
+
 @functools.cache
 def rows(profile: str) -> tuple[Published, ...]:
     entry = _doc().get(profile)
