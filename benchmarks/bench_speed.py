@@ -406,13 +406,13 @@ PARTS: dict[str, Callable[[bool], dict[str, Any]]] = {
     "counters_memory": counters_memory}
 
 
-def run(quick: bool, parts: list[str] | None = None) -> dict[str, Any]:
+def run(quick: bool, parts: list[str] | None = None, echo: bool = True) -> dict[str, Any]:
     """The chosen parts (default all), each measured side by side within this one run; ``verdicts``:
-    each target's line (:func:`verdicts`), also printed to stderr as the parts finish."""
+    each target's line (:func:`verdicts`), with ``echo`` also printed to stderr as the parts finish."""
     figures: dict[str, Any] = {}
     for name in parts or PARTS:
         figures[name] = PARTS[name](quick)
-        for line in verdicts({name: figures[name]}):
+        for line in verdicts({name: figures[name]}) if echo else ():
             print(line, file=sys.stderr, flush=True)
     figures["verdicts"] = verdicts(figures)
     return figures
@@ -460,7 +460,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="smaller workloads, for a smoke run")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON after the verdicts")
     args = parser.parse_args(argv)
-    figures = run(args.quick, args.parts or None)
+    figures = run(args.quick, args.parts or None, echo=False)
     print("\n".join(figures["verdicts"]))
     if args.json:
         print(json.dumps(figures, indent=2))
