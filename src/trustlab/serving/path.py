@@ -48,6 +48,8 @@ class CommandPath:
     """The code a frame that does not parse stands for."""
     per_client: bool = False
     """Clients are told apart by process: each has a space or handles of its own, released when it exits."""
+    max_frame: int = 4096
+    """The largest command frame the TPM takes (libtpms' buffer): a larger one is refused at the front end."""
 
     def __init__(self, backend: Backend, log: Callable[..., None]) -> None:
         self.backend = backend

@@ -121,6 +121,8 @@ class TimingProxy:
                                  owner_gone=self._forget_if_gone, lock=self._tpm_lock,
                                  abandoned_sessions=abandoned_sessions)
         # the generation's parts, for callers that look inside (tests, extensions): None where absent
+        self.max_frame = self.path.max_frame
+        """The largest command frame the front end takes whole (:attr:`CommandPath.max_frame`)."""
         self.rm = getattr(self.path, "rm", None)
         self.objects = getattr(self.path, "objects", None)
         self.extension_state = getattr(self.path, "extension_state", None)
@@ -475,8 +477,10 @@ class TimingProxy:
         return record
 
     def note_reject(self, reason: str) -> None:
-        """A frame the proxy could not parse (answered with an error, connection closed): counted."""
+        """A frame the proxy refused (answered with an error; the connection closed unless the frame could be
+        read past): counted, and told to the operator in one line."""
         self.rejected_frames += 1
+        self._log(f"refused a client frame: {reason}", kind="refused frame")
 
     # ---- control channel ---------------------------------------------------
 

@@ -30,8 +30,10 @@ from trustlab.devices.tpm2 import cost, extensions, objects
 from trustlab.devices.tpm2 import wire as tpm2wire
 from trustlab.devices.tpm2.commands import TPM_RC_FAILURE, command_name
 from trustlab.serving import trace as tracing
+from trustlab.serving import wire
 from trustlab.serving.backend import Backend
 from trustlab.serving.path import NO_DETAIL, NO_RM, CommandPath
+from trustlab.serving.tpm2 import limits
 from trustlab.serving.tpm2.rm import ResourceManager, Space
 from trustlab.timing.clock import Clock
 from trustlab.timing.profile import Profile
@@ -41,6 +43,8 @@ _RC_FAILURE = struct.pack(">I", TPM_RC_FAILURE)
 _TPM2_TAGS = (b"\x80\x01", b"\x80\x02")
 """TPM_ST_NO_SESSIONS, TPM_ST_SESSIONS: the frames the extension hook looks at."""
 _HEADER = tpm2wire.HEADER_SIZE
+_COMMAND_SIZE = wire.error_response(wire.TPM_RC_COMMAND_SIZE)
+"""libtpms' answer to a command over its buffer: ``80 01 00 00 00 0a 00 00 01 42``."""
 
 
 class Tpm2Path(CommandPath):
@@ -66,6 +70,8 @@ class Tpm2Path(CommandPath):
                  lock: "threading.RLock | None" = None, abandoned_sessions: int | None = None) -> None:
         super().__init__(backend, log)
         self.profile = profile
+        self.limits = limits.for_profile(profile.name)
+        self.max_frame = self.limits.frame
         self.clock = clock
         self.objects = objects.ObjectTable()
         self.pricer = cost.Pricer(profile)
@@ -114,6 +120,10 @@ class Tpm2Path(CommandPath):
                 claimed = self._extension(client, command, reg)
                 if claimed is not None:
                     return claimed[0], claimed[1], rec
+            if len(command) > self.limits.backend:  # over libtpms' buffer: its answer, never forwarded
+                assessed = self.pricer.assess(command, _COMMAND_SIZE, self.objects)
+                clock.charge_all(assessed.terms)
+                return _COMMAND_SIZE, assessed, rec
             rm = self.rm
             if rm is None or rm.passes(client.space, command, code):
                 response = self._run_priced(command)
@@ -139,7 +149,8 @@ class Tpm2Path(CommandPath):
         ctx = self._contexts.get(client.id)
         if ctx is None:  # one per client, built the first time an extension's code comes from it
             ctx = self._contexts[client.id] = extensions.Context(
-                client.id, self.profile, lambda c: self.transact_in_space(client, c), self.extension_state)
+                client.id, self.profile, lambda c: self.transact_in_space(client, c), self.extension_state,
+                self.limits.command)
         claimed = extensions.dispatch_registered(command, reg, ctx)
         if claimed is None:
             return None

@@ -29,6 +29,7 @@ class Published:
     mean_ms: float           # the whole benchmark operation
     other_commands: int      # commands of the operation besides the priced one
     source: str
+    commands: tuple[str, ...] = ()  # the benchmark's commands of one operation, the priced one first
 
 
 @functools.cache
@@ -52,7 +53,8 @@ def rows(profile: str) -> tuple[Published, ...]:
     if entry is None:
         return ()
     return tuple(Published(profile, o["algorithm"], o["operation"], o["call"], float(o["mean_ms"]),
-                           len(o["bench_commands"]) - 1, entry["source"]) for o in entry["ops"])
+                           len(o["bench_commands"]) - 1, entry["source"], tuple(o["bench_commands"]))
+                 for o in entry["ops"])
 
 
 def _family(algorithm: str) -> str:
