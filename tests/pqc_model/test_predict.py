@@ -1,11 +1,12 @@
 """price(algorithm, operation, chip): chips described by their facts, intervals, leave-one-source-out."""
 
 import json
+import statistics
 import re
 
 import pytest
 
-from trustlab.devices.tpm2.pqc_model import classes, estimate, predict, validation
+from trustlab.devices.tpm2.pqc_model import builds, classes, estimate, predict, validation
 from trustlab.devices.tpm2.pqc_model.chipspec import ChipSpec
 from trustlab.errors import TrustlabError
 
@@ -13,12 +14,92 @@ from .cli_run import run
 
 
 def test_price_is_median_low_high_provenance():
-    p = predict.price("ML-KEM-768", "encapsulate", ChipSpec.parse("core=cortex-m4,mhz=100"))
+    p = predict.price("ML-KEM-768", "encapsulate", ChipSpec.parse("core=cortex-m4,mhz=100,build=speed"))
     median, low, high, prov = p.as_tuple()
     assert 0 < low <= median <= high and "pqm4" in prov and "implementation" in prov
-    # a Cortex-M4 at 100 MHz running portable C: pqm4 clean's cycles / 100 MHz (our counts of the same work)
+    # a Cortex-M4 at 100 MHz running portable C built for speed: pqm4 clean's cycles / 100 MHz (our counts)
     keccak, other = classes.m4_cycles("ML-KEM-768", "encapsulate")
     assert p.mean_ms == pytest.approx((keccak + other) / 100e3)
+
+
+def test_the_build_moves_the_centre_by_its_published_factor():
+    """-Os / -O0 / unknown builds are slower than the benchmark build by Embench-IoT's factors; an
+    unstated build (the default) is the widest range, and the provenance names the source."""
+    def price(build):
+        return predict.price("ML-KEM-768", "encapsulate", ChipSpec.parse(f"core=m4,mhz=100,build={build}"))
+    speed = price("speed")
+    for kind in ("size", "debug", "unknown", "application"):
+        p = price(kind)
+        assert p.mean_ms == pytest.approx(speed.mean_ms * builds.build(kind).mid)
+        assert p.high_ms / p.low_ms > speed.high_ms / speed.low_ms
+    default = predict.price("ML-KEM-768", "encapsulate", ChipSpec.parse("core=m4,mhz=100"))
+    assert default.mean_ms == price("unknown").mean_ms and "Embench-IoT" in default.provenance
+
+
+def test_build_and_timer_fields_are_read_tolerantly():
+    assert builds.build_kind(None) == builds.build_kind("Pico SDK default") == "unknown"
+    assert builds.build_kind("-Os") == "size" and builds.build_kind("-O3 -march=native") == "speed"
+    assert builds.build_kind("Debug") == "debug" and builds.build_kind("application (STM32CubeIDE)") == "application"
+    assert builds.timer_kind(None, "cycles") == "cycles" and builds.timer_kind(None, "ms") == "wall"
+    assert builds.timer_kind("rdtsc", "cycles") == "tsc" and builds.timer_kind("PMU", "cycles") == "cycles"
+    named = builds.timer("tsc", "Intel Core i7-1260P")
+    assert named.lo == pytest.approx(2.1 / 4.7) and named.hi == 1.0 and "ARK" in named.source
+    assert builds.timer("tsc", "x86-64 desktop").lo < 1.0 < builds.timer("tsc", "").hi + 1e-9
+
+
+def test_a_measured_between_source_spread_widens_class_predictions():
+    spread = classes.source_spread()
+    assert spread.sigma > 0 and spread.dof >= 1 and len(spread.classes) >= 1
+    p = predict.price("ML-KEM-768", "encapsulate", ChipSpec.parse("core=m33,mhz=150,build=speed"))
+    assert "between-source spread" in p.provenance
+    assert p.high_ms / p.low_ms > 1.2
+
+
+def test_the_spread_is_pooled_from_sources_whose_build_and_timer_are_known_within_their_group():
+    """A source of a debug, unstated or application build, or rdtsc on an unnamed CPU, would bring its build's
+    or timer's uncertainty into the spread a second time; application cores (x86, A-class, RV64) do not set the
+    spread of microcontrollers."""
+    doc = classes.measurements()
+    src = {s["id"]: s for s in doc["sources"]}
+    row = {s: next(r for r in doc["rows"] if r["source"] == s) for s in src}
+    exact = {s for s in src if classes.exact_basis(src[s], row[s])}
+    assert "fhnw-kyber-f407-O0" not in exact and "wolfssl-examples-f446" not in exact
+    assert "wolfssl-zcu102-a53" not in exact and "pqm4-pr401-mldsa-native-l4r5" in exact
+    mcu, app = classes.source_spread(), classes.source_spread(frozenset(), "application")
+    assert not set(mcu.classes) & {"host-x86", "a-class", "riscv64"} and "host-x86" in app.classes
+    assert mcu.quantiles()[1] < app.quantiles()[1]
+    # a centre of k sources is itself uncertain: sqrt(1 + 1/k) wider for a new chip
+    assert mcu.quantiles(2)[1] > mcu.quantiles()[1]
+
+
+def test_a_mixed_build_is_a_mixture_not_the_envelope_of_its_parts():
+    """Unknown = a third each of a benchmark, a size and a debug build: its 95th percentile lies well inside the
+    slowest debug benchmark, its centre is the parts' geometric mean, and draws rise with the quantile."""
+    import numpy as np
+
+    b = builds.build("unknown")
+    lo, hi = b.quantiles()
+    assert b.lo <= lo < b.mid < hi < b.hi
+    assert b.central(0.5) == b.mid == pytest.approx((1.0 * 1.11 * 2.08) ** (1 / 3))
+    u = np.linspace(0.001, 0.999, 200)
+    assert np.all(np.diff(b.draw(u)) >= 0)
+    # a third of the weight is the debug build, so about a sixth lies above the debug build's median
+    assert float(np.mean(b.draw(np.random.default_rng(1).random(20000)) > builds.build("debug").mid)) == \
+        pytest.approx(1 / 6, abs=0.02)
+
+
+def test_the_implementation_factor_follows_what_the_code_is():
+    """Portable C is the classes' basis (x1); pqm4's Cortex-M4 assembly can only be the unstated code of a core
+    that runs it, so an unstated-code Cortex-M0+ is never faster than pqm4's clean Cortex-M4 code at its clock."""
+    m4 = ChipSpec.parse("core=m4,mhz=133")
+    assert estimate.impl_factor(ChipSpec.parse("core=m4,mhz=133,impl=portable"), "ML-KEM-512", "keygen", 0.01) == 1.0
+    assert estimate.impl_factor(m4, "ML-KEM-512", "keygen", 0.01) < 1.0
+    assert estimate.impl_factor(ChipSpec.parse("core=m0+,mhz=133"), "ML-KEM-512", "keygen", 0.01) == 1.0
+    p = predict.price("ML-KEM-512", "keygen", ChipSpec.parse("core=cortex-m0plus,mhz=133"))
+    clean_m4 = sum(classes.m4_cycles("ML-KEM-512", "keygen")) / 133e3
+    assert p.low_ms > clean_m4
+    with pytest.raises(TrustlabError, match="impl = 'asm': use one of portable"):
+        ChipSpec.parse("core=m4,mhz=10,impl=asm")
 
 
 def test_clock_scales_and_slower_cores_take_longer():
@@ -89,6 +170,7 @@ def test_cli_chip_json_rows_have_intervals():
     ("core=m0+,mhz=10,foo=1", "unknown key 'foo'"),
     ("core=m0+,mhz=10,certified=maybe", "not yes/no"),
     ("core=m0+,mhz=10,mhz=20", "mhz given twice"),
+    ("core=m0+,mhz=10,build=O7", "build = 'O7': use one of speed, size, debug"),
     ("/no/such/chip.toml", "neither key=value pairs nor an existing TOML file"),
 ])
 def test_bad_chip_is_a_one_line_error(chip, message):
@@ -118,27 +200,30 @@ def test_the_measurements_span_enough_sources_and_classes():
 
 def test_leave_one_source_out_summary_is_reported_as_measured():
     """Issue 27's goals, as they stand with every published row found so far (the summary reports them; nothing
-    is tuned to meet them). Median |error| <= 25%, every row within 2x and coverage >= 80% do not hold:
-    - the three x86 sources disagree by up to 4x (mlkem-native's C on a c7i with -march=native, core cycles;
-      itzmeanjan's C++ on an i7-1260P, core cycles; Xu's PQClean C on an unnamed desktop in rdtsc ticks, build
-      type not stated): the fastest and the slowest, left out, are priced from the others and miss;
-    - the RP2350 (Cortex-M33) runs PQClean at about 0.6-0.7 of a Cortex-M4's work per clock, below the M33
-      prior's 1.0-1.18 (its only source: the prior is all that predicts it): within 2x but outside the interval;
-    - the STM32F446 application build is 4-4.5x slower than pqm4's code predicts (build options not stated);
-    - Greconici et al.'s hand-optimised M3 keygen/verify fall below the portable-C interval."""
+    is tuned to meet them). Every row within 2x does not hold; the known misses:
+    - the three x86 sources disagree by up to 4x in core cycles after their timers are corrected (mlkem-native's
+      C with -march=native on a Sapphire Rapids c7i, rdtsc at 2.4 GHz; itzmeanjan's C++ -march=native on an
+      i7-1260P, libPFM core cycles; Xu's PQClean/wolfCrypt C at -O2 on a Ryzen 7 1700X (Zen 1), rdtsc): the
+      fastest and the slowest, left out, are priced from the others and miss (no published figure for the
+      micro-architecture and vectorisation differences was found);
+    - the STM32F446 application build is 4-4.5x slower than pqm4's code predicts (build options not stated), the
+      FHNW STM32F407 -O0 build of the Kyber reference 5.5-7x, beyond Embench-IoT's -O0 geometric mean (2.08)
+      though inside its slowest benchmark (5.9): no published -O0 figure for PQC code was found."""
     s = validation.summary()["overall"]
     counted = [r for r in validation.loso_rows() if r["counted"]]
     misses = [r for r in counted if max(r["predicted"] / r["reference"], r["reference"] / r["predicted"]) > 2]
     assert s["within_2x"] == s["rows"] - len(misses)
-    assert {r["source_id"] for r in misses} <= {"mlkem-native-c7i", "xu2025-x86", "wolfssl-examples-f446"}
+    assert {r["source_id"] for r in misses} <= {"mlkem-native-c7i", "xu2025-x86", "wolfssl-examples-f446",
+                                                "fhnw-kyber-f407-O0"}
     uncovered = {r["source_id"] for r in counted if not r["covered"]}
-    assert uncovered <= {"mlkem-native-c7i", "xu2025-x86", "wolfssl-examples-f446", "greconici2021-m3",
-                         "xu2025-rp2350"}
+    assert uncovered <= {"mlkem-native-c7i", "xu2025-x86", "wolfssl-examples-f446", "fhnw-kyber-f407-O0"}
+    assert s["coverage"] >= 0.8
     assert s["coverage"] == sum(r["covered"] for r in counted) / len(counted)
 
 
 def test_published_sources_cover_these_core_classes():
-    """No published RISC-V 32 row with a stated parameter set was found; pqm4 (the M4 basis) is calibration."""
+    """The RISC-V 32 rows found (liboqs on an ESP32-C3) are flagged, not counted (see their note); pqm4's clean
+    figures (the M4 basis) are calibration, other M4 sources count."""
     measured = {r["core"] for r in validation.loso_rows() if r["counted"]}
     assert {"cortex-m0plus", "cortex-m3", "cortex-m33", "a-class", "riscv64", "host-x86"} <= measured
 
@@ -169,3 +254,62 @@ def test_chip_figures_outside_any_chip_are_one_line_errors(text, says):
 
 def test_a_clock_in_exponent_notation_is_a_number():
     assert ChipSpec.parse("core=m4,mhz=1.33e3").mhz == (1330.0, 1330.0)
+
+
+def test_a_security_controller_core_is_priced_like_a_tpm_profile():
+    """--chip core=sc300 / secure-mcu: protection and key wrapping are on unless the chip says otherwise."""
+    sc300, m3 = ChipSpec.parse("core=sc300,mhz=50"), ChipSpec.parse("core=m3,mhz=50")
+    assert sc300.certified and sc300.tpm and not m3.certified and not m3.tpm
+    assert not ChipSpec.parse("core=sc300,mhz=50,certified=no").certified
+    assert predict.price("ML-KEM-768", "decapsulate", sc300).mean_ms > predict.price(
+        "ML-KEM-768", "decapsulate", m3).mean_ms
+    assert "wrapping" in predict.price("ML-DSA-65", "create", ChipSpec.parse("core=secure-mcu,mhz=25-100")).provenance
+
+
+def test_validate_lists_every_assumption_with_its_source():
+    """The closing note's list comes from the model: every build, timer, class, protection, bus entry has a
+    range and a source, in validate's text and its --json."""
+    from trustlab.devices.tpm2.pqc_model import assumptions
+    from trustlab.validation import pqc_model
+
+    listing = assumptions.listing()
+    names = {e["name"] for e in listing}
+    assert {f"build: {k}" for k in builds.kinds()} <= names
+    assert {"between-source spread (microcontroller cores)", "between-source spread (application cores)"} <= names
+    assert {f"core class {c}" for c in classes.names()} <= names
+    assert all(e["range"] and e["source"] for e in listing)
+    assert "Embench-IoT" in pqc_model.loso_text() and "Intel ARK" in pqc_model.loso_text()
+    rc, out, _ = run("validate", "--json")
+    assert rc == 0 and json.loads(out)["pqc_assumptions"] == listing
+
+
+def test_class_rows_are_brought_to_the_benchmark_build_basis():
+    """A -Os row did more work per clock than it shows (x the -Os centre); an rdtsc row counted fewer ticks
+    than core cycles (x the TSC centre); assembly is not rescaled by flags."""
+    row = {"unit": "cycles"}
+    assert classes.basis_scale({"build": "-Os"}, row) == pytest.approx(builds.build("size").mid)
+    assert classes.basis_scale({"build": "-O3", "timer": "tsc"}, row) == pytest.approx(builds.timer("tsc").mid)
+    assert classes.basis_scale({"build": "-O0", "implementation": "optimized"}, row) == 1.0
+    assert classes.basis_scale({}, {"unit": "ms"}) == pytest.approx(builds.build("unknown").mid)
+
+
+def test_an_unknown_build_widens_a_validation_interval_against_a_known_one():
+    rows = {r["source_id"]: r for r in validation.loso_rows()}
+    doc = classes.measurements()
+    kinds = {s["id"]: builds.build_kind(s.get("build")) for s in doc["sources"]}
+    known = [r for r in validation.loso_rows() if kinds[r["source_id"]] == "speed" and r["core"] != "host-x86"]
+    unknown = [r for r in validation.loso_rows() if kinds[r["source_id"]] == "unknown"]
+    assert rows and known and unknown
+    width = lambda rs: statistics.median(r["high"] / r["low"] for r in rs)  # noqa: E731
+    assert width(unknown) > width(known)
+
+
+def test_calibrated_price_is_the_published_mean_with_the_run_spread():
+    """A calibrated operation's central value is the published mean itself (the exact expectation, not an
+    average of draws: 400 draws of ML-DSA's skewed runs missed it by ~4%); low/high are the runs' spread."""
+    from trustlab.devices.tpm2.pqc_model import silicon
+
+    for row in silicon.rows("sealsq-qvault-pqc-tpm-wolftpm"):
+        p = predict.price(row.algorithm, row.call, "sealsq-qvault-pqc-tpm-wolftpm")
+        assert p.calibrated and p.median_ms == pytest.approx(row.mean_ms, rel=1e-9)
+        assert p.low_ms <= p.median_ms <= p.high_ms

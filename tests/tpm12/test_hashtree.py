@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from trustlab.devices.tpm12 import Tpm12, TpmError, secret
 from trustlab.devices.tpm12 import constants as C
-from trustlab.devices.tpm12 import merkle
+from trustlab.devices.tpm12 import client, merkle
 from trustlab.devices.tpm12.keys import Key12, rsa_public
 
 from .conftest import OWNER, SRK
@@ -181,8 +181,9 @@ def test_malformed_parameters_fail_as_read_field_by_field(tpm: Tpm12, aik, case:
     assert root == merkle.root_from_path(1, merkle.counter_leaf(1), merkle.counter_defaults(depth)[:depth])
 
 
-def test_packed_and_listed_siblings_send_the_same_frame(tpm: Tpm12, aik) -> None:
+def test_packed_and_listed_siblings_send_the_same_frame(tpm: Tpm12, aik, monkeypatch) -> None:
     handle, _ = aik
+    monkeypatch.setattr(client, "FAST_PATH", False)  # frames, to compare them
     sent = []
     execute = tpm.engine.execute
     tpm.engine.execute = lambda frame: sent.append(frame) or execute(frame)  # type: ignore[method-assign]

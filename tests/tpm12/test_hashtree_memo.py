@@ -78,7 +78,7 @@ def test_memo_roots_equal_hashing_for_honest_and_hostile_paths(depth, kept, dens
 def test_memo_out_of_step_falls_back_to_hashing_and_gives_up() -> None:
     tree = new_tree(6)
     memo = merkle.RootMemo(6, tree.defaults)
-    memo.kept.put(13, bytes(20))  # a kept node (heap 13, height 3) the TPM never computed
+    memo.put(13, bytes(20))  # a kept node (heap 13, height 3) the TPM never computed
     for index in range(64):
         path = b"".join(tree.siblings(index))
         old_root, new_root = memo.roots(index, 0, 1, path)
@@ -137,7 +137,7 @@ def _run(tpm: Tpm12, handle: int, depth: int, memo: bool, seed: int) -> list:
     memo_now = tpm.engine.state.hashtree_memo
     assert isinstance(memo_now, merkle.RootMemo) == memo  # in use all along
     if memo and merkle.MEMO_DENSIFY_AT < 100:
-        assert memo_now.kept.dense
+        assert memo_now.dense
     return out
 
 

@@ -30,7 +30,10 @@ from trustlab.timing import registry
 
 from .conftest import needs_swtpm
 
-PROFILE = "st-st33ktpm2xspi-wolftpm"
+PROFILE = "sealsq-qvault-pqc-tpm-wolftpm"
+"""The one 1.85 chip in silicon: its 8192-byte buffer carries every parameter set (serving/tpm2/limits.py)."""
+TODAY = "st-st33ktpm2xspi-wolftpm"
+"""A chip of today: a 2048-byte TPM_PT_MAX_COMMAND_SIZE (chips.toml)."""
 pytestmark = [pytest.mark.swtpm, needs_swtpm]
 
 
@@ -73,17 +76,60 @@ def test_primary_keys_are_deterministic_per_template(tpm):
         tpm.flush(k.handle)
 
 
-def test_mldsa87_signature_does_not_fit_a_4096_byte_command(served, tpm):
-    """Verifying ML-DSA-87 in the TPM needs a 4.7 KB command: a 4 KiB TPM buffer refuses it."""
+def _max_sizes(client: PqcClient) -> tuple[int, int]:
+    """TPM2_GetCapability(TPM_PT_MAX_COMMAND_SIZE, 2 properties) through serve."""
+    rsp = client.call("TPM2_GetCapability", frame(0x17A, [], S.u32(6) + S.u32(0x11E) + S.u32(2)))
+    assert rsp[15:19] == S.u32(2)
+    (c_prop, c_val, r_prop, r_val) = (int.from_bytes(rsp[i:i + 4], "big") for i in (19, 23, 27, 31))
+    assert (c_prop, r_prop) == (0x11E, 0x11F)
+    return c_val, r_val
+
+
+def test_mldsa87_verify_fits_the_buffer_the_tpm_reports(served, tpm):
+    """Verifying ML-DSA-87 in the TPM takes a 4.7 KB command: the 1.85 chip's 8192-byte buffer carries it,
+    and TPM_PT_MAX_COMMAND_SIZE / MAX_RESPONSE_SIZE say so."""
+    assert _max_sizes(tpm) == (8192, 8192)
     key = tpm.create_primary("ML-DSA-87")
     mu = external_mu(key.public.unique, b"m")
     sig = tpm.sign_digest(key.handle, mu)
     public_key(key.public).verify(sig, b"m")
-    with pytest.raises(TpmResponseError) as e:
-        tpm.verify_digest_signature(key, mu, sig)
-    assert e.value.rc == 0x142  # TPM_RC_COMMAND_SIZE; the proxy then ends the connection (framing lost)
-    with PqcClient.connect(served.tcti) as again:
-        again.flush(key.handle)
+    assert tpm.verify_digest_signature(key, mu, sig)[:2] == b"\x80\x27"  # TPM_ST_DIGEST_VERIFIED
+    tpm.flush(key.handle)
+
+
+def test_a_4096_byte_tpm_refuses_mldsa87_verify_and_serves_on():
+    """On a chip that reports 4096 (the OP-TEE fTPM: the reference code's buffer) the same command is answered
+    TPM_RC_COMMAND_SIZE, on the same connection, which goes on."""
+    with timed_swtpm("nvidia-jetson-orin-op-tee-ftpm-wolftpm", virtual=True) as proxy, \
+            PqcClient.connect(proxy.tcti) as tpm:
+        assert _max_sizes(tpm) == (4096, 4096)
+        key = tpm.create_primary("ML-DSA-87")
+        mu = external_mu(key.public.unique, b"m")
+        with pytest.raises(TpmResponseError) as e:
+            tpm.sign_digest(key.handle, mu)  # the 4627-byte signature does not fit a 4096-byte response
+        assert e.value.rc == 0x095  # TPM_RC_SIZE, as wolfTPM's fwTPM answers a response over its buffer
+        small = tpm.create_primary("ML-DSA-44")
+        sig = tpm.sign_digest(small.handle, external_mu(small.public.unique, b"m"))
+        with pytest.raises(TpmResponseError) as e:
+            tpm.verify_digest_signature(key, mu, bytes(4627))  # an ML-DSA-87-sized signature: a 4.7 KB command
+        assert e.value.rc == 0x142  # TPM_RC_COMMAND_SIZE (libtpms' answer to a command over its buffer)
+        assert tpm.verify_digest_signature(small, external_mu(small.public.unique, b"m"), sig)[:2] == b"\x80\x27"
+        for k in (key, small):
+            tpm.flush(k.handle)
+
+
+def test_a_2048_byte_chip_reports_and_enforces_its_buffer():
+    with timed_swtpm(TODAY, virtual=True) as proxy, PqcClient.connect(proxy.tcti) as tpm:
+        assert _max_sizes(tpm) == (2048, 2048)
+        key = tpm.create_primary("ML-DSA-44")  # its 1312-byte public key fits
+        with pytest.raises(TpmResponseError) as e:
+            tpm.sign_digest(key.handle, external_mu(key.public.unique, b"m"))  # a 2420-byte signature does not
+        assert e.value.rc == 0x095
+        kem = tpm.create_primary("ML-KEM-768")
+        secret, ciphertext = tpm.encapsulate(kem.handle)  # 1088 bytes: fits
+        assert tpm.decapsulate(kem.handle, ciphertext) == secret
+        for k in (key, kem):
+            tpm.flush(k.handle)
 
 
 def test_read_public_and_the_tpm_verify_commands(tpm):
@@ -251,7 +297,7 @@ def test_blobs_are_bound_to_the_instance_and_persist_with_its_state(tmp_path):
 
 @pytest.mark.realtime
 def test_realtime_client_sees_the_modelled_time():
-    with timed_swtpm(PROFILE, virtual=False) as proxy, PqcClient.connect(proxy.tcti) as tpm:
+    with timed_swtpm(TODAY, virtual=False) as proxy, PqcClient.connect(proxy.tcti) as tpm:
         key = tpm.create_primary("ML-KEM-768")
         started = time.perf_counter()
         tpm.encapsulate(key.handle)

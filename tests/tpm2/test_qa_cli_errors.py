@@ -77,3 +77,19 @@ def test_backend_failure_while_serving_is_logged_once(swtpm, zero_profile):
         assert len(lines) == 1 and "TPM2_GetRandom" in lines[0] and f"tcp:{swtpm.host}" in lines[0]
         with pytest.raises(TrustlabError, match="not answering"):
             proxy.check_backend()
+
+
+@pytest.mark.parametrize("argv, needle", [
+    (["--profile", "nuvoton-npct750-wolftpm", "--abandoned-sessions", "17"], "expected 0..16, not 17"),
+    (["--profile", "nuvoton-npct750-wolftpm", "--abandoned-sessions", "-1"], "expected 0..16, not -1"),
+    (["--profile", "nuvoton-npct750-wolftpm", "--abandoned-sessions", "four"], "expected a whole number"),
+    (["--profile", "nuvoton-npct750-wolftpm", "--no-rm", "--abandoned-sessions", "0"], "not to --no-rm"),
+    (["--profile", "infineon-2010", "--abandoned-sessions", "0"], "not to a tpm1.2 profile"),
+])
+def test_serve_abandoned_sessions_out_of_place_is_one_line(argv, needle, capsys):
+    try:
+        code = main(["serve", "--port", "0", "--virtual", *argv])
+    except SystemExit as exc:  # argparse's own refusal
+        code = exc.code
+    assert code == 2
+    _one_line_error(capsys, "--abandoned-sessions" if "--no-rm" not in argv else "--no-rm", needle)

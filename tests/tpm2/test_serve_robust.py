@@ -343,8 +343,11 @@ def test_a_failed_serving_loop_leaves_no_dead_open_port(served) -> None:
         raise RuntimeError("injected")
 
     served._front._timeout = boom
-    with socket.create_connection(("127.0.0.1", served.port), timeout=5):
-        pass  # wakes the loop
+    try:
+        with socket.create_connection(("127.0.0.1", served.port), timeout=5):
+            pass  # wakes the loop
+    except ConnectionRefusedError:
+        pass  # (on a loaded host its own reap timer woke it first: the ports are closed already)
     deadline = time.monotonic() + 5
     while served.serving and time.monotonic() < deadline:
         time.sleep(0.02)

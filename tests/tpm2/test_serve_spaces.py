@@ -181,3 +181,36 @@ def test_two_processes_cannot_see_use_or_flush_each_others_sessions(served, tmp_
         a.stdin.close()
         a.wait(30)
     assert settle(served, 0) == []
+
+
+@pytest.mark.parametrize("kept", [0, None], ids=["kernel-0", "abrmd-default"])
+def test_abandoned_session_policy_bounds_what_exiting_tools_leave(swtpm, zero_profile, tmp_path: Path,
+                                                                   kept: int | None) -> None:
+    """``--abandoned-sessions``: 70 tpm2-tools processes (more than swtpm's 64 session slots) each start a
+    session, save it to a file and exit without flushing. With 0 (the kernel's rule) the TPM itself holds
+    no session afterwards; with the default (tpm2-abrmd's) at most 4. Either way no client lists one, and
+    the next client works."""
+    with TimingProxy(zero_profile, swtpm, virtual=True, abandoned_sessions=kept) as proxy:
+        bound = rm.ABANDONED_MAX if kept is None else kept
+        env = tools_env(proxy)
+        script = "for i in $(seq 70); do tpm2_startauthsession -S s$i.ctx || exit 1; done"
+        done = subprocess.run(["sh", "-c", script], cwd=tmp_path, env=env, capture_output=True, timeout=300)
+        assert done.returncode == 0, done.stderr.decode()[-500:]
+        held = settle(proxy, bound)
+        assert len(held) <= bound and proxy.rm.sessions_held() == len(held)
+        if kept == 0:
+            assert held == [] and not proxy.rm.abandoned
+        for cap in ("handles-saved-session", "handles-loaded-session"):
+            seen = subprocess.run(["tpm2_getcap", cap], env=env, capture_output=True, text=True, timeout=60)
+            assert seen.returncode == 0 and seen.stdout.strip() == "", seen.stdout
+        loaded = subprocess.run(["tpm2_policypcr", "-S", "s70.ctx", "-l", "sha256:0"], cwd=tmp_path, env=env,
+                                capture_output=True, timeout=60)  # the last one's file: kept only by abrmd's rule
+        assert (loaded.returncode == 0) == (bound > 0), loaded.stderr.decode()
+        for argv in (["tpm2_createprimary", "-C", "o", "-c", "p.ctx"], ["tpm2_getrandom", "8"]):
+            ok = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, timeout=60)
+            assert ok.returncode == 0, (argv, ok.stderr.decode())
+
+
+def test_abandoned_sessions_out_of_range_is_refused() -> None:
+    with pytest.raises(ValueError, match="abandoned_max"):
+        rm.ResourceManager(lambda c: c, abandoned_max=-1)

@@ -85,3 +85,12 @@ def test_text_tables_sit_below_their_users() -> None:
     for package in ("experiments", "validation", "report"):
         for path in (SRC / package).rglob("*.py"):
             assert "trustlab.cli._output" not in _imports(path), path
+
+
+def test_the_proxy_is_generation_blind() -> None:
+    """What a command goes through is its generation's command path (serving/path.py): the proxy imports
+    no TPM 2.0 command table, extension hook, object table or resource manager, and no TPM 1.2 handle table."""
+    specific = ("trustlab.devices.tpm2.commands", "trustlab.devices.tpm2.extensions", "trustlab.devices.tpm2.objects",
+                "trustlab.devices.tpm2.wire", "trustlab.serving.tpm2.rm", "trustlab.serving.tpm12.handles")
+    imported = _imports(SRC / "serving" / "proxy.py")
+    assert not {i for i in imported if i.startswith(specific)}, imported

@@ -55,14 +55,50 @@ def test_handshake():
     assert events(r) == [wire.Handshake(1)]
 
 
-def test_lying_size_is_rejected_with_command_size():
+def test_a_size_beyond_any_command_is_refused_and_ends_the_stream():
     r = wire.FrameReader(max_frame=4096)
-    r.feed(struct.pack(">HII", 0x8001, 1 << 20, 0x17B))
+    r.feed(struct.pack(">HII", 0x8001, 1 << 31, 0x17B))
     (ev,) = events(r)
-    assert isinstance(ev, wire.Reject)
-    assert wire.parse_header(ev.reply).code == TPM_RC_COMMAND_SIZE
-    r.feed(GETRANDOM)  # dead after a reject: the stream is out of sync
+    assert isinstance(ev, wire.Reject) and "2147483648-byte" in ev.reason
+    assert ev.reply == wire.error_response(TPM_RC_COMMAND_SIZE)  # 80 01 00 00 00 0a 00 00 01 42, as libtpms
+    r.feed(GETRANDOM)  # dead after a reject: 2 GiB are not read past
     assert r.next_event() is ev
+
+
+def test_a_frame_just_over_the_cap_is_read_past_refused_and_the_stream_goes_on():
+    r = wire.FrameReader(max_frame=4096)
+    big = struct.pack(">HII", 0x8001, 4097, 0x17B) + b"\xAA" * 4087
+    for i in range(0, len(big), 1000):  # in pieces: nothing of it is kept
+        r.feed(big[i:i + 1000])
+        assert r.buffered <= 4097 and (i + 1000 >= len(big) or r.next_event() is wire.NEED_DATA)
+    r.feed(GETRANDOM)
+    refused, nxt = events(r)
+    assert isinstance(refused, wire.Refuse) and "4097-byte command exceeds the TPM's 4096-byte" in refused.reason
+    assert refused.reply == wire.error_response(TPM_RC_COMMAND_SIZE)
+    assert nxt == wire.Command(GETRANDOM, "raw") and r.buffered == 0
+
+
+def test_an_oversized_mssim_command_is_refused_in_mssim_framing():
+    r = wire.FrameReader(max_frame=4096)
+    inner = struct.pack(">HII", 0x8001, 5000, 0x17B) + bytes(4990)
+    r.feed(struct.pack(">IBI", wire.MS_SEND_COMMAND, 0, 5000) + inner
+           + struct.pack(">IBI", wire.MS_SEND_COMMAND, 0, len(GETRANDOM)) + GETRANDOM)
+    refused, nxt = events(r)
+    assert refused.reply == wire.frame_reply(wire.error_response(TPM_RC_COMMAND_SIZE), "mssim")
+    assert nxt == wire.Command(GETRANDOM, "mssim", 0)
+
+
+def test_a_truncated_big_frame_is_answered_once_when_abandoned():
+    r = wire.FrameReader(max_frame=8192)
+    r.feed(struct.pack(">HII", 0x8001, 6000, 0x1A6) + bytes(2000))  # fits the cap, but only 2010 bytes come
+    assert events(r) == [] and r.buffered == 2010
+    refusal = r.abandon()
+    assert refusal.reply == wire.error_response(TPM_RC_COMMAND_SIZE) and "2010 byte(s)" in refusal.reason
+    assert r.abandon() is None and r.next_event() is refusal  # once; dead after it
+    over = wire.FrameReader(max_frame=4096)
+    over.feed(struct.pack(">HII", 0x8001, 9000, 0x17B) + bytes(100))  # over the cap, being read past
+    assert over.abandon().reply == wire.error_response(TPM_RC_COMMAND_SIZE)
+    assert wire.FrameReader().abandon() is None  # between frames: nothing to answer
 
 
 def test_size_below_header_and_bad_tag():
@@ -94,9 +130,9 @@ def test_reader_never_raises_and_never_hoards(data, step):
             if isinstance(ev, wire.Command):
                 assert wire.HEADER_SIZE <= len(ev.payload) <= 4096
                 assert wire.parse_header(ev.payload).size == len(ev.payload)
-            elif isinstance(ev, wire.Reject):
-                assert len(ev.reply) == 10
-    assert r.buffered <= 4096 + 9
+            elif isinstance(ev, (wire.Reject, wire.Refuse)):
+                assert len(ev.reply) in (10, 18)
+    assert len(r._buf) <= 4096 + 9
 
 
 def test_ctrl_builders():

@@ -13,6 +13,21 @@ from trustlab.experiments._params import seed
 from trustlab.timing import registry
 
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
+ABANDONED_DEFAULT = 4
+"""tpm2-abrmd's ``SESSION_LIST_MAX_ABANDONED_DEFAULT`` (session-list.h; no option changes it there)."""
+ABANDONED_LIMIT = 16
+"""A bound well below the TPM's active-session slots (libtpms: 64), so kept sessions never fill them."""
+
+
+def _abandoned(text: str) -> int:
+    """``--abandoned-sessions``: a whole number 0..ABANDONED_LIMIT, else a one-line error."""
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number 0..{ABANDONED_LIMIT}, not {text!r}") from None
+    if not 0 <= n <= ABANDONED_LIMIT:
+        raise argparse.ArgumentTypeError(f"expected 0..{ABANDONED_LIMIT}, not {n}")
+    return n
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -50,6 +65,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-rm", action="store_true",
                    help="raw access: no resource manager (clients see real handles and must flush their own "
                    "objects, as with /dev/tpm0)")
+    p.add_argument("--abandoned-sessions", type=_abandoned, default=None, metavar="N",
+                   help="sessions a client saved itself (tpm2-tools' -S FILE) and left behind when it exited are "
+                   "kept for a later process to load, at most N, the oldest flushed first (default "
+                   f"{ABANDONED_DEFAULT}: tpm2-abrmd's fixed bound, which tpm2-tools scripts that hand a session "
+                   "from one tool to the next rely on); 0 flushes every session of an exiting client, as the "
+                   f"kernel's /dev/tpmrm0 does. At most {ABANDONED_LIMIT}: each kept session holds one of the "
+                   "TPM's session slots. TPM 2.0 with the resource manager only")
     p.add_argument("--no-rt-priority", action="store_true",
                    help="do not ask for SCHED_FIFO for the thread that holds responses (realtime mode)")
     p.add_argument("--seed", type=seed, default=0, help="seed for drawing from spreads (key generation)")
@@ -96,6 +118,9 @@ def run(args: argparse.Namespace) -> int:
     if profile.family not in ("tpm2", "tpm1.2"):
         raise TrustlabError(f"profile {profile.name!r} is of family {profile.family!r}; serve needs a tpm2 or "
                             f"tpm1.2 profile (see 'trustlab profiles list')")
+    if args.abandoned_sessions is not None and (profile.family == "tpm1.2" or args.no_rm):
+        raise TrustlabError("--abandoned-sessions applies to the TPM 2.0 resource manager, not to "
+                            + ("a tpm1.2 profile" if profile.family == "tpm1.2" else "--no-rm"))
     if not 0 <= args.port < 65535:
         raise TrustlabError(f"--port {args.port}: expected 0..65534")
     if args.host not in LOOPBACK_HOSTS:
@@ -129,7 +154,10 @@ def run(args: argparse.Namespace) -> int:
                   flush=True)
         else:
             _note_lacking(profile)
-            rm = "raw, no resource manager" if args.no_rm else "resource manager on"
+            kept = ABANDONED_DEFAULT if args.abandoned_sessions is None else args.abandoned_sessions
+            rm = "raw, no resource manager" if args.no_rm else (
+                f"resource manager on, up to {kept} abandoned session(s) kept" if kept
+                else "resource manager on, every session of an exiting client flushed")
             print(f"trustlab serve: {profile.name} ({mode}, {rm}, {state}) on {args.host}:{proxy.port} "
                   f"(control {proxy.ctrl_port}), backend {proxy.backend.describe()}", flush=True)
             print(f"TPM2TOOLS_TCTI={proxy.tcti}", flush=True)
@@ -161,7 +189,8 @@ def _start_tpm2(args: argparse.Namespace, profile):
     try:
         return TimingProxy(profile, backend, virtual=args.virtual, trace=args.trace, host=args.host,
                            port=args.port, seed=args.seed, control=args.control, rm=not args.no_rm,
-                           rt_priority=not args.no_rt_priority, log=_log, startup=args.startup, keep_records=0)
+                           rt_priority=not args.no_rt_priority, log=_log, startup=args.startup, keep_records=0,
+                           abandoned_sessions=args.abandoned_sessions)
     except BaseException as exc:
         if not isinstance(backend, str):
             backend.close()

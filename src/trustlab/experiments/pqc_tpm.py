@@ -9,7 +9,11 @@ Monte-Carlo draws of the PQC cost model (:mod:`trustlab.devices.tpm2.pqc_model`:
 a counted run of the FIPS 203/204 operation, a speed quantile of the chip, a
 bus factor), with the share spent on the bus and the bytes moved. Beside each,
 the classical equivalent on the same profile from its measured components
-(ECDSA P-256 / ECDH, RSA-2048) through the tpm2 cost formulas.
+(ECDSA P-256 / ECDH, RSA-2048) through the tpm2 cost formulas. A row's
+``commands`` are what its median_ms / low_ms / high_ms cover - on a calibrated
+profile (SEALSQ) the publishing benchmark's commands, e.g. sign =
+SignSequenceStart + SignSequenceComplete - and ``served_commands`` what its
+served draws (served_median_ms, p95_ms) cover.
 
 Also: whether each command frame fits the chip's TPM_PT_MAX_COMMAND_SIZE, the
 peak RAM of each operation (pqm4) and the validation rows of the model.
@@ -23,9 +27,9 @@ import statistics
 import sys
 from typing import Any
 
-from trustlab.devices.tpm2.pqc_model import chips, chipspec, classes, frames, predict, ram, validation
+from trustlab.devices.tpm2.pqc_model import chips, chipspec, classes, frames, predict, ram, silicon, validation
 from trustlab.devices.tpm2.pqc_model.chipspec import ChipSpec
-from trustlab.devices.tpm2.pqc_model.cost import absorb_ms, operation_cost, unit_costs
+from trustlab.devices.tpm2.pqc_model.cost import SHAKE256_RATE, absorb_ms, operation_cost, unit_costs
 from trustlab.devices.tpm2.pqc_model.params import ALGORITHMS, DSA_OPERATIONS, KEM_OPERATIONS, MLKEM, params
 from trustlab.errors import TrustlabError
 from trustlab.experiments._params import seed
@@ -108,6 +112,49 @@ def priced(chip, algorithm: str, operation: str, protection: bool) -> dict:
             "provenance": " | ".join(f"{op}: {p.provenance}" for op, p in zip(parts, prices))}
 
 
+def priced_commands(profile_name: str, algorithm: str, operation: str, served: list[str], calibrated: bool) -> list[str]:
+    """The commands a row's median_ms / low_ms / high_ms cover: the served ones, except on a calibrated profile,
+    whose figure is the publishing benchmark's whole operation (wolfTPM's bench signs with SignSequenceStart +
+    SignSequenceComplete, creates with CreatePrimary + FlushContext: silicon.toml ``bench_commands``)."""
+    if not calibrated:
+        return served
+    call = "create" if operation == "keygen" else operation
+    found = silicon.for_operation(profile_name, algorithm, call)
+    if found is None or found[0].call != call or not found[0].commands:
+        return served  # (a load takes the factor of a public-key operation, not its commands)
+    return list(found[0].commands)
+
+
+def _quantiles(profile, component: str) -> tuple[float, float, float]:
+    """(mean, 5%, 95%) of a unit cost of the chip's pqc profile: its stored quantiles, comonotonic with the
+    chip's other compute units (chips.N_QUANTILES), so they add to the sign command's own interval."""
+    pqc = unit_costs(profile)
+    comp = pqc.components.get(component)
+    if comp is None:
+        return 0.0, 0.0, 0.0
+    xs = sorted(comp.samples) or [comp.mean]
+    return comp.mean, xs[int(0.05 * (len(xs) - 1))], xs[int(round(0.95 * (len(xs) - 1)))]
+
+
+def sequence_interval(profile, sign: dict, seq: dict, message: int) -> dict:
+    """median_ms / low_ms / high_ms of the sign-sequence row: the one-command sign's price (``sign``, from
+    :func:`priced`) plus what the sequence adds - SignSequenceStart (unless the calibrated sign, the benchmark's
+    Start + Complete, holds it already), ``n`` SequenceUpdates' overhead and bus bytes, and the Keccak of absorbing
+    the message - at the mean and at the 5%/95% quantiles of the chip's Keccak and bus unit costs."""
+    ohc = profile.mean("ohc") if "ohc" in profile else 0.0
+    n = seq["updates"]
+    bus_bytes = message + n * SEQ_UPDATE_OVERHEAD + (0 if sign["calibrated"] else 40)
+    commands = n + (0 if sign["calibrated"] else 1)
+    keccak, bus = _quantiles(profile, "pqc_keccak_f1600"), _quantiles(profile, "pqc_bus_byte")
+    perms = message / SHAKE256_RATE
+    extra = [commands * ohc + bus[i] * bus_bytes + keccak[i] * perms for i in range(3)]
+    return {"median_ms": sign["median_ms"] + extra[0], "low_ms": sign["low_ms"] + extra[1],
+            "high_ms": sign["high_ms"] + extra[2], "calibrated": sign["calibrated"],
+            "provenance": f"sign: {sign['provenance']} | + SignSequenceStart (unless in the calibrated sign), {n} x "
+                          "TPM2_SequenceUpdate (per-command overhead, bus bytes) and the message's Keccak absorbing "
+                          f"({perms:.0f} permutations), 5-95% at the chip's Keccak and bus unit-cost quantiles"}
+
+
 SEQ_UPDATE_OVERHEAD = 10 + 4 + AUTH + 2 + 10 + 5  # command header, handle, password auth, TPM2B size; response
 INPUT_BUFFER = 1024
 """TPM_PT_INPUT_BUFFER (largest TPM2B_MAX_BUFFER) of the SLB 9670 and NPCT75x (0x400 in their published
@@ -187,9 +234,12 @@ class PqcTpmExperiment:
                             help="TPM 2.0 profiles to price (default: all tpm2 profiles, or none when --chip is given)")
         parser.add_argument("--chip", action="append", default=[], metavar="SPEC|FILE.toml",
                             help="also price a chip nobody profiled: core=CLASS,mhz=N[,sha256_kbps=K][,bus=spi:MHZ|"
-                            "i2c:MHZ][,certified=yes][,tpm=yes][,ohc_ms=X][,name=LABEL] or a TOML file with those "
-                            f"keys (core classes: {', '.join(classes.names())}; mhz may be a range 25-100); "
-                            "repeatable")
+                            "i2c:MHZ][,certified=yes][,tpm=yes][,ohc_ms=X][,build=speed|size|debug|application|unknown]"
+                            "[,impl=portable|optimized|mixed|unknown][,name=LABEL] or a TOML file with those "
+                            f"keys (core classes: {', '.join(classes.names())}; mhz may be a range 25-100; build "
+                            "defaults to unknown, the widest range; impl to unknown (portable C, or pqm4's assembly on cores that run "
+                            "it); sc000/sc300/secure-mcu default to certified=yes,"
+                            "tpm=yes); repeatable")
         parser.add_argument("--algorithms", default=None, metavar="ALG[,ALG...]",
                             help=f"post-quantum algorithms (default: {','.join(ALGORITHMS)}, the ones TPM 2.0 Library "
                             "1.85 profiles; ML-KEM-512 too when only --chip is priced)")
@@ -264,15 +314,18 @@ class PqcTpmExperiment:
             for algorithm in algorithms:
                 kem = "KEM" in algorithm
                 ops = TPM_KEM_OPERATIONS if kem else TPM_DSA_OPERATIONS
-                draws = {}
+                draws, price_of = {}, {}
                 for op in ops:
                     d = pqc_draws(p, algorithm, op, args.draws, rng, protection=protection)
                     draws[op] = d
                     served_median, p95 = _stats(d["totals"])
                     moved = sum(f.in_bytes + f.out_bytes for f in d["frames"])
                     largest = max(max(f.in_bytes, f.out_bytes) for f in d["frames"])
+                    price = price_of[(algorithm, op)] = priced(spec, algorithm, op, protection)
+                    served = [f.command for f in d["frames"]]
                     row = {"profile": p.name, "chip": chip.label, "algorithm": algorithm, "operation": op,
-                           "commands": [f.command for f in d["frames"]], **priced(spec, algorithm, op, protection),
+                           "commands": priced_commands(p.name, algorithm, op, served, price["calibrated"]),
+                           "served_commands": served, **price,
                            "served_median_ms": served_median, "p95_ms": p95,
                            "bus_share": statistics.fmean(d["bus"]) / statistics.fmean(d["totals"]),
                            "bytes_moved": moved, "largest_frame": largest,
@@ -287,11 +340,13 @@ class PqcTpmExperiment:
                 if not kem:
                     seq = sequence_sign(p, algorithm, args.message_bytes, args.draws, rng)
                     med, p95 = _stats(seq["totals"])
+                    seq_commands = (["TPM2_SignSequenceStart"] + ["TPM2_SequenceUpdate"] * seq["updates"]
+                                    + ["TPM2_SignSequenceComplete"])
                     rows.append({"profile": p.name, "chip": chip.label, "algorithm": algorithm,
                                  "operation": "sign-sequence", "message_bytes": args.message_bytes,
-                                 "commands": ["TPM2_SignSequenceStart"] + ["TPM2_SequenceUpdate"] * seq["updates"]
-                                 + ["TPM2_SignSequenceComplete"], "sequence_updates": seq["updates"],
-                                 "chunk_bytes": seq["chunk"], "median_ms": med, "low_ms": None, "high_ms": None,
+                                 "commands": seq_commands, "served_commands": seq_commands,
+                                 "sequence_updates": seq["updates"], "chunk_bytes": seq["chunk"],
+                                 **sequence_interval(p, price_of[(algorithm, "sign")], seq, args.message_bytes),
                                  "served_median_ms": med, "p95_ms": p95,
                                  "bus_share": statistics.fmean(seq["bus"]) / statistics.fmean(seq["totals"]),
                                  "bytes_moved": seq["bytes"], "largest_frame": seq["largest"],

@@ -8,8 +8,10 @@ beneath it. Layout, one job per module:
                      control channel
 - :mod:`.frontend`   the sockets: one event-loop thread that reads, queues, runs, holds
 - :mod:`.realtime`   the realtime hold: precise sleeping, SCHED_FIFO while waiting
-- :mod:`.proxy`      ``TimingProxy``: a command's way through hook, resource manager,
-                     backend and pricing; the control plane's policy
+- :mod:`.proxy`      ``TimingProxy``, generation-blind: clients, the hold, the ledger, the
+                     trace record; the control plane's policy
+- :mod:`.path`       the contract of a generation's command path (hook, resource manager,
+                     backend, pricing for TPM 2.0: :mod:`.tpm2.path`; the engine: :mod:`.tpm12.path`)
 - :mod:`.trace`      the ``--trace`` record and its writer (one JSON line per command)
 - :mod:`.peers`      which local process is behind a connection (a client's space)
 - :mod:`.swtpm`      start/stop/reset a swtpm process (``Swtpm``)

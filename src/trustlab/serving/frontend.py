@@ -58,6 +58,8 @@ class Served(Protocol):
     virtual: bool
     family: str
     port: int
+    max_frame: int
+    """The largest command frame the served TPM takes (its TPM_PT_MAX_COMMAND_SIZE, at least the backend's)."""
 
     def client_for(self, sock: socket.socket, conn_id: int) -> Any: ...
     def client_left(self, client: Any, conn_id: int) -> None: ...
@@ -80,10 +82,8 @@ SEND_TIMEOUT = 2.0
 DRAIN_TIMEOUT = 10.0
 """Seconds :meth:`FrontEnd.stop` waits, beyond the longest held response, for the commands in flight."""
 TPM_RC_FAILURE = 0x101
-MAX_COMMAND = 4096
 POLL_GRAIN = 0.001
 """epoll's timeout unit (seconds): a hold's last grain is slept precisely, not left to epoll."""
-"""Largest command frame taken from a client (libtpms' buffer)."""
 READ_AHEAD = 65536
 """Bytes read ahead from a connection whose command is in flight before it is no longer read."""
 READ, WRITE = select.EPOLLIN, select.EPOLLOUT
@@ -106,11 +106,11 @@ class Conn:
                  "closed", "out", "stalled_since", "events", "busy")
     _ids = itertools.count(1)
 
-    def __init__(self, sock: socket.socket, kind: str, family: str, control: str) -> None:
+    def __init__(self, sock: socket.socket, kind: str, family: str, control: str, max_frame: int) -> None:
         self.id = next(Conn._ids)
         self.sock = sock
         self.kind = kind
-        self.reader = wire.FrameReader(max_frame=MAX_COMMAND, family=family) if kind == "data" else None
+        self.reader = wire.FrameReader(max_frame=max_frame, family=family) if kind == "data" else None
         self.buf = bytearray()  # control-port bytes not yet framed
         self.mode = None if control == "auto" else control  # control port: "swtpm" / "mssim"
         self.spoke = False  # data port: a frame has arrived
@@ -301,6 +301,7 @@ class FrontEnd:
     def _housekeeping(self, now: float) -> None:
         for conn in list(self._partial):
             if now - conn.partial_since > IDLE_PARTIAL_TIMEOUT:
+                self._abandon(conn)  # it stalled inside a frame: answer it (TPM_RC_COMMAND_SIZE), then close
                 self._drop(conn)
         for conn in list(self._stalled):
             if now - conn.stalled_since > SEND_TIMEOUT:
@@ -341,7 +342,7 @@ class FrontEnd:
             except OSError:
                 pass
             _quickack(sock)
-            conn = Conn(sock, kind, self.proxy.family, self.control)
+            conn = Conn(sock, kind, self.proxy.family, self.control, self.proxy.max_frame)
             if kind == "data":
                 conn.client = self.proxy.client_for(sock, conn.id)
             self._conns.add(conn)
@@ -389,7 +390,7 @@ class FrontEnd:
         if conn.kind == "data":
             reader = conn.reader
             if (self._inline and reader is not None and not reader.buffered and not conn.busy and not self._jobs
-                    and not self._held and wire.whole_raw_command(chunk, self.proxy.family, MAX_COMMAND)):
+                    and not self._held and wire.whole_raw_command(chunk, self.proxy.family, self.proxy.max_frame)):
                 conn.spoke = True  # the usual case: one whole command in one read, nothing queued: run it now
                 conn.busy = True
                 self._command(conn, chunk, "raw", arrived)
@@ -409,6 +410,20 @@ class FrontEnd:
             self._partial.discard(conn)
         self._settle(conn)
 
+    def _abandon(self, conn: Conn, queued: bool = False) -> None:
+        """The client's stream ends inside a frame: one refusal (TPM_RC_COMMAND_SIZE, as libtpms answers a frame
+        short of its size field) for a client that still reads; nothing more is framed from it."""
+        reader = conn.reader
+        refusal = reader.abandon() if reader is not None else None
+        if refusal is None:
+            return
+        conn.reader = None
+        self.proxy.note_reject(refusal.reason)
+        if queued:
+            self._jobs.append(("send", conn, refusal.reply))
+        else:
+            self._send(conn, refusal.reply)
+
     def _settle(self, conn: Conn) -> None:
         """After frames were taken: close an ended connection once nothing of it is left to answer, or
         read it again."""
@@ -417,6 +432,7 @@ class FrontEnd:
         if conn.eof:
             self._interest(conn)
             if not conn.busy and conn not in self._ready:
+                self._abandon(conn, queued=True)  # (a frame left unfinished by the end of the stream)
                 self._jobs.append(("close", conn))
         else:
             self._interest(conn)
@@ -503,6 +519,10 @@ class FrontEnd:
                 break
             if isinstance(event, wire.Handshake):
                 self._jobs.append(("send", conn, wire.handshake_reply()))
+                continue
+            if isinstance(event, wire.Refuse):  # an oversized command, read past: refused, the stream goes on
+                self.proxy.note_reject(event.reason)
+                self._jobs.append(("send", conn, event.reply))
                 continue
             if isinstance(event, wire.Reject):
                 self.proxy.note_reject(event.reason)

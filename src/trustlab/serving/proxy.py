@@ -7,10 +7,13 @@ simulator's ``TPM_SEND_COMMAND`` framing and the control port tells the MS
 simulator's platform signals from swtpm's control requests by the first
 frame, so ``mssim:port=P`` works against the same default proxy.
 
-Each command runs through a resource manager with the kernel tpmrm's rules
-(:mod:`.tpm2.rm`; ``rm=False`` for raw access), then on the backend; its cost is
-modelled from the wire (:mod:`.cost`) or reported by the backend itself
-(:meth:`.Backend.charged`). In realtime mode the response is held until the
+What happens to a command between the sockets and the backend is its
+generation's command path (:mod:`.path`): for TPM 2.0 (:mod:`.tpm2.path`) an
+extension hook, a resource manager with the kernel tpmrm's rules
+(:mod:`.tpm2.rm`; ``rm=False`` for raw access), the backend, and a cost
+modelled from the wire or reported by the backend itself
+(:meth:`.Backend.charged`); for TPM 1.2 (:mod:`.tpm12.path`) the engine, which
+prices itself. This module is generation-blind. In realtime mode the response is held until the
 modelled time has passed since its last request byte arrived (one event-loop
 thread, :mod:`.frontend`); with ``virtual=True`` nothing sleeps and the time
 is recorded. One TPM serves one command at a time, so concurrent clients
@@ -33,22 +36,20 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Callable, Iterator
+from typing import IO, Any, Callable, Iterator
 
-from trustlab.devices.tpm2 import cost, extensions, objects
-from trustlab.devices.tpm2 import wire as tpm2wire
+from trustlab.devices.tpm2 import cost
 from trustlab.serving import control, peers, wire
 from trustlab.serving.backend import Backend
-from trustlab.serving.tpm2.backend import SocketBackend, open_backend
-from trustlab.devices.tpm2.commands import TPM_RC_FAILURE, command_name
 from trustlab.serving.frontend import serve
 from trustlab.serving.oplog import OperatorLog
+from trustlab.serving.path import NO_DETAIL, NO_RM, CommandPath
 from trustlab.serving.realtime import precise_sleep_until
-from trustlab.serving import trace as tracing
-from trustlab.serving.tpm12.handles import HandleOwners
-from trustlab.serving.trace import TraceRecord, TraceWriter
-from trustlab.serving.tpm2.rm import ResourceManager, Space
 from trustlab.serving.swtpm import Swtpm, free_port_pair
+from trustlab.serving.tpm12.path import Tpm12Path
+from trustlab.serving.tpm2.backend import SocketBackend, open_backend
+from trustlab.serving.tpm2.path import Tpm2Path
+from trustlab.serving.trace import TraceRecord, TraceWriter
 from trustlab.errors import TrustlabError
 from trustlab.timing.clock import Clock
 from trustlab.timing.profile import Profile
@@ -56,16 +57,7 @@ from trustlab.timing.profile import Profile
 PROBE_TIMEOUT = 10.0
 """Seconds :meth:`TimingProxy.check_backend` waits for the backend to connect and answer."""
 
-TPM2_GetRandom = 0x17B
-_RC_FAILURE = struct.pack(">I", TPM_RC_FAILURE)
-_TPM2_TAGS = (b"\x80\x01", b"\x80\x02")
-"""TPM_ST_NO_SESSIONS, TPM_ST_SESSIONS: the frames the extension hook looks at."""
-TPM12_FAIL = 0x09
-TPM12_GET_RANDOM = tpm2wire.build_command(0x46, struct.pack(">I", 8), tag=0x00C1)
-TPM12_STARTUP_CLEAR = tpm2wire.build_command(0x99, struct.pack(">H", 1), tag=0x00C1)
 CONTROL_MODES = ("auto", "swtpm", "mssim")
-_NO_DETAIL: dict = {}
-"""A record's replay fields when the command is not traced (shared: only ever replaced, never changed)."""
 
 
 @dataclass(eq=False)
@@ -75,7 +67,8 @@ class Client:
 
     id: int
     pid: int | None
-    space: Space
+    space: Any
+    """What the client holds of its own in the TPM (TPM 2.0: its resource-manager space; else None)."""
     conns: set[int] = field(default_factory=set)
     started: str | None = None
     """The process's start time (tells a reused PID apart)."""
@@ -91,7 +84,10 @@ class TimingProxy:
     from MS-simulator platform signals per connection; ``"swtpm"`` /
     ``"mssim"`` force one. ``rm``: run the resource manager (TPM 2.0 backends).
     ``keep_records``: how many recent :class:`TraceRecord` ``records`` holds (0: none; without a
-    trace no record is built then, as in ``trustlab serve``). ``rt_priority``: in realtime mode, wait and hold under SCHED_FIFO when the
+    trace no record is built then, as in ``trustlab serve``). ``abandoned_sessions``: how many
+    client-saved TPM 2.0 sessions of exited clients the resource manager keeps for a later
+    process to load (None: tpm2-abrmd's 4; 0: flush every session of a client that exits, as the
+    kernel does). ``rt_priority``: in realtime mode, wait and hold under SCHED_FIFO when the
     process may. ``log``: called with a one-line message when the backend fails
     while serving or a control request is refused (a client only sees an
     error code; an operator needs the why). Serving starts on construction.
@@ -101,7 +97,8 @@ class TimingProxy:
                  virtual: bool = False, trace: "str | Path | IO[str] | Callable[[TraceRecord], None] | None" = None,
                  host: str = "127.0.0.1", port: int = 0, seed: int = 0, control: str = "auto",
                  keep_records: int = 100_000, rt_priority: bool = True, rm: bool = True,
-                 log: Callable[[str], None] | None = None, startup: str = "clear") -> None:
+                 log: Callable[[str], None] | None = None, startup: str = "clear",
+                 abandoned_sessions: int | None = None) -> None:
         if control not in CONTROL_MODES:
             raise ValueError(f"control must be one of {', '.join(CONTROL_MODES)}, not {control!r}")
         if startup not in ("clear", "none"):
@@ -113,20 +110,23 @@ class TimingProxy:
         self.backend = open_backend(backend)
         self.family = getattr(self.backend, "family", "tpm2")
         self._log = OperatorLog(log)
-        self._backend_down = False
         self._state_error: str | None = None
         self.clock = Clock(profile, seed=seed, realtime=False)
-        self.objects = objects.ObjectTable()
-        self._pricer = cost.Pricer(profile)
-        self.extension_state = extensions.ExtensionState(seed, flush_on_close=rm and self.family == "tpm2")
-        if self.family == "tpm2":
-            extensions.registered()  # load the handlers now: inside the first command they made it ~0.4 s late
-        self.tpm12_handles = HandleOwners() if self.family == "tpm1.2" else None
-        """TPM 1.2: the session and key handles each client holds, flushed when it is gone (tpm12/handles.py)."""
-        self.rm: ResourceManager | None = None
-        if rm and self.family == "tpm2":
-            self.rm = ResourceManager(self._internal, self.objects, query=self.backend.transact,
-                                      reclaim=self._reclaim_space)
+        self._tpm_lock = threading.RLock()
+        self.path: CommandPath
+        if self.family == "tpm1.2":
+            self.path = Tpm12Path(self.backend, self.clock, self._log, cost.CommandCost)
+        else:
+            self.path = Tpm2Path(profile, self.backend, self.clock, self._log, seed=seed, rm=rm,
+                                 owner_gone=self._forget_if_gone, lock=self._tpm_lock,
+                                 abandoned_sessions=abandoned_sessions)
+        # the generation's parts, for callers that look inside (tests, extensions): None where absent
+        self.max_frame = self.path.max_frame
+        """The largest command frame the front end takes whole (:attr:`CommandPath.max_frame`)."""
+        self.rm = getattr(self.path, "rm", None)
+        self.objects = getattr(self.path, "objects", None)
+        self.extension_state = getattr(self.path, "extension_state", None)
+        self.tpm12_handles = getattr(self.path, "handles", None)
         self.records: list[TraceRecord] = []
         self.late_count = 0
         """Responses where the backend alone took longer than the modelled time."""
@@ -135,14 +135,6 @@ class TimingProxy:
         self._keep = keep_records
         self._seq = 0
         self._chip_free = 0.0
-        self._rm_ms = 0.0
-        self._rm_commands = 0
-        self._rm_list: list[list] = []
-        self._detail: dict = _NO_DETAIL
-        self._priced: tuple | None = None
-        """The price of the client command the resource manager ran last (:meth:`_run_priced`)."""
-        self._names: dict[int, str] = {}
-        self._tpm_lock = threading.RLock()
         self._trace_writer: TraceWriter | None = None
         self.trace_error: str | None = None
         self._trace_fn: Callable[[TraceRecord], None] | None = None
@@ -154,6 +146,7 @@ class TimingProxy:
             except OSError as exc:
                 self.backend.close()
                 raise TrustlabError(f"--trace {trace}: cannot open ({exc.strerror or exc})") from None
+        self.path.traced = self._trace_writer is not None or self._trace_fn is not None
         if not virtual and sys.getswitchinterval() > 0.001:
             # A held response must go out within ~0.1 ms of its due time; with
             # Python's default 5 ms GIL switch interval a busy thread elsewhere
@@ -223,16 +216,15 @@ class TimingProxy:
         timeout = getattr(self.backend, "timeout", None)
         if isinstance(self.backend, SocketBackend):
             self.backend.timeout = min(timeout, PROBE_TIMEOUT)
-        probe = TPM12_GET_RANDOM if self.family == "tpm1.2" else tpm2wire.build_command(TPM2_GetRandom, b"\x00\x08")
         try:
             with self._tpm_lock:
-                response = self.backend.transact(probe)
+                response = self.backend.transact(self.path.probe)
             try:
                 rc = wire.response_code(response)
             except (wire.WireError, struct.error, ValueError):
                 raise TrustlabError(f"backend {name}: GetRandom got a malformed answer "
                                     f"({len(response)} bytes)") from None
-            if rc in (TPM_RC_FAILURE, TPM12_FAIL if self.family == "tpm1.2" else TPM_RC_FAILURE):
+            if rc in self.path.failure_rcs:
                 raise TrustlabError(f"backend {name}: not answering ({self._why_unreachable()})")
         finally:
             if isinstance(self.backend, SocketBackend):
@@ -251,22 +243,6 @@ class TimingProxy:
                 return f"cannot connect: {exc.strerror or exc}"
         return "GetRandom returned a failure code"
 
-    def _note_backend(self, command: bytes, response: bytes) -> None:
-        """Log (once per outage) when the backend stops answering, and when it is back."""
-        if self._log is None:
-            return
-        failed = len(response) < wire.HEADER_SIZE or response[6:10] == _RC_FAILURE
-        if failed and not self._backend_down:
-            try:
-                what = command_name(struct.unpack_from(">I", command, 6)[0])
-            except struct.error:
-                what = "a command"
-            self._log(f"backend {self.backend.describe()}: {what} failed (TPM_RC_FAILURE: backend unreachable "
-                      "or in failure mode); clients get TPM_RC_FAILURE until it answers again")
-        elif not failed and self._backend_down:
-            self._log(f"backend {self.backend.describe()}: answering again")
-        self._backend_down = failed
-
     def reset(self) -> None:
         """Power-cycle the backend TPM between runs: CMD_INIT, then Startup(CLEAR).
 
@@ -279,7 +255,7 @@ class TimingProxy:
             if len(reply) < 4 or wire.ctrl_result(reply) != 0:
                 raise TrustlabError(f"backend {self.backend.describe()}: CMD_INIT failed")
             rc = self._after_power_up(startup=True)
-            if rc not in (0, 0x100, 0x26):  # TPM_RC_INITIALIZE / TPM_INVALID_POSTINIT: already started
+            if rc not in self.path.startup_ok:
                 raise TrustlabError(f"backend {self.backend.describe()}: Startup failed with {rc:#x}")
             self.clock.reset()
             self._chip_free = 0.0
@@ -291,20 +267,12 @@ class TimingProxy:
         The TPM 1.2 engine plays the BIOS itself (its ``startup`` option), so nothing is sent to it.
         """
         self.backend.release()
-        self.objects.clear_transient()
-        if self.rm is not None:
-            self.rm.reset()
-        if self.tpm12_handles is not None:
-            self.tpm12_handles.reset()
+        self.path.power_cycled()
         for client in self._clients.values():
-            client.space = Space(client.id)
+            client.space = self.path.new_space(client.id)
         if not startup or getattr(self.backend, "plays_bios", False):
             return 0
-        command = TPM12_STARTUP_CLEAR if self.family == "tpm1.2" else tpm2wire.startup_command()
-        try:
-            return wire.response_code(self.backend.transact(command))
-        except (wire.WireError, struct.error, ValueError):
-            return TPM_RC_FAILURE
+        return self.path.startup_rc()
 
     @property
     def serving(self) -> bool:
@@ -339,8 +307,7 @@ class TimingProxy:
 
     def summary(self) -> str:
         """One line for the operator at exit: commands, modelled time, late responses."""
-        sessions = "" if self.rm is None else (
-            f", {self.rm.sessions_held()} session(s) held for clients ({len(self.rm.abandoned)} abandoned)")
+        sessions = self.path.held_summary()
         return (f"{self._seq} command(s), {self.clock.now_ms:.1f} ms modelled, {self.late_count} response(s) "
                 f"where the backend alone exceeded the model, {self.refused_control} control request(s) refused, "
                 f"{self.rejected_frames} malformed frame(s) rejected{sessions}")
@@ -349,11 +316,11 @@ class TimingProxy:
 
     def loaded_objects(self) -> int:
         """Transient objects the resource manager holds (saved) for its clients, all spaces."""
-        return sum(len(c.space.vhandles()) for c in self._clients.values())
+        return self.path.loaded_objects(list(self._clients.values()))
 
     def _new_client(self, key: tuple, pid: int | None) -> Client:
-        client = Client(next(self._client_ids), pid, Space(0))
-        client.space.conn_id = client.id
+        client_id = next(self._client_ids)
+        client = Client(client_id, pid, self.path.new_space(client_id))
         self._clients[key] = client
         return client
 
@@ -365,7 +332,7 @@ class TimingProxy:
 
     def client_for(self, sock: socket.socket, conn_id: int) -> Client:
         """The client a new data connection belongs to: its local process, else the connection."""
-        pid = self._peers.pid_of(sock) if self.rm is not None or self.tpm12_handles is not None else None
+        pid = self._peers.pid_of(sock) if self.path.per_client else None
         started = peers.start_time(pid) if pid is not None else None
         key = ("pid", pid, started) if pid is not None else ("conn", conn_id)  # a reused PID is a new client
         client = self._clients.get(key) or self._new_client(key, pid)
@@ -385,17 +352,14 @@ class TimingProxy:
             if client.pid is not None and not client.conns and not peers.alive(client.pid, client.started):
                 self._end_client(key)
 
-    def _reclaim_space(self, space: Space) -> bool:
-        """The resource manager asks: has the owner of ``space`` exited? Then close its space now (its exit
+    def _forget_if_gone(self, space: Any) -> bool:
+        """The command path asks: has the owner of ``space`` exited? Then forget it now, True (its exit
         would be noticed at the next reap; the next tool of a shell script is faster than that)."""
         for key, client in list(self._clients.items()):
             if client.space is space:
                 if client.pid is None or client.conns or peers.alive(client.pid, client.started):
                     return False
                 del self._clients[key]
-                extensions.connection_closed(client.id, self.extension_state)
-                if self.rm is not None:
-                    self.rm.close(space)  # its RM commands are charged to the command that claims
                 return True
         return False
 
@@ -403,25 +367,22 @@ class TimingProxy:
         client = self._clients.pop(key, None)
         if client is None:
             return
-        extensions.connection_closed(client.id, self.extension_state)
-        if self.tpm12_handles is not None:
-            frames = self.tpm12_handles.release(client.id)
-            if frames:
-                with self._tpm_lock:
-                    for frame in frames:
-                        self.backend.transact(frame)  # a handle the client ended itself answers an error: fine
+        work = self.path.client_ended(client)
+        if work is None:
             return
-        if self.rm is None or client.space.empty:
-            return
+        assessed = self.path.close_cost()
         with self._tpm_lock:
-            self._rm_ms, self._rm_commands, self._rm_list, self._detail = 0.0, 0, [], _NO_DETAIL
+            if assessed is None:  # TPM work nobody sees priced (TPM 1.2's flushes)
+                work()
+                return
+            path = self.path
+            path.clear_ledger()
             arrived = time.perf_counter()
-            with self.clock.command("RM_FlushOnClose") as rec:
-                self.rm.close(client.space)
+            with self.clock.command(assessed.command) as rec:
+                work()
             self._chip_free = max(self._chip_free, time.perf_counter()) + rec.ms / 1000.0
-            record = self._record(cost.CommandCost("RM_FlushOnClose", 0, None, {}, 0, 0, 0, True), "rm", rec.ms,
-                                  0.0, 0.0, rec.breakdown, served_ms=rec.ms, late=False, client=client.id,
-                                  pid=client.pid)
+            record = self._record(assessed, "rm", rec.ms, 0.0, 0.0, rec.breakdown, served_ms=rec.ms, late=False,
+                                  client=client.id, pid=client.pid)
             record.arrived = arrived
         self.traced(record)  # the space's objects flushed as the client's process ended: chip time, no client
 
@@ -448,8 +409,7 @@ class TimingProxy:
         """
         with self._tpm_lock:
             started = time.perf_counter()
-            self._rm_ms, self._rm_commands, self._rm_list, self._detail = 0.0, 0, [], _NO_DETAIL
-            response, assessed, rec = self._command_path(client, command)
+            response, assessed, rec = self.path.run(client, command)
             done = time.perf_counter()
             backend_ms = (done - started) * 1000.0
             modelled = rec.ms
@@ -490,6 +450,7 @@ class TimingProxy:
     def _trace_failed(self, exc: OSError) -> None:
         """A trace write failed (a full disk): say so once, stop tracing, go on serving."""
         writer, self._trace_writer = self._trace_writer, None
+        self.path.traced = self._trace_fn is not None
         name = writer.name if writer is not None else "the trace"
         self.trace_error = f"--trace {name}: cannot write ({exc.strerror or exc}); tracing is off, serving goes on"
         self._log(self.trace_error)
@@ -499,138 +460,16 @@ class TimingProxy:
             except OSError:
                 pass
 
-    def _command_path(self, client: Client, command: bytes):
-        """Extension hook, resource manager, backend, pricing - one place each.
-
-        1. Extension hook: ``extensions.dispatch(command, ctx)``, first, before
-           the resource manager sees the command (``ctx`` gives ``client.id``,
-           the profile, and backend calls through the client's RM space). A
-           claimed command is answered and charged from its ``ExtensionResult``
-           and never reaches the backend.
-        2. Resource manager (``family == "tpm2"`` and ``rm=True``).
-        3. ``backend.transact``.
-        4. Pricing: ``backend.charged()`` if it reports, else the TPM 2.0 wire
-           cost model (never for ``family == "tpm1.2"``).
-        """
-        code = struct.unpack_from(">I", command, 6)[0] if len(command) >= wire.HEADER_SIZE else 0
-        clock = self.clock
-        if self.family == "tpm2":
-            reg = extensions.registration(code)
-            name = reg.name if reg is not None else command_name(code)
-        else:
-            reg, name = None, self._name(code)
-        rec = clock.begin(name)  # begin/end: no generator context manager on the hot path
-        try:
-            if reg is not None and command[:2] in _TPM2_TAGS:  # an extension's code (else dispatch passes)
-                claimed = extensions.dispatch_registered(command, reg, extensions.Context(
-                    client.id, self.profile, lambda c: self.transact_in_space(client, c), self.extension_state))
-                if claimed is not None:
-                    assessed = claimed.assessed(len(command))
-                    self.objects.observe(claimed.code, command, claimed.response, claimed.rc)  # e.g. a forwarded Startup
-                    if claimed.fault:
-                        self._log(claimed.fault)  # the client only saw TPM_RC_FAILURE
-                    clock.charge_all(assessed.terms)
-                    clock.charge_all_ms(claimed.charges_ms)
-                    return claimed.response, assessed, rec
-            return self._forward(client, command, rec, code)
-        finally:
-            clock.end()
-
-    def _forward(self, client: Client, command: bytes, rec, code: int):
-        """Steps 2-4: the resource manager, the backend, pricing (inside the command's clock record)."""
-        if self.rm is None:  # no resource manager (TPM 1.2, --no-rm): one backend command, no closure
-            backend = self.backend
-            response = backend.transact(command)
-            self._note_backend(command, response)
-            if self.family == "tpm1.2":  # the engine prices itself (no TPM 2.0 wire model)
-                if self.tpm12_handles is not None:
-                    self.tpm12_handles.observe(client.id, command, response)
-                charged = backend.charged()
-                rc = struct.unpack_from(">I", response, 6)[0] if len(response) >= wire.HEADER_SIZE else TPM12_FAIL
-                assessed = cost.CommandCost(rec.name, code, None, {}, len(command), len(response), rc,
-                                            charged is not None)
-                if charged:  # charged() hands out a fresh dict ({} or None: nothing to charge)
-                    self.clock.charge_all_ms(charged)
-                return response, assessed, rec
-            assessed, charged = self._price(command, response)
-            if charged is not None:
-                self.clock.charge_all_ms(charged)
-            else:
-                self.clock.charge_all(assessed.terms)
-            return response, assessed, rec
-        self._priced = None
-        response = self.rm.execute(client.space, command, self._run_priced)
-        priced = self._priced
-        if priced is not None:
-            assessed, charged = priced
-            if charged is not None:
-                self.clock.charge_all_ms(charged)
-            else:
-                self.clock.charge_all(assessed.terms)
-        else:  # refused by the resource manager before reaching the TPM
-            assessed = self._pricer.assess(command, response, self.objects)
-            self.clock.charge_all(assessed.terms)
-        return response, assessed, rec
-
-    def _run_priced(self, real: bytes) -> bytes:
-        """The resource manager's run for a client command: the backend, then its price (the last such
-        price is the command's; a bound method, not a closure per command)."""
-        response = self.backend.transact(real)
-        self._note_backend(real, response)
-        self._priced = self._price(real, response)
-        return response
-
-    def transact_in_space(self, client: Client, command: bytes) -> bytes:
-        """A backend command on ``client``'s behalf, through its resource-manager space, unpriced
-        except for the RM's own context commands (for extensions that price themselves)."""
-        with self._tpm_lock:
-            if self.rm is None:
-                return self.backend.transact(command)
-            return self.rm.execute(client.space, command, self.backend.transact)
-
-    def _internal(self, command: bytes) -> bytes:
-        """One of the resource manager's own commands: run and priced like a client's."""
-        response = self.backend.transact(command)
-        assessed = self._pricer.assess(command, response, self.objects)
-        before = self.clock.now_ms
-        self.clock.charge_all(assessed.terms)
-        self._rm_ms += self.clock.now_ms - before
-        self._rm_commands += 1
-        self._rm_list.append([assessed.command, assessed.in_bytes, assessed.out_bytes, assessed.rc])
-        return response
-
-    def _name(self, code: int) -> str:
-        if self.family == "tpm1.2":
-            name = self._names.get(code)
-            if name is None:
-                namer = getattr(self.backend, "command_name", None)
-                name = self._names[code] = namer(code) if callable(namer) else f"TPM_ORD_{code:#x}"
-            return name
-        reg = extensions.registration(code)
-        return reg.name if reg is not None else command_name(code)
-
-    def _price(self, command: bytes, response: bytes) -> tuple[cost.CommandCost, dict[str, float] | None]:
-        """What the command costs: the backend's own charge if it reports one, else the wire model.
-
-        Returns the assessed command (name, sizes, rc, terms for the trace) and,
-        when the backend priced it, its component -> ms breakdown.
-        """
-        charged = self.backend.charged()  # (a TPM 1.2 backend is priced in _forward: it has no RM)
-        assessed = self._pricer.assess(command, response, self.objects)
-        if self._trace_writer is not None or self._trace_fn is not None:  # replay's fields, only when traced
-            self._detail = tracing.details(command, assessed.code, assessed.command, self.objects)
-        self.objects.observe(assessed.code, command, response, assessed.rc)
-        return assessed, (dict(charged) if charged is not None else None)
-
     def _record(self, a: cost.CommandCost, framing: str, modelled: float, backend_ms: float,
                 held_ms: float, breakdown: dict[str, float], *, served_ms: float, late: bool,
                 client: int, pid: int | None = None) -> TraceRecord:
         self._seq += 1
+        path = self.path
         record = TraceRecord(self._seq, a.command, f"{a.code:#x}", a.variant, framing, a.in_bytes, a.out_bytes,
                              a.rc, modelled, backend_ms, held_ms, not a.modelled,
                              list(a.missing) if a.missing else [], breakdown, a.terms, served_ms, late,
-                             self._rm_ms, self._rm_commands, client,  # positional: the fields' order
-                             pid=pid, rm=self._rm_list, **self._detail)
+                             path.rm_ms, path.rm_commands, client,  # positional: the fields' order
+                             pid=pid, rm=path.rm_list, **path.detail)
         if self._keep:
             if len(self.records) >= self._keep:
                 del self.records[: self._keep // 2]
@@ -638,8 +477,10 @@ class TimingProxy:
         return record
 
     def note_reject(self, reason: str) -> None:
-        """A frame the proxy could not parse (answered with an error, connection closed): counted."""
+        """A frame the proxy refused (answered with an error; the connection closed unless the frame could be
+        read past): counted, and told to the operator in one line."""
         self.rejected_frames += 1
+        self._log(f"refused a client frame: {reason}", kind="refused frame")
 
     # ---- control channel ---------------------------------------------------
 
@@ -692,9 +533,8 @@ class TimingProxy:
 
     def _powered_up(self, why: str) -> None:
         rc = self._after_power_up(startup=self.startup == "clear")
-        what = "TPM2_Startup(CLEAR) sent" if self.startup == "clear" and self.family == "tpm2" else (
-            "TPM_Startup(ST_CLEAR) sent" if self.startup == "clear" else "no Startup sent (--startup none)")
-        if rc not in (0, 0x100, 0x26):
+        what = f"{self.path.startup_name} sent" if self.startup == "clear" else "no Startup sent (--startup none)"
+        if rc not in self.path.startup_ok:
             what += f", but it answered {rc:#x}"
         self._log(f"power cycle by a client ({why}): {what}", kind="power cycle")
 

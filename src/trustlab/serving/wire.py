@@ -13,9 +13,16 @@ Three framings meet at the proxy's ports, for TPM 1.2 and TPM 2.0 alike:
 A TPM 2.0 tag always starts with ``0x80`` and every simulator code is a small
 big-endian integer, so one leading byte tells the two apart per frame.
 
-The reader never trusts a length field beyond ``max_frame``: a lying size is
-answered with ``TPM_RC_COMMAND_SIZE`` and the stream is closed, because after
-it the framing is lost.
+The reader never buffers beyond ``max_frame`` (the TPM's largest command). A
+frame announced larger, up to :data:`DISCARD_LIMIT`, is read past without
+being kept and answered with ``TPM_RC_COMMAND_SIZE`` (libtpms' answer to a
+command over its ``MAX_COMMAND_SIZE``); the connection stays in step and goes
+on. A size beyond that limit no client means:
+it is answered the same way and the stream is closed, because following it
+would mean reading gigabytes. A frame cut short (end of stream, or a stall
+the front end times out) gets the same answer (:meth:`FrameReader.abandon`):
+libtpms answers ``TPM_RC_COMMAND_SIZE`` when fewer bytes arrive than the size
+field announces.
 """
 
 from __future__ import annotations
@@ -38,8 +45,10 @@ from trustlab.devices.tpm2.commands import (  # noqa: F401 - re-exported: the TP
 )
 
 MAX_FRAME = 4096 + 1024
-"""Largest command accepted. libtpms buffers 4096 bytes; a little slack lets
-the TPM itself reject slightly oversized frames with its own error."""
+"""Largest frame :class:`FrameReader` keeps by default (the front end passes the served TPM's own limit)."""
+DISCARD_LIMIT = 1 << 16
+"""Largest announced frame that is read past (and answered) rather than ending the connection: 64 KiB,
+far above any TPM's buffer (libtpms 4 KiB, wolfTPM's v1.85 fwTPM 8 KiB) - a larger size is not a command."""
 
 # MS simulator platform/data codes (TpmTcpProtocol.h)
 MS_SIGNAL_POWER_ON = 1
@@ -167,12 +176,21 @@ class Reject:
     reply: bytes
 
 
+@dataclass(frozen=True)
+class Refuse:
+    """A whole frame larger than the TPM takes, read past: answer ``reply`` (TPM_RC_COMMAND_SIZE) and go on."""
+
+    reason: str
+    reply: bytes
+    framing: str = "raw"
+
+
 class NeedData:
     """Sentinel: the buffer holds only part of a frame."""
 
 
 NEED_DATA = NeedData()
-Event = Command | Handshake | SessionEnd | Reject | NeedData
+Event = Command | Handshake | SessionEnd | Reject | Refuse | NeedData
 
 
 class FrameReader:
@@ -188,14 +206,55 @@ class FrameReader:
         self.max_frame = max_frame
         self.family = family
         self._dead: Reject | None = None
+        self._skip = 0
+        """Bytes of an oversized frame still to be read past (and dropped)."""
+        self._skipped: Refuse | None = None
+        """The answer due once they have been."""
 
     def feed(self, data: bytes) -> None:
-        if self._dead is None:
-            self._buf += data
+        if self._dead is not None:
+            return
+        if self._skip:
+            dropped = min(self._skip, len(data))
+            self._skip -= dropped
+            data = data[dropped:]
+        self._buf += data
 
     @property
     def buffered(self) -> int:
-        return len(self._buf)
+        """Bytes of an unfinished frame held or still being read past (0: between frames)."""
+        return len(self._buf) + self._skip + (self._skipped is not None)
+
+    def abandon(self) -> Reject | None:
+        """The stream ends (or stalls) inside a frame: the answer libtpms gives a frame shorter than its
+        size field (TPM_RC_COMMAND_SIZE), or None between frames."""
+        if self._dead is not None or not self.buffered:
+            return None
+        framing = self._skipped.framing if self._skipped is not None else (
+            "mssim" if self._buf[:1] == b"\0" and self.family == "tpm2" else "raw")
+        return self._reject(f"the stream ended {self.buffered} byte(s) into an unfinished frame",
+                            TPM_RC_COMMAND_SIZE, framing)
+
+    def _oversized(self, announced: int, prefix: int, framing: str) -> Reject | Refuse | NeedData:
+        """A frame announced larger than ``max_frame`` (after ``prefix`` framing bytes): read past it and
+        refuse it, or (beyond :data:`DISCARD_LIMIT`) refuse it and end the stream."""
+        reason = f"a {announced}-byte command exceeds the TPM's {self.max_frame}-byte maximum command size"
+        if announced > DISCARD_LIMIT:
+            return self._reject(reason + " (beyond any TPM command: the stream is closed)", TPM_RC_COMMAND_SIZE,
+                                framing)
+        end = prefix + announced
+        self._skip = max(0, end - len(self._buf))
+        del self._buf[:end]
+        self._skipped = Refuse(reason, frame_reply(error_response(TPM_RC_COMMAND_SIZE, self.family), framing),
+                               framing)
+        return self._refusal()
+
+    def _refusal(self) -> Refuse | NeedData:
+        if self._skip:
+            return NEED_DATA
+        refuse, self._skipped = self._skipped, None
+        assert refuse is not None
+        return refuse
 
     def _reject(self, reason: str, rc: int, framing: str = "raw") -> Reject:
         """Dead from here on; the reply is an error response in the client's own framing."""
@@ -206,6 +265,8 @@ class FrameReader:
     def next_event(self) -> Event:
         if self._dead is not None:
             return self._dead
+        if self._skipped is not None:
+            return self._refusal()
         buf = self._buf
         if not buf:
             return NEED_DATA
@@ -227,13 +288,15 @@ class FrameReader:
                 return NEED_DATA
             locality = buf[4]
             (length,) = struct.unpack(">I", buf[5:9])
-            if length < HEADER_SIZE or length > self.max_frame:
+            if length < HEADER_SIZE:
                 return self._reject(f"TPM_SEND_COMMAND length {length} out of range", TPM_RC_COMMAND_SIZE, "mssim")
+            if length > self.max_frame:
+                return self._oversized(length, 9, "mssim")
             if len(buf) < 9 + length:
                 return NEED_DATA
             payload = bytes(buf[9:9 + length])
             del buf[:9 + length]
-            err = _check_command(payload, self.family)
+            err = _check_command(payload, self.family, self.max_frame)
             if err:
                 return self._reject(err.args[0], err.rc, "mssim")
             return Command(payload, "mssim", locality)
@@ -255,6 +318,8 @@ class FrameReader:
         header = parse_header(bytes(buf[:HEADER_SIZE]))
         err = _check_header(header, self.max_frame, self.family)
         tpm12 = self.family == "tpm1.2"
+        if err and header.size > self.max_frame and err.rc == TPM_RC_COMMAND_SIZE:
+            return self._oversized(header.size, 0, "raw")
         if err and not (tpm12 and err.rc == TPM_RC_BAD_TAG):  # (a TPM 1.2 answers a bad tag itself: TPM_BADTAG)
             return self._reject(err.args[0], err.rc)
         if len(buf) < header.size:
@@ -292,9 +357,9 @@ def _check_header(header: Header, max_frame: int = MAX_FRAME, family: str = "tpm
     return None
 
 
-def _check_command(payload: bytes, family: str = "tpm2") -> WireError | None:
+def _check_command(payload: bytes, family: str = "tpm2", max_frame: int = MAX_FRAME) -> WireError | None:
     header = parse_header(payload)
-    err = _check_header(header, MAX_FRAME, family)
+    err = _check_header(header, max_frame, family)
     if err is None and header.size != len(payload):
         err = WireError(f"size field {header.size} disagrees with the {len(payload)}-byte frame")
     return err

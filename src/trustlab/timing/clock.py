@@ -132,14 +132,33 @@ class Clock:
 
     def charge_all(self, counts: dict[str, float]) -> None:
         """:meth:`charge` each ``component: count`` in order (a served command's priced terms, in one call)."""
-        fixed, charge_ms = self._fixed, self.charge_ms
+        fixed = self._fixed
+        stack = self._stack
+        if not stack:
+            for component, count in counts.items():
+                if count <= 0:
+                    if count < 0:
+                        raise ValueError(f"cannot charge a negative count ({count}) of {component!r}")
+                    continue
+                mean = fixed.get(component)
+                self.charge_ms(component, count * (self._draw(self._profile[component]) if mean is None else mean))
+            return
+        # inside a command (every served one): charge_ms's additions inlined, in its order (the same totals)
+        top = stack[-1]
+        name, mine = top.name, top.breakdown
+        by_component, by_pair = self.by_component, self.by_command_component
         for component, count in counts.items():
             if count <= 0:
                 if count < 0:
                     raise ValueError(f"cannot charge a negative count ({count}) of {component!r}")
                 continue
             mean = fixed.get(component)
-            charge_ms(component, count * (self._draw(self._profile[component]) if mean is None else mean))
+            ms = count * (self._draw(self._profile[component]) if mean is None else mean)
+            self.now_ms += ms
+            by_component[component] += ms
+            by_pair[name, component] += ms
+            top.ms += ms
+            mine[component] = mine.get(component, 0.0) + ms
 
     def charge_all_ms(self, breakdown: dict[str, float]) -> None:
         """:meth:`charge_ms` each ``component: ms`` in order (a device's whole breakdown, in one call).

@@ -19,6 +19,9 @@ from dataclasses import asdict, dataclass, field
 
 CALIBRATION = "calibration"
 INDEPENDENT = "independent"
+HELD_OUT_SILICON = "held-out silicon"
+"""A calibrated chip priced by the generic model with its calibration bypassed (validation.held_out_silicon):
+evidence about the model, not about the profile (which serves the calibrated times), so not in its accuracy."""
 
 DEVICE_CLASSES = ("TPM 1.2", "discrete TPM 2.0", "firmware TPM", "smart card", "Java Card")
 
@@ -47,9 +50,11 @@ class Check:
     predicted: float
     reference: float
     unit: str
-    kind: str  # CALIBRATION or INDEPENDENT
+    kind: str  # CALIBRATION, INDEPENDENT or HELD_OUT_SILICON
     source: str  # the reference's provenance
     note: str = ""
+    low: float | None = None   # the prediction's interval, where the predictor gives one
+    high: float | None = None
 
     @property
     def error(self) -> float:
@@ -57,7 +62,7 @@ class Check:
         return (self.predicted - self.reference) / self.reference if self.reference else float("nan")
 
     def to_dict(self) -> dict:
-        d = asdict(self)
+        d = {k: v for k, v in asdict(self).items() if k not in ("low", "high") or v is not None}
         d["error"] = self.error
         return d
 

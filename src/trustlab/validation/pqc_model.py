@@ -34,8 +34,11 @@ def inconsistencies() -> list[Inconsistency]:
 
 
 def loso_text() -> str:
-    """Per source: rows, leave-one-source-out median error and |error|, worst ratio, coverage."""
+    """Per source: rows, leave-one-source-out median error and |error|, worst ratio, coverage; then every
+    assumption of the model with its range and source."""
+    from trustlab.devices.tpm2.pqc_model import assumptions
+
     return "\n".join([
         "Post-quantum cost model, leave-one-source-out (each source predicted by the model rebuilt without it; "
         "coverage = share of measurements inside the 5-95% interval):",
-        *pqc_validation.per_source_lines(pqc_validation.summary())])
+        *pqc_validation.per_source_lines(pqc_validation.summary()), "", *assumptions.lines()])

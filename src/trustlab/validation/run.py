@@ -6,23 +6,32 @@ from dataclasses import dataclass, field
 
 from trustlab.errors import TrustlabError
 from trustlab.timing import registry
-from trustlab.validation.core import Accuracy, Check, Inconsistency, accuracy
+from trustlab.validation.core import HELD_OUT_SILICON, Accuracy, Check, Inconsistency, accuracy
 
-SOURCES = ("mayes2017", "vanderlaan2018", "jcalgtest_javacard", "gunupudi2010", "raj2016", "tpm2", "pqc_model")
+SOURCES = ("mayes2017", "vanderlaan2018", "jcalgtest_javacard", "gunupudi2010", "raj2016", "tpm2", "pqc_model",
+           "held_out_silicon")
 
 
 @dataclass
 class Validation:
     checks: list[Check] = field(default_factory=list)
     inconsistencies: list[Inconsistency] = field(default_factory=list)
+    held_out_silicon: list[dict] = field(default_factory=list)  # validation.held_out_silicon.rows, in detail
 
     def accuracy(self) -> dict[str, Accuracy]:
         return accuracy(self.checks)
 
     def to_dict(self) -> dict:
-        return {"accuracy": {k: v.to_dict() for k, v in self.accuracy().items()},
-                "checks": [c.to_dict() for c in self.checks],
-                "inconsistencies": [i.to_dict() for i in self.inconsistencies]}
+        doc = {"accuracy": {k: v.to_dict() for k, v in self.accuracy().items()},
+               "checks": [c.to_dict() for c in self.checks],
+               "inconsistencies": [i.to_dict() for i in self.inconsistencies]}
+        if self.held_out_silicon:
+            from trustlab.validation import held_out_silicon
+
+            doc["held_out_silicon"] = {"rows": self.held_out_silicon,
+                                       "summary": held_out_silicon.summary(self.held_out_silicon),
+                                       "note": held_out_silicon.CAVEAT}
+        return doc
 
 
 def _source(name: str, wanted: set[str] | None) -> tuple[list[Check], list[Inconsistency]]:
@@ -57,6 +66,10 @@ def run(profiles: list[str] | None = None) -> Validation:
         checks, incs = _source(src, wanted)
         out.checks += checks
         out.inconsistencies += incs
+    if any(c.kind == HELD_OUT_SILICON for c in out.checks):
+        from trustlab.validation import held_out_silicon
+
+        out.held_out_silicon = [r for r in held_out_silicon.rows() if wanted is None or r["profile"] in wanted]
     return out
 
 

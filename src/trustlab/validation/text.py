@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from trustlab.textable import table
-from trustlab.validation.core import DEVICE_CLASSES, INDEPENDENT
+from trustlab.validation.core import DEVICE_CLASSES, HELD_OUT_SILICON, INDEPENDENT
 from trustlab.validation.run import Validation
 
 
@@ -19,6 +19,10 @@ def render(v: Validation, independent_only: bool = False) -> str:
             for c in v.checks if not independent_only or c.kind == INDEPENDENT]
     out += ["", "Checks", table(rows, ["profile", "command", "predicted", "reference", "unit", "error", "kind",
                                        "reference provenance"])]
+    if v.held_out_silicon:
+        from trustlab.validation import held_out_silicon
+
+        out += ["", held_out_silicon.text(v.held_out_silicon)]
     if v.inconsistencies:
         irows = [["FLAG", i.source, i.what, "; ".join(f"{k} = {_num(val)}" for k, val in i.readings.items()),
                   "-" if i.ours is None else _num(i.ours), i.unit, i.note] for i in v.inconsistencies]
@@ -54,9 +58,17 @@ def accuracy_plot(v: Validation) -> dict:
                            "y": [c.predicted for c in mine], "style": "points"})
     if not pts:
         return {}
-    lo = min(min(c.reference, c.predicted) for c in pts)
-    hi = max(max(c.reference, c.predicted) for c in pts)
+    held = [c for c in v.checks if c.kind == HELD_OUT_SILICON and c.low is not None and c.high is not None]
+    if held:  # the generic model on a calibrated chip, its calibration bypassed: with its 5-95% interval
+        series.append({"label": f"held-out silicon, model only ({len(held)})", "x": [c.reference for c in held],
+                       "y": [c.predicted for c in held], "ylow": [c.low for c in held],
+                       "yhigh": [c.high for c in held], "style": "points"})
+    lo = min([min(c.reference, c.predicted) for c in pts] + [min(c.reference, c.low) for c in held])
+    hi = max([max(c.reference, c.predicted) for c in pts] + [max(c.reference, c.high) for c in held])
     series.append({"label": "y = x", "x": [lo, hi], "y": [lo, hi], "style": "dashed"})
-    return {"kind": "loglog", "title": "Predicted vs independent reference, by device class",
+    title = "Predicted vs independent reference, by device class"
+    if held:
+        title += " (held-out silicon: the generic PQC model, 5-95% interval)"
+    return {"kind": "loglog", "title": title,
             "xlabel": "reference (its unit: ms, or s for Java Card HBS)", "ylabel": "trustlab prediction",
             "series": series}

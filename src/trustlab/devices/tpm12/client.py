@@ -30,6 +30,7 @@ from trustlab.devices.tpm12.engine import AUTH_IN, AUTH_OUT, HEADER, Engine
 from trustlab.devices.tpm12.errors import TpmError
 from trustlab.devices.tpm12.keys import Key12, KeyParms, pubkey_modulus, rsa_public
 from trustlab.devices.tpm12.nvstore import NVStore
+from trustlab.devices.tpm12.parsed import Command
 from trustlab.devices.tpm12.primitives import xor
 from trustlab.devices.tpm12.transport_crypt import crypt
 from trustlab.devices.tpm12.wire import Reader, Writer
@@ -46,6 +47,19 @@ _RC_SUCCESS = _U32(C.TPM_SUCCESS)
 _ORD_OIAP = _U32(C.ORD["TPM_OIAP"])
 _OIAP_FRAME = _HEADER_PACK(C.TPM_TAG_RQU_COMMAND, HEADER, C.ORD["TPM_OIAP"])
 _HANDLE_STRUCTS = [struct.Struct(f">{n}I") for n in range(4)]
+_OIAP_COMMAND = Command((C.ORD["TPM_OIAP"], (), b"", ()))  # (a tuple: one serves every TPM_OIAP)
+
+# The in-process fast path (:mod:`.parsed`): a client whose engine is this process's own
+# :class:`Engine` hands it commands as values instead of frames (same digests, HMACs, charges
+# and answers; tests/tpm12/test_fast_path.py). A wrapper put around such an engine's ``execute``
+# therefore sees :class:`~.parsed.Command` objects (``bytes(command)`` is the frame) and returns
+# :class:`~.parsed.Reply` objects. False: every command is marshalled, as over a wire.
+FAST_PATH = True
+
+
+def _in_process(engine: object) -> bool:
+    """True when ``engine`` is this process's own :class:`Engine` (not a remote TPM or a stand-in)."""
+    return FAST_PATH and type(engine) is Engine
 
 
 def _pack_handles(handles: Sequence[int]) -> bytes:
@@ -56,6 +70,28 @@ def _pack_handles(handles: Sequence[int]) -> bytes:
 def _unpack_handles(n: int, out: bytes) -> tuple[int, ...]:
     """The ``n`` output handles at the start of a response's body."""
     return (_HANDLE_STRUCTS[n] if n < 4 else struct.Struct(f">{n}I")).unpack(out[:4 * n])
+
+
+def _split_handles(n: int, body: bytes) -> tuple[list[int], bytes]:
+    """The ``n`` output handles a response body starts with, and the parameters after them."""
+    return (list(_unpack_handles(n, body)) if n else []), body[4 * n:]
+
+
+def _missing_authorizations(trailers: Sequence[object], sessions: int) -> TpmError:
+    """A reply short of (or beyond) one authorization per session sent: what the trailer's length
+    check says of such a frame."""
+    return TpmError("TPM_BAD_PARAM_SIZE", f"response has {len(trailers)} authorization(s), not {sessions}")
+
+
+_RESPONSE_NAMES: dict[str, str] = {}
+
+
+def _response_name(name: str) -> str:
+    """``"<command> response"`` (what a response's Reader names in its errors), made once per command."""
+    what = _RESPONSE_NAMES.get(name)
+    if what is None:
+        what = _RESPONSE_NAMES[name] = f"{name} response"
+    return what
 
 
 # TPM_TakeOwnership's SRK template, marshalled once (a Key12 is immutable)
@@ -96,19 +132,40 @@ class HostSession:
         c = b"\x01" if self.cont else b"\x00"
         return b"".join((_U32(self.handle), odd, c, hostcrypto.hmac_sha1(self.key, in_digest, self.nonce_even, odd, c)))
 
+    def trailer_values(self, in_digest: bytes) -> tuple[int, bytes, int, bytes]:
+        """:meth:`trailer` as values (authHandle, nonceOdd, continue, authValue): the fast path's form."""
+        if not self.open:
+            raise TpmError("TPM_INVALID_AUTHHANDLE", f"host session {self.handle:#010x} is closed")
+        odd, self._sent_odd = self.next_odd, self.next_odd
+        self.next_odd = hostcrypto.nonce()
+        c = b"\x01" if self.cont else b"\x00"
+        return self.handle, odd, 1 if self.cont else 0, hostcrypto.hmac_sha1(self.key, in_digest, self.nonce_even,
+                                                                              odd, c)
+
     def accept(self, out_digest: bytes, trailer: bytes) -> None:
         """Check this session's 41-byte response trailer: nonceEven, continueAuthSession, HMAC."""
         _check_trailer(self.key, out_digest, self._sent_odd, trailer)
         self.nonce_even = trailer[:20]
         self.open = trailer[20:21] != b"\x00"
 
+    def accept_values(self, out_digest: bytes, even: bytes, cont: bytes, value: bytes) -> None:
+        """:meth:`accept` of a trailer given as values (nonceEven, continue byte, resAuth)."""
+        _check_auth(self.key, out_digest, self._sent_odd, even, cont, value)
+        self.nonce_even = even
+        self.open = cont != b"\x00"
+
 
 def _check_trailer(key: bytes, out_digest: bytes, odd: bytes, trailer: bytes) -> None:
     """A response authorization (nonceEven, continueAuthSession, HMAC) must be 41 bytes and verify."""
     if len(trailer) != AUTH_OUT:
         raise TpmError("TPM_BAD_PARAM_SIZE", f"response authorization of {len(trailer)} bytes, not {AUTH_OUT}")
-    expect = hostcrypto.hmac_sha1(key, out_digest, trailer[:20], odd, trailer[20:21])
-    if not _hmac.compare_digest(expect, trailer[21:]):
+    _check_auth(key, out_digest, odd, trailer[:20], trailer[20:21], trailer[21:])
+
+
+def _check_auth(key: bytes, out_digest: bytes, odd: bytes, even: bytes, cont: bytes, value: bytes) -> None:
+    """A response authorization given as values must verify (HMAC over outParamDigest and the nonces)."""
+    expect = hostcrypto.hmac_sha1(key, out_digest, even, odd, cont)
+    if not _hmac.compare_digest(expect, value):
         raise TpmError("TPM_AUTHFAIL", "response authorization does not verify (tampered response?)")
 
 
@@ -230,6 +287,29 @@ class Tpm12:
         # the parameter digests are needed only by sessions and transport logs; otherwise on demand
         digests = bool(sessions) or t is not None
         in_digest = hostcrypto.sha1(ord_b, params) if digests else b""
+        if t is None and _in_process(self.engine):  # the fast path: values, not frames (see .parsed)
+            if handles:
+                _pack_handles(handles)  # (what marshalling would refuse, refused here the same way)
+            values = [s.trailer_values(in_digest) for s in sessions] if sessions else ()
+            rc, out_handle_bytes, out_params, out_trailers = self.engine.execute(
+                Command((ordinal, handles, params, values)))
+            if rc:  # != TPM_SUCCESS
+                for s in sessions:
+                    s.open = False
+                raise TpmError(C.RC_NAME.get(rc, f"TPM_rc_{rc:#x}"), f"{name} failed")
+            if len(out_trailers) != len(sessions):
+                raise _missing_authorizations(out_trailers, len(sessions))
+            out_h: list[int] = []
+            if out_handle_bytes or out_handles:  # (the body as the frame had it, split where the host expects)
+                out_h, out_params = _split_handles(out_handles, out_handle_bytes + out_params)
+            if digests:
+                out_digest = hostcrypto.sha1(_RC_SUCCESS, ord_b, out_params)
+                self._last_digests = (in_digest, out_digest)
+                for s, (even, cont, value) in zip(sessions, out_trailers):
+                    s.accept_values(out_digest, even, cont, value)
+            else:
+                self._last_digests = (ord_b, params, out_params)
+            return out_h, Reader(out_params, _response_name(name))
         trailers = b"".join([s.trailer(in_digest) for s in sessions]) if sessions else b""
         body = (_pack_handles(handles) if handles else b"") + params + trailers
         frame = _HEADER_PACK(_TAG[len(sessions)], HEADER + len(body), ordinal) + body
@@ -268,6 +348,23 @@ class Tpm12:
         ordinal = C.ORD[name]
         ord_b = _U32(ordinal)
         in_digest = hostcrypto.sha1(ord_b, params)
+        engine = self.engine
+        if _in_process(engine):  # the fast path: values, not frames (see .parsed)
+            if handles:
+                _pack_handles(handles)  # (what marshalling would refuse, refused here the same way)
+            rc, out_handle_bytes, out_params, out_trailers = engine.execute(Command((ordinal, handles, params, (
+                (handle, odd, 0, hostcrypto.hmac_sha1(secret_, in_digest, even, odd, b"\x00")),))))
+            if rc:
+                raise TpmError(C.RC_NAME.get(rc, f"TPM_rc_{rc:#x}"), f"{name} failed")
+            if len(out_trailers) != 1:
+                raise _missing_authorizations(out_trailers, 1)
+            out_h: list[int] = []
+            if out_handle_bytes or out_handles:  # (the body as the frame had it, split where the host expects)
+                out_h, out_params = _split_handles(out_handles, out_handle_bytes + out_params)
+            out_digest = hostcrypto.sha1(_RC_SUCCESS, ord_b, out_params)
+            self._last_digests = (in_digest, out_digest)
+            _check_auth(secret_, out_digest, odd, *out_trailers[0])
+            return out_h, Reader(out_params, _response_name(name))
         body = b"".join((_pack_handles(handles) if handles else b"", params, _U32(handle), odd, b"\x00",
                          hostcrypto.hmac_sha1(secret_, in_digest, even, odd, b"\x00")))
         rsp = self.engine.execute(_HEADER_PACK(C.TPM_TAG_RQU_AUTH1_COMMAND, HEADER + len(body), ordinal) + body)
@@ -357,11 +454,17 @@ class Tpm12:
         sessions that precedes every command authorized by a bare secret: the
         same frame, errors and digests.
         """
-        rsp = self.engine.execute(_OIAP_FRAME)
-        rc = _HEADER_UNPACK(rsp)[2]
+        engine = self.engine
+        if _in_process(engine):
+            rc, out_handle_bytes, out, _ = engine.execute(_OIAP_COMMAND)
+            if out_handle_bytes:
+                out = out_handle_bytes + out
+        else:
+            rsp = engine.execute(_OIAP_FRAME)
+            rc = _HEADER_UNPACK(rsp)[2]
+            out = rsp[HEADER:]
         if rc:
             raise TpmError(C.RC_NAME.get(rc, f"TPM_rc_{rc:#x}"), "TPM_OIAP failed")
-        out = rsp[HEADER:]
         self._last_digests = (_ORD_OIAP, b"", out)
         if len(out) >= 24:
             return _U32_FROM(out)[0], out[4:24]

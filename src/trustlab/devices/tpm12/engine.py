@@ -46,15 +46,13 @@ from trustlab.devices.tpm12.pc_client import PCR_DEFAULT, PCR_RESETTABLE
 from trustlab.devices.tpm12.nvareas import nv_locked
 from trustlab.devices.tpm12.nvstore import MemoryNVStore, NVStore
 from trustlab.devices.tpm12.primitives import Primitives
-from trustlab.devices.tpm12.registry import Request
+from trustlab.devices.tpm12.parsed import AUTH_IN, AUTH_OUT, HEADER, Command, Reply
+from trustlab.devices.tpm12.registry import CommandSpec, Request
 from trustlab.devices.tpm12.sessions import AuthContext, Session, SessionUse
 from trustlab.devices.tpm12.state import LOCKOUT_THRESHOLD, PersistentState
 from trustlab.devices.tpm12.wire import Reader, Writer
 from trustlab.timing.clock import Clock
 
-HEADER = 10
-AUTH_IN = 45   # authHandle 4 + nonceOdd 20 + continue 1 + authValue 20
-AUTH_OUT = 41  # nonceEven 20 + continue 1 + resAuth 20
 _HEADER_IN = struct.Struct(">HII").unpack_from
 _HEADER_OUT = struct.Struct(">HII").pack
 _U32 = struct.Struct(">I").unpack_from
@@ -64,6 +62,7 @@ _BYTE = [bytes((i,)) for i in range(256)]
 _RC_SUCCESS = struct.pack(">I", C.TPM_SUCCESS)
 _REQUEST_TAGS = C.REQUEST_TAGS  # tag -> number of authorization trailers
 _RESPONSE_TAGS = C.RESPONSE_TAG  # number of authorization trailers -> response tag
+_RESPONSE_TAG_SESSIONS = {tag: n for n, tag in C.RESPONSE_TAG.items()}
 _ORD_STARTUP = C.ORD["TPM_Startup"]
 _ORD_RESET_LOCK_VALUE = C.ORD["TPM_ResetLockValue"]
 _ORD_EXECUTE_TRANSPORT = C.ORD["TPM_ExecuteTransport"]
@@ -73,6 +72,20 @@ _FAILURE_MODE_OK = {C.ORD["TPM_GetTestResult"], C.ORD["TPM_GetCapability"]}
 SAVED_STATE = "saved_state"  # key in PersistentState.extra: what TPM_SaveState preserved
 AUDITED, AUDIT_COUNT = "audited", "audit_counter"  # PersistentState.extra keys
 _ORD_SAVE_STATE = struct.pack(">I", C.ORD["TPM_SaveState"])
+_PACK_U32 = struct.Struct(">I").pack
+# the commands that keep an exclusive transport session alive when it is their last session
+_EXCLUSIVE_KEEPERS = ("TPM_ExecuteTransport", "TPM_ReleaseTransportSigned")
+
+
+def _reply_of(frame: bytes) -> Reply:
+    """A response frame as values (for a command the fast path sent the framed way)."""
+    tag, _, rc = _HEADER_IN(frame)
+    if rc:
+        return Reply((rc, b"", b"", ()))
+    n = len(frame) - AUTH_OUT * _RESPONSE_TAG_SESSIONS[tag]
+    trailers = [(frame[at:at + 20], frame[at + 20:at + 21], frame[at + 21:at + AUTH_OUT])
+                for at in range(n, len(frame), AUTH_OUT)]
+    return Reply((0, b"", frame[HEADER:n], trailers))
 
 
 def _handles_struct(n: int) -> struct.Struct:
@@ -335,8 +348,49 @@ class Engine:
                 .u16(1).raw(self.tick_nonce).bytes())
 
     # ---- dispatch -------------------------------------------------------------
-    def execute(self, frame: bytes) -> bytes:
-        """Run one marshalled command; always returns a response frame."""
+    def execute(self, frame: bytes | Command) -> bytes | Reply:
+        """Run one marshalled command; always returns a response frame.
+
+        In process, the host may hand a :class:`~.parsed.Command` instead of the
+        frame (the fast path: no marshalling either way) and gets a
+        :class:`~.parsed.Reply`: the same checks, digests, HMACs, charges (``ohir``
+        and ``ohor`` for the frames' lengths) and state as the frame would give.
+        """
+        if type(frame) is not Command:
+            return self._execute_frame(frame)
+        ordinal, handles, params, trailers = frame
+        spec = self._specs.get(ordinal)
+        if spec is None or len(handles) != spec.handles:
+            # no single reading of these values without the frame (an unknown ordinal, a handle
+            # count the command does not take): the frame, exactly as the framed path sends it
+            return _reply_of(self._execute_frame(bytes(frame)))
+        clock = self.clock
+        clock.begin(spec.name)
+        try:
+            n = HEADER + 4 * len(handles) + len(params) + AUTH_IN * len(trailers)  # the frame's length
+            bus = self._bus
+            if bus is None:
+                clock.charge("ohc")
+                clock.charge("ohir", n)
+            else:
+                clock.charge_ms("ohc", bus[0])
+                clock.charge_ms("ohir", n * bus[1])
+            try:
+                reply = self._dispatch(None, frame, spec, True, None, None)[0]
+            finally:
+                self.crypto.flush()
+            _, out_handles, out_params, out_trailers = reply
+            n = HEADER + len(out_handles) + len(out_params) + AUTH_OUT * len(out_trailers)
+            if bus is None:
+                clock.charge("ohor", n)
+            else:
+                clock.charge_ms("ohor", n * bus[2])
+        finally:
+            clock.end()
+        return reply
+
+    def _execute_frame(self, frame: bytes) -> bytes:
+        """:meth:`execute` of a frame."""
         clock = self.clock
         n = len(frame)
         clock.begin(self._peek_name(frame))  # (not the context manager: once per command)
@@ -350,7 +404,7 @@ class Engine:
                 if n:
                     clock.charge_ms("ohir", n * bus[1])
             try:
-                response, _, _ = self.dispatch(frame, outer=True)
+                response = self._dispatch(frame, None, None, True, None, None)[0]
             finally:
                 self.crypto.flush()
             if bus is None:
@@ -375,19 +429,30 @@ class Engine:
         Returns the response frame and the SHA-1 input/output parameter
         digests (the transport log records them).
         """
+        return self._dispatch(frame, None, None, outer, transport, in_digest)  # type: ignore[return-value]
+
+    def _dispatch(self, frame: bytes | None, cmd: Command | None, spec: CommandSpec | None, outer: bool,
+                  transport: int | None, in_digest: bytes | None) -> tuple[bytes | Reply, bytes, bytes]:
+        """:meth:`dispatch` of a ``frame``, or of a ``cmd`` given as values whose ``spec`` the caller
+        looked up (a canonical command: its handle count is the ordinal's). One body for both, so
+        the checks, their order, the digests, HMACs and state changes are the same; only where the
+        values come from and what is returned (a frame or a :class:`Reply`) differ."""
         ordinal = 0
         uses: list[SessionUse] = []
         try:
-            flen = len(frame)
-            if flen < HEADER:
-                raise TpmError("TPM_BAD_PARAM_SIZE", f"frame of {flen} bytes is shorter than a header")
-            tag, size, ordinal = _HEADER_IN(frame)
-            if size != flen:
-                raise TpmError("TPM_BAD_PARAM_SIZE", f"paramSize {size} but frame has {flen} bytes")
-            n_auth = _REQUEST_TAGS.get(tag)  # (None: not a request tag; checked with the ordinal's tags below)
-            spec = self._specs.get(ordinal)
-            if spec is None:
-                raise TpmError("TPM_BAD_ORDINAL", f"ordinal {ordinal:#x}")
+            if cmd is None:
+                flen = len(frame)
+                if flen < HEADER:
+                    raise TpmError("TPM_BAD_PARAM_SIZE", f"frame of {flen} bytes is shorter than a header")
+                tag, size, ordinal = _HEADER_IN(frame)
+                if size != flen:
+                    raise TpmError("TPM_BAD_PARAM_SIZE", f"paramSize {size} but frame has {flen} bytes")
+                n_auth = _REQUEST_TAGS.get(tag)  # (None: not a request tag; checked with the ordinal's tags below)
+                spec = self._specs.get(ordinal)
+                if spec is None:
+                    raise TpmError("TPM_BAD_ORDINAL", f"ordinal {ordinal:#x}")
+            else:
+                ordinal, n_auth = cmd[0], len(cmd[3])
             if self.post_init and ordinal != _ORD_STARTUP:  # Part 3, 3.1: only Startup after _TPM_Init
                 raise TpmError("TPM_INVALID_POSTINIT", f"{spec.name} before TPM_Startup")
             if self.failed and ordinal not in _FAILURE_MODE_OK:
@@ -400,7 +465,9 @@ class Engine:
             if self.sha1_context is not None and ordinal not in _SHA1_THREAD and ordinal != _ORD_EXECUTE_TRANSPORT:
                 self.sha1_context = None  # libtpms TPM_Check_SHA1Context: another command ends the thread
             if outer:
-                if self.exclusive is not None and not self._inside_exclusive(spec.name, frame):
+                if self.exclusive is not None and not (
+                        self._inside_exclusive(spec.name, frame) if cmd is None
+                        else spec.name in _EXCLUSIVE_KEEPERS and cmd[3][-1][0] == self.exclusive):
                     self.sessions.pop(self.exclusive, None)  # Part 1, 24.3: exclusivity is lost
                     self.exclusive = None
                 if ordinal != _ORD_STARTUP and SAVED_STATE in self.state.extra:
@@ -416,30 +483,37 @@ class Engine:
                     and ordinal != _ORD_RESET_LOCK_VALUE:  # libtpms: "this command proceeds anyway"
                 raise TpmError("TPM_DEFEND_LOCK_RUNNING",
                                f"{spec.name}: dictionary-attack lockout, {self.lockout_remaining_s():.1f} s left")
-            trail_at = flen - AUTH_IN * n_auth  # where the authorization trailers start
-            if trail_at < HEADER:
-                raise TpmError("TPM_BAD_PARAM_SIZE", f"{spec.name}: frame too short for {n_auth} authorization(s)")
-            body = frame[HEADER:trail_at]
-            n_handles = spec.handles
-            if len(body) < 4 * n_handles:
-                raise TpmError("TPM_BAD_PARAM_SIZE", f"{spec.name} needs {n_handles} handle(s)")
-            if n_handles:
-                handles = list((_HANDLES[n_handles] if n_handles < 4 else _handles_struct(n_handles))
-                               .unpack_from(body))
-                params = body[4 * n_handles:]
+            if cmd is None:
+                trail_at = flen - AUTH_IN * n_auth  # where the authorization trailers start
+                if trail_at < HEADER:
+                    raise TpmError("TPM_BAD_PARAM_SIZE", f"{spec.name}: frame too short for {n_auth} authorization(s)")
+                body = frame[HEADER:trail_at]
+                n_handles = spec.handles
+                if len(body) < 4 * n_handles:
+                    raise TpmError("TPM_BAD_PARAM_SIZE", f"{spec.name} needs {n_handles} handle(s)")
+                if n_handles:
+                    handles = list((_HANDLES[n_handles] if n_handles < 4 else _handles_struct(n_handles))
+                                   .unpack_from(body))
+                    params = body[4 * n_handles:]
+                else:
+                    handles, params = [], body
+                ord_bytes = frame[6:10]
             else:
-                handles, params = [], body
-            ord_bytes = frame[6:10]
+                handles, params, ord_bytes = list(cmd[1]), cmd[2], _PACK_U32(ordinal)
             if in_digest is None:  # (TPM_ExecuteTransport hands in H1, Part 3 24.2 step 6)
                 in_digest = (self.crypto.sha1(ord_bytes, params) if (n_auth or transport) and not spec.own_digests
                              else b"")
             if n_auth:
                 sessions = self.sessions
-                for at in range(trail_at, flen, AUTH_IN):
-                    handle, odd, cont, value = _AUTH_IN(frame, at)
-                    # an unknown handle fails when the handler checks the session (TPM_INVALID_AUTHHANDLE),
-                    # after the command's state checks, as in libtpms
-                    uses.append(SessionUse(sessions.get(handle), odd, cont, value, None, handle))
+                if cmd is None:
+                    for at in range(trail_at, flen, AUTH_IN):
+                        handle, odd, cont, value = _AUTH_IN(frame, at)
+                        # an unknown handle fails when the handler checks the session (TPM_INVALID_AUTHHANDLE),
+                        # after the command's state checks, as in libtpms
+                        uses.append(SessionUse(sessions.get(handle), odd, cont, value, None, handle))
+                else:
+                    for handle, odd, cont, value in cmd[3]:
+                        uses.append(SessionUse(sessions.get(handle), odd, cont, value, None, handle))
                 auth = AuthContext(self.crypto, in_digest, uses)
             else:  # no sessions, nothing to digest: one shared, immutable context serves every such command
                 auth = self._no_auth if not in_digest else AuthContext(self.crypto, in_digest, uses)
@@ -464,18 +538,22 @@ class Engine:
                               if (n_auth or transport) else b"")
                 if ordinal in self._audited:  # Part 1, 17 / Part 3, 8.1: audit a successful command
                     self._audit(ord_bytes, params, in_digest, out_digest, result)
-                payload = [result.handles, result.params]
+                trailers = []
                 for u in uses:
                     session = u.session
                     even = session.next_even or crypto.random(20)
                     session.nonce_even, session.next_even = even, None
                     cont = _BYTE[u.cont]
-                    payload += (even, cont, crypto.hmac(u.key, out_digest, even, u.nonce_odd, cont))
+                    trailers.append((even, cont, crypto.hmac(u.key, out_digest, even, u.nonce_odd, cont)))
                     if not u.cont:  # continueAuthSession / continueTransSession FALSE ends the session
                         self.end_session(session.handle)
                 self.last_out_handles = len(result.handles)  # TPM_ExecuteTransport's S2 starts after them
-                payload = b"".join(payload)
-                response = _HEADER_OUT(_RESPONSE_TAGS[n_auth], HEADER + len(payload), 0) + payload  # TPM_SUCCESS
+                if cmd is None:
+                    payload = b"".join([result.handles, result.params, *[b"".join(t) for t in trailers]])
+                    response: bytes | Reply = (_HEADER_OUT(_RESPONSE_TAGS[n_auth], HEADER + len(payload), 0)
+                                               + payload)  # TPM_SUCCESS
+                else:
+                    response = Reply((0, result.handles, result.params, trailers))
                 if not outer:
                     crypto.flush()
             finally:
@@ -505,7 +583,7 @@ class Engine:
                 self._storage_failure = None
                 self.last_internal_error = store_error
                 e = TpmError("TPM_FAIL", f"state not saved: {type(store_error).__name__}: {store_error}")
-            err = _HEADER_OUT(C.TPM_TAG_RSP_COMMAND, HEADER, e.rc)
+            err = _HEADER_OUT(C.TPM_TAG_RSP_COMMAND, HEADER, e.rc) if cmd is None else Reply((e.rc, b"", b"", ()))
             return err, b"", b""
         # outside the try: a storage failure (or injected power loss) is not a TPM answer
         if self._dirty:  # (_persist's own first test, without the call on every clean command)
@@ -529,7 +607,7 @@ class Engine:
 
     def _inside_exclusive(self, name: str, frame: bytes) -> bool:
         """Commands that keep an exclusive transport session alive: its own wrapper/release."""
-        if name not in ("TPM_ExecuteTransport", "TPM_ReleaseTransportSigned"):
+        if name not in _EXCLUSIVE_KEEPERS:
             return False
         # the transport session is the last authorization trailer
         if len(frame) < HEADER + AUTH_IN:

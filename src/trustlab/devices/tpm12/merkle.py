@@ -175,17 +175,17 @@ _RECENT: tuple[int, bytes, bytes, list[bytes]] | None = None
 
 def path_nodes(index: int, leaf: bytes, siblings: bytes) -> list[bytes]:
     """``[leaf, its parent, ..., root]`` for ``leaf`` (a leaf hash) at ``index`` with these packed
-    siblings, under this module's node convention; the last computation is remembered (so the
-    list may be shared: read it, do not change it)."""
+    siblings (20 bytes each: anything else is a ValueError), under this module's node convention;
+    the last computation is remembered (so the list may be shared: read it, do not change it)."""
     global _RECENT
     r = _RECENT
     if r is not None and r[0] == index and r[1] == leaf and r[2] == siblings:
         return r[3]
     sha, p, h, path, idx = _node_sha1, b"\x01", leaf, [leaf], index
-    for at in range(0, len(siblings), DIGEST):
-        h = sha(p + siblings[at:at + DIGEST] + h).digest() if idx & 1 else \
-            sha(p + h + siblings[at:at + DIGEST]).digest()
-        path.append(h)
+    append = path.append
+    for sib in split_digests(siblings):  # (one struct call, not a slice per level)
+        h = sha(p + sib + h).digest() if idx & 1 else sha(p + h + sib).digest()
+        append(h)
         idx >>= 1
     _RECENT = (index, leaf, siblings, path)
     return path
@@ -433,8 +433,8 @@ class HeapNodes:
         self._slots = memoryview(self.nodes) if self.dense else None  # type: ignore[arg-type]
 
 
-MEMO_LEVELS = 16  # heights a RootMemo keeps below its root: at most 2^17 slots, 2.5 MiB
-MEMO_DENSIFY_AT = 1 << 12  # kept nodes written before a RootMemo moves from a dict to its slots
+MEMO_LEVELS = 16  # heights a RootMemo keeps below its root: at most 2^17 nodes (a 1 MiB list and the digests)
+MEMO_DENSIFY_AT = 1 << 12  # kept nodes written before a RootMemo moves from a dict to a full list
 
 
 class RootMemo:
@@ -454,10 +454,14 @@ class RootMemo:
     exactly those of hashing everything. Valid only while :attr:`root` equals
     the held root (the caller checks).
 
-    The kept levels are a :class:`HeapNodes` tree of their own (its leaves are
-    the nodes at height :attr:`low`; same heap indices as the whole tree):
-    sparse while few paths were installed (a probe or a short run costs next
-    to nothing), 20-byte slots after ``MEMO_DENSIFY_AT`` written nodes.
+    The kept nodes are indexed as in the whole tree (heap: root 1, children 2i
+    and 2i + 1): a dict of the written ones while few paths were installed (a
+    probe or a short run costs next to nothing), then, after
+    ``MEMO_DENSIFY_AT`` written nodes, a list of every kept node (untouched
+    ones share their height's default). A list, not 20-byte slots as the
+    host's tree: the TPM reads 16 of them and writes 17 on every increment, and
+    a list hands out and takes the digests without copying them (at most
+    2^17 digests, about 8 MiB).
     """
 
     def __init__(self, depth: int, defaults: Sequence[bytes]) -> None:
@@ -465,10 +469,30 @@ class RootMemo:
             raise ValueError(f"a depth-{depth} tree has {depth + 1} default nodes of {DIGEST} bytes")
         self.depth = depth
         self.low = max(0, depth - MEMO_LEVELS)  # the lowest height kept (0: the leaves too)
-        self.kept = HeapNodes(depth - self.low, defaults[self.low:], densify_at=MEMO_DENSIFY_AT)
+        self._defaults = list(defaults[self.low:])  # by kept height (0: height low)
+        self._nodes: dict[int, bytes] | list[bytes] = {}
+        self._densify_at = MEMO_DENSIFY_AT
+        self.dense = False
         self.root = defaults[depth]
         self._pending: list[bytes] | None = None
         self._index = 0
+
+    def put(self, heap_index: int, value: bytes) -> None:
+        """Overwrite one kept node (no rehash; what a test of a memo out of step needs)."""
+        if len(value) != DIGEST:
+            raise ValueError(f"a node is {DIGEST} bytes, not {len(value)}")
+        self._nodes[heap_index] = value  # type: ignore[index]
+        self._maybe_densify()
+
+    def _maybe_densify(self) -> None:
+        if not self.dense and len(self._nodes) >= self._densify_at:
+            levels, dflt = self.depth - self.low, self._defaults
+            nodes = [dflt[levels]] * 2  # slot 0 unused, slot 1 the root
+            for height in range(levels - 1, -1, -1):
+                nodes += [dflt[height]] * (1 << (levels - height))
+            for idx, value in self._nodes.items():  # type: ignore[union-attr]
+                nodes[idx] = value
+            self._nodes, self.dense = nodes, True
 
     def roots(self, index: int, old: int, new: int, path: bytes) -> tuple[bytes, bytes]:
         """:func:`counter_roots_packed`, with the kept levels compared instead of hashed when they match.
@@ -477,7 +501,7 @@ class RootMemo:
         comparison proved the path: a path that passed by hashing alone is
         not installed, and :meth:`commit` then gives the memo up).
         """
-        depth, low, w, kept = self.depth, self.low, DIGEST, self.kept
+        depth, low, w = self.depth, self.low, DIGEST
         if len(path) != depth * w or index < 0 or index >> depth:
             raise ValueError(f"leaf {index} with a {len(path)}-byte path does not fit depth {depth}")
         sha = _node_sha1
@@ -486,12 +510,12 @@ class RootMemo:
         if low:  # below the kept levels: hashed, as without the memo
             a = _hash_up(index, path[:low * w], 0, a)
         # the path's node at the lowest kept height and every sibling above it are the TPM's own
-        if kept.dense:
-            nodes, at = kept.nodes, (leaf >> low) * w
-            proven = nodes[at:at + w] == a and path[low * w:] == b"".join(
-                [nodes[(leaf >> k ^ 1) * w:(leaf >> k ^ 1) * w + w] for k in range(low, depth)])  # type: ignore[index]
+        nodes = self._nodes
+        if self.dense:
+            proven = nodes[leaf >> low] == a and path[low * w:] == b"".join(  # type: ignore[index]
+                [nodes[leaf >> k ^ 1] for k in range(low, depth)])  # type: ignore[index]
         else:
-            get, dflt = kept.nodes.get, kept.defaults  # type: ignore[union-attr]
+            get, dflt = nodes.get, self._defaults  # type: ignore[union-attr]
             proven = get(leaf >> low, dflt[0]) == a and path[low * w:] == b"".join(
                 [get(leaf >> k ^ 1, dflt[k - low]) for k in range(low, depth)])
         a = self.root if proven else _hash_up(index, path, low, a)  # else hashed, as without the memo
@@ -513,7 +537,12 @@ class RootMemo:
         upper, self._pending = self._pending, None
         if upper is None or upper[-1] != new_root:
             return False
-        self.kept.store_path(self._index >> self.low, upper)
+        nodes, idx = self._nodes, ((1 << self.depth) | self._index) >> self.low
+        for h in upper:  # the path's node at height low up to the root
+            nodes[idx] = h  # type: ignore[index]
+            idx >>= 1
+        if not self.dense:
+            self._maybe_densify()
         self.root = new_root
         return True
 

@@ -111,8 +111,8 @@ class PersistentState:
             if last[2] == root:
                 return last[3]
             if root is not None and last[2] is not None and len(root) == len(last[2]):
-                at, doc = last[4], last[3]
-                doc = doc[:at] + root.hex().encode() + doc[at + 2 * len(root):]
+                at, view = last[4], memoryview(last[3])
+                doc = b"".join((view[:at], root.hex().encode(), view[at + 2 * len(root):]))  # one copy
                 self._last_doc = (rest, last[1], root, doc, at)
                 return doc
         # The dynamic part is written by hand (same JSON as json.dumps with sorted keys, as

@@ -89,15 +89,22 @@ class Pricer:
     """:func:`assess` for one profile, with the term structure cached per (command code, variant,
     succeeded): a served command then only has its sizes filled in.
 
-    The result is exactly :func:`assess`'s. Hashing commands (whose crypto
+    The result equals :func:`assess`'s. Hashing commands (whose crypto
     terms depend on the digested size) and formulas whose crypto terms touch
-    the overhead terms are assessed in full each time.
+    the overhead terms are assessed in full each time. The rest depend only on
+    (code, key variant, response code, sizes), so the same such command gets
+    the same :class:`CommandCost` object again (read-only, as its docstring
+    says): a served command's price is then one lookup.
     """
+
+    MEMO_MAX = 4096
+    """Distinct (code, variant, rc, sizes) kept; beyond it the memo starts over."""
 
     def __init__(self, profile: Profile) -> None:
         self.profile = profile
         self._names: dict[int, tuple[str, bool, bool]] = {}
         self._plans: dict[tuple[int, str | None, bool], tuple[dict[str, float], tuple[str, ...], bool] | None] = {}
+        self._memo: dict[tuple[int, str | None, int, int, int], CommandCost] = {}
 
     def assess(self, command: bytes, response: bytes, table: objects.ObjectTable) -> CommandCost:
         code = struct.unpack_from(">I", command, 6)[0] if len(command) >= HEADER_SIZE else 0
@@ -112,6 +119,10 @@ class Pricer:
             return assess(command, response, table, self.profile)
         rc = struct.unpack_from(">I", response, 6)[0] if len(response) >= HEADER_SIZE else 0x101
         variant = key_variant_for(name, code, command, table) if keyed else None
+        memo_key = (code, variant, rc, len(command), len(response))
+        known_cost = self._memo.get(memo_key)
+        if known_cost is not None:
+            return known_cost
         key = (code, variant, rc == 0)
         plan = self._plans.get(key, False)
         if plan is False:
@@ -124,7 +135,11 @@ class Pricer:
             terms["ohir"] = len(command)
         if "ohor" in terms:
             terms["ohor"] = len(response)
-        return CommandCost(name, code, variant, terms, len(command), len(response), rc, modelled, missing)
+        priced = CommandCost(name, code, variant, terms, len(command), len(response), rc, modelled, missing)
+        if len(self._memo) >= self.MEMO_MAX:
+            self._memo.clear()
+        self._memo[memo_key] = priced
+        return priced
 
     def _plan(self, name: str, variant: str | None,
               ok: bool) -> tuple[dict[str, float], tuple[str, ...], bool] | None:

@@ -422,6 +422,9 @@ class Context:
     profile: Profile
     backend_transact: Callable[[bytes], bytes]
     state: ExtensionState
+    max_command_size: int | None = None
+    """The TPM's TPM_PT_MAX_COMMAND_SIZE (= MAX_RESPONSE_SIZE) for the commands handlers answer: a longer
+    command is answered TPM_RC_COMMAND_SIZE, a longer response TPM_RC_SIZE (None: no bound of its own)."""
 
 
 def dispatch(command: bytes, ctx: Context) -> ExtensionResult | None:
@@ -440,6 +443,9 @@ def dispatch_registered(command: bytes, reg: Registration, ctx: Context) -> Exte
     it up already, and builds ``ctx`` only then)."""
     if reg.passes is not None and reg.passes(command, ctx):
         return None
+    limit = ctx.max_command_size
+    if reg.claims is None and limit is not None and len(command) > limit:  # before parsing, as a TPM does
+        return _result(command, reg, error_frame(TPM_RC_COMMAND_SIZE), Reply(), ctx)
     try:
         cmd = parse_command(command, reg.name, reg.handles)
     except TpmError as exc:
@@ -449,6 +455,8 @@ def dispatch_registered(command: bytes, reg: Registration, ctx: Context) -> Exte
     try:
         if reg.claims is not None and not (reg.claims(cmd, ctx) if reg.claims_in_context else reg.claims(cmd)):
             return None
+        if limit is not None and len(command) > limit:
+            raise TpmError(TPM_RC_COMMAND_SIZE, f"{len(command)}-byte command over the TPM's {limit}")
         if any(s.handle != TPM_RS_PW for s in cmd.sessions):
             # HMAC, policy, audit and encrypt sessions live inside the backend, out of the handler's reach
             raise TpmError(TPM_RC_AUTH_TYPE, "extension commands take password sessions only")
@@ -457,6 +465,8 @@ def dispatch_registered(command: bytes, reg: Registration, ctx: Context) -> Exte
         if reply is None:
             return None
         response = reply.raw if reply.raw is not None else build_response(cmd, reply)
+        if limit is not None and len(response) > limit:  # wolfTPM's fwTPM: a response overflowing its buffer
+            raise TpmError(TPM_RC_SIZE, f"{len(response)}-byte response over the TPM's {limit}")
     except TpmError as exc:
         response, reply = error_frame(exc.rc), Reply()
     except Exception as exc:  # noqa: BLE001 - a handler bug must look like a TPM failure, not kill the proxy

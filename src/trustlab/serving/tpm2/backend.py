@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import socket
+import struct
 import threading
 from pathlib import Path
 
@@ -28,16 +29,36 @@ class SocketBackend(Backend):
     a reply timed out) is answered with TPM_RC_FAILURE and the connection is
     re-opened for the next command, so one bad exchange never desynchronises
     the stream.
+
+    The connected socket is blocking, with the kernel's own timeouts
+    (``SO_RCVTIMEO``/``SO_SNDTIMEO``) rather than Python's: a Python socket
+    timeout costs a ``poll()`` before every ``send`` and ``recv``, two system
+    calls per command on the serving thread.
     """
 
     def __init__(self, address: tuple[str, int] | str, ctrl_address=None, timeout: float = 120.0,
                  owned: Swtpm | None = None) -> None:
         self.address = address
         self.ctrl_address = ctrl_address
-        self.timeout = timeout
         self.owned = owned
         self._sock: socket.socket | None = None
         self._lock = threading.Lock()
+        self._timeout = timeout
+
+    @property
+    def timeout(self) -> float:
+        """Seconds a send or a reply may take before the command fails (TPM_RC_FAILURE)."""
+        return self._timeout
+
+    @timeout.setter
+    def timeout(self, seconds: float) -> None:
+        self._timeout = seconds
+        sock = self._sock
+        if sock is not None:
+            try:
+                _kernel_timeouts(sock, seconds)
+            except OSError:
+                pass  # a broken connection: the next command reconnects (with the new timeout)
 
     def _connect(self) -> socket.socket:
         family = socket.AF_UNIX if isinstance(self.address, str) else socket.AF_INET
@@ -56,6 +77,8 @@ class SocketBackend(Backend):
             raise BackendError(f"backend {self.describe()}: cannot connect: nothing listening (self-connect)")
         if family == socket.AF_INET:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        sock.settimeout(None)
+        _kernel_timeouts(sock, self.timeout)
         return sock
 
     def transact(self, command: bytes) -> bytes:
@@ -92,6 +115,14 @@ class SocketBackend(Backend):
         if isinstance(self.address, str):
             return f"unix:{self.address}"
         return f"tcp:{self.address[0]}:{self.address[1]}"
+
+
+def _kernel_timeouts(sock: socket.socket, seconds: float) -> None:
+    """Time out a blocking socket's sends and receives in the kernel (no poll per call)."""
+    whole = int(seconds)
+    timeval = struct.pack("ll", whole, int((seconds - whole) * 1_000_000))
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, timeval)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, timeval)
 
 
 class DeviceBackend(Backend):

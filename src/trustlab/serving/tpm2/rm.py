@@ -25,10 +25,13 @@ hands a session to the next process this way) is neither saved nor
 forgotten by the RM. When its space closes it is *abandoned*, as tpm2-abrmd
 does (session-list.c): a later client may claim it by loading its saved context (tpm2-tools'
 ``-S session.ctx`` in the next process; a bare handle claims nothing, and no other client sees it listed),
-and at most :data:`ABANDONED_MAX` (abrmd's ``SESSION_LIST_MAX_ABANDONED_DEFAULT``)
-are kept, the oldest flushed first. Every other session of a closing space is
-flushed. So no number of clients that exit without flushing can fill the
-TPM's session slots.
+and at most :data:`ABANDONED_MAX` (abrmd's ``SESSION_LIST_MAX_ABANDONED_DEFAULT``, which
+abrmd has no option for) are kept, the oldest flushed first; ``abandoned_max``
+(serve's ``--abandoned-sessions``) sets the bound, and 0 flushes them at once:
+the kernel's rule, every session of a closing space flushed. Every other
+session of a closing space is flushed. So no number of clients that exit
+without flushing can fill the TPM's session slots (1,000 tpm2-tools processes
+leave the bound behind: 4 by default, 0 with 0).
 
 Where this follows the kernel exactly:
 
@@ -167,12 +170,19 @@ class ResourceManager:
     """
 
     def __init__(self, internal: Transact, table: objects.ObjectTable | None = None,
-                 query: Transact | None = None, reclaim: Callable[[Space], bool] | None = None) -> None:
+                 query: Transact | None = None, reclaim: Callable[[Space], bool] | None = None,
+                 abandoned_max: int | None = None) -> None:
+        if abandoned_max is not None and abandoned_max < 0:
+            raise ValueError(f"abandoned_max must be 0 or more, not {abandoned_max}")
+        self.abandoned_max = ABANDONED_MAX if abandoned_max is None else abandoned_max
+        """Client-saved sessions of closed spaces kept for a later claim (0: flush every session on close)."""
         self._internal = internal
         self._query = query or internal
         self._reclaim = reclaim
         self.table = table if table is not None else objects.ObjectTable()
         self._attrs: dict[int, int] | None = None
+        self._plain: dict[int, bool] = {}
+        """Code -> the command has no handle in its handle area or response and lists none (from ``_attrs``)."""
         self._owner: dict[int, Space] = {}
         """Session index -> the space it belongs to."""
         self.abandoned: OrderedDict[int, int] = OrderedDict()
@@ -214,6 +224,24 @@ class ResourceManager:
         return table
 
     # ---- the command path ---------------------------------------------------
+
+    def passes(self, space: Space, command: bytes, code: int) -> bool:
+        """True if ``command`` needs nothing of the RM in ``space`` - no handle to map or check, no
+        session, no handle listed, nothing of the space to load or save - so ``run(command)`` is all
+        :meth:`execute` would do. (Checked before every command: most commands are of that kind.)"""
+        if command[1] == 0x02 or not space.empty or len(command) < wire.HEADER_SIZE:  # 0x02: TPM_ST_SESSIONS
+            return False
+        plain = self._plain.get(code)
+        if plain is None:
+            if self._attrs is None:
+                return False  # not read yet (before TPM2_Startup): execute() asks the TPM
+            attrs = self._command_attrs(code)
+            plain = self._plain[code] = attrs is None or (
+                not attrs[0] and not attrs[1] and code not in _SPACE_COMMANDS)
+        if plain:
+            return True
+        # GetCapability lists a space's handles only for TPM_CAP_HANDLES; an empty space has none to map
+        return code == TPM_CC_GET_CAPABILITY and command[10:14] != b"\x00\x00\x00\x01" and len(command) >= 14
 
     def execute(self, space: Space, command: bytes, run: Transact) -> bytes:
         """Run one client command in ``space``: load, map, ``run``, map back, save."""
@@ -346,7 +374,7 @@ class ResourceManager:
         """Keep a client-saved session of a closed space for a later claim; flush the oldest beyond the bound."""
         self._owner.pop(session_index(handle), None)
         self.abandoned[session_index(handle)] = handle
-        while len(self.abandoned) > ABANDONED_MAX:
+        while len(self.abandoned) > self.abandoned_max:
             self._flush(self.abandoned.popitem(last=False)[1])
 
     def sessions_held(self) -> int:
@@ -494,6 +522,7 @@ class ResourceManager:
         """A power cycle: every session is gone; forget the command attributes (a new TPM may answer
         differently)."""
         self._attrs = None
+        self._plain.clear()
         self._owner.clear()
         self.abandoned.clear()
 

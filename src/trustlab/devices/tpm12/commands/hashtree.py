@@ -59,8 +59,11 @@ _FIXED = struct.Struct(">BQQQ20sI")  # mode, index, value, delta, nonce, sibling
 _EPOCH_SIZE = struct.Struct(">II").pack
 
 
+_SIGNERS = (C.TPM_KEY_IDENTITY, C.TPM_KEY_SIGNING)
+
+
 def _answer(root: bytes, epoch: int, sig: bytes) -> Response:
-    return Response(params=root + _EPOCH_SIZE(epoch, len(sig)) + sig)  # root, epoch, sized signature
+    return Response(root + _EPOCH_SIZE(epoch, len(sig)) + sig)  # root, epoch, sized signature (positional: no dict)
 
 
 @tpm_command("TPM_ExecuteHashTree", handles=1, auth=(1,))
@@ -97,9 +100,10 @@ def execute_hash_tree(tpm, req: Request) -> Response:
                                        "use INCREMENT, the TPM computes the new value")
     if mode not in (MODE_READ, MODE_INCREMENT):
         raise TpmError("TPM_BAD_MODE", f"TPM_ExecuteHashTree mode {mode}")
-    key = tpm.key(req.handles[0])
-    req.auth.check(0, key.usage_auth, (C.TPM_ET_KEYHANDLE, req.handles[0]))
-    if key.blob.usage not in (C.TPM_KEY_IDENTITY, C.TPM_KEY_SIGNING) or key.private is None:
+    handle = req.handles[0]
+    key = tpm.key(handle)
+    req.auth.check(0, key.usage_auth, (C.TPM_ET_KEYHANDLE, handle))
+    if key.blob.usage not in _SIGNERS or key.private is None:
         raise TpmError("TPM_INVALID_KEYUSAGE", "TPM_ExecuteHashTree signs with an identity or signing key")
     root = st.hashtree_root
     if root is None or DEPTH_KEY not in st.extra:

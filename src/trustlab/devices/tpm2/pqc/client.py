@@ -41,8 +41,13 @@ MAX_RESPONSE = 8192
 class TpmResponseError(TrustlabError):
     """The TPM answered with a non-zero response code."""
 
+    HINTS = {0x142: "TPM_RC_COMMAND_SIZE: the command is longer than the TPM's TPM_PT_MAX_COMMAND_SIZE",
+             0x095: "TPM_RC_SIZE: the answer would be longer than the TPM's TPM_PT_MAX_RESPONSE_SIZE"}
+    """Codes whose cause is the chip's buffer (serve: the profile's chip's, ``tpm2_getcap properties-fixed``)."""
+
     def __init__(self, command: str, rc: int) -> None:
-        super().__init__(f"{command}: TPM returned {response_code_text(rc)}")
+        hint = self.HINTS.get(rc)
+        super().__init__(f"{command}: TPM returned {response_code_text(rc)}" + (f" ({hint})" if hint else ""))
         self.rc = rc
 
 

@@ -84,6 +84,8 @@ def _pqc_commands() -> dict[int, int]:
 _WIDTH = {TPM_CAP_ALGS: 6, TPM_CAP_COMMANDS: 4, TPM_CAP_TPM_PROPERTIES: 8}
 TPM_PT_TOTAL_COMMANDS = 0x129
 TPM_PT_LIBRARY_COMMANDS = 0x12A
+TPM_PT_MAX_COMMAND_SIZE = 0x11E  # PT_FIXED + 30
+TPM_PT_MAX_RESPONSE_SIZE = 0x11F  # PT_FIXED + 31
 
 
 def _key(capability: int, entry: bytes) -> int:
@@ -133,11 +135,15 @@ def _ours(capability: int) -> dict[int, bytes]:
     return _current().ours[capability]
 
 
-def _counting_ours(entry: bytes, n_commands: int) -> bytes:
-    """swtpm's command counts plus the 1.85 commands, so they match the TPM_CAP_COMMANDS list."""
+def _counting_ours(entry: bytes, n_commands: int, max_size: int | None) -> bytes:
+    """swtpm's command counts plus the 1.85 commands, so they match the TPM_CAP_COMMANDS list; and the
+    command / response size bound serve enforces for this profile (``Context.max_command_size``, the
+    chip's; serving/tpm2/limits.py) in place of libtpms' own."""
     prop, value = struct.unpack(">II", entry)
     if prop in (TPM_PT_TOTAL_COMMANDS, TPM_PT_LIBRARY_COMMANDS):
         return struct.pack(">II", prop, value + n_commands)
+    if max_size is not None and prop in (TPM_PT_MAX_COMMAND_SIZE, TPM_PT_MAX_RESPONSE_SIZE):
+        return struct.pack(">II", prop, max_size)
     return entry
 
 
@@ -190,7 +196,7 @@ def get_capability(cmd: Command, ctx: Context) -> Reply:
     """
     capability, first, count = cmd.params.u32(), cmd.params.u32(), cmd.params.u32()
     response = ctx.backend_transact(cmd.raw)
-    merged = _merged(capability, first, count, response)
+    merged = _merged(capability, first, count, response, ctx.max_command_size)
     if merged == response:  # swtpm's answer, which it will give again: not claimed next time
         untouched = ctx.state.get(_UNTOUCHED, set)
         if len(untouched) >= _UNTOUCHED_MAX:
@@ -199,7 +205,7 @@ def get_capability(cmd: Command, ctx: Context) -> Reply:
     return Reply(raw=merged)
 
 
-def _merged(capability: int, first: int, count: int, response: bytes) -> bytes:
+def _merged(capability: int, first: int, count: int, response: bytes, max_size: int | None = None) -> bytes:
     """The response frame: the backend's ``response`` with what the extension adds merged in."""
     if response[6:10] != b"\0\0\0\0":
         return response
@@ -209,7 +215,7 @@ def _merged(capability: int, first: int, count: int, response: bytes) -> bytes:
     width = _WIDTH[capability]
     entries = [r.take(width) for _ in range(n)]
     if capability == TPM_CAP_TPM_PROPERTIES:
-        entries = [_counting_ours(e, tables.n_commands) for e in entries]
+        entries = [_counting_ours(e, tables.n_commands, max_size) for e in entries]
     last = _key(capability, entries[-1]) if entries and more else None  # the backend stopped there
     ours = [e for k, e in tables.ours[capability].items() if k >= first and (last is None or k < last)]
     merged = sorted(entries + ours, key=lambda e: _key(capability, e))

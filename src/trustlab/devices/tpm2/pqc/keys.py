@@ -39,12 +39,20 @@ MLDSA_SETS = {
     2: ParameterSet("ML-DSA-65", "mldsa65", 32, 1952, 3309, mldsa.MLDSA65PrivateKey, mldsa.MLDSA65PublicKey),
     3: ParameterSet("ML-DSA-87", "mldsa87", 32, 2592, 4627, mldsa.MLDSA87PrivateKey, mldsa.MLDSA87PublicKey),
 }
-# TPM_MLKEM_512 (1) is a valid 1.85 value that OpenSSL's pyca binding does not offer: TPM_RC_PARMS
 MLKEM_SETS = {
     2: ParameterSet("ML-KEM-768", "mlkem768", 64, 1184, 1088, mlkem.MLKEM768PrivateKey, mlkem.MLKEM768PublicKey),
     3: ParameterSet("ML-KEM-1024", "mlkem1024", 64, 1568, 1568, mlkem.MLKEM1024PrivateKey,
                     mlkem.MLKEM1024PublicKey),
 }
+# TPM_MLKEM_512 (1) is a valid 1.85 value, refused with TPM_RC_PARMS and left out of TPM_PT_ML_PARAMETER_SETS
+# while no maintained binding offers it: pyca/cryptography leaves ML-KEM-512 out on purpose (its PR 14670 was
+# reverted in 14671; issue 15333, 2026-07: "still intentionally excluded" until every backend has it) - 50.0.2,
+# the pinned and newest release, has none, and the OpenSSL inside its wheel is not reachable otherwise; the
+# system OpenSSL (3.0) has no ML-KEM; liboqs-python is a ctypes shim that clones and builds liboqs from GitHub
+# on first import (no Debian package). A cryptography that adds the class is taken up here without a change.
+if hasattr(mlkem, "MLKEM512PrivateKey"):
+    MLKEM_SETS[1] = ParameterSet("ML-KEM-512", "mlkem512", 64, 800, 768, mlkem.MLKEM512PrivateKey,
+                                 mlkem.MLKEM512PublicKey)
 MLDSA_BY_NAME = {p.algorithm: k for k, p in MLDSA_SETS.items()}
 MLKEM_BY_NAME = {p.algorithm: k for k, p in MLKEM_SETS.items()}
 

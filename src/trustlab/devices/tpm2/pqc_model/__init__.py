@@ -19,6 +19,8 @@ Modules, one job each:
 - :mod:`.classes`     core classes (M0+/SC000, M3/SC300, M4, M33, A-class, RISC-V 32/64, x86, security
   controller): work per clock on Keccak and the other units, fitted on the published per-core
   measurements in ``trustlab/validation/data/pqc_measurements.toml`` (priors in ``data/cores.toml``)
+- :mod:`.builds`      how a build (-O2/-O3, -Os, -O0, application, unknown) and a timer (cycle counter,
+  wall clock, rdtsc) move a figure: factors from Embench-IoT and Intel ARK (``data/builds.toml``)
 - :mod:`.chips`       processor / bus / I/O-buffer / certification facts per chip, with sources
 - :mod:`.chipspec`    a chip described by its facts (``--chip core=...,mhz=...`` or a TOML file; a profile)
 - :mod:`.estimate`    an operation's time from the chip's facts: speed, implementation and protection factors,
@@ -33,6 +35,7 @@ Modules, one job each:
   (the pricing API the TPM 2.0 PQC command handlers call)
 - :mod:`.frames`      bytes on the wire of the 1.85 commands
 - :mod:`.ram`         peak RAM per operation (pqm4) and what chips state
+- :mod:`.assumptions` every assumption with its range and source (``trustlab validate`` prints it)
 - :mod:`.validation`  the model beside published figures: leave-one-source-out with intervals and
   coverage (independent), pqm4 and the SEALSQ figures (calibration)
 """

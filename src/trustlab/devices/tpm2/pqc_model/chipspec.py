@@ -9,10 +9,16 @@ entry and its own measured rates). Keys::
     sha256_kbps  optional: the chip's own measured SHA-256 rate in KB/s (1 KB = 1024 bytes, as
                  wolfCrypt / wolfTPM benchmarks print it); it then places the chip's speed
     bus          none (default), spi:MHz, i2c:MHz or memory
-    certified    yes/no (default no): secret-key operations protected (masking factors)
-    tpm          yes/no (default no): key creation = keygen + pairwise consistency test + wrapping,
+    certified    yes/no (default no; yes for a security controller's core: sc000, sc300, secure-mcu):
+                 secret-key operations protected (masking factors)
+    tpm          yes/no (default no; yes for a security controller's core): key creation = keygen +
+                 pairwise consistency test + wrapping,
                  and each command pays ohc_ms
     ohc_ms       per-command overhead in ms (default 0)
+    build        how the code is built: speed (-O2/-O3), size (-Os), debug (-O0), application, or
+                 unknown (default; the widest range): data/builds.toml, Embench-IoT's comparisons
+    impl         the code: portable (C), optimized (hand-written assembly), mixed, or unknown (default:
+                 portable or pqm4-style assembly on cores that run it, portable elsewhere)
     name         a label for the output
 """
 
@@ -23,11 +29,15 @@ import statistics
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from trustlab.devices.tpm2.pqc_model import chips, classes, silicon
+from trustlab.devices.tpm2.pqc_model import builds, chips, classes, silicon
 from trustlab.errors import TrustlabError
 
-KEYS = ("core", "mhz", "sha256_kbps", "bus", "certified", "tpm", "ohc_ms", "name")
+KEYS = ("core", "mhz", "sha256_kbps", "bus", "certified", "tpm", "ohc_ms", "build", "impl", "name")
+IMPLEMENTATIONS = ("portable", "optimized", "mixed", "unknown")
 BUSES = ("none", "spi", "i2c", "memory")
+SECURE_CORES = ("sc000", "sc300", "secure-mcu", "secure", "smartcard", "se")
+"""Core names that denote a security controller: such chips are certified TPMs / secure elements, so a
+--chip naming one is priced like a TPM profile (protection and key wrapping on) unless it says otherwise."""
 BUS_EFFICIENCY = {"spi": (1.0, 4.0), "i2c": (1.0, 5.0), "memory": (0.0, 0.0), "none": (0.0, 0.0)}
 """Framing/polling factor over the raw bus clock: the chips.toml bus entries' ranges (same sources)."""
 BUS_BOUND = 0.25
@@ -51,6 +61,9 @@ class ChipSpec:
     tpm: bool = False
     ohc_ms: float = 0.0
     calibrated_profile: str | None = None  # a profile with published PQC figures (pqc_model.silicon)
+    build: str = builds.UNKNOWN           # how the chip's code is built (pqc_model.builds; unknown: widest)
+    implementation: str = "unknown"       # portable C, hand-written assembly, mixed, or not stated
+    timer: builds.Factor | None = None    # validation only: what a reported figure counts per core cycle
     notes: tuple[str, ...] = field(default_factory=tuple)
 
     def bus_ms_per_byte(self, u: float = 0.5) -> float:
@@ -183,7 +196,14 @@ def _from_mapping(doc: dict, where: str) -> ChipSpec:
     except TrustlabError as exc:
         raise TrustlabError(f"{where}: {exc}") from None
     mhz = _mhz(doc["mhz"], where)
+    secure = str(doc["core"]).strip().lower() in SECURE_CORES
     bus, bus_hz = _bus(doc.get("bus", "none"), where)
+    build = str(doc.get("build", builds.UNKNOWN)).strip().lower()
+    if build not in builds.kinds():
+        raise TrustlabError(f"{where}: build = {doc['build']!r}: use one of {', '.join(builds.kinds())}")
+    impl = str(doc.get("impl", "unknown")).strip().lower()
+    if impl not in IMPLEMENTATIONS:
+        raise TrustlabError(f"{where}: impl = {doc['impl']!r}: use one of {', '.join(IMPLEMENTATIONS)}")
     sha = None
     if "sha256_kbps" in doc:
         kbps = _bounded(_number(doc["sha256_kbps"], "sha256_kbps", where), "sha256_kbps", where, *SHA256_KBPS_RANGE,
@@ -193,10 +213,10 @@ def _from_mapping(doc: dict, where: str) -> ChipSpec:
                                      + " MHz")),
                     core=core, mhz=mhz, clock_source="given (--chip)",
                     bus=bus, bus_hz=bus_hz, bus_efficiency=BUS_EFFICIENCY[bus],
-                    certified=_flag(doc.get("certified", False), "certified", where),
-                    tpm=_flag(doc.get("tpm", False), "tpm", where),
+                    certified=_flag(doc.get("certified", secure), "certified", where),
+                    tpm=_flag(doc.get("tpm", secure), "tpm", where),
                     ohc_ms=_bounded(_number(doc.get("ohc_ms", 0.0), "ohc_ms", where, positive=False), "ohc_ms",
-                                    where, 0.0, OHC_MAX_MS, "ms"))
+                                    where, 0.0, OHC_MAX_MS, "ms"), build=build, implementation=impl)
     if sha is not None:
         compute = 1.0 / sha - spec.bus_ms_per_byte()
         if compute <= 0:

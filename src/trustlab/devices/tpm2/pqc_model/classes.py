@@ -10,10 +10,15 @@ Where a ratio comes from: the portable-C rows of the class in
 ``trustlab/validation/data/pqc_measurements.toml``. For each row, the Cortex-M4
 cycles of the same operation (our counts x pqm4's unit costs) divided by the
 measured cycles; a row with a hashing share gives Keccak and the rest apart, a
-row without gives one ratio for both. The class value is the geometric mean of
-its rows, its range their min..max. With no row (a class nobody measured, or
-its only source left out by ``validate``'s leave-one-source-out), the class
-falls back to its prior (``data/cores.toml``), a range with a source per end.
+row without gives one ratio for both. Each ratio is first brought to the classes' basis, a
+speed-optimised benchmark build counting core cycles, by the centre of its source's build and timer
+factors (:mod:`.builds`: a -Os row did more work per clock than it shows). The class value is the
+geometric mean of its rows; its range is the scatter of the rows about their own source's mean (how
+far one operation strays from its source's work per clock), not the spread between sources: a new
+chip's distance from the class centre is the between-source spread (:func:`source_spread`), drawn
+apart so that it is counted once. With no row (a class nobody measured, or its only source left out
+by ``validate``'s leave-one-source-out), the class falls back to its prior (``data/cores.toml``), a
+range with a source per end.
 """
 
 from __future__ import annotations
@@ -24,7 +29,10 @@ import tomllib
 from dataclasses import dataclass
 from importlib import resources
 
-from trustlab.devices.tpm2.pqc_model import calibration, counts
+import numpy as np
+from scipy import stats
+
+from trustlab.devices.tpm2.pqc_model import builds, calibration, counts
 from trustlab.devices.tpm2.pqc_model.params import check_operation
 from trustlab.errors import TrustlabError
 
@@ -48,6 +56,7 @@ class CoreClass:
     arith: Ratio
     basis: str  # where the ratios come from (measured rows, or the prior and its source)
     measured: bool
+    sources: int = 0  # measurement sources the centre is the mean of (0: a prior, or the Cortex-M4 basis)
 
 
 @functools.cache
@@ -65,6 +74,16 @@ def measurements() -> dict:
 
 def names() -> tuple[str, ...]:
     return tuple(_cores())
+
+
+def group(name: str) -> str:
+    """'microcontroller' or 'application' (cores.toml): whose sources a class's between-source spread pools."""
+    return _cores()[resolve(name)]["group"]
+
+
+def runs_pqm4_assembly(name: str) -> bool:
+    """Whether the class runs pqm4's Cortex-M4 assembly (DSP extension): cores.toml 'assembly'."""
+    return bool(_cores()[resolve(name)].get("assembly", False))
 
 
 def resolve(name: str) -> str:
@@ -144,8 +163,11 @@ def row_ratios(row: dict) -> tuple[float, float]:
     return keccak / (share * cycles), other / ((1.0 - share) * cycles)
 
 
-def _geomean(xs: list[float]) -> float:
-    return math.exp(sum(math.log(x) for x in xs) / len(xs))
+def basis_scale(source: dict, row: dict) -> float:
+    """What a row's work per clock is multiplied by to stand for a benchmark build counting core cycles:
+    its source's build factor x timer factor, at their centres (:mod:`.builds`)."""
+    build, timer = builds.of_source(source, row["unit"])
+    return build.mid * timer.mid
 
 
 @functools.cache
@@ -162,9 +184,125 @@ def fit(name: str, exclude: frozenset[str] = frozenset()) -> CoreClass:
         mid_k, mid_a = math.sqrt(k[0] * k[1]), math.sqrt(a[0] * a[1])
         return CoreClass(cls, entry["label"], Ratio(mid_k, k[0], k[1]), Ratio(mid_a, a[0], a[1]),
                          f"prior: {entry['prior_source']}", measured=False)
-    ks, os_ = zip(*(row_ratios(r) for r in used))
-    ids = sorted({r["source"] for r in used})
+    per: dict[str, list[tuple[float, float]]] = {}
+    for r in used:
+        f = basis_scale(sources[r["source"]], r)
+        k, o = row_ratios(r)
+        per.setdefault(r["source"], []).append((math.log(k * f), math.log(o * f)))
+    ks = [k for rows in per.values() for k, _ in rows]
+    os_ = [o for rows in per.values() for _, o in rows]
+    mid_k, mid_a = math.exp(sum(ks) / len(ks)), math.exp(sum(os_) / len(os_))
+    # scatter of each row about its own source's mean: the per-operation part of the class's range
+    dk = [k - sum(x for x, _ in rows) / len(rows) for rows in per.values() for k, _ in rows]
+    da = [o - sum(x for _, x in rows) / len(rows) for rows in per.values() for _, o in rows]
+    ids = sorted(per)
     basis = (f"measured: {len(used)} portable-C rows of " + ", ".join(ids)
-             + f" (work per clock vs Cortex-M4 clean: Keccak {_geomean(list(ks)):.2f}, other {_geomean(list(os_)):.2f})")
-    return CoreClass(cls, entry["label"], Ratio(_geomean(list(ks)), min(ks), max(ks)),
-                     Ratio(_geomean(list(os_)), min(os_), max(os_)), basis, measured=True)
+             + f" (work per clock vs Cortex-M4 clean: Keccak {mid_k:.2f}, other {mid_a:.2f}; range = the rows' "
+             "scatter about their own source's mean)")
+    return CoreClass(cls, entry["label"], Ratio(mid_k, mid_k * math.exp(min(dk)), mid_k * math.exp(max(dk))),
+                     Ratio(mid_a, mid_a * math.exp(min(da)), mid_a * math.exp(max(da))), basis, measured=True,
+                     sources=len(ids))
+
+
+def exact_basis(source: dict, row: dict) -> bool:
+    """Whether a source's figures are on the classes' basis with no large factor of its own to doubt: a
+    stated speed-optimised benchmark build, read with a stated core-cycle counter, a wall clock at a
+    stated fixed clock, or rdtsc on a named CPU (its base / turbo range is at most x1.33 wide). Only such
+    sources measure the between-source spread: any other source's distance from its class would also hold
+    an unstated build's or an unnamed CPU's uncertainty, which their own factors already carry (counting
+    it in the spread as well would count it twice)."""
+    build, timer = builds.of_source(source, row["unit"])
+    stated_timer = str(source.get("timer", "unknown")).strip().lower() not in ("", "unknown")
+    fixed_clock = row["unit"] == "cycles" or not isinstance(row.get("clock_mhz"), list)
+    known_timer = timer.lo == timer.hi == 1.0 or timer.label.startswith("rdtsc on a named CPU")
+    return (source["implementation"] == PORTABLE and bool(source["counted"]) and build.kind == "speed"
+            and stated_timer and known_timer and fixed_clock)
+
+
+TAIL = 0.005
+"""The Student-t draw is cut at its 0.5% and 99.5% points: with one or two degrees of freedom its far
+tail would otherwise put a chip orders of magnitude from every measured one. The cut is outside the
+5-95% interval, which it does not move."""
+
+
+@dataclass(frozen=True)
+class Spread:
+    """How far a new source's work per clock lies from its class's centre: the pooled between-source
+    log standard deviation of the sources on an exact basis (:func:`exact_basis`), with its degrees of
+    freedom. A new chip is drawn from the Student-t predictive distribution, sigma x sqrt(1 + 1/k) x t(dof)
+    for a class centre that is the mean of k sources (k = 0: a prior or the Cortex-M4 basis, whose own
+    uncertainty is carried elsewhere): few sources give few degrees of freedom and so heavy tails, rather
+    than a confident width from two numbers."""
+
+    sigma: float
+    dof: int
+    classes: tuple[str, ...]
+    sources: int
+    group: str
+
+    def scale(self, k: int = 0) -> float:
+        return self.sigma * math.sqrt(1.0 + 1.0 / k) if k else self.sigma
+
+    def draw(self, u, k: int = 0):
+        """The factor on the time at quantile ``u`` (1 at the median; a number or an array)."""
+        if not self.dof or not self.sigma:
+            return np.ones_like(u) if isinstance(u, np.ndarray) else 1.0
+        z = stats.t.ppf(np.clip(u, TAIL, 1 - TAIL), self.dof)
+        return np.exp(self.scale(k) * z)
+
+    def quantiles(self, k: int = 0, p: float = 0.05) -> tuple[float, float]:
+        return float(self.draw(p, k)), float(self.draw(1.0 - p, k))
+
+    def text(self, k: int = 0) -> str:
+        if not self.dof:
+            return "between-source spread: no class has two portable-C sources on an exact basis, so none is applied"
+        lo, hi = self.quantiles(k)
+        return (f"between-source spread x{lo:.2f}-x{hi:.2f} (5-95%: Student-t with {self.dof} degrees of freedom, "
+                f"log standard deviation {self.sigma:.3f}" + (f" x sqrt(1 + 1/{k}) for a centre of {k} sources" if k
+                                                               else "") +
+                f", pooled over {self.sources} portable-C sources of a stated benchmark build and a stated timer (cycle "
+                f"counter, or rdtsc on a named CPU) in {', '.join(self.classes)} ({self.group} cores); a source whose build or timer is "
+                "uncertain carries that in its own factors instead)")
+
+
+def _pool(exclude: frozenset[str], groups: tuple[str, ...]) -> tuple[float, int, list[str], int]:
+    doc = measurements()
+    sources = {s["id"]: s for s in doc["sources"]}
+    per: dict[str, dict[str, list[float]]] = {}
+    for r in doc["rows"]:
+        s = sources[r["source"]]
+        if r["source"] in exclude or group(s["core"]) not in groups or not exact_basis(s, r):
+            continue
+        keccak, other = row_m4_cycles(r)
+        ratio = (keccak + other) / measured_cycles(r) * basis_scale(s, r)
+        per.setdefault(resolve(s["core"]), {}).setdefault(r["source"], []).append(math.log(ratio))
+    ss, dof, used, n = 0.0, 0, [], 0
+    for cls, by_source in sorted(per.items()):
+        means = [sum(v) / len(v) for v in by_source.values()]
+        if cls == "cortex-m4":  # the basis: pqm4's clean code is the centre (ratio 1), not these sources' mean
+            ss += sum(m * m for m in means)
+            dof += len(means)
+        elif len(means) >= 2:
+            centre = sum(means) / len(means)
+            ss += sum((m - centre) ** 2 for m in means)
+            dof += len(means) - 1
+        else:
+            continue
+        used.append(cls)
+        n += len(means)
+    return (math.sqrt(ss / dof) if dof else 0.0), dof, used, n
+
+
+@functools.cache
+def source_spread(exclude: frozenset[str] = frozenset(), of_group: str = "microcontroller") -> Spread:
+    """The between-source spread for classes of ``of_group`` (without the sources in ``exclude``): pooled
+    over that group's classes with two or more sources on an exact basis (Cortex-M4: one or more, against
+    pqm4's clean basis), each source's geometric-mean work per clock taken about its class's mean of
+    sources. If the group has no such pair, all groups are pooled (said in the text). Applied to every
+    prediction priced from a class (a new chip is a new source)."""
+    sigma, dof, used, n = _pool(exclude, (of_group,))
+    label = of_group
+    if not dof:
+        sigma, dof, used, n = _pool(exclude, tuple(dict.fromkeys(c["group"] for c in _cores().values())))
+        label = f"{of_group}: none of its own, so all"
+    return Spread(sigma, dof, tuple(used), n, label)

@@ -14,29 +14,38 @@ from __future__ import annotations
 
 import functools
 import math
+import zlib
 from dataclasses import dataclass
 
 import numpy as np
 
-from trustlab.devices.tpm2.pqc_model import calibration, chips, classes, frames
+from trustlab.devices.tpm2.pqc_model import builds, calibration, chips, classes, frames
 from trustlab.devices.tpm2.pqc_model.chipspec import ChipSpec
 from trustlab.devices.tpm2.pqc_model.params import MLDSA, check_operation
 
 SHA256_M4_CYCLES_PER_BYTE = 86.0
 SHA256_M4_SOURCE = ("MicroPython forum thread 587 ('sha256 and the cortex M4'): B-Con crypto-algorithms sha256.c "
                     "at 1950 KB/s on a 168 MHz STM32F4 (Cortex-M4) = 86 cycles/byte")
-SHA_PLACEMENT = (0.7, 1.4)
-"""How far a chip's SHA-256 code may be from B-Con's portable C per clock (assumption: optimised C/assembly
-SHA-256 on a Cortex-M4 runs at about 60 cycles/byte, a hashing engine with command overhead anywhere)."""
+SHA_PLACEMENT = (0.66, 1.4)
+"""How far a chip's SHA-256 code may be from B-Con's portable C per clock: down to an optimised C SHA-256
+(wolfCrypt's, 56.6 cycles/byte on a Cortex-M4: 56.6 / 86 = 0.66), up to a hashing engine with command
+overhead (1.4, an assumption)."""
+SHA_PLACEMENT_SOURCE = ("low end: wolfCrypt's SHA-256 at 2.832 MB/s (2^20 bytes) on a 168 MHz NUCLEO-F446ZE Cortex-M4 = "
+                        "56.6 cycles/byte (wolfSSL/wolfssl-examples pq/stm32/README.md benchmark), 0.66 of B-Con's 86; "
+                        "high end x1.4: a hashing engine with command overhead (assumption)")
 ECDSA_M4_SIGN_CYCLES = 7_856_436.0
 ECDSA_M4_SOURCE = ("newAM/p256-cm4 README, 'Comparisons' (STM32WLE5, Cortex-M4): RustCrypto portable P-256 "
                    "ECDSA signing ~7,856,436 cycles")
 ECDSA_SPREAD = (0.5, 2.0)
 """Portable P-256 implementations differ by about this factor either way (assumption)."""
-IMPL_SLOW = 1.3
-IMPL_SOURCE = ("implementation: portable C = 1 (the classes are fitted on portable C); faster down to pqm4's best "
-               "assembly for the operation (pqm4 m4f/m4fspeed vs clean), slower up to x1.3 for size-optimised "
-               "builds (-Os vs -O3; an assumption, not taken from any validation source)")
+IMPL_SLOW = 1.0
+IMPL_SOURCE = ("implementation: portable C = 1 (the classes are fitted on portable C); hand-written assembly "
+               "('optimized', or 'mixed' with portable parts) log-uniform from pqm4's best assembly for the operation "
+               "(pqm4 m4f/m4fspeed vs clean, Cortex-M4) to 1; not stated ('unknown', the --chip default): portable or "
+               "assembly with equal weight on cores that run pqm4's DSP assembly (cores.toml 'assembly'), portable "
+               "elsewhere (no published assembly speed-up for those classes is in the model); how the code was built "
+               "is the build factor's (builds.toml)")
+IMPLEMENTATIONS = ("portable", "optimized", "mixed", "unknown")
 WRAP_SHA256_BYTES = 512
 WRAP_SOURCE = ("TPM 2.0 Library Part 1, 'Protected Storage': the private part is encrypted (AES-CFB) under a "
                "KDFa-derived key and integrity-protected by an HMAC; about 512 bytes of SHA-256 work (KDFa + HMAC "
@@ -46,13 +55,7 @@ PCT_SOURCE = ("FIPS 140-3 IG 10.3.A: a pairwise consistency test on every genera
 SECRET_OPS = {"ML-KEM": ("decapsulate", "keygen"), "ML-DSA": ("sign", "keygen")}
 
 
-def piecewise(lo: float, mid: float, hi: float, u):
-    """Log-uniform on [lo, mid] for u < 0.5 and on [mid, hi] above: the median stays at ``mid``.
-    ``u`` may be a number or a numpy array (one value per draw)."""
-    if lo == hi:
-        return lo * np.ones_like(u) if isinstance(u, np.ndarray) else lo
-    a, m, b = math.log(lo), math.log(mid), math.log(hi)
-    return np.exp(np.where(u < 0.5, a + (m - a) * 2 * u, m + (b - m) * (2 * u - 1)))
+piecewise = builds.piecewise
 
 
 @functools.cache
@@ -93,9 +96,18 @@ class Speed:
     arith_mhz: float   # ... on the other counted units
 
 
+def _factor(f: builds.Factor, u):
+    return f.central(u)
+
+
 def speed(spec: ChipSpec, u_ratio: float = 0.5, u_clock: float = 0.5, u_place: float = 0.5,
-          exclude: frozenset[str] = frozenset()) -> Speed:
-    """The chip's M4-equivalent speed at the given quantiles of its assumptions (0.5 = central)."""
+          exclude: frozenset[str] = frozenset(), u_build: float = 0.5, u_source: float = 0.5) -> Speed:
+    """The chip's M4-equivalent speed at the given quantiles of its assumptions (0.5 = central).
+
+    A speed from clock x class is divided by the build factor (the class is a benchmark build; the
+    chip's code may be -Os, -O0 or unknown: :mod:`.builds`) and, for a core class, by the measured
+    between-source spread (:func:`.classes.source_spread`: a new chip is a new source). A speed placed
+    by the chip's own measured rate already shows its firmware's build, so neither applies there."""
     if spec.core is not None:
         cls = classes.fit(spec.core, exclude)
         k = piecewise(cls.keccak.lo, cls.keccak.mid, cls.keccak.hi, u_ratio)
@@ -113,7 +125,11 @@ def speed(spec: ChipSpec, u_ratio: float = 0.5, u_clock: float = 0.5, u_place: f
         return Speed(placed, placed * a / k)
     lo, hi = spec.mhz
     clock = piecewise(lo, math.sqrt(lo * hi), hi, u_clock)
-    return Speed(clock * k, clock * a)
+    slow = _factor(builds.build(spec.build), u_build)
+    if spec.core is not None:
+        slow = slow * classes.source_spread(exclude, classes.group(spec.core)).draw(u_source, classes.fit(
+            spec.core, exclude).sources)
+    return Speed(clock * k / slow, clock * a / slow)
 
 
 @functools.cache
@@ -129,6 +145,19 @@ def compute_ms(algorithm: str, operation: str, s: Speed, run=None):
         cycles = _runs_array(algorithm, operation)[run]
         keccak, other = cycles[..., 0], cycles[..., 1]
     return (keccak / s.keccak_mhz + other / s.arith_mhz) / 1000.0
+
+
+def impl_factor(spec: ChipSpec, algorithm: str, operation: str, u):
+    """What the code's implementation multiplies the portable-C time by (see ``IMPL_SOURCE``)."""
+    fast = impl_fast(algorithm, operation)
+    kind = spec.implementation
+    if kind == "unknown":
+        kind = "unknown-asm" if spec.core is None or classes.runs_pqm4_assembly(spec.core) else "portable"
+    if kind == "portable":
+        return 1.0
+    if kind == "unknown-asm":
+        return piecewise(fast, IMPL_SLOW, IMPL_SLOW, u)
+    return piecewise(fast, math.sqrt(fast * IMPL_SLOW), IMPL_SLOW, u)
 
 
 def protection_factor(spec: ChipSpec, algorithm: str, operation: str, u: float, protection: bool) -> float:
@@ -162,13 +191,15 @@ def one(spec: ChipSpec, algorithm: str, operation: str, u: dict, *, protection: 
     """ms of one operation with every assumption at quantile ``u[name]`` (0.5 = central; numpy arrays of
     ``n`` draws allowed); with ``rng`` each raw operation's work is a drawn counted run (ML-DSA signing's
     rejection loop), else the mean work."""
-    s = speed(spec, u["ratio"], u["clock"], u["place"], exclude)
+    s = speed(spec, u["ratio"], u["clock"], u["place"], exclude, u.get("build", 0.5), u.get("source", 0.5))
     total = 0.0
     for op in plan(algorithm, operation):
-        impl = piecewise(impl_fast(algorithm, op), 1.0, IMPL_SLOW, u["impl"])
+        impl = impl_factor(spec, algorithm, op, u["impl"])
         run = rng.integers(len(classes.run_cycles(algorithm, op)), size=n) if rng is not None else None
         total = total + (compute_ms(algorithm, op, s, run) * impl
                          * protection_factor(spec, algorithm, op, u["protect"], protection))
+    if spec.timer is not None:  # what the reported figure counts per core cycle (validation: rdtsc)
+        total = total * _factor(spec.timer, u.get("timer", 0.5))
     if spec.tpm and operation in ("create", "load"):
         per_byte = (1.0 / spec.sha256_bytes_per_ms if spec.sha256_bytes_per_ms
                     else SHA256_M4_CYCLES_PER_BYTE / (s.keccak_mhz * 1000.0))
@@ -196,15 +227,21 @@ def provenance(spec: ChipSpec, algorithm: str, operation: str, protection: bool,
     if spec.sha256_bytes_per_ms:
         placed = SHA256_M4_CYCLES_PER_BYTE * spec.sha256_bytes_per_ms / 1000.0
         parts.append(f"speed placed by the chip's own SHA-256 rate ({spec.sha256_source}) = {placed:.1f} MHz of a "
-                     f"Cortex-M4 at {SHA256_M4_SOURCE}, x{SHA_PLACEMENT[0]:g}-x{SHA_PLACEMENT[1]:g} (assumption), "
+                     f"Cortex-M4 at {SHA256_M4_SOURCE}, x{SHA_PLACEMENT[0]:g}-x{SHA_PLACEMENT[1]:g} ({SHA_PLACEMENT_SOURCE}), "
                      "not clamped to the class")
     elif spec.ecdsa_sign_ms:
         parts.append(f"software crypto: speed placed by the measured ECDSA P-256 sign ({spec.ecdsa_sign_ms:g} ms) "
                      f"against {ECDSA_M4_SOURCE}, x{ECDSA_SPREAD[0]:g}-x{ECDSA_SPREAD[1]:g}")
     else:
         parts.append(f"clock {spec.mhz[0]:g}-{spec.mhz[1]:g} MHz ({spec.clock_source})")
+        parts.append(f"build: {builds.build(spec.build).text()}")
+        if spec.core:
+            parts.append(classes.source_spread(exclude, classes.group(spec.core)).text(
+                classes.fit(spec.core, exclude).sources))
+    if spec.timer is not None and (spec.timer.lo, spec.timer.hi) != (1.0, 1.0):
+        parts.append(f"timer: {spec.timer.text()}")
     parts += list(spec.notes)
-    parts.append(IMPL_SOURCE)
+    parts.append(f"implementation {spec.implementation}; {IMPL_SOURCE}")
     if spec.certified and protection:
         fam = family(algorithm)
         for op in SECRET_OPS[fam]:
@@ -225,11 +262,20 @@ def central_speed(spec: ChipSpec) -> Speed:
     return speed(spec)
 
 
+QUANTILE_DRAWS = 8000
+
+
 def speed_quantiles(spec: ChipSpec, n: int) -> list[Speed]:
-    """n comonotonic speed quantiles (fast chip = fast at everything), for the companion profiles."""
-    out = []
-    for i in range(n):
-        u = (i + 0.5) / n
-        s = speed(spec, u, u, u)
-        out.append(Speed(float(s.keccak_mhz), float(s.arith_mhz)))
-    return out
+    """n quantiles of the chip's speed, for the companion profiles: every assumption drawn independently
+    (as :func:`.predict.price` draws them), the joint (Keccak, other) draws ranked by their geometric mean,
+    and the n evenly spaced ones taken. Drawing every assumption at one shared quantile instead would
+    multiply extremes, and pair a fast core with a slow build (the build and spread factors slow a chip
+    as their quantile rises, the ratio and clock speed it up)."""
+    rng = np.random.default_rng(zlib.crc32(f"speed-quantiles|{spec.name}".encode()))
+    u = {k: rng.random(QUANTILE_DRAWS) for k in ("ratio", "clock", "place", "build", "source")}
+    s = speed(spec, u["ratio"], u["clock"], u["place"], u_build=u["build"], u_source=u["source"])
+    k = np.broadcast_to(np.asarray(s.keccak_mhz, dtype=float), (QUANTILE_DRAWS,))
+    a = np.broadcast_to(np.asarray(s.arith_mhz, dtype=float), (QUANTILE_DRAWS,))
+    order = np.argsort(np.log(k) + np.log(a), kind="stable")
+    picks = order[((np.arange(n) + 0.5) / n * QUANTILE_DRAWS).astype(int)]
+    return [Speed(float(k[i]), float(a[i])) for i in picks]

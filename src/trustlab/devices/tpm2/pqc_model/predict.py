@@ -7,7 +7,10 @@ replay reuses it. An operation costs
     work (Cortex-M4 'clean' cycles of our counted units, :mod:`.calibration`)
     / speed (M4-equivalent MHz: clock x the core class's work per clock, :mod:`.classes`, or the chip's
       own measured SHA-256 rate, unclamped, when it has one)
-    x implementation factor (portable C = 1; pqm4's fastest assembly .. -Os builds)
+    x build factor (class x clock chips: -O2/-O3 = 1, -Os, -O0, or an equal mixture when not stated;
+      Embench-IoT) and between-source spread (a new chip is a new source: Student-t from the sources
+      of a known build and timer in the class's group)
+    x implementation factor (portable C = 1; hand-written assembly down to pqm4's fastest)
     x protection factor (certified chips, secret-key operations: published masking overheads)
   + for a TPM: per-command overhead, the bus, and on key creation the FIPS 140-3 pairwise consistency
     test and the wrapping of the private part.
@@ -16,7 +19,8 @@ Every assumption is a range; ``median_ms`` is the central estimate of the operat
 (every assumption at its median, portable C, the mean counted work: what published averages compare
 with), ``run_median_ms`` the median of single runs at those assumptions (ML-DSA signing's rejection
 loop makes it lower than the mean) and ``low_ms`` .. ``high_ms`` the 5th..95th percentile of a
-Monte-Carlo draw over all the ranges and the counted runs at once. That model is :mod:`.estimate`. A chip
+Monte-Carlo draw over all the ranges and the counted runs at once, every assumption drawn independently
+(so extremes are not multiplied: the product of ten 5% ends is far beyond any 5% of the product). That model is :mod:`.estimate`. A chip
 with published 1.85 figures (:mod:`.silicon`) is answered from them instead, priced as TPM commands
 (:mod:`.cost`), so this module sits above both.
 """
@@ -57,7 +61,8 @@ class Price:
 
 CENTRAL_RUNS = 1001
 """Counted runs the central estimate's median is taken over (every other assumption at its centre)."""
-CENTRAL = {"ratio": 0.5, "clock": 0.5, "place": 0.5, "impl": 0.5, "protect": 0.5, "bus": 0.5}
+CENTRAL = {"ratio": 0.5, "clock": 0.5, "place": 0.5, "impl": 0.5, "protect": 0.5, "bus": 0.5, "build": 0.5,
+           "source": 0.5, "timer": 0.5}
 
 
 def price(algorithm: str, operation: str, chip: ChipSpec | str, *, protection: bool = True,
@@ -101,7 +106,8 @@ def calibrated(profile: str, algorithm: str, operation: str) -> tuple[float, flo
     ``operation`` is a priced operation ('create', 'sign', ...); the answer is the whole benchmark
     operation (with its other commands), as the publication measured it (:mod:`.silicon`), priced by
     the TPM command pricing (:mod:`.cost`). The spread is the counted runs' (ML-DSA signing's
-    rejection loop; the published figures are means only).
+    rejection loop; the published figures are means only); the mean is the exact expectation
+    (:func:`.cost.calibrated_mean`): the published figure itself where the operation is the published one.
     """
     found = silicon.for_operation(profile, algorithm, operation)
     if found is None:
@@ -112,4 +118,5 @@ def calibrated(profile: str, algorithm: str, operation: str) -> tuple[float, flo
     n = len(totals)
     mid = totals[n // 2] if n % 2 else (totals[n // 2 - 1] + totals[n // 2]) / 2
     return (float(mid), float(totals[int(0.05 * (n - 1))]), float(totals[int(0.95 * (n - 1))]),
-            silicon.label(row, algorithm, extrapolated, operation), float(sum(totals) / n))
+            silicon.label(row, algorithm, extrapolated, operation),
+            cost.calibrated_mean(tpm2, algorithm, operation, row))

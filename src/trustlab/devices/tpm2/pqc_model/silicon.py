@@ -29,6 +29,7 @@ class Published:
     mean_ms: float           # the whole benchmark operation
     other_commands: int      # commands of the operation besides the priced one
     source: str
+    commands: tuple[str, ...] = ()  # the benchmark's commands of one operation, the priced one first
 
 
 @functools.cache
@@ -41,13 +42,19 @@ def published(profile: str) -> bool:
     return profile in _doc()
 
 
+def profiles() -> tuple[str, ...]:
+    """Every profile with published 1.85 figures (the calibrated ones)."""
+    return tuple(_doc())
+
+
 @functools.cache
 def rows(profile: str) -> tuple[Published, ...]:
     entry = _doc().get(profile)
     if entry is None:
         return ()
     return tuple(Published(profile, o["algorithm"], o["operation"], o["call"], float(o["mean_ms"]),
-                           len(o["bench_commands"]) - 1, entry["source"]) for o in entry["ops"])
+                           len(o["bench_commands"]) - 1, entry["source"], tuple(o["bench_commands"]))
+                 for o in entry["ops"])
 
 
 def _family(algorithm: str) -> str:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import functools
 import statistics
 
-from trustlab.devices.tpm2.pqc_model import calibration, chips, classes, predict, silicon
+from trustlab.devices.tpm2.pqc_model import builds, calibration, chips, classes, predict, silicon
 from trustlab.devices.tpm2.pqc_model.chipspec import ChipSpec
 from trustlab.timing import registry
 
@@ -36,14 +36,19 @@ def _row(profile, device_class, command, predicted, reference, unit, kind, sourc
 
 
 def spec_of(source: dict, row: dict) -> ChipSpec:
-    """The chip a measurement ran on: its core class at its clock (1 MHz for cycle counts: ms = kcycles)."""
+    """The chip a measurement ran on: its core class at its clock (1 MHz for cycle counts: ms = kcycles),
+    built as its source says (``build``; absent: unknown) and read with its source's timer (``timer``)."""
     if row["unit"] == "cycles":
         mhz = (1.0, 1.0)
     elif "clock_mhz" in row:
         mhz = classes.row_clock(row)
     else:  # no clock stated: the class's chips.toml range (the secure controllers' 25-100 MHz)
         mhz = chips.chip_for("").clock_mhz
-    return ChipSpec(name=source["platform"], core=source["core"], mhz=mhz, clock_source="as measured")
+    build, timer = builds.of_source(source, row["unit"])
+    impl = source.get("implementation", "unknown")
+    return ChipSpec(name=source["platform"], core=source["core"], mhz=mhz, clock_source="as measured",
+                    build=build.kind, timer=timer,
+                    implementation=impl if impl in ("portable", "optimized", "mixed") else "unknown")
 
 
 def predict_row(row: dict, exclude_own: bool = True) -> dict:
@@ -51,7 +56,8 @@ def predict_row(row: dict, exclude_own: bool = True) -> dict:
     doc = classes.measurements()
     source = next(s for s in doc["sources"] if s["id"] == row["source"])
     exclude = frozenset({row["source"]}) if exclude_own else frozenset()
-    p = predict.price(row["algorithm"], row["operation"], spec_of(source, row), protection=False, exclude=exclude)
+    spec = spec_of(source, row)
+    p = predict.price(row["algorithm"], row["operation"], spec, protection=False, exclude=exclude)
     k = 1000.0 if row["unit"] == "cycles" else 1.0  # at 1 MHz, ms x 1000 = cycles
     ref = float(row["value"])
     median = row.get("statistic", "mean") == "median" and p.run_median_ms is not None
@@ -63,7 +69,8 @@ def predict_row(row: dict, exclude_own: bool = True) -> dict:
             "error": central * k / ref - 1.0, "covered": low <= ref <= high,
             "counted": bool(source["counted"]), "implementation": source["implementation"],
             "citation": source["citation"], "where": source["where"], "note": row.get("note", source.get("note", "")),
-            "class_basis": classes.fit(source["core"], exclude).basis}
+            "class_basis": classes.fit(source["core"], exclude).basis, "build": spec.build,
+            "timer": spec.timer.kind if spec.timer is not None else "cycles"}
 
 
 @functools.cache
@@ -77,7 +84,8 @@ def summary(rows: list[dict] | tuple[dict, ...] | None = None) -> dict:
     per: dict[str, dict] = {}
     for sid in dict.fromkeys(r["source_id"] for r in rows):
         rs = [r for r in rows if r["source_id"] == sid]
-        per[sid] = _stats(rs) | {"core": rs[0]["core"], "counted": rs[0]["counted"],
+        per[sid] = _stats(rs) | {"core": rs[0]["core"], "counted": rs[0]["counted"], "build": rs[0]["build"],
+                                 "timer": rs[0]["timer"],
                                  "class_from": "prior" if rs[0]["class_basis"].startswith("prior") else "other sources"}
     counted = [r for r in rows if r["counted"]]
     overall = _stats(counted) | {"sources": len({r["source_id"] for r in counted}),
@@ -91,7 +99,8 @@ def _stats(rs: list[dict]) -> dict:
     ratios = [max(r["predicted"] / r["reference"], r["reference"] / r["predicted"]) for r in rs]
     return {"rows": len(rs), "median_abs_error": statistics.median(abs(r["error"]) for r in rs),
             "median_error": statistics.median(r["error"] for r in rs), "worst_ratio": max(ratios),
-            "within_2x": sum(x <= 2.0 for x in ratios), "coverage": sum(r["covered"] for r in rs) / len(rs)}
+            "within_2x": sum(x <= 2.0 for x in ratios), "coverage": sum(r["covered"] for r in rs) / len(rs),
+            "median_width": statistics.median(r["high"] / r["low"] for r in rs)}
 
 
 def rows() -> list[dict]:
@@ -144,15 +153,17 @@ def per_source_lines(s: dict) -> list[str]:
     """The per-source table and the overall line of :func:`summary` (validate and the pqc-tpm report).
 
     'class from': what the row's core class was built from with the source left out: its other sources'
-    measurements, or (a class measured by this source alone) its prior from data/cores.toml."""
+    measurements, or (a class measured by this source alone) its prior from data/cores.toml. 'build' and
+    'timer': the source's build and timer kinds (:mod:`.builds`; unknown when the source does not say)."""
     from trustlab.textable import table
 
-    body = [[sid, v["core"], v["class_from"], v["rows"], v.get("median_error"), v.get("median_abs_error"),
-             v.get("worst_ratio"), f"{v.get('within_2x', 0)}/{v['rows']}", v.get("coverage"),
+    body = [[sid, v["core"], v["class_from"], v.get("build", "-"), v.get("timer", "-"), v["rows"], v.get("median_error"), v.get("median_abs_error"),
+             v.get("worst_ratio"), f"{v.get('within_2x', 0)}/{v['rows']}", v.get("coverage"), v.get("median_width"),
              "yes" if v["counted"] else "no (flagged)"] for sid, v in s["sources"].items()]
     o = s["overall"]
-    return [table(body, ["source", "core class", "class from", "rows", "median error", "median |error|",
-                         "worst ratio", "within 2x", "coverage", "counted"]),
+    return [table(body, ["source", "core class", "class from", "build", "timer", "rows", "median error", "median |error|",
+                         "worst ratio", "within 2x", "coverage", "median width (high/low)", "counted"]),
             f"Overall ({o['rows']} counted rows, {o.get('sources', 0)} sources, {o.get('core_classes', 0)} core "
             f"classes): median |error| {100 * o.get('median_abs_error', 0):.1f}%, {o.get('within_2x', 0)}/{o['rows']} "
-            f"within 2x (worst {o.get('worst_ratio', 0):.2f}x), coverage {100 * o.get('coverage', 0):.0f}%."]
+            f"within 2x (worst {o.get('worst_ratio', 0):.2f}x), coverage {100 * o.get('coverage', 0):.0f}%, median interval "
+            f"width x{o.get('median_width', 0):.2f} (high/low)."]

@@ -1,0 +1,88 @@
+"""Every assumption of the post-quantum cost model, with its range and its source, in one list.
+
+``trustlab validate`` prints it under the leave-one-source-out summary (``--json``: ``pqc_assumptions``),
+so the list a closing note or a reviewer needs is generated from the figures the model uses, never
+copied by hand. Each entry: what it is, its range (low..high, centre where there is one), what it
+applies to, and where the figure comes from.
+"""
+
+from __future__ import annotations
+
+import math
+
+from trustlab.devices.tpm2.pqc_model import builds, calibration, chips, classes, estimate
+
+
+def _entry(name: str, value: str, applies: str, source: str) -> dict:
+    return {"name": name, "range": value, "applies_to": applies, "source": source}
+
+
+def _rng(lo: float, hi: float, mid: float | None = None) -> str:
+    return f"x{lo:.3g}-x{hi:.3g}" + (f" (centre x{mid:.3g})" if mid is not None else "")
+
+
+def listing() -> list[dict]:
+    out = [_entry("work per operation", "our counted units x Cortex-M4 cycles per unit",
+                  "every prediction", calibration.pqm4_source("clean"))]
+    for name in classes.names():
+        c = classes.fit(name)
+        out.append(_entry(f"core class {name}", f"Keccak {_rng(c.keccak.lo, c.keccak.hi, c.keccak.mid)}, other "
+                          f"{_rng(c.arith.lo, c.arith.hi, c.arith.mid)} of a Cortex-M4's work per clock",
+                          "chips priced by class x clock", c.basis))
+    for kind in builds.kinds():
+        b = builds.build(kind)
+        rng = _rng(b.lo, b.hi, b.mid) if not b.parts else (
+            f"{_rng(*b.quantiles(), b.mid)} 5-95% of an equal mix of {', '.join(p.kind for p in b.parts)} "
+            f"(bounds x{b.lo:.3g}-x{b.hi:.3g})")
+        out.append(_entry(f"build: {kind}", rng, f"time of {b.label} vs the benchmark build; "
+                          "class x clock chips (--chip build=, default unknown) and measurement sources", b.source))
+    for kind in ("cycles", "wall", "tsc"):
+        t = builds.timer(kind)
+        out.append(_entry(f"timer: {kind}", _rng(t.lo, t.hi, t.mid), "reported units per core cycle "
+                          "(validation rows)", t.source))
+    for name, cpu in builds._doc().get("cpus", {}).items():
+        out.append(_entry(f"timer: rdtsc on {name}", _rng(cpu["base_ghz"] / cpu["turbo_ghz"], 1.0),
+                          "validation rows on that CPU", cpu["source"]))
+    for grp in dict.fromkeys(classes.group(c) for c in classes.names()):
+        spread = classes.source_spread(frozenset(), grp)
+        lo, hi = spread.quantiles()
+        out.append(_entry(f"between-source spread ({grp} cores)", _rng(lo, hi, 1.0) + " (5-95%, before the "
+                          "sqrt(1 + 1/k) of a centre of k sources)", f"class x clock chips of {grp} classes (a new "
+                          "chip is a new source)", spread.text()))
+    out.append(_entry("implementation", "pqm4's fastest assembly / clean (per operation, x0.48-x0.79) .. x1",
+                      "every prediction", estimate.IMPL_SOURCE))
+    out.append(_entry("SHA-256 placement", f"{estimate.SHA256_M4_CYCLES_PER_BYTE:g} Cortex-M4 cycles/byte, "
+                      f"{_rng(*estimate.SHA_PLACEMENT)}", "chips with a measured SHA-256 rate",
+                      f"{estimate.SHA256_M4_SOURCE}; {estimate.SHA_PLACEMENT_SOURCE}"))
+    out.append(_entry("ECDSA placement", f"{estimate.ECDSA_M4_SIGN_CYCLES:,.0f} Cortex-M4 cycles, "
+                      f"{_rng(*estimate.ECDSA_SPREAD)}", "software-crypto TPMs with a measured ECDSA P-256 sign",
+                      f"{estimate.ECDSA_M4_SOURCE}; the x range is an assumption"))
+    for fam, ops in estimate.SECRET_OPS.items():
+        for op in ops:
+            cm = chips.countermeasure(fam, op)
+            if cm:
+                out.append(_entry(f"protection: {fam} {op}", _rng(*cm[0]), "certified chips (profiles; --chip "
+                                  "certified=yes, default for sc000/sc300/secure-mcu)", cm[1]))
+    out.append(_entry("key creation", "keygen + pairwise consistency test + wrapping "
+                      f"({estimate.WRAP_SHA256_BYTES} bytes of SHA-256)", "TPM2_Create on TPMs",
+                      f"{estimate.PCT_SOURCE}; {estimate.WRAP_SOURCE}"))
+    doc = chips._doc()
+    for bus, entry in doc["buses"].items():
+        out.append(_entry(f"bus: {bus}", _rng(*entry["efficiency"]) if entry["efficiency"][1] else "none",
+                          "TPM profiles and --chip bus=", entry["source"]))
+    for cls, entry in doc["classes"].items():
+        lo, hi = entry["clock_mhz"]
+        out.append(_entry(f"clock: {cls}", f"{lo:g}-{hi:g} MHz", f"profiles of class {cls}", entry["clock_source"]))
+        if not entry.get("core"):
+            out.append(_entry(f"work per clock: {cls}", _rng(*entry["per_clock"]), f"profiles of class {cls}",
+                              entry["per_clock_source"]))
+    return out
+
+
+def lines() -> list[str]:
+    """The listing as text: one entry per line, then its source indented."""
+    out = ["Post-quantum cost model assumptions (range; applies to; source):"]
+    for e in listing():
+        out.append(f"- {e['name']}: {e['range']}; {e['applies_to']}")
+        out.append(f"    source: {e['source']}")
+    return out

@@ -1,0 +1,192 @@
+"""How a measurement's build and timer move its figure: factors from published comparisons, with ranges.
+
+The core classes (:mod:`.classes`) are work per clock of a speed-optimised benchmark build counting core
+cycles (pqm4, pqm3, mlkem-native). A figure from a size-optimised or debug build, an application build,
+or one read with ``rdtsc`` (TSC ticks at the nominal clock, not core cycles) is not that: each moves
+it by a factor whose centre and range come from ``data/builds.toml`` (Embench-IoT's same-code
+comparisons of optimisation levels; Intel ARK's base and turbo clocks), never from the validation rows.
+
+A measurement source says its build and timer in ``pqc_measurements.toml`` (``build``, ``timer``:
+free text such as "-Os", "application (STM32CubeIDE)", "rdtsc", "PMU"); a missing or unrecognised field
+is "unknown", which for the build is the widest range and for the timer follows the row's unit
+(cycles: a cycle counter; ms: wall clock). A chip priced with ``--chip`` has ``build=`` (default
+unknown: nobody said how the code a new chip runs was built).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import re
+import tomllib
+from dataclasses import dataclass
+from importlib import resources
+
+import numpy as np
+
+from trustlab.errors import TrustlabError
+
+UNKNOWN = "unknown"
+UNSTATED = ("unknown", "application")
+"""Build kinds that do not name an optimisation level (their factor is a mix of levels)."""
+
+
+def piecewise(lo: float, mid: float, hi: float, u):
+    """Log-uniform on [lo, mid] for u < 0.5 and on [mid, hi] above: the median stays at ``mid``.
+    ``u`` may be a number or a numpy array (one value per draw)."""
+    if lo == hi:
+        return lo * np.ones_like(u) if isinstance(u, np.ndarray) else lo
+    a, m, b = math.log(lo), math.log(mid), math.log(hi)
+    return np.exp(np.where(u < 0.5, a + (m - a) * 2 * u, m + (b - m) * (2 * u - 1)))
+
+
+def _piecewise_cdf(lo: float, mid: float, hi: float, x: np.ndarray) -> np.ndarray:
+    """The distribution function of :func:`piecewise` at ``x`` (log space)."""
+    if lo == hi:
+        return (x >= math.log(lo)).astype(float)
+    a, m, b = math.log(lo), math.log(mid), math.log(hi)
+    low = 0.5 * (x - a) / (m - a) if m > a else np.where(x >= m, 0.5, 0.0)
+    high = 0.5 + 0.5 * (x - m) / (b - m) if b > m else np.ones_like(x)
+    return np.clip(np.where(x < m, low, high), 0.0, 1.0)
+
+
+@dataclass(frozen=True)
+class Factor:
+    """A multiplicative factor: centre and range (low..high), what it stands for and its source.
+
+    A factor with ``parts`` is a mixture: one of the parts, each equally likely, then a value within
+    it. It is drawn from the mixture's own quantile function, so a mix of a benchmark, a size and a
+    debug build puts a third of its weight on each rather than spreading evenly over the envelope of
+    the three (which would make the slowest debug build as likely as the whole benchmark range).
+    ``mid`` is then the geometric mean of the parts' centres (the mixture's mean in log space), which the
+    central estimate takes (:func:`central`); draws come from the mixture."""
+
+    kind: str
+    label: str
+    lo: float
+    mid: float
+    hi: float
+    source: str
+    parts: tuple["Factor", ...] = ()
+
+    def text(self) -> str:
+        lo, hi = self.quantiles()
+        return (f"{self.label} x{lo:.3g}-x{hi:.3g} (5-95%; centre x{self.mid:.3g}, bounds x{self.lo:.3g}-x{self.hi:.3g}; "
+                f"{self.source})")
+
+    def draw(self, u):
+        """The factor at quantile ``u`` (a number or an array of draws)."""
+        if not self.parts:
+            return piecewise(self.lo, self.mid, self.hi, u)
+        grid, cdf = _mixture_table(self.parts)
+        return np.exp(np.interp(u, cdf, grid))
+
+    def central(self, u):
+        """The factor for the central estimate (``u`` the scalar 0.5) or a draw: a mixture's centre is its
+        geometric mean, not its median."""
+        if self.parts and np.isscalar(u) and u == 0.5:
+            return self.mid
+        return self.draw(u)
+
+    def quantiles(self, p: float = 0.05) -> tuple[float, float]:
+        return float(self.draw(p)), float(self.draw(1.0 - p))
+
+
+@functools.cache
+def _mixture_table(parts: tuple[Factor, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """(log grid, distribution function) of an equal-weight mixture of piecewise log-uniform parts."""
+    grid = np.linspace(math.log(min(p.lo for p in parts)), math.log(max(p.hi for p in parts)), 4001)
+    cdf = sum(_piecewise_cdf(p.lo, p.mid, p.hi, grid) for p in parts) / len(parts)
+    cdf, keep = np.unique(cdf, return_index=True)  # strictly increasing for the inverse
+    return grid[keep], cdf
+
+
+@functools.cache
+def _doc() -> dict:
+    text = (resources.files("trustlab.devices.tpm2.pqc_model") / "data" / "builds.toml").read_text("utf-8")
+    return tomllib.loads(text)
+
+
+def kinds() -> tuple[str, ...]:
+    return tuple(_doc()["builds"])
+
+
+@functools.cache
+def build(kind: str) -> Factor:
+    """The factor of one build kind; a mix is an equal-weight mixture of its parts (as the data file
+    says), bounded by the envelope of the parts, centred on the geometric mean of the parts' centres
+    (the mean of the mixture in log space, where the classes' centres are taken too)."""
+    entry = _doc()["builds"].get(kind)
+    if entry is None:
+        raise TrustlabError(f"unknown build {kind!r} (known: {', '.join(kinds())})")
+    if "mix" in entry:
+        parts = tuple(build(k) for k in entry["mix"])
+        mid = math.exp(sum(math.log(p.mid) for p in parts) / len(parts))
+        return Factor(kind, entry["label"], min(p.lo for p in parts), mid, max(p.hi for p in parts),
+                      entry["source"], parts)
+    lo, mid, hi = entry["factor"]
+    return Factor(kind, entry["label"], float(lo), float(mid), float(hi), entry["source"])
+
+
+_LEVEL = re.compile(r"-o(fast|[0-3sgz])\b")
+
+
+def build_kind(text: str | None) -> str:
+    """The build kind a free-text build field names: an explicit -O level first, then words."""
+    if not text:
+        return UNKNOWN
+    t = str(text).strip().lower()
+    if t in _doc()["builds"]:
+        return t
+    m = _LEVEL.search(t)
+    if m:
+        level = m.group(1)
+        return {"0": "debug", "g": "debug", "s": "size", "z": "size"}.get(level, "speed")
+    if re.search(r"\bdebug\b", t):
+        return "debug"
+    if "minsizerel" in t:
+        return "size"
+    if re.search(r"\b(release|relwithdebinfo|benchmark)\b", t):
+        return "speed"
+    if re.search(r"application|\bide\b|cubeide|\bproject\b", t):  # an IDE / RTOS project, level unstated
+        return "application"
+    return UNKNOWN
+
+
+def timer_kind(text: str | None, unit: str) -> str:
+    """The timer kind a free-text timer field names; absent or unrecognised: by the row's unit."""
+    t = str(text or "").strip().lower()
+    if "tsc" in t:  # rdtsc, __rdtsc, TSC
+        return "tsc"
+    if re.search(r"dwt|cyccnt|pmu|perf|pfm|cycle|systick", t):
+        return "cycles"
+    if re.search(r"wall|clock|time|millis|micros|\bms\b|\bus\b", t):
+        return "wall"
+    return "cycles" if unit == "cycles" else "wall"
+
+
+def timer(kind: str, platform: str = "") -> Factor:
+    """What the timer reports per core cycle. rdtsc on a CPU named in ``platform`` (data file's
+    ``cpus``) spans base / max turbo .. 1; an unnamed CPU takes the data file's generic range."""
+    entry = _doc()["timers"][kind]
+    if kind == "tsc":
+        key = platform.lower()
+        for name, cpu in _doc().get("cpus", {}).items():
+            if name in key:
+                lo = cpu["base_ghz"] / cpu["turbo_ghz"]
+                return Factor(kind, f"rdtsc on a named CPU ({name})", lo, math.sqrt(lo), 1.0,
+                              f"TSC ticks per core cycle base / running clock = {lo:.2f}-1: {cpu['source']}")
+    lo, mid, hi = entry["factor"]
+    return Factor(kind, entry["label"], float(lo), float(mid), float(hi), entry["source"])
+
+
+ASSEMBLY = "optimized"
+"""A source's ``implementation`` for hand-written assembly: the compiler's level does not change it."""
+
+
+def of_source(source: dict, unit: str) -> tuple[Factor, Factor]:
+    """(build, timer) factors of one measurement source (fields ``build``, ``timer`` may be absent).
+    Hand-written assembly (``implementation = "optimized"``) takes the assembly build whatever the flags."""
+    kind = "assembly" if source.get("implementation") == ASSEMBLY else build_kind(source.get("build"))
+    return (build(kind),
+            timer(timer_kind(source.get("timer"), unit), str(source.get("platform", ""))))
