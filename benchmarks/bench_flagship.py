@@ -14,7 +14,8 @@ swtpm) per study, with the number of runs; ``runs_cpu_s`` is their total;
 ``report_cpu_s`` is writing the same report again from the saved records in a
 separate process (``trustlab report --jobs 2``: the HTML, the tables and the
 figures drawn on two workers); ``figures`` counts the report's PNGs (every
-run's and the overview); ``rest_cpu_s`` = ``cpu_s`` - runs - report: the
+run's and the overview), ``figures_not_drawn`` the figures its page says could
+not be drawn (0 unless something is wrong); ``rest_cpu_s`` = ``cpu_s`` - runs - report: the
 flagship process itself (the run list, its fork server) and whatever the
 separate measurements miss. PYTHONDONTWRITEBYTECODE (set in some environments)
 makes every fresh interpreter compile what it imports; ``bytecode_writes`` says
@@ -60,6 +61,7 @@ def run(quick: bool) -> dict[str, Any]:
         cpu = _cpu(before)
         records = json.loads((out / "results.json").read_text()) if (out / "results.json").exists() else []
         figures = len(list((out / "plots").glob("*.png")))
+        page = (out / "index.html").read_text(encoding="utf-8") if (out / "index.html").exists() else ""
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         subprocess.run(tl + ["report", str(out / "records"), "--out", str(Path(tmp) / "again"), "--jobs", "2"],
                        env=env, check=True, capture_output=True)
@@ -73,6 +75,7 @@ def run(quick: bool) -> dict[str, Any]:
             "target_report_cpu_s": 3.0, "report_within_target": report_cpu <= 3.0,
             "experiments": sorted({r["experiment"] for r in records}),
             "by_experiment": by_experiment, "runs_cpu_s": runs_cpu, "report_cpu_s": report_cpu, "figures": figures,
+            "figures_not_drawn": page.count("could not be drawn"),
             "rest_cpu_s": cpu - runs_cpu - report_cpu,
             "bytecode_writes": not os.environ.get("PYTHONDONTWRITEBYTECODE")}
 

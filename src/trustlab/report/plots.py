@@ -135,7 +135,7 @@ def _blank_figure(dpi: int) -> tuple[Any, Any]:
     figures = _FIGURES.__dict__.setdefault("by_dpi", {})
     blank = figures.get(dpi)
     if blank is None:
-        FigureCanvasAgg, Figure = _matplotlib()
+        FigureCanvasAgg, Figure = preload()
         fig = Figure(figsize=(WIDTH_IN, HEIGHT_IN), dpi=dpi)
         FigureCanvasAgg(fig)
         blank = figures[dpi] = (fig, fig.add_subplot())
@@ -214,18 +214,31 @@ def _minor_ticks_as_marks(ax: Any, axis: Any) -> None:
     marks.set_clip_on(False)  # outside the axes, like the tick marks they replace
 
 
-def _matplotlib() -> tuple[Any, Any]:
+def preload() -> tuple[Any, Any]:
     """Import matplotlib's Agg canvas and Figure (about 0.5 s of CPU).
 
     Deferred to the first figure, since every trustlab process imports the
     report package and few of them draw; a report that draws on forked
-    workers draws its first figure before forking, so the workers inherit
-    this and the rest of the warm-up.
+    workers calls this first, so the workers inherit it instead of each
+    importing it again.
     """
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
     return FigureCanvasAgg, Figure
+
+
+def forget_fonts() -> None:
+    """In a forked drawing worker, first: drop the math-text layouts its parent cached.
+
+    They hold the parent's FreeType faces, whose font file (and its offset) a fork shares:
+    two processes reading glyphs through it interleave their seeks and reads and get
+    garbage ("invalid outline", "too many hints"). matplotlib empties its own font cache
+    in a forked child; this cache it does not.
+    """
+    import matplotlib.mathtext
+
+    matplotlib.mathtext.MathTextParser._parse_cached.cache_clear()
 
 
 def _bars(ax: Any, series: list[dict]) -> None:

@@ -25,7 +25,7 @@ from trustlab import __version__
 from trustlab.report import html as h
 from trustlab.report.accuracy import accuracy_section
 from trustlab.report.export import slug, write_csv, write_json
-from trustlab.report.plots import PlotError, render
+from trustlab.report.plots import PlotError, forget_fonts, preload, render
 from trustlab.report.records import ensure_dir, is_failure
 from trustlab.report.tables import MAX_ROWS, columns, data_tables, profile_rows, reference_rows
 from trustlab.safe_output import write_text
@@ -87,9 +87,7 @@ def _render_all(records: Sequence[dict[str, Any]], ids: list[str], out_dir: Path
 
     A spec repeated (two runs asking for the same figure: the flagship's two timing-model
     runs share five) is drawn once and its PNG copied, byte for byte what drawing it again
-    gives. The first figure is drawn here before forking: the workers inherit what it loaded
-    (fonts, the math-text parser, the figure and its renderer with its text-metrics cache)
-    instead of each loading it again, which cost more CPU than a figure.
+    gives. The workers inherit matplotlib imported, not opened fonts (see below).
     """
     work = [(OVERVIEW, overview, out_dir / "plots" / "overview.png")] if overview is not None else []
     work += [((run_id, n), spec, out_dir / "plots" / f"{run_id}-{n}.png")
@@ -106,13 +104,16 @@ def _render_all(records: Sequence[dict[str, Any]], ids: list[str], out_dir: Path
     todo = [i for i in range(len(work)) if i not in same_as]
     specs, pngs = [work[i][1] for i in todo], [work[i][2] for i in todo]
     if jobs > 1 and len(todo) >= 8 and "fork" in multiprocessing.get_all_start_methods():
-        drawn = [_render_safe(specs[0], pngs[0])]
+        # Nothing is drawn here before forking: a font opened before a fork shares its file
+        # offset with the workers, and their reads interleave (FT_Load_Glyph "invalid outline").
+        preload()
         # Frozen, the objects the workers inherit are left out of their garbage collections: not
         # scanned again in each worker, nor copied there page by page (copy-on-write) by the scan.
         gc.freeze()
         try:
-            with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("fork")) as pool:
-                drawn += pool.map(_render_safe, specs[1:], pngs[1:])
+            with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("fork"),
+                                     initializer=forget_fonts) as pool:
+                drawn = list(pool.map(_render_safe, specs, pngs))
         finally:
             gc.unfreeze()
     else:
