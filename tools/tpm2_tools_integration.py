@@ -6,6 +6,7 @@ directory that holds them::
 
     git --git-dir=/work/.mirror/tpm2-software+tpm2-tools/repo archive 5.4 test tools man | tar -x -C DIR
     python tools/tpm2_tools_integration.py DIR [--profile NAME] [--only getcap,flushcontext] [--jobs 2]
+        [--serve-arg=--abandoned-sessions=0]
 
 Each script gets a fresh ``trustlab serve --virtual --port 0`` (temporary state),
 reached as ``TPM2TOOLS_TEST_TCTI=swtpm:...`` exactly as the suite's own harness
@@ -31,10 +32,10 @@ ROOT = Path(__file__).resolve().parents[1]
 TCTI = re.compile(r"TPM2TOOLS_TCTI=(swtpm:\S+)")
 
 
-def start_serve(profile: str, log: Path) -> tuple[subprocess.Popen, str]:
+def start_serve(profile: str, log: Path, extra: list[str]) -> tuple[subprocess.Popen, str]:
     env = dict(os.environ, PYTHONPATH=str(ROOT / "src") + os.pathsep + os.environ.get("PYTHONPATH", ""))
     proc = subprocess.Popen([sys.executable, "-m", "trustlab", "serve", "--profile", profile, "--virtual",
-                             "--port", "0"], stdout=subprocess.PIPE, stderr=log.open("w"), text=True, env=env)
+                             "--port", "0", *extra], stdout=subprocess.PIPE, stderr=log.open("w"), text=True, env=env)
     assert proc.stdout is not None
     for line in proc.stdout:
         match = TCTI.search(line)
@@ -44,9 +45,9 @@ def start_serve(profile: str, log: Path) -> tuple[subprocess.Popen, str]:
     raise RuntimeError(f"serve did not start: {log.read_text()[-500:]}")
 
 
-def run_one(script: Path, top: Path, profile: str, work: Path) -> tuple[str, str]:
+def run_one(script: Path, top: Path, profile: str, work: Path, extra: list[str]) -> tuple[str, str]:
     name = script.stem
-    serve, tcti = start_serve(profile, work / f"{name}.serve.log")
+    serve, tcti = start_serve(profile, work / f"{name}.serve.log", extra)
     try:
         env = dict(os.environ, TPM2TOOLS_TEST_TCTI=tcti, srcdir=str(top), abs_srcdir=str(top),
                    PATH=f"{top / 'test/integration'}{os.pathsep}{os.environ['PATH']}", TSS2_LOG="all+NONE",
@@ -77,6 +78,8 @@ def main() -> int:
     ap.add_argument("--only", default="", help="comma-separated script names (without .sh)")
     ap.add_argument("--jobs", type=int, default=1)
     ap.add_argument("--work", type=Path, help="where logs go (default: a temporary directory, kept)")
+    ap.add_argument("--serve-arg", action="append", default=[], metavar="ARG",
+                    help="one more argument for serve, repeatable (e.g. --serve-arg=--abandoned-sessions=0)")
     args = ap.parse_args()
     tests = sorted((args.top / "test/integration/tests").glob("*.sh"))
     if args.only:
@@ -90,7 +93,7 @@ def main() -> int:
     started = time.monotonic()
     counts = {"pass": 0, "skip": 0, "fail": 0}
     with ThreadPoolExecutor(args.jobs) as pool:
-        for name, verdict in pool.map(lambda t: run_one(t, args.top, args.profile, work), tests):
+        for name, verdict in pool.map(lambda t: run_one(t, args.top, args.profile, work, args.serve_arg), tests):
             counts["fail" if verdict.startswith("FAIL") else verdict] += 1
             print(f"{verdict:10} {name}", flush=True)
     print(f"tpm2-tools integration: {counts['pass']} pass, {counts['fail']} fail, {counts['skip']} skip "
