@@ -91,7 +91,8 @@ def _loop(sock: socket.socket, frames: list[bytes], n: int) -> None:
         recv_exact(sock, struct.unpack(">I", head[2:6])[0] - 10)
 
 
-def _served_round(proc: subprocess.Popen, port: int, frames: list[bytes], n: int, backend_pid: int | None = None) -> float:
+def _served_round(proc: subprocess.Popen, port: int, frames: list[bytes], n: int,
+                  backend_pid: int | None = None) -> float:
     """CPU per command of serve and its swtpm: its child, or ``backend_pid`` (a swtpm it reaches over TCP)."""
     def spent() -> int:
         return cpu_ns(proc.pid, children=True) + (cpu_ns(backend_pid) if backend_pid else 0)
