@@ -7,9 +7,14 @@ subtracting the per-command overhead:
 
 - ``ohc``: the smaller of two upper bounds: a ``TPM2_GetRandom`` of 32 bytes
   (wolfTPM fetches randomness in 32-byte requests, ``MAX_RNG_REQ_SIZE``),
-  ``32 / rng_kbps`` ms, and a third of a 1-KB hash sequence (3 commands);
+  ``ms_for(32, rng_kbps)``, and a third of a 1-KB hash sequence (3 commands);
 - ``sha256_byte``: one KB hashed with HashSequenceStart + SequenceUpdate +
-  SequenceComplete, ``(1024 / sha256_kbps - 3 ohc) / 1024``;
+  SequenceComplete, ``(ms_for(1024, sha256_kbps) - 3 ohc) / 1024``;
+
+The bench's "KB" is 1024 bytes (``bench.c``: ``gUseBase2 = 1``, blocks divided
+by 1024 before the per-second rate is printed), so ``n`` bytes at ``r`` KB/s
+take ``n / 1024 / r`` seconds: 1 KB at 42.47 KB/s is 23.55 ms, which is what
+the SEALSQ run's own line gives (43 sequences in 1.012 s).
 - RSA-2048 public/private = RSA_Encrypt/RSA_Decrypt (NULL scheme) - ohc;
 - ECDSA sign/verify, ECDH (ECDH_KeyGen) - ohc;
 - key generation = Create + Load - 2 ohc, as a distribution (see
@@ -132,6 +137,14 @@ def parse_wolftpm_csv(path: Path) -> list[Profile]:
     return profiles
 
 
+KIB = 1024  # the bench's "KB" (bench.c gUseBase2)
+
+
+def ms_for(nbytes: float, kib_per_s: float) -> float:
+    """Milliseconds to move ``nbytes`` at the bench's printed rate (KB = 1024 bytes)."""
+    return nbytes / KIB / kib_per_s * 1000.0
+
+
 def _profile(row: dict, where: str, single_runs: set[str]) -> Profile:
     chip = row["chip"].strip()
     bus = (row.get("bus") or "").strip() or "bus not stated"
@@ -146,13 +159,13 @@ def _profile(row: dict, where: str, single_runs: set[str]) -> Profile:
     # Two upper bounds on the per-command overhead: a 32-byte GetRandom (wolfTPM's
     # MAX_RNG_REQ_SIZE) and a third of a 1-KB hash sequence (three commands).
     # A chip with a slow RNG (ATTPM20) makes the first loose, so take the smaller.
-    bounds = {"rng_kbps": 32.0 / rng}
+    bounds = {"rng_kbps": ms_for(32, rng)}
     if sha is not None:
-        bounds["sha256_kbps"] = 1024.0 / sha / 3.0
+        bounds["sha256_kbps"] = ms_for(KIB, sha) / 3.0
     bound_col = min(bounds, key=bounds.get)
     ohc = bounds[bound_col]
-    how = ("one 32-byte TPM2_GetRandom: 32 / rng_kbps" if bound_col == "rng_kbps"
-           else "a third of one 1-KB hash sequence (3 commands): 1024 / sha256_kbps / 3")
+    how = ("one 32-byte TPM2_GetRandom: 32 B / 1024 / rng_kbps s" if bound_col == "rng_kbps"
+           else "a third of one 1-KB hash sequence (3 commands): 1 / sha256_kbps s / 3")
     comps: dict[str, Component] = {
         "ohc": Component("ohc", round(ohc, 5), "call", provenance=prov(
             bound_col, f"{how} (the smaller of the two upper bounds "
@@ -163,7 +176,7 @@ def _profile(row: dict, where: str, single_runs: set[str]) -> Profile:
             "-", "not separable from whole-operation figures; folded into ohc")),
     }
     if sha is not None:
-        per_kb = 1024.0 / sha
+        per_kb = ms_for(KIB, sha)
         comps["sha256_byte"] = Component("sha256_byte", round(max(per_kb - 3 * ohc, 0.0) / 1024.0, 7), "byte",
                                          provenance=prov("sha256_kbps", f"(1 KB at {sha} KB/s = {per_kb:.3f} ms"
                                                          " - 3 commands x ohc) / 1024, floored at 0"))
