@@ -172,6 +172,8 @@ def test_cli_chip_json_rows_have_intervals():
     ("core=m0+,mhz=10,mhz=20", "mhz given twice"),
     ("core=m0+,mhz=10,build=O7", "build = 'O7': use one of speed, size, debug"),
     ("/no/such/chip.toml", "neither key=value pairs nor an existing TOML file"),
+    ("core=m0+,mhz=10,tpm=yes,bus=i2c:1e-300", "bus clock = 1e-300 is outside"),
+    ("core=m0+,mhz=10,tpm=yes,bus=spi:1e300", "bus clock = 1e+300 is outside"),
 ])
 def test_bad_chip_is_a_one_line_error(chip, message):
     with pytest.raises(TrustlabError, match=None) as exc:
@@ -185,6 +187,19 @@ def test_bad_toml_chip_file(tmp_path):
     f = tmp_path / "bad.toml"
     f.write_text("core = \n")
     with pytest.raises(TrustlabError, match="not valid TOML"):
+        ChipSpec.parse(str(f))
+
+
+@pytest.mark.parametrize("line, message", [
+    ("mhz = true", "mhz = true is not a number"),
+    ("mhz = 10\nohc_ms = false", "ohc_ms = false is not a number"),
+    ("mhz = 10\nsha256_kbps = true", "sha256_kbps = true is not a number"),
+])
+def test_toml_booleans_are_not_numbers(tmp_path, line, message):
+    """TOML's true is a Python bool, an int: float(True) took it as a 1 MHz clock."""
+    f = tmp_path / "chip.toml"
+    f.write_text(f'core = "cortex-m4"\n{line}\n')
+    with pytest.raises(TrustlabError, match=message):
         ChipSpec.parse(str(f))
 
 

@@ -108,6 +108,8 @@ class ChipSpec:
 
 
 def _number(value, key: str, where: str, positive: bool = True) -> float:
+    if isinstance(value, bool):  # TOML true/false: float(True) would be a silent 1
+        raise TrustlabError(f"{where}: {key} = {str(value).lower()} is not a number")
     try:
         x = float(value)
     except (TypeError, ValueError):
@@ -133,6 +135,8 @@ MHZ_RANGE = (0.001, 10000.0)
 """Clocks a chip can have (1 kHz .. 10 GHz): outside, a typo (and the times would overflow)."""
 OHC_MAX_MS = 1e6
 SHA256_KBPS_RANGE = (1e-3, 1e9)
+BUS_MHZ_RANGE = (0.001, 10000.0)
+"""Bus clocks (1 kHz .. 10 GHz): outside, a typo (a 1e-300 MHz bus printed 300-digit times)."""
 
 
 def _is_range(value) -> bool:
@@ -180,7 +184,8 @@ def _bus(value: str, where: str) -> tuple[str, float]:
         return kind, 0.0
     if not rate:
         raise TrustlabError(f"{where}: bus = {value!r} needs its clock, e.g. {kind}:33 (MHz)")
-    return kind, _number(rate, "bus clock", where) * 1e6
+    mhz = _bounded(_number(rate, "bus clock", where), "bus clock", where, *BUS_MHZ_RANGE, "MHz")
+    return kind, mhz * 1e6
 
 
 def _from_mapping(doc: dict, where: str) -> ChipSpec:
