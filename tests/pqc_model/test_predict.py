@@ -173,6 +173,8 @@ def test_cli_chip_json_rows_have_intervals():
     ("core=m0+,mhz=10,build=O7", "build = 'O7': use one of speed, size, debug"),
     ("/no/such/chip.toml", "neither key=value pairs nor an existing TOML file"),
     ("core=m0+,mhz=10,tpm=yes,bus=i2c:1e-300", "bus clock = 1e-300 is outside"),
+    ("core=m0+,mhz=-25-100", "mhz = '-25' must be a positive"),  # was "mhz = '' is not a number"
+    ("core=m0+,mhz=25--100", "mhz = '-100' must be a positive"),
     ("core=m0+,mhz=10,tpm=yes,bus=spi:1e300", "bus clock = 1e+300 is outside"),
 ])
 def test_bad_chip_is_a_one_line_error(chip, message):
@@ -188,6 +190,10 @@ def test_bad_toml_chip_file(tmp_path):
     f.write_text("core = \n")
     with pytest.raises(TrustlabError, match="not valid TOML"):
         ChipSpec.parse(str(f))
+
+
+def test_a_range_may_use_exponents():
+    assert ChipSpec.parse("core=m0+,mhz=1e-3-1e2").mhz == (0.001, 100.0)
 
 
 @pytest.mark.parametrize("line, message", [

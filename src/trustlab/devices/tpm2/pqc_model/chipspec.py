@@ -162,7 +162,9 @@ def _mhz(value, where: str) -> tuple[float, float]:
             raise TrustlabError(f"{where}: mhz as a list needs [low, high], got {value!r}")
         lo, hi = (_number(v, "mhz", where) for v in value)
     elif _is_range(value):
-        a, b = value.split("-", 1)
+        # the separator: a '-' that is neither a leading sign nor an exponent's ('-25-100', '1e-3-100')
+        cut = next(i for i in range(1, len(value)) if value[i] == "-" and value[i - 1] not in "eE")
+        a, b = value[:cut], value[cut + 1:]
         lo, hi = _number(a, "mhz", where), _number(b, "mhz", where)
     else:
         lo = hi = _number(value, "mhz", where)
