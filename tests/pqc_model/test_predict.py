@@ -173,6 +173,7 @@ def test_cli_chip_json_rows_have_intervals():
     ("core=m0+,mhz=10,build=O7", "build = 'O7': use one of speed, size, debug"),
     ("/no/such/chip.toml", "neither key=value pairs nor an existing TOML file"),
     ("core=m0+,mhz=10,tpm=yes,bus=i2c:1e-300", "bus clock = 1e-300 is outside"),
+    ("core=m0+,mhz=10,name=", "name is empty"),  # was a chip row with a blank label
     ("core=m0+,mhz=-25-100", "mhz = '-25' must be a positive"),  # was "mhz = '' is not a number"
     ("core=m0+,mhz=25--100", "mhz = '-100' must be a positive"),
     ("core=m0+,mhz=10,tpm=yes,bus=spi:1e300", "bus clock = 1e+300 is outside"),
@@ -189,6 +190,15 @@ def test_bad_toml_chip_file(tmp_path):
     f = tmp_path / "bad.toml"
     f.write_text("core = \n")
     with pytest.raises(TrustlabError, match="not valid TOML"):
+        ChipSpec.parse(str(f))
+
+
+@pytest.mark.parametrize("text", ["chip = 5", 'chip = "cortex-m4"', "chip = [1]"])
+def test_a_chip_key_that_is_not_a_table(tmp_path, text):
+    """'chip = 5' was a TypeError traceback; a string was read letter by letter ("unknown key 'c'")."""
+    f = tmp_path / "chip.toml"
+    f.write_text(text + "\n")
+    with pytest.raises(TrustlabError, match=r"chip = .* must be a table"):
         ChipSpec.parse(str(f))
 
 

@@ -92,6 +92,8 @@ class ChipSpec:
             # bounded, a regular file only (a FIFO would hang, /dev/zero fill the memory)
             doc = parse_toml(read_text(path, "chip TOML"), f"--chip {shown(text)}")
             doc = doc.get("chip", doc)
+            if not isinstance(doc, dict):  # 'chip = 5' was a TypeError traceback, 'chip = "m4"' read per letter
+                raise TrustlabError(f"--chip {shown(text)}: chip = {doc!r} must be a table ([chip] with core, mhz, ...)")
             return _from_mapping(doc, where=f"--chip {shown(text)}")
         pairs: dict[str, str] = {}
         for item in text.split(","):
@@ -216,6 +218,8 @@ def _from_mapping(doc: dict, where: str) -> ChipSpec:
         kbps = _bounded(_number(doc["sha256_kbps"], "sha256_kbps", where), "sha256_kbps", where, *SHA256_KBPS_RANGE,
                         "KB/s")
         sha = kbps * 1024.0 / 1000.0  # bytes per ms
+    if "name" in doc and not str(doc["name"]).strip():
+        raise TrustlabError(f"{where}: name is empty (leave it out for '{core} @ <mhz> MHz')")
     spec = ChipSpec(name=str(doc.get("name", f"{core} @ {mhz[0]:g}" + (f"-{mhz[1]:g}" if mhz[1] != mhz[0] else "")
                                      + " MHz")),
                     core=core, mhz=mhz, clock_source="given (--chip)",
