@@ -63,6 +63,19 @@ def test_text_plots_and_validation_rows():
     assert "sealsq-qvault-pqc-tpm-wolftpm" in out  # the silicon figures, as calibration rows
 
 
+def test_a_chip_only_run_reports_without_undrawable_figures(tmp_path):
+    """--chip without --profiles: the per-profile bar charts had empty series, and the report said of each
+    'could not be drawn: Data cannot be log-scaled'."""
+    saved = tmp_path / "in" / "chip.json"
+    rc, out, err = run("run", "pqc-tpm", "--draws", "10", "--chip", "core=m4,mhz=100", "--save", str(saved))
+    assert rc == 0, err
+    record = json.loads(saved.read_text())
+    assert all(s.get("y") for p in record["plots"] for s in p["series"] if p["kind"] == "bar")
+    rc, out, err = run("report", str(saved), "--out", str(tmp_path / "report"))
+    assert rc == 0, err
+    assert "could not be drawn" not in (tmp_path / "report" / "index.html").read_text()
+
+
 def test_same_seed_same_numbers():
     a = json.loads(run("run", "pqc-tpm", *FAST, "--algorithms", "ML-DSA-44", "--seed", "7", "--json")[1])
     b = json.loads(run("run", "pqc-tpm", *FAST, "--algorithms", "ML-DSA-44", "--seed", "7", "--json")[1])

@@ -457,6 +457,8 @@ class PqcTpmExperiment:
     @staticmethod
     def _plots(rows, attest, profiles, algorithms) -> list[dict]:
         names = [p.name for p in profiles]
+        if not names:  # --chip alone: per-profile bars would have no bars ('could not be drawn' in the report)
+            return []
         x = [_short(n) for n in names]
 
         def series(alg, op, key="median_ms"):
