@@ -202,6 +202,13 @@ def test_a_chip_key_that_is_not_a_table(tmp_path, text):
         ChipSpec.parse(str(f))
 
 
+def test_a_toml_file_whose_name_has_an_equals_sign(tmp_path):
+    f = tmp_path / "speed=fast.toml"
+    f.write_text('core = "m4"\nmhz = 10\n')
+    assert ChipSpec.parse(str(f)).mhz == (10.0, 10.0)  # was "unknown key '.../speed'"
+    assert ChipSpec.parse("core=m4,mhz=10,name=x.toml").name == "x.toml"
+
+
 def test_a_range_may_use_exponents():
     assert ChipSpec.parse("core=m0+,mhz=1e-3-1e2").mhz == (0.001, 100.0)
 

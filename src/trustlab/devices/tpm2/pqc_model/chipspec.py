@@ -79,7 +79,7 @@ class ChipSpec:
         text = text.strip()
         if not text:
             raise TrustlabError("--chip: empty (give core=CLASS,mhz=N or a FILE.toml)")
-        if "=" not in text:
+        if "=" not in text or _toml_file(text):  # ('a=b.toml' is a file name when that file exists)
             from trustlab.limits import parse_toml, read_text, shown
 
             path = Path(text)
@@ -107,6 +107,13 @@ class ChipSpec:
                 raise TrustlabError(f"--chip: {k} given twice")
             pairs[k] = v.strip()
         return _from_mapping(pairs, where="--chip")
+
+
+def _toml_file(text: str) -> bool:
+    try:
+        return text.endswith(".toml") and Path(text).is_file()
+    except (OSError, ValueError):
+        return False
 
 
 def _number(value, key: str, where: str, positive: bool = True) -> float:
