@@ -63,6 +63,19 @@ def test_text_plots_and_validation_rows():
     assert "sealsq-qvault-pqc-tpm-wolftpm" in out  # the silicon figures, as calibration rows
 
 
+def test_pqc_platforms_are_classed_by_their_core_group():
+    """The x86 and Cortex-A measurement platforms were all 'microcontroller' in validate's accuracy table."""
+    from trustlab.validation import run as validate
+
+    by_class = {}
+    for c in validate().checks:
+        if c.profile.startswith("(") and c.kind == "independent":
+            by_class.setdefault(c.device_class, set()).add(c.profile.split(":")[0].strip("("))
+    assert {"host-x86", "a-class", "riscv64"} <= by_class["application processor"]
+    assert "cortex-m4" in by_class["microcontroller"] and not by_class["microcontroller"] & {"host-x86", "a-class"}
+    assert by_class["smart card"] == {"secure-mcu"}
+
+
 def test_a_chip_only_run_reports_without_undrawable_figures(tmp_path):
     """--chip without --profiles: the per-profile bar charts had empty series, and the report said of each
     'could not be drawn: Data cannot be log-scaled'."""
@@ -199,7 +212,7 @@ def test_discrete_tpms_are_placed_by_their_own_sha256_rate_unclamped():
 def test_validate_carries_the_pqc_rows():
     from trustlab.validation import run as validate
 
-    rows = [c for c in validate().checks if c.device_class in ("microcontroller", "smart card")
+    rows = [c for c in validate().checks if c.device_class in ("microcontroller", "application processor", "smart card")
             or c.profile == "sealsq-qvault-pqc-tpm-wolftpm"]
     assert {c.kind for c in rows} == {"independent", "calibration", "held-out silicon"}  # SEALSQ, model-only
     independent = [c for c in rows if c.kind == "independent"]
