@@ -75,7 +75,7 @@ def evidence(profile: str) -> dict:
 def evidence_text(ev: dict) -> str:
     if ev["placed_by"] == "SHA-256 rate":
         return (f"SHA-256 {ev['sha256_ms_per_byte_profile']:.4g} ms/B (profile sha256_byte: wolfTPM's published classical "
-                f"rate less the per-command overhead); less the bus {ev['sha256_compute_bytes_per_ms']:.1f} B/ms = "
+                f"rate less the per-command overhead); less the bus, per compressed byte {ev['sha256_compute_bytes_per_ms']:.1f} B/ms = "
                 f"{ev['m4_equivalent_mhz']:.1f} MHz of a Cortex-M4 at {estimate.SHA256_M4_CYCLES_PER_BYTE:g} cycles/B "
                 f"(x{ev['placement_range'][0]:g}-x{ev['placement_range'][1]:g}); class {ev['core_class']}; "
                 f"{ev['bus']} {ev['bus_mhz']:g} MHz; ohc {ev['ohc_ms']:.2f} ms")

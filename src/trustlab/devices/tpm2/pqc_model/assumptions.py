@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 
-from trustlab.devices.tpm2.pqc_model import builds, calibration, chips, classes, estimate
+from trustlab.devices.tpm2.pqc_model import builds, calibration, chips, classes, estimate, wolftpm_hash_bench
 
 
 def _entry(name: str, value: str, applies: str, source: str) -> dict:
@@ -54,6 +54,11 @@ def listing() -> list[dict]:
     out.append(_entry("SHA-256 placement", f"{estimate.SHA256_M4_CYCLES_PER_BYTE:g} Cortex-M4 cycles/byte, "
                       f"{_rng(*estimate.SHA_PLACEMENT)}", "chips with a measured SHA-256 rate",
                       f"{estimate.SHA256_M4_SOURCE}; {estimate.SHA_PLACEMENT_SOURCE}"))
+    out.append(_entry("SHA-256 rate read from wolfTPM's bench", f"per counted KB: {wolftpm_hash_bench.COMMANDS} "
+                      f"commands (the profile's 3 x ohc), no ticket or session HMAC, "
+                      f"{wolftpm_hash_bench.EXTRA_WIRE_BYTES} bytes on the bus beyond the 3 ohc, "
+                      f"{wolftpm_hash_bench.COMPRESSED_BYTES} bytes compressed (exact, no range)",
+                      "profiles placed by wolfTPM's published SHA-256 rate", wolftpm_hash_bench.SOURCE))
     out.append(_entry("ECDSA placement", f"{estimate.ECDSA_M4_SIGN_CYCLES:,.0f} Cortex-M4 cycles, "
                       f"{_rng(*estimate.ECDSA_SPREAD)}", "software-crypto TPMs with a measured ECDSA P-256 sign",
                       f"{estimate.ECDSA_M4_SOURCE}; the x range is an assumption"))

@@ -29,7 +29,7 @@ import statistics
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from trustlab.devices.tpm2.pqc_model import builds, chips, classes, silicon
+from trustlab.devices.tpm2.pqc_model import builds, chips, classes, silicon, wolftpm_hash_bench
 from trustlab.errors import TrustlabError
 
 KEYS = ("core", "mhz", "sha256_kbps", "bus", "certified", "tpm", "ohc_ms", "build", "impl", "name")
@@ -51,7 +51,7 @@ class ChipSpec:
     mhz: tuple[float, float]              # clock range; lo == hi when known
     clock_source: str = "given"
     per_clock: tuple[float, float] | None = None  # only for chips.toml classes without a core class
-    sha256_bytes_per_ms: float | None = None      # the chip's own SHA-256 compute rate (bus time removed)
+    sha256_bytes_per_ms: float | None = None      # the chip's own SHA-256 compression rate (bus time removed)
     sha256_source: str = ""
     ecdsa_sign_ms: float | None = None    # software-crypto chips: measured ECDSA P-256 sign
     bus: str = "none"
@@ -260,8 +260,24 @@ def for_profile(profile) -> ChipSpec:
         if bus > BUS_BOUND * profile.mean("sha256_byte"):
             return replace(spec, notes=(f"SHA-256 rate not used: the bus takes {bus / profile.mean('sha256_byte'):.0%} "
                                         "of the measured time per byte, so it says little about the core",))
-        if compute > 0:
+        if _from_wolftpm_bench(profile):
+            rate = wolftpm_hash_bench.compression_bytes_per_ms(profile.mean("sha256_byte"), bus)
+            if rate is not None:
+                return replace(spec, sha256_bytes_per_ms=rate, sha256_source=(
+                    f"{profile.name} sha256_byte = {profile.mean('sha256_byte'):g} ms per counted byte: x"
+                    f"{wolftpm_hash_bench.COUNTED_BYTES} less the median bus time of "
+                    f"{wolftpm_hash_bench.EXTRA_WIRE_BYTES} bytes, over {wolftpm_hash_bench.COMPRESSED_BYTES} "
+                    f"compressed bytes ({wolftpm_hash_bench.SOURCE})"))
+        elif compute > 0:
             return replace(spec, sha256_bytes_per_ms=1.0 / compute,
                            sha256_source=f"{profile.name} sha256_byte = {profile.mean('sha256_byte'):g} ms/B "
                            "less the median bus time per byte")
     return spec
+
+
+def _from_wolftpm_bench(profile) -> bool:
+    """True when the profile's SHA-256 rate is wolfTPM's bench figure (its command sequence is known)."""
+    from trustlab.data import wolftpm
+
+    prov = profile.components["sha256_byte"].provenance
+    return prov is not None and prov.source == wolftpm.SOURCE
