@@ -89,6 +89,18 @@ def test_a_chip_only_run_reports_without_undrawable_figures(tmp_path):
     assert "could not be drawn" not in (tmp_path / "report" / "index.html").read_text()
 
 
+def test_chip_facts_are_in_the_json():
+    """A --chip's assumptions (build, implementation, certified, tpm, bus) in --json's "chips", as a profile's are
+    (it was empty for a --chip-only run)."""
+    rc, out, err = run("run", "pqc-tpm", "--draws", "10", "--json",
+                       "--chip", "core=m33,mhz=50-150,build=size,impl=optimized,tpm=yes,bus=spi:33,name=mine")
+    assert rc == 0, err
+    (fact,) = json.loads(out)["chips"]
+    assert fact["chip"] == "mine" and fact["profile"] is None and fact["clock_mhz"] == [50.0, 150.0]
+    assert (fact["core_class"], fact["build"], fact["implementation"], fact["tpm"], fact["bus"], fact["bus_hz"]) == \
+        ("cortex-m33", "size", "optimized", True, "spi", 33e6)
+
+
 def test_same_seed_same_numbers():
     a = json.loads(run("run", "pqc-tpm", *FAST, "--algorithms", "ML-DSA-44", "--seed", "7", "--json")[1])
     b = json.loads(run("run", "pqc-tpm", *FAST, "--algorithms", "ML-DSA-44", "--seed", "7", "--json")[1])
