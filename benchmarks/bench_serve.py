@@ -20,6 +20,10 @@ three interleaved), the same for ``tpm12_``, and ``target_us`` (25: issue 21).
 command class alone (a loop of that one frame, in the same rounds). ``tpm2_client_side_us``:
 the raw client's own CPU for the bare loop - what reaching swtpm over its socket
 costs any client, and so also the proxy, which is swtpm's client.
+``tpm2_relay``: what serve's relay transport costs, in the same rounds: serve relaying to its swtpm over
+a unix socket (its default, ``served_unix_relay_us`` = ``tpm2_served_us``) beside a serve relaying over TCP
+loopback (``--backend tcp:`` to a swtpm started here; that swtpm's CPU counted), and the bare swtpm on
+both transports (``bare_tcp_us`` = ``tpm2_bare_us``, the swtpm a user runs; ``bare_unix_us``).
 ``host_load_1min``: CPU time per command grows with the host's load (cache and
 scheduler effects), so compare figures from one run only. Interference only
 ever adds CPU time, so ``*_overhead_min_us`` (the least disturbed round of
@@ -87,19 +91,34 @@ def _loop(sock: socket.socket, frames: list[bytes], n: int) -> None:
         recv_exact(sock, struct.unpack(">I", head[2:6])[0] - 10)
 
 
-def _served_round(proc: subprocess.Popen, port: int, frames: list[bytes], n: int) -> float:
+def _served_round(proc: subprocess.Popen, port: int, frames: list[bytes], n: int,
+                  backend_pid: int | None = None) -> float:
+    """CPU per command of serve and its swtpm: its child, or ``backend_pid`` (a swtpm it reaches over TCP)."""
+    def spent() -> int:
+        return cpu_ns(proc.pid, children=True) + (cpu_ns(backend_pid) if backend_pid else 0)
+
     with socket.create_connection(("127.0.0.1", port)) as sock:
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         _loop(sock, frames, 200)  # warm
-        before = cpu_ns(proc.pid, children=True)
+        before = spent()
         _loop(sock, frames, n)
-        return (cpu_ns(proc.pid, children=True) - before) / n / 1000.0
+        return (spent() - before) / n / 1000.0
 
 
-def _start_serve(profile: str) -> tuple[subprocess.Popen, int]:
+def _bare_round(tpm: Swtpm, frames: list[bytes], n: int) -> float:
+    assert tpm.proc is not None
+    with tpm.connect_data() as sock:
+        _loop(sock, frames, 200)
+        before = cpu_ns(tpm.proc.pid)
+        _loop(sock, frames, n)
+        return (cpu_ns(tpm.proc.pid) - before) / n / 1000.0
+
+
+def _start_serve(profile: str, *extra: str) -> tuple[subprocess.Popen, int]:
     env = dict(os.environ, PYTHONPATH=SRC + os.pathsep + os.environ.get("PYTHONPATH", ""))
     proc = subprocess.Popen([sys.executable, "-m", "trustlab", "serve", "--profile", profile, "--virtual",
-                             "--port", "0"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
+                             "--port", "0", *extra], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                            env=env)
     assert proc.stdout is not None
     for line in proc.stdout:
         if line.startswith("TPM2TOOLS_TCTI=") or line.startswith("TCSD_USE_TCP_DEVICE"):
@@ -118,13 +137,19 @@ def _stop(proc: subprocess.Popen) -> None:
 def tpm2(n: int, rounds: int) -> dict[str, Any]:
     import time
 
-    bare, served, client = [], [], []
+    bare, served, client, bare_unix, served_tcp = [], [], [], [], []
     by_class: dict[str, tuple[list[float], list[float]]] = {c: ([], []) for c in CLASSES}
     proc, port = _start_serve("nuvoton-npct750-wolftpm")
+    relay_tpm, tcp_proc = Swtpm(), None  # a serve relaying over TCP (--backend tcp:), as before fbd12a0
     try:
-        with Swtpm() as tpm:
+        relay_tpm.start()
+        assert relay_tpm.proc is not None and relay_tpm.port is not None
+        tcp_proc, tcp_port = _start_serve("nuvoton-npct750-wolftpm", "--backend",
+                                          f"tcp:127.0.0.1:{relay_tpm.port}")
+        with Swtpm() as tpm, Swtpm(unix=True) as tpm_unix:
             assert tpm.proc is not None
             for _ in range(rounds):
+                bare_unix.append(_bare_round(tpm_unix, TPM2_COMMANDS, n))
                 with tpm.connect_data() as sock:
                     _loop(sock, TPM2_COMMANDS, 200)
                     before, mine = cpu_ns(tpm.proc.pid), time.thread_time_ns()
@@ -136,12 +161,29 @@ def tpm2(n: int, rounds: int) -> dict[str, Any]:
                         _loop(sock, [frame], n)
                         by_class[name][0].append((cpu_ns(tpm.proc.pid) - before) / n / 1000.0)
                 served.append(_served_round(proc, port, TPM2_COMMANDS, n))
+                served_tcp.append(_served_round(tcp_proc, tcp_port, TPM2_COMMANDS, n, relay_tpm.proc.pid))
                 for name, frame in zip(CLASSES, TPM2_COMMANDS):
                     by_class[name][1].append(_served_round(proc, port, [frame], n))
     finally:
         _stop(proc)
+        if tcp_proc is not None:
+            _stop(tcp_proc)
+        relay_tpm.stop()
     figures = _figures("tpm2", bare, served)
     figures["tpm2_by_command"] = _by_command(by_class)
+    # serve's relay to its swtpm: unix socket (its default) against TCP loopback, and the bare swtpm on
+    # the same two transports, all in the same rounds (what the unix socket buys, both ends counted)
+    figures["tpm2_relay"] = {
+        "bare_tcp_us": round(statistics.median(bare), 1), "bare_unix_us": round(statistics.median(bare_unix), 1),
+        "served_unix_relay_us": round(statistics.median(served), 1),
+        "served_tcp_relay_us": round(statistics.median(served_tcp), 1),
+        "overhead_unix_relay_us": round(statistics.median(served) - statistics.median(bare), 1),
+        "overhead_tcp_relay_us": round(statistics.median(served_tcp) - statistics.median(bare), 1),
+        "overhead_unix_relay_min_us": round(min(served) - min(bare), 1),
+        "overhead_tcp_relay_min_us": round(min(served_tcp) - min(bare), 1),
+        "overhead_over_bare_unix_us": round(statistics.median(served) - statistics.median(bare_unix), 1),
+        "rounds_served_tcp_relay_us": [round(x, 1) for x in served_tcp],
+        "rounds_bare_unix_us": [round(x, 1) for x in bare_unix]}
     # what any client of swtpm pays on its own side for the same loop (a relay pays it too, towards swtpm)
     figures["tpm2_client_side_us"] = round(statistics.median(client), 1)
     return figures

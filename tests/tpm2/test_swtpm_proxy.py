@@ -140,3 +140,19 @@ def test_timed_swtpm_helper():
             esys.get_random(8)
         assert proxy.clock.now_ms == pytest.approx(proxy.profile.mean("ohc"))
     assert not tpm.alive
+
+
+def test_owned_swtpm_on_unix_sockets_tcp_only_for_a_swtpm_without_them(tmp_path, zero_profile):
+    from trustlab.serving.swtpm import unix_data_channel, unixio_supported
+
+    assert unixio_supported()  # the installed swtpm (0.7) has --server type=unixio
+    with TimingProxy(zero_profile, "swtpm", virtual=True) as proxy:
+        assert proxy.backend.describe().startswith("unix:")
+    # an older swtpm, whose --help lists only TCP servers: TCP, said once however often it is asked
+    old = tmp_path / "swtpm-old"
+    old.write_text("#!/bin/sh\necho '--server [type=tcp][,port=port]'\n")
+    old.chmod(0o755)
+    said: list[str] = []
+    assert not unix_data_channel(str(old), log=said.append)
+    assert not unix_data_channel(str(old), log=said.append)
+    assert len(said) == 1 and "type=unixio" in said[0] and "TCP" in said[0]

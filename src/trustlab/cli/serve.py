@@ -102,10 +102,11 @@ def _open_backend(args: argparse.Namespace):
     from pathlib import Path
 
     from trustlab.serving.tpm2.backend import swtpm_backend
-    from trustlab.serving.swtpm import Swtpm
+    from trustlab.serving.swtpm import Swtpm, unix_data_channel
 
     state = Path(args.state) if args.state else None
-    return swtpm_backend(Swtpm(state_dir=state, startup=args.startup == "clear", unix=True).start(), owned=True)
+    unix = unix_data_channel(log=_log)
+    return swtpm_backend(Swtpm(state_dir=state, startup=args.startup == "clear", unix=unix).start(), owned=True)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -107,7 +107,7 @@ class TimingProxy:
         self.profile = profile
         self.virtual = virtual
         self.control = control
-        self.backend = open_backend(backend)
+        self.backend = open_backend(backend, log=log)
         self.family = getattr(self.backend, "family", "tpm2")
         self._log = OperatorLog(log)
         self._state_error: str | None = None

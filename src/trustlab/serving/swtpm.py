@@ -15,17 +15,20 @@ from __future__ import annotations
 
 import atexit
 import ctypes
+import functools
 import os
 import random
 import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import threading
 import time
 import weakref
 from pathlib import Path
+from typing import Callable
 
 from trustlab.devices.frame import build_frame
 from trustlab.serving import wire
@@ -120,6 +123,41 @@ def remove_stale_state(tmp: Path | None = None) -> list[Path]:
         shutil.rmtree(d, ignore_errors=True)
         removed.append(d)
     return removed
+
+
+@functools.cache
+def unixio_supported(binary: str = SWTPM_BINARY) -> bool:
+    """Does this swtpm take ``--server type=unixio`` (a unix-socket data channel)? Read once from its ``--help``.
+
+    A command relayed over a unix socket costs both ends less kernel time than
+    over TCP loopback (no TCP/IP stack, no ACKs), with the same bytes; swtpm
+    builds without it are old, but they exist.
+    """
+    try:
+        usage = subprocess.run([binary, "socket", "--help"], stdin=subprocess.DEVNULL, capture_output=True,
+                               text=True, timeout=10).stdout
+    except (OSError, subprocess.SubprocessError):
+        return False  # missing or broken: Swtpm.start() says so in its own words
+    return "--server type=unixio" in usage
+
+
+_FALLBACK_LOGGED: set[str] = set()
+
+
+def unix_data_channel(binary: str = SWTPM_BINARY, log: Callable[[str], None] | None = None) -> bool:
+    """True: run an owned swtpm's data and control channels on unix sockets. False (a swtpm without
+    unixio): TCP on 127.0.0.1, and that choice is logged once per process (``log``, else stderr)."""
+    if unixio_supported(binary):
+        return True
+    if shutil.which(binary) is not None and binary not in _FALLBACK_LOGGED:
+        _FALLBACK_LOGGED.add(binary)
+        message = (f"{binary} has no unix-socket server (--server type=unixio): its channels run over TCP on "
+                   "127.0.0.1 (a few us more per command)")
+        if log is not None:
+            log(message)
+        else:
+            print(f"trustlab: {message}", file=sys.stderr, flush=True)
+    return False
 
 
 def recv_exact(sock: socket.socket, n: int) -> bytes:

@@ -11,12 +11,13 @@ import socket
 import struct
 import threading
 from pathlib import Path
+from typing import Callable
 
 from trustlab.devices.tpm2 import wire as tpm2wire
 from trustlab.devices.tpm2.commands import TPM_RC_FAILURE
 from trustlab.serving import wire
 from trustlab.serving.backend import Backend, BackendError
-from trustlab.serving.swtpm import Swtpm, read_response
+from trustlab.serving.swtpm import Swtpm, read_response, unix_data_channel
 
 
 class SocketBackend(Backend):
@@ -161,14 +162,15 @@ def swtpm_backend(tpm: Swtpm, owned: bool = False) -> SocketBackend:
     return SocketBackend((tpm.host, tpm.port), (tpm.host, tpm.port + 1), owned=tpm if owned else None)
 
 
-def open_backend(spec: "str | Swtpm | Backend") -> Backend:
-    """``swtpm`` (a fresh one, owned, on unix sockets), ``tcp:HOST:PORT``, ``device:PATH``, a Swtpm or a Backend."""
+def open_backend(spec: "str | Swtpm | Backend", log: Callable[[str], None] | None = None) -> Backend:
+    """``swtpm`` (a fresh one, owned, on unix sockets; TCP only for a swtpm without them, said once through
+    ``log``), ``tcp:HOST:PORT``, ``device:PATH``, a Swtpm or a Backend."""
     if isinstance(spec, Backend):
         return spec
     if isinstance(spec, Swtpm):
         return swtpm_backend(spec.start())
     if spec == "swtpm":  # ours alone: unix sockets (a command costs both ends less than over TCP loopback)
-        return swtpm_backend(Swtpm(unix=True).start(), owned=True)
+        return swtpm_backend(Swtpm(unix=unix_data_channel(log=log)).start(), owned=True)
     kind, _, rest = spec.partition(":")
     if kind == "tcp":
         host, _, port = rest.rpartition(":")
