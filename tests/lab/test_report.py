@@ -86,6 +86,9 @@ def test_cli_report_and_errors(tmp_path, tm_record, capsys):
     assert "bad.json: not JSON (line 1" in err and "Traceback" not in err
     (tmp_path / "empty").mkdir()
     assert main(["report", str(tmp_path / "empty")]) == 2
+    (tmp_path / "none.json").write_text("[]")  # was a page of 0 runs, exit 0
+    assert main(["report", str(tmp_path / "none.json"), "--out", str(tmp_path / "o3")]) == 2
+    assert "none.json: no result records" in capsys.readouterr().err and not (tmp_path / "o3").exists()
 
 
 def test_report_accepts_a_sweep_results_file_and_links_runs(tmp_path):

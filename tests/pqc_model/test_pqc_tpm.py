@@ -63,6 +63,44 @@ def test_text_plots_and_validation_rows():
     assert "sealsq-qvault-pqc-tpm-wolftpm" in out  # the silicon figures, as calibration rows
 
 
+def test_pqc_platforms_are_classed_by_their_core_group():
+    """The x86 and Cortex-A measurement platforms were all 'microcontroller' in validate's accuracy table."""
+    from trustlab.validation import run as validate
+
+    by_class = {}
+    for c in validate().checks:
+        if c.profile.startswith("(") and c.kind == "independent":
+            by_class.setdefault(c.device_class, set()).add(c.profile.split(":")[0].strip("("))
+    assert {"host-x86", "a-class", "riscv64"} <= by_class["application processor"]
+    assert "cortex-m4" in by_class["microcontroller"] and not by_class["microcontroller"] & {"host-x86", "a-class"}
+    assert by_class["smart card"] == {"secure-mcu"}
+
+
+def test_a_chip_only_run_reports_without_undrawable_figures(tmp_path):
+    """--chip without --profiles: the per-profile bar charts had empty series, and the report said of each
+    'could not be drawn: Data cannot be log-scaled'."""
+    saved = tmp_path / "in" / "chip.json"
+    rc, out, err = run("run", "pqc-tpm", "--draws", "10", "--chip", "core=m4,mhz=100", "--save", str(saved))
+    assert rc == 0, err
+    record = json.loads(saved.read_text())
+    assert all(s.get("y") for p in record["plots"] for s in p["series"] if p["kind"] == "bar")
+    rc, out, err = run("report", str(saved), "--out", str(tmp_path / "report"))
+    assert rc == 0, err
+    assert "could not be drawn" not in (tmp_path / "report" / "index.html").read_text()
+
+
+def test_chip_facts_are_in_the_json():
+    """A --chip's assumptions (build, implementation, certified, tpm, bus) in --json's "chips", as a profile's are
+    (it was empty for a --chip-only run)."""
+    rc, out, err = run("run", "pqc-tpm", "--draws", "10", "--json",
+                       "--chip", "core=m33,mhz=50-150,build=size,impl=optimized,tpm=yes,bus=spi:33,name=mine")
+    assert rc == 0, err
+    (fact,) = json.loads(out)["chips"]
+    assert fact["chip"] == "mine" and fact["profile"] is None and fact["clock_mhz"] == [50.0, 150.0]
+    assert (fact["core_class"], fact["build"], fact["implementation"], fact["tpm"], fact["bus"], fact["bus_hz"]) == \
+        ("cortex-m33", "size", "optimized", True, "spi", 33e6)
+
+
 def test_same_seed_same_numbers():
     a = json.loads(run("run", "pqc-tpm", *FAST, "--algorithms", "ML-DSA-44", "--seed", "7", "--json")[1])
     b = json.loads(run("run", "pqc-tpm", *FAST, "--algorithms", "ML-DSA-44", "--seed", "7", "--json")[1])
@@ -186,7 +224,7 @@ def test_discrete_tpms_are_placed_by_their_own_sha256_rate_unclamped():
 def test_validate_carries_the_pqc_rows():
     from trustlab.validation import run as validate
 
-    rows = [c for c in validate().checks if c.device_class in ("microcontroller", "smart card")
+    rows = [c for c in validate().checks if c.device_class in ("microcontroller", "application processor", "smart card")
             or c.profile == "sealsq-qvault-pqc-tpm-wolftpm"]
     assert {c.kind for c in rows} == {"independent", "calibration", "held-out silicon"}  # SEALSQ, model-only
     independent = [c for c in rows if c.kind == "independent"]

@@ -172,6 +172,11 @@ def test_cli_chip_json_rows_have_intervals():
     ("core=m0+,mhz=10,mhz=20", "mhz given twice"),
     ("core=m0+,mhz=10,build=O7", "build = 'O7': use one of speed, size, debug"),
     ("/no/such/chip.toml", "neither key=value pairs nor an existing TOML file"),
+    ("core=m0+,mhz=10,tpm=yes,bus=i2c:1e-300", "bus clock = 1e-300 is outside"),
+    ("core=m0+,mhz=10,name=", "name is empty"),  # was a chip row with a blank label
+    ("core=m0+,mhz=-25-100", "mhz = '-25' must be a positive"),  # was "mhz = '' is not a number"
+    ("core=m0+,mhz=25--100", "mhz = '-100' must be a positive"),
+    ("core=m0+,mhz=10,tpm=yes,bus=spi:1e300", "bus clock = 1e+300 is outside"),
 ])
 def test_bad_chip_is_a_one_line_error(chip, message):
     with pytest.raises(TrustlabError, match=None) as exc:
@@ -185,6 +190,39 @@ def test_bad_toml_chip_file(tmp_path):
     f = tmp_path / "bad.toml"
     f.write_text("core = \n")
     with pytest.raises(TrustlabError, match="not valid TOML"):
+        ChipSpec.parse(str(f))
+
+
+@pytest.mark.parametrize("text", ["chip = 5", 'chip = "cortex-m4"', "chip = [1]"])
+def test_a_chip_key_that_is_not_a_table(tmp_path, text):
+    """'chip = 5' was a TypeError traceback; a string was read letter by letter ("unknown key 'c'")."""
+    f = tmp_path / "chip.toml"
+    f.write_text(text + "\n")
+    with pytest.raises(TrustlabError, match=r"chip = .* must be a table"):
+        ChipSpec.parse(str(f))
+
+
+def test_a_toml_file_whose_name_has_an_equals_sign(tmp_path):
+    f = tmp_path / "speed=fast.toml"
+    f.write_text('core = "m4"\nmhz = 10\n')
+    assert ChipSpec.parse(str(f)).mhz == (10.0, 10.0)  # was "unknown key '.../speed'"
+    assert ChipSpec.parse("core=m4,mhz=10,name=x.toml").name == "x.toml"
+
+
+def test_a_range_may_use_exponents():
+    assert ChipSpec.parse("core=m0+,mhz=1e-3-1e2").mhz == (0.001, 100.0)
+
+
+@pytest.mark.parametrize("line, message", [
+    ("mhz = true", "mhz = true is not a number"),
+    ("mhz = 10\nohc_ms = false", "ohc_ms = false is not a number"),
+    ("mhz = 10\nsha256_kbps = true", "sha256_kbps = true is not a number"),
+])
+def test_toml_booleans_are_not_numbers(tmp_path, line, message):
+    """TOML's true is a Python bool, an int: float(True) took it as a 1 MHz clock."""
+    f = tmp_path / "chip.toml"
+    f.write_text(f'core = "cortex-m4"\n{line}\n')
+    with pytest.raises(TrustlabError, match=message):
         ChipSpec.parse(str(f))
 
 

@@ -31,6 +31,7 @@ from trustlab.devices.tpm12 import constants as C
 from trustlab.devices.tpm12 import registry
 from trustlab.devices.tpm12.client import HostSession
 from trustlab.devices.tpm12.engine import Engine
+from trustlab.devices.tpm12.keys import key_to_json
 from trustlab.devices.tpm12.parsed import Command, Reply
 from trustlab.devices.tpm12.primitives import DIGEST, Primitives, oaep_blocks, oaep_encode
 from trustlab.timing.clock import Clock
@@ -65,11 +66,17 @@ def _rsa_encrypt_seeded(self: Primitives, public, plaintext: bytes) -> bytes:
 
 
 def _engine_state(engine: Engine) -> tuple:
+    """Everything a later command can see: the persistent state and what was saved of it, the loaded
+    keys' contents (not only their handles), the sessions, the STCLEAR flags and data, the clock."""
     clock = engine.clock
-    return (engine.state.to_bytes(), {h: repr(s) for h, s in engine.sessions.items()}, sorted(engine.keys),
-            list(engine.pcrs), engine.exclusive, engine.auth_fail_count, engine.audit_digest, engine.failed,
-            engine.post_init, dict(engine._next_handle), clock.now_ms, dict(clock.by_component),
-            dict(clock.by_command_component), dict(clock.command_counts))
+    return (engine.state.to_bytes(), engine.nv.load(), {h: repr(s) for h, s in engine.sessions.items()},
+            {h: key_to_json(k) for h, k in engine.keys.items()},
+            list(engine.pcrs), engine.exclusive, engine.auth_fail_count, engine.auth_fail_ms,
+            engine.disable_reset_lock, engine.audit_digest, engine.failed, engine.post_init, engine.deactivated,
+            engine.disabled, engine.counter_this_boot, engine.tick_nonce, sorted(engine.nv_stclear_locks),
+            engine.global_lock, engine.disable_force_clear, engine.physical_presence, engine.pp_lock,
+            engine.sha1_context, repr(engine.contexts), dict(engine._next_handle), clock.now_ms,
+            dict(clock.by_component), dict(clock.by_command_component), dict(clock.command_counts))
 
 
 def _record(scenario, fast: bool) -> tuple[list[tuple], list[tuple], object, int]:

@@ -112,3 +112,18 @@ def test_accuracy_plot_shows_them_with_intervals():
     held = [s for s in plot["series"] if s["label"].startswith("held-out silicon")]
     assert len(held) == 1 and len(held[0]["ylow"]) == len(held[0]["y"]) == 6
     assert all(lo <= y <= hi for lo, y, hi in zip(held[0]["ylow"], held[0]["y"], held[0]["yhigh"]))
+
+
+def test_text_tables_keep_the_profile_column_narrow():
+    """The leave-one-source-out rows' platform labels (up to ~170 characters) set the profile column of
+    both tables for every row; they are cut in the text, whole in --json."""
+    from trustlab.validation.text import LABEL_WIDTH, render
+
+    v = run()
+    assert max(len(c.profile) for c in v.checks) > LABEL_WIDTH  # the case this is about
+    lines = render(v).splitlines()
+    for title in ("Accuracy per profile (independent references only)", "Checks"):
+        header = lines[lines.index(title) + 1]
+        assert header.startswith("profile") and header.index(" class" if "Accuracy" in title else " command") <= \
+            LABEL_WIDTH + 2
+    assert any(len(c["profile"]) > LABEL_WIDTH for c in v.to_dict()["checks"])

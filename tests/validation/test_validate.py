@@ -78,6 +78,8 @@ def test_cli_text_json_and_errors(capsys):
     data = json.loads(out)
     assert code == 0 and list(data["accuracy"]) == ["jcop-2018"]
     assert {c["kind"] for c in data["checks"]} == {CALIBRATION, INDEPENDENT}
+    code, out, _ = _cli(capsys, "validate", "jcop-2018", "--json", "--independent")  # as the text: was every kind
+    assert code == 0 and {c["kind"] for c in json.loads(out)["checks"]} == {INDEPENDENT}
     code, _, err = _cli(capsys, "validate", "no-such-profile")
     assert code == 2 and err.count("\n") == 1 and "no-such-profile" in err
 

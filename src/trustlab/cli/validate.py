@@ -31,6 +31,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _run(args: argparse.Namespace) -> int:
     from trustlab.devices.tpm2.pqc_model import validation as pqc_validation
     from trustlab.validation import pqc_model, run
+    from trustlab.validation.core import INDEPENDENT
     from trustlab.validation.text import render
 
     v = run(args.profiles or None)
@@ -38,6 +39,8 @@ def _run(args: argparse.Namespace) -> int:
                                    if c.profile in pqc_model.PROFILES)
     if args.json:
         doc = v.to_dict()
+        if args.independent:  # as the text: only the independent rows (the JSON listed every kind)
+            doc["checks"] = [c for c in doc["checks"] if c["kind"] == INDEPENDENT]
         if pqc:
             from trustlab.devices.tpm2.pqc_model import assumptions
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from trustlab import limits
 from trustlab.errors import TrustlabError
@@ -75,7 +75,7 @@ def load(path: Path) -> list[dict[str, Any]]:
     return [check(doc, str(path))]
 
 
-def collect(paths: Iterable[Path]) -> list[dict[str, Any]]:
+def collect(paths: list[Path]) -> list[dict[str, Any]]:
     """Records from files and directories (every ``*.json`` directly inside, sorted)."""
     out: list[dict[str, Any]] = []
     for path in paths:
@@ -91,6 +91,9 @@ def collect(paths: Iterable[Path]) -> list[dict[str, Any]]:
                 out += load(f)
         else:
             out += load(path)
+    if not out:  # '[]', or a sweep none of whose points finished: a report of 0 runs says nothing
+        raise TrustlabError(f"{', '.join(str(p) for p in paths)}: no result records (an empty list); "
+                            "make one with 'trustlab run NAME --save FILE'")
     return out
 
 

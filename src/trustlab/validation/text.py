@@ -11,10 +11,10 @@ def render(v: Validation, independent_only: bool = False) -> str:
     """The text report: accuracy per profile, every check, every inconsistency."""
     acc = v.accuracy()
     out = ["Accuracy per profile (independent references only)",
-           table([[a.profile, a.device_class, a.n, _pct(a.median), _pct(a.worst), a.calibration_n]
+           table([[_label(a.profile), a.device_class, a.n, _pct(a.median), _pct(a.worst), a.calibration_n]
                   for a in acc.values()],
                  ["profile", "class", "n indep.", "median |err|", "worst |err|", "n calib."])]
-    rows = [[c.profile, c.command, c.predicted, c.reference, c.unit, f"{c.error:+.1%}", c.kind,
+    rows = [[_label(c.profile), c.command, c.predicted, c.reference, c.unit, f"{c.error:+.1%}", c.kind,
              c.source + (f" -- {c.note}" if c.note else "")]
             for c in v.checks if not independent_only or c.kind == INDEPENDENT]
     out += ["", "Checks", table(rows, ["profile", "command", "predicted", "reference", "unit", "error", "kind",
@@ -29,6 +29,16 @@ def render(v: Validation, independent_only: bool = False) -> str:
         out += ["", "Inconsistencies: a source contradicts itself; every reading shown, none picked",
                 table(irows, ["", "source", "what", "readings", "trustlab", "unit", "note"])]
     return "\n".join(out)
+
+
+LABEL_WIDTH = 60
+"""A profile cell's width in the text tables: a measurement source's label names its whole platform (up to
+~170 characters, e.g. the thesis's 'Hardware setup' quote), which widened every row of both tables to it. The
+full label stays in --json and in the row's provenance."""
+
+
+def _label(profile: str) -> str:
+    return profile if len(profile) <= LABEL_WIDTH else profile[:LABEL_WIDTH - 3] + "..."
 
 
 def _pct(x: float | None) -> str:

@@ -79,7 +79,7 @@ class ChipSpec:
         text = text.strip()
         if not text:
             raise TrustlabError("--chip: empty (give core=CLASS,mhz=N or a FILE.toml)")
-        if "=" not in text:
+        if "=" not in text or _toml_file(text):  # ('a=b.toml' is a file name when that file exists)
             from trustlab.limits import parse_toml, read_text, shown
 
             path = Path(text)
@@ -92,6 +92,8 @@ class ChipSpec:
             # bounded, a regular file only (a FIFO would hang, /dev/zero fill the memory)
             doc = parse_toml(read_text(path, "chip TOML"), f"--chip {shown(text)}")
             doc = doc.get("chip", doc)
+            if not isinstance(doc, dict):  # 'chip = 5' was a TypeError traceback, 'chip = "m4"' read per letter
+                raise TrustlabError(f"--chip {shown(text)}: chip = {doc!r} must be a table ([chip] with core, mhz, ...)")
             return _from_mapping(doc, where=f"--chip {shown(text)}")
         pairs: dict[str, str] = {}
         for item in text.split(","):
@@ -107,7 +109,16 @@ class ChipSpec:
         return _from_mapping(pairs, where="--chip")
 
 
+def _toml_file(text: str) -> bool:
+    try:
+        return text.endswith(".toml") and Path(text).is_file()
+    except (OSError, ValueError):
+        return False
+
+
 def _number(value, key: str, where: str, positive: bool = True) -> float:
+    if isinstance(value, bool):  # TOML true/false: float(True) would be a silent 1
+        raise TrustlabError(f"{where}: {key} = {str(value).lower()} is not a number")
     try:
         x = float(value)
     except (TypeError, ValueError):
@@ -133,6 +144,8 @@ MHZ_RANGE = (0.001, 10000.0)
 """Clocks a chip can have (1 kHz .. 10 GHz): outside, a typo (and the times would overflow)."""
 OHC_MAX_MS = 1e6
 SHA256_KBPS_RANGE = (1e-3, 1e9)
+BUS_MHZ_RANGE = (0.001, 10000.0)
+"""Bus clocks (1 kHz .. 10 GHz): outside, a typo (a 1e-300 MHz bus printed 300-digit times)."""
 
 
 def _is_range(value) -> bool:
@@ -158,7 +171,9 @@ def _mhz(value, where: str) -> tuple[float, float]:
             raise TrustlabError(f"{where}: mhz as a list needs [low, high], got {value!r}")
         lo, hi = (_number(v, "mhz", where) for v in value)
     elif _is_range(value):
-        a, b = value.split("-", 1)
+        # the separator: a '-' that is neither a leading sign nor an exponent's ('-25-100', '1e-3-100')
+        cut = next(i for i in range(1, len(value)) if value[i] == "-" and value[i - 1] not in "eE")
+        a, b = value[:cut], value[cut + 1:]
         lo, hi = _number(a, "mhz", where), _number(b, "mhz", where)
     else:
         lo = hi = _number(value, "mhz", where)
@@ -180,7 +195,8 @@ def _bus(value: str, where: str) -> tuple[str, float]:
         return kind, 0.0
     if not rate:
         raise TrustlabError(f"{where}: bus = {value!r} needs its clock, e.g. {kind}:33 (MHz)")
-    return kind, _number(rate, "bus clock", where) * 1e6
+    mhz = _bounded(_number(rate, "bus clock", where), "bus clock", where, *BUS_MHZ_RANGE, "MHz")
+    return kind, mhz * 1e6
 
 
 def _from_mapping(doc: dict, where: str) -> ChipSpec:
@@ -209,6 +225,8 @@ def _from_mapping(doc: dict, where: str) -> ChipSpec:
         kbps = _bounded(_number(doc["sha256_kbps"], "sha256_kbps", where), "sha256_kbps", where, *SHA256_KBPS_RANGE,
                         "KB/s")
         sha = kbps * 1024.0 / 1000.0  # bytes per ms
+    if "name" in doc and not str(doc["name"]).strip():
+        raise TrustlabError(f"{where}: name is empty (leave it out for '{core} @ <mhz> MHz')")
     spec = ChipSpec(name=str(doc.get("name", f"{core} @ {mhz[0]:g}" + (f"-{mhz[1]:g}" if mhz[1] != mhz[0] else "")
                                      + " MHz")),
                     core=core, mhz=mhz, clock_source="given (--chip)",

@@ -103,12 +103,19 @@ def _stats(rs: list[dict]) -> dict:
             "median_width": statistics.median(r["high"] / r["low"] for r in rs)}
 
 
+def platform_class(core: str) -> str:
+    """The device class a measurement platform is shown under: its cores.toml group (a Raspberry Pi 4 or a
+    Xeon is no microcontroller), a security controller as a smart card."""
+    if core == "secure-mcu":
+        return "smart card"
+    return "microcontroller" if classes.group(core) == "microcontroller" else "application processor"
+
+
 def rows() -> list[dict]:
     """Every check row for ``trustlab validate`` and ``run pqc-tpm`` (independent LOSO + calibration)."""
     out: list[dict] = []
     for r in loso_rows():
-        out.append(_row(f"({r['core']}: {r['platform']})", "microcontroller" if r["core"] != "secure-mcu" else
-                        "smart card", f"{r['algorithm']} {r['operation']}", r["predicted"], r["reference"], r["unit"],
+        out.append(_row(f"({r['core']}: {r['platform']})", platform_class(r["core"]), f"{r['algorithm']} {r['operation']}", r["predicted"], r["reference"], r["unit"],
                         INDEPENDENT, f"{r['citation']} [{r['where']}]",
                         f"leave-one-source-out ({r['class_basis']}); interval {r['low']:.4g}-{r['high']:.4g}"
                         f" {'covers' if r['covered'] else 'MISSES'} the measurement" + (f"; {r['note']}" if r["note"] else ""),
