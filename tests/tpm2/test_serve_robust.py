@@ -373,3 +373,43 @@ def test_state_dir_is_removed_when_startup_fails(tmp_path: Path) -> None:
                               capture_output=True, text=True, timeout=60)
     assert done.returncode != 0 and "Traceback" not in done.stderr, done.stderr
     assert not (tmp_path / "new").exists()
+
+
+# ---- the swtpm serve owns dies: serve stops, never a dead TPM behind open ports --------------------------
+
+def _children(pid: int) -> list[int]:
+    """The child processes of ``pid`` (every thread's /proc children list: psutil is not a dependency)."""
+    found: list[int] = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            found += [int(c) for c in (task / "children").read_text().split()]
+        except OSError:
+            pass  # a thread that ended meanwhile
+    return found
+
+
+def test_owned_swtpm_killed_stops_serve_with_one_clear_line() -> None:
+    """kill -9 the swtpm serve started: a command gets an error answer (or a closed connection), serve exits
+    non-zero within seconds with one stderr line naming the swtpm, its pid and the signal, and both ports close
+    (it never restarts the swtpm silently: the TPM's volatile state would be lost behind the client's back)."""
+    proc = serve("--profile", "sealsq-qvault-pqc-tpm-wolftpm", "--virtual")
+    try:
+        port = port_of(proc)
+        assert tpm2wire.response_code(call(port, GETRANDOM)) == 0
+        [child] = _children(proc.pid)
+        assert Path(f"/proc/{child}/comm").read_text().strip() == "swtpm"
+        os.kill(child, signal.SIGKILL)
+        try:
+            assert tpm2wire.response_code(call(port, GETRANDOM, timeout=5)) != 0
+        except OSError:
+            pass  # serve noticed first: refused or closed, never a hang
+        proc.wait(timeout=10)
+    finally:
+        rc, err = finish(proc)
+    assert rc != 0, err
+    lines = [line for line in err.splitlines() if f"pid {child}" in line]
+    assert len(lines) == 1 and "swtpm" in lines[0] and "signal 9" in lines[0] and "stopping" in lines[0], err
+    assert "until it answers again" not in err and "Traceback" not in err, err
+    for p in (port, port + 1):
+        with pytest.raises(OSError):
+            socket.create_connection(("127.0.0.1", p), timeout=2).close()

@@ -50,7 +50,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="address to listen on (default 127.0.0.1; the control port has no authentication)")
     p.add_argument("--port", type=int, default=2321, help="data port P (control is P+1); 0 picks free ports")
     p.add_argument("--backend", default="swtpm", metavar="SPEC",
-                   help="swtpm (start a fresh one), tcp:HOST:PORT (a swtpm-protocol TPM), device:/dev/tpmrm0")
+                   help="swtpm (start a fresh one, owned by serve: should it exit, serve stops with an error, "
+                   "since its volatile state is gone), tcp:HOST:PORT (a swtpm-protocol TPM serve does not own: "
+                   "while it is down clients get TPM_RC_FAILURE and serving goes on until it answers again), "
+                   "device:/dev/tpmrm0")
     p.add_argument("--state", metavar="DIR", type=path_arg,
                    help="keep the TPM's state (NV, persistent keys, seeds) in DIR across restarts: a new or empty "
                    "directory, or one an earlier serve kept its state in (default: a temporary directory, "
@@ -163,8 +166,13 @@ def run(args: argparse.Namespace) -> int:
                   f"(control {proxy.ctrl_port}), backend {proxy.backend.describe()}", flush=True)
             print(f"TPM2TOOLS_TCTI={proxy.tcti}", flush=True)
             print(f"trustlab serve: MS-simulator clients: TPM2TOOLS_TCTI={proxy.mssim_tcti}", flush=True)
-        while not received and proxy.serving:
+        lost = None
+        while not received and proxy.serving and lost is None:
             time.sleep(0.05)
+            lost = proxy.backend_lost
+        if lost is not None:  # an owned swtpm never comes back; restarting it would lose the TPM's volatile state
+            _log(f"error: {lost}; stopping (commands in flight are answered with TPM_RC_FAILURE)")
+            return 1
         if not received:  # the serving thread died: never leave a dead open port
             _log(f"error: {proxy.failure}; stopped")
             return 1

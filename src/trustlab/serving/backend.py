@@ -53,6 +53,16 @@ class Backend:
         or acknowledges it itself when there is none)."""
         return None
 
+    def lost(self) -> str | None:
+        """Why this backend will never answer again (a TPM process it owns has exited), else None.
+
+        A backend that may come back (a TPM serve does not own) is never lost: while it is down its
+        commands fail with the generation's failure code. Whoever runs the proxy polls this and stops
+        serving (``trustlab serve`` exits non-zero): a TPM that lost its volatile state must not sit
+        silently behind an open port, nor be restarted behind the clients' backs.
+        """
+        return None
+
     def close(self) -> None:
         pass
 

@@ -92,7 +92,7 @@ class CommandPath:
 
     def note_backend(self, command: bytes, response: bytes, failed: bool) -> None:
         """Log (once per outage) when the backend stops answering, and when it is back."""
-        if failed and not self.backend_down:
+        if failed and not self.backend_down and self.backend.lost() is None:  # lost: its owner says so and stops
             try:
                 what = self.name(struct.unpack_from(">I", command, 6)[0])
             except struct.error:

@@ -283,6 +283,12 @@ class TimingProxy:
     def failure(self) -> str | None:
         return self._front.failure
 
+    @property
+    def backend_lost(self) -> str | None:
+        """Why the backend will never answer again (the swtpm serve owns has exited), else None: then stop()
+        (``trustlab serve`` polls this), never serve a dead TPM behind open ports."""
+        return self.backend.lost()
+
     def stop(self) -> None:
         """Stop accepting; answer the commands in flight; close connections, the backend (and its swtpm if
         owned), the trace."""

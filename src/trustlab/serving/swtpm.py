@@ -370,6 +370,22 @@ class Swtpm:
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
+    def exited(self) -> str | None:
+        """How the process ended on its own ("exited with signal 9 (SIGKILL)", "exited with status 1"), or
+        None while it runs (or once :meth:`stop` ended it: that is no news)."""
+        proc = self.proc
+        if proc is None or proc.poll() is None:
+            return None
+        rc = proc.returncode
+        if rc < 0:
+            try:
+                how = f"signal {-rc} ({signal.Signals(-rc).name})"
+            except ValueError:
+                how = f"signal {-rc}"
+        else:
+            how = f"status {rc}"
+        return f"exited with {how}"
+
     def __enter__(self) -> "Swtpm":
         return self.start()
 

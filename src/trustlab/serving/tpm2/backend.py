@@ -106,6 +106,12 @@ class SocketBackend(Backend):
             finally:
                 self._sock = None
 
+    def lost(self) -> str | None:
+        """The owned swtpm exited (killed, crashed): it never comes back. One not owned may."""
+        proc = self.owned.proc if self.owned is not None else None
+        how = self.owned.exited() if proc is not None and self.owned is not None else None
+        return None if how is None or proc is None else f"the TPM 2.0 backend (swtpm, pid {proc.pid}) {how}"
+
     def close(self) -> None:
         with self._lock:
             self._drop()
