@@ -413,3 +413,31 @@ def test_owned_swtpm_killed_stops_serve_with_one_clear_line() -> None:
     for p in (port, port + 1):
         with pytest.raises(OSError):
             socket.create_connection(("127.0.0.1", p), timeout=2).close()
+
+
+def test_external_backend_that_dies_keeps_serve_up() -> None:
+    """A TPM serve does not own (``--backend tcp:``) may come back: while it is down, commands get
+    TPM_RC_FAILURE, the outage is said once, and serve keeps its ports until SIGTERM (exit 0)."""
+    from trustlab.devices.tpm2.commands import TPM_RC_FAILURE
+    from trustlab.serving.swtpm import Swtpm
+
+    tpm = Swtpm().start()
+    try:
+        proc = serve("--profile", "sealsq-qvault-pqc-tpm-wolftpm", "--virtual", "--backend",
+                     f"tcp:127.0.0.1:{tpm.port}")
+        try:
+            port = port_of(proc)
+            assert tpm2wire.response_code(call(port, GETRANDOM)) == 0
+            assert tpm.proc is not None
+            tpm.proc.kill()
+            tpm.proc.wait(5)
+            assert tpm2wire.response_code(call(port, GETRANDOM)) == TPM_RC_FAILURE
+            time.sleep(0.5)
+            assert proc.poll() is None
+            assert tpm2wire.response_code(call(port, GETRANDOM)) == TPM_RC_FAILURE
+        finally:
+            rc, err = finish(proc)
+    finally:
+        tpm.stop()
+    assert rc == 0, err
+    assert err.count("until it answers again") == 1, err
