@@ -100,6 +100,13 @@ def test_the_implementation_factor_follows_what_the_code_is():
     assert p.low_ms > clean_m4
     with pytest.raises(TrustlabError, match="impl = 'asm': use one of portable"):
         ChipSpec.parse("core=m4,mhz=10,impl=asm")
+    # the only assembly speed-up the model has is pqm4's Cortex-M4 code: refused where it cannot run
+    with pytest.raises(TrustlabError, match="which a host-x86 cannot run"):
+        ChipSpec.parse("core=host-x86,mhz=3000,impl=optimized")
+    with pytest.raises(TrustlabError, match="which a cortex-m0plus cannot run"):
+        ChipSpec.parse("core=m0+,mhz=133,impl=mixed")
+    with pytest.raises(TrustlabError, match="build = assembly .* contradicts impl = portable"):
+        ChipSpec.parse("core=m4,mhz=100,build=assembly,impl=portable")
 
 
 def test_clock_scales_and_slower_cores_take_longer():

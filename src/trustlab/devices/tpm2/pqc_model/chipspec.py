@@ -220,6 +220,12 @@ def _from_mapping(doc: dict, where: str) -> ChipSpec:
     impl = str(doc.get("impl", "unknown")).strip().lower()
     if impl not in IMPLEMENTATIONS:
         raise TrustlabError(f"{where}: impl = {doc['impl']!r}: use one of {', '.join(IMPLEMENTATIONS)}")
+    if impl in ("optimized", "mixed") and core is not None and not classes.runs_pqm4_assembly(core):
+        # the model's only assembly speed-up is pqm4's Cortex-M4 code; none is sourced for other cores
+        raise TrustlabError(f"{where}: impl = {impl}: the model's assembly speed-up is pqm4's (Cortex-M4 DSP code), "
+                            f"which a {core} cannot run; use impl=portable or unknown")
+    if build == "assembly" and impl == "portable":
+        raise TrustlabError(f"{where}: build = assembly (hand-written assembly) contradicts impl = portable")
     sha = None
     if "sha256_kbps" in doc:
         kbps = _bounded(_number(doc["sha256_kbps"], "sha256_kbps", where), "sha256_kbps", where, *SHA256_KBPS_RANGE,
