@@ -305,6 +305,16 @@ class PqcTpmExperiment:
             raise TrustlabError(f"--focus: {args.focus!r} is not among the priced --profiles")
         focus = args.focus or (FOCUS_DEFAULT if FOCUS_DEFAULT in priced_names else (priced_names or [None])[0])
         rows, attest = [], []
+        # a classical operation's draws depend only on (profile, variant, commands, draws, seed): every algorithm's
+        # rows and attestation of a profile read the same ones, so each is drawn once per run
+        memo: dict[tuple, list[float] | None] = {}
+
+        def classical_of(p, variant: str, commands: tuple[str, ...], seed: int) -> list[float] | None:
+            key = (p.name, variant, commands, seed)
+            if key not in memo:
+                memo[key] = classical_draws(p, variant, commands, args.draws, seed=seed)
+            return memo[key]
+
         bar = _progress(len(profiles) * len(algorithms), args.draws, getattr(args, "no_progress", False))
         for pi, p in enumerate(profiles):
             chip = chips.chip_for(p.name)
@@ -334,7 +344,7 @@ class PqcTpmExperiment:
                     classical = CLASSICAL_KEM if kem else CLASSICAL_SIG
                     for label, variant in classical.items():
                         cmds = (KEM_COMMANDS[variant] if kem else SIG_COMMANDS)[op]
-                        c = classical_draws(p, variant, cmds, args.draws, seed=args.seed + pi)
+                        c = classical_of(p, variant, cmds, seed=args.seed + pi)
                         row[f"{label} median_ms"] = None if c is None else _stats(c)[0]
                     rows.append(row)
                 if not kem:
@@ -362,7 +372,7 @@ class PqcTpmExperiment:
                              "bytes_moved": sum(draws[op]["frames"][i].in_bytes + draws[op]["frames"][i].out_bytes
                                                 for op in TPM_DSA_OPERATIONS for i in range(len(draws[op]["frames"])))}
                     for label, variant in CLASSICAL_SIG.items():
-                        parts = [classical_draws(p, variant, SIG_COMMANDS[op], args.draws, seed=args.seed + pi)
+                        parts = [classical_of(p, variant, SIG_COMMANDS[op], seed=args.seed + pi)
                                  for op in TPM_DSA_OPERATIONS]
                         entry[f"{label} median_ms"] = (None if any(x is None for x in parts) else
                                                        _stats([sum(xs) for xs in zip(*parts)])[0])

@@ -64,6 +64,7 @@ def _pick(c: Component, index: int | None, rng: random.Random | None) -> float:
     return c.mean
 
 
+@functools.cache
 def extra_message_permutations(algorithm: str, operation: str, in_bytes: int) -> int:
     """Keccak permutations for message bytes beyond the counted 32-byte message (sign/verify only)."""
     p = check_operation(algorithm, operation)
@@ -77,11 +78,48 @@ def extra_message_permutations(algorithm: str, operation: str, in_bytes: int) ->
 
 def compute_ms(pqc: Profile, algorithm: str, unit_counts: dict[str, float], index: int | None) -> dict[str, float]:
     """Keccak and arithmetic milliseconds of these counts at speed quantile ``index`` (None = means)."""
-    key = model.FAMILY_KEYS[calibration.family_of(algorithm)]
-    keccak = _pick(pqc["pqc_keccak_f1600"], index, None) * unit_counts.get("keccak_f1600", 0)
     regs = calibration.regressors(unit_counts)
-    arith = sum(_pick(pqc[f"pqc_{key}_{unit}"], index, None) * regs[unit] for unit in model.COMPUTE_UNITS)
+    keccak, arith = _unit_ms(pqc, algorithm, index, unit_counts.get("keccak_f1600", 0),
+                             tuple(regs[unit] for unit in model.COMPUTE_UNITS))
     return {"pqc_keccak": keccak, "pqc_arith": arith}
+
+
+def _unit_ms(pqc: Profile, algorithm: str, index: int | None, keccak_count: float,
+             regs: tuple[float, ...]) -> tuple[float, float]:
+    """(Keccak ms, arithmetic ms): ``keccak_count`` permutations and the regressors ``regs`` (model.COMPUTE_UNITS
+    order) at the chip's unit costs of quantile ``index``, summed in the same order as always."""
+    keccak_unit, arith_units = _unit_picks(pqc, calibration.family_of(algorithm), index)
+    return keccak_unit * keccak_count, sum(p * r for p, r in zip(arith_units, regs))
+
+
+_PICKS: dict[int, tuple[Profile, dict]] = {}
+
+
+def _unit_picks(pqc: Profile, family: str, index: int | None) -> tuple[float, tuple[float, ...]]:
+    """The chip's Keccak and arithmetic unit costs at quantile ``index``, read once per companion profile
+    (held here with the profile, so its id stays its own)."""
+    held = _PICKS.get(id(pqc))
+    if held is None or held[0] is not pqc:
+        held = _PICKS[id(pqc)] = (pqc, {})
+    memo = held[1]
+    got = memo.get((family, index))
+    if got is None:
+        key = model.FAMILY_KEYS[family]
+        got = memo[(family, index)] = (_pick(pqc["pqc_keccak_f1600"], index, None),
+                                       tuple(_pick(pqc[f"pqc_{key}_{unit}"], index, None)
+                                             for unit in model.COMPUTE_UNITS))
+    return got
+
+
+@functools.cache
+def _run_units(algorithm: str, op: str, run: int | None, extra: int | None) -> tuple[float, tuple[float, ...]]:
+    """(Keccak permutations, regressors) of counted run ``run`` (None = the mean counts) plus ``extra``
+    permutations of message: pure in its arguments, so computed once per run."""
+    unit_counts = dict(counts.runs(algorithm, op)[run] if run is not None else counts.mean(algorithm, op))
+    if extra is not None:
+        unit_counts["keccak_f1600"] = unit_counts.get("keccak_f1600", 0) + extra
+    regs = calibration.regressors(unit_counts)
+    return unit_counts.get("keccak_f1600", 0), tuple(regs[unit] for unit in model.COMPUTE_UNITS)
 
 
 def operation_cost(profile: Profile, algorithm: str, operation: str, *, in_bytes: int, out_bytes: int,
@@ -123,13 +161,15 @@ def _compute(profile: Profile, pqc: Profile, algorithm: str, operation: str, in_
     spec = _protection_spec(profile.name)
     out = {"pqc_keccak": 0.0, "pqc_arith": 0.0, "pqc_wrap": 0.0}
     for op in estimate.plan(algorithm, operation):
-        unit_counts = dict(counts.draw(algorithm, op, rng) if rng is not None else counts.mean(algorithm, op))
-        if op == operation:  # the command's own message (the PCT signs a fixed one)
-            unit_counts["keccak_f1600"] = unit_counts.get("keccak_f1600", 0) + extra_message_permutations(
-                algorithm, op, in_bytes)
+        # one counted run drawn exactly as counts.draw draws it (the same generator call)
+        run = rng.randrange(len(counts.runs(algorithm, op))) if rng is not None else None
+        # the command's own message (the PCT signs a fixed one)
+        extra = extra_message_permutations(algorithm, op, in_bytes) if op == operation else None
+        keccak_count, regs = _run_units(algorithm, op, run, extra)
         factor = estimate.protection_factor(spec, algorithm, op, u_protect, protection)
-        for k, v in compute_ms(pqc, algorithm, unit_counts, index).items():
-            out[k] += v * factor
+        keccak, arith = _unit_ms(pqc, algorithm, index, keccak_count, regs)
+        out["pqc_keccak"] += keccak * factor
+        out["pqc_arith"] += arith * factor
     if operation in ("create", "load"):
         out["pqc_wrap"] = estimate.WRAP_SHA256_BYTES * _sha256_ms_per_byte(profile, pqc)
     return out

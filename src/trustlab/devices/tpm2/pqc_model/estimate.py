@@ -70,6 +70,7 @@ def family(algorithm: str) -> str:
     return "ML-DSA" if algorithm in MLDSA else "ML-KEM"
 
 
+@functools.cache
 def plan(algorithm: str, operation: str) -> tuple[str, ...]:
     """The raw operations a priced operation runs: 'create' adds the pairwise consistency test."""
     if operation == "create":
@@ -82,6 +83,7 @@ def plan(algorithm: str, operation: str) -> tuple[str, ...]:
     return ops
 
 
+@functools.cache
 def check(algorithm: str, operation: str) -> None:
     if operation not in ("create", "load"):
         for op in classes.operations(operation):

@@ -70,6 +70,7 @@ def lookup(profile: str, algorithm: str, call: str) -> tuple[Published, bool] | 
     return (same[0], True) if same else None
 
 
+@functools.cache
 def for_operation(profile: str, algorithm: str, operation: str) -> tuple[Published, bool] | None:
     """The published row that calibrates a priced operation. Loading a key (the seed expanded again, not
     benchmarked) takes the factor of the family's public-key operation (verify / encapsulate): the
