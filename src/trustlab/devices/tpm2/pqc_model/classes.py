@@ -247,6 +247,8 @@ class Spread:
         """The factor on the time at quantile ``u`` (1 at the median; a number or an array)."""
         if not self.dof or not self.sigma:
             return np.ones_like(u) if isinstance(u, np.ndarray) else 1.0
+        if not isinstance(u, np.ndarray):  # the central estimate asks for the same number again and again
+            return _scalar_draw(self, u, k)
         z = stats.t.ppf(np.clip(u, TAIL, 1 - TAIL), self.dof)
         return np.exp(self.scale(k) * z)
 
@@ -263,6 +265,13 @@ class Spread:
                 f", pooled over {self.sources} portable-C sources of a stated benchmark build and a stated timer (cycle "
                 f"counter, or rdtsc on a named CPU) in {', '.join(self.classes)} ({self.group} cores); a source whose build or timer is "
                 "uncertain carries that in its own factors instead)")
+
+
+@functools.cache
+def _scalar_draw(spread: Spread, u: float, k: int):
+    """:meth:`Spread.draw` at one quantile (scipy's ppf costs far more than the cache lookup)."""
+    z = stats.t.ppf(np.clip(u, TAIL, 1 - TAIL), spread.dof)
+    return np.exp(spread.scale(k) * z)
 
 
 def _pool(exclude: frozenset[str], groups: tuple[str, ...]) -> tuple[float, int, list[str], int]:
