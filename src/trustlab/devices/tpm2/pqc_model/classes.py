@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from importlib import resources
 
 import numpy as np
-from scipy import stats
+from scipy import special  # not scipy.stats: t.ppf is special.stdtrit, and scipy.stats takes ~0.3 s to import
 
 from trustlab.devices.tpm2.pqc_model import builds, calibration, counts
 from trustlab.devices.tpm2.pqc_model.params import check_operation
@@ -249,7 +249,7 @@ class Spread:
             return np.ones_like(u) if isinstance(u, np.ndarray) else 1.0
         if not isinstance(u, np.ndarray):  # the central estimate asks for the same number again and again
             return _scalar_draw(self, u, k)
-        z = stats.t.ppf(np.clip(u, TAIL, 1 - TAIL), self.dof)
+        z = special.stdtrit(self.dof, np.clip(u, TAIL, 1 - TAIL))
         return np.exp(self.scale(k) * z)
 
     def quantiles(self, k: int = 0, p: float = 0.05) -> tuple[float, float]:
@@ -270,7 +270,7 @@ class Spread:
 @functools.cache
 def _scalar_draw(spread: Spread, u: float, k: int):
     """:meth:`Spread.draw` at one quantile (scipy's ppf costs far more than the cache lookup)."""
-    z = stats.t.ppf(np.clip(u, TAIL, 1 - TAIL), spread.dof)
+    z = special.stdtrit(spread.dof, np.clip(u, TAIL, 1 - TAIL))
     return np.exp(spread.scale(k) * z)
 
 
