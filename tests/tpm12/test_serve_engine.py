@@ -422,3 +422,17 @@ def test_an_exited_clients_sessions_are_flushed(tmp_path: Path) -> None:
         handle = struct.unpack_from(">I", kept, 10)[0]  # the live client's session still works: flush it itself
         live.sendall(struct.pack(">HIIII", C.TPM_TAG_RQU_COMMAND, 18, C.ORD["TPM_FlushSpecific"], handle, 2))
         assert rc_of(live.recv(64)) == 0
+
+
+@pytest.mark.parametrize("size", [0, 0xFFFFFFFF, 1, 8192])
+def test_set_buffersize_through_the_proxy_stays_the_engines_answer(tmp_path: Path, size: int) -> None:
+    """TPM 1.2 serve's CMD_SET_BUFFERSIZE is the engine's answer, unchanged by the TPM 2.0 frame cap (issue 27:
+    only a TPM 2.0 profile whose cap exceeds libtpms' buffer reports its own), and serving goes on."""
+    profile = load("infineon-2010")
+    request = wire.ctrl_request(wire.CMD_SET_BUFFERSIZE, struct.pack(">I", size))
+    with TimingProxy(profile, EngineBackend(profile, tmp_path / "s"), virtual=True, control="swtpm") as proxy:
+        assert ctrl(proxy.ctrl_port, request) == proxy.backend.control(wire.CMD_SET_BUFFERSIZE, request[4:])
+        assert ctrl(proxy.ctrl_port, request) == struct.pack(">I", wire.TPM_BAD_ORDINAL)
+        remote = SocketTpm12("127.0.0.1", proxy.port)
+        assert rc_of(remote.execute(GET_RANDOM_8)) == 0
+        remote.close()

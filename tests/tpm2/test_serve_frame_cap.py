@@ -132,3 +132,89 @@ def test_a_big_frame_that_stalls_is_answered_once_then_closed(served, monkeypatc
         assert time.monotonic() - started < 5
     with _connect(served) as s:
         _random_works(s)
+
+
+# ---- the control port's CMD_SET_BUFFERSIZE (swtpm control code 0x11) agrees with the cap ----------------------
+
+def _ctrl(port: int, request: bytes) -> bytes:
+    """One control request on its own connection; the whole reply (swtpm answers 16 bytes or 4)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+        s.sendall(request)
+        s.shutdown(socket.SHUT_WR)
+        return _read(s, 16)
+
+
+def _buffersize(size: int) -> bytes:
+    return wire.ctrl_request(wire.CMD_SET_BUFFERSIZE, struct.pack(">I", size))
+
+
+def _swtpm_ioctl(port: int, size: int) -> subprocess.CompletedProcess:
+    return subprocess.run(["swtpm_ioctl", "--tcp", f"127.0.0.1:{port}", "-b", str(size)], capture_output=True,
+                          text=True, timeout=30)
+
+
+def test_a_buffersize_query_on_the_pqc_profile_reports_the_cap(served):
+    """A client sizing its buffers from the control channel sees 8192, as TPM2_GetCapability reports;
+    the minimum stays libtpms' (what swtpm itself answers)."""
+    ours = struct.unpack(">IIII", _ctrl(served.ctrl_port, _buffersize(0)))
+    theirs = struct.unpack(">IIII", _ctrl(served.backend.ctrl_address[1], _buffersize(0)))
+    assert ours == (0, 8192, theirs[2], 8192)
+    assert theirs[1] == theirs[3] == limits.BACKEND_MAX
+
+
+@pytest.mark.skipif(shutil.which("swtpm_ioctl") is None, reason="swtpm_ioctl not installed")
+def test_swtpm_ioctl_reads_the_cap(served):
+    """swtpm's own client (not ours) reads the buffer size serve reports."""
+    out = _swtpm_ioctl(served.ctrl_port, 0)
+    assert out.returncode == 0, out.stderr
+    assert "TPM buffersize: 8192" in out.stdout and "maximum size  : 8192" in out.stdout
+
+
+@pytest.mark.parametrize("size", [0xFFFFFFFF, 1, 4096, 8192])
+def test_a_set_is_answered_as_swtpm_answers_it_and_serving_goes_on(served, size):
+    """swtpm refuses a set while its TPM runs (TPM_BAD_ORDINAL, ctrlchannel.c) and serve's TPM always runs:
+    hostile (0xffffffff, below the minimum) or not, the answer is swtpm's own, the size is unchanged, and the
+    next command is served."""
+    theirs = _ctrl(served.backend.ctrl_address[1], _buffersize(size))
+    assert theirs == struct.pack(">I", wire.TPM_BAD_ORDINAL)
+    assert _ctrl(served.ctrl_port, _buffersize(size)) == theirs
+    assert struct.unpack(">IIII", _ctrl(served.ctrl_port, _buffersize(0)))[1] == 8192
+    with _connect(served) as sock:
+        _random_works(sock)
+
+
+@pytest.mark.skipif(shutil.which("tpm2_getrandom") is None, reason="tpm2-tools not installed")
+def test_tpm2_getrandom_works_after_hostile_sets(served):
+    for size in (0xFFFFFFFF, 0, 1):
+        _ctrl(served.ctrl_port, _buffersize(size))
+    out = subprocess.run(["tpm2_getrandom", "-T", served.tcti, "--hex", "8"], capture_output=True, text=True,
+                         timeout=30)
+    assert out.returncode == 0 and len(out.stdout.strip()) == 16, out.stderr
+
+
+@pytest.mark.parametrize("size", [0, 0xFFFFFFFF, 1, 8192])
+def test_a_non_pqc_profile_passes_swtpm_answer_through(size):
+    """Where the profile's cap is not above libtpms' buffer, the control channel's answer is swtpm's, byte for
+    byte, as before."""
+    with Swtpm() as tpm, TimingProxy(registry.load("st-st33ktpm2xspi-wolftpm"), tpm, virtual=True,
+                                     log=lambda *a, **k: None) as proxy:
+        assert _ctrl(proxy.ctrl_port, _buffersize(size)) == _ctrl(tpm.ctrl_port, _buffersize(size))
+        with _connect(proxy) as sock:
+            _random_works(sock)
+
+
+def test_buffersize_reply_clamps_a_successful_set_to_the_cap():
+    """A set swtpm accepted (its TPM not running: never so under serve) is reported clamped to
+    [minsize, cap], as libtpms clamps to its own range; refusals and pass-through stay untouched."""
+    from trustlab.serving import control
+
+    def reply(size: int) -> bytes:
+        return struct.pack(">IIII", 0, size, 2808, 4096)
+
+    assert control.buffersize_reply(struct.pack(">I", 0xFFFFFFFF), reply(4096), 8192)[4:8] == struct.pack(">I", 8192)
+    assert control.buffersize_reply(struct.pack(">I", 1), reply(2808), 8192)[4:8] == struct.pack(">I", 2808)
+    assert control.buffersize_reply(struct.pack(">I", 6000), reply(4096), 8192)[4:] == struct.pack(">III", 6000,
+                                                                                                    2808, 8192)
+    refused = struct.pack(">I", wire.TPM_BAD_ORDINAL)
+    assert control.buffersize_reply(struct.pack(">I", 6000), refused, 8192) == refused
+    assert control.buffersize_reply(struct.pack(">I", 0), reply(4096), None) == reply(4096)

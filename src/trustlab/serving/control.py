@@ -19,10 +19,14 @@ What *power cycle* means here, for both generations and both protocols:
   (swtpm's NV is always available), physical presence, ``RESTART``; and
   ``CMD_INIT`` where the backend has no control channel (a device node).
 
+``CMD_SET_BUFFERSIZE`` answers what serve enforces (:func:`buffersize_reply`).
+
 swtpm's allowed control codes are :data:`trustlab.serving.wire.ALLOWED_CONTROL`.
 """
 
 from __future__ import annotations
+
+import struct
 
 from trustlab.serving import wire
 
@@ -58,3 +62,29 @@ def ms_signal_action(code: int) -> str:
 
 def ms_signal_name(code: int) -> str:
     return MS_NAMES.get(code, f"platform signal {code}")
+
+
+def buffersize_reply(payload: bytes, reply: bytes, cap: int | None) -> bytes:
+    """swtpm's ``CMD_SET_BUFFERSIZE`` answer with the profile's frame cap in place of libtpms' maximum.
+
+    ``payload``: the request's ``u32 buffersize`` (0 = query); ``reply``: swtpm's
+    answer, ``u32 result, buffersize, minsize, maxsize``; ``cap``: the buffer the
+    profile's chip reports and serve enforces (:attr:`.tpm2.limits.FrameLimits.control_buffer`),
+    None to leave swtpm's answer as it is. swtpm (ctrlchannel.c) refuses a set while
+    the TPM runs - TPM_BAD_ORDINAL, 4 bytes - and serve's TPM always runs, so such a
+    refusal passes through unchanged. What changes is a successful answer: the maximum
+    becomes ``cap``; a query reports ``cap`` where libtpms reports its own maximum (its
+    default), a set reports the request clamped to ``[minsize, cap]``, as libtpms
+    clamps it to its own range.
+    """
+    if cap is None or len(reply) != 16 or len(payload) < 4:
+        return reply
+    result, size, minsize, maxsize = struct.unpack(">IIII", reply)
+    if result != 0:
+        return reply
+    wanted = struct.unpack(">I", payload[:4])[0]
+    if wanted == 0:
+        size = cap if size == maxsize else size
+    else:
+        size = min(max(wanted, minsize), cap)
+    return struct.pack(">IIII", result, size, minsize, cap)

@@ -511,6 +511,9 @@ class TimingProxy:
             return wire.ctrl_error(wire.TPM_FAIL), True
         with self._tpm_lock:
             reply = self._control_upstream(code, request)
+            if code == wire.CMD_SET_BUFFERSIZE:  # the profile's cap, as GetCapability reports it
+                frame_limits = getattr(self.path, "limits", None)  # TPM 2.0 only
+                reply = control.buffersize_reply(request[4:], reply, frame_limits and frame_limits.control_buffer)
             if code == wire.CMD_INIT and len(reply) >= 4 and wire.ctrl_result(reply) == 0:
                 self._powered_up(f"{name} on the control port")
         return reply, True

@@ -14,7 +14,9 @@ hands it to everything that must agree:
   is answered TPM_RC_SIZE instead (what wolfTPM's fwTPM answers when a
   response overflows its buffer);
 - TPM2_GetCapability reports :attr:`FrameLimits.command` as both sizes
-  (``devices/tpm2/pqc/discovery.py``).
+  (``devices/tpm2/pqc/discovery.py``);
+- the control port's ``CMD_SET_BUFFERSIZE`` reports it as the buffer size
+  and maximum where it exceeds libtpms' (:attr:`FrameLimits.control_buffer`).
 
 Commands that go on to swtpm still meet libtpms' own buffer
 (:data:`BACKEND_MAX`): one longer than that is answered TPM_RC_COMMAND_SIZE
@@ -45,6 +47,17 @@ class FrameLimits:
     def frame(self) -> int:
         """The largest frame the front end reads whole: whichever of the two bounds is larger."""
         return max(self.command, self.backend)
+
+    @property
+    def control_buffer(self) -> int | None:
+        """The buffer size the control channel's ``CMD_SET_BUFFERSIZE`` reports in place of libtpms'
+        (:func:`trustlab.serving.control.buffersize_reply`), or None to pass libtpms' answer through.
+
+        Only a profile whose cap is above libtpms' buffer changes it: there serve takes frames
+        libtpms' 4096 would refuse, and a client sizing its buffers from the control channel
+        (swtpm_ioctl, libtpms-based TCTIs) must see what TPM2_GetCapability reports.
+        """
+        return self.command if self.command > self.backend else None
 
 
 def for_profile(name: str) -> FrameLimits:
