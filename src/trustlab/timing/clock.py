@@ -132,17 +132,12 @@ class Clock:
 
     def charge_all(self, counts: dict[str, float]) -> None:
         """:meth:`charge` each ``component: count`` in order (a served command's priced terms, in one call)."""
-        fixed = self._fixed
         stack = self._stack
         if not stack:
             for component, count in counts.items():
-                if count <= 0:
-                    if count < 0:
-                        raise ValueError(f"cannot charge a negative count ({count}) of {component!r}")
-                    continue
-                mean = fixed.get(component)
-                self.charge_ms(component, count * (self._draw(self._profile[component]) if mean is None else mean))
+                self.charge(component, count)
             return
+        fixed = self._fixed
         # inside a command (every served one): charge_ms's additions inlined, in its order (the same totals)
         top = stack[-1]
         name, mine = top.name, top.breakdown
