@@ -53,6 +53,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
 from trustlab.devices.tpm12.constants import ORD, RC_NAME  # noqa: E402
+from trustlab.serving.swtpm import recv_upto  # noqa: E402
 from trustlab.serving.tpm12.socket_tpm import Swtpm12  # noqa: E402
 
 TSC_PHYSICAL_PRESENCE = 0x4000000A
@@ -311,22 +312,12 @@ class Frame:
         return f"{self.ordinal}:{'closed' if self.rc is None else RC_NAME.get(self.rc, hex(self.rc))}"
 
 
-def _read_exact(sock: socket.socket, n: int) -> bytes:
-    data = b""
-    while len(data) < n:
-        chunk = sock.recv(n - len(data))
-        if not chunk:
-            break
-        data += chunk
-    return data
-
-
 def _read_frame(sock: socket.socket) -> bytes:
-    head = _read_exact(sock, 6)
+    head = recv_upto(sock, 6)
     if len(head) < 6:
         return head
     size = struct.unpack_from(">I", head, 2)[0]
-    return head + (_read_exact(sock, size - 6) if size > 6 else b"")
+    return head + (recv_upto(sock, size - 6) if size > 6 else b"")
 
 
 class Relay:

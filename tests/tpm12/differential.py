@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from trustlab.devices.tpm12 import MemoryNVStore, Tpm12
 from trustlab.devices.tpm12.engine import Engine
 from trustlab.devices.tpm12.primitives import KeyPool
+from trustlab.serving.swtpm import recv_upto
 from trustlab.serving.tpm12.socket_tpm import Swtpm12
 from trustlab.timing.clock import Clock
 from trustlab.timing.registry import load
@@ -25,16 +26,6 @@ from trustlab.timing.registry import load
 CMD_INIT = 2
 CMD_SET_LOCALITY = 5
 NO_ANSWER = b""  # swtpm closes the connection without an answer (frame shorter than a header)
-
-
-def _recv(sock: socket.socket, n: int) -> bytes:
-    out = b""
-    while len(out) < n:
-        chunk = sock.recv(n - len(out))
-        if not chunk:
-            break
-        out += chunk
-    return out
 
 
 class Libtpms:
@@ -58,18 +49,18 @@ class Libtpms:
         sock.sendall(frame)
         if len(frame) < 10:  # swtpm waits for a whole header: end the connection to flush it
             sock.shutdown(socket.SHUT_WR)
-            rsp = _recv(sock, 4096)
+            rsp = recv_upto(sock, 4096)
             sock.close()
             self.sock = None
             return rsp
-        head = _recv(sock, 10)
+        head = recv_upto(sock, 10)
         size = struct.unpack(">I", head[2:6])[0]
-        return head + _recv(sock, size - 10)
+        return head + recv_upto(sock, size - 10)
 
     def ctrl(self, request: bytes, reply: int = 4) -> bytes:
         with socket.create_connection(("127.0.0.1", self.port + 1), timeout=10) as c:
             c.sendall(request)
-            return _recv(c, reply)
+            return recv_upto(c, reply)
 
     def init(self) -> None:
         """_TPM_Init: power cycle (swtpm CMD_INIT)."""

@@ -25,7 +25,7 @@ from trustlab.serving import wire
 from trustlab.devices.tpm2.commands import COMMAND_CODES
 from trustlab.devices.tpm2.cost import zero_profile
 from trustlab.serving.proxy import TimingProxy
-from trustlab.serving.swtpm import Swtpm
+from trustlab.serving.swtpm import Swtpm, recv_exact
 
 from .conftest import needs_swtpm
 
@@ -46,18 +46,8 @@ def nv_read_frame(index: int, size: int) -> bytes:
 def transact(port: int, frame: bytes) -> bytes:
     with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
         s.sendall(frame)
-        head = _recv_exact(s, 10)
-        return head + _recv_exact(s, wire.parse_header(head).size - 10)
-
-
-def _recv_exact(s: socket.socket, n: int) -> bytes:
-    buf = b""
-    while len(buf) < n:
-        chunk = s.recv(n - len(buf))
-        if not chunk:
-            raise ConnectionError("closed early")
-        buf += chunk
-    return buf
+        head = recv_exact(s, 10)
+        return head + recv_exact(s, wire.parse_header(head).size - 10)
 
 
 @pytest.fixture

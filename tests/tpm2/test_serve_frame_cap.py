@@ -20,7 +20,7 @@ import pytest
 from trustlab.devices.tpm2 import wire as tpm2wire
 from trustlab.serving import frontend, wire
 from trustlab.serving.proxy import TimingProxy
-from trustlab.serving.swtpm import Swtpm
+from trustlab.serving.swtpm import Swtpm, recv_upto
 from trustlab.serving.tpm2 import limits
 from trustlab.timing import registry
 
@@ -45,19 +45,9 @@ def _connect(proxy: TimingProxy) -> socket.socket:
     return socket.create_connection(("127.0.0.1", proxy.port), timeout=10)
 
 
-def _read(sock: socket.socket, n: int) -> bytes:
-    out = b""
-    while len(out) < n:
-        chunk = sock.recv(n - len(out))
-        if not chunk:
-            break
-        out += chunk
-    return out
-
-
 def _random_works(sock: socket.socket) -> None:
     sock.sendall(GETRANDOM)
-    rsp = _read(sock, 20)
+    rsp = recv_upto(sock, 20)
     assert wire.response_code(rsp) == 0 and len(rsp) == 20
 
 
@@ -83,7 +73,7 @@ def test_a_header_claiming_2_gib_is_refused_once_and_the_next_client_is_served(s
     before = served.rejected_frames
     with _connect(served) as s:
         s.sendall(struct.pack(">HII", 0x8001, 1 << 31, 0x17B))
-        assert _read(s, 64) == REFUSED  # and then the end of the stream: 2 GiB are not read past
+        assert recv_upto(s, 64) == REFUSED  # and then the end of the stream: 2 GiB are not read past
     assert served.rejected_frames == before + 1
     assert any("2147483648-byte command" in line for line in served.lines)
     with _connect(served) as s:
@@ -96,13 +86,13 @@ def test_a_frame_just_over_the_cap_is_refused_and_the_connection_goes_on(served,
     with _connect(served) as s:
         if framing == "mssim":
             s.sendall(struct.pack(">IBI", wire.MS_SEND_COMMAND, 0, len(big)) + big)
-            assert _read(s, 18) == wire.frame_reply(REFUSED, "mssim")
+            assert recv_upto(s, 18) == wire.frame_reply(REFUSED, "mssim")
             s.sendall(struct.pack(">IBI", wire.MS_SEND_COMMAND, 0, len(GETRANDOM)) + GETRANDOM)
-            rsp = _read(s, 28)
+            rsp = recv_upto(s, 28)
             assert wire.response_code(rsp[4:]) == 0 and rsp[-4:] == bytes(4)
         else:
             s.sendall(big)
-            assert _read(s, 10) == REFUSED
+            assert recv_upto(s, 10) == REFUSED
             _random_works(s)
 
 
@@ -110,7 +100,7 @@ def test_a_non_pqc_command_over_libtpms_buffer_gets_libtpms_answer_and_swtpm_sta
     long_random = struct.pack(">HII", 0x8001, 5000, 0x17B) + b"\x00\x08" + bytes(4988)
     with _connect(served) as s:
         s.sendall(long_random)  # within the profile's 8192, over libtpms' 4096: never forwarded
-        assert _read(s, 10) == REFUSED
+        assert recv_upto(s, 10) == REFUSED
         _random_works(s)
 
 
@@ -118,7 +108,7 @@ def test_a_truncated_big_frame_is_answered_once_at_the_end_of_the_stream(served)
     with _connect(served) as s:
         s.sendall(struct.pack(">HII", 0x8001, 6000, 0x1A5) + bytes(2990))
         s.shutdown(socket.SHUT_WR)
-        assert _read(s, 64) == REFUSED
+        assert recv_upto(s, 64) == REFUSED
     with _connect(served) as s:
         _random_works(s)
 
@@ -128,7 +118,7 @@ def test_a_big_frame_that_stalls_is_answered_once_then_closed(served, monkeypatc
     with _connect(served) as s:
         s.sendall(struct.pack(">HII", 0x8001, 9000, 0x1A5) + bytes(100))  # over the cap, being read past
         started = time.monotonic()
-        assert _read(s, 64) == REFUSED
+        assert recv_upto(s, 64) == REFUSED
         assert time.monotonic() - started < 5
     with _connect(served) as s:
         _random_works(s)
@@ -141,7 +131,7 @@ def _ctrl(port: int, request: bytes) -> bytes:
     with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
         s.sendall(request)
         s.shutdown(socket.SHUT_WR)
-        return _read(s, 16)
+        return recv_upto(s, 16)
 
 
 def _buffersize(size: int) -> bytes:

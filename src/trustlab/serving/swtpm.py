@@ -160,15 +160,23 @@ def unix_data_channel(binary: str = SWTPM_BINARY, log: Callable[[str], None] | N
     return False
 
 
-def recv_exact(sock: socket.socket, n: int) -> bytes:
-    """Read exactly ``n`` bytes or raise ConnectionError on EOF."""
+def recv_upto(sock: socket.socket, n: int) -> bytes:
+    """Read ``n`` bytes, or fewer if the peer closes first (a peer's early close is then visible to the caller)."""
     chunks = bytearray()
     while len(chunks) < n:
         chunk = sock.recv(n - len(chunks))
         if not chunk:
-            raise ConnectionError(f"connection closed after {len(chunks)} of {n} bytes")
+            break
         chunks += chunk
     return bytes(chunks)
+
+
+def recv_exact(sock: socket.socket, n: int) -> bytes:
+    """Read exactly ``n`` bytes or raise ConnectionError on EOF."""
+    data = recv_upto(sock, n)
+    if len(data) < n:
+        raise ConnectionError(f"connection closed after {len(data)} of {n} bytes")
+    return data
 
 
 def read_response(sock: socket.socket) -> bytes:
