@@ -125,6 +125,10 @@ class CommandPath:
         """The assessed command a client's close-time TPM work is recorded as (None: not recorded)."""
         return None
 
+    def control_reply(self, code: int, payload: bytes, reply: bytes) -> bytes:
+        """The backend's answer to control request ``code`` as this generation's TPM gives it (as it is here)."""
+        return reply
+
     def power_cycled(self) -> None:
         """Every transient object, session and handle is gone (the proxy gives clients new spaces)."""
 

@@ -43,7 +43,7 @@ from trustlab.serving import control, peers, wire
 from trustlab.serving.backend import Backend
 from trustlab.serving.frontend import serve
 from trustlab.serving.oplog import OperatorLog
-from trustlab.serving.path import NO_DETAIL, NO_RM, CommandPath
+from trustlab.serving.path import CommandPath
 from trustlab.serving.realtime import precise_sleep_until
 from trustlab.serving.swtpm import Swtpm, free_port_pair
 from trustlab.serving.tpm12.path import Tpm12Path
@@ -510,10 +510,7 @@ class TimingProxy:
             self._refuse(f"refused {name}: backend {self.backend.describe()} cannot be power-cycled")
             return wire.ctrl_error(wire.TPM_FAIL), True
         with self._tpm_lock:
-            reply = self._control_upstream(code, request)
-            if code == wire.CMD_SET_BUFFERSIZE:  # the profile's cap, as GetCapability reports it
-                frame_limits = getattr(self.path, "limits", None)  # TPM 2.0 only
-                reply = control.buffersize_reply(request[4:], reply, frame_limits and frame_limits.control_buffer)
+            reply = self.path.control_reply(code, request[4:], self._control_upstream(code, request))
             if code == wire.CMD_INIT and len(reply) >= 4 and wire.ctrl_result(reply) == 0:
                 self._powered_up(f"{name} on the control port")
         return reply, True

@@ -29,6 +29,7 @@ from typing import Any, Callable
 from trustlab.devices.tpm2 import cost, extensions, objects
 from trustlab.devices.tpm2 import wire as tpm2wire
 from trustlab.devices.tpm2.commands import TPM_RC_FAILURE, command_name
+from trustlab.serving import control
 from trustlab.serving import trace as tracing
 from trustlab.serving import wire
 from trustlab.serving.backend import Backend
@@ -224,6 +225,12 @@ class Tpm2Path(CommandPath):
 
     def close_cost(self) -> cost.CommandCost:
         return cost.CommandCost("RM_FlushOnClose", 0, None, {}, 0, 0, 0, True)
+
+    def control_reply(self, code: int, payload: bytes, reply: bytes) -> bytes:
+        """CMD_SET_BUFFERSIZE reports the profile's frame cap, as GetCapability does (:mod:`.limits`)."""
+        if code != wire.CMD_SET_BUFFERSIZE:
+            return reply
+        return control.buffersize_reply(payload, reply, self.limits.control_buffer)
 
     def power_cycled(self) -> None:
         self.objects.clear_transient()
