@@ -364,36 +364,19 @@ class Engine:
             # no single reading of these values without the frame (an unknown ordinal, a handle
             # count the command does not take): the frame, exactly as the framed path sends it
             return _reply_of(self._execute_frame(bytes(frame)))
-        clock = self.clock
-        clock.begin(spec.name)
-        try:
-            n = HEADER + 4 * len(handles) + len(params) + AUTH_IN * len(trailers)  # the frame's length
-            bus = self._bus
-            if bus is None:
-                clock.charge("ohc")
-                clock.charge("ohir", n)
-            else:
-                clock.charge_ms("ohc", bus[0])
-                clock.charge_ms("ohir", n * bus[1])
-            try:
-                reply = self._dispatch(None, frame, spec, True, None, None)[0]
-            finally:
-                self.crypto.flush()
-            _, out_handles, out_params, out_trailers = reply
-            n = HEADER + len(out_handles) + len(out_params) + AUTH_OUT * len(out_trailers)
-            if bus is None:
-                clock.charge("ohor", n)
-            else:
-                clock.charge_ms("ohor", n * bus[2])
-        finally:
-            clock.end()
-        return reply
+        n = HEADER + 4 * len(handles) + len(params) + AUTH_IN * len(trailers)  # the frame's length
+        return self._run_outer(spec.name, n, None, frame, spec)
 
     def _execute_frame(self, frame: bytes) -> bytes:
         """:meth:`execute` of a frame."""
+        return self._run_outer(self._peek_name(frame), len(frame), frame, None, None)  # type: ignore[return-value]
+
+    def _run_outer(self, name: str, n: int, frame: bytes | None, cmd: Command | None,
+                   spec: CommandSpec | None) -> bytes | Reply:
+        """One command from the host, as a frame or as values: its record on the clock, the bus both
+        ways (``ohor`` for the response frame's length, also when it is returned as values)."""
         clock = self.clock
-        n = len(frame)
-        clock.begin(self._peek_name(frame))  # (not the context manager: once per command)
+        clock.begin(name)  # (not the context manager: once per command)
         try:
             bus = self._bus
             if bus is None:
@@ -404,13 +387,18 @@ class Engine:
                 if n:
                     clock.charge_ms("ohir", n * bus[1])
             try:
-                response = self._dispatch(frame, None, None, True, None, None)[0]
+                response = self._dispatch(frame, cmd, spec, True, None, None)[0]
             finally:
                 self.crypto.flush()
-            if bus is None:
-                clock.charge("ohor", len(response))
+            if cmd is None:
+                n = len(response)
             else:
-                clock.charge_ms("ohor", len(response) * bus[2])
+                _, out_handles, out_params, out_trailers = response
+                n = HEADER + len(out_handles) + len(out_params) + AUTH_OUT * len(out_trailers)
+            if bus is None:
+                clock.charge("ohor", n)
+            else:
+                clock.charge_ms("ohor", n * bus[2])
         finally:
             clock.end()
         return response
