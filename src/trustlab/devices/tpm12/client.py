@@ -47,6 +47,7 @@ _RC_SUCCESS = _U32(C.TPM_SUCCESS)
 _ORD_OIAP = _U32(C.ORD["TPM_OIAP"])
 _OIAP_FRAME = _HEADER_PACK(C.TPM_TAG_RQU_COMMAND, HEADER, C.ORD["TPM_OIAP"])
 _HANDLE_STRUCTS = [struct.Struct(f">{n}I") for n in range(4)]
+_CONTINUE = (b"\x00", b"\x01")  # continueAuthSession FALSE / TRUE
 _OIAP_COMMAND = Command((C.ORD["TPM_OIAP"], (), b"", ()))  # (a tuple: one serves every TPM_OIAP)
 
 # The in-process fast path (:mod:`.parsed`): a client whose engine is this process's own
@@ -125,22 +126,18 @@ class HostSession:
         return xor(new_secret, pad)
 
     def trailer(self, in_digest: bytes) -> bytes:
-        if not self.open:
-            raise TpmError("TPM_INVALID_AUTHHANDLE", f"host session {self.handle:#010x} is closed")
-        odd, self._sent_odd = self.next_odd, self.next_odd
-        self.next_odd = hostcrypto.nonce()
-        c = b"\x01" if self.cont else b"\x00"
-        return b"".join((_U32(self.handle), odd, c, hostcrypto.hmac_sha1(self.key, in_digest, self.nonce_even, odd, c)))
+        """The 45-byte request authorization: :meth:`trailer_values` marshalled."""
+        handle, odd, cont, value = self.trailer_values(in_digest)
+        return b"".join((_U32(handle), odd, _CONTINUE[cont], value))
 
     def trailer_values(self, in_digest: bytes) -> tuple[int, bytes, int, bytes]:
-        """:meth:`trailer` as values (authHandle, nonceOdd, continue, authValue): the fast path's form."""
+        """The next request authorization as values (authHandle, nonceOdd, continue, authValue)."""
         if not self.open:
             raise TpmError("TPM_INVALID_AUTHHANDLE", f"host session {self.handle:#010x} is closed")
         odd, self._sent_odd = self.next_odd, self.next_odd
         self.next_odd = hostcrypto.nonce()
-        c = b"\x01" if self.cont else b"\x00"
-        return self.handle, odd, 1 if self.cont else 0, hostcrypto.hmac_sha1(self.key, in_digest, self.nonce_even,
-                                                                              odd, c)
+        cont = 1 if self.cont else 0
+        return self.handle, odd, cont, hostcrypto.hmac_sha1(self.key, in_digest, self.nonce_even, odd, _CONTINUE[cont])
 
     def accept(self, out_digest: bytes, trailer: bytes) -> None:
         """Check this session's 41-byte response trailer: nonceEven, continueAuthSession, HMAC."""
