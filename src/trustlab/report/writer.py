@@ -28,7 +28,7 @@ from trustlab.report.export import slug, write_csv, write_json
 from trustlab.report.plots import PlotError, forget_fonts, preload, render
 from trustlab.report.records import ensure_dir, is_failure
 from trustlab.report.tables import MAX_ROWS, columns, data_tables, profile_rows, reference_rows
-from trustlab.safe_output import write_text
+from trustlab.safe_output import atomic_open, write_text
 
 REF_COLS = ["label", "model", "simulated", "reference", "error", "error_pct", "unit", "source"]
 
@@ -133,13 +133,9 @@ def _spec_key(spec: Any) -> str | None:
 
 
 def _copy_png(source: Path, png: Path) -> None:
-    """``source`` copied to ``png`` through a temp file and a rename, like a drawing (never half a PNG)."""
-    tmp = png.with_name(f".{png.stem}.{os.getpid()}.tmp.png")
-    try:
-        shutil.copyfile(source, tmp)
-        os.replace(tmp, png)
-    finally:
-        tmp.unlink(missing_ok=True)
+    """``source`` copied to ``png`` atomically, like a drawing (never half a PNG)."""
+    with source.open("rb") as src, atomic_open(png, "wb") as dst:
+        shutil.copyfileobj(src, dst)
 
 
 def write_report(records: Sequence[dict[str, Any]], out_dir: Path, title: str = "trustlab report",
