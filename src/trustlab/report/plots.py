@@ -136,9 +136,11 @@ def _blank_figure(dpi: int) -> tuple[Any, Any]:
     blank = figures.get(dpi)
     if blank is None:
         FigureCanvasAgg, Figure = preload()
+        from trustlab.report.stamped_axes import StampedAxes
+
         fig = Figure(figsize=(WIDTH_IN, HEIGHT_IN), dpi=dpi)
         FigureCanvasAgg(fig)
-        blank = figures[dpi] = (fig, fig.add_subplot())
+        blank = figures[dpi] = (fig, fig.add_subplot(axes_class=StampedAxes))
     else:
         blank[1].clear()
     return blank
@@ -273,9 +275,25 @@ def _bars(ax: Any, series: list[dict]) -> None:
         bars.sticky_edges.y.append(0.0)  # the axis ends at 0, no margin below the bars (as ax.bar)
         ax.add_patch(bars)
     ax.autoscale_view()  # ax.bar asks for it; add_patch only grows the data limits
-    ax.set_xticks(range(len(categories)))
-    ax.set_xticklabels([str(c) for c in categories], rotation=30 if len(categories) > 4 else 0,
-                       ha="right" if len(categories) > 4 else "center", fontsize=8)
+    _category_ticks(ax.xaxis, [str(c) for c in categories], rotation=30 if len(categories) > 4 else 0,
+                    ha="right" if len(categories) > 4 else "center", fontsize=8)
+
+
+def _category_ticks(axis: Any, labels: list[str], **style: Any) -> None:
+    """A tick per category at 0, 1, ..., labelled and styled: ``set_ticks`` then ``set_ticklabels``,
+    without their Tick object per category.
+
+    Those build every tick to style each label alike; here the first tick's label is styled,
+    and every tick is a copy of the first (matplotlib's ``_copy_tick_props``; the stamped axes
+    draw them all with it). The view grows to take every tick in, as ``set_ticks`` does.
+    """
+    from matplotlib.ticker import FixedFormatter, FixedLocator
+
+    if labels:
+        axis.set_view_interval(0, len(labels) - 1)
+    axis.set_major_locator(FixedLocator(range(len(labels))))
+    axis.set_major_formatter(FixedFormatter(labels))
+    axis.get_major_ticks(1)[0].label1.update(style)
 
 
 def _lines(ax: Any, series: list[dict], logx: bool, logy: bool) -> None:

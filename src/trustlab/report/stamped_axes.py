@@ -1,0 +1,125 @@
+"""An Axes whose axes draw every tick by moving one Tick, instead of building a Tick per location.
+
+matplotlib gives an axis a ``Tick`` object per tick location (a grid line, two tick
+marks and two labels: five artists, each with its properties resolved from rcParams
+and a deep-copied marker) and builds them again after every ``Axes.clear()``. For the
+report's figures, building those objects was about a quarter of drawing a figure. Yet
+every tick of an axis is a copy of its first one (``Axis._copy_tick_props``) that
+differs only in its location and its label's text. So this axis draws its ticks by
+moving its first major (minor) tick to each location in turn, setting the label text
+and drawing it: the same artists with the same properties, drawn in the same order, so
+the pixels are the same. The tick label boxes that place the axis label and the offset
+text are measured on the same moving tick.
+
+Ticks that a caller asks for (``get_major_ticks``, ``set_ticklabels``) are still built
+as usual; drawing uses the first and ignores the rest, which is what matplotlib's own
+copies hold anyway. Imported with matplotlib, on the first figure (see ``plots.preload``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from matplotlib import axis as maxis
+from matplotlib import transforms as mtransforms
+from matplotlib.axes import Axes
+from matplotlib.ticker import NullLocator
+
+
+class _StampedTicks:
+    """Mixin for ``XAxis``/``YAxis``: ticks drawn by one moving Tick per group (major, minor)."""
+
+    def _tick_groups(self) -> list[tuple[Any, Any, list[str]]]:
+        """(tick group's first Tick, locations drawn, their labels) for major then minor ticks.
+
+        Exactly ``Axis._update_ticks``'s choice: the formatter sees every location the
+        locator gives (it sets its offset and precision from them), and a location is drawn
+        when it lies in the view interval, in scale space, within matplotlib's tolerance.
+        """
+        groups = []
+        for kw, info, ticks, locs_of in ((self._major_tick_kw, self.major, "majorTicks", self.get_majorticklocs),
+                                         (self._minor_tick_kw, self.minor, "minorTicks", self.get_minorticklocs)):
+            if not self._tick_group_visible(kw) or isinstance(info.locator, NullLocator):
+                continue
+            locs = locs_of()
+            labels = info.formatter.format_ticks(locs)
+            if not len(locs):
+                continue
+            low, high = sorted(self.get_view_interval())
+            interval = self.get_transform().transform([low, high])
+            drawn = [(loc, label) for loc, label in zip(locs, labels)
+                     if _contains(interval, self.get_transform().transform(loc))]
+            if drawn:
+                groups.append((getattr(self, ticks)[0], [d[0] for d in drawn], [d[1] for d in drawn]))
+        return groups
+
+    def _update_ticks(self) -> list[Any]:
+        """The first tick of each group that has a tick to draw (the spines ask which marks are drawn)."""
+        return [tick for tick, _, _ in self._tick_groups()]
+
+    def _get_tick_boxes_siblings(self, renderer: Any) -> tuple[list[Any], list[Any]]:
+        return self._label_boxes if self._label_boxes is not None else self._measure(renderer)
+
+    def _measure(self, renderer: Any, draw: bool = False) -> tuple[list[Any], list[Any]]:
+        """The window extents of every drawn tick label (label1s, label2s), as matplotlib collects
+        them; ``draw``: each tick drawn too, once placed."""
+        boxes1: list[Any] = []
+        boxes2: list[Any] = []
+        for tick, locs, labels in self._tick_groups():
+            for loc, label in zip(locs, labels):
+                _place(tick, loc, label)
+                for text, boxes in ((tick.label1, boxes1), (tick.label2, boxes2)):
+                    if text.get_visible() and text.get_in_layout():
+                        boxes.append(text.get_window_extent(renderer))
+                if draw:
+                    tick.draw(renderer)
+        return boxes1, boxes2
+
+    def draw(self, renderer: Any) -> None:  # Axis.draw, one Tick per group moved to each location
+        if not self.get_visible():
+            return
+        renderer.open_group(maxis.__name__, gid=self.get_gid())
+        boxes1, boxes2 = self._measure(renderer, draw=True)
+        self._label_boxes = (boxes1, boxes2)
+        try:
+            self._update_label_position(renderer)
+        finally:
+            self._label_boxes = None
+        self.label.draw(renderer)
+        self._update_offset_text_position(boxes1, boxes2)
+        self.offsetText.set_text(self.major.formatter.get_offset())
+        self.offsetText.draw(renderer)
+        renderer.close_group(maxis.__name__)
+        self.stale = False
+
+
+def _place(tick: Any, loc: float, label: str) -> None:
+    tick.update_position(loc)
+    tick.label1.set_text(label)
+    tick.label2.set_text(label)
+
+
+def _contains(interval: Any, value: Any) -> bool:
+    return bool(mtransforms._interval_contains_close(interval, value))
+
+
+class StampedXAxis(_StampedTicks, maxis.XAxis):
+    _label_boxes = None
+
+
+class StampedYAxis(_StampedTicks, maxis.YAxis):
+    _label_boxes = None
+
+
+class StampedAxes(Axes):
+    """``Axes`` with :class:`StampedXAxis` and :class:`StampedYAxis` (``Axes._init_axis`` with the classes swapped)."""
+
+    def _init_axis(self) -> None:
+        self.xaxis = StampedXAxis(self, clear=False)
+        self.spines.bottom.register_axis(self.xaxis)
+        self.spines.top.register_axis(self.xaxis)
+        self.yaxis = StampedYAxis(self, clear=False)
+        self.spines.left.register_axis(self.yaxis)
+        self.spines.right.register_axis(self.yaxis)
+
+

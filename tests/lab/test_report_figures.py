@@ -1,0 +1,83 @@
+"""Report figures: the shortcuts taken to draw them fast give matplotlib's own pixels.
+
+Each spec is drawn twice, once as the report draws it and once with a shortcut undone
+(matplotlib's stock Axes instead of the one-moving-tick axes), and the pixels compared.
+The specs cover what the shortcuts must get right: log axes (labelled majors, unlabelled
+minors, a span under a decade whose minors carry labels), a linear axis with an offset
+('1e9' beside the ticks), rotated category labels on bars, categorical lines, NaN gaps.
+"""
+
+from __future__ import annotations
+
+import io
+import threading
+
+import pytest
+
+SPECS = {
+    "loglog points, error bars, reference line": {
+        "kind": "loglog", "title": "t", "xlabel": "x", "ylabel": "y", "series": [
+            {"label": "a", "x": [1e-3, 2.0, 1e6], "y": [1e-5, 3.0, 1e8], "style": "points",
+             "ylow": [1e-6, 2.0, 1e7], "yhigh": [1e-4, 4.0, 1e9]},
+            {"label": "y = x", "x": [1e-5, 1e9], "y": [1e-5, 1e9], "style": "dashed"}]},
+    "log y under a decade (labelled minors)": {
+        "kind": "line", "logy": True, "series": [{"label": "n", "x": [1, 2, 3], "y": [2, 3, 4]}]},
+    "linear with an offset": {
+        "kind": "line", "series": [{"label": "big", "x": [1e6 + i for i in range(5)],
+                                    "y": [1e9 + i for i in range(5)]}]},
+    "rotated category bars, negative and missing": {
+        "kind": "bar", "ylabel": "ms", "series": [
+            {"label": f"s{i}", "x": [f"category-{j}" for j in range(9)],
+             "y": [j - 3 + i if j != 4 else None for j in range(9)]} for i in range(3)]},
+    "few category bars on a log axis": {
+        "kind": "bar", "logy": True, "series": [{"label": "a", "x": ["p", "q"], "y": [3, 3000]}]},
+    "categorical points, NaN gap": {
+        "kind": "line", "series": [{"label": "c", "x": ["a", "b", "c"], "y": [1, None, 3], "style": "points"},
+                                   {"x": ["a", "b", "c"], "y": [2, 2, 2]}]},
+}
+
+
+def _pixels(spec, monkeypatch, stock: bool):
+    import numpy as np
+    from matplotlib.axes import Axes
+    from PIL import Image
+
+    import trustlab.report.plots as plots
+    import trustlab.report.stamped_axes as stamped
+
+    with monkeypatch.context() as m:
+        m.setattr(plots, "_FIGURES", threading.local())  # a figure of its own, not the reused one
+        if stock:
+            m.setattr(stamped, "StampedAxes", Axes)
+        buf = io.BytesIO()
+        plots.render(spec, buf)
+    return np.asarray(Image.open(io.BytesIO(buf.getvalue())).convert("RGB"))
+
+
+@pytest.mark.parametrize("name", sorted(SPECS))
+def test_one_moving_tick_draws_matplotlibs_ticks(name, monkeypatch):
+    import numpy as np
+
+    fast, stock = _pixels(SPECS[name], monkeypatch, False), _pixels(SPECS[name], monkeypatch, True)
+    assert fast.shape == stock.shape
+    assert np.array_equal(fast, stock), f"{name}: {(fast != stock).any(axis=2).sum()} pixels differ"
+
+
+def test_stamped_axes_build_no_tick_per_location(monkeypatch):
+    """The point of it: drawing a figure with 20 labelled ticks builds a handful of Tick objects."""
+    from matplotlib import axis as maxis
+
+    built = []
+    real = maxis.Tick.__init__
+
+    def counting(self, *args, **kwargs):
+        built.append(type(self).__name__)
+        real(self, *args, **kwargs)
+
+    monkeypatch.setattr(maxis.Tick, "__init__", counting)
+    spec = {"kind": "bar", "series": [{"label": "a", "x": [f"c{j}" for j in range(20)], "y": list(range(20))}]}
+    _pixels(spec, monkeypatch, False)
+    stamped = len(built)
+    built.clear()
+    _pixels(spec, monkeypatch, True)
+    assert stamped < 20 <= len(built)
