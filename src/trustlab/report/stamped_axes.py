@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from matplotlib import artist as martist
 from matplotlib import axis as maxis
 from matplotlib import transforms as mtransforms
 from matplotlib.axes import Axes
@@ -75,6 +76,36 @@ class _StampedTicks:
                     tick.draw(renderer)
         return boxes1, boxes2
 
+    def reset_ticks(self) -> None:
+        """``Axis.reset_ticks`` without building the new lists' first ticks on the spot.
+
+        matplotlib drops the tick lists, then clips them to the axes patch, which builds each
+        list's first Tick at once; ``Axes.clear()`` resets an axis three times (the axis,
+        then each of its two spines), so it built a dozen Ticks per figure and kept four.
+        Here a list is built when first used, and :meth:`_get_tick` clips the new tick.
+        """
+        for ticks in ("majorTicks", "minorTicks"):
+            self.__dict__.pop(ticks, None)
+        try:
+            self.set_clip_path(self.axes.patch)
+        except AttributeError:  # as matplotlib: no axes patch yet while the Axes is built
+            pass
+
+    def set_clip_path(self, path: Any, transform: Any = None) -> None:
+        """``Axis.set_clip_path``, applied to the ticks already built and remembered for those built later."""
+        martist.Artist.set_clip_path(self, path, transform)
+        self._tick_clip = (path, transform)
+        for ticks in ("majorTicks", "minorTicks"):
+            for tick in self.__dict__.get(ticks, ()):
+                tick.set_clip_path(path, transform)
+        self.stale = True
+
+    def _get_tick(self, major: bool) -> Any:
+        tick = super()._get_tick(major)
+        if self._tick_clip is not None:
+            tick.set_clip_path(*self._tick_clip)
+        return tick
+
     def draw(self, renderer: Any) -> None:  # Axis.draw, one Tick per group moved to each location
         if not self.get_visible():
             return
@@ -105,10 +136,12 @@ def _contains(interval: Any, value: Any) -> bool:
 
 class StampedXAxis(_StampedTicks, maxis.XAxis):
     _label_boxes = None
+    _tick_clip = None
 
 
 class StampedYAxis(_StampedTicks, maxis.YAxis):
     _label_boxes = None
+    _tick_clip = None
 
 
 class StampedAxes(Axes):
