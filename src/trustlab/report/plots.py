@@ -135,11 +135,11 @@ def _blank_figure(dpi: int) -> tuple[Any, Any]:
     figures = _FIGURES.__dict__.setdefault("by_dpi", {})
     blank = figures.get(dpi)
     if blank is None:
-        FigureCanvasAgg, Figure = preload()
+        ReportCanvas, Figure = preload()
         from trustlab.report.stamped_axes import StampedAxes
 
         fig = Figure(figsize=(WIDTH_IN, HEIGHT_IN), dpi=dpi)
-        FigureCanvasAgg(fig)
+        ReportCanvas(fig)
         blank = figures[dpi] = (fig, fig.add_subplot(axes_class=StampedAxes))
     else:
         blank[1].clear()
@@ -217,17 +217,19 @@ def _minor_ticks_as_marks(ax: Any, axis: Any) -> None:
 
 
 def preload() -> tuple[Any, Any]:
-    """Import matplotlib's Agg canvas and Figure (about 0.5 s of CPU).
+    """Import matplotlib's Figure and our Agg canvas (about 0.5 s of CPU).
 
     Deferred to the first figure, since every trustlab process imports the
     report package and few of them draw; a report that draws on forked
     workers calls this first, so the workers inherit it instead of each
     importing it again.
     """
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    return FigureCanvasAgg, Figure
+    import trustlab.report.stamped_axes  # noqa: F401 - the axes every figure is drawn on
+    from trustlab.report.agg_canvas import ReportCanvas
+
+    return ReportCanvas, Figure
 
 
 def forget_fonts() -> None:
@@ -293,6 +295,9 @@ def _category_ticks(axis: Any, labels: list[str], **style: Any) -> None:
         axis.set_view_interval(0, len(labels) - 1)
     axis.set_major_locator(FixedLocator(range(len(labels))))
     axis.set_major_formatter(FixedFormatter(labels))
+    for spine in axis.axes.spines.values():
+        if spine.axis is axis:  # a cleared spine is placed when first used, and placing it resets
+            spine.get_spine_transform()  # the axis's ticks: placed now, the styled first tick stays
     axis.get_major_ticks(1)[0].label1.update(style)
 
 

@@ -1,0 +1,114 @@
+"""An Agg canvas whose renderer lays text out once per string, font and size, not at every drawing.
+
+matplotlib's Agg renderer, for every text it draws, shapes the string again
+(``FT2Font._layout``: font fallback and HarfBuzz shaping, a third of a millisecond a
+call), asks the font for its line metrics again (two SFNT tables per call, from
+``Text._get_layout``), and for every glyph rebuilds the same rotation matrix with
+numpy. A report draws the same tick labels, legend entries and axis labels figure after
+figure. This renderer keeps each shaping result (the glyphs and their offsets depend on
+the string, the font, its size, the resolution, the hinting flag and the OpenType
+features, which make the key) and each font's line metrics, and builds a rotation
+matrix once per text. FreeType is then handed the same glyphs, sizes, matrices and
+offsets as matplotlib hands it, so the pixels are the same.
+
+Imported with matplotlib, on the first figure (see ``plots.preload``).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+from matplotlib import font_manager
+from matplotlib.backends.backend_agg import FigureCanvasAgg, RendererAgg, get_hinting_flag
+from matplotlib.ft2font import RenderMode
+
+
+class ReportRenderer(RendererAgg):
+    """``RendererAgg`` with shaping results and font line metrics kept for its lifetime."""
+
+    def __init__(self, width: float, height: float, dpi: float) -> None:
+        super().__init__(width, height, dpi)
+        self._layouts: dict[tuple, list] = {}
+        self._line_metrics: dict[Any, tuple[float, float, float]] = {}
+
+    def _get_font_height_metrics(self, prop: Any) -> tuple[float, float, float]:
+        """(min ascent, min descent, line gap) of ``prop``'s font, in pixels.
+
+        ``Text._get_layout`` takes them from here when a renderer offers them; else it reads
+        them from the font's SFNT tables on every call. Computed here as it computes them
+        (the OS/2 table, else hhea), once per font properties.
+        """
+        key = prop.copy()  # FontProperties hash by their mutable state: key on a copy, as matplotlib does
+        metrics = self._line_metrics.get(key)
+        if metrics is None:
+            metrics = self._line_metrics[key] = self._read_line_metrics(prop)
+        return metrics
+
+    def _read_line_metrics(self, prop: Any) -> Any:
+        font = font_manager.get_font(font_manager.fontManager._find_fonts_by_props(prop))
+        for table_name, linegap_key, ascent_key, descent_key in (
+                ("OS/2", "sTypoLineGap", "sTypoAscender", "sTypoDescender"),
+                ("hhea", "lineGap", "ascent", "descent")):
+            table = font.get_sfnt_table(table_name)
+            if table is None:
+                continue
+            scale = 1 / font.get_sfnt_table("head")["unitsPerEm"] * prop.get_size_in_points() * self.dpi / 72
+            return table[ascent_key] * scale, -table[descent_key] * scale, table[linegap_key] * scale
+        return None, None, None  # Text._get_layout then measures "lp", as without this method
+
+    def draw_text(self, gc: Any, x: float, y: float, s: str, prop: Any, angle: float,
+                  ismath: Any = False, mtext: Any = None) -> None:
+        """``RendererAgg.draw_text`` with the shaping of ``s`` looked up, not redone."""
+        if ismath:
+            return self.draw_mathtext(gc, x, y, s, prop, angle)
+        font = self._prepare_font(prop)
+        flags = get_hinting_flag()
+        features = mtext.get_fontfeatures() if mtext is not None else None
+        language = mtext.get_language() if mtext is not None else None
+        size = prop.get_size_in_points()
+        key = (s, font, size, self.dpi, flags, features, language)
+        items = self._layouts.get(key)
+        if items is None:
+            items = self._layouts[key] = font._layout(s, flags=flags, features=features, language=language)
+        self._draw_text_glyphs_and_boxes(
+            gc, x, y, angle, ((item.ft_object, size, item.glyph_index, 0, 1, item.x, item.y) for item in items), [])
+
+    def _draw_text_glyphs_and_boxes(self, gc: Any, x: float, y: float, angle: float, glyphs: Any,
+                                    boxes: Any) -> None:
+        """``RendererAgg._draw_text_glyphs_and_boxes`` with each glyph's matrix built once per (extend, slant)."""
+        if boxes:
+            return super()._draw_text_glyphs_and_boxes(gc, x, y, angle, glyphs, boxes)
+        cos = math.cos(math.radians(angle))
+        sin = math.sin(math.radians(angle))
+        load_flags = get_hinting_flag()
+        mode = RenderMode.NORMAL if gc.get_antialiased() else RenderMode.MONO
+        matrices: dict[tuple[float, float], Any] = {}
+        for font, size, glyph_index, slant, extend, dx, dy in glyphs:  # dy is upwards
+            matrix = matrices.get((extend, slant))
+            if matrix is None:
+                matrix = matrices[extend, slant] = (
+                    0x10000 * np.array([[cos, -sin], [sin, cos]]) @ [[extend, extend * slant], [0, 1]]
+                ).round().astype(int)
+            font.set_size(size, self.dpi)
+            font._set_transform(matrix, [round(0x40 * (x + dx * cos - dy * sin)),
+                                         round(0x40 * (self.height - y + dx * sin + dy * cos))])  # FreeType's y is up
+            bitmap = font._render_glyph(glyph_index, load_flags, mode)
+            buffer = bitmap.buffer
+            if mode is RenderMode.MONO:
+                buffer *= 0xff
+            # draw_text_image's y is downwards & the bitmap bottom side
+            self._renderer.draw_text_image(buffer, bitmap.left, int(self.height) - bitmap.top + buffer.shape[0], 0, gc)
+
+
+class ReportCanvas(FigureCanvasAgg):
+    """``FigureCanvasAgg`` drawing with a :class:`ReportRenderer` (kept while the figure's size and dpi are)."""
+
+    def get_renderer(self) -> ReportRenderer:
+        w, h = self.get_width_height(physical=True)
+        key = w, h, self.figure.dpi
+        if self._lastKey != key:
+            self.renderer = ReportRenderer(w, h, self.figure.dpi)
+            self._lastKey = key
+        return self.renderer
