@@ -40,10 +40,9 @@ class ReportRenderer(RendererAgg):
         them from the font's SFNT tables on every call. Computed here as it computes them
         (the OS/2 table, else hhea), once per font properties.
         """
-        key = prop.copy()  # FontProperties hash by their mutable state: key on a copy, as matplotlib does
-        metrics = self._line_metrics.get(key)
-        if metrics is None:
-            metrics = self._line_metrics[key] = self._read_line_metrics(prop)
+        metrics = self._line_metrics.get(prop)
+        if metrics is None:  # stored under a copy: FontProperties hash by their mutable state
+            metrics = self._line_metrics[prop.copy()] = self._read_line_metrics(prop)
         return metrics
 
     def _read_line_metrics(self, prop: Any) -> Any:

@@ -109,5 +109,6 @@ def ensure_dir(path: Path, what: str) -> Path:
 def write_json_atomic(path: Path, doc: Any) -> None:
     """Write JSON so that a reader (or a resumed sweep) never sees half a file."""
     path.parent.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(doc, indent=2, default=str)  # one write, not json.dump's one per token
     with atomic_open(path) as fh:
-        json.dump(doc, fh, indent=2, default=str)
+        fh.write(text)

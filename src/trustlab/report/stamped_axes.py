@@ -55,18 +55,19 @@ class _StampedTicks:
         return groups
 
     def _update_ticks(self) -> list[Any]:
-        """The first tick of each group that has a tick to draw (the spines ask which marks are drawn)."""
-        return [tick for tick, _, _ in self._tick_groups()]
+        """The first tick of each group that has a tick to draw (the spines ask which marks are drawn;
+        while the axis draws, from the groups it draws)."""
+        return [tick for tick, _, _ in (self._drawing or self._tick_groups())]
 
     def _get_tick_boxes_siblings(self, renderer: Any) -> tuple[list[Any], list[Any]]:
-        return self._label_boxes if self._label_boxes is not None else self._measure(renderer)
+        return self._label_boxes if self._label_boxes is not None else self._measure(renderer, self._tick_groups())
 
-    def _measure(self, renderer: Any, draw: bool = False) -> tuple[list[Any], list[Any]]:
+    def _measure(self, renderer: Any, groups: list, draw: bool = False) -> tuple[list[Any], list[Any]]:
         """The window extents of every drawn tick label (label1s, label2s), as matplotlib collects
         them; ``draw``: each tick drawn too, once placed."""
         boxes1: list[Any] = []
         boxes2: list[Any] = []
-        for tick, locs, labels in self._tick_groups():
+        for tick, locs, labels in groups:
             for loc, label in zip(locs, labels):
                 _place(tick, loc, label)
                 for text, boxes in ((tick.label1, boxes1), (tick.label2, boxes2)):
@@ -110,12 +111,12 @@ class _StampedTicks:
         if not self.get_visible():
             return
         renderer.open_group(maxis.__name__, gid=self.get_gid())
-        boxes1, boxes2 = self._measure(renderer, draw=True)
-        self._label_boxes = (boxes1, boxes2)
+        self._drawing = self._tick_groups()
         try:
+            boxes1, boxes2 = self._label_boxes = self._measure(renderer, self._drawing, draw=True)
             self._update_label_position(renderer)
         finally:
-            self._label_boxes = None
+            self._label_boxes = self._drawing = None
         self.label.draw(renderer)
         self._update_offset_text_position(boxes1, boxes2)
         self.offsetText.set_text(self.major.formatter.get_offset())
@@ -135,13 +136,11 @@ def _contains(interval: Any, value: Any) -> bool:
 
 
 class StampedXAxis(_StampedTicks, maxis.XAxis):
-    _label_boxes = None
-    _tick_clip = None
+    _label_boxes = _drawing = _tick_clip = None
 
 
 class StampedYAxis(_StampedTicks, maxis.YAxis):
-    _label_boxes = None
-    _tick_clip = None
+    _label_boxes = _drawing = _tick_clip = None
 
 
 class StampedAxes(Axes):
