@@ -5,10 +5,11 @@ marks and two labels: five artists, each with its properties resolved from rcPar
 and a deep-copied marker) and builds them again after every ``Axes.clear()``. For the
 report's figures, building those objects was about a quarter of drawing a figure. Yet
 every tick of an axis is a copy of its first one (``Axis._copy_tick_props``) that
-differs only in its location and its label's text. So this axis draws its ticks by
-moving its first major (minor) tick to each location in turn, setting the label text
-and drawing it: the same artists with the same properties, drawn in the same order, so
-the pixels are the same. The tick label boxes that place the axis label and the offset
+differs only in its location and its label's text. So this axis draws its tick labels
+by moving its first major (minor) tick to each location in turn, setting the label text
+and drawing it, then the group's grid lines as one path and its marks as one line of
+markers (see :func:`_draw_lines`): the same artists with the same properties, so the
+pixels are the same. The tick label boxes that place the axis label and the offset
 text are measured on the same moving tick.
 
 Ticks that a caller asks for (``get_major_ticks``, ``set_ticklabels``) are still built
@@ -73,8 +74,10 @@ class _StampedTicks:
                 for text, boxes in ((tick.label1, boxes1), (tick.label2, boxes2)):
                     if text.get_visible() and text.get_in_layout():
                         boxes.append(text.get_window_extent(renderer))
-                if draw:
-                    tick.draw(renderer)
+                    if draw:
+                        text.draw(renderer)
+            if draw and tick.get_visible():
+                _draw_lines(tick, locs, renderer)
         return boxes1, boxes2
 
     def reset_ticks(self) -> None:
@@ -123,6 +126,28 @@ class _StampedTicks:
         self.offsetText.draw(renderer)
         renderer.close_group(maxis.__name__)
         self.stale = False
+
+
+def _draw_lines(tick: Any, locs: list, renderer: Any) -> None:
+    """Every grid line of the group as one path, then every tick mark as one line of markers.
+
+    matplotlib draws each tick's grid line and marks in turn. Drawn all at once they
+    paint the same pixels: grid lines lie inside the axes and the marks outside, apart
+    from one another (a tick's own grid line is still painted before its mark), and each
+    segment of the path is rasterised and snapped as it would be alone.
+    """
+    import numpy as np
+
+    along = np.repeat(np.asarray(locs, dtype=float), 3)
+    along[2::3] = np.nan  # each grid line its own segment
+    across = np.tile([0.0, 1.0, np.nan], len(locs))
+    x_axis = isinstance(tick, maxis.XTick)
+    tick.gridline.set_data((along, across) if x_axis else (across, along))
+    marks_at, zeros = list(locs), [0.0] * len(locs)
+    for line in (tick.tick1line, tick.tick2line):
+        line.set_data((marks_at, zeros) if x_axis else (zeros, marks_at))
+    for line in (tick.gridline, tick.tick1line, tick.tick2line):
+        line.draw(renderer)
 
 
 def _place(tick: Any, loc: float, label: str) -> None:
