@@ -23,14 +23,18 @@ def test_price_is_median_low_high_provenance():
 
 
 def test_the_build_moves_the_centre_by_its_published_factor():
-    """-Os / -O0 / unknown builds are slower than the benchmark build by Embench-IoT's factors; an
-    unstated build (the default) is the widest range, and the provenance names the source."""
+    """-Os / -O0 / unknown builds are slower than the benchmark build by their factors (Embench-IoT; -O0 per
+    counted unit, measured on the Kyber reference): the Keccak share of the work by the Keccak factor, the
+    rest by the other one. An unstated build (the default) is the widest range, and the provenance names the
+    source."""
     def price(build):
         return predict.price("ML-KEM-768", "encapsulate", ChipSpec.parse(f"core=m4,mhz=100,build={build}"))
     speed = price("speed")
+    keccak, other = classes.m4_cycles("ML-KEM-768", "encapsulate")
     for kind in ("size", "debug", "unknown", "application"):
         p = price(kind)
-        assert p.mean_ms == pytest.approx(speed.mean_ms * builds.build(kind).mid)
+        fk, fo = (f.mid for f in builds.units(kind))
+        assert p.mean_ms == pytest.approx(speed.mean_ms * (keccak * fk + other * fo) / (keccak + other))
         assert p.high_ms / p.low_ms > speed.high_ms / speed.low_ms
     default = predict.price("ML-KEM-768", "encapsulate", ChipSpec.parse("core=m4,mhz=100"))
     assert default.mean_ms == price("unknown").mean_ms and "Embench-IoT" in default.provenance
@@ -40,6 +44,7 @@ def test_build_and_timer_fields_are_read_tolerantly():
     assert builds.build_kind(None) == builds.build_kind("Pico SDK default") == "unknown"
     assert builds.build_kind("-Os") == "size" and builds.build_kind("-O3 -march=native") == "speed"
     assert builds.build_kind("Debug") == "debug" and builds.build_kind("application (STM32CubeIDE)") == "application"
+    assert builds.build_kind("-O0 -g3") == "debug" and builds.build_kind("gcc -Og -g") == "og"  # -Og keeps registers
     assert builds.timer_kind(None, "cycles") == "cycles" and builds.timer_kind(None, "ms") == "wall"
     assert builds.timer_kind("rdtsc", "cycles") == "tsc" and builds.timer_kind("PMU", "cycles") == "cycles"
     named = builds.timer("tsc", "Intel Core i7-1260P")
@@ -80,7 +85,8 @@ def test_a_mixed_build_is_a_mixture_not_the_envelope_of_its_parts():
     b = builds.build("unknown")
     lo, hi = b.quantiles()
     assert b.lo <= lo < b.mid < hi < b.hi
-    assert b.central(0.5) == b.mid == pytest.approx((1.0 * 1.11 * 2.08) ** (1 / 3))
+    parts = [builds.build(k).mid for k in ("speed", "size", "debug")]
+    assert b.central(0.5) == b.mid == pytest.approx((parts[0] * parts[1] * parts[2]) ** (1 / 3))
     u = np.linspace(0.001, 0.999, 200)
     assert np.all(np.diff(b.draw(u)) >= 0)
     # a third of the weight is the debug build, so about a sixth lies above the debug build's median
@@ -331,11 +337,27 @@ def test_validate_lists_every_assumption_with_its_source():
 def test_class_rows_are_brought_to_the_benchmark_build_basis():
     """A -Os row did more work per clock than it shows (x the -Os centre); an rdtsc row counted fewer ticks
     than core cycles (x the TSC centre); assembly is not rescaled by flags."""
-    row = {"unit": "cycles"}
+    row = {"unit": "cycles", "algorithm": "ML-KEM-768", "operation": "keygen"}
     assert classes.basis_scale({"build": "-Os"}, row) == pytest.approx(builds.build("size").mid)
     assert classes.basis_scale({"build": "-O3", "timer": "tsc"}, row) == pytest.approx(builds.timer("tsc").mid)
     assert classes.basis_scale({"build": "-O0", "implementation": "optimized"}, row) == 1.0
-    assert classes.basis_scale({}, {"unit": "ms"}) == pytest.approx(builds.build("unknown").mid)
+    assert classes.basis_scale({}, row | {"unit": "ms"}) == pytest.approx(builds.build("unknown").mid, rel=0.1)
+
+
+def test_a_debug_build_scales_keccak_and_the_other_units_apart():
+    """-O0 slows Keccak and the arithmetic by its two measured factors: a row without a hashing share takes their
+    mix weighted by its Cortex-M4 work, a row with one is brought to the basis unit by unit."""
+    keccak, other = classes.m4_cycles("ML-KEM-768", "keygen")
+    fk, fo = (f.mid for f in builds.units("debug"))
+    assert fk != fo and builds.per_unit("debug") and builds.per_unit("unknown") and not builds.per_unit("size")
+    row = {"unit": "cycles", "algorithm": "ML-KEM-768", "operation": "keygen", "value": keccak + other}
+    assert classes.basis_scales({"build": "-O0"}, row) == pytest.approx((fk, fo))
+    assert classes.basis_scale({"build": "-O0"}, row) == pytest.approx((keccak * fk + other * fo) / (keccak + other))
+    shared = row | {"hash_share": keccak / (keccak + other)}
+    assert classes.row_ratios(shared, (fk, fo)) == pytest.approx((fk, fo))
+    assert "Keccak" in builds.text("debug") and "other units" in builds.text("debug")
+    with pytest.raises(TrustlabError, match="unknown counted unit"):
+        builds.build("debug", "ntt")
 
 
 def test_an_unknown_build_widens_a_validation_interval_against_a_known_one():
