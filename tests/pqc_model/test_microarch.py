@@ -43,7 +43,8 @@ def test_a_named_core_spans_one_to_its_published_ratio():
 
 @pytest.mark.parametrize("given, core", [("cortex-a72", "cortex-a72"), ("A72", "cortex-a72"), ("apple-m1", "apple-m1"),
                                          ("firestorm", "apple-m1"), ("n1", "cortex-a76"), ("a78ae", "cortex-a78"),
-                                         ("a-class", "a-class"), ("aarch64", "a-class"), ("m0+", "cortex-m0plus")])
+                                         ("a-class", "a-class"), ("aarch64", "a-class"), ("m0+", "cortex-m0plus"),
+                                         ("zen", "zen1"), ("sapphire-rapids", "golden-cove"), ("x86", "host-x86")])
 def test_chip_core_names_a_core_or_a_class(given, core):
     spec = ChipSpec.parse(f"core={given},mhz=1000")
     assert spec.core == core
@@ -112,3 +113,11 @@ def test_every_named_core_is_an_assumption_with_its_source():
     for core in classes.microarch_names():
         entry = next(e for n, e in listed.items() if n.startswith(f"named core {core} "))
         assert entry["source"] == classes.core_factor(core).source
+
+
+def test_the_x86_sources_name_their_cores_and_a_golden_cove_does_more_per_clock_than_a_zen_1():
+    sources = {s["id"]: s for s in classes.measurements()["sources"]}
+    assert sources["xu2025-x86"]["microarch"] == "zen1"
+    assert sources["mlkem-native-c7i"]["microarch"] == sources["itzmeanjan-mlkem-i7-1260p"]["microarch"] == "golden-cove"
+    assert classes.core_factor("zen1").mid < 1.0 < classes.core_factor("golden-cove").mid
+    assert classes.fit("golden-cove").arith.mid > classes.fit("host-x86").arith.mid > classes.fit("zen1").arith.mid
