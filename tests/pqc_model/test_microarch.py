@@ -31,6 +31,12 @@ def test_every_named_core_has_a_class_a_sourced_range_and_the_reference_is_one()
         assert (f.lo, f.mid, f.hi) == (1.0, 1.0, 1.0) and f.cls == cls
 
 
+def test_no_name_denotes_both_a_class_and_a_core():
+    class_names = {n for c, e in classes._cores().items() for n in [c, *e.get("aliases", [])]}
+    core_names = [n for c, e in _data()["cores"].items() for n in [c, *e.get("aliases", [])]]
+    assert not class_names & set(core_names) and len(core_names) == len(set(core_names))
+
+
 def test_a_named_core_spans_one_to_its_published_ratio():
     """None to all of the published per-clock gap carries over; the centre is the geometric middle."""
     f = classes.core_factor("neoverse-n1")

@@ -109,15 +109,19 @@ def resolve(name: str) -> str:
 
 
 @functools.cache
+def _microarch_doc() -> dict:
+    text = (resources.files("trustlab.devices.tpm2.pqc_model") / "data" / "microarch.toml").read_text("utf-8")
+    return tomllib.loads(text)
+
+
 def _microarchs() -> dict:
-    text = (resources.files("trustlab.devices.tpm2.pqc_model") / "data" / "microarch.toml").read_text("utf-8")
-    return tomllib.loads(text)["cores"]
+    """Named cores: class, tier, aliases, published per-clock factor against the class's reference, source."""
+    return _microarch_doc()["cores"]
 
 
-@functools.cache
 def _references() -> dict:
-    text = (resources.files("trustlab.devices.tpm2.pqc_model") / "data" / "microarch.toml").read_text("utf-8")
-    return tomllib.loads(text)["reference"]
+    """Each class with named cores -> its reference core (factor 1)."""
+    return _microarch_doc()["reference"]
 
 
 def _core_key(key: str) -> str | None:
