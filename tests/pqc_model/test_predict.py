@@ -260,9 +260,15 @@ def test_leave_one_source_out_summary_is_reported_as_measured():
       published figure for the vectorisation differences was found, and with the a-class sources on one
       per-clock scale the pooled application-core spread narrowed, so these two are mostly outside their
       intervals;
-    - the STM32F446 application build is 4-4.5x slower than pqm4's code predicts (build options not stated), the
-      FHNW STM32F407 -O0 build of the Kyber reference 5.5-7x, beyond Embench-IoT's -O0 geometric mean (2.08)
-      though inside its slowest benchmark (5.9): no published -O0 figure for PQC code was found;
+    - the STM32F446 application build (its STM32CubeIDE project has a Debug -O0 and a Release -Os configuration,
+      the README does not say which ran) is priced at the mix of the two, below the -O0 run it fits; the FHNW
+      STM32F407 -O0 build of the Kyber reference is within 2x since the -O0 factor is per counted unit from our
+      own measurement of the same reference C (Keccak x3.63, the rest x4.3; Embench-IoT's general-code x2.08 put
+      it at 0/9), but outside its interval: both run a C Keccak where the Cortex-M4 basis (pqm4's clean) links
+      pqm4's assembly Keccak, 1.7-2.1x faster per permutation, which the model does not distinguish;
+    - the unstated builds (wolfSSL on a ZCU102 Cortex-A53 among them) are an equal mix of a benchmark, a size and
+      a debug build: with the measured -O0 factor the mix's centre is x1.59 (Keccak) / x1.68 (other), and the
+      ZCU102's slowest-predicted rows pass 2x (the unstated-build sources all lean slow in the model);
     The a-class names its cores (data/microarch.toml: per-clock factors against the Cortex-A72 from SPECint,
     Dhrystone and Geekbench, from 1 to the published ratio): every a-class row is within 2x since (Kyber's
     reference C on an Apple M1 was at +128% when the class held one work per clock for the in-order Cortex-A53
@@ -272,7 +278,7 @@ def test_leave_one_source_out_summary_is_reported_as_measured():
     misses = [r for r in counted if max(r["predicted"] / r["reference"], r["reference"] / r["predicted"]) > 2]
     assert s["within_2x"] == s["rows"] - len(misses)
     assert {r["source_id"] for r in misses} <= {"mlkem-native-c7i", "xu2025-x86", "wolfssl-examples-f446",
-                                                "fhnw-kyber-f407-O0", "cothan-kyber-ref-m1"}
+                                                "cothan-kyber-ref-m1", "wolfssl-zcu102-a53"}
     uncovered = {r["source_id"] for r in counted if not r["covered"]}
     assert uncovered <= {"mlkem-native-c7i", "xu2025-x86", "wolfssl-examples-f446", "fhnw-kyber-f407-O0"}
     assert s["coverage"] >= 0.8
