@@ -45,6 +45,7 @@ def test_build_and_timer_fields_are_read_tolerantly():
     assert builds.build_kind("-Os") == "size" and builds.build_kind("-O3 -march=native") == "speed"
     assert builds.build_kind("Debug") == "debug" and builds.build_kind("application (STM32CubeIDE)") == "application"
     assert builds.build_kind("-O0 -g3") == "debug" and builds.build_kind("gcc -Og -g") == "og"  # -Og keeps registers
+    assert builds.build_kind("RelWithDebInfo (-O2 -g)") == "o2" and builds.build_kind("Release") == "speed"
     assert builds.timer_kind(None, "cycles") == "cycles" and builds.timer_kind(None, "ms") == "wall"
     assert builds.timer_kind("rdtsc", "cycles") == "tsc" and builds.timer_kind("PMU", "cycles") == "cycles"
     named = builds.timer("tsc", "Intel Core i7-1260P")
@@ -363,6 +364,7 @@ def test_a_debug_build_scales_keccak_and_the_other_units_apart():
     keccak, other = classes.m4_cycles("ML-KEM-768", "keygen")
     fk, fo = (f.mid for f in builds.units("debug"))
     assert fk != fo and builds.per_unit("debug") and builds.per_unit("unknown") and not builds.per_unit("size")
+    assert builds.per_unit("og") and builds.per_unit("o2") and builds.build("o2").hi > builds.build("speed").hi
     row = {"unit": "cycles", "algorithm": "ML-KEM-768", "operation": "keygen", "value": keccak + other}
     assert classes.basis_scales({"build": "-O0"}, row) == pytest.approx((fk, fo))
     assert classes.basis_scale({"build": "-O0"}, row) == pytest.approx((keccak * fk + other * fo) / (keccak + other))

@@ -36,6 +36,8 @@ UNKNOWN = "unknown"
 KECCAK, ARITH = "keccak", "arith"
 UNITS = (KECCAK, ARITH)
 """The counted units a build factor may differ on: Keccak-f[1600] and the rest (NTT, reductions, sampling)."""
+SPEED = ("speed", "o2")
+"""Build kinds that are speed-optimised benchmark builds of a stated level (the classes' basis or next to it)."""
 UNSTATED = ("unknown", "application")
 """Build kinds that do not name an optimisation level (their factor is a mix of levels)."""
 
@@ -175,7 +177,7 @@ def build_kind(text: str | None) -> str:
     m = _LEVEL.search(t)
     if m:
         level = m.group(1)
-        return {"0": "debug", "g": "og", "s": "size", "z": "size"}.get(level, "speed")
+        return {"0": "debug", "g": "og", "s": "size", "z": "size", "2": "o2"}.get(level, "speed")
     if re.search(r"\bdebug\b", t):
         return "debug"
     if "minsizerel" in t:

@@ -16,7 +16,7 @@ entry and its own measured rates). Keys::
                  pairwise consistency test + wrapping,
                  and each command pays ohc_ms
     ohc_ms       per-command overhead in ms (default 0)
-    build        how the code is built: speed (-O2/-O3), size (-Os), debug (-O0), og (-Og), application,
+    build        how the code is built: speed (-O3), o2 (-O2), size (-Os), debug (-O0), og (-Og), application,
                  or unknown (default; the widest range): data/builds.toml (Embench-IoT's comparisons; -O0
                  and -Og per counted unit, measured on the Kyber reference)
     impl         the code: portable (C), optimized (hand-written assembly), mixed, or unknown (default:

@@ -365,7 +365,7 @@ def exact_basis(source: dict, row: dict) -> bool:
     stated_timer = str(source.get("timer", "unknown")).strip().lower() not in ("", "unknown")
     fixed_clock = row["unit"] == "cycles" or not isinstance(row.get("clock_mhz"), list)
     known_timer = timer.lo == timer.hi == 1.0 or timer.label.startswith("rdtsc on a named CPU")
-    return (source["implementation"] == PORTABLE and bool(source["counted"]) and build.kind == "speed"
+    return (source["implementation"] == PORTABLE and bool(source["counted"]) and build.kind in builds.SPEED
             and stated_timer and known_timer and fixed_clock)
 
 
