@@ -49,6 +49,11 @@ def mean(values: Iterable[float]) -> float:
     values = list(values)
     if not values or any(type(v) is not float for v in values):
         return statistics.mean(values)
+    first = values[0]
+    # one repeated finite non-zero value (the usual case: the parties' identical calls) is its own exact
+    # mean (zero is left to the sum, which makes -0.0 into 0.0 as statistics.mean does)
+    if first != 0.0 and first - first == 0.0 and values.count(first) == len(values):
+        return first
     try:
         ratios = [v.as_integer_ratio() for v in values]
     except (OverflowError, ValueError):  # inf, nan
