@@ -33,6 +33,7 @@ PAPER_INFINEON = {"T1": 20, "T2": 181, "T3": 325, "T4": 329, "T5": 487, "T6": 21
 
 # Upper bounds keep a typo from turning into an hours-long (or endless) run:
 # each party costs a simulated TPM with its own RSA keys, each query block an HMAC.
+SOURCE_ONLY = oracle.SOURCE_OPS - {"TPM_LoadKey2"}  # the operations reported from the source's calls
 MAX_PARTIES = 1000
 MAX_QUERIES = 100_000
 MAX_BLOCKS = 4096
@@ -105,9 +106,9 @@ class OracleStudy:
         dests = [p for p in run.calls if p != "source"]
         model = {cmd: formulas.estimate(profile, cmd)[0] for _, cmd in oracle.OPERATIONS}
         rows = []
+        at_source, at_dests = run.by_command(["source"]), run.by_command(dests)
         for ref, cmd in oracle.OPERATIONS:
-            where = ["source"] if cmd in oracle.SOURCE_OPS - {"TPM_LoadKey2"} else dests
-            sims = run.per_call(cmd, where)
+            sims = (at_source if cmd in SOURCE_ONLY else at_dests).get(cmd, [])
             rows.append({"ref": ref, "command": cmd, "model_ms": model[cmd],
                          "simulated_ms": mean(sims), "calls": len(sims)})
         m = {r["ref"]: r["model_ms"] for r in rows}
