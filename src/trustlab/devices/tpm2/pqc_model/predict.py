@@ -11,6 +11,8 @@ replay reuses it. An operation costs
       Embench-IoT) and between-source spread (a new chip is a new source: Student-t from the sources
       of a known build and timer in the class's group)
     x implementation factor (portable C = 1; hand-written assembly down to pqm4's fastest)
+    (a chip with a hardware Keccak engine, --chip keccak_engine= / keccak_cycles=: its counted Keccak
+    permutations and sponge calls cost the engine's core cycles instead, :mod:`.keccak_engine`)
     x protection factor (certified chips, secret-key operations: published masking overheads)
   + for a TPM: per-command overhead, the bus, and on key creation the FIPS 140-3 pairwise consistency
     test and the wrapping of the private part.
