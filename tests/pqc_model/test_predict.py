@@ -257,24 +257,30 @@ def test_leave_one_source_out_summary_is_reported_as_measured():
     - Kyber's reference C on an Apple M1 (cothan, pq-crystals/kyber #31): the 'a-class' holds one work per clock
       for cores from the in-order Cortex-A53 to the 8-wide M1, and the same mlkem-c-aarch64 C at -O3 does 1.34x
       (Neoverse N1) and 2.34x (M1) the work per clock of a Cortex-A72 (rows of mlkem-c-aarch64-graviton2 / -m1 /
-      -rpi4); this source's build is not stated, so the unknown-build factor (centre x1.3) adds to it: 2.1-2.6x."""
+      -rpi4); this source's build is not stated, so the unknown-build factor (centre x1.3) adds to it: 2.1-2.6x;
+    - mldsa-native on zeroRISC Pavona's Ibex with SHAKE on the KMAC engine: ML-DSA-44 signing at 2.0x, the rest
+      of the source +68..+92%: its Keccak is priced on the engine (1-5% of each prediction), the rest is the
+      riscv32 class, a prior with no counted portable-C RV32 source, at the unknown build (centre x1.3); one
+      verify row sits just below its interval."""
     s = validation.summary()["overall"]
     counted = [r for r in validation.loso_rows() if r["counted"]]
     misses = [r for r in counted if max(r["predicted"] / r["reference"], r["reference"] / r["predicted"]) > 2]
     assert s["within_2x"] == s["rows"] - len(misses)
     assert {r["source_id"] for r in misses} <= {"mlkem-native-c7i", "xu2025-x86", "wolfssl-examples-f446",
-                                                "fhnw-kyber-f407-O0", "cothan-kyber-ref-m1"}
+                                                "fhnw-kyber-f407-O0", "cothan-kyber-ref-m1", "pavona-ibex-mldsa-kmac"}
     uncovered = {r["source_id"] for r in counted if not r["covered"]}
-    assert uncovered <= {"mlkem-native-c7i", "xu2025-x86", "wolfssl-examples-f446", "fhnw-kyber-f407-O0"}
+    assert uncovered <= {"mlkem-native-c7i", "xu2025-x86", "wolfssl-examples-f446", "fhnw-kyber-f407-O0",
+                         "pavona-ibex-mldsa-kmac"}
     assert s["coverage"] >= 0.8
     assert s["coverage"] == sum(r["covered"] for r in counted) / len(counted)
 
 
 def test_published_sources_cover_these_core_classes():
-    """The RISC-V 32 rows found (liboqs on an ESP32-C3) are flagged, not counted (see their note); pqm4's clean
-    figures (the M4 basis) are calibration, other M4 sources count."""
+    """The portable-C RISC-V 32 rows found (liboqs on an ESP32-C3) are flagged, not counted (see their note); the
+    counted RISC-V 32 rows are Pavona's (Keccak on its KMAC engine, the rest on the Ibex); pqm4's clean figures
+    (the M4 basis) are calibration, other M4 sources count."""
     measured = {r["core"] for r in validation.loso_rows() if r["counted"]}
-    assert {"cortex-m0plus", "cortex-m3", "cortex-m33", "a-class", "riscv64", "host-x86"} <= measured
+    assert {"cortex-m0plus", "cortex-m3", "cortex-m33", "a-class", "riscv32", "riscv64", "host-x86"} <= measured
 
 
 def test_a_published_median_is_compared_with_the_model_median_run():
