@@ -51,7 +51,8 @@ def test_given_cycles_and_call_cycles(tmp_path):
 
 
 @pytest.mark.parametrize("extra, message", [
-    ("keccak_engine=sha3x", "keccak_engine = 'sha3x': unknown Keccak engine 'sha3x': use one of none, kmac"),
+    ("keccak_engine=sha3x", "keccak_engine = 'sha3x' is not a known Keccak engine: use one of none, kmac"),
+    ("keccak_engine=" + "k" * 5000, "(5000 characters)' is not a known Keccak engine"),
     ("keccak_engine=kmac,keccak_cycles=500", "keccak_cycles and keccak_engine = 'kmac' both given"),
     ("keccak_call_cycles=50", "keccak_call_cycles needs a Keccak engine"),
     ("keccak_cycles=-5", "keccak_cycles = '-5' must be a positive finite number"),

@@ -202,11 +202,13 @@ def _mhz(value, where: str) -> tuple[float, float]:
 
 def _engine(doc: dict, where: str) -> keccak_engine.KeccakEngine | None:
     """keccak_engine / keccak_cycles / keccak_call_cycles: where the chip's Keccak permutations run."""
+    from trustlab.limits import shown
+
     name = str(doc.get("keccak_engine", keccak_engine.NONE)).strip().lower()
     cycles_unit = "core cycles (a software Keccak-f[1600] takes about 1e4)"
     if "keccak_cycles" in doc:
         if name != keccak_engine.NONE:
-            raise TrustlabError(f"{where}: keccak_cycles and keccak_engine = {doc['keccak_engine']!r} both given: "
+            raise TrustlabError(f"{where}: keccak_cycles and keccak_engine = {shown(name)!r} both given: "
                                 "name an engine or give its cycles per permutation, not both")
         engine = keccak_engine.given(_range(doc["keccak_cycles"], "keccak_cycles", where, keccak_engine.CYCLES_RANGE,
                                             cycles_unit))
@@ -215,8 +217,10 @@ def _engine(doc: dict, where: str) -> keccak_engine.KeccakEngine | None:
     else:
         try:
             engine = keccak_engine.named(name)
-        except TrustlabError as exc:
-            raise TrustlabError(f"{where}: keccak_engine = {doc['keccak_engine']!r}: {exc}") from None
+        except TrustlabError:
+            raise TrustlabError(f"{where}: keccak_engine = {shown(name)!r} is not a known Keccak engine: use one of "
+                                f"{', '.join((keccak_engine.NONE,) + keccak_engine.names())}, or keccak_cycles=N (core "
+                                "cycles per permutation, interface included)") from None
     if "keccak_call_cycles" in doc:
         if engine is None:
             raise TrustlabError(f"{where}: keccak_call_cycles needs a Keccak engine (keccak_engine=NAME or "
