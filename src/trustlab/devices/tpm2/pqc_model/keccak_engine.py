@@ -11,7 +11,9 @@ Two ways to say it (``--chip``): a named engine of ``data/chips.toml`` ``[keccak
 permutation cost is built from its sourced mechanism (rate words x cycles per word moved + 24 rounds x
 cycles per round + the block's load into the state), or ``keccak_cycles=N`` (or a range) when the user
 knows the cycles per permutation including the interface; ``keccak_call_cycles`` adds a per-sponge-call
-set-up cost. Every figure is a range; one quantile draws the whole engine (its ends go together).
+set-up cost. Every figure is a range; one quantile draws the whole engine (its ends go together). The
+cycles are the engine's and its driver's own: neither the core class's work per clock nor the build
+factor scales them (the driver's range is read off its code as built).
 """
 
 from __future__ import annotations
@@ -52,8 +54,8 @@ class KeccakEngine:
         lo, mid, hi = self.perm_cycles
         c_lo, _, c_hi = self.call_cycles
         return (f"Keccak on an engine ({self.kind}: {self.label}): {lo:.4g}-{hi:.4g} core cycles per permutation "
-                f"(centre {mid:.4g}), {c_lo:.4g}-{c_hi:.4g} per sponge call, at the core clock; the NTT and the "
-                f"other counted units stay on the core; {self.source}")
+                f"(centre {mid:.4g}), {c_lo:.4g}-{c_hi:.4g} per sponge call, at the core clock (not scaled by the "
+                f"class or the build); the NTT and the other counted units stay on the core; {self.source}")
 
 
 def _doc() -> dict:
