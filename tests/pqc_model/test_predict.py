@@ -272,6 +272,10 @@ def test_leave_one_source_out_summary_is_reported_as_measured():
     - the unstated builds (wolfSSL on a ZCU102 Cortex-A53 among them) are an equal mix of a benchmark, a size and
       a debug build: with the measured -O0 factor the mix's centre is x1.59 (Keccak) / x1.68 (other), and the
       ZCU102's slowest-predicted rows pass 2x (the unstated-build sources all lean slow in the model);
+    - mldsa-native on zeroRISC Pavona's Ibex with SHAKE on the KMAC engine: its Keccak is priced on the engine
+      (1-5% of each prediction), the rest is the riscv32 class, a prior with no counted portable-C RV32 source,
+      at the unknown build (the mix above), so it sits above its measurements; one verify row sits just below
+      its interval.
     The a-class names its cores (data/microarch.toml: per-clock factors against the Cortex-A72 from SPECint,
     Dhrystone and Geekbench, from 1 to the published ratio): every a-class row is within 2x since (Kyber's
     reference C on an Apple M1 was at +128% when the class held one work per clock for the in-order Cortex-A53
@@ -281,18 +285,21 @@ def test_leave_one_source_out_summary_is_reported_as_measured():
     misses = [r for r in counted if max(r["predicted"] / r["reference"], r["reference"] / r["predicted"]) > 2]
     assert s["within_2x"] == s["rows"] - len(misses)
     assert {r["source_id"] for r in misses} <= {"mlkem-native-c7i", "xu2025-x86", "wolfssl-examples-f446",
-                                                "cothan-kyber-ref-m1", "wolfssl-zcu102-a53"}
+                                                "cothan-kyber-ref-m1", "pavona-ibex-mldsa-kmac",
+                                                "wolfssl-zcu102-a53"}
     uncovered = {r["source_id"] for r in counted if not r["covered"]}
-    assert uncovered <= {"mlkem-native-c7i", "xu2025-x86", "wolfssl-examples-f446", "fhnw-kyber-f407-O0"}
+    assert uncovered <= {"mlkem-native-c7i", "xu2025-x86", "wolfssl-examples-f446", "fhnw-kyber-f407-O0",
+                         "pavona-ibex-mldsa-kmac"}
     assert s["coverage"] >= 0.8
     assert s["coverage"] == sum(r["covered"] for r in counted) / len(counted)
 
 
 def test_published_sources_cover_these_core_classes():
-    """The RISC-V 32 rows found (liboqs on an ESP32-C3) are flagged, not counted (see their note); pqm4's clean
-    figures (the M4 basis) are calibration, other M4 sources count."""
+    """The portable-C RISC-V 32 rows found (liboqs on an ESP32-C3) are flagged, not counted (see their note); the
+    counted RISC-V 32 rows are Pavona's (Keccak on its KMAC engine, the rest on the Ibex); pqm4's clean figures
+    (the M4 basis) are calibration, other M4 sources count."""
     measured = {r["core"] for r in validation.loso_rows() if r["counted"]}
-    assert {"cortex-m0plus", "cortex-m3", "cortex-m33", "a-class", "riscv64", "host-x86"} <= measured
+    assert {"cortex-m0plus", "cortex-m3", "cortex-m33", "a-class", "riscv32", "riscv64", "host-x86"} <= measured
 
 
 def test_a_published_median_is_compared_with_the_model_median_run():
