@@ -266,7 +266,7 @@ def test_leave_one_source_out_summary_is_reported_as_measured():
     - the STM32F446 application build (its STM32CubeIDE project has a Debug -O0 and a Release -Os configuration,
       the README does not say which ran) is priced at the mix of the two, below the -O0 run it fits; the FHNW
       STM32F407 -O0 build of the Kyber reference is within 2x since the -O0 factor is per counted unit from our
-      own measurement of the same reference C (Keccak x3.63, the rest x4.3; Embench-IoT's general-code x2.08 put
+      own measurement of the same reference C (Keccak x3.63, the rest x4.27; Embench-IoT's general-code x2.08 put
       it at 0/9), but outside its interval: both run a C Keccak where the Cortex-M4 basis (pqm4's clean) links
       pqm4's assembly Keccak, 1.7-2.1x faster per permutation, which the model does not distinguish;
     - the unstated builds (wolfSSL on a ZCU102 Cortex-A53 among them) are an equal mix of a benchmark, a size and
