@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 from matplotlib import artist as martist
 from matplotlib import axis as maxis
 from matplotlib import transforms as mtransforms
@@ -65,18 +66,19 @@ class _StampedTicks:
 
     def _measure(self, renderer: Any, groups: list, draw: bool = False) -> tuple[list[Any], list[Any]]:
         """The window extents of every drawn tick label (label1s, label2s), as matplotlib collects
-        them; ``draw``: each tick drawn too, once placed."""
+        them; ``draw``: each label drawn too once placed, then the group's lines (:func:`_draw_lines`)."""
         boxes1: list[Any] = []
         boxes2: list[Any] = []
         for tick, locs, labels in groups:
+            drawn = draw and tick.get_visible()  # an invisible Tick draws nothing, its labels included
             for loc, label in zip(locs, labels):
                 _place(tick, loc, label)
                 for text, boxes in ((tick.label1, boxes1), (tick.label2, boxes2)):
                     if text.get_visible() and text.get_in_layout():
                         boxes.append(text.get_window_extent(renderer))
-                    if draw:
+                    if drawn:
                         text.draw(renderer)
-            if draw and tick.get_visible():
+            if drawn:
                 _draw_lines(tick, locs, renderer)
         return boxes1, boxes2
 
@@ -136,8 +138,6 @@ def _draw_lines(tick: Any, locs: list, renderer: Any) -> None:
     from one another (a tick's own grid line is still painted before its mark), and each
     segment of the path is rasterised and snapped as it would be alone.
     """
-    import numpy as np
-
     along = np.repeat(np.asarray(locs, dtype=float), 3)
     along[2::3] = np.nan  # each grid line its own segment
     across = np.tile([0.0, 1.0, np.nan], len(locs))
