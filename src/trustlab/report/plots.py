@@ -125,8 +125,11 @@ _FIGURES = threading.local()  # .by_dpi: dpi -> this thread's (figure, axes), cl
 def _blank_figure(dpi: int) -> tuple[Any, Any]:
     """An empty figure and axes on an Agg canvas, reused for every figure this thread draws.
 
+    The canvas is :class:`~trustlab.report.agg_canvas.ReportCanvas` and the axes
+    :class:`~trustlab.report.stamped_axes.StampedAxes` (the same pixels, drawn with less work).
     Reusing the figure keeps its renderer, and with it matplotlib's text-metrics cache (keyed
-    by renderer): tick and axis labels repeat across a report's figures. Reusing the axes
+    by renderer) and the renderer's text shaping: tick and axis labels repeat across a
+    report's figures. Reusing the axes
     too, ``Axes.clear()`` resets it to a new axes' state (artists, legend, scales, limits,
     ticks, labels) once; ``Figure.clear()`` then ``add_subplot()`` cleared the old axes and
     then built and cleared a new one. The margins are set again by each drawing, so the
@@ -135,9 +138,7 @@ def _blank_figure(dpi: int) -> tuple[Any, Any]:
     figures = _FIGURES.__dict__.setdefault("by_dpi", {})
     blank = figures.get(dpi)
     if blank is None:
-        ReportCanvas, Figure = preload()
-        from trustlab.report.stamped_axes import StampedAxes
-
+        ReportCanvas, Figure, StampedAxes = preload()
         fig = Figure(figsize=(WIDTH_IN, HEIGHT_IN), dpi=dpi)
         ReportCanvas(fig)
         blank = figures[dpi] = (fig, fig.add_subplot(axes_class=StampedAxes))
@@ -216,8 +217,8 @@ def _minor_ticks_as_marks(ax: Any, axis: Any) -> None:
     marks.set_clip_on(False)  # outside the axes, like the tick marks they replace
 
 
-def preload() -> tuple[Any, Any]:
-    """Import matplotlib's Figure and our Agg canvas (about 0.5 s of CPU).
+def preload() -> tuple[Any, Any, Any]:
+    """Import matplotlib's Figure, our Agg canvas and our Axes (about 0.4 s of CPU).
 
     Deferred to the first figure, since every trustlab process imports the
     report package and few of them draw; a report that draws on forked
@@ -226,10 +227,10 @@ def preload() -> tuple[Any, Any]:
     """
     from matplotlib.figure import Figure
 
-    import trustlab.report.stamped_axes  # noqa: F401 - the axes every figure is drawn on
     from trustlab.report.agg_canvas import ReportCanvas
+    from trustlab.report.stamped_axes import StampedAxes
 
-    return ReportCanvas, Figure
+    return ReportCanvas, Figure, StampedAxes
 
 
 def forget_fonts() -> None:
