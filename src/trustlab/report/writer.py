@@ -113,7 +113,10 @@ def _render_all(records: Sequence[dict[str, Any]], ids: list[str], out_dir: Path
         try:
             with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("fork"),
                                      initializer=forget_fonts) as pool:
-                drawn = list(pool.map(_render_safe, specs, pngs))
+                # Runs of neighbouring figures per task: a run's figures share their labels, legend
+                # and tick texts, and a worker shapes each text once (its renderer keeps it), so
+                # scattering them over the workers had each shape and parse them again.
+                drawn = list(pool.map(_render_safe, specs, pngs, chunksize=-(-len(specs) // (2 * jobs))))
         finally:
             gc.unfreeze()
     else:
