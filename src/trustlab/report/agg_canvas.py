@@ -32,6 +32,7 @@ class ReportRenderer(RendererAgg):
         super().__init__(width, height, dpi)
         self._layouts: dict[tuple, list] = {}
         self._line_metrics: dict[Any, tuple[float, float, float]] = {}
+        self._glyphs: dict[tuple, tuple[Any, int, int]] = {}
 
     def _get_font_height_metrics(self, prop: Any) -> tuple[float, float, float]:
         """(min ascent, min descent, line gap) of ``prop``'s font, in pixels.
@@ -76,7 +77,15 @@ class ReportRenderer(RendererAgg):
 
     def _draw_text_glyphs_and_boxes(self, gc: Any, x: float, y: float, angle: float, glyphs: Any,
                                     boxes: Any) -> None:
-        """``RendererAgg._draw_text_glyphs_and_boxes`` with each glyph's matrix built once per (extend, slant)."""
+        """``RendererAgg._draw_text_glyphs_and_boxes``, each glyph rasterised once per sub-pixel offset.
+
+        FreeType places a glyph at an offset in 1/64 pixel and rasterises it in those units,
+        so a glyph moved by whole pixels is the same bitmap moved by as many pixels. A glyph
+        is therefore rendered at the fraction of a pixel of its offset and kept under (font,
+        size, glyph, angle, extend, slant, that fraction, hinting, mode); the whole pixels
+        place it. Tick labels and legend texts repeat: four glyphs in ten are found kept.
+        The matrix is built once per (extend, slant), not per glyph.
+        """
         if boxes:
             return super()._draw_text_glyphs_and_boxes(gc, x, y, angle, glyphs, boxes)
         cos = math.cos(math.radians(angle))
@@ -84,21 +93,29 @@ class ReportRenderer(RendererAgg):
         load_flags = get_hinting_flag()
         mode = RenderMode.NORMAL if gc.get_antialiased() else RenderMode.MONO
         matrices: dict[tuple[float, float], Any] = {}
+        kept = self._glyphs
         for font, size, glyph_index, slant, extend, dx, dy in glyphs:  # dy is upwards
-            matrix = matrices.get((extend, slant))
-            if matrix is None:
-                matrix = matrices[extend, slant] = (
-                    0x10000 * np.array([[cos, -sin], [sin, cos]]) @ [[extend, extend * slant], [0, 1]]
-                ).round().astype(int)
-            font.set_size(size, self.dpi)
-            font._set_transform(matrix, [round(0x40 * (x + dx * cos - dy * sin)),
-                                         round(0x40 * (self.height - y + dx * sin + dy * cos))])  # FreeType's y is up
-            bitmap = font._render_glyph(glyph_index, load_flags, mode)
-            buffer = bitmap.buffer
-            if mode is RenderMode.MONO:
-                buffer *= 0xff
+            at_x = round(0x40 * (x + dx * cos - dy * sin))
+            at_y = round(0x40 * (self.height - y + dx * sin + dy * cos))  # FreeType's y is up
+            key = (font, size, glyph_index, angle, extend, slant, at_x & 0x3f, at_y & 0x3f, load_flags, mode)
+            glyph = kept.get(key)
+            if glyph is None:
+                matrix = matrices.get((extend, slant))
+                if matrix is None:
+                    matrix = matrices[extend, slant] = (
+                        0x10000 * np.array([[cos, -sin], [sin, cos]]) @ [[extend, extend * slant], [0, 1]]
+                    ).round().astype(int)
+                font.set_size(size, self.dpi)
+                font._set_transform(matrix, [at_x & 0x3f, at_y & 0x3f])
+                bitmap = font._render_glyph(glyph_index, load_flags, mode)
+                buffer = bitmap.buffer
+                if mode is RenderMode.MONO:
+                    buffer *= 0xff
+                glyph = kept[key] = (buffer, bitmap.left, bitmap.top)
+            buffer, left, top = glyph
             # draw_text_image's y is downwards & the bitmap bottom side
-            self._renderer.draw_text_image(buffer, bitmap.left, int(self.height) - bitmap.top + buffer.shape[0], 0, gc)
+            self._renderer.draw_text_image(buffer, left + (at_x >> 6),
+                                           int(self.height) - (top + (at_y >> 6)) + buffer.shape[0], 0, gc)
 
 
 class ReportCanvas(FigureCanvasAgg):
