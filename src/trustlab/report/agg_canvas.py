@@ -1,4 +1,4 @@
-"""An Agg canvas whose renderer lays text out once per string, font and size, not at every drawing.
+"""An Agg canvas whose renderer shapes and rasterises text once, not at every drawing.
 
 matplotlib's Agg renderer, for every text it draws, shapes the string again
 (``FT2Font._layout``: font fallback and HarfBuzz shaping, a third of a millisecond a
@@ -7,9 +7,10 @@ call), asks the font for its line metrics again (two SFNT tables per call, from
 numpy. A report draws the same tick labels, legend entries and axis labels figure after
 figure. This renderer keeps each shaping result (the glyphs and their offsets depend on
 the string, the font, its size, the resolution, the hinting flag and the OpenType
-features, which make the key) and each font's line metrics, and builds a rotation
-matrix once per text. FreeType is then handed the same glyphs, sizes, matrices and
-offsets as matplotlib hands it, so the pixels are the same.
+features, which make the key) and each font's line metrics, builds a rotation matrix
+once per text, and keeps each glyph's bitmap per sub-pixel offset (a glyph moved by
+whole pixels is the same bitmap moved). FreeType is handed the same glyphs, sizes and
+matrices as matplotlib hands it, so the pixels are the same.
 
 Imported with matplotlib, on the first figure (see ``plots.preload``).
 """
