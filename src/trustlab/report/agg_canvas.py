@@ -1,7 +1,7 @@
 """An Agg canvas whose renderer shapes and rasterises text once, not at every drawing.
 
 matplotlib's Agg renderer, for every text it draws, shapes the string again
-(``FT2Font._layout``: font fallback and HarfBuzz shaping, a third of a millisecond a
+(``FT2Font._layout``: glyph lookup with font fallback and placement, a third of a millisecond a
 call), asks the font for its line metrics again (two SFNT tables per call, from
 ``Text._get_layout``), and for every glyph rebuilds the same rotation matrix with
 numpy. A report draws the same tick labels, legend entries and axis labels figure after
