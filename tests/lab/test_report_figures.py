@@ -91,3 +91,19 @@ def test_stamped_axes_build_no_tick_per_location(monkeypatch):
     built.clear()
     _pixels(spec, monkeypatch, True)
     assert stamped < 20 <= len(built)
+
+
+def test_stamped_axes_answer_matplotlibs_questions_after_a_drawing(monkeypatch):
+    """The axes stay usable as matplotlib axes: tick positions, tick lists, a new drawing."""
+    import io
+
+    import trustlab.report.plots as plots
+
+    with monkeypatch.context() as m:
+        m.setattr(plots, "_FIGURES", threading.local())
+        plots.render(SPECS["log y under a decade (labelled minors)"], io.BytesIO())
+        ax = plots._FIGURES.by_dpi[100][1]
+        ax.clear()
+        ax.set_yscale("log")
+        assert ax.xaxis.get_ticks_position() == "bottom" and ax.yaxis.get_ticks_position() == "left"
+        assert ax.yaxis.get_minor_ticks(3) and len(ax.xaxis.get_major_ticks(4)) == 4

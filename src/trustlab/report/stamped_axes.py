@@ -40,8 +40,10 @@ class _StampedTicks:
         when it lies in the view interval, in scale space, within matplotlib's tolerance.
         """
         groups = []
-        for kw, info, ticks, locs_of in ((self._major_tick_kw, self.major, "majorTicks", self.get_majorticklocs),
-                                         (self._minor_tick_kw, self.minor, "minorTicks", self.get_minorticklocs)):
+        for kw, info, ticks_of, locs_of in ((self._major_tick_kw, self.major, self.get_major_ticks,
+                                             self.get_majorticklocs),
+                                            (self._minor_tick_kw, self.minor, self.get_minor_ticks,
+                                             self.get_minorticklocs)):
             if not self._tick_group_visible(kw) or isinstance(info.locator, NullLocator):
                 continue
             locs = locs_of()
@@ -53,7 +55,7 @@ class _StampedTicks:
             drawn = [(loc, label) for loc, label in zip(locs, labels)
                      if _contains(interval, self.get_transform().transform(loc))]
             if drawn:
-                groups.append((getattr(self, ticks)[0], [d[0] for d in drawn], [d[1] for d in drawn]))
+                groups.append((ticks_of(1)[0], [d[0] for d in drawn], [d[1] for d in drawn]))
         return groups
 
     def _update_ticks(self) -> list[Any]:
@@ -88,14 +90,21 @@ class _StampedTicks:
         matplotlib drops the tick lists, then clips them to the axes patch, which builds each
         list's first Tick at once; ``Axes.clear()`` resets an axis three times (the axis,
         then each of its two spines), so it built a dozen Ticks per figure and kept four.
-        Here a list is built when first used, and :meth:`_get_tick` clips the new tick.
+        Here the major list is built when first used, and :meth:`_get_tick` clips the new
+        tick. The minor list starts empty, as ``get_minor_ticks`` fills it: left lazy, it was
+        built only for a spine to find that no minor tick is drawn.
         """
-        for ticks in ("majorTicks", "minorTicks"):
-            self.__dict__.pop(ticks, None)
+        self.__dict__.pop("majorTicks", None)
+        self.minorTicks = []
         try:
             self.set_clip_path(self.axes.patch)
         except AttributeError:  # as matplotlib: no axes patch yet while the Axes is built
             pass
+
+    def _get_ticks_position(self) -> Any:
+        """``Axis._get_ticks_position``, which reads the first minor tick: built first if still missing."""
+        self.get_minor_ticks(1)
+        return super()._get_ticks_position()
 
     def set_clip_path(self, path: Any, transform: Any = None) -> None:
         """``Axis.set_clip_path``, applied to the ticks already built and remembered for those built later."""
