@@ -160,9 +160,15 @@ def _draw_lines(tick: Any, locs: list, renderer: Any) -> None:
 
 
 def _place(tick: Any, loc: float, label: str) -> None:
-    tick.update_position(loc)
-    tick.label1.set_text(label)
-    tick.label2.set_text(label)
+    """``Tick.update_position`` for the labels only (the lines take every location in :func:`_draw_lines`)."""
+    x_axis = isinstance(tick, maxis.XTick)
+    for text in (tick.label1, tick.label2):
+        if x_axis:
+            text.set_x(loc)
+        else:
+            text.set_y(loc)
+        text.set_text(label)
+    tick._loc = loc
 
 
 def _contains(interval: Any, value: Any) -> bool:
