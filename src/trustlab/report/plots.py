@@ -276,8 +276,12 @@ def _bars(ax: Any, series: list[dict]) -> None:
         # no edge (a bar's default; a path's is black); linewidth None: the default, as ax.bar passes it
         bars = PathPatch(outline, facecolor=f"C{i}", edgecolor="none", linewidth=None, label=str(s.get("label", "")))
         bars.sticky_edges.y.append(0.0)  # the axis ends at 0, no margin below the bars (as ax.bar)
-        ax.add_patch(bars)
-    ax.autoscale_view()  # ax.bar asks for it; add_patch only grows the data limits
+        # add_patch, but the data limits grown by the corners at once: add_patch walks the
+        # outline segment by segment for curve extrema, and a box has none
+        ax.add_artist(bars)
+        if boxes:
+            ax.update_datalim(outline.vertices)
+    ax.autoscale_view()  # ax.bar asks for it; the data limits only grow
     _category_ticks(ax.xaxis, [str(c) for c in categories], rotation=30 if len(categories) > 4 else 0,
                     ha="right" if len(categories) > 4 else "center", fontsize=8)
 
