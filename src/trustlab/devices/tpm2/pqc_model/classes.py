@@ -288,7 +288,18 @@ def basis_scales(source: dict, row: dict) -> tuple[float, float]:
     (:mod:`.builds`)."""
     build, timer = builds.of_source(source, row["unit"])
     keccak, arith = builds.units(build.kind)
-    return keccak.mid * timer.mid, arith.mid * timer.mid
+    return keccak.mid * timer.mid * keccak_basis(source), arith.mid * timer.mid
+
+
+def keccak_basis(source: dict) -> float:
+    """What a source's Keccak work per clock is multiplied by to stand on the classes' Keccak basis, portable C
+    (:mod:`.keccak_impl`): the centre of its Keccak's factor on the calibration's assembly Keccak time (a source
+    that ran C on a Cortex-M4 shows 1/A of the calibration's per-clock work; x A makes it 1)."""
+    from trustlab.devices.tpm2.pqc_model import keccak_impl  # it reads the classes' data: imported late
+
+    if source.get("keccak_engine"):  # its Keccak ran on an engine: no software Keccak in the row to convert
+        return 1.0
+    return keccak_impl.centre(source["core"], keccak_impl.of_source(source))
 
 
 def basis_scale(source: dict, row: dict) -> float:
@@ -360,7 +371,14 @@ def exact_basis(source: dict, row: dict) -> bool:
     stated fixed clock, or rdtsc on a named CPU (its base / turbo range is at most x1.33 wide). Only such
     sources measure the between-source spread: any other source's distance from its class would also hold
     an unstated build's or an unnamed CPU's uncertainty, which their own factors already carry (counting
-    it in the spread as well would count it twice)."""
+    it in the spread as well would count it twice). Likewise the Keccak: a source that does not say which Keccak
+    it ran, on a class where assembly and C differ (cores.toml keccak_asm), carries that in its Keccak factor
+    (:mod:`.keccak_impl`), not in the spread."""
+    from trustlab.devices.tpm2.pqc_model import keccak_impl  # it reads the classes' data: imported late
+
+    if (not source.get("keccak_engine") and keccak_impl.of_source(source) == keccak_impl.UNKNOWN
+            and keccak_impl.asm_speedup(source["core"]).hi > 1.0):
+        return False
     build, timer = builds.of_source(source, row["unit"])
     stated_timer = str(source.get("timer", "unknown")).strip().lower() not in ("", "unknown")
     fixed_clock = row["unit"] == "cycles" or not isinstance(row.get("clock_mhz"), list)
