@@ -6,6 +6,11 @@ Cortex-M4 cycles in ``c / r`` of its own. Two ratios per class: Keccak-f[1600]
 and the rest (NTT, base multiplications, polynomial passes), because cores
 differ most on Keccak (64-bit lanes on 32-bit registers).
 
+The Keccak ratio is on one declared basis, portable C: 1 = a Cortex-M4 running a C Keccak-f[1600] (-O3).
+pqm4's 'clean' cycles link pqm4's assembly permutation, so each source's Keccak per clock is first brought to
+that basis by the Keccak it states (``keccak``: :func:`keccak_basis`, :mod:`.keccak_impl`), and a chip's Keccak
+time is the class's C time over its own implementation's speed-up.
+
 Where a ratio comes from: the portable-C rows of the class in
 ``trustlab/validation/data/pqc_measurements.toml``. For each row, the Cortex-M4
 cycles of the same operation (our counts x pqm4's unit costs) divided by the
@@ -49,7 +54,8 @@ PORTABLE = "portable"
 
 @dataclass(frozen=True)
 class Ratio:
-    """Work per clock relative to a Cortex-M4 running pqm4 'clean': central value and range."""
+    """Work per clock relative to a Cortex-M4 running pqm4 'clean' (Keccak: relative to a Cortex-M4 running a C
+    Keccak, :mod:`.keccak_impl`): central value and range."""
 
     mid: float
     lo: float
