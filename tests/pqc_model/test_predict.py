@@ -14,6 +14,8 @@ from .cli_run import run
 
 M4_ASM = {"core": "cortex-m4", "keccak": "asm"}
 """A measurement source on the calibration's own Keccak (pqm4's assembly on a Cortex-M4): no Keccak conversion."""
+M4_C = {"core": "cortex-m4", "keccak": "c"}
+"""A Cortex-M4 source with a C Keccak: its Keccak per clock x the M4's C/asm ratio stands on the C basis."""
 
 
 def test_price_is_median_low_high_provenance():
@@ -40,6 +42,10 @@ def test_the_keccak_implementation_is_explicit():
     assert c.mean_ms == pytest.approx((keccak * a.mid + other) / 100e3)
     assert unknown.mean_ms == pytest.approx(c.mean_ms) and unknown.low_ms < c.low_ms
     assert price(",keccak_impl=asm").high_ms < c.high_ms
+    # the optimisation level moves a compiled Keccak, not an assembly one
+    debug_asm = predict.price("ML-KEM-768", "encapsulate", ChipSpec.parse("core=m4,mhz=100,build=debug,keccak_impl=asm"))
+    fo = builds.build("debug", "arith").mid
+    assert debug_asm.mean_ms == pytest.approx((keccak + other * fo) / 100e3)
     assert ChipSpec.parse("core=m4,mhz=1,impl=optimized").keccak_impl == "asm"  # pqm4's m4f links pqm4's Keccak
     assert ChipSpec.parse("core=m4,mhz=1").keccak_impl == "unknown"
     assert price(",keccak_impl=asm", "m0+").mean_ms == pytest.approx(price(",keccak_impl=c", "m0+").mean_ms)
@@ -78,15 +84,16 @@ def test_the_build_moves_the_centre_by_its_published_factor():
     rest by the other one. An unstated build (the default) is the widest range, and the provenance names the
     source."""
     def price(build):
-        return predict.price("ML-KEM-768", "encapsulate", ChipSpec.parse(f"core=m4,mhz=100,build={build},keccak_impl=asm"))
+        return predict.price("ML-KEM-768", "encapsulate", ChipSpec.parse(f"core=m4,mhz=100,build={build},keccak_impl=c"))
     speed = price("speed")
     keccak, other = classes.m4_cycles("ML-KEM-768", "encapsulate")
+    keccak *= keccak_impl.asm_speedup("cortex-m4").mid  # a compiled (C) Keccak: the build moves it
     for kind in ("size", "debug", "unknown", "application"):
         p = price(kind)
         fk, fo = (f.mid for f in builds.units(kind))
         assert p.mean_ms == pytest.approx(speed.mean_ms * (keccak * fk + other * fo) / (keccak + other))
         assert p.high_ms / p.low_ms > speed.high_ms / speed.low_ms
-    default = predict.price("ML-KEM-768", "encapsulate", ChipSpec.parse("core=m4,mhz=100,keccak_impl=asm"))
+    default = predict.price("ML-KEM-768", "encapsulate", ChipSpec.parse("core=m4,mhz=100,keccak_impl=c"))
     assert default.mean_ms == price("unknown").mean_ms and "Embench-IoT" in default.provenance
 
 
@@ -421,11 +428,14 @@ def test_class_rows_are_brought_to_the_benchmark_build_basis():
     """A -Os row did more work per clock than it shows (x the -Os centre); an rdtsc row counted fewer ticks
     than core cycles (x the TSC centre); assembly is not rescaled by flags."""
     row = {"unit": "cycles", "algorithm": "ML-KEM-768", "operation": "keygen"}
-    m4 = M4_ASM  # the Keccak of the calibration: no Keccak conversion, the build's alone
-    assert classes.basis_scale(m4 | {"build": "-Os"}, row) == pytest.approx(builds.build("size").mid)
-    assert classes.basis_scale(m4 | {"build": "-O3", "timer": "tsc"}, row) == pytest.approx(builds.timer("tsc").mid)
-    assert classes.basis_scale(m4 | {"build": "-O0", "implementation": "optimized"}, row) == 1.0
-    assert classes.basis_scale(m4, row | {"unit": "ms"}) == pytest.approx(builds.build("unknown").mid, rel=0.1)
+    m4, a = M4_C, keccak_impl.asm_speedup("cortex-m4").mid  # a C Keccak: x a to the C basis, besides the build
+    size, tsc = builds.build("size").mid, builds.timer("tsc").mid
+    assert classes.basis_scales(m4 | {"build": "-Os"}, row) == pytest.approx((size * a, size))
+    assert classes.basis_scales(m4 | {"build": "-O3", "timer": "tsc"}, row) == pytest.approx((tsc * a, tsc))
+    assert classes.basis_scales(M4_ASM | {"build": "-O0", "implementation": "optimized"}, row) == (1.0, 1.0)
+    assert classes.basis_scales(M4_ASM | {"build": "-Os"}, row) == pytest.approx((1.0, size))  # flags: not asm
+    uk, ua = (f.mid for f in builds.units("unknown"))
+    assert classes.basis_scales(m4, row | {"unit": "ms"}) == pytest.approx((uk * a, ua))
 
 
 def test_a_debug_build_scales_keccak_and_the_other_units_apart():
@@ -436,8 +446,10 @@ def test_a_debug_build_scales_keccak_and_the_other_units_apart():
     assert fk != fo and builds.per_unit("debug") and builds.per_unit("unknown") and not builds.per_unit("size")
     assert builds.per_unit("og") and builds.per_unit("o2") and builds.build("o2").hi > builds.build("speed").hi
     row = {"unit": "cycles", "algorithm": "ML-KEM-768", "operation": "keygen", "value": keccak + other}
-    assert classes.basis_scales(M4_ASM | {"build": "-O0"}, row) == pytest.approx((fk, fo))
-    assert classes.basis_scale(M4_ASM | {"build": "-O0"}, row) == pytest.approx((keccak * fk + other * fo) / (keccak + other))
+    a = keccak_impl.asm_speedup("cortex-m4").mid
+    assert classes.basis_scales(M4_C | {"build": "-O0"}, row) == pytest.approx((fk * a, fo))
+    assert classes.basis_scale(M4_C | {"build": "-O0"}, row) == pytest.approx(
+        (keccak * fk * a + other * fo) / (keccak + other))
     shared = row | {"hash_share": keccak / (keccak + other)}
     assert classes.row_ratios(shared, (fk, fo)) == pytest.approx((fk, fo))
     assert "Keccak" in builds.text("debug") and "other units" in builds.text("debug")

@@ -292,9 +292,13 @@ def basis_scales(source: dict, row: dict) -> tuple[float, float]:
     """What a row's work per clock on Keccak and on the other units is multiplied by to stand for a benchmark
     build counting core cycles: its source's build factor on that unit x its timer factor, at their centres
     (:mod:`.builds`)."""
+    from trustlab.devices.tpm2.pqc_model import keccak_impl  # it reads the classes' data: imported late
+
     build, timer = builds.of_source(source, row["unit"])
     keccak, arith = builds.units(build.kind)
-    return keccak.mid * timer.mid * keccak_basis(source), arith.mid * timer.mid
+    fk = keccak.mid if source.get("keccak_engine") or keccak_impl.compiled(
+        source["core"], keccak_impl.of_source(source)) else 1.0  # flags do not move an assembly Keccak
+    return fk * timer.mid * keccak_basis(source), arith.mid * timer.mid
 
 
 def keccak_basis(source: dict) -> float:

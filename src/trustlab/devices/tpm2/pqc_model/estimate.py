@@ -137,6 +137,8 @@ def speed(spec: ChipSpec, u_ratio: float = 0.5, u_clock: float = 0.5, u_place: f
     clock = piecewise(lo, math.sqrt(lo * hi), hi, u_clock)
     build_k, build_a = builds.units(spec.build)  # one build, so one quantile for both units
     slow_k, slow_a = _factor(build_k, u_build), _factor(build_a, u_build)
+    if not keccak_impl.compiled(spec.core or "secure-mcu", spec.keccak_impl):  # assembly: flags do not move it
+        slow_k = 1.0
     if spec.core is not None:
         spread = classes.source_spread(exclude, classes.group(spec.core)).draw(u_source, classes.fit(
             spec.core, exclude).sources)

@@ -53,6 +53,13 @@ def asm_speedup(core: str) -> builds.Factor:
                          entry["keccak_asm_source"])
 
 
+def compiled(core: str, kind: str) -> bool:
+    """Whether the compiler's optimisation level moves this Keccak (the build factor's Keccak part applies): not
+    for assembly on a class with a sourced assembly speed-up (flags do not rewrite assembly, as builds.toml
+    'assembly'); a class without one prices asm as C, build included."""
+    return not (kind == ASM and asm_speedup(core).hi > 1.0)
+
+
 def check(kind: str, where: str) -> str:
     k = str(kind).strip().lower()
     if k not in KINDS:
