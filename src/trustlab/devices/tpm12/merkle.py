@@ -23,6 +23,7 @@ import struct
 from typing import Callable, Iterable, Sequence
 
 Hash = Callable[..., bytes]
+_U64 = struct.Struct(">Q").pack  # a counter's value as leaf data (encode_value), precompiled
 DIGEST = 20
 MAX_DEPTH = 64
 
@@ -173,17 +174,21 @@ except ImportError:  # pragma: no cover - other interpreters
 _RECENT: tuple[int, bytes, bytes, list[bytes]] | None = None
 
 
-def path_nodes(index: int, leaf: bytes, siblings: bytes) -> list[bytes]:
+def path_nodes(index: int, leaf: bytes, siblings: bytes, split: Sequence[bytes] | None = None) -> list[bytes]:
     """``[leaf, its parent, ..., root]`` for ``leaf`` (a leaf hash) at ``index`` with these packed
     siblings (20 bytes each: anything else is a ValueError), under this module's node convention;
-    the last computation is remembered (so the list may be shared: read it, do not change it)."""
+    the last computation is remembered (so the list may be shared: read it, do not change it).
+
+    ``split``: the same siblings already split (``split_digests(siblings)``, as a caller that
+    hashed some of them holds them), so they are not split a second time.
+    """
     global _RECENT
     r = _RECENT
     if r is not None and r[0] == index and r[1] == leaf and r[2] == siblings:
         return r[3]
     sha, p, h, path, idx = _node_sha1, b"\x01", leaf, [leaf], index
     append = path.append
-    for sib in split_digests(siblings):  # (one struct call, not a slice per level)
+    for sib in split_digests(siblings) if split is None else split:  # (one struct call, not a slice per level)
         h = sha(p + sib + h).digest() if idx & 1 else sha(p + h + sib).digest()
         append(h)
         idx >>= 1
@@ -294,8 +299,8 @@ class HeapNodes:
         if not self.dense:  # one comprehension, no list built and joined by siblings()
             idx, get = self.size + index, self.nodes.get  # type: ignore[union-attr]
             return b"".join([get(idx >> k ^ 1, d) for k, d in enumerate(self._path_defaults)])
-        idx, nodes, w = self.size + index, self.nodes, self.width
-        return b"".join([nodes[(idx >> k ^ 1) * w:(idx >> k ^ 1) * w + w]  # type: ignore[index]
+        idx, slots, w = self.size + index, self._slots, self.width  # (memoryview slices: no copy until the join)
+        return b"".join([slots[(at := (idx >> k ^ 1) * w):at + w]  # type: ignore[index]
                          for k in range(self.depth)])
 
     def set_leaf(self, index: int, h: bytes) -> bytes:
@@ -469,6 +474,7 @@ class RootMemo:
             raise ValueError(f"a depth-{depth} tree has {depth + 1} default nodes of {DIGEST} bytes")
         self.depth = depth
         self.low = max(0, depth - MEMO_LEVELS)  # the lowest height kept (0: the leaves too)
+        self._kept = range(self.low, depth)  # the heights whose siblings are compared
         self._defaults = list(defaults[self.low:])  # by kept height (0: height low)
         self._nodes: dict[int, bytes] | list[bytes] = {}
         self._densify_at = MEMO_DENSIFY_AT
@@ -504,25 +510,27 @@ class RootMemo:
         depth, low, w = self.depth, self.low, DIGEST
         if len(path) != depth * w or index < 0 or index >> depth:
             raise ValueError(f"leaf {index} with a {len(path)}-byte path does not fit depth {depth}")
-        sha = _node_sha1
+        sha, p = _node_sha1, b"\x01"
+        sibs = split_digests(path)  # (once: the levels hashed here and the new path share it)
         leaf = (1 << depth) | index  # heap index of the leaf
-        a = sha(b"\x00" + struct.pack(">Q", old)).digest()
-        if low:  # below the kept levels: hashed, as without the memo
-            a = _hash_up(index, path[:low * w], 0, a)
+        a, idx = sha(b"\x00" + _U64(old)).digest(), index
+        for sib in sibs[:low]:  # below the kept levels: hashed, as without the memo
+            a = sha(p + sib + a).digest() if idx & 1 else sha(p + a + sib).digest()
+            idx >>= 1
         # the path's node at the lowest kept height and every sibling above it are the TPM's own
         nodes = self._nodes
         if self.dense:
             proven = nodes[leaf >> low] == a and path[low * w:] == b"".join(  # type: ignore[index]
-                [nodes[leaf >> k ^ 1] for k in range(low, depth)])  # type: ignore[index]
+                [nodes[leaf >> k ^ 1] for k in self._kept])  # type: ignore[index]
         else:
             get, dflt = nodes.get, self._defaults  # type: ignore[union-attr]
             proven = get(leaf >> low, dflt[0]) == a and path[low * w:] == b"".join(
-                [get(leaf >> k ^ 1, dflt[k - low]) for k in range(low, depth)])
+                [get(leaf >> k ^ 1, dflt[k - low]) for k in self._kept])
         a = self.root if proven else _hash_up(index, path, low, a)  # else hashed, as without the memo
         self._pending = None
         if new == old:
             return a, a
-        known = path_nodes(index, sha(b"\x00" + struct.pack(">Q", new)).digest(), path)
+        known = path_nodes(index, sha(b"\x00" + _U64(new)).digest(), path, sibs)
         if proven:
             self._pending, self._index = known[low:], index
         return a, known[-1]
