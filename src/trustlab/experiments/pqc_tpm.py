@@ -233,10 +233,11 @@ class PqcTpmExperiment:
         parser.add_argument("--profiles", default=None, metavar="NAME[,NAME...]|all",
                             help="TPM 2.0 profiles to price (default: all tpm2 profiles, or none when --chip is given)")
         parser.add_argument("--chip", action="append", default=[], metavar="SPEC|FILE.toml",
-                            help="also price a chip nobody profiled: core=CLASS,mhz=N[,sha256_kbps=K][,bus=spi:MHZ|"
+                            help="also price a chip nobody profiled: core=CLASS|CORE,mhz=N[,sha256_kbps=K][,bus=spi:MHZ|"
                             "i2c:MHZ][,certified=yes][,tpm=yes][,ohc_ms=X][,build=speed|size|debug|assembly|application|unknown]"
                             "[,impl=portable|optimized|mixed|unknown][,name=LABEL] or a TOML file with those "
-                            f"keys (core classes: {', '.join(classes.names())}; mhz may be a range 25-100; build "
+                            f"keys (core classes: {', '.join(classes.names())}; named cores, priced with their published "
+                            f"per-clock factor: {', '.join(classes.microarch_names())}; mhz may be a range 25-100; build "
                             "defaults to unknown, the widest range; impl to unknown (portable C, or pqm4's assembly on cores that run "
                             "it; optimized/mixed only on those cores); sc000/sc300/secure-mcu default to certified=yes,"
                             "tpm=yes); repeatable")

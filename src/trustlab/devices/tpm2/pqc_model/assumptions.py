@@ -29,6 +29,11 @@ def listing() -> list[dict]:
         out.append(_entry(f"core class {name}", f"Keccak {_rng(c.keccak.lo, c.keccak.hi, c.keccak.mid)}, other "
                           f"{_rng(c.arith.lo, c.arith.hi, c.arith.mid)} of a Cortex-M4's work per clock",
                           "chips priced by class x clock", c.basis))
+    for core in classes.microarch_names():
+        f = classes.core_factor(core)
+        out.append(_entry(f"named core {core} ({f.cls}, {f.tier})", _rng(f.lo, f.hi, f.mid) + " of the reference "
+                          "core's work per clock", f"chips naming this core (--chip core={core}, chips.toml), and the "
+                          f"{f.cls} sources that ran on it (divided by the centre before the class is fitted)", f.source))
     for kind in builds.kinds():
         b = builds.build(kind)
         rng = _rng(b.lo, b.hi, b.mid) if not b.parts else (

@@ -4,7 +4,8 @@ Two ways in: ``ChipSpec.parse("core=cortex-m0plus,mhz=133")`` (the ``--chip`` op
 file with the same keys, and :func:`for_profile` for a shipped TPM 2.0 profile (its chips.toml
 entry and its own measured rates). Keys::
 
-    core         a core class or alias (cortex-m0plus, m3, sc300, m4, m33, a72, rv32, rv64, x86, secure-mcu)
+    core         a core class or alias (cortex-m0plus, m3, sc300, m4, m33, a-class, rv32, rv64, x86, secure-mcu),
+                 or a named core of a class (cortex-a53, a72, neoverse-n1, cortex-a78, apple-m1: data/microarch.toml)
     mhz          clock in MHz: 133, or a range 25-100 (unknown clocks are ranges)
     sha256_kbps  optional: the chip's own measured SHA-256 rate in KB/s (1 KB = 1024 bytes, as
                  wolfCrypt / wolfTPM benchmarks print it); it then places the chip's speed
@@ -208,7 +209,7 @@ def _from_mapping(doc: dict, where: str) -> ChipSpec:
     if "mhz" not in doc:
         raise TrustlabError(f"{where}: mhz is required (the clock in MHz, or a range like 25-100)")
     try:
-        core = classes.resolve(str(doc["core"]))
+        core = classes.canonical(str(doc["core"]))  # a named core (cortex-a72) stays named: its per-clock factor
     except TrustlabError as exc:
         raise TrustlabError(f"{where}: {exc}") from None
     mhz = _mhz(doc["mhz"], where)

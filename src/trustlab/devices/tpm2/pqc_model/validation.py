@@ -36,7 +36,8 @@ def _row(profile, device_class, command, predicted, reference, unit, kind, sourc
 
 
 def spec_of(source: dict, row: dict) -> ChipSpec:
-    """The chip a measurement ran on: its core class at its clock (1 MHz for cycle counts: ms = kcycles),
+    """The chip a measurement ran on: its core (the named core, ``microarch``, where the source gives one; else
+    its core class) at its clock (1 MHz for cycle counts: ms = kcycles),
     built as its source says (``build``; absent: unknown) and read with its source's timer (``timer``)."""
     if row["unit"] == "cycles":
         mhz = (1.0, 1.0)
@@ -46,7 +47,8 @@ def spec_of(source: dict, row: dict) -> ChipSpec:
         mhz = chips.chip_for("").clock_mhz
     build, timer = builds.of_source(source, row["unit"])
     impl = source.get("implementation", "unknown")
-    return ChipSpec(name=source["platform"], core=source["core"], mhz=mhz, clock_source="as measured",
+    return ChipSpec(name=source["platform"], core=source.get("microarch") or source["core"], mhz=mhz,
+                    clock_source="as measured",
                     build=build.kind, timer=timer,
                     implementation=impl if impl in ("portable", "optimized", "mixed") else "unknown")
 
