@@ -257,6 +257,10 @@ def test_leave_one_source_out_summary_is_reported_as_measured():
     - the STM32F446 application build is 4-4.5x slower than pqm4's code predicts (build options not stated), the
       FHNW STM32F407 -O0 build of the Kyber reference 5.5-7x, beyond Embench-IoT's -O0 geometric mean (2.08)
       though inside its slowest benchmark (5.9): no published -O0 figure for PQC code was found;
+    - mldsa-native on zeroRISC Pavona's Ibex with SHAKE on the KMAC engine: ML-DSA-44 signing at 2.0x, the rest
+      of the source +68..+92%: its Keccak is priced on the engine (1-5% of each prediction), the rest is the
+      riscv32 class, a prior with no counted portable-C RV32 source, at the unknown build (centre x1.3); one
+      verify row sits just below its interval.
     The a-class names its cores (data/microarch.toml: per-clock factors against the Cortex-A72 from SPECint,
     Dhrystone and Geekbench, from 1 to the published ratio): every a-class row is within 2x since (Kyber's
     reference C on an Apple M1 was at +128% when the class held one work per clock for the in-order Cortex-A53
@@ -266,18 +270,20 @@ def test_leave_one_source_out_summary_is_reported_as_measured():
     misses = [r for r in counted if max(r["predicted"] / r["reference"], r["reference"] / r["predicted"]) > 2]
     assert s["within_2x"] == s["rows"] - len(misses)
     assert {r["source_id"] for r in misses} <= {"mlkem-native-c7i", "xu2025-x86", "wolfssl-examples-f446",
-                                                "fhnw-kyber-f407-O0", "cothan-kyber-ref-m1"}
+                                                "fhnw-kyber-f407-O0", "cothan-kyber-ref-m1", "pavona-ibex-mldsa-kmac"}
     uncovered = {r["source_id"] for r in counted if not r["covered"]}
-    assert uncovered <= {"mlkem-native-c7i", "xu2025-x86", "wolfssl-examples-f446", "fhnw-kyber-f407-O0"}
+    assert uncovered <= {"mlkem-native-c7i", "xu2025-x86", "wolfssl-examples-f446", "fhnw-kyber-f407-O0",
+                         "pavona-ibex-mldsa-kmac"}
     assert s["coverage"] >= 0.8
     assert s["coverage"] == sum(r["covered"] for r in counted) / len(counted)
 
 
 def test_published_sources_cover_these_core_classes():
-    """The RISC-V 32 rows found (liboqs on an ESP32-C3) are flagged, not counted (see their note); pqm4's clean
-    figures (the M4 basis) are calibration, other M4 sources count."""
+    """The portable-C RISC-V 32 rows found (liboqs on an ESP32-C3) are flagged, not counted (see their note); the
+    counted RISC-V 32 rows are Pavona's (Keccak on its KMAC engine, the rest on the Ibex); pqm4's clean figures
+    (the M4 basis) are calibration, other M4 sources count."""
     measured = {r["core"] for r in validation.loso_rows() if r["counted"]}
-    assert {"cortex-m0plus", "cortex-m3", "cortex-m33", "a-class", "riscv64", "host-x86"} <= measured
+    assert {"cortex-m0plus", "cortex-m3", "cortex-m33", "a-class", "riscv32", "riscv64", "host-x86"} <= measured
 
 
 def test_a_published_median_is_compared_with_the_model_median_run():

@@ -13,33 +13,28 @@ exactly the raw crypto the host needs by replacing them here
 from __future__ import annotations
 
 import hashlib
-import threading
 
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import padding, rsa, utils
 
-from trustlab.devices.tpm12.primitives import Entropy
 from trustlab.devices.tpm12.primitives import hmac_sha1 as _hmac_sha1
+from trustlab.devices.tpm12.primitives import thread_entropy
 
 _sha1 = hashlib.sha1
 # TPM_ES_RSAESOAEP_SHA1_MGF1 with the label "TCPA" (Part 1, 31.1.1); padding objects are immutable
 OAEP_TCPA = padding.OAEP(mgf=padding.MGF1(hashes.SHA1()), algorithm=hashes.SHA1(), label=b"TCPA")
 _PKCS1 = padding.PKCS1v15()
 _PREHASHED = utils.Prehashed(hashes.SHA1())
-_LOCAL = threading.local()  # one buffer per thread, so two threads never share a slice
 
 
 def nonce(n: int = 20) -> bytes:
     """Fresh OS randomness for a host nonce (nonceOdd, TPM_OSAP's nonceOddOSAP, antireplay).
 
-    Read 4 KiB at a time (``primitives.Entropy``, as the engine's nonces are):
-    one system call per nonce cost more than the rest of a session's bookkeeping.
+    Read 4 KiB at a time from the thread's buffer the engines draw from too
+    (``primitives.thread_entropy``): one system call per nonce cost more than
+    the rest of a session's bookkeeping.
     """
-    try:
-        entropy = _LOCAL.entropy
-    except AttributeError:
-        entropy = _LOCAL.entropy = Entropy()
-    return entropy.take(n)
+    return thread_entropy().take(n)
 
 
 def sha1(*parts: bytes) -> bytes:

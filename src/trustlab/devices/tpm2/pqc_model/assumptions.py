@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import math
 
-from trustlab.devices.tpm2.pqc_model import builds, calibration, chips, classes, estimate, wolftpm_hash_bench
+from trustlab.devices.tpm2.pqc_model import builds, calibration, chips, classes, estimate, keccak_engine, \
+    wolftpm_hash_bench
 
 
 def _entry(name: str, value: str, applies: str, source: str) -> dict:
@@ -67,6 +68,10 @@ def listing() -> list[dict]:
     out.append(_entry("ECDSA placement", f"{estimate.ECDSA_M4_SIGN_CYCLES:,.0f} Cortex-M4 cycles, "
                       f"{_rng(*estimate.ECDSA_SPREAD)}", "software-crypto TPMs with a measured ECDSA P-256 sign",
                       f"{estimate.ECDSA_M4_SOURCE}; the x range is an assumption"))
+    for name, rng, source in keccak_engine.listing():
+        out.append(_entry(f"Keccak engine: {name}", rng, "chips whose SHAKE / SHA-3 run on that engine (--chip "
+                          "keccak_engine=NAME; keccak_cycles=N for another engine): their counted Keccak "
+                          "permutations and sponge calls, at the core clock; the rest stays on the core", source))
     for fam, ops in estimate.SECRET_OPS.items():
         for op in ops:
             cm = chips.countermeasure(fam, op)

@@ -20,7 +20,7 @@ from __future__ import annotations
 import functools
 import statistics
 
-from trustlab.devices.tpm2.pqc_model import builds, calibration, chips, classes, predict, silicon
+from trustlab.devices.tpm2.pqc_model import builds, calibration, chips, classes, keccak_engine, predict, silicon
 from trustlab.devices.tpm2.pqc_model.chipspec import ChipSpec
 from trustlab.timing import registry
 
@@ -47,10 +47,12 @@ def spec_of(source: dict, row: dict) -> ChipSpec:
         mhz = chips.chip_for("").clock_mhz
     build, timer = builds.of_source(source, row["unit"])
     impl = source.get("implementation", "unknown")
+    engine = source.get("keccak_engine")  # Keccak on a hardware engine (a chips.toml [keccak_engines] name)
     return ChipSpec(name=source["platform"], core=source.get("microarch") or source["core"], mhz=mhz,
                     clock_source="as measured",
                     build=build.kind, timer=timer,
-                    implementation=impl if impl in ("portable", "optimized", "mixed") else "unknown")
+                    implementation=impl if impl in ("portable", "optimized", "mixed") else "unknown",
+                    keccak_engine=keccak_engine.named(engine) if engine else None)
 
 
 def predict_row(row: dict, exclude_own: bool = True) -> dict:
