@@ -161,7 +161,7 @@ DENSE_MAX_DEPTH = 20
 DENSIFY_AT = 1 << 16  # written nodes (about 6 MiB as a dict) before a dense tree moves to slots
 
 try:  # CPython's own SHA-1: for 41-byte node inputs it has less per-call overhead than OpenSSL's EVP
-    from _sha1 import sha1 as _node_sha1
+    from _sha1 import sha1 as _node_sha1  # type: ignore[import-not-found]
 except ImportError:  # pragma: no cover - other interpreters
     _node_sha1 = hashlib.sha1
 
@@ -204,6 +204,11 @@ def fill(buf: bytearray, start: int, end: int, pattern: bytes) -> None:
         buf[at:at + len(piece)] = piece
 
 
+# HeapNodes' attributes but the memoryview, by name (what copies and pickles carry; a compiled class has no __dict__)
+_HEAP_STATE = ("depth", "_densify_at", "size", "defaults", "node_hash", "width", "_can_densify", "dense",
+               "_path_defaults", "nodes")
+
+
 class HeapNodes:
     """The node storage and the hot loops of every Merkle tree here (host, tests, benchmarks).
 
@@ -240,12 +245,16 @@ class HeapNodes:
 
     def __getstate__(self) -> dict:
         """Copies and pickles carry the nodes, not the memoryview over them (a view does not pickle)."""
-        return {**self.__dict__, "_slots": None}
+        return {name: getattr(self, name) for name in _HEAP_STATE}
+
+    def __reduce__(self) -> tuple:
+        """Rebuilt through ``__init__`` then :meth:`__setstate__` (a compiled class has no bare ``__new__``)."""
+        return HeapNodes, (self.depth, self.defaults, self.node_hash, self._densify_at), self.__getstate__()
 
     def __setstate__(self, state: dict) -> None:
-        self.__dict__.update(state)
-        if self.dense:
-            self._slots = memoryview(self.nodes)  # type: ignore[arg-type]
+        for name, value in state.items():
+            setattr(self, name, value)
+        self._slots = memoryview(self.nodes) if self.dense else None  # type: ignore[arg-type]
 
     def _densify(self) -> None:
         """Move the written nodes from the dict into the slot array (once, when it pays)."""
@@ -351,8 +360,8 @@ class HeapNodes:
             return h
         node_hash, node = self.node_hash, self.node
         for height in range(self.depth):
-            sib = node(idx ^ 1, height)
-            h = node_hash(sib, h) if idx & 1 else node_hash(h, sib)
+            sibling = node(idx ^ 1, height)
+            h = node_hash(sibling, h) if idx & 1 else node_hash(h, sibling)
             idx >>= 1
             nodes[idx] = h  # type: ignore[index]
         return h
@@ -425,7 +434,7 @@ class HeapNodes:
         nodes, w, count = self.nodes, self.width, 0
         for height in range(self.depth, -1, -1):
             default, start = self.defaults[height], 1 << (self.depth - height)
-            level = memoryview(nodes)[start * w:2 * start * w]
+            level = memoryview(nodes)[start * w:2 * start * w]  # type: ignore[arg-type]
             count += sum(1 for i in range(0, len(level), w) if level[i:i + w] != default)
         return count
 
