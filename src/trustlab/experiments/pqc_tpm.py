@@ -27,8 +27,8 @@ import statistics
 import sys
 from typing import Any
 
-from trustlab.devices.tpm2.pqc_model import chips, chipspec, classes, frames, keccak_engine, predict, ram, silicon, \
-    validation
+from trustlab.devices.tpm2.pqc_model import builds, chips, chipspec, classes, frames, keccak_engine, predict, ram, \
+    silicon, validation
 from trustlab.devices.tpm2.pqc_model.chipspec import ChipSpec
 from trustlab.devices.tpm2.pqc_model.cost import SHAKE256_RATE, absorb_ms, operation_cost, unit_costs
 from trustlab.devices.tpm2.pqc_model.params import ALGORITHMS, DSA_OPERATIONS, KEM_OPERATIONS, MLKEM, params
@@ -249,7 +249,8 @@ class PqcTpmExperiment:
                             help="TPM 2.0 profiles to price (default: all tpm2 profiles, or none when --chip is given)")
         parser.add_argument("--chip", action="append", default=[], metavar="SPEC|FILE.toml",
                             help="also price a chip nobody profiled: core=CLASS|CORE,mhz=N[,sha256_kbps=K][,bus=spi:MHZ|"
-                            "i2c:MHZ][,certified=yes][,tpm=yes][,ohc_ms=X][,build=speed|size|debug|assembly|application|unknown]"
+                            "i2c:MHZ][,certified=yes][,tpm=yes][,ohc_ms=X]"
+                            f"[,build={'|'.join(builds.kinds())}]"
                             "[,impl=portable|optimized|mixed|unknown][,keccak_engine=none|"
                             f"{'|'.join(keccak_engine.names())}|keccak_cycles=N|LO-HI[,keccak_call_cycles=N]]"
                             "[,name=LABEL] or a TOML file with those "

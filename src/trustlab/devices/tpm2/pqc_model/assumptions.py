@@ -22,6 +22,13 @@ def _rng(lo: float, hi: float, mid: float | None = None) -> str:
     return f"x{lo:.3g}-x{hi:.3g}" + (f" (centre x{mid:.3g})" if mid is not None else "")
 
 
+def _build_range(b: builds.Factor) -> str:
+    return _rng(b.lo, b.hi, b.mid) if not b.parts else (
+        f"{_rng(*b.quantiles(), b.mid)} 5-95% of a mix of "
+        f"{', '.join(f'{p.kind} {100 * w:.0f}%' for p, w in zip(b.parts, b.weights))} "
+        f"(bounds x{b.lo:.3g}-x{b.hi:.3g})")
+
+
 def listing() -> list[dict]:
     out = [_entry("work per operation", "our counted units x Cortex-M4 cycles per unit",
                   "every prediction", calibration.pqm4_source("clean"))]
@@ -37,9 +44,8 @@ def listing() -> list[dict]:
                           f"{f.cls} sources that ran on it (divided by the centre before the class is fitted)", f.source))
     for kind in builds.kinds():
         b = builds.build(kind)
-        rng = _rng(b.lo, b.hi, b.mid) if not b.parts else (
-            f"{_rng(*b.quantiles(), b.mid)} 5-95% of an equal mix of {', '.join(p.kind for p in b.parts)} "
-            f"(bounds x{b.lo:.3g}-x{b.hi:.3g})")
+        rng = " / ".join(f"{name}{_build_range(f)}" for name, f in zip(
+            ("Keccak ", "other units "), builds.units(kind))) if builds.per_unit(kind) else _build_range(b)
         out.append(_entry(f"build: {kind}", rng, f"time of {b.label} vs the benchmark build; "
                           "class x clock chips (--chip build=, default unknown) and measurement sources", b.source))
     for kind in ("cycles", "wall", "tsc"):

@@ -16,8 +16,9 @@ entry and its own measured rates). Keys::
                  pairwise consistency test + wrapping,
                  and each command pays ohc_ms
     ohc_ms       per-command overhead in ms (default 0)
-    build        how the code is built: speed (-O2/-O3), size (-Os), debug (-O0), application, or
-                 unknown (default; the widest range): data/builds.toml, Embench-IoT's comparisons
+    build        how the code is built: speed (-O3), o2 (-O2), size (-Os), debug (-O0), og (-Og), application,
+                 or unknown (default; the widest range): data/builds.toml (Embench-IoT's comparisons; -O0
+                 and -Og per counted unit, measured on the Kyber reference)
     impl         the code: portable (C), optimized (hand-written assembly), mixed, or unknown (default:
                  portable or pqm4-style assembly on cores that run it, portable elsewhere)
     keccak_engine  none (default: SHAKE / SHA-3 in software on the core) or a named hardware Keccak engine

@@ -267,22 +267,36 @@ def measured_cycles(row: dict) -> float:
     return float(row["value"]) * math.sqrt(lo * hi) * 1000.0
 
 
-def row_ratios(row: dict) -> tuple[float, float]:
-    """(Keccak ratio, other ratio) one measurement implies for its core."""
+def row_ratios(row: dict, scales: tuple[float, float] = (1.0, 1.0)) -> tuple[float, float]:
+    """(Keccak ratio, other ratio) one measurement implies for its core, each multiplied by its unit's
+    basis scale (:func:`basis_scales`). A row without a hashing share gives one ratio for both units, so it
+    takes the work-weighted scale of the two (the measured time is Keccak's share x its factor plus the
+    rest x its own)."""
     keccak, other = row_m4_cycles(row)
     cycles = measured_cycles(row)
     share = row.get("hash_share")
+    fk, fo = scales
     if share is None:
-        r = (keccak + other) / cycles
+        r = (keccak + other) / cycles * (keccak * fk + other * fo) / (keccak + other)
         return r, r
-    return keccak / (share * cycles), other / ((1.0 - share) * cycles)
+    return keccak / (share * cycles) * fk, other / ((1.0 - share) * cycles) * fo
+
+
+def basis_scales(source: dict, row: dict) -> tuple[float, float]:
+    """What a row's work per clock on Keccak and on the other units is multiplied by to stand for a benchmark
+    build counting core cycles: its source's build factor on that unit x its timer factor, at their centres
+    (:mod:`.builds`)."""
+    build, timer = builds.of_source(source, row["unit"])
+    keccak, arith = builds.units(build.kind)
+    return keccak.mid * timer.mid, arith.mid * timer.mid
 
 
 def basis_scale(source: dict, row: dict) -> float:
-    """What a row's work per clock is multiplied by to stand for a benchmark build counting core cycles:
-    its source's build factor x timer factor, at their centres (:mod:`.builds`)."""
-    build, timer = builds.of_source(source, row["unit"])
-    return build.mid * timer.mid
+    """:func:`basis_scales` as one number for the row's whole operation: weighted by its Cortex-M4 work
+    on each unit."""
+    keccak, other = row_m4_cycles(row)
+    fk, fo = basis_scales(source, row)
+    return (keccak * fk + other * fo) / (keccak + other)
 
 
 @functools.cache
@@ -318,9 +332,10 @@ def fit_class(name: str, exclude: frozenset[str] = frozenset()) -> CoreClass:
                          f"prior: {entry['prior_source']}", measured=False)
     per: dict[str, list[tuple[float, float]]] = {}
     for r in used:
-        f = basis_scale(sources[r["source"]], r) / source_factor(sources[r["source"]])
-        k, o = row_ratios(r)
-        per.setdefault(r["source"], []).append((math.log(k * f), math.log(o * f)))
+        sf = source_factor(sources[r["source"]])
+        fk, fo = basis_scales(sources[r["source"]], r)
+        k, o = row_ratios(r, (fk / sf, fo / sf))
+        per.setdefault(r["source"], []).append((math.log(k), math.log(o)))
     ks = [k for rows in per.values() for k, _ in rows]
     os_ = [o for rows in per.values() for _, o in rows]
     mid_k, mid_a = math.exp(sum(ks) / len(ks)), math.exp(sum(os_) / len(os_))
@@ -350,7 +365,7 @@ def exact_basis(source: dict, row: dict) -> bool:
     stated_timer = str(source.get("timer", "unknown")).strip().lower() not in ("", "unknown")
     fixed_clock = row["unit"] == "cycles" or not isinstance(row.get("clock_mhz"), list)
     known_timer = timer.lo == timer.hi == 1.0 or timer.label.startswith("rdtsc on a named CPU")
-    return (source["implementation"] == PORTABLE and bool(source["counted"]) and build.kind == "speed"
+    return (source["implementation"] == PORTABLE and bool(source["counted"]) and build.kind in builds.SPEED
             and stated_timer and known_timer and fixed_clock)
 
 

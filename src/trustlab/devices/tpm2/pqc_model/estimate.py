@@ -106,8 +106,9 @@ def speed(spec: ChipSpec, u_ratio: float = 0.5, u_clock: float = 0.5, u_place: f
           exclude: frozenset[str] = frozenset(), u_build: float = 0.5, u_source: float = 0.5) -> Speed:
     """The chip's M4-equivalent speed at the given quantiles of its assumptions (0.5 = central).
 
-    A speed from clock x class is divided by the build factor (the class is a benchmark build; the
-    chip's code may be -Os, -O0 or unknown: :mod:`.builds`) and, for a core class, by the measured
+    A speed from clock x class is divided by the build factor, Keccak's by the build's Keccak factor and
+    the rest's by its other-units factor (the class is a benchmark build; the chip's code may be -Os, -O0
+    or unknown: :mod:`.builds`) and, for a core class, by the measured
     between-source spread (:func:`.classes.source_spread`: a new chip is a new source). A speed placed
     by the chip's own measured rate already shows its firmware's build, so neither applies there."""
     if spec.core is not None:
@@ -127,11 +128,13 @@ def speed(spec: ChipSpec, u_ratio: float = 0.5, u_clock: float = 0.5, u_place: f
         return Speed(placed, placed * a / k)
     lo, hi = spec.mhz
     clock = piecewise(lo, math.sqrt(lo * hi), hi, u_clock)
-    slow = _factor(builds.build(spec.build), u_build)
+    build_k, build_a = builds.units(spec.build)  # one build, so one quantile for both units
+    slow_k, slow_a = _factor(build_k, u_build), _factor(build_a, u_build)
     if spec.core is not None:
-        slow = slow * classes.source_spread(exclude, classes.group(spec.core)).draw(u_source, classes.fit(
+        spread = classes.source_spread(exclude, classes.group(spec.core)).draw(u_source, classes.fit(
             spec.core, exclude).sources)
-    return Speed(clock * k / slow, clock * a / slow)
+        slow_k, slow_a = slow_k * spread, slow_a * spread
+    return Speed(clock * k / slow_k, clock * a / slow_a)
 
 
 @functools.cache
@@ -270,7 +273,7 @@ def provenance(spec: ChipSpec, algorithm: str, operation: str, protection: bool,
                      f"against {ECDSA_M4_SOURCE}, x{ECDSA_SPREAD[0]:g}-x{ECDSA_SPREAD[1]:g}")
     else:
         parts.append(f"clock {spec.mhz[0]:g}-{spec.mhz[1]:g} MHz ({spec.clock_source})")
-        parts.append(f"build: {builds.build(spec.build).text()}")
+        parts.append(f"build: {builds.text(spec.build)}")
         if spec.core:
             parts.append(classes.source_spread(exclude, classes.group(spec.core)).text(
                 classes.fit(spec.core, exclude).sources))
