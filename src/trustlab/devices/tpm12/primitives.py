@@ -65,8 +65,6 @@ def hmac_sha1(key: bytes, msg: bytes) -> bytes:
     """
     if len(key) > SHA1_BLOCK:  # RFC 2104: a long key is hashed first
         key = _sha1(key).digest()
-    elif type(key) is not bytes:  # (any buffer, as the one-shot HMAC took)
-        key = bytes(key)
     k = key.ljust(SHA1_BLOCK, b"\x00")
     return _sha1(k.translate(_OPAD) + _sha1(k.translate(_IPAD) + msg).digest()).digest()
 
