@@ -37,7 +37,8 @@ import sys
 from setuptools import setup
 from mypyc.build import mypycify
 paths, target = sys.argv[1:-1], sys.argv[-1]
-setup(name="trustlab-compiled", script_args=["build_ext", "--inplace", "--build-temp", target + "/temp"],
+setup(name="trustlab-compiled",
+      script_args=["build_ext", "--inplace", "--build-temp", target + "/temp", "--build-lib", target + "/lib"],
       ext_modules=mypycify(["--follow-imports=skip", *paths], opt_level="3", target_dir=target + "/c"))
 """
 
