@@ -25,8 +25,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--params", metavar="EXPERIMENT",
                    help="list the parameters a spec may set for EXPERIMENT, and exit")
     p.add_argument("--jobs", "-j", type=jobs(), default=None, metavar="N",
-                   help="points at once: this process and up to N-1 workers, started only when the points "
-                   "are long enough to pay for their start (default: one per CPU; 1 runs all here)")
+                   help="points at once: this process runs points from the start and up to N-1 worker "
+                   "processes join it only once two timed points show the rest outlasts a worker's start "
+                   "(light points all run here; the output says which, and why, in one line); with a "
+                   "[[plot]] report, a second process imports matplotlib meanwhile and draws it "
+                   "(default: one per CPU; 1 runs all here)")
     p.add_argument("--scheduler", metavar="ADDRESS",
                    help="Dask scheduler address, e.g. tcp://127.0.0.1:8786; 'local' starts a cluster of "
                    "--jobs workers on 127.0.0.1 for this sweep")
@@ -80,6 +83,8 @@ def run(args: argparse.Namespace) -> int:
     violated = outcome.violations
     print(f"{outcome.out_dir}: {total} points, {outcome.cached} from cache, {outcome.executed} run, "
           f"{len(outcome.failed)} failed, {len(violated)} with violations")
+    if outcome.parallel:
+        print(outcome.parallel)
     for key in outcome.failed:
         first = str(outcome.records[key].get("error", "")).splitlines()
         print(f"  failed {key}: {first[0] if first else ''}")

@@ -124,6 +124,11 @@ class LocalWorkers:
             self._threads.append(thread)
             thread.start()
 
+    @property
+    def count(self) -> int:
+        """Workers started (fewer than asked when the system refused more)."""
+        return len(self._procs)
+
     def take(self) -> Point | None:
         with self._lock:
             return self._pending.popleft() if self._pending and not self._stopped else None
