@@ -13,8 +13,11 @@ second), which light points (milliseconds each) never earn back. So
 :func:`adaptive` keeps running points in the sweep's own process and starts
 workers (``sweep/workers.py``) beside it only once two timed points show the
 rest is long enough for them to pay off; they take points from the same queue,
-so a late worker costs nothing but its own start. Dask gets points in batches,
-a few per worker, not one task each.
+so a late worker costs nothing but its own start. What it decided, with the
+figures it decided on, is one line of the sweep's output (:class:`Decision`).
+The sweep's report, the other part a light sweep spends its time on, is drawn
+beside the points by ``sweep/drawing.py``. Dask gets points in batches, a few
+per worker, not one task each.
 """
 
 from __future__ import annotations
