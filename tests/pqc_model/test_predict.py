@@ -253,13 +253,17 @@ def test_leave_one_source_out_summary_is_reported_as_measured():
       micro-architecture and vectorisation differences was found);
     - the STM32F446 application build is 4-4.5x slower than pqm4's code predicts (build options not stated), the
       FHNW STM32F407 -O0 build of the Kyber reference 5.5-7x, beyond Embench-IoT's -O0 geometric mean (2.08)
-      though inside its slowest benchmark (5.9): no published -O0 figure for PQC code was found."""
+      though inside its slowest benchmark (5.9): no published -O0 figure for PQC code was found;
+    - Kyber's reference C on an Apple M1 (cothan, pq-crystals/kyber #31): the 'a-class' holds one work per clock
+      for cores from the in-order Cortex-A53 to the 8-wide M1, and the same mlkem-c-aarch64 C at -O3 does 1.34x
+      (Neoverse N1) and 2.34x (M1) the work per clock of a Cortex-A72 (rows of mlkem-c-aarch64-graviton2 / -m1 /
+      -rpi4); this source's build is not stated, so the unknown-build factor (centre x1.3) adds to it: 2.1-2.6x."""
     s = validation.summary()["overall"]
     counted = [r for r in validation.loso_rows() if r["counted"]]
     misses = [r for r in counted if max(r["predicted"] / r["reference"], r["reference"] / r["predicted"]) > 2]
     assert s["within_2x"] == s["rows"] - len(misses)
     assert {r["source_id"] for r in misses} <= {"mlkem-native-c7i", "xu2025-x86", "wolfssl-examples-f446",
-                                                "fhnw-kyber-f407-O0"}
+                                                "fhnw-kyber-f407-O0", "cothan-kyber-ref-m1"}
     uncovered = {r["source_id"] for r in counted if not r["covered"]}
     assert uncovered <= {"mlkem-native-c7i", "xu2025-x86", "wolfssl-examples-f446", "fhnw-kyber-f407-O0"}
     assert s["coverage"] >= 0.8

@@ -73,6 +73,8 @@ SEQUENCE = [
     ("reset established at locality 3", wire.ctrl_request(wire.CMD_RESET_TPMESTABLISHED, b"\x03")),
     ("established (after reset)", wire.ctrl_request(wire.CMD_GET_TPMESTABLISHED)),
     ("unknown code", wire.ctrl_request(99)),
+    ("buffer size query", wire.ctrl_request(wire.CMD_SET_BUFFERSIZE, struct.pack(">I", 0))),
+    ("buffer size set while running", wire.ctrl_request(wire.CMD_SET_BUFFERSIZE, struct.pack(">I", 3500))),
     ("init", wire.ctrl_init()),
 ]
 
@@ -85,6 +87,8 @@ def test_control_replies(backend: EngineBackend) -> None:
     assert replies["reset established at locality 0"] == struct.pack(">I", 0x3D)
     assert replies["established (after reset)"] == struct.pack(">IB3x", 0, 0)
     assert replies["unknown code"] == struct.pack(">I", C.RC["TPM_BAD_ORDINAL"])
+    assert replies["buffer size query"] == struct.pack(">IIII", 0, 4096, 3072, 4096)
+    assert replies["buffer size set while running"] == struct.pack(">I", C.RC["TPM_BAD_ORDINAL"])
     caps = backend.control(wire.CMD_GET_CAPABILITY, b"")
     assert caps == struct.pack(">Q", CAPABILITIES)
 
@@ -427,12 +431,60 @@ def test_an_exited_clients_sessions_are_flushed(tmp_path: Path) -> None:
 @pytest.mark.parametrize("size", [0, 0xFFFFFFFF, 1, 8192])
 def test_set_buffersize_through_the_proxy_stays_the_engines_answer(tmp_path: Path, size: int) -> None:
     """TPM 1.2 serve's CMD_SET_BUFFERSIZE is the engine's answer, unchanged by the TPM 2.0 frame cap (issue 27:
-    only a TPM 2.0 profile whose cap exceeds libtpms' buffer reports its own), and serving goes on."""
+    only a TPM 2.0 profile whose cap exceeds libtpms' buffer reports its own): a query answers swtpm's sizes,
+    a set is refused because a served TPM runs, and serving goes on."""
     profile = load("infineon-2010")
     request = wire.ctrl_request(wire.CMD_SET_BUFFERSIZE, struct.pack(">I", size))
     with TimingProxy(profile, EngineBackend(profile, tmp_path / "s"), virtual=True, control="swtpm") as proxy:
         assert ctrl(proxy.ctrl_port, request) == proxy.backend.control(wire.CMD_SET_BUFFERSIZE, request[4:])
-        assert ctrl(proxy.ctrl_port, request) == struct.pack(">I", wire.TPM_BAD_ORDINAL)
+        expected = struct.pack(">IIII", 0, 4096, 3072, 4096) if size == 0 else struct.pack(">I", wire.TPM_BAD_ORDINAL)
+        assert ctrl(proxy.ctrl_port, request) == expected
         remote = SocketTpm12("127.0.0.1", proxy.port)
         assert rc_of(remote.execute(GET_RANDOM_8)) == 0
         remote.close()
+
+
+INPUT_BUFFER_CAP = struct.pack(">HIIIII", C.TPM_TAG_RQU_COMMAND, 22, C.ORD["TPM_GetCapability"], 5, 4, 0x124)
+
+
+def test_set_buffersize_while_off_is_kept() -> None:
+    """While the TPM is off a size is taken, clamped to libtpms' [3072, 4096], and still reported after power-up."""
+    b = EngineBackend(load("infineon-2010"))
+    try:
+        b.power_off()
+        for wanted, kept in ((3500, 3500), (1, 3072), (0xFFFFFFFF, 4096), (3500, 3500)):
+            reply = b.control(wire.CMD_SET_BUFFERSIZE, struct.pack(">I", wanted))
+            assert reply == struct.pack(">IIII", 0, kept, 3072, 4096)
+        b.power_on()
+        assert b.control(wire.CMD_SET_BUFFERSIZE, struct.pack(">I", 0)) == struct.pack(">IIII", 0, 3500, 3072, 4096)
+        assert b.control(wire.CMD_SET_BUFFERSIZE, b"") == struct.pack(">I", C.RC["TPM_BAD_PARAMETER"])
+    finally:
+        b.close()
+
+
+@pytest.mark.swtpm
+@needs_swtpm
+def test_set_buffersize_while_off_matches_swtpm(tmp_path: Path) -> None:
+    """swtpm stopped (CMD_STOP) takes a size and keeps it across CMD_INIT, yet TPM_CAP_PROP_INPUT_BUFFER stays
+    4096 on libtpms: the engine's off / set / power-up gives the same bytes."""
+    b = EngineBackend(load("infineon-2010"), tmp_path / "ours")
+    try:
+        with Swtpm12(state_dir=tmp_path / "libtpms") as sw:
+            assert sw.port is not None
+            theirs = [ctrl(sw.port + 1, wire.ctrl_request(wire.CMD_STOP))]
+            b.power_off()
+            ours = [struct.pack(">I", 0)]
+            for size in (3500, 0):
+                request = wire.ctrl_request(wire.CMD_SET_BUFFERSIZE, struct.pack(">I", size))
+                theirs.append(ctrl(sw.port + 1, request))
+                ours.append(b.control(wire.CMD_SET_BUFFERSIZE, request[4:]))
+            theirs.append(ctrl(sw.port + 1, wire.ctrl_init()))
+            ours.append(b.control(wire.CMD_INIT, wire.ctrl_init()[4:]))
+            data = SocketTpm12("127.0.0.1", sw.port)
+            data.execute(struct.pack(">HIIH", C.TPM_TAG_RQU_COMMAND, 12, C.ORD["TPM_Startup"], C.TPM_ST_CLEAR))
+            theirs.append(data.execute(INPUT_BUFFER_CAP))
+            data.close()
+            ours.append(b.transact(INPUT_BUFFER_CAP))
+            assert ours == theirs
+    finally:
+        b.close()

@@ -38,6 +38,7 @@ from trustlab.devices.frame import (  # noqa: F401 - re-exported: the frame help
     parse_header,
     response_code,
 )
+from trustlab.devices.tpm2.wire import error_response as tpm2_error_response
 from trustlab.devices.tpm2.commands import (  # noqa: F401 - re-exported: the TPM 2.0 command tags (Part 2, 6.9)
     TPM_RC_BAD_TAG,  # and the code answering any other (TPM 1.2: TPM_BADTAG)
     TPM_ST_NO_SESSIONS,
@@ -138,7 +139,7 @@ def error_response(rc: int, family: str = "tpm2") -> bytes:
     """
     if family == "tpm1.2":
         return struct.pack(">HII", TPM12_TAG_RSP_COMMAND, HEADER_SIZE, _TPM12_RC.get(rc, TPM12_FAIL))
-    return struct.pack(">HII", TPM_ST_NO_SESSIONS, HEADER_SIZE, rc)
+    return tpm2_error_response(rc)
 
 
 # ---- data port: incoming frames -------------------------------------------

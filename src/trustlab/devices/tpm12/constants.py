@@ -446,3 +446,9 @@ TPM_NV_PER_PPWRITE = 0x00000001
 NUM_PCRS = 24
 STRUCT_VER = b"\x01\x01\x00\x00"  # TPM_STRUCT_VER 1.1.0.0 used by 1.1-style structures
 DIGEST = 20
+
+TPM_BUFFER_MAX = 4096
+"""libtpms' TPM 1.2 command/response buffer (tpm_constants.h TPM_BUFFER_MAX): TPM_CAP_PROP_INPUT_BUFFER by
+default, and the largest size swtpm's CMD_SET_BUFFERSIZE accepts."""
+TPM_BUFFER_MIN = 3072
+"""The smallest buffer libtpms' TPM12_SetBufferSize accepts (swtpm reports it as minsize)."""

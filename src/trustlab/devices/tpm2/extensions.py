@@ -52,6 +52,7 @@ from trustlab.devices.tpm2.commands import (
     TPM_ST_SESSIONS,
 )
 from trustlab.devices.tpm2.wire import HEADER_SIZE
+from trustlab.devices.tpm2.wire import error_response as error_frame  # the 10-byte TPM_ST_NO_SESSIONS answer
 from trustlab.timing.profile import Profile
 
 EXTENSION_HANDLE_FIRST = 0x80FF0000
@@ -285,10 +286,6 @@ class ExtensionResult:
         """The trace's view of this command, as :func:`cost.assess` gives it for forwarded ones."""
         return cost.CommandCost(self.command, self.code, self.variant, self.terms, in_bytes,
                                 len(self.response), self.rc, modelled=True)
-
-
-def error_frame(rc: int) -> bytes:
-    return struct.pack(">HII", TPM_ST_NO_SESSIONS, HEADER_SIZE, rc)
 
 
 def build_response(cmd: Command, reply: Reply) -> bytes:

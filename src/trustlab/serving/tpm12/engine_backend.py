@@ -69,13 +69,16 @@ PTM_CAP_HASHING = 1 << 4
 PTM_CAP_CANCEL_TPM_CMD = 1 << 5
 PTM_CAP_RESET_TPMESTABLISHED = 1 << 7
 PTM_CAP_GET_CONFIG = 1 << 11
+PTM_CAP_SET_BUFFERSIZE = 1 << 13
 CAPABILITIES = (PTM_CAP_INIT | PTM_CAP_SHUTDOWN | PTM_CAP_GET_TPMESTABLISHED | PTM_CAP_SET_LOCALITY
-                | PTM_CAP_HASHING | PTM_CAP_CANCEL_TPM_CMD | PTM_CAP_RESET_TPMESTABLISHED | PTM_CAP_GET_CONFIG)
+                | PTM_CAP_HASHING | PTM_CAP_CANCEL_TPM_CMD | PTM_CAP_RESET_TPMESTABLISHED | PTM_CAP_GET_CONFIG
+                | PTM_CAP_SET_BUFFERSIZE)
 
 TPM_SUCCESS = 0
 TPM_FAIL = C.RC["TPM_FAIL"]
 TPM_BAD_ORDINAL = C.RC["TPM_BAD_ORDINAL"]  # swtpm's answer to control requests while off, and to unknown codes
 TPM_BAD_LOCALITY = C.RC["TPM_BAD_LOCALITY"]
+TPM_BAD_PARAMETER = C.RC["TPM_BAD_PARAMETER"]
 DRTM_PCRS = range(17, 23)
 ESTABLISHED = flags.ESTABLISHED   # key in the engine's persistent ``extra`` map (TPM_PERMANENT_FLAGS reads it)
 
@@ -139,6 +142,8 @@ class EngineBackend(Backend):
         self.clock = Clock(profile, seed=seed)  # the engine's own ledger; the proxy holds, not this clock
         self.engine: Engine | None = None
         self.locality = 0
+        self.buffersize = C.TPM_BUFFER_MAX  # swtpm's; set only while off, kept across power-up, and (as on
+        # libtpms) not what TPM_CAP_PROP_INPUT_BUFFER reports
         self._hash: "hashlib._Hash | None" = None
         self._lock = threading.RLock()
         self._last_breakdown: dict[str, float] | None = None
@@ -227,9 +232,24 @@ class EngineBackend(Backend):
             if self.engine is not None:
                 self.engine.locality = loc
             return _RESULT(TPM_SUCCESS)
+        if code == wire.CMD_SET_BUFFERSIZE:
+            return self._set_buffersize(payload)
         if self.engine is None or code not in _WHILE_ON:
             return _RESULT(TPM_BAD_ORDINAL)
         return _WHILE_ON[code](self, payload)
+
+    def _set_buffersize(self, payload: bytes) -> bytes:
+        """swtpm's ctrlchannel.c with libtpms' TPM12_SetBufferSize: 0 queries; a size is taken only while the
+        TPM is off (TPM_BAD_ORDINAL while it runs, which a served TPM always does) and clamped to
+        [TPM_BUFFER_MIN, TPM_BUFFER_MAX]; the reply is ``result, buffersize, minsize, maxsize``."""
+        if len(payload) < 4:
+            return _RESULT(TPM_BAD_PARAMETER)
+        wanted = struct.unpack(">I", payload[:4])[0]
+        if wanted:
+            if self.engine is not None:
+                return _RESULT(TPM_BAD_ORDINAL)
+            self.buffersize = min(max(wanted, C.TPM_BUFFER_MIN), C.TPM_BUFFER_MAX)
+        return struct.pack(">IIII", TPM_SUCCESS, self.buffersize, C.TPM_BUFFER_MIN, C.TPM_BUFFER_MAX)
 
     def _established(self, payload: bytes) -> bytes:
         assert self.engine is not None

@@ -27,7 +27,6 @@ from trustlab.devices.tpm12.wire import Reader, Writer
 
 TIS_TIMEOUT_US = (750_000, 2_000_000, 750_000, 750_000)  # TIS 1.2 defaults A-D
 DURATION_US = (2_000_000, 20_000_000, 60_000_000)  # small, medium, long (TIS 1.2 defaults)
-INPUT_BUFFER = 4096
 _AUTH_PIDS = {C.TPM_PID_OIAP, C.TPM_PID_OSAP, C.TPM_PID_ADIP, C.TPM_PID_ADCP, C.TPM_PID_OWNER,
               C.TPM_PID_TRANSPORT}
 # TPM_STARTUP_EFFECTS (Part 2, 21.4): bit 6 auditDigest zeroed by ST_CLEAR only; bits 3 and 1:
@@ -101,7 +100,7 @@ def _property(tpm, prop: int) -> bytes:
         0x120: b"".join(map(_u32, DURATION_US)),
         0x122: _u32(tpm.counter_this_boot if tpm.counter_this_boot is not None else 0xFFFFFFFF),
         0x123: _u32(MAX_TOTAL - sum(a.size for a in areas(tpm).values())),  # MAX_NV_AVAILABLE
-        0x124: _u32(INPUT_BUFFER),
+        0x124: _u32(C.TPM_BUFFER_MAX),  # libtpms: not what CMD_SET_BUFFERSIZE set (checked on swtpm)
     }
     try:
         return values[prop]

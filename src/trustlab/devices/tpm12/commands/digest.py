@@ -21,8 +21,7 @@ from trustlab.devices.tpm12.pc_client import PCR_EXTEND_LOCAL
 from trustlab.devices.tpm12.registry import Request, Response, tpm_command
 from trustlab.devices.tpm12.wire import Writer
 
-INPUT_BUFFER = 4096  # libtpms TPM12_GetBufferSize() as swtpm builds it (TPM_CAP_PROP_INPUT_BUFFER)
-MAX_NUM_BYTES = INPUT_BUFFER - 64  # libtpms TPM_SHA1_MAXNUMBYTES
+MAX_NUM_BYTES = C.TPM_BUFFER_MAX - 64  # libtpms TPM_SHA1_MAXNUMBYTES (a compile-time constant there too)
 
 
 @tpm_command("TPM_SHA1Start")
