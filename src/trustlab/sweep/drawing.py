@@ -3,19 +3,21 @@
 Drawing a sweep's figures costs about half a second of importing matplotlib and
 the report writer before the first line is drawn, as long as the shipped sweeps'
 points take together. With ``--jobs`` above 1 that import need not wait for the
-points: :class:`ReportDrawer` forks the sweep's process before the first point
-(nothing has run yet, so the child holds no point's state, and before the
-progress bar's and the workers' threads exist), and the child imports the
-writer and matplotlib beside the points, then waits for the report's records.
+points: once the first point is in, :class:`ReportDrawer` forks the sweep's
+process (before any worker and its threads exist) and the child imports the
+writer and matplotlib beside the remaining points, then waits for the report's
+records. Forked after the first point, it inherits what the experiment imports
+(numpy, say) rather than importing it a second time: it does only work the
+sweep would otherwise do itself, so on a machine with no CPU to spare the
+sweep spends no more CPU than with ``--jobs 1`` (a fork and its copied pages).
 
 Never slower by construction: when the points are done the drawer has been
 importing for as long as they ran, so what is left of its import is at most
 what the sweep would do itself; the sweep waits for it to say it is ready
 (one byte on a pipe; at most :data:`READY_WAIT_S`, against a drawer that
 hangs) and hands the report over. If the drawer fails or dies, the sweep draws
-the report itself, exactly as with ``--jobs 1``. A fork costs a few
-milliseconds; the import runs on the other CPU. The same writer draws the same
-records, so the files are the ones ``--jobs 1`` writes.
+the report itself, exactly as with ``--jobs 1``. The same writer draws the
+same records, so the files are the ones ``--jobs 1`` writes.
 
 The drawer dies with the sweep (``PR_SET_PDEATHSIG``, as the workers), ignores
 Ctrl-C (the sweep's to handle), and is killed and reaped by :meth:`close`.
@@ -140,10 +142,10 @@ def _drawer_main(parent: int, requests: Any, answers: Any) -> int:
     return 0
 
 
-def start(jobs: int, scheduler: str | None, plots: bool, pending: int) -> ReportDrawer | None:
-    """A drawer when it can help: local ``--jobs`` above 1, a report to draw, and points to run
-    meanwhile (with none, the sweep would only wait for the drawer's imports)."""
-    if jobs < 2 or scheduler or not plots or pending < 1 or not hasattr(os, "fork"):
+def start(jobs: int, scheduler: str | None, plots: bool, left: int) -> ReportDrawer | None:
+    """A drawer when it can help: local ``--jobs`` above 1, a report to draw, and points ``left`` to
+    run meanwhile (with none, the sweep would only wait for the drawer's imports)."""
+    if jobs < 2 or scheduler or not plots or left < 1 or not hasattr(os, "fork"):
         return None
     try:
         return ReportDrawer()

@@ -73,8 +73,15 @@ def run_sweep(spec: SweepSpec, out_dir: Path, jobs: int = 1, scheduler: str | No
             records[p.key] = rec
     pending = [p for p in unique if p.key not in records]
     outcome = SweepOutcome(spec, points, records, cached=len(records), out_dir=out_dir)
-    # forked now, before any point has run and before the progress bar's thread exists
-    drawer = drawing.start(jobs, scheduler, bool(spec.plots), len(pending))
+    drawers: list[drawing.ReportDrawer] = []
+
+    def first_point_done() -> None:
+        """Fork the report's drawer now: it inherits what the first point imported instead of importing
+        it again, so it does no work the sweep would not have done itself (``sweep/drawing.py``)."""
+        drawer = drawing.start(jobs, scheduler, bool(spec.plots), len(pending) - 1)
+        if drawer is not None:
+            drawers.append(drawer)
+
     decision = execute.Decision(jobs)
     try:
         stream: Iterator[tuple[str, dict[str, Any]]]
@@ -86,22 +93,24 @@ def run_sweep(spec: SweepSpec, out_dir: Path, jobs: int = 1, scheduler: str | No
             stream = execute.adaptive(pending, jobs, decision=decision)  # workers only when they pay off
         else:
             stream = execute.serial(pending)
-        _run(stream, outcome, by_key, cache, progress, on_result)
+        _run(stream, outcome, by_key, cache, progress, on_result, first_point_done)
+        drawer = drawers[0] if drawers else None
         _write_results(outcome, drawer)
     finally:
-        if drawer is not None:
+        for drawer in drawers:
             drawer.close()
     if jobs > 1 and not scheduler and pending:
         notes = [decision.line()] if len(pending) > 1 else [f"--jobs {jobs}: one point to run, in this process"]
-        if drawer is not None:
-            notes.append("report drawn on a second process" if drawer.drew else
+        if drawers:
+            notes.append("report drawn on a second process" if drawers[0].drew else
                          "report drawn here (the second process failed)")
         outcome.parallel = "; ".join(notes)
     return outcome
 
 
 def _run(stream: Iterator[tuple[str, dict[str, Any]]], outcome: SweepOutcome, by_key: dict[str, Point],
-         cache: PointCache, progress: bool, on_result: Callable[[str, dict[str, Any]], None] | None) -> None:
+         cache: PointCache, progress: bool, on_result: Callable[[str, dict[str, Any]], None] | None,
+         first_point_done: Callable[[], None]) -> None:
     """Cache each result as it arrives (in completion order), with the progress bar."""
     spec, records = outcome.spec, outcome.records
     bar = tqdm(total=len(by_key), initial=outcome.cached, desc=spec.name, unit="pt", disable=not progress,
@@ -119,6 +128,8 @@ def _run(stream: Iterator[tuple[str, dict[str, Any]]], outcome: SweepOutcome, by
             if on_result is not None:
                 on_result(key, record)
             bar.update(1)
+            if outcome.executed == 1:
+                first_point_done()
     finally:
         bar.close()
         close = getattr(stream, "close", None)
