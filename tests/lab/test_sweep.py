@@ -538,3 +538,15 @@ def test_a_drawer_that_dies_leaves_the_report_to_the_sweep(tmp_path, monkeypatch
     outcome = run_sweep(parse(doc, "t"), tmp_path, jobs=2, progress=False)
     assert outcome.parallel is not None and outcome.parallel.endswith("report drawn here (the second process failed)")
     assert len(list((tmp_path / "count" / "report" / "plots").glob("*.png"))) == 1
+
+
+def test_the_jobs_line_says_how_many_workers_and_why():
+    from trustlab.sweep.execute import Decision
+
+    assert "too few to time" in Decision(2, points=2).line()
+    light = Decision(2, points=24, after_points=24, per_point_s=0.004, start_s=0.9).line()
+    assert light.startswith("--jobs 2: no workers; the 24 points ran in this process (4 ms a point, a worker's "
+                            "start ~0.90 s")
+    assert Decision(3, points=10, workers=2, after_points=2, per_point_s=0.5, start_s=0.3).line() == \
+        "--jobs 3: 2 worker(s) joined after 2 of 10 points (500 ms a point, a worker's start ~0.30 s)"
+    assert "cannot start a process" in Decision(2, points=5, refused="cannot start a process: EAGAIN").line()
