@@ -23,14 +23,18 @@ def test_price_is_median_low_high_provenance():
 
 
 def test_the_build_moves_the_centre_by_its_published_factor():
-    """-Os / -O0 / unknown builds are slower than the benchmark build by Embench-IoT's factors; an
-    unstated build (the default) is the widest range, and the provenance names the source."""
+    """-Os / -O0 / unknown builds are slower than the benchmark build by their factors (Embench-IoT; -O0 per
+    counted unit, measured on the Kyber reference): the Keccak share of the work by the Keccak factor, the
+    rest by the other one. An unstated build (the default) is the widest range, and the provenance names the
+    source."""
     def price(build):
         return predict.price("ML-KEM-768", "encapsulate", ChipSpec.parse(f"core=m4,mhz=100,build={build}"))
     speed = price("speed")
+    keccak, other = classes.m4_cycles("ML-KEM-768", "encapsulate")
     for kind in ("size", "debug", "unknown", "application"):
         p = price(kind)
-        assert p.mean_ms == pytest.approx(speed.mean_ms * builds.build(kind).mid)
+        fk, fo = (f.mid for f in builds.units(kind))
+        assert p.mean_ms == pytest.approx(speed.mean_ms * (keccak * fk + other * fo) / (keccak + other))
         assert p.high_ms / p.low_ms > speed.high_ms / speed.low_ms
     default = predict.price("ML-KEM-768", "encapsulate", ChipSpec.parse("core=m4,mhz=100"))
     assert default.mean_ms == price("unknown").mean_ms and "Embench-IoT" in default.provenance
@@ -40,6 +44,8 @@ def test_build_and_timer_fields_are_read_tolerantly():
     assert builds.build_kind(None) == builds.build_kind("Pico SDK default") == "unknown"
     assert builds.build_kind("-Os") == "size" and builds.build_kind("-O3 -march=native") == "speed"
     assert builds.build_kind("Debug") == "debug" and builds.build_kind("application (STM32CubeIDE)") == "application"
+    assert builds.build_kind("-O0 -g3") == "debug" and builds.build_kind("gcc -Og -g") == "og"  # -Og keeps registers
+    assert builds.build_kind("RelWithDebInfo (-O2 -g)") == "o2" and builds.build_kind("Release") == "speed"
     assert builds.timer_kind(None, "cycles") == "cycles" and builds.timer_kind(None, "ms") == "wall"
     assert builds.timer_kind("rdtsc", "cycles") == "tsc" and builds.timer_kind("PMU", "cycles") == "cycles"
     named = builds.timer("tsc", "Intel Core i7-1260P")
@@ -80,7 +86,8 @@ def test_a_mixed_build_is_a_mixture_not_the_envelope_of_its_parts():
     b = builds.build("unknown")
     lo, hi = b.quantiles()
     assert b.lo <= lo < b.mid < hi < b.hi
-    assert b.central(0.5) == b.mid == pytest.approx((1.0 * 1.11 * 2.08) ** (1 / 3))
+    parts = [builds.build(k).mid for k in ("speed", "size", "debug")]
+    assert b.central(0.5) == b.mid == pytest.approx((parts[0] * parts[1] * parts[2]) ** (1 / 3))
     u = np.linspace(0.001, 0.999, 200)
     assert np.all(np.diff(b.draw(u)) >= 0)
     # a third of the weight is the debug build, so about a sixth lies above the debug build's median
@@ -166,7 +173,7 @@ def test_cli_chip_json_rows_have_intervals():
 
 
 @pytest.mark.parametrize("chip, message", [
-    ("core=cortex-m9,mhz=1", "--chip: unknown core class 'cortex-m9'"),
+    ("core=cortex-m9,mhz=1", "--chip: unknown core class or core 'cortex-m9'"),
     ("core=m0+", "--chip: mhz is required"),
     ("mhz=3", "--chip: core is required"),
     ("core=m0+,mhz=-3", "mhz = '-3' must be a positive"),
@@ -249,32 +256,50 @@ def test_leave_one_source_out_summary_is_reported_as_measured():
     - the three x86 sources disagree by up to 4x in core cycles after their timers are corrected (mlkem-native's
       C with -march=native on a Sapphire Rapids c7i, rdtsc at 2.4 GHz; itzmeanjan's C++ -march=native on an
       i7-1260P, libPFM core cycles; Xu's PQClean/wolfCrypt C at -O2 on a Ryzen 7 1700X (Zen 1), rdtsc): the
-      fastest and the slowest, left out, are priced from the others and miss (no published figure for the
-      micro-architecture and vectorisation differences was found);
-    - the STM32F446 application build is 4-4.5x slower than pqm4's code predicts (build options not stated), the
-      FHNW STM32F407 -O0 build of the Kyber reference 5.5-7x, beyond Embench-IoT's -O0 geometric mean (2.08)
-      though inside its slowest benchmark (5.9): no published -O0 figure for PQC code was found;
-    - Kyber's reference C on an Apple M1 (cothan, pq-crystals/kyber #31): the 'a-class' holds one work per clock
-      for cores from the in-order Cortex-A53 to the 8-wide M1, and the same mlkem-c-aarch64 C at -O3 does 1.34x
-      (Neoverse N1) and 2.34x (M1) the work per clock of a Cortex-A72 (rows of mlkem-c-aarch64-graviton2 / -m1 /
-      -rpi4); this source's build is not stated, so the unknown-build factor (centre x1.3) adds to it: 2.1-2.6x."""
+      fastest and the slowest, left out, are priced from the others and miss: the named-core factors (Zen 1 vs
+      Golden Cove, from SPECint2006 per GHz and the vendors' IPC claims, data/microarch.toml) explain a part, and
+      Xu's -O2 a little more (builds.toml 'o2', our own measurement); -march=native was measured and is no
+      faster (no factor), and mlkem-native's C is 1.6-2x faster than the reference C at the same flags on the
+      same core (a code-base difference the model does not name), and with the a-class sources on one
+      per-clock scale the pooled application-core spread narrowed, so these two are mostly outside their
+      intervals;
+    - the STM32F446 application build (its STM32CubeIDE project has a Debug -O0 and a Release -Os configuration,
+      the README does not say which ran) is priced at the mix of the two, below the -O0 run it fits; the FHNW
+      STM32F407 -O0 build of the Kyber reference is within 2x since the -O0 factor is per counted unit from our
+      own measurement of the same reference C (Keccak x3.63, the rest x4.27; Embench-IoT's general-code x2.08 put
+      it at 0/9), but outside its interval: both run a C Keccak where the Cortex-M4 basis (pqm4's clean) links
+      pqm4's assembly Keccak, 1.7-2.1x faster per permutation, which the model does not distinguish;
+    - the unstated builds (wolfSSL on a ZCU102 Cortex-A53 among them) are an equal mix of a benchmark, a size and
+      a debug build: with the measured -O0 factor the mix's centre is x1.59 (Keccak) / x1.68 (other), and the
+      ZCU102's slowest-predicted rows pass 2x (the unstated-build sources all lean slow in the model);
+    - mldsa-native on zeroRISC Pavona's Ibex with SHAKE on the KMAC engine: its Keccak is priced on the engine
+      (1-5% of each prediction), the rest is the riscv32 class, a prior with no counted portable-C RV32 source,
+      at the unknown build (the mix above), so it sits above its measurements; one verify row sits just below
+      its interval.
+    The a-class names its cores (data/microarch.toml: per-clock factors against the Cortex-A72 from SPECint,
+    Dhrystone and Geekbench, from 1 to the published ratio): every a-class row is within 2x since (Kyber's
+    reference C on an Apple M1 was at +128% when the class held one work per clock for the in-order Cortex-A53
+    to the 8-wide M1)."""
     s = validation.summary()["overall"]
     counted = [r for r in validation.loso_rows() if r["counted"]]
     misses = [r for r in counted if max(r["predicted"] / r["reference"], r["reference"] / r["predicted"]) > 2]
     assert s["within_2x"] == s["rows"] - len(misses)
     assert {r["source_id"] for r in misses} <= {"mlkem-native-c7i", "xu2025-x86", "wolfssl-examples-f446",
-                                                "fhnw-kyber-f407-O0", "cothan-kyber-ref-m1"}
+                                                "cothan-kyber-ref-m1", "pavona-ibex-mldsa-kmac",
+                                                "wolfssl-zcu102-a53"}
     uncovered = {r["source_id"] for r in counted if not r["covered"]}
-    assert uncovered <= {"mlkem-native-c7i", "xu2025-x86", "wolfssl-examples-f446", "fhnw-kyber-f407-O0"}
+    assert uncovered <= {"mlkem-native-c7i", "xu2025-x86", "wolfssl-examples-f446", "fhnw-kyber-f407-O0",
+                         "pavona-ibex-mldsa-kmac"}
     assert s["coverage"] >= 0.8
     assert s["coverage"] == sum(r["covered"] for r in counted) / len(counted)
 
 
 def test_published_sources_cover_these_core_classes():
-    """The RISC-V 32 rows found (liboqs on an ESP32-C3) are flagged, not counted (see their note); pqm4's clean
-    figures (the M4 basis) are calibration, other M4 sources count."""
+    """The portable-C RISC-V 32 rows found (liboqs on an ESP32-C3) are flagged, not counted (see their note); the
+    counted RISC-V 32 rows are Pavona's (Keccak on its KMAC engine, the rest on the Ibex); pqm4's clean figures
+    (the M4 basis) are calibration, other M4 sources count."""
     measured = {r["core"] for r in validation.loso_rows() if r["counted"]}
-    assert {"cortex-m0plus", "cortex-m3", "cortex-m33", "a-class", "riscv64", "host-x86"} <= measured
+    assert {"cortex-m0plus", "cortex-m3", "cortex-m33", "a-class", "riscv32", "riscv64", "host-x86"} <= measured
 
 
 def test_a_published_median_is_compared_with_the_model_median_run():
@@ -335,11 +360,28 @@ def test_validate_lists_every_assumption_with_its_source():
 def test_class_rows_are_brought_to_the_benchmark_build_basis():
     """A -Os row did more work per clock than it shows (x the -Os centre); an rdtsc row counted fewer ticks
     than core cycles (x the TSC centre); assembly is not rescaled by flags."""
-    row = {"unit": "cycles"}
+    row = {"unit": "cycles", "algorithm": "ML-KEM-768", "operation": "keygen"}
     assert classes.basis_scale({"build": "-Os"}, row) == pytest.approx(builds.build("size").mid)
     assert classes.basis_scale({"build": "-O3", "timer": "tsc"}, row) == pytest.approx(builds.timer("tsc").mid)
     assert classes.basis_scale({"build": "-O0", "implementation": "optimized"}, row) == 1.0
-    assert classes.basis_scale({}, {"unit": "ms"}) == pytest.approx(builds.build("unknown").mid)
+    assert classes.basis_scale({}, row | {"unit": "ms"}) == pytest.approx(builds.build("unknown").mid, rel=0.1)
+
+
+def test_a_debug_build_scales_keccak_and_the_other_units_apart():
+    """-O0 slows Keccak and the arithmetic by its two measured factors: a row without a hashing share takes their
+    mix weighted by its Cortex-M4 work, a row with one is brought to the basis unit by unit."""
+    keccak, other = classes.m4_cycles("ML-KEM-768", "keygen")
+    fk, fo = (f.mid for f in builds.units("debug"))
+    assert fk != fo and builds.per_unit("debug") and builds.per_unit("unknown") and not builds.per_unit("size")
+    assert builds.per_unit("og") and builds.per_unit("o2") and builds.build("o2").hi > builds.build("speed").hi
+    row = {"unit": "cycles", "algorithm": "ML-KEM-768", "operation": "keygen", "value": keccak + other}
+    assert classes.basis_scales({"build": "-O0"}, row) == pytest.approx((fk, fo))
+    assert classes.basis_scale({"build": "-O0"}, row) == pytest.approx((keccak * fk + other * fo) / (keccak + other))
+    shared = row | {"hash_share": keccak / (keccak + other)}
+    assert classes.row_ratios(shared, (fk, fo)) == pytest.approx((fk, fo))
+    assert "Keccak" in builds.text("debug") and "other units" in builds.text("debug")
+    with pytest.raises(TrustlabError, match="unknown counted unit"):
+        builds.build("debug", "ntt")
 
 
 def test_an_unknown_build_widens_a_validation_interval_against_a_known_one():

@@ -42,3 +42,27 @@ def test_a_forked_child_does_not_reuse_the_parents_buffer():
     os.close(r)
     os.waitpid(pid, 0)
     assert len(child) == 20 and child != e.take(20)
+
+
+def test_engines_and_host_share_one_buffer_per_thread_never_one_slice():
+    """Short-lived TPMs draw from their thread's buffer (no 4 KiB read per TPM); other threads have their own."""
+    import threading
+
+    from trustlab.devices.tpm12 import hostcrypto
+    from trustlab.devices.tpm12.primitives import Primitives, thread_entropy
+    from trustlab.timing.clock import Clock
+    from trustlab.timing.registry import load
+
+    mine = thread_entropy()
+    assert thread_entropy() is mine
+    theirs = []
+    t = threading.Thread(target=lambda: theirs.append(thread_entropy()))
+    t.start()
+    t.join()
+    assert theirs[0] is not mine
+    a = Primitives(Clock(load("infineon-2010")), keygen=lambda bits: None)
+    b = Primitives(Clock(load("infineon-2010")), keygen=lambda bits: None)
+    mine._pos = Entropy.CHUNK  # (the next take reads a fresh chunk)
+    drawn = [a.random(20), hostcrypto.nonce(), b.random(20), a.random(20)]
+    assert drawn == [mine._buf[i:i + 20] for i in range(0, 80, 20)]  # consecutive slices, each once
+    assert mine._pos == 80

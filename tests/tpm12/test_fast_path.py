@@ -28,7 +28,7 @@ from trustlab.apps.counters import schemes
 from trustlab.apps.counters.runner import run as run_requests
 from trustlab.devices.tpm12 import MemoryNVStore, Tpm12, TpmError, client, hostcrypto, key_template, secret
 from trustlab.devices.tpm12 import constants as C
-from trustlab.devices.tpm12 import registry
+from trustlab.devices.tpm12 import primitives, registry
 from trustlab.devices.tpm12.client import HostSession
 from trustlab.devices.tpm12.engine import Engine
 from trustlab.devices.tpm12.keys import key_to_json
@@ -108,11 +108,11 @@ def _record(scenario, fast: bool) -> tuple[list[tuple], list[tuple], object, int
         mp.setattr(Primitives, "rsa_encrypt", _rsa_encrypt_seeded)
         mp.setattr(hostcrypto, "oaep_encrypt", _oaep_seeded)
         mp.setattr(Engine, "execute", recording)
-        hostcrypto._LOCAL.__dict__.clear()  # the host's buffered entropy: drawn afresh from the stream
+        primitives._THREAD.__dict__.clear()  # the thread's buffered entropy (engines' and host's): afresh from the stream
         try:
             result = scenario()
         finally:
-            hostcrypto._LOCAL.__dict__.clear()
+            primitives._THREAD.__dict__.clear()
     return events, [_engine_state(e) for e in engines], result, as_values[0]
 
 

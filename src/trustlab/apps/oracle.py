@@ -72,8 +72,17 @@ class OracleRun:
     def ms(self, party: str, commands: set[str] | tuple[str, ...]) -> float:
         return sum(ms for cmd, ms in self.calls.get(party, []) if cmd in commands)
 
-    def per_call(self, command: str, parties: list[str]) -> list[float]:
-        return [ms for p in parties for cmd, ms in self.calls.get(p, []) if cmd == command]
+    def by_command(self, parties: list[str]) -> dict[str, list[float]]:
+        """Command -> the ms of each of its calls by ``parties``, party by party in call order."""
+        out: dict[str, list[float]] = {}
+        for p in parties:
+            for cmd, ms in self.calls.get(p, []):
+                calls = out.get(cmd)
+                if calls is None:
+                    out[cmd] = [ms]
+                else:
+                    calls.append(ms)
+        return out
 
 
 def _make_party(name: str, profile: Profile, realtime: bool, seed: int, keygen=None) -> Party:

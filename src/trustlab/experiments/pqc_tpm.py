@@ -27,7 +27,8 @@ import statistics
 import sys
 from typing import Any
 
-from trustlab.devices.tpm2.pqc_model import chips, chipspec, classes, frames, predict, ram, silicon, validation
+from trustlab.devices.tpm2.pqc_model import builds, chips, chipspec, classes, frames, keccak_engine, predict, ram, \
+    silicon, validation
 from trustlab.devices.tpm2.pqc_model.chipspec import ChipSpec
 from trustlab.devices.tpm2.pqc_model.cost import SHAKE256_RATE, absorb_ms, operation_cost, unit_costs
 from trustlab.devices.tpm2.pqc_model.params import ALGORITHMS, DSA_OPERATIONS, KEM_OPERATIONS, MLKEM, params
@@ -98,6 +99,20 @@ def pqc_draws(profile, algorithm: str, operation: str, draws: int, rng: random.R
         totals.append(t)
         bus.append(b)
     return {"totals": totals, "bus": bus, "frames": [f for _, f in plan]}
+
+
+def _engine_kind(spec: ChipSpec) -> str:
+    """Where a --chip's Keccak runs: 'software' (on the core), an engine's name, or 'given' (keccak_cycles)."""
+    return spec.keccak_engine.kind if spec.keccak_engine is not None else "software"
+
+
+def _engine_facts(spec: ChipSpec) -> dict | None:
+    """A --chip's Keccak engine for --json 'chips': cycles per permutation and per call (low, centre, high)."""
+    e = spec.keccak_engine
+    if e is None:
+        return None
+    return {"kind": e.kind, "label": e.label, "cycles_per_permutation": list(e.perm_cycles),
+            "cycles_per_call": list(e.call_cycles), "source": e.source}
 
 
 def priced(chip, algorithm: str, operation: str, protection: bool) -> dict:
@@ -233,13 +248,20 @@ class PqcTpmExperiment:
         parser.add_argument("--profiles", default=None, metavar="NAME[,NAME...]|all",
                             help="TPM 2.0 profiles to price (default: all tpm2 profiles, or none when --chip is given)")
         parser.add_argument("--chip", action="append", default=[], metavar="SPEC|FILE.toml",
-                            help="also price a chip nobody profiled: core=CLASS,mhz=N[,sha256_kbps=K][,bus=spi:MHZ|"
-                            "i2c:MHZ][,certified=yes][,tpm=yes][,ohc_ms=X][,build=speed|size|debug|assembly|application|unknown]"
-                            "[,impl=portable|optimized|mixed|unknown][,name=LABEL] or a TOML file with those "
-                            f"keys (core classes: {', '.join(classes.names())}; mhz may be a range 25-100; build "
+                            help="also price a chip nobody profiled: core=CLASS|CORE,mhz=N[,sha256_kbps=K][,bus=spi:MHZ|"
+                            "i2c:MHZ][,certified=yes][,tpm=yes][,ohc_ms=X]"
+                            f"[,build={'|'.join(builds.kinds())}]"
+                            "[,impl=portable|optimized|mixed|unknown][,keccak_engine=none|"
+                            f"{'|'.join(keccak_engine.names())}|keccak_cycles=N|LO-HI[,keccak_call_cycles=N]]"
+                            "[,name=LABEL] or a TOML file with those "
+                            f"keys (core classes: {', '.join(classes.names())}; named cores, priced with their published "
+                            f"per-clock factor: {', '.join(classes.microarch_names())}; mhz may be a range 25-100; build "
                             "defaults to unknown, the widest range; impl to unknown (portable C, or pqm4's assembly on cores that run "
                             "it; optimized/mixed only on those cores); sc000/sc300/secure-mcu default to certified=yes,"
-                            "tpm=yes); repeatable")
+                            "tpm=yes; keccak_engine: SHAKE/SHA-3 on a hardware Keccak engine (kmac = OpenTitan's "
+                            "masked KMAC, as on zeroRISC Pavona; chips.toml), or keccak_cycles = your engine's core "
+                            "cycles per Keccak-f[1600] permutation, interface included: the Keccak permutations are "
+                            "priced at that rate, the rest on the core); repeatable")
         parser.add_argument("--algorithms", default=None, metavar="ALG[,ALG...]",
                             help=f"post-quantum algorithms (default: {','.join(ALGORITHMS)}, the ones TPM 2.0 Library "
                             "1.85 profiles; ML-KEM-512 too when only --chip is priced)")
@@ -386,6 +408,7 @@ class PqcTpmExperiment:
                     (KEM_OPERATIONS if "KEM" in algorithm else DSA_OPERATIONS)
                 for op in ops:
                     chip_rows.append({"profile": None, "chip": spec.name, "core": spec.core, "mhz": list(spec.mhz),
+                                      "keccak_engine": _engine_kind(spec),
                                       "algorithm": algorithm, "operation": op,
                                       "what": ("keygen = TPM2_Create (keygen + consistency test + wrapping)"
                                                if op == "keygen" and spec.tpm else op),
@@ -404,7 +427,8 @@ class PqcTpmExperiment:
             facts.append({"profile": None, "chip": spec.name, "core_class": spec.core, "clock_mhz": list(spec.mhz),
                           "clock_source": spec.clock_source, "build": spec.build, "implementation": spec.implementation,
                           "certified": spec.certified, "tpm": spec.tpm, "bus": spec.bus, "bus_hz": spec.bus_hz,
-                          "ohc_ms": spec.ohc_ms, "sha256_bytes_per_ms": spec.sha256_bytes_per_ms})
+                          "ohc_ms": spec.ohc_ms, "sha256_bytes_per_ms": spec.sha256_bytes_per_ms,
+                          "keccak_engine": _engine_facts(spec)})
         ram_rows = [{"algorithm": a, "operation": op, **ram.peak_ram(a, op)} for a in algorithms
                     for op in (KEM_OPERATIONS if "KEM" in a else DSA_OPERATIONS)]
         checks = validation.rows()
@@ -459,9 +483,11 @@ class PqcTpmExperiment:
                     table(per_chip, ["profile", "ML-DSA-65 sign", "low", "high", "ECDSA sign", "ML-DSA-65 attest.",
                                      "ML-KEM-768 decaps", "low", "high", "ECDH ZGen"]), ""]
         if chip_rows:
-            out += ["Chips given by --chip (median ms, 5-95% interval):",
-                    table([[r["chip"], r["algorithm"], r["what"], r["median_ms"], r["low_ms"], r["high_ms"]]
-                           for r in chip_rows], ["chip", "algorithm", "operation", "median ms", "low ms", "high ms"]),
+            out += ["Chips given by --chip (median ms, 5-95% interval; Keccak: where SHA-3/SHAKE run, the core's "
+                    "software or a hardware engine):",
+                    table([[r["chip"], r["keccak_engine"], r["algorithm"], r["what"], r["median_ms"], r["low_ms"],
+                            r["high_ms"]] for r in chip_rows],
+                          ["chip", "Keccak", "algorithm", "operation", "median ms", "low ms", "high ms"]),
                     ""]
         out += ["Peak RAM (pqm4 stack bytes on a Cortex-M4; chip RAM is " + ram.CHIP_RAM_NOTE + "):",
                 table([[r["algorithm"], r["operation"], r.get("clean"), r.get("m4fstack")] for r in ram_rows],

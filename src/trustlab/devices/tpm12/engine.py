@@ -41,7 +41,7 @@ from trustlab.devices.tpm12 import flags, owner_evict, registry
 from trustlab.devices.tpm12 import state_checks as checks
 from trustlab.devices.tpm12.contexts import ContextState, session_from_json, session_to_json
 from trustlab.devices.tpm12.errors import TpmError
-from trustlab.devices.tpm12.keys import LoadedKey, key_from_json, key_to_json
+from trustlab.devices.tpm12.keys import LoadedKey, key_from_json, key_to_json, modulus_of, srk_blob
 from trustlab.devices.tpm12.pc_client import PCR_DEFAULT, PCR_RESETTABLE
 from trustlab.devices.tpm12.nvareas import nv_locked
 from trustlab.devices.tpm12.nvstore import MemoryNVStore, NVStore
@@ -282,17 +282,12 @@ class Engine:
             raise TpmError("TPM_INVALID_KEYHANDLE", f"no key loaded at handle {handle:#010x}") from None
 
     def srk_loaded(self) -> LoadedKey:
-        from trustlab.devices.tpm12.keys import Key12, KeyParms, modulus_of
-
         srk = self.state.srk
         assert srk is not None
         cached = getattr(self, "_srk_cache", None)
         if cached is not None and cached[0] is srk and cached[1] == (self.state.srk_auth, self.state.tpm_proof):
             return cached[2]
-        blob = Key12(C.TPM_KEY_STORAGE, 0, C.TPM_AUTH_ALWAYS,
-                     KeyParms(C.TPM_ALG_RSA, C.TPM_ES_RSAESOAEP_SHA1_MGF1, C.TPM_SS_NONE),
-                     modulus_of(srk))
-        loaded = LoadedKey(blob, self.state.srk_auth, self.state.tpm_proof or b"\x00" * 20,
+        loaded = LoadedKey(srk_blob(modulus_of(srk)), self.state.srk_auth, self.state.tpm_proof or b"\x00" * 20,
                            b"", private=srk)
         self._srk_cache = (srk, (self.state.srk_auth, self.state.tpm_proof), loaded)
         return loaded

@@ -14,12 +14,11 @@ from __future__ import annotations
 
 import hashlib
 import hmac as _hmac
-import threading
 
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import padding, rsa, utils
 
-from trustlab.devices.tpm12.primitives import Entropy
+from trustlab.devices.tpm12.primitives import thread_entropy
 
 try:  # OpenSSL's one-shot HMAC without the stdlib wrapper's extra Python frame
     from _hashlib import hmac_digest as _hmac_digest
@@ -31,20 +30,16 @@ _sha1 = hashlib.sha1
 OAEP_TCPA = padding.OAEP(mgf=padding.MGF1(hashes.SHA1()), algorithm=hashes.SHA1(), label=b"TCPA")
 _PKCS1 = padding.PKCS1v15()
 _PREHASHED = utils.Prehashed(hashes.SHA1())
-_LOCAL = threading.local()  # one buffer per thread, so two threads never share a slice
 
 
 def nonce(n: int = 20) -> bytes:
     """Fresh OS randomness for a host nonce (nonceOdd, TPM_OSAP's nonceOddOSAP, antireplay).
 
-    Read 4 KiB at a time (``primitives.Entropy``, as the engine's nonces are):
-    one system call per nonce cost more than the rest of a session's bookkeeping.
+    Read 4 KiB at a time from the thread's buffer the engines draw from too
+    (``primitives.thread_entropy``): one system call per nonce cost more than
+    the rest of a session's bookkeeping.
     """
-    try:
-        entropy = _LOCAL.entropy
-    except AttributeError:
-        entropy = _LOCAL.entropy = Entropy()
-    return entropy.take(n)
+    return thread_entropy().take(n)
 
 
 def sha1(*parts: bytes) -> bytes:

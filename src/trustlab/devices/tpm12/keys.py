@@ -143,9 +143,7 @@ class Key12:
         return _memo(self, "_public", self._marshal_public)
 
     def _marshal_public(self) -> bytes:
-        return (Writer().u16(C.TPM_TAG_KEY12).u16(0).u16(self.usage).u32(self.flags)
-                .u8(self.auth_usage).raw(self.parms.marshal()).sized(self.pcr_info)
-                .sized(self.pub).bytes())
+        return _key12_public(self.usage, self.flags, self.auth_usage, self.parms, self.pcr_info, self.pub)
 
     def marshal(self) -> bytes:
         return _memo(self, "_blob", lambda: self.public_part() + Writer().sized(self.enc).bytes())
@@ -184,7 +182,7 @@ class Key12:
 
     def with_public(self, pub: bytes) -> "Key12":
         """This template as the public half of a key just made: ``pub`` in, no private part."""
-        return self._evolve((), pub=pub, enc=b"")
+        return _with_public(self, pub)
 
     def _evolve(self, keep: tuple[str, ...], **changes: bytes) -> "Key12":
         """``dataclasses.replace(self, **changes)`` carrying over the memos named in ``keep``.
@@ -214,6 +212,22 @@ class Key12:
     @property
     def migratable(self) -> bool:
         return bool(self.flags & C.TPM_KEY_FLAG_MIGRATABLE)
+
+
+# The public part of a TPM_KEY12 as a function of its fields: every run parses new blobs (their
+# encrypted halves are fresh) of the same few public parts, and each load re-checks pubDataDigest
+# over the public part. Immutable inputs and result, so one marshalling serves them all.
+@functools.lru_cache(maxsize=256)
+def _key12_public(usage: int, flags: int, auth_usage: int, parms: KeyParms, pcr_info: bytes, pub: bytes) -> bytes:
+    return (Writer().u16(C.TPM_TAG_KEY12).u16(0).u16(usage).u32(flags)
+            .u8(auth_usage).raw(parms.marshal()).sized(pcr_info).sized(pub).bytes())
+
+
+# A template filled with a key's public part (TPM_TakeOwnership's SRK, TPM_MakeIdentity's AIK): pooled
+# keys meet the same templates run after run, and the shared result keeps its marshalled forms.
+@functools.lru_cache(maxsize=256)
+def _with_public(template: Key12, pub: bytes) -> Key12:
+    return template._evolve((), pub=pub, enc=b"")
 
 
 @dataclass(frozen=True)
@@ -254,6 +268,16 @@ class Key11(Key12):
 @functools.lru_cache(maxsize=256)
 def _shared_key(cls: type, *fields: object) -> Key12:
     return cls(*fields)
+
+
+@functools.lru_cache(maxsize=256)
+def srk_blob(modulus: bytes) -> Key12:
+    """The SRK's TPM_KEY12 (public part: a non-migratable RSA storage key, no private part), one
+    object per modulus: the SRK never leaves the TPM as a blob, yet its public part is read
+    (TPM_OwnerReadInternalPub) and digested; a shared object keeps its marshalled forms (:func:`_memo`)
+    across the TPMs a pooled key serves."""
+    return Key12(C.TPM_KEY_STORAGE, 0, C.TPM_AUTH_ALWAYS,
+                 KeyParms(C.TPM_ALG_RSA, C.TPM_ES_RSAESOAEP_SHA1_MGF1, C.TPM_SS_NONE), modulus)
 
 
 def unmarshal_key(r: Reader) -> Key12:
@@ -373,6 +397,7 @@ def modulus_of(key: rsa.RSAPrivateKey | rsa.RSAPublicKey) -> bytes:
     return n.to_bytes((n.bit_length() + 7) // 8, "big")
 
 
+@functools.lru_cache(maxsize=256)  # (see _private_modulus: keys hash by identity, pooled ones recur)
 def prime_of(key: rsa.RSAPrivateKey) -> bytes:
     p = key.private_numbers().p
     return p.to_bytes((p.bit_length() + 7) // 8, "big")

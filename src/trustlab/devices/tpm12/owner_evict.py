@@ -31,7 +31,10 @@ def is_owner_evict(tpm, handle: int) -> bool:
 
 def stored_keys(state) -> dict[int, LoadedKey]:
     """The owner-evict keys as stored, by handle: what TPM_Init puts back into the key slots."""
-    return {int(h): key_from_json(doc) for h, doc in json.loads(state.extra.get(OWNER_EVICT, "{}")).items()}
+    table = state.extra.get(OWNER_EVICT)
+    if table is None:  # (none stored: every TPM_Init of a TPM without owner-evict keys, without a parse)
+        return {}
+    return {int(h): key_from_json(doc) for h, doc in json.loads(table).items()}
 
 
 def set_owner_evict(tpm, handle: int, value: bool) -> None:

@@ -23,7 +23,7 @@ authorization sessions (0, 1, 2). Registering an existing name replaces it
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
 from trustlab.devices.tpm12 import constants as C
@@ -58,8 +58,6 @@ class Response:
 
     params: bytes = b""
     handles: bytes = b""
-    # set by handlers whose output must not be HMACed with the usual session keys
-    extra: dict = field(default_factory=dict)
     # outParamDigest, for commands that define their own (TPM_ExecuteTransport, Part 3, 24.2 step 15)
     out_digest: bytes | None = None
 

@@ -76,6 +76,12 @@ class Reader:
         self._pos = 0
         self._what = what
 
+    def __copy__(self) -> "Reader":
+        """A second reader at this one's position (``copy.copy``: the slots, without the pickle protocol)."""
+        other = Reader.__new__(Reader)
+        other._data, other._len, other._pos, other._what = self._data, self._len, self._pos, self._what
+        return other
+
     def _short(self, n: int) -> TpmError:
         return TpmError("TPM_BAD_PARAM_SIZE",
                         f"{self._what}: needs {n} byte(s) at offset {self._pos}, "

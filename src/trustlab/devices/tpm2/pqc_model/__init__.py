@@ -23,6 +23,8 @@ Modules, one job each:
   wall clock, rdtsc) move a figure: factors from Embench-IoT and Intel ARK (``data/builds.toml``)
 - :mod:`.chips`       processor / bus / I/O-buffer / certification facts per chip, with sources
 - :mod:`.chipspec`    a chip described by its facts (``--chip core=...,mhz=...`` or a TOML file; a profile)
+- :mod:`.keccak_engine`  a hardware Keccak engine beside the core (OpenTitan KMAC, or cycles per permutation
+  as given): what the counted Keccak permutations and sponge calls cost the CPU (``data/chips.toml``)
 - :mod:`.estimate`    an operation's time from the chip's facts: speed, implementation and protection factors,
   key creation's extra work, the bus, the provenance (used by predict, cost and model alike)
 - :mod:`.predict`     ``price(algorithm, operation, chip_or_profile) -> Price(median_ms, low_ms, high_ms,

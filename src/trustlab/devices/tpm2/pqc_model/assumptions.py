@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import math
 
-from trustlab.devices.tpm2.pqc_model import builds, calibration, chips, classes, estimate, wolftpm_hash_bench
+from trustlab.devices.tpm2.pqc_model import builds, calibration, chips, classes, estimate, keccak_engine, \
+    wolftpm_hash_bench
 
 
 def _entry(name: str, value: str, applies: str, source: str) -> dict:
@@ -21,6 +22,12 @@ def _rng(lo: float, hi: float, mid: float | None = None) -> str:
     return f"x{lo:.3g}-x{hi:.3g}" + (f" (centre x{mid:.3g})" if mid is not None else "")
 
 
+def _build_range(b: builds.Factor) -> str:
+    return _rng(b.lo, b.hi, b.mid) if not b.parts else (
+        f"{_rng(*b.quantiles(), b.mid)} 5-95% of an equal mix of {', '.join(p.kind for p in b.parts)} "
+        f"(bounds x{b.lo:.3g}-x{b.hi:.3g})")
+
+
 def listing() -> list[dict]:
     out = [_entry("work per operation", "our counted units x Cortex-M4 cycles per unit",
                   "every prediction", calibration.pqm4_source("clean"))]
@@ -29,11 +36,15 @@ def listing() -> list[dict]:
         out.append(_entry(f"core class {name}", f"Keccak {_rng(c.keccak.lo, c.keccak.hi, c.keccak.mid)}, other "
                           f"{_rng(c.arith.lo, c.arith.hi, c.arith.mid)} of a Cortex-M4's work per clock",
                           "chips priced by class x clock", c.basis))
+    for core in classes.microarch_names():
+        f = classes.core_factor(core)
+        out.append(_entry(f"named core {core} ({f.cls}, {f.tier})", _rng(f.lo, f.hi, f.mid) + " of the reference "
+                          "core's work per clock", f"chips naming this core (--chip core={core}, chips.toml), and the "
+                          f"{f.cls} sources that ran on it (divided by the centre before the class is fitted)", f.source))
     for kind in builds.kinds():
         b = builds.build(kind)
-        rng = _rng(b.lo, b.hi, b.mid) if not b.parts else (
-            f"{_rng(*b.quantiles(), b.mid)} 5-95% of an equal mix of {', '.join(p.kind for p in b.parts)} "
-            f"(bounds x{b.lo:.3g}-x{b.hi:.3g})")
+        rng = " / ".join(f"{name}{_build_range(f)}" for name, f in zip(
+            ("Keccak ", "other units "), builds.units(kind))) if builds.per_unit(kind) else _build_range(b)
         out.append(_entry(f"build: {kind}", rng, f"time of {b.label} vs the benchmark build; "
                           "class x clock chips (--chip build=, default unknown) and measurement sources", b.source))
     for kind in ("cycles", "wall", "tsc"):
@@ -62,6 +73,10 @@ def listing() -> list[dict]:
     out.append(_entry("ECDSA placement", f"{estimate.ECDSA_M4_SIGN_CYCLES:,.0f} Cortex-M4 cycles, "
                       f"{_rng(*estimate.ECDSA_SPREAD)}", "software-crypto TPMs with a measured ECDSA P-256 sign",
                       f"{estimate.ECDSA_M4_SOURCE}; the x range is an assumption"))
+    for name, rng, source in keccak_engine.listing():
+        out.append(_entry(f"Keccak engine: {name}", rng, "chips whose SHAKE / SHA-3 run on that engine (--chip "
+                          "keccak_engine=NAME; keccak_cycles=N for another engine): their counted Keccak "
+                          "permutations and sponge calls, at the core clock; the rest stays on the core", source))
     for fam, ops in estimate.SECRET_OPS.items():
         for op in ops:
             cm = chips.countermeasure(fam, op)

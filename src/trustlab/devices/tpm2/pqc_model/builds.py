@@ -4,7 +4,13 @@ The core classes (:mod:`.classes`) are work per clock of a speed-optimised bench
 cycles (pqm4, pqm3, mlkem-native). A figure from a size-optimised or debug build, an application build,
 or one read with ``rdtsc`` (TSC ticks at the nominal clock, not core cycles) is not that: each moves
 it by a factor whose centre and range come from ``data/builds.toml`` (Embench-IoT's same-code
-comparisons of optimisation levels; Intel ARK's base and turbo clocks), never from the validation rows.
+comparisons of optimisation levels; our own instruction-level measurement of the same PQC reference C
+at -O0 and -O3; Intel ARK's base and turbo clocks), never from the validation rows.
+
+A build factor is per counted unit where the data file gives one per unit (``keccak``, ``arith``): an
+unoptimised build slows Keccak-f[1600] (25 64-bit lanes, each kept on the stack as two words at -O0)
+and the NTT / modular arithmetic by different factors, and an operation's time is its Keccak share
+times the one plus the rest times the other. A kind with one ``factor`` applies it to both.
 
 A measurement source says its build and timer in ``pqc_measurements.toml`` (``build``, ``timer``:
 free text such as "-Os", "application (STM32CubeIDE)", "rdtsc", "PMU"); a missing or unrecognised field
@@ -27,6 +33,11 @@ import numpy as np
 from trustlab.errors import TrustlabError
 
 UNKNOWN = "unknown"
+KECCAK, ARITH = "keccak", "arith"
+UNITS = (KECCAK, ARITH)
+"""The counted units a build factor may differ on: Keccak-f[1600] and the rest (NTT, reductions, sampling)."""
+SPEED = ("speed", "o2")
+"""Build kinds that are speed-optimised benchmark builds of a stated level (the classes' basis or next to it)."""
 UNSTATED = ("unknown", "application")
 """Build kinds that do not name an optimisation level (their factor is a mix of levels)."""
 
@@ -112,20 +123,45 @@ def kinds() -> tuple[str, ...]:
 
 
 @functools.cache
-def build(kind: str) -> Factor:
-    """The factor of one build kind; a mix is an equal-weight mixture of its parts (as the data file
+def build(kind: str, unit: str = ARITH) -> Factor:
+    """The factor of one build kind on one counted unit (``keccak`` or ``arith``: the data file's per-unit
+    ranges, or its one ``factor`` for both); a mix is an equal-weight mixture of its parts (as the data file
     says), bounded by the envelope of the parts, centred on the geometric mean of the parts' centres
     (the mean of the mixture in log space, where the classes' centres are taken too)."""
     entry = _doc()["builds"].get(kind)
     if entry is None:
         raise TrustlabError(f"unknown build {kind!r} (known: {', '.join(kinds())})")
+    if unit not in UNITS:
+        raise TrustlabError(f"unknown counted unit {unit!r} (known: {', '.join(UNITS)})")
     if "mix" in entry:
-        parts = tuple(build(k) for k in entry["mix"])
+        parts = tuple(build(k, unit) for k in entry["mix"])
         mid = math.exp(sum(math.log(p.mid) for p in parts) / len(parts))
         return Factor(kind, entry["label"], min(p.lo for p in parts), mid, max(p.hi for p in parts),
                       entry["source"], parts)
-    lo, mid, hi = entry["factor"]
+    lo, mid, hi = entry[unit] if unit in entry else entry["factor"]
     return Factor(kind, entry["label"], float(lo), float(mid), float(hi), entry["source"])
+
+
+def units(kind: str) -> tuple[Factor, Factor]:
+    """(Keccak, arithmetic) factors of one build kind."""
+    return build(kind, KECCAK), build(kind, ARITH)
+
+
+def per_unit(kind: str) -> bool:
+    """Whether the kind moves Keccak and the other units by different factors."""
+    entry = _doc()["builds"][kind]
+    return any(per_unit(k) for k in entry["mix"]) if "mix" in entry else KECCAK in entry
+
+
+def text(kind: str) -> str:
+    """The build kind's factors as provenance text: one range, or one per counted unit."""
+    keccak, arith = units(kind)
+    if not per_unit(kind):
+        return arith.text()
+    lo_k, hi_k = keccak.quantiles()
+    lo_a, hi_a = arith.quantiles()
+    return (f"{arith.label}: Keccak x{lo_k:.3g}-x{hi_k:.3g} (centre x{keccak.mid:.3g}), other units "
+            f"x{lo_a:.3g}-x{hi_a:.3g} (centre x{arith.mid:.3g}) (5-95%; {arith.source})")
 
 
 _LEVEL = re.compile(r"-o(fast|[0-3sgz])\b")
@@ -141,7 +177,7 @@ def build_kind(text: str | None) -> str:
     m = _LEVEL.search(t)
     if m:
         level = m.group(1)
-        return {"0": "debug", "g": "debug", "s": "size", "z": "size"}.get(level, "speed")
+        return {"0": "debug", "g": "og", "s": "size", "z": "size", "2": "o2"}.get(level, "speed")
     if re.search(r"\bdebug\b", t):
         return "debug"
     if "minsizerel" in t:
@@ -185,7 +221,8 @@ ASSEMBLY = "optimized"
 
 
 def of_source(source: dict, unit: str) -> tuple[Factor, Factor]:
-    """(build, timer) factors of one measurement source (fields ``build``, ``timer`` may be absent).
+    """(build, timer) factors of one measurement source (fields ``build``, ``timer`` may be absent); the
+    build factor returned is the one on the arithmetic units, its ``kind`` names both (:func:`units`).
     Hand-written assembly (``implementation = "optimized"``) takes the assembly build whatever the flags."""
     kind = "assembly" if source.get("implementation") == ASSEMBLY else build_kind(source.get("build"))
     return (build(kind),

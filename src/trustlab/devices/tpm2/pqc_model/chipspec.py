@@ -4,7 +4,8 @@ Two ways in: ``ChipSpec.parse("core=cortex-m0plus,mhz=133")`` (the ``--chip`` op
 file with the same keys, and :func:`for_profile` for a shipped TPM 2.0 profile (its chips.toml
 entry and its own measured rates). Keys::
 
-    core         a core class or alias (cortex-m0plus, m3, sc300, m4, m33, a72, rv32, rv64, x86, secure-mcu)
+    core         a core class or alias (cortex-m0plus, m3, sc300, m4, m33, a-class, rv32, rv64, x86, secure-mcu),
+                 or a named core of a class (cortex-a53, a72, neoverse-n1, cortex-a78, apple-m1: data/microarch.toml)
     mhz          clock in MHz: 133, or a range 25-100 (unknown clocks are ranges)
     sha256_kbps  optional: the chip's own measured SHA-256 rate in KB/s (1 KB = 1024 bytes, as
                  wolfCrypt / wolfTPM benchmarks print it); it then places the chip's speed
@@ -15,10 +16,19 @@ entry and its own measured rates). Keys::
                  pairwise consistency test + wrapping,
                  and each command pays ohc_ms
     ohc_ms       per-command overhead in ms (default 0)
-    build        how the code is built: speed (-O2/-O3), size (-Os), debug (-O0), application, or
-                 unknown (default; the widest range): data/builds.toml, Embench-IoT's comparisons
+    build        how the code is built: speed (-O3), o2 (-O2), size (-Os), debug (-O0), og (-Og), application,
+                 or unknown (default; the widest range): data/builds.toml (Embench-IoT's comparisons; -O0
+                 and -Og per counted unit, measured on the Kyber reference)
     impl         the code: portable (C), optimized (hand-written assembly), mixed, or unknown (default:
                  portable or pqm4-style assembly on cores that run it, portable elsewhere)
+    keccak_engine  none (default: SHAKE / SHA-3 in software on the core) or a named hardware Keccak engine
+                 of data/chips.toml (kmac: OpenTitan's masked KMAC, as on zeroRISC Pavona; kmac-unmasked):
+                 the counted Keccak permutations then cost the engine's sourced cycles per permutation
+                 (interface included) at the core clock, the rest stays on the core (:mod:`.keccak_engine`)
+    keccak_cycles  instead of a named engine: core cycles per Keccak-f[1600] permutation on your engine,
+                 the CPU's data movement through its interface included: N or a range LO-HI
+    keccak_call_cycles  optional with an engine: core cycles per sponge call (set-up, process, done);
+                 N or LO-HI (a named engine has its own; keccak_cycles alone: 0)
     name         a label for the output
 """
 
@@ -29,10 +39,11 @@ import statistics
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from trustlab.devices.tpm2.pqc_model import builds, chips, classes, silicon, wolftpm_hash_bench
+from trustlab.devices.tpm2.pqc_model import builds, chips, classes, keccak_engine, silicon, wolftpm_hash_bench
 from trustlab.errors import TrustlabError
 
-KEYS = ("core", "mhz", "sha256_kbps", "bus", "certified", "tpm", "ohc_ms", "build", "impl", "name")
+KEYS = ("core", "mhz", "sha256_kbps", "bus", "certified", "tpm", "ohc_ms", "build", "impl", "keccak_engine",
+        "keccak_cycles", "keccak_call_cycles", "name")
 IMPLEMENTATIONS = ("portable", "optimized", "mixed", "unknown")
 BUSES = ("none", "spi", "i2c", "memory")
 SECURE_CORES = ("sc000", "sc300", "secure-mcu", "secure", "smartcard", "se")
@@ -64,6 +75,7 @@ class ChipSpec:
     build: str = builds.UNKNOWN           # how the chip's code is built (pqc_model.builds; unknown: widest)
     implementation: str = "unknown"       # portable C, hand-written assembly, mixed, or not stated
     timer: builds.Factor | None = None    # validation only: what a reported figure counts per core cycle
+    keccak_engine: keccak_engine.KeccakEngine | None = None  # Keccak on a hardware engine (None: on the core)
     notes: tuple[str, ...] = field(default_factory=tuple)
 
     def bus_ms_per_byte(self, u: float = 0.5) -> float:
@@ -165,23 +177,67 @@ def _bounded(x: float, key: str, where: str, lo: float, hi: float, unit: str) ->
     return x
 
 
-def _mhz(value, where: str) -> tuple[float, float]:
+def _range(value, key: str, where: str, lo_hi: tuple[float, float], unit: str) -> tuple[float, float]:
+    """A number or a range ('25-100', or a TOML [low, high]) of positive numbers within ``lo_hi``."""
     if isinstance(value, list):
         if len(value) != 2:
-            raise TrustlabError(f"{where}: mhz as a list needs [low, high], got {value!r}")
-        lo, hi = (_number(v, "mhz", where) for v in value)
+            raise TrustlabError(f"{where}: {key} as a list needs [low, high], got {value!r}")
+        lo, hi = (_number(v, key, where) for v in value)
     elif _is_range(value):
         # the separator: a '-' that is neither a leading sign nor an exponent's ('-25-100', '1e-3-100')
         cut = next(i for i in range(1, len(value)) if value[i] == "-" and value[i - 1] not in "eE")
         a, b = value[:cut], value[cut + 1:]
-        lo, hi = _number(a, "mhz", where), _number(b, "mhz", where)
+        lo, hi = _number(a, key, where), _number(b, key, where)
     else:
-        lo = hi = _number(value, "mhz", where)
+        lo = hi = _number(value, key, where)
     if lo > hi:
-        raise TrustlabError(f"{where}: mhz range {lo:g}-{hi:g} has low above high")
+        raise TrustlabError(f"{where}: {key} range {lo:g}-{hi:g} has low above high")
     for x in (lo, hi):
-        _bounded(x, "mhz", where, *MHZ_RANGE, "MHz (beyond any chip)")
+        _bounded(x, key, where, *lo_hi, unit)
     return lo, hi
+
+
+def _mhz(value, where: str) -> tuple[float, float]:
+    return _range(value, "mhz", where, MHZ_RANGE, "MHz (beyond any chip)")
+
+
+def _engine(doc: dict, where: str) -> keccak_engine.KeccakEngine | None:
+    """keccak_engine / keccak_cycles / keccak_call_cycles: where the chip's Keccak permutations run."""
+    from trustlab.limits import shown
+
+    name = str(doc.get("keccak_engine", keccak_engine.NONE)).strip().lower()
+    cycles_unit = "core cycles (a software Keccak-f[1600] takes about 1e4)"
+    if "keccak_cycles" in doc:
+        if name != keccak_engine.NONE:
+            raise TrustlabError(f"{where}: keccak_cycles and keccak_engine = {shown(name)!r} both given: "
+                                "name an engine or give its cycles per permutation, not both")
+        engine = keccak_engine.given(_range(doc["keccak_cycles"], "keccak_cycles", where, keccak_engine.CYCLES_RANGE,
+                                            cycles_unit))
+    elif name == keccak_engine.NONE:
+        engine = None
+    else:
+        try:
+            engine = keccak_engine.named(name)
+        except TrustlabError:
+            raise TrustlabError(f"{where}: keccak_engine = {shown(name)!r} is not a known Keccak engine: use one of "
+                                f"{', '.join((keccak_engine.NONE,) + keccak_engine.names())}, or keccak_cycles=N (core "
+                                "cycles per permutation, interface included)") from None
+    if "keccak_call_cycles" in doc:
+        if engine is None:
+            raise TrustlabError(f"{where}: keccak_call_cycles needs a Keccak engine (keccak_engine=NAME or "
+                                "keccak_cycles=N): without one, Keccak runs in software on the core")
+        value = doc["keccak_call_cycles"]
+        call = (0.0, 0.0) if not isinstance(value, (list, bool)) and _is_zero(value) else _range(
+            value, "keccak_call_cycles", where, keccak_engine.CYCLES_RANGE, cycles_unit)
+        engine = keccak_engine.with_calls(engine, call)
+    return engine
+
+
+def _is_zero(value) -> bool:
+    try:
+        return float(value) == 0.0
+    except (TypeError, ValueError):
+        return False
 
 
 def _bus(value: str, where: str) -> tuple[str, float]:
@@ -208,7 +264,7 @@ def _from_mapping(doc: dict, where: str) -> ChipSpec:
     if "mhz" not in doc:
         raise TrustlabError(f"{where}: mhz is required (the clock in MHz, or a range like 25-100)")
     try:
-        core = classes.resolve(str(doc["core"]))
+        core = classes.canonical(str(doc["core"]))  # a named core (cortex-a72) stays named: its per-clock factor
     except TrustlabError as exc:
         raise TrustlabError(f"{where}: {exc}") from None
     mhz = _mhz(doc["mhz"], where)
@@ -240,7 +296,8 @@ def _from_mapping(doc: dict, where: str) -> ChipSpec:
                     certified=_flag(doc.get("certified", secure), "certified", where),
                     tpm=_flag(doc.get("tpm", secure), "tpm", where),
                     ohc_ms=_bounded(_number(doc.get("ohc_ms", 0.0), "ohc_ms", where, positive=False), "ohc_ms",
-                                    where, 0.0, OHC_MAX_MS, "ms"), build=build, implementation=impl)
+                                    where, 0.0, OHC_MAX_MS, "ms"), build=build, implementation=impl,
+                    keccak_engine=_engine(doc, where))
     if sha is not None:
         compute = 1.0 / sha - spec.bus_ms_per_byte()
         if compute <= 0:

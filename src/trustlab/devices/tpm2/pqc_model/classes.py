@@ -19,6 +19,14 @@ chip's distance from the class centre is the between-source spread (:func:`sourc
 apart so that it is counted once. With no row (a class nobody measured, or its only source left out
 by ``validate``'s leave-one-source-out), the class falls back to its prior (``data/cores.toml``), a
 range with a source per end.
+
+Named cores (``data/microarch.toml``): one class spans cores of very different width (the a-class runs
+from the in-order Cortex-A53 to the 8-wide Apple M1), so a class may name its cores, each with its
+published per-clock ratio against the class's reference core (Cortex-A72) from a general benchmark
+(SPECint, Dhrystone, Geekbench), never from the PQC rows. A source that names its core (``microarch``)
+is divided by that core's factor before its class pools it, so the class is fitted on the reference
+core's scale; a chip that names its core is priced from the class x the core's factor
+(:func:`core_factor`).
 """
 
 from __future__ import annotations
@@ -87,13 +95,120 @@ def runs_pqm4_assembly(name: str) -> bool:
 
 
 def resolve(name: str) -> str:
-    """The class a name or alias ('cortex-m0plus', 'm0+', 'sc300', ...) denotes; unknown names are an error."""
+    """The class a name or alias ('cortex-m0plus', 'm0+', 'sc300', ...) or a named core of a class
+    ('cortex-a72', 'apple-m1': data/microarch.toml) denotes; unknown names are an error."""
     key = name.strip().lower()
     for cls, entry in _cores().items():
         if key == cls or key in entry.get("aliases", []):
             return cls
-    raise TrustlabError(f"unknown core class {name!r} (known: {', '.join(_cores())}; aliases like m0+, m3, sc300, "
-                        "a72, rv32, rv64, x86)")
+    core = _core_key(key)
+    if core is not None:
+        return _microarchs()[core]["class"]
+    raise TrustlabError(f"unknown core class or core {name!r} (core classes: {', '.join(_cores())}; named cores: "
+                        f"{', '.join(_microarchs())}; aliases like m0+, m3, sc300, a53, a72, n1, rv32, rv64, x86)")
+
+
+@functools.cache
+def _microarch_doc() -> dict:
+    text = (resources.files("trustlab.devices.tpm2.pqc_model") / "data" / "microarch.toml").read_text("utf-8")
+    return tomllib.loads(text)
+
+
+def _microarchs() -> dict:
+    """Named cores: class, tier, aliases, published per-clock factor against the class's reference, source."""
+    return _microarch_doc()["cores"]
+
+
+def _references() -> dict:
+    """Each class with named cores -> its reference core (factor 1)."""
+    return _microarch_doc()["reference"]
+
+
+def _core_key(key: str) -> str | None:
+    for core, entry in _microarchs().items():
+        if key == core or key in entry.get("aliases", []):
+            return core
+    return None
+
+
+def canonical(name: str) -> str:
+    """What a chip's ``core=`` names, kept as precise as it was given: a named core ('a72' -> 'cortex-a72'),
+    else its class ('m0+' -> 'cortex-m0plus'). Unknown names are an error (:func:`resolve`)."""
+    key = name.strip().lower()
+    cls = resolve(key)
+    if key == cls or key in _cores()[cls].get("aliases", []):
+        return cls
+    return _core_key(key) or cls
+
+
+def microarch_names(cls: str | None = None) -> tuple[str, ...]:
+    """The named cores (of class ``cls``, or all)."""
+    return tuple(k for k, e in _microarchs().items() if cls is None or e["class"] == cls)
+
+
+@dataclass(frozen=True)
+class CoreFactor:
+    """A named core's work per clock relative to its class's reference core (data/microarch.toml)."""
+
+    name: str
+    cls: str
+    lo: float
+    mid: float
+    hi: float
+    tier: str
+    source: str
+
+    def text(self) -> str:
+        if self.lo == self.hi == 1.0 and self.name == self.cls:
+            return ""
+        return (f"core {self.name} ({self.tier}): x{self.lo:.3g}-x{self.hi:.3g} the per-clock work of the class's "
+                f"reference core {_references().get(self.cls, '?')} ({self.source})")
+
+
+ONE = "no named cores in this class: factor 1"
+TRANSFER = ("how much of a general benchmark's per-clock gap carries over to ML-KEM / ML-DSA portable C is not "
+            "published: anywhere from none (x1) to all of it, log-uniform, centre the geometric middle (an "
+            "assumption: the gaps of SPECint / Geekbench / Dhrystone come partly from caches, memory-level "
+            "parallelism and branch prediction, which L1-resident, branch-poor Keccak and NTT loops use little)")
+"""The factor a named core applies is the range from 1 to its published per-clock ratio (data/microarch.toml)."""
+
+
+@functools.cache
+def core_factor(name: str) -> CoreFactor:
+    """The per-clock factor of what ``name`` denotes against its class's reference core: for a named core,
+    from 1 (none of its published per-clock gap carries over) to its published ratio (all of it), centred on
+    the geometric middle (:data:`TRANSFER`); a class with named cores but no core given: the reference core's
+    centre (1) and the envelope of every named core of the class (nobody said which core); a class without
+    named cores: 1."""
+    key = name.strip().lower()
+    cls = resolve(key)
+    core = _core_key(key)
+    if core is not None and not (key == cls or key in _cores()[cls].get("aliases", [])):
+        e = _microarchs()[core]
+        lo, hi = (float(x) for x in e["factor"])
+        return CoreFactor(core, cls, min(1.0, lo), math.sqrt(math.sqrt(lo * hi)), max(1.0, hi), e["tier"],
+                          f"published x{lo:.3g}-x{hi:.3g}: {e['source']}; {TRANSFER}")
+    members = microarch_names(cls)
+    if not members:
+        return CoreFactor(cls, cls, 1.0, 1.0, 1.0, "class", ONE)
+    lo = min(float(_microarchs()[m]["factor"][0]) for m in members)
+    hi = max(float(_microarchs()[m]["factor"][1]) for m in members)
+    return CoreFactor(cls, cls, lo, 1.0, hi, "not named", f"no core named: the reference core "
+                      f"{_references()[cls]}'s centre, the range of the class's named cores ({', '.join(members)}; "
+                      "data/microarch.toml)")
+
+
+def source_factor(source: dict) -> float:
+    """The centre of the per-clock factor of the core a measurement source ran on (its ``microarch``;
+    absent: the class's reference, 1): what its work per clock is divided by before its class pools it."""
+    core = source.get("microarch")
+    if not core:
+        return 1.0
+    f = core_factor(core)
+    if f.cls != resolve(source["core"]):
+        raise TrustlabError(f"measurement source {source['id']}: microarch {core!r} is a {f.cls} core, "
+                            f"not {source['core']}")
+    return f.mid
 
 
 def operations(spec: str) -> tuple[str, ...]:
@@ -152,27 +267,58 @@ def measured_cycles(row: dict) -> float:
     return float(row["value"]) * math.sqrt(lo * hi) * 1000.0
 
 
-def row_ratios(row: dict) -> tuple[float, float]:
-    """(Keccak ratio, other ratio) one measurement implies for its core."""
+def row_ratios(row: dict, scales: tuple[float, float] = (1.0, 1.0)) -> tuple[float, float]:
+    """(Keccak ratio, other ratio) one measurement implies for its core, each multiplied by its unit's
+    basis scale (:func:`basis_scales`). A row without a hashing share gives one ratio for both units, so it
+    takes the work-weighted scale of the two (the measured time is Keccak's share x its factor plus the
+    rest x its own)."""
     keccak, other = row_m4_cycles(row)
     cycles = measured_cycles(row)
     share = row.get("hash_share")
+    fk, fo = scales
     if share is None:
-        r = (keccak + other) / cycles
+        r = (keccak + other) / cycles * (keccak * fk + other * fo) / (keccak + other)
         return r, r
-    return keccak / (share * cycles), other / ((1.0 - share) * cycles)
+    return keccak / (share * cycles) * fk, other / ((1.0 - share) * cycles) * fo
+
+
+def basis_scales(source: dict, row: dict) -> tuple[float, float]:
+    """What a row's work per clock on Keccak and on the other units is multiplied by to stand for a benchmark
+    build counting core cycles: its source's build factor on that unit x its timer factor, at their centres
+    (:mod:`.builds`)."""
+    build, timer = builds.of_source(source, row["unit"])
+    keccak, arith = builds.units(build.kind)
+    return keccak.mid * timer.mid, arith.mid * timer.mid
 
 
 def basis_scale(source: dict, row: dict) -> float:
-    """What a row's work per clock is multiplied by to stand for a benchmark build counting core cycles:
-    its source's build factor x timer factor, at their centres (:mod:`.builds`)."""
-    build, timer = builds.of_source(source, row["unit"])
-    return build.mid * timer.mid
+    """:func:`basis_scales` as one number for the row's whole operation: weighted by its Cortex-M4 work
+    on each unit."""
+    keccak, other = row_m4_cycles(row)
+    fk, fo = basis_scales(source, row)
+    return (keccak * fk + other * fo) / (keccak + other)
 
 
 @functools.cache
 def fit(name: str, exclude: frozenset[str] = frozenset()) -> CoreClass:
-    """Class ``name`` built from its portable-C rows, leaving out the sources in ``exclude``."""
+    """What ``name`` does per clock, leaving out the sources in ``exclude``: its class built from its
+    portable-C rows (:func:`fit_class`, on the reference core's scale) x the named core's factor
+    (:func:`core_factor`; 1 for a class without named cores)."""
+    base = fit_class(resolve(name), exclude)
+    f = core_factor(name)
+    if f.lo == f.mid == f.hi == 1.0:
+        return base
+    k, a = base.keccak, base.arith
+    return CoreClass(base.name, f"{base.label}, {f.name}", Ratio(k.mid * f.mid, k.lo * f.lo, k.hi * f.hi),
+                     Ratio(a.mid * f.mid, a.lo * f.lo, a.hi * f.hi), f"{base.basis}; x {f.text() or f.source}",
+                     base.measured, base.sources)
+
+
+@functools.cache
+def fit_class(name: str, exclude: frozenset[str] = frozenset()) -> CoreClass:
+    """Class ``name`` built from its portable-C rows, leaving out the sources in ``exclude``; each source's
+    work per clock divided by its core's factor (:func:`source_factor`), so a class with named cores is on
+    its reference core's scale."""
     cls = resolve(name)
     entry = _cores()[cls]
     doc = measurements()
@@ -186,9 +332,10 @@ def fit(name: str, exclude: frozenset[str] = frozenset()) -> CoreClass:
                          f"prior: {entry['prior_source']}", measured=False)
     per: dict[str, list[tuple[float, float]]] = {}
     for r in used:
-        f = basis_scale(sources[r["source"]], r)
-        k, o = row_ratios(r)
-        per.setdefault(r["source"], []).append((math.log(k * f), math.log(o * f)))
+        sf = source_factor(sources[r["source"]])
+        fk, fo = basis_scales(sources[r["source"]], r)
+        k, o = row_ratios(r, (fk / sf, fo / sf))
+        per.setdefault(r["source"], []).append((math.log(k), math.log(o)))
     ks = [k for rows in per.values() for k, _ in rows]
     os_ = [o for rows in per.values() for _, o in rows]
     mid_k, mid_a = math.exp(sum(ks) / len(ks)), math.exp(sum(os_) / len(os_))
@@ -196,9 +343,12 @@ def fit(name: str, exclude: frozenset[str] = frozenset()) -> CoreClass:
     dk = [k - sum(x for x, _ in rows) / len(rows) for rows in per.values() for k, _ in rows]
     da = [o - sum(x for _, x in rows) / len(rows) for rows in per.values() for _, o in rows]
     ids = sorted(per)
+    ref = _references().get(cls)
     basis = (f"measured: {len(used)} portable-C rows of " + ", ".join(ids)
-             + f" (work per clock vs Cortex-M4 clean: Keccak {mid_k:.2f}, other {mid_a:.2f}; range = the rows' "
-             "scatter about their own source's mean)")
+             + (f", each divided by its core's per-clock factor against the reference core {ref} "
+                "(data/microarch.toml)" if ref else "")
+             + f" (work per clock vs Cortex-M4 clean" + (f" on the {ref} scale" if ref else "")
+             + f": Keccak {mid_k:.2f}, other {mid_a:.2f}; range = the rows' scatter about their own source's mean)")
     return CoreClass(cls, entry["label"], Ratio(mid_k, mid_k * math.exp(min(dk)), mid_k * math.exp(max(dk))),
                      Ratio(mid_a, mid_a * math.exp(min(da)), mid_a * math.exp(max(da))), basis, measured=True,
                      sources=len(ids))
@@ -215,7 +365,7 @@ def exact_basis(source: dict, row: dict) -> bool:
     stated_timer = str(source.get("timer", "unknown")).strip().lower() not in ("", "unknown")
     fixed_clock = row["unit"] == "cycles" or not isinstance(row.get("clock_mhz"), list)
     known_timer = timer.lo == timer.hi == 1.0 or timer.label.startswith("rdtsc on a named CPU")
-    return (source["implementation"] == PORTABLE and bool(source["counted"]) and build.kind == "speed"
+    return (source["implementation"] == PORTABLE and bool(source["counted"]) and build.kind in builds.SPEED
             and stated_timer and known_timer and fixed_clock)
 
 
@@ -283,7 +433,7 @@ def _pool(exclude: frozenset[str], groups: tuple[str, ...]) -> tuple[float, int,
         if r["source"] in exclude or group(s["core"]) not in groups or not exact_basis(s, r):
             continue
         keccak, other = row_m4_cycles(r)
-        ratio = (keccak + other) / measured_cycles(r) * basis_scale(s, r)
+        ratio = (keccak + other) / measured_cycles(r) * basis_scale(s, r) / source_factor(s)
         per.setdefault(resolve(s["core"]), {}).setdefault(r["source"], []).append(math.log(ratio))
     ss, dof, used, n = 0.0, 0, [], 0
     for cls, by_source in sorted(per.items()):

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from trustlab.devices.tpm2.pqc_model import builds, calibration, chips, classes, frames
+from trustlab.devices.tpm2.pqc_model import builds, calibration, chips, classes, counts, frames
 from trustlab.devices.tpm2.pqc_model.chipspec import ChipSpec
 from trustlab.devices.tpm2.pqc_model.params import MLDSA, check_operation
 
@@ -106,8 +106,9 @@ def speed(spec: ChipSpec, u_ratio: float = 0.5, u_clock: float = 0.5, u_place: f
           exclude: frozenset[str] = frozenset(), u_build: float = 0.5, u_source: float = 0.5) -> Speed:
     """The chip's M4-equivalent speed at the given quantiles of its assumptions (0.5 = central).
 
-    A speed from clock x class is divided by the build factor (the class is a benchmark build; the
-    chip's code may be -Os, -O0 or unknown: :mod:`.builds`) and, for a core class, by the measured
+    A speed from clock x class is divided by the build factor, Keccak's by the build's Keccak factor and
+    the rest's by its other-units factor (the class is a benchmark build; the chip's code may be -Os, -O0
+    or unknown: :mod:`.builds`) and, for a core class, by the measured
     between-source spread (:func:`.classes.source_spread`: a new chip is a new source). A speed placed
     by the chip's own measured rate already shows its firmware's build, so neither applies there."""
     if spec.core is not None:
@@ -127,11 +128,13 @@ def speed(spec: ChipSpec, u_ratio: float = 0.5, u_clock: float = 0.5, u_place: f
         return Speed(placed, placed * a / k)
     lo, hi = spec.mhz
     clock = piecewise(lo, math.sqrt(lo * hi), hi, u_clock)
-    slow = _factor(builds.build(spec.build), u_build)
+    build_k, build_a = builds.units(spec.build)  # one build, so one quantile for both units
+    slow_k, slow_a = _factor(build_k, u_build), _factor(build_a, u_build)
     if spec.core is not None:
-        slow = slow * classes.source_spread(exclude, classes.group(spec.core)).draw(u_source, classes.fit(
+        spread = classes.source_spread(exclude, classes.group(spec.core)).draw(u_source, classes.fit(
             spec.core, exclude).sources)
-    return Speed(clock * k / slow, clock * a / slow)
+        slow_k, slow_a = slow_k * spread, slow_a * spread
+    return Speed(clock * k / slow_k, clock * a / slow_a)
 
 
 @functools.cache
@@ -147,6 +150,40 @@ def compute_ms(algorithm: str, operation: str, s: Speed, run=None):
         cycles = _runs_array(algorithm, operation)[run]
         keccak, other = cycles[..., 0], cycles[..., 1]
     return (keccak / s.keccak_mhz + other / s.arith_mhz) / 1000.0
+
+
+@functools.cache
+def _engine_units(algorithm: str, operation: str) -> np.ndarray:
+    """(Keccak-f[1600] permutations, sponge calls) of every counted run of one raw operation."""
+    perm = calibration.calibrate().keccak_cycles
+    calls = [run.get("keccak_calls", 0) for run in counts.runs(algorithm, operation)]
+    return np.array([(k / perm, c) for (k, _), c in zip(classes.run_cycles(algorithm, operation), calls)])
+
+
+def engine_ms(spec: ChipSpec, algorithm: str, operation: str, u_engine, u_clock, run=None):
+    """ms the core spends on the operation's Keccak when an engine runs it (:mod:`.keccak_engine`): the
+    counted permutations and sponge calls at the engine's core cycles, over the core clock (the engine runs
+    on it; the clock range's quantile ``u_clock`` is the one :func:`speed` draws)."""
+    units = _engine_units(algorithm, operation)
+    perms, calls = (units[:, 0].mean(), units[:, 1].mean()) if run is None else (units[run, 0], units[run, 1])
+    lo, hi = spec.mhz
+    clock = piecewise(lo, math.sqrt(lo * hi), hi, u_clock)
+    e = spec.keccak_engine
+    return (perms * e.per_permutation(u_engine) + calls * e.per_call(u_engine)) / (clock * 1000.0)
+
+
+def placed_compute_ms(spec: ChipSpec, algorithm: str, operation: str, s: Speed, run, impl, u: dict):
+    """ms of one raw operation's counted work with the implementation factor: all on the core
+    (:func:`compute_ms` x ``impl``), or with a Keccak engine the Keccak units at the engine's rate and only
+    the rest on the core (the implementation's assembly speed-up then applies to the core's part)."""
+    if spec.keccak_engine is None:
+        return compute_ms(algorithm, operation, s, run) * impl
+    if run is None:
+        other = classes.m4_cycles(algorithm, operation)[1]
+    else:
+        other = _runs_array(algorithm, operation)[run][..., 1]
+    return (other / s.arith_mhz / 1000.0 * impl
+            + engine_ms(spec, algorithm, operation, u.get("engine", 0.5), u["clock"], run))
 
 
 def impl_factor(spec: ChipSpec, algorithm: str, operation: str, u):
@@ -198,7 +235,7 @@ def one(spec: ChipSpec, algorithm: str, operation: str, u: dict, *, protection: 
     for op in plan(algorithm, operation):
         impl = impl_factor(spec, algorithm, op, u["impl"])
         run = rng.integers(len(classes.run_cycles(algorithm, op)), size=n) if rng is not None else None
-        total = total + (compute_ms(algorithm, op, s, run) * impl
+        total = total + (placed_compute_ms(spec, algorithm, op, s, run, impl, u)
                          * protection_factor(spec, algorithm, op, u["protect"], protection))
     if spec.timer is not None:  # what the reported figure counts per core cycle (validation: rdtsc)
         total = total * _factor(spec.timer, u.get("timer", 0.5))
@@ -236,13 +273,15 @@ def provenance(spec: ChipSpec, algorithm: str, operation: str, protection: bool,
                      f"against {ECDSA_M4_SOURCE}, x{ECDSA_SPREAD[0]:g}-x{ECDSA_SPREAD[1]:g}")
     else:
         parts.append(f"clock {spec.mhz[0]:g}-{spec.mhz[1]:g} MHz ({spec.clock_source})")
-        parts.append(f"build: {builds.build(spec.build).text()}")
+        parts.append(f"build: {builds.text(spec.build)}")
         if spec.core:
             parts.append(classes.source_spread(exclude, classes.group(spec.core)).text(
                 classes.fit(spec.core, exclude).sources))
     if spec.timer is not None and (spec.timer.lo, spec.timer.hi) != (1.0, 1.0):
         parts.append(f"timer: {spec.timer.text()}")
     parts += list(spec.notes)
+    if spec.keccak_engine is not None:
+        parts.append(spec.keccak_engine.text())
     parts.append(f"implementation {spec.implementation}; {IMPL_SOURCE}")
     if spec.certified and protection:
         fam = family(algorithm)

@@ -22,7 +22,8 @@ class Tally(Counter):
     """Unit -> count. Units: ``keccak_f1600``, ``ntt``, ``invntt``, ``basemul`` (one polynomial
     product in the NTT domain), ``poly_add`` (one polynomial add/sub), ``sample_uniform`` /
     ``sample_cbd`` / ``sample_bounded`` / ``sample_mask`` / ``sample_ball`` (polynomials),
-    ``rej_iterations`` (ML-DSA signing loop), ``bytes_hashed``."""
+    ``rej_iterations`` (ML-DSA signing loop), ``bytes_hashed``, ``keccak_calls`` (sponge calls: what a
+    hardware Keccak engine charges its per-call set-up for, :mod:`.keccak_engine`)."""
 
     def keccak(self, kind: str, in_len: int, out_len: int) -> None:
         rate = RATE[kind]
@@ -30,6 +31,7 @@ class Tally(Counter):
         squeeze_more = max(0, -(-out_len // rate) - 1)
         self["keccak_f1600"] += absorb + squeeze_more
         self["bytes_hashed"] += in_len
+        self["keccak_calls"] += 1
 
 
 def sha3_256(t: Tally, data: bytes) -> bytes:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import functools
 import statistics
 
-from trustlab.devices.tpm2.pqc_model import builds, calibration, chips, classes, predict, silicon
+from trustlab.devices.tpm2.pqc_model import builds, calibration, chips, classes, keccak_engine, predict, silicon
 from trustlab.devices.tpm2.pqc_model.chipspec import ChipSpec
 from trustlab.timing import registry
 
@@ -36,7 +36,8 @@ def _row(profile, device_class, command, predicted, reference, unit, kind, sourc
 
 
 def spec_of(source: dict, row: dict) -> ChipSpec:
-    """The chip a measurement ran on: its core class at its clock (1 MHz for cycle counts: ms = kcycles),
+    """The chip a measurement ran on: its core (the named core, ``microarch``, where the source gives one; else
+    its core class) at its clock (1 MHz for cycle counts: ms = kcycles),
     built as its source says (``build``; absent: unknown) and read with its source's timer (``timer``)."""
     if row["unit"] == "cycles":
         mhz = (1.0, 1.0)
@@ -46,9 +47,12 @@ def spec_of(source: dict, row: dict) -> ChipSpec:
         mhz = chips.chip_for("").clock_mhz
     build, timer = builds.of_source(source, row["unit"])
     impl = source.get("implementation", "unknown")
-    return ChipSpec(name=source["platform"], core=source["core"], mhz=mhz, clock_source="as measured",
+    engine = source.get("keccak_engine")  # Keccak on a hardware engine (a chips.toml [keccak_engines] name)
+    return ChipSpec(name=source["platform"], core=source.get("microarch") or source["core"], mhz=mhz,
+                    clock_source="as measured",
                     build=build.kind, timer=timer,
-                    implementation=impl if impl in ("portable", "optimized", "mixed") else "unknown")
+                    implementation=impl if impl in ("portable", "optimized", "mixed") else "unknown",
+                    keccak_engine=keccak_engine.named(engine) if engine else None)
 
 
 def predict_row(row: dict, exclude_own: bool = True) -> dict:
