@@ -33,7 +33,7 @@ import sys
 from pathlib import Path
 from typing import Any, Sequence
 
-from trustlab.sweep.workers import _die_with, _receive, _send
+from trustlab.sweep.children import die_with, receive, send
 
 READY = b"R"
 READY_WAIT_S = 30.0  # a drawer not ready by then is taken for hung: the sweep draws the report itself
@@ -84,7 +84,7 @@ class ReportDrawer:
         if not self.ready(wait):
             return False
         try:
-            _send(self._requests, (list(records), str(out_dir), title))
+            send(self._requests, (list(records), str(out_dir), title))
         except (OSError, ValueError, pickle.PicklingError):
             return False
         return True
@@ -92,7 +92,7 @@ class ReportDrawer:
     def finished(self) -> bool:
         """Wait for the report handed over; True if the drawer wrote it (else draw it here)."""
         try:
-            answer = _receive(self._answers)
+            answer = receive(self._answers)
         except (OSError, ValueError, EOFError, pickle.UnpicklingError):
             answer = None
         self.drew = answer == "ok"
@@ -120,7 +120,7 @@ class ReportDrawer:
 
 def _drawer_main(parent: int, requests: Any, answers: Any) -> int:
     """In the child: import the writer and matplotlib, say so, draw the one report sent, answer."""
-    _die_with(parent)
+    die_with(parent)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     os.dup2(2, 1)  # anything printed while drawing goes where the sweep's errors go
     from trustlab.report.plots import preload
@@ -129,16 +129,16 @@ def _drawer_main(parent: int, requests: Any, answers: Any) -> int:
     preload()
     answers.write(READY)
     answers.flush()
-    job = _receive(requests)
+    job = receive(requests)
     if job is None:
         return 0
     records, out_dir, title = job
     try:
         write_report(records, Path(out_dir), title=title)
     except BaseException as exc:  # the sweep draws it again itself and meets the error there
-        _send(answers, f"failed: {type(exc).__name__}: {exc}")
+        send(answers, f"failed: {type(exc).__name__}: {exc}")
         return 1
-    _send(answers, "ok")
+    send(answers, "ok")
     return 0
 
 
