@@ -24,7 +24,8 @@ def _rng(lo: float, hi: float, mid: float | None = None) -> str:
 
 def _build_range(b: builds.Factor) -> str:
     return _rng(b.lo, b.hi, b.mid) if not b.parts else (
-        f"{_rng(*b.quantiles(), b.mid)} 5-95% of an equal mix of {', '.join(p.kind for p in b.parts)} "
+        f"{_rng(*b.quantiles(), b.mid)} 5-95% of a mix of "
+        f"{', '.join(f'{p.kind} {100 * w:.0f}%' for p, w in zip(b.parts, b.weights))} "
         f"(bounds x{b.lo:.3g}-x{b.hi:.3g})")
 
 

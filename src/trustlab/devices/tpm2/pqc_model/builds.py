@@ -65,12 +65,13 @@ def _piecewise_cdf(lo: float, mid: float, hi: float, x: np.ndarray) -> np.ndarra
 class Factor:
     """A multiplicative factor: centre and range (low..high), what it stands for and its source.
 
-    A factor with ``parts`` is a mixture: one of the parts, each equally likely, then a value within
-    it. It is drawn from the mixture's own quantile function, so a mix of a benchmark, a size and a
-    debug build puts a third of its weight on each rather than spreading evenly over the envelope of
-    the three (which would make the slowest debug build as likely as the whole benchmark range).
-    ``mid`` is then the geometric mean of the parts' centres (the mixture's mean in log space), which the
-    central estimate takes (:func:`central`); draws come from the mixture."""
+    A factor with ``parts`` is a mixture: one of the parts, with probability its ``weights`` entry (equal
+    when the data file gives none), then a value within it. It is drawn from the mixture's own quantile
+    function, so a mix of a benchmark, a size and a debug build puts each part's weight on that part
+    rather than spreading evenly over the envelope of the parts (which would make the slowest debug build
+    as likely as the whole benchmark range). ``mid`` is then the weighted geometric mean of the parts'
+    centres (the mixture's mean in log space), which the central estimate takes (:func:`central`); draws
+    come from the mixture. A part may itself be a mixture."""
 
     kind: str
     label: str
@@ -79,6 +80,7 @@ class Factor:
     hi: float
     source: str
     parts: tuple["Factor", ...] = ()
+    weights: tuple[float, ...] = ()
 
     def text(self) -> str:
         lo, hi = self.quantiles()
@@ -89,7 +91,7 @@ class Factor:
         """The factor at quantile ``u`` (a number or an array of draws)."""
         if not self.parts:
             return piecewise(self.lo, self.mid, self.hi, u)
-        grid, cdf = _mixture_table(self.parts)
+        grid, cdf = _mixture_table(self.parts, self.weights)
         return np.exp(np.interp(u, cdf, grid))
 
     def central(self, u):
@@ -103,11 +105,25 @@ class Factor:
         return float(self.draw(p)), float(self.draw(1.0 - p))
 
 
+def _cdf(factor: Factor, x: np.ndarray) -> np.ndarray:
+    """The distribution function of a factor at ``x`` (log space): piecewise, or its parts' weighted sum."""
+    if not factor.parts:
+        return _piecewise_cdf(factor.lo, factor.mid, factor.hi, x)
+    return sum(w * _cdf(p, x) for p, w in zip(factor.parts, _weights(factor.parts, factor.weights)))
+
+
+def _weights(parts: tuple[Factor, ...], weights: tuple[float, ...]) -> tuple[float, ...]:
+    """A mixture's weights summing to 1: as given, or equal."""
+    w = weights or (1.0,) * len(parts)
+    return tuple(x / sum(w) for x in w)
+
+
 @functools.cache
-def _mixture_table(parts: tuple[Factor, ...]) -> tuple[np.ndarray, np.ndarray]:
-    """(log grid, distribution function) of an equal-weight mixture of piecewise log-uniform parts."""
+def _mixture_table(parts: tuple[Factor, ...], weights: tuple[float, ...] = ()) -> tuple[np.ndarray, np.ndarray]:
+    """(log grid, distribution function) of a mixture of piecewise log-uniform parts (or of mixtures),
+    weighted as given or equally."""
     grid = np.linspace(math.log(min(p.lo for p in parts)), math.log(max(p.hi for p in parts)), 4001)
-    cdf = sum(_piecewise_cdf(p.lo, p.mid, p.hi, grid) for p in parts) / len(parts)
+    cdf = sum(w * _cdf(p, grid) for p, w in zip(parts, _weights(parts, weights)))
     cdf, keep = np.unique(cdf, return_index=True)  # strictly increasing for the inverse
     return grid[keep], cdf
 
@@ -125,9 +141,10 @@ def kinds() -> tuple[str, ...]:
 @functools.cache
 def build(kind: str, unit: str = ARITH) -> Factor:
     """The factor of one build kind on one counted unit (``keccak`` or ``arith``: the data file's per-unit
-    ranges, or its one ``factor`` for both); a mix is an equal-weight mixture of its parts (as the data file
-    says), bounded by the envelope of the parts, centred on the geometric mean of the parts' centres
-    (the mean of the mixture in log space, where the classes' centres are taken too)."""
+    ranges, or its one ``factor`` for both); a mix is a mixture of its parts weighted by the data file's
+    ``weights`` (equal where it gives none), bounded by the envelope of the parts, centred on the weighted
+    geometric mean of the parts' centres (the mean of the mixture in log space, where the classes' centres
+    are taken too)."""
     entry = _doc()["builds"].get(kind)
     if entry is None:
         raise TrustlabError(f"unknown build {kind!r} (known: {', '.join(kinds())})")
@@ -135,9 +152,14 @@ def build(kind: str, unit: str = ARITH) -> Factor:
         raise TrustlabError(f"unknown counted unit {unit!r} (known: {', '.join(UNITS)})")
     if "mix" in entry:
         parts = tuple(build(k, unit) for k in entry["mix"])
-        mid = math.exp(sum(math.log(p.mid) for p in parts) / len(parts))
+        given = tuple(float(w) for w in entry.get("weights", ()))
+        if given and (len(given) != len(parts) or min(given) < 0 or sum(given) <= 0):
+            raise TrustlabError(f"builds.toml [builds.{kind}]: weights {list(given)} must be one non-negative "
+                                f"number per mix part {entry['mix']}")
+        weights = _weights(parts, given)
+        mid = math.exp(sum(w * math.log(p.mid) for p, w in zip(parts, weights)))
         return Factor(kind, entry["label"], min(p.lo for p in parts), mid, max(p.hi for p in parts),
-                      entry["source"], parts)
+                      entry["source"], parts, weights)
     lo, mid, hi = entry[unit] if unit in entry else entry["factor"]
     return Factor(kind, entry["label"], float(lo), float(mid), float(hi), entry["source"])
 
@@ -187,6 +209,41 @@ def build_kind(text: str | None) -> str:
     if re.search(r"application|\bide\b|cubeide|\bproject\b", t):  # an IDE / RTOS project, level unstated
         return "application"
     return UNKNOWN
+
+
+NOT_A_LEVEL = (UNKNOWN, "assembly")
+"""Build kinds that are no build a source can report: unknown (nothing said) and hand-written assembly (an
+implementation, set by a source's ``implementation``, not by its build text)."""
+
+
+def stated_kinds() -> tuple[str, ...]:
+    """The build kinds a source's build text can name (:func:`build_kind`): the parts of the unknown build."""
+    return tuple(k for k in kinds() if k not in NOT_A_LEVEL)
+
+
+def base_rate_counts(build_texts) -> dict[str, int]:
+    """How many of the given build fields name each stated kind, read by :func:`build_kind` (absent or
+    unrecognised: unknown, not counted); every stated kind is listed, with 0 where none names it."""
+    named = [build_kind(t) for t in build_texts]
+    return {k: named.count(k) for k in stated_kinds()}
+
+
+def base_rate_weights(counts: dict[str, int], floor: float) -> dict[str, float]:
+    """Mixture weights proportional to the counts, no kind below ``floor``: a kind whose share would be below
+    it gets the floor, the others share the rest in proportion to their counts (repeated until no share is
+    below the floor). A rare kind is under-sampled by a handful of sources (one more source can double its
+    count), so a count of 0 or 1 is no evidence that a new chip's build is almost never of that kind."""
+    if floor * len(counts) > 1.0:
+        raise TrustlabError(f"a floor of {floor} for each of {len(counts)} build kinds is more than the whole")
+    floored: set[str] = set()
+    while True:
+        free = {k: n for k, n in counts.items() if k not in floored}
+        rest, total = 1.0 - floor * len(floored), sum(free.values())
+        shares = {k: rest * (n / total if total else 1.0 / len(free)) for k, n in free.items()}
+        low = {k for k, w in shares.items() if w < floor}
+        if not low:
+            return {k: shares.get(k, floor) for k in counts}
+        floored |= low
 
 
 def timer_kind(text: str | None, unit: str) -> str:

@@ -7,9 +7,10 @@ replay reuses it. An operation costs
     work (Cortex-M4 'clean' cycles of our counted units, :mod:`.calibration`)
     / speed (M4-equivalent MHz: clock x the core class's work per clock, :mod:`.classes`, or the chip's
       own measured SHA-256 rate, unclamped, when it has one)
-    x build factor (class x clock chips: -O2/-O3 = 1, -Os, -O0, or an equal mixture when not stated;
-      Embench-IoT) and between-source spread (a new chip is a new source: Student-t from the sources
-      of a known build and timer in the class's group)
+    x build factor (class x clock chips: -O2/-O3 = 1, -Os, -O0, or when not stated a mixture weighted by
+      the builds published benchmarks state; Embench-IoT, our -O0/-Og/-O2 measurement) and between-source
+      spread (a new chip is a new source: Student-t from the sources of a known build and timer in the
+      class's group)
     x implementation factor (portable C = 1; hand-written assembly down to pqm4's fastest)
     (a chip with a hardware Keccak engine, --chip keccak_engine= / keccak_cycles=: its counted Keccak
     permutations and sponge calls cost the engine's core cycles instead, :mod:`.keccak_engine`)
