@@ -51,7 +51,12 @@ class ReportDrawer:
                 stream.flush()
             except (OSError, ValueError, AttributeError):
                 pass
-        pid = os.fork()
+        try:
+            pid = os.fork()
+        except OSError:
+            for fd in (from_child, to_parent, from_parent, to_child):
+                os.close(fd)
+            raise
         if pid == 0:  # the drawer: never returns into the sweep's code
             code = 1
             try:
