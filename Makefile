@@ -15,10 +15,16 @@ system:  ## Debian packages: swtpm (libtpms), tpm2-tools, the TSS headers tpm2-p
 $(BIN)/trustlab: pyproject.toml | system
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[tpm2,test]'
+	$(BIN)/pip install --quiet -e '.[tpm2,test,compiled]'
 	touch $@
 
-setup: system $(BIN)/trustlab
+# mypyc builds of the hot pure-Python modules (trustlab.compiled); optional: when the build fails the
+# tool says why and the pure-Python modules run, with the same results
+COMPILED_STAMP := src/trustlab/devices/tpm12/merkle.mypyc-source-sha256
+$(COMPILED_STAMP): src/trustlab/devices/tpm12/merkle.py tools/build_compiled.py src/trustlab/compiled.py | $(BIN)/trustlab
+	-$(BIN)/python tools/build_compiled.py
+
+setup: system $(BIN)/trustlab $(COMPILED_STAMP)
 
 test: setup  ## the whole test suite (a few minutes on 2 cores); wall-clock accuracy tests run alone
 	$(BIN)/pytest -n 2 -m "not realtime"
@@ -32,4 +38,5 @@ benchmarks: setup
 	$(BIN)/python -m benchmarks
 
 clean:
+	-$(PY) tools/build_compiled.py --clean
 	rm -rf $(VENV) out .pytest_cache

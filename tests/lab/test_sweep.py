@@ -422,7 +422,8 @@ def test_no_process_outlives_a_killed_sweep_and_resume_leaves_no_temp_file(tmp_p
     # two 1-s points run in the sweep's own process and show the rest is worth a worker (even on a
     # machine loaded to several times its CPUs); then both are inside 30-s points
     spec_path.write_text(f'name = "slow"\nexperiment = "lab-counting"\n[fixed]\nlog = "{log}"\n'
-                         '[grid]\nsleep = [1.0, 30]\nx = [0, 1, 2, 3, 4, 5, 6, 7]\n')
+                         '[grid]\nsleep = [1.0, 30]\nx = [0, 1, 2, 3, 4, 5, 6, 7]\n'
+                         '[[plot]]\nx = "x"\ny = "value"\n')  # a report: its drawing process must die too
     argv = [sys.executable, "-c", "import sys; from trustlab.cli import main; sys.exit(main())",
             "sweep", str(spec_path), "--jobs", "2", "--out", str(tmp_path / "out"), "--no-progress"]
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=os.environ.copy())
@@ -432,7 +433,7 @@ def test_no_process_outlives_a_killed_sweep_and_resume_leaves_no_temp_file(tmp_p
             assert proc.poll() is None
             time.sleep(0.05)
         family = _descendants(proc.pid)
-        assert {e["pid"] for e in _executions(log)} - {proc.pid} <= family and family
+        assert {e["pid"] for e in _executions(log)} - {proc.pid} <= family and len(family) >= 2  # + drawer
         os.kill(proc.pid, signal.SIGKILL)
     finally:
         proc.wait(timeout=30)
@@ -458,3 +459,94 @@ def test_no_process_outlives_a_killed_sweep_and_resume_leaves_no_temp_file(tmp_p
     assert outcome.executed == 0 and outcome.cached == len(done)
     assert not [p for p in stale if p.exists()]
     assert not list((tmp_path / "out").rglob("*.tmp"))
+
+
+def _canonical(path: Path) -> bytes:
+    """A results file's bytes, with the run clock masked (each record's wall time and finish time:
+    they differ between any two runs, on one job or many); everything else must match byte for byte."""
+    rows = json.loads(path.read_bytes())
+    for row in rows if isinstance(rows, list) else []:
+        record = row.get("record", row) if isinstance(row, dict) else None
+        meta = record.get("meta") if isinstance(record, dict) else None
+        if isinstance(meta, dict):
+            meta.pop("wall_s", None)
+            meta.pop("finished_utc", None)
+    return json.dumps(rows, indent=1).encode()
+
+
+def _live_children() -> set[int]:
+    return {p for p in _descendants(os.getpid()) if _alive(p)}
+
+
+def test_jobs_1_and_2_write_identical_files_whichever_process_ran_a_point(tmp_path, monkeypatch, capsys):
+    """--jobs 2 with a worker joining and the report drawn on the second process writes what --jobs 1
+    writes: results.csv and the figures byte for byte, results.json but for the run clock; spec order;
+    and no process of the sweep is left once it returns (issue 24)."""
+    monkeypatch.setattr("trustlab.sweep.execute.worth_workers", lambda *a: True)  # whatever the load
+    log = tmp_path / "log"
+    spec_path = tmp_path / "same.toml"
+    spec_path.write_text(f'name = "same"\nexperiment = "lab-counting"\n[fixed]\nlog = "{log}"\nsleep = 0.4\n'
+                         '[grid]\nx = [0, 1, 2, 3, 4]\nseed = [7, 8]\n'
+                         '[[plot]]\nx = "x"\ny = "value"\nseries = "seed"\n')
+    before = _live_children()
+    runs = {}
+    for jobs in (1, 2):
+        out = tmp_path / f"jobs{jobs}"
+        assert main(["sweep", str(spec_path), "--jobs", str(jobs), "--out", str(out), "--no-progress"]) == 0
+        runs[jobs] = (out / "same", capsys.readouterr().out)
+    pids = [e["pid"] for e in _executions(log)]
+    assert set(pids[:10]) == {os.getpid()}  # --jobs 1: all here
+    assert len(set(pids[10:])) == 2  # --jobs 2: this process and a worker
+    assert "--jobs" not in runs[1][1]
+    note = [line for line in runs[2][1].splitlines() if line.startswith("--jobs 2:")]
+    assert len(note) == 1 and "1 worker(s) joined after 2 of 10 points" in note[0], runs[2][1]
+    assert "report drawn on a second process" in note[0]
+    one, two = runs[1][0], runs[2][0]
+    assert (one / "results.csv").read_bytes() == (two / "results.csv").read_bytes()
+    assert _canonical(one / "results.json") == _canonical(two / "results.json")
+    assert _canonical(one / "report" / "results.json") == _canonical(two / "report" / "results.json")
+    pngs = sorted(p.name for p in (one / "report" / "plots").glob("*.png"))
+    assert pngs and pngs == sorted(p.name for p in (two / "report" / "plots").glob("*.png"))
+    for name in pngs:
+        assert (one / "report" / "plots" / name).read_bytes() == (two / "report" / "plots" / name).read_bytes()
+    rows = json.loads((two / "results.json").read_text())
+    assert [(r["params"]["x"], r["params"]["seed"]) for r in rows] == [(x, s) for x in range(5) for s in (7, 8)]
+    assert _live_children() <= before  # the worker and the drawer are gone
+
+
+def test_light_points_say_why_no_worker_started(tmp_path, capsys):
+    spec_path = tmp_path / "light.toml"
+    spec_path.write_text('name = "light"\nexperiment = "lab-counting"\n[grid]\nx = [0, 1, 2, 3, 4, 5]\n')
+    assert main(["sweep", str(spec_path), "--jobs", "2", "--out", str(tmp_path), "--no-progress"]) == 0
+    note = [line for line in capsys.readouterr().out.splitlines() if line.startswith("--jobs")]
+    assert len(note) == 1 and note[0].startswith("--jobs 2: no workers; the 6 points ran in this process (")
+    assert "a worker's start ~" in note[0]
+
+
+def test_a_drawer_that_dies_leaves_the_report_to_the_sweep(tmp_path, monkeypatch):
+    """The second process killed before it draws: the sweep draws the report itself, same figures."""
+    from trustlab.sweep import drawing
+
+    real = drawing.ReportDrawer.hand_over
+
+    def kill_first(self, *args, **kwargs):
+        os.kill(self.pid, signal.SIGKILL)
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(drawing.ReportDrawer, "hand_over", kill_first)
+    doc = dict(_small(tmp_path / "log"), plot=[{"x": "x", "y": "value"}])
+    outcome = run_sweep(parse(doc, "t"), tmp_path, jobs=2, progress=False)
+    assert outcome.parallel is not None and outcome.parallel.endswith("report drawn here (the second process failed)")
+    assert len(list((tmp_path / "count" / "report" / "plots").glob("*.png"))) == 1
+
+
+def test_the_jobs_line_says_how_many_workers_and_why():
+    from trustlab.sweep.execute import Decision
+
+    assert "too few to time" in Decision(2, points=2).line()
+    light = Decision(2, points=24, after_points=24, per_point_s=0.004, start_s=0.9).line()
+    assert light.startswith("--jobs 2: no workers; the 24 points ran in this process (4 ms a point, a worker's "
+                            "start ~0.90 s")
+    assert Decision(3, points=10, workers=2, after_points=2, per_point_s=0.5, start_s=0.3).line() == \
+        "--jobs 3: 2 worker(s) joined after 2 of 10 points (500 ms a point, a worker's start ~0.30 s)"
+    assert "cannot start a process" in Decision(2, points=5, refused="cannot start a process: EAGAIN").line()

@@ -25,8 +25,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--params", metavar="EXPERIMENT",
                    help="list the parameters a spec may set for EXPERIMENT, and exit")
     p.add_argument("--jobs", "-j", type=jobs(), default=None, metavar="N",
-                   help="points at once: this process and up to N-1 workers, started only when the points "
-                   "are long enough to pay for their start (default: one per CPU; 1 runs all here)")
+                   help="points at once. This process runs points from the first; up to N-1 worker "
+                   "processes join it only once two timed points show that the rest outlasts a worker's "
+                   "start-up, so light points all run here (one output line says how many workers "
+                   "started, or why none). With [[plot]] a second process, forked before the points, "
+                   "imports matplotlib while they run and draws the report. Default: one per CPU; "
+                   "1 runs everything here")
     p.add_argument("--scheduler", metavar="ADDRESS",
                    help="Dask scheduler address, e.g. tcp://127.0.0.1:8786; 'local' starts a cluster of "
                    "--jobs workers on 127.0.0.1 for this sweep")
@@ -80,6 +84,8 @@ def run(args: argparse.Namespace) -> int:
     violated = outcome.violations
     print(f"{outcome.out_dir}: {total} points, {outcome.cached} from cache, {outcome.executed} run, "
           f"{len(outcome.failed)} failed, {len(violated)} with violations")
+    if outcome.parallel:
+        print(outcome.parallel)
     for key in outcome.failed:
         first = str(outcome.records[key].get("error", "")).splitlines()
         print(f"  failed {key}: {first[0] if first else ''}")

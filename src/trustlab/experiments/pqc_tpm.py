@@ -251,13 +251,15 @@ class PqcTpmExperiment:
                             help="also price a chip nobody profiled: core=CLASS|CORE,mhz=N[,sha256_kbps=K][,bus=spi:MHZ|"
                             "i2c:MHZ][,certified=yes][,tpm=yes][,ohc_ms=X]"
                             f"[,build={'|'.join(builds.kinds())}]"
-                            "[,impl=portable|optimized|mixed|unknown][,keccak_engine=none|"
+                            "[,impl=portable|optimized|mixed|unknown][,keccak_impl=asm|c|unknown][,keccak_engine=none|"
                             f"{'|'.join(keccak_engine.names())}|keccak_cycles=N|LO-HI[,keccak_call_cycles=N]]"
                             "[,name=LABEL] or a TOML file with those "
                             f"keys (core classes: {', '.join(classes.names())}; named cores, priced with their published "
                             f"per-clock factor: {', '.join(classes.microarch_names())}; mhz may be a range 25-100; build "
                             "defaults to unknown, the widest range; impl to unknown (portable C, or pqm4's assembly on cores that run "
-                            "it; optimized/mixed only on those cores); sc000/sc300/secure-mcu default to certified=yes,"
+                            "it; optimized/mixed only on those cores); keccak_impl: the software Keccak-f[1600], asm "
+                            "(pqm4's / pqm3's assembly) or c (PQClean, liboqs, wolfCrypt, pq-crystals ref), default unknown "
+                            "= centred on C with the assembly as the fast end (asm with impl=optimized); sc000/sc300/secure-mcu default to certified=yes,"
                             "tpm=yes; keccak_engine: SHAKE/SHA-3 on a hardware Keccak engine (kmac = OpenTitan's "
                             "masked KMAC, as on zeroRISC Pavona; chips.toml), or keccak_cycles = your engine's core "
                             "cycles per Keccak-f[1600] permutation, interface included: the Keccak permutations are "
@@ -428,6 +430,7 @@ class PqcTpmExperiment:
                           "clock_source": spec.clock_source, "build": spec.build, "implementation": spec.implementation,
                           "certified": spec.certified, "tpm": spec.tpm, "bus": spec.bus, "bus_hz": spec.bus_hz,
                           "ohc_ms": spec.ohc_ms, "sha256_bytes_per_ms": spec.sha256_bytes_per_ms,
+                          "keccak_impl": None if spec.keccak_engine is not None else spec.keccak_impl,
                           "keccak_engine": _engine_facts(spec)})
         ram_rows = [{"algorithm": a, "operation": op, **ram.peak_ram(a, op)} for a in algorithms
                     for op in (KEM_OPERATIONS if "KEM" in a else DSA_OPERATIONS)]

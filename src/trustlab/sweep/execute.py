@@ -13,8 +13,11 @@ second), which light points (milliseconds each) never earn back. So
 :func:`adaptive` keeps running points in the sweep's own process and starts
 workers (``sweep/workers.py``) beside it only once two timed points show the
 rest is long enough for them to pay off; they take points from the same queue,
-so a late worker costs nothing but its own start. Dask gets points in batches,
-a few per worker, not one task each.
+so a late worker costs nothing but its own start. What it decided, with the
+figures it decided on, is one line of the sweep's output (:class:`Decision`).
+The sweep's report, the other part a light sweep spends its time on, is drawn
+beside the points by ``sweep/drawing.py``. Dask gets points in batches, a few
+per worker, not one task each.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from __future__ import annotations
 import math
 import os
 import time
+from dataclasses import dataclass
 from typing import Any, Iterator, Sequence
 
 from trustlab.errors import TrustlabError
@@ -72,8 +76,35 @@ def _busy() -> float:
         return 1.0
 
 
-def adaptive(points: Sequence[Point], jobs: int,
-             start_s: float | None = None) -> Iterator[tuple[str, dict[str, Any]]]:
+@dataclass
+class Decision:
+    """What :func:`adaptive` decided about workers, and the figures it decided on (for one line of output)."""
+
+    jobs: int
+    points: int = 0  # to run
+    workers: int = 0  # started
+    after_points: int = 0  # points this process had run when they started
+    per_point_s: float | None = None  # the fastest point timed here, at the last decision
+    start_s: float | None = None  # a worker's expected start-up, at the last decision
+    refused: str | None = None  # no process to be had
+
+    def line(self) -> str:
+        """One line for the user: how many workers, and why (none) or when (some)."""
+        if self.refused:
+            return f"--jobs {self.jobs}: no workers ({self.refused}); every point ran in this process"
+        if self.per_point_s is None or self.start_s is None:
+            return (f"--jobs {self.jobs}: no workers; the {self.points} points ran in this process "
+                    "(too few to time and to repay a worker's start)")
+        figures = f"{self.per_point_s * 1e3:.0f} ms a point, a worker's start ~{self.start_s:.2f} s"
+        if self.workers:
+            return (f"--jobs {self.jobs}: {self.workers} worker(s) joined after {self.after_points} of "
+                    f"{self.points} points ({figures})")
+        return (f"--jobs {self.jobs}: no workers; the {self.points} points ran in this process ({figures}: "
+                "a worker would not have finished the rest sooner)")
+
+
+def adaptive(points: Sequence[Point], jobs: int, start_s: float | None = None,
+             decision: Decision | None = None) -> Iterator[tuple[str, dict[str, Any]]]:
     """Points here, one by one, timed; ``jobs - 1`` workers join in only when they pay off.
 
     Two points must have run before the decision: the first pays the
@@ -89,6 +120,8 @@ def adaptive(points: Sequence[Point], jobs: int,
     from trustlab.sweep.workers import LocalWorkers, count_for
 
     pending = deque(points)
+    decision = decision if decision is not None else Decision(jobs)
+    decision.points = len(pending)
     if not pending:
         return
     imported = time.perf_counter()
@@ -107,6 +140,8 @@ def adaptive(points: Sequence[Point], jobs: int,
             started = time.perf_counter()
             result = run_point(point.key, point.experiment, point.argv)
             times.append(time.perf_counter() - started)  # wall: a point may wait (swtpm, --realtime)
+            if pool is None:
+                decision.after_points = len(times)
             yield result
             if pool is not None:
                 yield from pool.finished()
@@ -114,11 +149,15 @@ def adaptive(points: Sequence[Point], jobs: int,
                 per_point = min(times)
                 start = start_s if start_s is not None else \
                     (INTERPRETER_START_S + imported + times[0] - per_point) * _busy()
+                decision.per_point_s, decision.start_s = per_point, start
                 if worth_workers(len(pending), per_point, jobs, start):
                     try:
                         pool = LocalWorkers(pending, count_for(jobs, len(pending) - 1))
-                    except OSError:  # no processes to be had (a limit, no memory): carry on alone
+                    except OSError as exc:  # no processes to be had (a limit, no memory): carry on alone
                         jobs = 1
+                        decision.refused = f"cannot start a process: {exc.strerror or exc}"
+                    else:
+                        decision.workers = pool.count
         if pool is not None:
             yield from pool.rest()
     finally:

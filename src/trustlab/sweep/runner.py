@@ -13,12 +13,12 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from tqdm import tqdm
 
 from trustlab.report.export import write_csv, write_json
-from trustlab.sweep import execute
+from trustlab.sweep import drawing, execute
 from trustlab.sweep.cache import PointCache
 from trustlab.sweep.spec import Point, SweepSpec
 
@@ -32,6 +32,7 @@ class SweepOutcome:
     executed: int = 0
     failed: list[str] = field(default_factory=list)
     out_dir: Path = Path(".")
+    parallel: str | None = None  # with --jobs above 1: one line on the workers started (or why none) and the report
 
     @property
     def violations(self) -> dict[str, list[str]]:
@@ -72,15 +73,47 @@ def run_sweep(spec: SweepSpec, out_dir: Path, jobs: int = 1, scheduler: str | No
             records[p.key] = rec
     pending = [p for p in unique if p.key not in records]
     outcome = SweepOutcome(spec, points, records, cached=len(records), out_dir=out_dir)
-    if not pending:
-        stream = iter(())
-    elif scheduler:
-        stream = execute.dask(pending, scheduler, jobs)
-    elif jobs > 1 and len(pending) > 1:
-        stream = execute.adaptive(pending, jobs)  # workers only when they pay off
-    else:
-        stream = execute.serial(pending)
-    bar = tqdm(total=len(unique), initial=outcome.cached, desc=spec.name, unit="pt", disable=not progress,
+    drawers: list[drawing.ReportDrawer] = []
+
+    def first_point_done() -> None:
+        """Fork the report's drawer now: it inherits what the first point imported instead of importing
+        it again, so it does no work the sweep would not have done itself (``sweep/drawing.py``)."""
+        drawer = drawing.start(jobs, scheduler, bool(spec.plots), len(pending) - 1)
+        if drawer is not None:
+            drawers.append(drawer)
+
+    decision = execute.Decision(jobs)
+    try:
+        stream: Iterator[tuple[str, dict[str, Any]]]
+        if not pending:
+            stream = iter(())
+        elif scheduler:
+            stream = execute.dask(pending, scheduler, jobs)
+        elif jobs > 1 and len(pending) > 1:
+            stream = execute.adaptive(pending, jobs, decision=decision)  # workers only when they pay off
+        else:
+            stream = execute.serial(pending)
+        _run(stream, outcome, by_key, cache, progress, on_result, first_point_done)
+        drawer = drawers[0] if drawers else None
+        _write_results(outcome, drawer)
+    finally:
+        for drawer in drawers:
+            drawer.close()
+    if jobs > 1 and not scheduler and pending:
+        notes = [decision.line()] if len(pending) > 1 else [f"--jobs {jobs}: one point to run, in this process"]
+        if drawers:
+            notes.append("report drawn on a second process" if drawers[0].drew else
+                         "report drawn here (the second process failed)")
+        outcome.parallel = "; ".join(notes)
+    return outcome
+
+
+def _run(stream: Iterator[tuple[str, dict[str, Any]]], outcome: SweepOutcome, by_key: dict[str, Point],
+         cache: PointCache, progress: bool, on_result: Callable[[str, dict[str, Any]], None] | None,
+         first_point_done: Callable[[], None]) -> None:
+    """Cache each result as it arrives (in completion order), with the progress bar."""
+    spec, records = outcome.spec, outcome.records
+    bar = tqdm(total=len(by_key), initial=outcome.cached, desc=spec.name, unit="pt", disable=not progress,
                dynamic_ncols=True)
     try:
         for key, record in stream:
@@ -95,13 +128,13 @@ def run_sweep(spec: SweepSpec, out_dir: Path, jobs: int = 1, scheduler: str | No
             if on_result is not None:
                 on_result(key, record)
             bar.update(1)
+            if outcome.executed == 1:
+                first_point_done()
     finally:
         bar.close()
         close = getattr(stream, "close", None)
         if close is not None:
             close()
-    _write_results(outcome)
-    return outcome
 
 
 def _scalars(data: Any, prefix: str = "") -> dict[str, Any]:
@@ -115,8 +148,18 @@ def _scalars(data: Any, prefix: str = "") -> dict[str, Any]:
     return out
 
 
-def _write_results(outcome: SweepOutcome) -> None:
+def _write_results(outcome: SweepOutcome, drawer: drawing.ReportDrawer | None = None) -> None:
+    """results.json, results.csv and (with [[plot]]) the report: on ``drawer`` if it is ready, else here."""
     rows = outcome.ordered()
+    report: tuple[list[dict[str, Any]], Path, str] | None = None
+    handed = False
+    if outcome.spec.plots:
+        from trustlab.sweep.summary import summary_record
+
+        summary = summary_record(outcome.spec.name, rows, outcome.spec.plots, outcome.spec.grid)
+        failures = [r["record"] for r in rows if r["record"] is not None and "data" not in r["record"]]
+        report = ([summary, *failures], outcome.out_dir / "report", f"sweep {outcome.spec.name}")
+        handed = drawer is not None and drawer.hand_over(*report)  # drawn there while the files below are written
     write_json(outcome.out_dir / "results.json", rows)
     table = []
     for r in rows:
@@ -133,10 +176,8 @@ def _write_results(outcome: SweepOutcome) -> None:
             row.update({f"data.{k}": v for k, v in _scalars(rec["data"]).items()})
         table.append(row)
     write_csv(outcome.out_dir / "results.csv", table)
-    if outcome.spec.plots:
+    if report is not None and not (handed and drawer is not None and drawer.finished()):
         from trustlab.report import write_report
-        from trustlab.sweep.summary import summary_record
 
-        summary = summary_record(outcome.spec.name, rows, outcome.spec.plots, outcome.spec.grid)
-        failures = [r["record"] for r in rows if r["record"] is not None and "data" not in r["record"]]
-        write_report([summary, *failures], outcome.out_dir / "report", title=f"sweep {outcome.spec.name}")
+        records, directory, title = report
+        write_report(records, directory, title=title)

@@ -21,70 +21,35 @@ from __future__ import annotations
 import os
 import pickle
 import signal
-import struct
 import subprocess
 import sys
 import threading
 from collections import deque
 from pathlib import Path
 from queue import Empty, SimpleQueue
-from typing import Any, BinaryIO, Iterator, Sequence
+from typing import Any, Iterator, Sequence
 
+from trustlab.sweep.children import die_with, receive, send
 from trustlab.sweep.spec import Point
 
 _ENTRY = "import sys; from trustlab.sweep.workers import worker_main; sys.exit(worker_main(int(sys.argv[1])))"
-_HEADER = struct.Struct(">I")
 Result = tuple[str, dict[str, Any]]
-
-
-def _send(stream: BinaryIO, obj: Any) -> None:
-    data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
-    stream.write(_HEADER.pack(len(data)) + data)
-    stream.flush()
-
-
-def _receive(stream: BinaryIO) -> Any:
-    """The next message, or None at EOF (the other side has gone)."""
-    header = stream.read(_HEADER.size)
-    if len(header) < _HEADER.size:
-        return None
-    data = stream.read(_HEADER.unpack(header)[0])
-    return pickle.loads(data) if data else None
 
 
 # ---- in the worker -----------------------------------------------------------------------------
 
-def _die_with(parent: int) -> None:
-    """SIGKILL this process when ``parent`` ends (Linux); exit now if it already has."""
-    try:
-        import ctypes
-
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):  # not Linux: watch the parent instead
-        def watch() -> None:
-            import time
-
-            while os.getppid() == parent:
-                time.sleep(0.5)
-            os._exit(1)
-
-        threading.Thread(target=watch, name="sweep-worker-parent-watch", daemon=True).start()
-    if os.getppid() != parent:  # the sweep died before the line above took effect
-        os._exit(1)
-
-
 def worker_main(parent: int) -> int:
     """Run points sent on stdin until EOF; answers on the original stdout."""
-    _die_with(parent)
+    die_with(parent)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the sweep's to handle: it stops us
     answers = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # whatever an experiment prints stays out of the protocol
     requests = sys.stdin.buffer
     from trustlab.sweep.point import run_point
 
-    while (message := _receive(requests)) is not None:
+    while (message := receive(requests)) is not None:
         key, experiment, argv = message
-        _send(answers, run_point(key, experiment, argv))
+        send(answers, run_point(key, experiment, argv))
     return 0
 
 
@@ -124,6 +89,11 @@ class LocalWorkers:
             self._threads.append(thread)
             thread.start()
 
+    @property
+    def count(self) -> int:
+        """Workers started (fewer than asked when the system refused more)."""
+        return len(self._procs)
+
     def take(self) -> Point | None:
         with self._lock:
             return self._pending.popleft() if self._pending and not self._stopped else None
@@ -136,8 +106,8 @@ class LocalWorkers:
                     break
                 point = self._pending.popleft()
             try:
-                _send(proc.stdin, (point.key, point.experiment, list(point.argv)))
-                answer = _receive(proc.stdout)
+                send(proc.stdin, (point.key, point.experiment, list(point.argv)))
+                answer = receive(proc.stdout)
             except (OSError, ValueError, pickle.UnpicklingError, EOFError):
                 answer = None
             if answer is None:  # the worker died (or was stopped) on this point

@@ -26,6 +26,7 @@ from typing import Callable, NamedTuple
 from trustlab.devices.tpm12 import merkle
 
 LeafHash = Callable[[bytes], bytes]
+_new_tuple = tuple.__new__
 NodeHash = Callable[[bytes, bytes], bytes]
 
 
@@ -79,14 +80,21 @@ class SparseTree:
 
     def leaf(self, index: int) -> bytes:
         """The leaf's data (the counter's encoded value)."""
-        self._check(index)
-        if self._leafbuf is not None and index not in self.leaves:
+        if not 0 <= index < self.size:  # (_check, inlined: read before every operation)
+            self._check(index)
+        buf = self._leafbuf
+        if buf is not None and index not in self.leaves:
             w = self._width
-            return bytes(self._leafbuf[index * w:(index + 1) * w])
+            return bytes(buf[index * w:(index + 1) * w])
         return self.leaves.get(index, self._default_leaf)
 
     def _put_leaf(self, index: int, data: bytes) -> None:
         w, buf = self._width, self._leafbuf
+        if buf is not None and len(data) == w:  # the steady state of a long run: one slot write
+            buf[index * w:(index + 1) * w] = data
+            if self.leaves:
+                self.leaves.pop(index, None)
+            return
         if buf is None and self._store.dense and 0 < w <= 64:
             buf = self._leafbuf = bytearray(w * self.size)
             merkle.fill(buf, 0, len(buf), self._default_leaf)
@@ -123,8 +131,10 @@ class SparseTree:
         siblings and stores the new path once the TPM agrees. :meth:`commit`
         stores it (equal to :meth:`set`), provided nothing was written in between.
         """
-        self._check(index)
-        return Pending(index, data, self._store.packed_siblings(index))
+        if not 0 <= index < self.size:
+            self._check(index)
+        # (tuple.__new__ in C: the named tuple's generated __new__ is a Python frame per operation)
+        return _new_tuple(Pending, (index, data, self._store.packed_siblings(index)))
 
     def commit(self, pending: "Pending") -> bytes:
         """Store a write made ready by :meth:`prepare`; returns the new root.
@@ -132,8 +142,9 @@ class SparseTree:
         The new path over the siblings read then: with the engine's node
         convention, the one the TPM just computed for its root, if it did.
         """
-        self._put_leaf(pending.index, pending.data)
-        return self._store.set_leaf_along(pending.index, self._leaf_hash(pending.data), pending.packed)
+        index, data, packed = pending
+        self._put_leaf(index, data)
+        return self._store.set_leaf_along(index, self._leaf_hash(data), packed)
 
     def set_many(self, items: dict[int, bytes]) -> bytes:
         """Write many leaves, then rehash each dirty inner node once; returns the new root.

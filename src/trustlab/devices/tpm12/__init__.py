@@ -5,6 +5,10 @@ researchers add commands with :func:`tpm_command`; state persists through an
 :class:`NVStore`. See :mod:`.engine` for where time is charged.
 """
 
+from trustlab.compiled import prefer_fresh
+
+prefer_fresh("trustlab.devices.tpm12.merkle")  # a mypyc build of it only if it matches merkle.py (trustlab.compiled)
+
 from trustlab.devices.tpm12.client import HostSession, HostTransport, Tpm12, key_template, secret
 from trustlab.devices.tpm12.engine import Engine
 from trustlab.devices.tpm12.errors import TpmError

@@ -23,6 +23,7 @@ import struct
 from typing import Callable, Iterable, Sequence
 
 Hash = Callable[..., bytes]
+_U64 = struct.Struct(">Q").pack  # a counter's value as leaf data (encode_value), precompiled
 DIGEST = 20
 MAX_DEPTH = 64
 
@@ -160,7 +161,7 @@ DENSE_MAX_DEPTH = 20
 DENSIFY_AT = 1 << 16  # written nodes (about 6 MiB as a dict) before a dense tree moves to slots
 
 try:  # CPython's own SHA-1: for 41-byte node inputs it has less per-call overhead than OpenSSL's EVP
-    from _sha1 import sha1 as _node_sha1
+    from _sha1 import sha1 as _node_sha1  # type: ignore[import-not-found]
 except ImportError:  # pragma: no cover - other interpreters
     _node_sha1 = hashlib.sha1
 
@@ -173,17 +174,21 @@ except ImportError:  # pragma: no cover - other interpreters
 _RECENT: tuple[int, bytes, bytes, list[bytes]] | None = None
 
 
-def path_nodes(index: int, leaf: bytes, siblings: bytes) -> list[bytes]:
+def path_nodes(index: int, leaf: bytes, siblings: bytes, split: Sequence[bytes] | None = None) -> list[bytes]:
     """``[leaf, its parent, ..., root]`` for ``leaf`` (a leaf hash) at ``index`` with these packed
     siblings (20 bytes each: anything else is a ValueError), under this module's node convention;
-    the last computation is remembered (so the list may be shared: read it, do not change it)."""
+    the last computation is remembered (so the list may be shared: read it, do not change it).
+
+    ``split``: the same siblings already split (``split_digests(siblings)``, as a caller that
+    hashed some of them holds them), so they are not split a second time.
+    """
     global _RECENT
     r = _RECENT
     if r is not None and r[0] == index and r[1] == leaf and r[2] == siblings:
         return r[3]
     sha, p, h, path, idx = _node_sha1, b"\x01", leaf, [leaf], index
     append = path.append
-    for sib in split_digests(siblings):  # (one struct call, not a slice per level)
+    for sib in split_digests(siblings) if split is None else split:  # (one struct call, not a slice per level)
         h = sha(p + sib + h).digest() if idx & 1 else sha(p + h + sib).digest()
         append(h)
         idx >>= 1
@@ -197,6 +202,11 @@ def fill(buf: bytearray, start: int, end: int, pattern: bytes) -> None:
     for at in range(start, end, len(chunk)):
         piece = chunk[:end - at] if end - at < len(chunk) else chunk
         buf[at:at + len(piece)] = piece
+
+
+# HeapNodes' attributes but the memoryview, by name (what copies and pickles carry; a compiled class has no __dict__)
+_HEAP_STATE = ("depth", "_densify_at", "size", "defaults", "node_hash", "width", "_can_densify", "dense",
+               "_path_defaults", "nodes")
 
 
 class HeapNodes:
@@ -235,12 +245,16 @@ class HeapNodes:
 
     def __getstate__(self) -> dict:
         """Copies and pickles carry the nodes, not the memoryview over them (a view does not pickle)."""
-        return {**self.__dict__, "_slots": None}
+        return {name: getattr(self, name) for name in _HEAP_STATE}
+
+    def __reduce__(self) -> tuple:
+        """Rebuilt through ``__init__`` then :meth:`__setstate__` (a compiled class has no bare ``__new__``)."""
+        return HeapNodes, (self.depth, self.defaults, self.node_hash, self._densify_at), self.__getstate__()
 
     def __setstate__(self, state: dict) -> None:
-        self.__dict__.update(state)
-        if self.dense:
-            self._slots = memoryview(self.nodes)  # type: ignore[arg-type]
+        for name, value in state.items():
+            setattr(self, name, value)
+        self._slots = memoryview(self.nodes) if self.dense else None  # type: ignore[arg-type]
 
     def _densify(self) -> None:
         """Move the written nodes from the dict into the slot array (once, when it pays)."""
@@ -294,8 +308,8 @@ class HeapNodes:
         if not self.dense:  # one comprehension, no list built and joined by siblings()
             idx, get = self.size + index, self.nodes.get  # type: ignore[union-attr]
             return b"".join([get(idx >> k ^ 1, d) for k, d in enumerate(self._path_defaults)])
-        idx, nodes, w = self.size + index, self.nodes, self.width
-        return b"".join([nodes[(idx >> k ^ 1) * w:(idx >> k ^ 1) * w + w]  # type: ignore[index]
+        idx, slots, w = self.size + index, self._slots, self.width  # (memoryview slices: no copy until the join)
+        return b"".join([slots[(at := (idx >> k ^ 1) * w):at + w]  # type: ignore[index]
                          for k in range(self.depth)])
 
     def set_leaf(self, index: int, h: bytes) -> bytes:
@@ -346,8 +360,8 @@ class HeapNodes:
             return h
         node_hash, node = self.node_hash, self.node
         for height in range(self.depth):
-            sib = node(idx ^ 1, height)
-            h = node_hash(sib, h) if idx & 1 else node_hash(h, sib)
+            sibling = node(idx ^ 1, height)
+            h = node_hash(sibling, h) if idx & 1 else node_hash(h, sibling)
             idx >>= 1
             nodes[idx] = h  # type: ignore[index]
         return h
@@ -420,7 +434,7 @@ class HeapNodes:
         nodes, w, count = self.nodes, self.width, 0
         for height in range(self.depth, -1, -1):
             default, start = self.defaults[height], 1 << (self.depth - height)
-            level = memoryview(nodes)[start * w:2 * start * w]
+            level = memoryview(nodes)[start * w:2 * start * w]  # type: ignore[arg-type]
             count += sum(1 for i in range(0, len(level), w) if level[i:i + w] != default)
         return count
 
@@ -469,6 +483,7 @@ class RootMemo:
             raise ValueError(f"a depth-{depth} tree has {depth + 1} default nodes of {DIGEST} bytes")
         self.depth = depth
         self.low = max(0, depth - MEMO_LEVELS)  # the lowest height kept (0: the leaves too)
+        self._kept = range(self.low, depth)  # the heights whose siblings are compared
         self._defaults = list(defaults[self.low:])  # by kept height (0: height low)
         self._nodes: dict[int, bytes] | list[bytes] = {}
         self._densify_at = MEMO_DENSIFY_AT
@@ -504,25 +519,27 @@ class RootMemo:
         depth, low, w = self.depth, self.low, DIGEST
         if len(path) != depth * w or index < 0 or index >> depth:
             raise ValueError(f"leaf {index} with a {len(path)}-byte path does not fit depth {depth}")
-        sha = _node_sha1
+        sha, p = _node_sha1, b"\x01"
+        sibs = split_digests(path)  # (once: the levels hashed here and the new path share it)
         leaf = (1 << depth) | index  # heap index of the leaf
-        a = sha(b"\x00" + struct.pack(">Q", old)).digest()
-        if low:  # below the kept levels: hashed, as without the memo
-            a = _hash_up(index, path[:low * w], 0, a)
+        a, idx = sha(b"\x00" + _U64(old)).digest(), index
+        for sib in sibs[:low]:  # below the kept levels: hashed, as without the memo
+            a = sha(p + sib + a).digest() if idx & 1 else sha(p + a + sib).digest()
+            idx >>= 1
         # the path's node at the lowest kept height and every sibling above it are the TPM's own
         nodes = self._nodes
         if self.dense:
             proven = nodes[leaf >> low] == a and path[low * w:] == b"".join(  # type: ignore[index]
-                [nodes[leaf >> k ^ 1] for k in range(low, depth)])  # type: ignore[index]
+                [nodes[leaf >> k ^ 1] for k in self._kept])  # type: ignore[index]
         else:
             get, dflt = nodes.get, self._defaults  # type: ignore[union-attr]
             proven = get(leaf >> low, dflt[0]) == a and path[low * w:] == b"".join(
-                [get(leaf >> k ^ 1, dflt[k - low]) for k in range(low, depth)])
+                [get(leaf >> k ^ 1, dflt[k - low]) for k in self._kept])
         a = self.root if proven else _hash_up(index, path, low, a)  # else hashed, as without the memo
         self._pending = None
         if new == old:
             return a, a
-        known = path_nodes(index, sha(b"\x00" + struct.pack(">Q", new)).digest(), path)
+        known = path_nodes(index, sha(b"\x00" + _U64(new)).digest(), path, sibs)
         if proven:
             self._pending, self._index = known[low:], index
         return a, known[-1]

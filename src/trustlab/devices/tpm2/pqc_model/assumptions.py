@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 
 from trustlab.devices.tpm2.pqc_model import builds, calibration, chips, classes, estimate, keccak_engine, \
-    wolftpm_hash_bench
+    keccak_impl, wolftpm_hash_bench
 
 
 def _entry(name: str, value: str, applies: str, source: str) -> dict:
@@ -63,6 +63,17 @@ def listing() -> list[dict]:
                           "chip is a new source)", spread.text()))
     out.append(_entry("implementation", "pqm4's fastest assembly / clean (per operation, x0.48-x0.79) .. x1",
                       "every prediction", estimate.IMPL_SOURCE))
+    for name in classes.names():
+        a = keccak_impl.asm_speedup(name)
+        if a.hi > 1.0:
+            out.append(_entry(f"Keccak implementation: {name} C / assembly", _rng(a.lo, a.hi, a.mid),
+                              f"Keccak-f[1600] time of a {name} running C vs assembly (--chip keccak_impl=, sources' "
+                              "keccak field; the Cortex-M4's bridges pqm4's assembly calibration to the classes' C basis)",
+                              a.source))
+    m4 = keccak_impl.asm_speedup(keccak_impl.BASIS)
+    out.append(_entry("Keccak implementation: unknown", _rng(m4.mid / m4.mid, m4.hi, m4.mid) + " on a Cortex-M4's "
+                      "Keccak time vs pqm4's assembly (other classes: their own asm ratio; none sourced: C)",
+                      "chips that do not say (--chip default; sources whose keccak is unknown)", keccak_impl.UNKNOWN_RULE))
     out.append(_entry("SHA-256 placement", f"{estimate.SHA256_M4_CYCLES_PER_BYTE:g} Cortex-M4 cycles/byte, "
                       f"{_rng(*estimate.SHA_PLACEMENT)}", "chips with a measured SHA-256 rate",
                       f"{estimate.SHA256_M4_SOURCE}; {estimate.SHA_PLACEMENT_SOURCE}"))

@@ -21,6 +21,11 @@ entry and its own measured rates). Keys::
                  and -Og per counted unit, measured on the Kyber reference)
     impl         the code: portable (C), optimized (hand-written assembly), mixed, or unknown (default:
                  portable or pqm4-style assembly on cores that run it, portable elsewhere)
+    keccak_impl  the software Keccak-f[1600]: asm (hand-written assembly, e.g. pqm4's or pqm3's), c (a portable C
+                 permutation: PQClean, liboqs, pq-crystals ref, mlkem-native without backends, wolfCrypt's default),
+                 or unknown (default: centred on C, the class's assembly as the fast end; impl=optimized: asm):
+                 the classes' Keccak is on the C basis, the Cortex-M4 calibration is pqm4's assembly
+                 (:mod:`.keccak_impl`, cores.toml keccak_asm). Not with keccak_engine / keccak_cycles
     keccak_engine  none (default: SHAKE / SHA-3 in software on the core) or a named hardware Keccak engine
                  of data/chips.toml (kmac: OpenTitan's masked KMAC, as on zeroRISC Pavona; kmac-unmasked):
                  the counted Keccak permutations then cost the engine's sourced cycles per permutation
@@ -39,10 +44,11 @@ import statistics
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from trustlab.devices.tpm2.pqc_model import builds, chips, classes, keccak_engine, silicon, wolftpm_hash_bench
+from trustlab.devices.tpm2.pqc_model import builds, chips, classes, keccak_engine, keccak_impl, silicon, \
+    wolftpm_hash_bench
 from trustlab.errors import TrustlabError
 
-KEYS = ("core", "mhz", "sha256_kbps", "bus", "certified", "tpm", "ohc_ms", "build", "impl", "keccak_engine",
+KEYS = ("core", "mhz", "sha256_kbps", "bus", "certified", "tpm", "ohc_ms", "build", "impl", "keccak_impl", "keccak_engine",
         "keccak_cycles", "keccak_call_cycles", "name")
 IMPLEMENTATIONS = ("portable", "optimized", "mixed", "unknown")
 BUSES = ("none", "spi", "i2c", "memory")
@@ -76,6 +82,7 @@ class ChipSpec:
     implementation: str = "unknown"       # portable C, hand-written assembly, mixed, or not stated
     timer: builds.Factor | None = None    # validation only: what a reported figure counts per core cycle
     keccak_engine: keccak_engine.KeccakEngine | None = None  # Keccak on a hardware engine (None: on the core)
+    keccak_impl: str = keccak_impl.UNKNOWN  # the software Keccak-f[1600]: asm, c or unknown (.keccak_impl)
     notes: tuple[str, ...] = field(default_factory=tuple)
 
     def bus_ms_per_byte(self, u: float = 0.5) -> float:
@@ -282,6 +289,14 @@ def _from_mapping(doc: dict, where: str) -> ChipSpec:
                             f"which a {core} cannot run; use impl=portable or unknown")
     if build == "assembly" and impl == "portable":
         raise TrustlabError(f"{where}: build = assembly (hand-written assembly) contradicts impl = portable")
+    engine = _engine(doc, where)
+    if "keccak_impl" in doc:
+        kimpl = keccak_impl.check(doc["keccak_impl"], where)
+        if engine is not None:
+            raise TrustlabError(f"{where}: keccak_impl = {kimpl} and a Keccak engine both given: with keccak_engine / "
+                                "keccak_cycles the permutations run on the engine, not in software")
+    else:  # hand-written assembly (pqm4's m4f code) links pqm4's assembly Keccak
+        kimpl = keccak_impl.ASM if impl == "optimized" else keccak_impl.UNKNOWN
     sha = None
     if "sha256_kbps" in doc:
         kbps = _bounded(_number(doc["sha256_kbps"], "sha256_kbps", where), "sha256_kbps", where, *SHA256_KBPS_RANGE,
@@ -297,7 +312,7 @@ def _from_mapping(doc: dict, where: str) -> ChipSpec:
                     tpm=_flag(doc.get("tpm", secure), "tpm", where),
                     ohc_ms=_bounded(_number(doc.get("ohc_ms", 0.0), "ohc_ms", where, positive=False), "ohc_ms",
                                     where, 0.0, OHC_MAX_MS, "ms"), build=build, implementation=impl,
-                    keccak_engine=_engine(doc, where))
+                    keccak_engine=engine, keccak_impl=kimpl)
     if sha is not None:
         compute = 1.0 / sha - spec.bus_ms_per_byte()
         if compute <= 0:

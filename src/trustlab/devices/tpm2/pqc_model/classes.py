@@ -6,6 +6,11 @@ Cortex-M4 cycles in ``c / r`` of its own. Two ratios per class: Keccak-f[1600]
 and the rest (NTT, base multiplications, polynomial passes), because cores
 differ most on Keccak (64-bit lanes on 32-bit registers).
 
+The Keccak ratio is on one declared basis, portable C: 1 = a Cortex-M4 running a C Keccak-f[1600] (-O3).
+pqm4's 'clean' cycles link pqm4's assembly permutation, so each source's Keccak per clock is first brought to
+that basis by the Keccak it states (``keccak``: :func:`keccak_basis`, :mod:`.keccak_impl`), and a chip's Keccak
+time is the class's C time over its own implementation's speed-up.
+
 Where a ratio comes from: the portable-C rows of the class in
 ``trustlab/validation/data/pqc_measurements.toml``. For each row, the Cortex-M4
 cycles of the same operation (our counts x pqm4's unit costs) divided by the
@@ -49,7 +54,8 @@ PORTABLE = "portable"
 
 @dataclass(frozen=True)
 class Ratio:
-    """Work per clock relative to a Cortex-M4 running pqm4 'clean': central value and range."""
+    """Work per clock relative to a Cortex-M4 running pqm4 'clean' (Keccak: relative to a Cortex-M4 running a C
+    Keccak, :mod:`.keccak_impl`): central value and range."""
 
     mid: float
     lo: float
@@ -286,9 +292,24 @@ def basis_scales(source: dict, row: dict) -> tuple[float, float]:
     """What a row's work per clock on Keccak and on the other units is multiplied by to stand for a benchmark
     build counting core cycles: its source's build factor on that unit x its timer factor, at their centres
     (:mod:`.builds`)."""
+    from trustlab.devices.tpm2.pqc_model import keccak_impl  # it reads the classes' data: imported late
+
     build, timer = builds.of_source(source, row["unit"])
     keccak, arith = builds.units(build.kind)
-    return keccak.mid * timer.mid, arith.mid * timer.mid
+    fk = keccak.mid if source.get("keccak_engine") or keccak_impl.compiled(
+        source["core"], keccak_impl.of_source(source)) else 1.0  # flags do not move an assembly Keccak
+    return fk * timer.mid * keccak_basis(source), arith.mid * timer.mid
+
+
+def keccak_basis(source: dict) -> float:
+    """What a source's Keccak work per clock is multiplied by to stand on the classes' Keccak basis, portable C
+    (:mod:`.keccak_impl`): the centre of its Keccak's factor on the calibration's assembly Keccak time (a source
+    that ran C on a Cortex-M4 shows 1/A of the calibration's per-clock work; x A makes it 1)."""
+    from trustlab.devices.tpm2.pqc_model import keccak_impl  # it reads the classes' data: imported late
+
+    if source.get("keccak_engine"):  # its Keccak ran on an engine: no software Keccak in the row to convert
+        return 1.0
+    return keccak_impl.centre(source["core"], keccak_impl.of_source(source))
 
 
 def basis_scale(source: dict, row: dict) -> float:
@@ -360,7 +381,14 @@ def exact_basis(source: dict, row: dict) -> bool:
     stated fixed clock, or rdtsc on a named CPU (its base / turbo range is at most x1.33 wide). Only such
     sources measure the between-source spread: any other source's distance from its class would also hold
     an unstated build's or an unnamed CPU's uncertainty, which their own factors already carry (counting
-    it in the spread as well would count it twice)."""
+    it in the spread as well would count it twice). Likewise the Keccak: a source that does not say which Keccak
+    it ran, on a class where assembly and C differ (cores.toml keccak_asm), carries that in its Keccak factor
+    (:mod:`.keccak_impl`), not in the spread."""
+    from trustlab.devices.tpm2.pqc_model import keccak_impl  # it reads the classes' data: imported late
+
+    if (not source.get("keccak_engine") and keccak_impl.of_source(source) == keccak_impl.UNKNOWN
+            and keccak_impl.asm_speedup(source["core"]).hi > 1.0):
+        return False
     build, timer = builds.of_source(source, row["unit"])
     stated_timer = str(source.get("timer", "unknown")).strip().lower() not in ("", "unknown")
     fixed_clock = row["unit"] == "cycles" or not isinstance(row.get("clock_mhz"), list)

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from trustlab.devices.tpm2.pqc_model import builds, calibration, chips, classes, counts, frames
+from trustlab.devices.tpm2.pqc_model import builds, calibration, chips, classes, counts, frames, keccak_impl
 from trustlab.devices.tpm2.pqc_model.chipspec import ChipSpec
 from trustlab.devices.tpm2.pqc_model.params import MLDSA, check_operation
 
@@ -94,8 +94,9 @@ def check(algorithm: str, operation: str) -> None:
 
 @dataclass(frozen=True)
 class Speed:
-    keccak_mhz: float  # M4-equivalent MHz on Keccak-f[1600]
+    keccak_mhz: float  # M4-equivalent MHz on Keccak-f[1600] (the calibration's cycles: pqm4's assembly Keccak)
     arith_mhz: float   # ... on the other counted units
+    general_mhz: float | None = None  # ... on portable C hashing (SHA-256 for key wrapping); None: keccak_mhz
 
 
 def _factor(f: builds.Factor, u):
@@ -103,14 +104,20 @@ def _factor(f: builds.Factor, u):
 
 
 def speed(spec: ChipSpec, u_ratio: float = 0.5, u_clock: float = 0.5, u_place: float = 0.5,
-          exclude: frozenset[str] = frozenset(), u_build: float = 0.5, u_source: float = 0.5) -> Speed:
+          exclude: frozenset[str] = frozenset(), u_build: float = 0.5, u_source: float = 0.5,
+          u_keccak: float = 0.5) -> Speed:
     """The chip's M4-equivalent speed at the given quantiles of its assumptions (0.5 = central).
 
     A speed from clock x class is divided by the build factor, Keccak's by the build's Keccak factor and
     the rest's by its other-units factor (the class is a benchmark build; the chip's code may be -Os, -O0
     or unknown: :mod:`.builds`) and, for a core class, by the measured
     between-source spread (:func:`.classes.source_spread`: a new chip is a new source). A speed placed
-    by the chip's own measured rate already shows its firmware's build, so neither applies there."""
+    by the chip's own measured rate already shows its firmware's build, so neither applies there.
+
+    Keccak's speed is also divided by the factor of the chip's Keccak implementation (:mod:`.keccak_impl`: the
+    classes are on a C Keccak basis, the calibration's cycles are pqm4's assembly), on every path: a placed
+    speed is a general-C speed too (a SHA-256 or ECDSA rate does not show which Keccak the firmware links)."""
+    slow_impl = keccak_impl.time_factor(spec.core or "secure-mcu", spec.keccak_impl, u_keccak)
     if spec.core is not None:
         cls = classes.fit(spec.core, exclude)
         k = piecewise(cls.keccak.lo, cls.keccak.mid, cls.keccak.hi, u_ratio)
@@ -121,20 +128,22 @@ def speed(spec: ChipSpec, u_ratio: float = 0.5, u_clock: float = 0.5, u_place: f
     if spec.sha256_bytes_per_ms:
         placed = SHA256_M4_CYCLES_PER_BYTE * spec.sha256_bytes_per_ms / 1000.0
         placed *= piecewise(SHA_PLACEMENT[0], math.sqrt(SHA_PLACEMENT[0] * SHA_PLACEMENT[1]), SHA_PLACEMENT[1], u_place)
-        return Speed(placed, placed * a / k)
+        return Speed(placed / slow_impl, placed * a / k, placed)
     if spec.ecdsa_sign_ms:
         placed = ECDSA_M4_SIGN_CYCLES / (spec.ecdsa_sign_ms * 1000.0)
         placed *= piecewise(ECDSA_SPREAD[0], 1.0, ECDSA_SPREAD[1], u_place)
-        return Speed(placed, placed * a / k)
+        return Speed(placed / slow_impl, placed * a / k, placed)
     lo, hi = spec.mhz
     clock = piecewise(lo, math.sqrt(lo * hi), hi, u_clock)
     build_k, build_a = builds.units(spec.build)  # one build, so one quantile for both units
     slow_k, slow_a = _factor(build_k, u_build), _factor(build_a, u_build)
+    if not keccak_impl.compiled(spec.core or "secure-mcu", spec.keccak_impl):  # assembly: flags do not move it
+        slow_k = 1.0
     if spec.core is not None:
         spread = classes.source_spread(exclude, classes.group(spec.core)).draw(u_source, classes.fit(
             spec.core, exclude).sources)
         slow_k, slow_a = slow_k * spread, slow_a * spread
-    return Speed(clock * k / slow_k, clock * a / slow_a)
+    return Speed(clock * k / (slow_k * slow_impl), clock * a / slow_a, clock * k / slow_k)
 
 
 @functools.cache
@@ -230,7 +239,8 @@ def one(spec: ChipSpec, algorithm: str, operation: str, u: dict, *, protection: 
     """ms of one operation with every assumption at quantile ``u[name]`` (0.5 = central; numpy arrays of
     ``n`` draws allowed); with ``rng`` each raw operation's work is a drawn counted run (ML-DSA signing's
     rejection loop), else the mean work."""
-    s = speed(spec, u["ratio"], u["clock"], u["place"], exclude, u.get("build", 0.5), u.get("source", 0.5))
+    s = speed(spec, u["ratio"], u["clock"], u["place"], exclude, u.get("build", 0.5), u.get("source", 0.5),
+              u.get("keccak", 0.5))
     total = 0.0
     for op in plan(algorithm, operation):
         impl = impl_factor(spec, algorithm, op, u["impl"])
@@ -241,7 +251,8 @@ def one(spec: ChipSpec, algorithm: str, operation: str, u: dict, *, protection: 
         total = total * _factor(spec.timer, u.get("timer", 0.5))
     if spec.tpm and operation in ("create", "load"):
         per_byte = (1.0 / spec.sha256_bytes_per_ms if spec.sha256_bytes_per_ms
-                    else SHA256_M4_CYCLES_PER_BYTE / (s.keccak_mhz * 1000.0))
+                    else SHA256_M4_CYCLES_PER_BYTE / ((s.keccak_mhz if s.general_mhz is None else s.general_mhz)
+                                                      * 1000.0))
         total += WRAP_SHA256_BYTES * per_byte
     if spec.tpm:
         total += spec.ohc_ms * _commands(operation)
@@ -282,6 +293,8 @@ def provenance(spec: ChipSpec, algorithm: str, operation: str, protection: bool,
     parts += list(spec.notes)
     if spec.keccak_engine is not None:
         parts.append(spec.keccak_engine.text())
+    else:
+        parts.append(keccak_impl.text(spec.core or "secure-mcu", spec.keccak_impl))
     parts.append(f"implementation {spec.implementation}; {IMPL_SOURCE}")
     if spec.certified and protection:
         fam = family(algorithm)
@@ -313,8 +326,9 @@ def speed_quantiles(spec: ChipSpec, n: int) -> list[Speed]:
     multiply extremes, and pair a fast core with a slow build (the build and spread factors slow a chip
     as their quantile rises, the ratio and clock speed it up)."""
     rng = np.random.default_rng(zlib.crc32(f"speed-quantiles|{spec.name}".encode()))
-    u = {k: rng.random(QUANTILE_DRAWS) for k in ("ratio", "clock", "place", "build", "source")}
-    s = speed(spec, u["ratio"], u["clock"], u["place"], u_build=u["build"], u_source=u["source"])
+    u = {k: rng.random(QUANTILE_DRAWS) for k in ("ratio", "clock", "place", "build", "source", "keccak")}
+    s = speed(spec, u["ratio"], u["clock"], u["place"], u_build=u["build"], u_source=u["source"],
+              u_keccak=u["keccak"])
     k = np.broadcast_to(np.asarray(s.keccak_mhz, dtype=float), (QUANTILE_DRAWS,))
     a = np.broadcast_to(np.asarray(s.arith_mhz, dtype=float), (QUANTILE_DRAWS,))
     order = np.argsort(np.log(k) + np.log(a), kind="stable")

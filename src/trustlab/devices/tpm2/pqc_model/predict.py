@@ -87,6 +87,8 @@ def price(algorithm: str, operation: str, chip: ChipSpec | str, *, protection: b
     u = {k: rng.random(draws) for k in CENTRAL}
     if spec.keccak_engine is not None:  # its own stream: a chip without an engine keeps its draws
         u["engine"] = np.random.default_rng(seed ^ 0x6B656363).random(draws)
+    else:  # the software Keccak's implementation (.keccak_impl): its own stream too
+        u["keccak"] = np.random.default_rng(seed ^ 0x6B696D70).random(draws)
     xs = np.sort(np.broadcast_to(estimate.one(spec, algorithm, operation, u, protection=protection, exclude=exclude,
                                      rng=rng, n=draws), (draws,)))
     low, high = float(xs[int(0.05 * (draws - 1))]), float(xs[int(0.95 * (draws - 1))])

@@ -20,7 +20,8 @@ from __future__ import annotations
 import functools
 import statistics
 
-from trustlab.devices.tpm2.pqc_model import builds, calibration, chips, classes, keccak_engine, predict, silicon
+from trustlab.devices.tpm2.pqc_model import builds, calibration, chips, classes, keccak_engine, keccak_impl, predict, \
+    silicon
 from trustlab.devices.tpm2.pqc_model.chipspec import ChipSpec
 from trustlab.timing import registry
 
@@ -38,7 +39,8 @@ def _row(profile, device_class, command, predicted, reference, unit, kind, sourc
 def spec_of(source: dict, row: dict) -> ChipSpec:
     """The chip a measurement ran on: its core (the named core, ``microarch``, where the source gives one; else
     its core class) at its clock (1 MHz for cycle counts: ms = kcycles),
-    built as its source says (``build``; absent: unknown) and read with its source's timer (``timer``)."""
+    built as its source says (``build``; absent: unknown), read with its source's timer (``timer``), running the
+    Keccak it states (``keccak``: asm, c or unknown)."""
     if row["unit"] == "cycles":
         mhz = (1.0, 1.0)
     elif "clock_mhz" in row:
@@ -52,7 +54,8 @@ def spec_of(source: dict, row: dict) -> ChipSpec:
                     clock_source="as measured",
                     build=build.kind, timer=timer,
                     implementation=impl if impl in ("portable", "optimized", "mixed") else "unknown",
-                    keccak_engine=keccak_engine.named(engine) if engine else None)
+                    keccak_engine=keccak_engine.named(engine) if engine else None,
+                    keccak_impl=keccak_impl.of_source(source))
 
 
 def predict_row(row: dict, exclude_own: bool = True) -> dict:
