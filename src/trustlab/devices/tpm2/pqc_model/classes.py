@@ -46,6 +46,8 @@ import numpy as np
 from scipy import special  # not scipy.stats: t.ppf is special.stdtrit, and scipy.stats takes ~0.3 s to import
 
 from trustlab.devices.tpm2.pqc_model import builds, calibration, counts
+from trustlab.devices.tpm2.pqc_model.coredata import (  # noqa: F401 - resolve is part of this module's interface
+    _core_key, _cores, _microarchs, _references, resolve)
 from trustlab.devices.tpm2.pqc_model.params import check_operation
 from trustlab.errors import TrustlabError
 
@@ -74,12 +76,6 @@ class CoreClass:
 
 
 @functools.cache
-def _cores() -> dict:
-    text = (resources.files("trustlab.devices.tpm2.pqc_model") / "data" / "cores.toml").read_text("utf-8")
-    return tomllib.loads(text)["classes"]
-
-
-@functools.cache
 def measurements() -> dict:
     """The published measurements (sources and rows), as stored under trustlab/validation/data."""
     text = (resources.files("trustlab.validation") / "data" / "pqc_measurements.toml").read_text("utf-8")
@@ -98,43 +94,6 @@ def group(name: str) -> str:
 def runs_pqm4_assembly(name: str) -> bool:
     """Whether the class runs pqm4's Cortex-M4 assembly (DSP extension): cores.toml 'assembly'."""
     return bool(_cores()[resolve(name)].get("assembly", False))
-
-
-def resolve(name: str) -> str:
-    """The class a name or alias ('cortex-m0plus', 'm0+', 'sc300', ...) or a named core of a class
-    ('cortex-a72', 'apple-m1': data/microarch.toml) denotes; unknown names are an error."""
-    key = name.strip().lower()
-    for cls, entry in _cores().items():
-        if key == cls or key in entry.get("aliases", []):
-            return cls
-    core = _core_key(key)
-    if core is not None:
-        return _microarchs()[core]["class"]
-    raise TrustlabError(f"unknown core class or core {name!r} (core classes: {', '.join(_cores())}; named cores: "
-                        f"{', '.join(_microarchs())}; aliases like m0+, m3, sc300, a53, a72, n1, rv32, rv64, x86)")
-
-
-@functools.cache
-def _microarch_doc() -> dict:
-    text = (resources.files("trustlab.devices.tpm2.pqc_model") / "data" / "microarch.toml").read_text("utf-8")
-    return tomllib.loads(text)
-
-
-def _microarchs() -> dict:
-    """Named cores: class, tier, aliases, published per-clock factor against the class's reference, source."""
-    return _microarch_doc()["cores"]
-
-
-def _references() -> dict:
-    """Each class with named cores -> its reference core (factor 1)."""
-    return _microarch_doc()["reference"]
-
-
-def _core_key(key: str) -> str | None:
-    for core, entry in _microarchs().items():
-        if key == core or key in entry.get("aliases", []):
-            return core
-    return None
 
 
 def canonical(name: str) -> str:
@@ -368,7 +327,7 @@ def fit_class(name: str, exclude: frozenset[str] = frozenset()) -> CoreClass:
     basis = (f"measured: {len(used)} portable-C rows of " + ", ".join(ids)
              + (f", each divided by its core's per-clock factor against the reference core {ref} "
                 "(data/microarch.toml)" if ref else "")
-             + f" (work per clock vs Cortex-M4 clean" + (f" on the {ref} scale" if ref else "")
+             + " (work per clock vs Cortex-M4 clean" + (f" on the {ref} scale" if ref else "")
              + f": Keccak {mid_k:.2f}, other {mid_a:.2f}; range = the rows' scatter about their own source's mean)")
     return CoreClass(cls, entry["label"], Ratio(mid_k, mid_k * math.exp(min(dk)), mid_k * math.exp(max(dk))),
                      Ratio(mid_a, mid_a * math.exp(min(da)), mid_a * math.exp(max(da))), basis, measured=True,

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import functools
 
-from trustlab.devices.tpm2.pqc_model import builds, classes
+from trustlab.devices.tpm2.pqc_model import builds, coredata
 from trustlab.errors import TrustlabError
 
 ASM, C, UNKNOWN = "asm", "c", "unknown"
@@ -44,7 +44,7 @@ UNKNOWN_RULE = ("not stated (the --chip default): centred on portable C, the fas
 def asm_speedup(core: str) -> builds.Factor:
     """The class's C Keccak time over its assembly Keccak time (cores.toml ``keccak_asm``; 1 when none is
     sourced for the class)."""
-    entry = classes._cores()[classes.resolve(core)]
+    entry = coredata._cores()[coredata.resolve(core)]
     if "keccak_asm" not in entry:
         return builds.Factor("keccak-asm", "no assembly Keccak speed-up sourced for this class", 1.0, 1.0, 1.0,
                              "no published or measured assembly Keccak-f[1600] for this class: asm is priced as C")
@@ -106,6 +106,6 @@ def text(core: str, kind: str) -> str:
     what = {ASM: "assembly", C: "portable C", UNKNOWN: UNKNOWN_RULE}[kind]
     return (f"Keccak-f[1600]: {what}: x{lo:.3g}-x{hi:.3g} (5-95%, centre x{centre(core, kind):.3g}) on the calibration's "
             f"Keccak time (pqm4's assembly on a Cortex-M4); Cortex-M4 C/asm x{m4.lo:g}-x{m4.hi:g} ({m4.source})"
-            + ("" if classes.resolve(core) == BASIS else f"; {classes.resolve(core)} C/asm x{own.lo:g}-x{own.hi:g} "
+            + ("" if coredata.resolve(core) == BASIS else f"; {coredata.resolve(core)} C/asm x{own.lo:g}-x{own.hi:g} "
                f"({own.source})"))
 
