@@ -27,8 +27,8 @@ import statistics
 import sys
 from typing import Any
 
-from trustlab.devices.tpm2.pqc_model import builds, chips, chipspec, classes, frames, keccak_engine, predict, ram, \
-    silicon, validation
+from trustlab.devices.tpm2.pqc_model import builds, chips, chipspec, classes, frames, keccak_engine, keccak_impl, \
+    predict, ram, silicon, validation
 from trustlab.devices.tpm2.pqc_model.chipspec import ChipSpec
 from trustlab.devices.tpm2.pqc_model.cost import SHAKE256_RATE, absorb_ms, operation_cost, unit_costs
 from trustlab.devices.tpm2.pqc_model.params import ALGORITHMS, DSA_OPERATIONS, KEM_OPERATIONS, MLKEM, params
@@ -258,7 +258,9 @@ class PqcTpmExperiment:
                             f"per-clock factor: {', '.join(classes.microarch_names())}; mhz may be a range 25-100; build "
                             "defaults to unknown, the widest range; impl to unknown (portable C, or pqm4's assembly on cores that run "
                             "it; optimized/mixed only on those cores); keccak_impl: the software Keccak-f[1600], asm "
-                            "(pqm4's / pqm3's assembly) or c (PQClean, liboqs, wolfCrypt, pq-crystals ref), default unknown "
+                            "(hand-written assembly, pqm3's / pqm4's: a speed-up over C is sourced only for "
+                            f"{', '.join(keccak_impl.sourced_classes())}; on other classes asm is "
+                            "priced as C and the output says so) or c (PQClean, liboqs, wolfCrypt, pq-crystals ref), default unknown "
                             "= centred on C with the assembly as the fast end (asm with impl=optimized); sc000/sc300/secure-mcu default to certified=yes,"
                             "tpm=yes; keccak_engine: SHAKE/SHA-3 on a hardware Keccak engine (kmac = OpenTitan's "
                             "masked KMAC, as on zeroRISC Pavona; chips.toml), or keccak_cycles = your engine's core "
@@ -431,6 +433,9 @@ class PqcTpmExperiment:
                           "certified": spec.certified, "tpm": spec.tpm, "bus": spec.bus, "bus_hz": spec.bus_hz,
                           "ohc_ms": spec.ohc_ms, "sha256_bytes_per_ms": spec.sha256_bytes_per_ms,
                           "keccak_impl": None if spec.keccak_engine is not None else spec.keccak_impl,
+                          "keccak_impl_priced_as": None if spec.keccak_engine is not None else
+                          keccak_impl.priced_as(spec.core or "secure-mcu", spec.keccak_impl),
+                          "notes": list(spec.notes),
                           "keccak_engine": _engine_facts(spec)})
         ram_rows = [{"algorithm": a, "operation": op, **ram.peak_ram(a, op)} for a in algorithms
                     for op in (KEM_OPERATIONS if "KEM" in a else DSA_OPERATIONS)]
@@ -441,7 +446,9 @@ class PqcTpmExperiment:
                 "validation": checks, "validation_summary": loso, "chips": facts,
                 "sizes": {a: {k: getattr(params(a), k) for k in ("pk_bytes", "sk_bytes", "sig_bytes", "ct_bytes")
                               if hasattr(params(a), k)} for a in algorithms}}
-        text = self._text(rows, attest, ram_rows, checks, loso, focus, profiles, chip_rows, args.draws, protection)
+        chip_notes = [f"{spec.name}: {note}" for spec in specs for note in spec.notes]
+        text = self._text(rows, attest, ram_rows, checks, loso, focus, profiles, chip_rows, args.draws, protection,
+                          chip_notes)
         plots = self._plots(rows, attest, profiles, algorithms) + [validation_plot(checks)]
         provs = {p.name: p.provenance.describe() for p in profiles}
         return Result(experiment="pqc-tpm", params={"profiles": [p.name for p in profiles], "algorithms": algorithms,
@@ -451,7 +458,8 @@ class PqcTpmExperiment:
                       data=data, text=text, references=[], profiles=provs, plots=plots)
 
     @staticmethod
-    def _text(rows, attest, ram_rows, checks, loso, focus, profiles, chip_rows, draws, protection) -> str:
+    def _text(rows, attest, ram_rows, checks, loso, focus, profiles, chip_rows, draws, protection,
+              chip_notes=()) -> str:
         out = []
         prot = "" if protection else "; protection of secret-key operations OFF"
         if focus is not None:
@@ -491,7 +499,7 @@ class PqcTpmExperiment:
                     table([[r["chip"], r["keccak_engine"], r["algorithm"], r["what"], r["median_ms"], r["low_ms"],
                             r["high_ms"]] for r in chip_rows],
                           ["chip", "Keccak", "algorithm", "operation", "median ms", "low ms", "high ms"]),
-                    ""]
+                    *(f"Note: {n}" for n in chip_notes), ""]
         out += ["Peak RAM (pqm4 stack bytes on a Cortex-M4; chip RAM is " + ram.CHIP_RAM_NOTE + "):",
                 table([[r["algorithm"], r["operation"], r.get("clean"), r.get("m4fstack")] for r in ram_rows],
                       ["algorithm", "operation", "clean", "m4fstack"]), ""]

@@ -21,7 +21,8 @@ entry and its own measured rates). Keys::
                  and -Og per counted unit, measured on the Kyber reference)
     impl         the code: portable (C), optimized (hand-written assembly), mixed, or unknown (default:
                  portable or pqm4-style assembly on cores that run it, portable elsewhere)
-    keccak_impl  the software Keccak-f[1600]: asm (hand-written assembly, e.g. pqm4's or pqm3's), c (a portable C
+    keccak_impl  the software Keccak-f[1600]: asm (hand-written assembly: pqm4's, pqm3's; a speed-up is sourced only
+                 for the classes with cores.toml keccak_asm, elsewhere asm is priced as C and the chip says so), c (a portable C
                  permutation: PQClean, liboqs, pq-crystals ref, mlkem-native without backends, wolfCrypt's default),
                  or unknown (default: centred on C, the class's assembly as the fast end; impl=optimized: asm):
                  the classes' Keccak is on the C basis, the Cortex-M4 calibration is pqm4's assembly
@@ -33,8 +34,13 @@ entry and its own measured rates). Keys::
     keccak_cycles  instead of a named engine: core cycles per Keccak-f[1600] permutation on your engine,
                  the CPU's data movement through its interface included: N or a range LO-HI
     keccak_call_cycles  optional with an engine: core cycles per sponge call (set-up, process, done);
-                 N or LO-HI (a named engine has its own; keccak_cycles alone: 0)
-    name         a label for the output
+                 N or LO-HI, 0 or more in every form (0: no per-call cost; a named engine has its own;
+                 keccak_cycles alone: 0)
+    name         a label for the output (at most NAME_MAX_CHARS printable characters); it never changes a
+                 prediction (the draws are seeded by the other facts, :meth:`ChipSpec.facts`)
+
+Keys are case-insensitive in both forms (MHz=100, ``Core = "m4"``). A TOML file has its keys either at the top
+level or in one ``[chip]`` table, not both.
 """
 
 from __future__ import annotations
@@ -46,7 +52,7 @@ from pathlib import Path
 
 from trustlab.devices.tpm2.pqc_model import builds, chips, classes, keccak_engine, keccak_impl, silicon, \
     wolftpm_hash_bench
-from trustlab.errors import TrustlabError
+from trustlab.errors import TrustlabError, excerpt
 
 KEYS = ("core", "mhz", "sha256_kbps", "bus", "certified", "tpm", "ohc_ms", "build", "impl", "keccak_impl", "keccak_engine",
         "keccak_cycles", "keccak_call_cycles", "name")
@@ -59,6 +65,11 @@ BUS_EFFICIENCY = {"spi": (1.0, 4.0), "i2c": (1.0, 5.0), "memory": (0.0, 0.0), "n
 """Framing/polling factor over the raw bus clock: the chips.toml bus entries' ranges (same sources)."""
 BUS_BOUND = 0.25
 """A measured SHA-256 rate whose median bus share exceeds this is bus-bound: it does not place the core."""
+NAME_MAX_CHARS = 64
+"""A chip label's length: it is a table cell and a plot legend, not a description."""
+NAME_REFUSED = ("Cc", "Cf", "Cs", "Zl", "Zp")
+"""Unicode categories a label may not hold: control and format characters (an ANSI escape recolours the
+terminal, a newline splits a table row, a bidi override reorders the line) and line/paragraph separators."""
 
 
 @dataclass(frozen=True)
@@ -85,6 +96,11 @@ class ChipSpec:
     keccak_impl: str = keccak_impl.UNKNOWN  # the software Keccak-f[1600]: asm, c or unknown (.keccak_impl)
     notes: tuple[str, ...] = field(default_factory=tuple)
 
+    def facts(self) -> str:
+        """Everything but the label, as one deterministic text: what seeds a price's draws, so two chips with
+        the same facts get the same interval whatever they are called."""
+        return repr(replace(self, name=""))
+
     def bus_ms_per_byte(self, u: float = 0.5) -> float:
         if self.bus in ("none", "memory") or self.bus_hz <= 0:
             return 0.0
@@ -109,23 +125,41 @@ class ChipSpec:
             if not exists:
                 raise TrustlabError(f"--chip: {shown(text)!r} is neither key=value pairs nor an existing TOML file")
             # bounded, a regular file only (a FIFO would hang, /dev/zero fill the memory)
-            doc = parse_toml(read_text(path, "chip TOML"), f"--chip {shown(text)}")
-            doc = doc.get("chip", doc)
-            if not isinstance(doc, dict):  # 'chip = 5' was a TypeError traceback, 'chip = "m4"' read per letter
-                raise TrustlabError(f"--chip {shown(text)}: chip = {doc!r} must be a table ([chip] with core, mhz, ...)")
-            return _from_mapping(doc, where=f"--chip {shown(text)}")
+            where = f"--chip {shown(text)}"
+            doc = _lower_keys(parse_toml(read_text(path, "chip TOML"), where), where)
+            if "chip" in doc:
+                chip = doc["chip"]
+                if not isinstance(chip, dict):  # 'chip = 5' was a TypeError traceback, 'chip = "m4"' read per letter
+                    raise TrustlabError(f"{where}: chip = {excerpt(chip)} must be a table ([chip] with core, mhz, ...)")
+                mixed = [k for k in doc if k != "chip"]
+                if mixed:  # the top-level keys were ignored, then 'mhz is required' for the one given above
+                    raise TrustlabError(f"{where}: top-level key {excerpt(mixed[0])} beside a [chip] table: put every "
+                                        "key in [chip] or every key at the top level, not both")
+                doc = _lower_keys(chip, where)
+            return _from_mapping(doc, where=where)
         pairs: dict[str, str] = {}
         for item in text.split(","):
             if not item.strip():
                 continue
             if "=" not in item:
-                raise TrustlabError(f"--chip: {item.strip()!r} is not key=value (keys: {', '.join(KEYS)})")
+                raise TrustlabError(f"--chip: {excerpt(item.strip())} is not key=value (keys: {', '.join(KEYS)})")
             k, v = item.split("=", 1)
             k = k.strip().lower()
             if k in pairs:
-                raise TrustlabError(f"--chip: {k} given twice")
+                raise TrustlabError(f"--chip: {excerpt(k)} given twice")
             pairs[k] = v.strip()
         return _from_mapping(pairs, where="--chip")
+
+
+def _lower_keys(doc: dict, where: str) -> dict:
+    """A TOML table with its keys lower-cased, as key=value's are (``MHz = 100`` as ``mhz=100``)."""
+    out: dict = {}
+    for key, value in doc.items():
+        k = key.strip().lower()
+        if k in out:
+            raise TrustlabError(f"{where}: {excerpt(k)} given twice (keys are case-insensitive)")
+        out[k] = value
+    return out
 
 
 def _toml_file(text: str) -> bool:
@@ -141,9 +175,9 @@ def _number(value, key: str, where: str, positive: bool = True) -> float:
     try:
         x = float(value)
     except (TypeError, ValueError):
-        raise TrustlabError(f"{where}: {key} = {value!r} is not a number") from None
+        raise TrustlabError(f"{where}: {key} = {excerpt(value)} is not a number") from None
     if not math.isfinite(x) or (x <= 0 if positive else x < 0):
-        raise TrustlabError(f"{where}: {key} = {value!r} must be a {'positive' if positive else 'non-negative'} "
+        raise TrustlabError(f"{where}: {key} = {excerpt(value)} must be a {'positive' if positive else 'non-negative'} "
                             "finite number")
     return x
 
@@ -156,7 +190,7 @@ def _flag(value, key: str, where: str) -> bool:
         return True
     if v in ("no", "false", "0", "off"):
         return False
-    raise TrustlabError(f"{where}: {key} = {value!r} is not yes/no")
+    raise TrustlabError(f"{where}: {key} = {excerpt(value)} is not yes/no")
 
 
 MHZ_RANGE = (0.001, 10000.0)
@@ -184,19 +218,21 @@ def _bounded(x: float, key: str, where: str, lo: float, hi: float, unit: str) ->
     return x
 
 
-def _range(value, key: str, where: str, lo_hi: tuple[float, float], unit: str) -> tuple[float, float]:
-    """A number or a range ('25-100', or a TOML [low, high]) of positive numbers within ``lo_hi``."""
+def _range(value, key: str, where: str, lo_hi: tuple[float, float], unit: str,
+           positive: bool = True) -> tuple[float, float]:
+    """A number or a range ('25-100', or a TOML [low, high]) of positive (or non-negative) numbers within
+    ``lo_hi``: one rule for all three forms."""
     if isinstance(value, list):
         if len(value) != 2:
-            raise TrustlabError(f"{where}: {key} as a list needs [low, high], got {value!r}")
-        lo, hi = (_number(v, key, where) for v in value)
+            raise TrustlabError(f"{where}: {key} as a list needs [low, high], got {excerpt(value)}")
+        lo, hi = (_number(v, key, where, positive) for v in value)
     elif _is_range(value):
         # the separator: a '-' that is neither a leading sign nor an exponent's ('-25-100', '1e-3-100')
         cut = next(i for i in range(1, len(value)) if value[i] == "-" and value[i - 1] not in "eE")
         a, b = value[:cut], value[cut + 1:]
-        lo, hi = _number(a, key, where), _number(b, key, where)
+        lo, hi = _number(a, key, where, positive), _number(b, key, where, positive)
     else:
-        lo = hi = _number(value, key, where)
+        lo = hi = _number(value, key, where, positive)
     if lo > hi:
         raise TrustlabError(f"{where}: {key} range {lo:g}-{hi:g} has low above high")
     for x in (lo, hi):
@@ -233,31 +269,25 @@ def _engine(doc: dict, where: str) -> keccak_engine.KeccakEngine | None:
         if engine is None:
             raise TrustlabError(f"{where}: keccak_call_cycles needs a Keccak engine (keccak_engine=NAME or "
                                 "keccak_cycles=N): without one, Keccak runs in software on the core")
-        value = doc["keccak_call_cycles"]
-        call = (0.0, 0.0) if not isinstance(value, (list, bool)) and _is_zero(value) else _range(
-            value, "keccak_call_cycles", where, keccak_engine.CYCLES_RANGE, cycles_unit)
+        # 0 is a real engine's answer (a driver that only feeds blocks: no set-up per call), in every form: 0, 0-50,
+        # [0, 0]; else the permutation's bounds
+        call = _range(doc["keccak_call_cycles"], "keccak_call_cycles", where, (0.0, keccak_engine.CYCLES_RANGE[1]),
+                      cycles_unit, positive=False)
         engine = keccak_engine.with_calls(engine, call)
     return engine
-
-
-def _is_zero(value) -> bool:
-    try:
-        return float(value) == 0.0
-    except (TypeError, ValueError):
-        return False
 
 
 def _bus(value: str, where: str) -> tuple[str, float]:
     v = str(value).strip().lower()
     kind, _, rate = v.partition(":")
     if kind not in BUSES:
-        raise TrustlabError(f"{where}: bus = {value!r}: use none, memory, spi:MHz or i2c:MHz")
+        raise TrustlabError(f"{where}: bus = {excerpt(value)}: use none, memory, spi:MHz or i2c:MHz")
     if kind in ("none", "memory"):
         if rate:
-            raise TrustlabError(f"{where}: bus = {value!r}: {kind} takes no clock")
+            raise TrustlabError(f"{where}: bus = {excerpt(value)}: {kind} takes no clock")
         return kind, 0.0
     if not rate:
-        raise TrustlabError(f"{where}: bus = {value!r} needs its clock, e.g. {kind}:33 (MHz)")
+        raise TrustlabError(f"{where}: bus = {excerpt(value)} needs its clock, e.g. {kind}:33 (MHz)")
     mhz = _bounded(_number(rate, "bus clock", where), "bus clock", where, *BUS_MHZ_RANGE, "MHz")
     return kind, mhz * 1e6
 
@@ -265,7 +295,7 @@ def _bus(value: str, where: str) -> tuple[str, float]:
 def _from_mapping(doc: dict, where: str) -> ChipSpec:
     unknown = [k for k in doc if k not in KEYS]
     if unknown:
-        raise TrustlabError(f"{where}: unknown key {unknown[0]!r} (keys: {', '.join(KEYS)})")
+        raise TrustlabError(f"{where}: unknown key {excerpt(unknown[0])} (keys: {', '.join(KEYS)})")
     if "core" not in doc:
         raise TrustlabError(f"{where}: core is required (one of {', '.join(classes.names())})")
     if "mhz" not in doc:
@@ -279,10 +309,10 @@ def _from_mapping(doc: dict, where: str) -> ChipSpec:
     bus, bus_hz = _bus(doc.get("bus", "none"), where)
     build = str(doc.get("build", builds.UNKNOWN)).strip().lower()
     if build not in builds.kinds():
-        raise TrustlabError(f"{where}: build = {doc['build']!r}: use one of {', '.join(builds.kinds())}")
+        raise TrustlabError(f"{where}: build = {excerpt(doc['build'])}: use one of {', '.join(builds.kinds())}")
     impl = str(doc.get("impl", "unknown")).strip().lower()
     if impl not in IMPLEMENTATIONS:
-        raise TrustlabError(f"{where}: impl = {doc['impl']!r}: use one of {', '.join(IMPLEMENTATIONS)}")
+        raise TrustlabError(f"{where}: impl = {excerpt(doc['impl'])}: use one of {', '.join(IMPLEMENTATIONS)}")
     if impl in ("optimized", "mixed") and core is not None and not classes.runs_pqm4_assembly(core):
         # the model's only assembly speed-up is pqm4's Cortex-M4 code; none is sourced for other cores
         raise TrustlabError(f"{where}: impl = {impl}: the model's assembly speed-up is pqm4's (Cortex-M4 DSP code), "
@@ -302,23 +332,41 @@ def _from_mapping(doc: dict, where: str) -> ChipSpec:
         kbps = _bounded(_number(doc["sha256_kbps"], "sha256_kbps", where), "sha256_kbps", where, *SHA256_KBPS_RANGE,
                         "KB/s")
         sha = kbps * 1024.0 / 1000.0  # bytes per ms
-    if "name" in doc and not str(doc["name"]).strip():
-        raise TrustlabError(f"{where}: name is empty (leave it out for '{core} @ <mhz> MHz')")
-    spec = ChipSpec(name=str(doc.get("name", f"{core} @ {mhz[0]:g}" + (f"-{mhz[1]:g}" if mhz[1] != mhz[0] else "")
-                                     + " MHz")),
+    name = _name(doc["name"], core, where) if "name" in doc else \
+        f"{core} @ {mhz[0]:g}" + (f"-{mhz[1]:g}" if mhz[1] != mhz[0] else "") + " MHz"
+    note = None if engine is not None else keccak_impl.as_c_note(core or "secure-mcu", kimpl)
+    spec = ChipSpec(name=name,
                     core=core, mhz=mhz, clock_source="given (--chip)",
                     bus=bus, bus_hz=bus_hz, bus_efficiency=BUS_EFFICIENCY[bus],
                     certified=_flag(doc.get("certified", secure), "certified", where),
                     tpm=_flag(doc.get("tpm", secure), "tpm", where),
                     ohc_ms=_bounded(_number(doc.get("ohc_ms", 0.0), "ohc_ms", where, positive=False), "ohc_ms",
                                     where, 0.0, OHC_MAX_MS, "ms"), build=build, implementation=impl,
-                    keccak_engine=engine, keccak_impl=kimpl)
+                    keccak_engine=engine, keccak_impl=kimpl, notes=() if note is None else (note,))
     if sha is not None:
         compute = 1.0 / sha - spec.bus_ms_per_byte()
         if compute <= 0:
-            raise TrustlabError(f"{where}: sha256_kbps = {doc['sha256_kbps']} is faster than the bus can carry the bytes")
+            raise TrustlabError(f"{where}: sha256_kbps = {excerpt(doc['sha256_kbps'])} is faster than the bus can carry the bytes")
         spec = replace(spec, sha256_bytes_per_ms=1.0 / compute, sha256_source="given (--chip sha256_kbps)")
     return spec
+
+
+def _name(value, core: str | None, where: str) -> str:
+    """The chip's label: printable, one line, short (it is a table cell; a control character would reach the
+    terminal, a newline split the row)."""
+    import unicodedata
+
+    name = str(value)
+    if not name.strip():
+        raise TrustlabError(f"{where}: name is empty (leave it out for '{core} @ <mhz> MHz')")
+    bad = next((ch for ch in name if unicodedata.category(ch) in NAME_REFUSED), None)
+    if bad is not None:
+        raise TrustlabError(f"{where}: name {excerpt(name)} holds a control character (U+{ord(bad):04X}): a label "
+                            "is printable text on one line")
+    if len(name) > NAME_MAX_CHARS:
+        raise TrustlabError(f"{where}: name is {len(name)} characters long, at most {NAME_MAX_CHARS} (a label for the "
+                            "output)")
+    return name
 
 
 def for_profile(profile) -> ChipSpec:

@@ -10,7 +10,7 @@ import functools
 import tomllib
 from importlib import resources
 
-from trustlab.errors import TrustlabError
+from trustlab.errors import TrustlabError, excerpt
 
 
 @functools.cache
@@ -52,5 +52,5 @@ def resolve(name: str) -> str:
     core = _core_key(key)
     if core is not None:
         return _microarchs()[core]["class"]
-    raise TrustlabError(f"unknown core class or core {name!r} (core classes: {', '.join(_cores())}; named cores: "
+    raise TrustlabError(f"unknown core class or core {excerpt(name)} (core classes: {', '.join(_cores())}; named cores: "
                         f"{', '.join(_microarchs())}; aliases like m0+, m3, sc300, a53, a72, n1, rv32, rv64, x86)")

@@ -48,7 +48,11 @@ class KeccakEngine:
 
     def per_call(self, u):
         lo, mid, hi = self.call_cycles
-        return lo if hi == 0 else builds.piecewise(lo, mid, hi, u)
+        if hi == 0:
+            return lo
+        if lo == 0:  # 'between none and HI' (keccak_call_cycles=0-HI): uniform, a log-uniform draw cannot reach 0
+            return hi * u
+        return builds.piecewise(lo, mid, hi, u)
 
     def text(self) -> str:
         lo, mid, hi = self.perm_cycles

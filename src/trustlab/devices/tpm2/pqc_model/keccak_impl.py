@@ -27,7 +27,7 @@ from __future__ import annotations
 import functools
 
 from trustlab.devices.tpm2.pqc_model import builds, coredata
-from trustlab.errors import TrustlabError
+from trustlab.errors import TrustlabError, excerpt
 
 ASM, C, UNKNOWN = "asm", "c", "unknown"
 KINDS = (ASM, C, UNKNOWN)
@@ -53,6 +53,27 @@ def asm_speedup(core: str) -> builds.Factor:
                          entry["keccak_asm_source"])
 
 
+def sourced_classes() -> tuple[str, ...]:
+    """The classes with a sourced assembly Keccak speed-up (cores.toml ``keccak_asm``): where asm is not C."""
+    return tuple(name for name, entry in coredata._cores().items() if "keccak_asm" in entry)
+
+
+def priced_as(core: str, kind: str) -> str:
+    """The Keccak a chip's ``kind`` is priced as on ``core``: asm on a class without a sourced speed-up is C."""
+    return C if kind == ASM and asm_speedup(core).hi <= 1.0 else kind
+
+
+def as_c_note(core: str, kind: str) -> str | None:
+    """Why a chip's asm is priced as C (None when it is not): said in its provenance, --json and text output,
+    because otherwise keccak_impl=asm would silently equal keccak_impl=c."""
+    if priced_as(core, kind) == kind:
+        return None
+    cls = coredata.resolve(core)
+    on = cls if core == cls else f"{core} (class {cls})"
+    return (f"keccak_impl = asm is priced as portable C on {on}: cores.toml has no sourced "
+            f"assembly Keccak-f[1600] speed-up (keccak_asm) for that class, only for {', '.join(sourced_classes())}")
+
+
 def compiled(core: str, kind: str) -> bool:
     """Whether the compiler's optimisation level moves this Keccak (the build factor's Keccak part applies): not
     for assembly on a class with a sourced assembly speed-up (flags do not rewrite assembly, as builds.toml
@@ -63,7 +84,7 @@ def compiled(core: str, kind: str) -> bool:
 def check(kind: str, where: str) -> str:
     k = str(kind).strip().lower()
     if k not in KINDS:
-        raise TrustlabError(f"{where}: keccak_impl = {kind!r}: use one of {', '.join(KINDS)}")
+        raise TrustlabError(f"{where}: keccak_impl = {excerpt(kind)}: use one of {', '.join(KINDS)}")
     return k
 
 
