@@ -61,7 +61,7 @@ def test_given_cycles_and_call_cycles(tmp_path):
     ("keccak_cycles=fast", "keccak_cycles = 'fast' is not a number"),
     ("keccak_cycles=1e9", "keccak_cycles = 1e+09 is outside 1-1e+06 core cycles"),
     ("keccak_cycles=nan", "must be a positive finite number"),
-    ("keccak_cycles=500,keccak_call_cycles=-1", "keccak_call_cycles = '-1' must be a positive"),
+    ("keccak_cycles=500,keccak_call_cycles=-1", "keccak_call_cycles = '-1' must be a non-negative"),
 ])
 def test_bad_engine_input_is_one_clear_error(extra, message):
     with pytest.raises(TrustlabError) as info:

@@ -37,7 +37,7 @@ entry and its own measured rates). Keys::
                  N or LO-HI, 0 or more in every form (0: no per-call cost; a named engine has its own;
                  keccak_cycles alone: 0)
     name         a label for the output (at most NAME_MAX_CHARS printable characters); it never changes a
-                 prediction (the draws are seeded by the other facts, :meth:`ChipSpec.facts`)
+                 prediction (the draws' seed is not the chip's: :func:`.predict.price`)
 
 Keys are case-insensitive in both forms (MHz=100, ``Core = "m4"``). A TOML file has its keys either at the top
 level or in one ``[chip]`` table, not both.
@@ -96,11 +96,6 @@ class ChipSpec:
     keccak_impl: str = keccak_impl.UNKNOWN  # the software Keccak-f[1600]: asm, c or unknown (.keccak_impl)
     notes: tuple[str, ...] = field(default_factory=tuple)
 
-    def facts(self) -> str:
-        """Everything but the label, as one deterministic text: what seeds a price's draws, so two chips with
-        the same facts get the same interval whatever they are called."""
-        return repr(replace(self, name=""))
-
     def bus_ms_per_byte(self, u: float = 0.5) -> float:
         if self.bus in ("none", "memory") or self.bus_hz <= 0:
             return 0.0
@@ -146,7 +141,7 @@ class ChipSpec:
             k, v = item.split("=", 1)
             k = k.strip().lower()
             if k in pairs:
-                raise TrustlabError(f"--chip: {excerpt(k)} given twice")
+                raise TrustlabError(f"--chip: {_key(k)} given twice")
             pairs[k] = v.strip()
         return _from_mapping(pairs, where="--chip")
 
@@ -157,9 +152,14 @@ def _lower_keys(doc: dict, where: str) -> dict:
     for key, value in doc.items():
         k = key.strip().lower()
         if k in out:
-            raise TrustlabError(f"{where}: {excerpt(k)} given twice (keys are case-insensitive)")
+            raise TrustlabError(f"{where}: {_key(k)} given twice (keys are case-insensitive)")
         out[k] = value
     return out
+
+
+def _key(key: str) -> str:
+    """A key as an error names it: a known key bare (mhz), anything else quoted short."""
+    return key if key in KEYS else excerpt(key)
 
 
 def _toml_file(text: str) -> bool:

@@ -79,8 +79,10 @@ def price(algorithm: str, operation: str, chip: ChipSpec | str, *, protection: b
             run_median, low, high, prov, mean = cal
             return Price(mean, min(low, mean), max(high, mean), prov, calibrated=True, run_median_ms=run_median)
     mean = float(estimate.one(spec, algorithm, operation, CENTRAL, protection=protection, exclude=exclude))
-    # seeded by the chip's facts, not its label: name=a and name=b of one chip give one interval
-    seed = zlib.crc32(f"{spec.facts()}|{algorithm}|{operation}|{protection}|{sorted(exclude)}".encode())
+    # the seed is the question's, never the chip's: a label (name=) cannot move an interval, and every chip is
+    # drawn with the same random numbers (common random numbers), so two chips that differ in one fact differ by
+    # that fact, not by Monte-Carlo noise (a chip at twice the clock gets exactly half the interval)
+    seed = zlib.crc32(f"{algorithm}|{operation}|{protection}|{sorted(exclude)}".encode())
     rng = np.random.default_rng(seed)
     central = np.broadcast_to(estimate.one(spec, algorithm, operation, CENTRAL, protection=protection, exclude=exclude,
                                   rng=rng, n=CENTRAL_RUNS), (CENTRAL_RUNS,))
