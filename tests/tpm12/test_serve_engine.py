@@ -73,6 +73,7 @@ SEQUENCE = [
     ("reset established at locality 3", wire.ctrl_request(wire.CMD_RESET_TPMESTABLISHED, b"\x03")),
     ("established (after reset)", wire.ctrl_request(wire.CMD_GET_TPMESTABLISHED)),
     ("unknown code", wire.ctrl_request(99)),
+    ("cancel", wire.ctrl_request(wire.CMD_CANCEL_TPM_CMD)),
     ("buffer size query", wire.ctrl_request(wire.CMD_SET_BUFFERSIZE, struct.pack(">I", 0))),
     ("buffer size set while running", wire.ctrl_request(wire.CMD_SET_BUFFERSIZE, struct.pack(">I", 3500))),
     ("init", wire.ctrl_init()),
@@ -87,6 +88,7 @@ def test_control_replies(backend: EngineBackend) -> None:
     assert replies["reset established at locality 0"] == struct.pack(">I", 0x3D)
     assert replies["established (after reset)"] == struct.pack(">IB3x", 0, 0)
     assert replies["unknown code"] == struct.pack(">I", C.RC["TPM_BAD_ORDINAL"])
+    assert replies["cancel"] == struct.pack(">I", C.RC["TPM_FAIL"])
     assert replies["buffer size query"] == struct.pack(">IIII", 0, 4096, 3072, 4096)
     assert replies["buffer size set while running"] == struct.pack(">I", C.RC["TPM_BAD_ORDINAL"])
     caps = backend.control(wire.CMD_GET_CAPABILITY, b"")
@@ -488,3 +490,39 @@ def test_set_buffersize_while_off_matches_swtpm(tmp_path: Path) -> None:
             assert ours == theirs
     finally:
         b.close()
+
+
+@pytest.mark.swtpm
+@needs_swtpm
+def test_drtm_before_startup_matches_swtpm(tmp_path: Path) -> None:
+    """Between _TPM_Init (CMD_INIT) and TPM_Startup libtpms refuses CMD_HASH_START (TPM_INVALID_POSTINIT);
+    after Startup it is taken: the engine with --startup none answers the same bytes."""
+    startup = struct.pack(">HIIH", C.TPM_TAG_RQU_COMMAND, 12, C.ORD["TPM_Startup"], C.TPM_ST_CLEAR)
+    b = EngineBackend(load("infineon-2010"), tmp_path / "ours", startup="none")
+    try:
+        with Swtpm12(state_dir=tmp_path / "libtpms") as sw:
+            assert sw.port is not None
+            theirs = [ctrl(sw.port + 1, wire.ctrl_init()), ctrl(sw.port + 1, wire.ctrl_request(wire.CMD_HASH_START))]
+            data = SocketTpm12("127.0.0.1", sw.port)
+            data.execute(startup)
+            data.close()
+            theirs.append(ctrl(sw.port + 1, wire.ctrl_request(wire.CMD_HASH_START)))
+            ours = [b.control(wire.CMD_INIT, wire.ctrl_init()[4:]), b.control(wire.CMD_HASH_START, b"")]
+            b.transact(startup)
+            ours.append(b.control(wire.CMD_HASH_START, b""))
+            assert ours == theirs == [struct.pack(">I", 0), struct.pack(">I", C.RC["TPM_INVALID_POSTINIT"]),
+                                      struct.pack(">I", 0)]
+    finally:
+        b.close()
+
+
+def test_served_capabilities_leave_out_what_serve_refuses(tmp_path: Path) -> None:
+    """Through serve, CMD_GET_CAPABILITY no longer advertises CMD_SHUTDOWN (refused: a shared TPM is never left
+    off); every advertised code is one serve lets through."""
+    from trustlab.serving import control
+    profile = load("infineon-2010")
+    with TimingProxy(profile, EngineBackend(profile, tmp_path / "s"), virtual=True, control="swtpm") as proxy:
+        caps = int.from_bytes(ctrl(proxy.ctrl_port, wire.ctrl_request(wire.CMD_GET_CAPABILITY)), "big")
+    assert caps == CAPABILITIES & ~control.PTM_CAP_BITS[wire.CMD_SHUTDOWN]
+    allowed = wire.ALLOWED_CONTROL | EngineBackend.extra_control
+    assert all(code in allowed for code, bit in control.PTM_CAP_BITS.items() if caps & bit)

@@ -225,7 +225,8 @@ def run(args: argparse.Namespace) -> int:
     pool = ThreadPoolExecutor(max_workers=args.jobs)
     try:
         server = _fork_server(runs, env, args.timeout)
-        with tqdm(total=len(runs), desc="flagship", unit="run", disable=args.no_progress) as bar:
+        # disable=None: no bar when stderr is not a terminal (a log file gets no carriage-return frames)
+        with tqdm(total=len(runs), desc="flagship", unit="run", disable=True if args.no_progress else None) as bar:
             futures = {pool.submit(run_one, name, argv, records_dir / f"{i:02d}-{slug(name)}.json",
                                    args.timeout, env, server): i
                        for i, (name, argv) in enumerate(runs)}
@@ -268,7 +269,9 @@ def run(args: argparse.Namespace) -> int:
                              notes=notes, jobs=args.jobs)
     failed = [r for r in records if "data" not in r]
     violated = [r for r in records if "data" in r and r.get("violations")]
-    print(f"{index}: {len(records)} runs, {len(failed)} failed, {len(violated)} with violations, {wall:.0f} s")
+    total = time.perf_counter() - started
+    print(f"{index}: {len(records)} runs, {len(failed)} failed, {len(violated)} with violations; "
+          f"runs {wall:.0f} s, with the report {total:.0f} s")
     for r in failed:
         first = str(r.get("error", "")).strip().splitlines()
         print(f"  FAILED {r['experiment']} {' '.join(r.get('argv') or [])}: {first[-1] if first else ''}")

@@ -19,7 +19,8 @@ What *power cycle* means here, for both generations and both protocols:
   (swtpm's NV is always available), physical presence, ``RESTART``; and
   ``CMD_INIT`` where the backend has no control channel (a device node).
 
-``CMD_SET_BUFFERSIZE`` answers what serve enforces (:func:`buffersize_reply`).
+``CMD_SET_BUFFERSIZE`` answers what serve enforces (:func:`buffersize_reply`), and
+``CMD_GET_CAPABILITY`` advertises only what a client may use (:func:`capabilities_reply`).
 
 swtpm's allowed control codes are :data:`trustlab.serving.wire.ALLOWED_CONTROL`.
 """
@@ -88,3 +89,30 @@ def buffersize_reply(payload: bytes, reply: bytes, cap: int | None) -> bytes:
     else:
         size = min(max(wanted, minsize), cap)
     return struct.pack(">IIII", result, size, minsize, cap)
+
+
+PTM_CAP_BITS = {
+    wire.CMD_INIT: 1 << 0, wire.CMD_SHUTDOWN: 1 << 1, wire.CMD_GET_TPMESTABLISHED: 1 << 2,
+    wire.CMD_SET_LOCALITY: 1 << 3, wire.CMD_HASH_START: 1 << 4, wire.CMD_CANCEL_TPM_CMD: 1 << 5,
+    wire.CMD_STORE_VOLATILE: 1 << 6, wire.CMD_RESET_TPMESTABLISHED: 1 << 7, wire.CMD_GET_STATEBLOB: 1 << 8,
+    wire.CMD_SET_STATEBLOB: 1 << 9, wire.CMD_STOP: 1 << 10, wire.CMD_GET_CONFIG: 1 << 11,
+    wire.CMD_SET_DATAFD: 1 << 12, wire.CMD_SET_BUFFERSIZE: 1 << 13, wire.CMD_GET_INFO: 1 << 14,
+}
+"""swtpm's PTM_CAP_* bit (tpm_ioctl.h) for each control code (PTM_CAP_HASHING covers the DRTM sequence)."""
+
+
+def capabilities_reply(reply: bytes, allowed: frozenset[int]) -> bytes:
+    """``CMD_GET_CAPABILITY``'s ``u64`` with the bits of the codes serve refuses cleared.
+
+    A TPM behind serve is shared, so ``CMD_SHUTDOWN``, ``CMD_STOP``, the state blobs and the rest are
+    refused (:data:`wire.ALLOWED_CONTROL`); advertising them would send a client such as ``swtpm_ioctl``
+    or QEMU down a path that then fails. Bits of no control code (e.g. PTM_CAP_SEND_COMMAND_HEADER, a
+    data-channel feature) and of the allowed codes are the backend's, unchanged.
+    """
+    if len(reply) != 8:
+        return reply
+    caps = struct.unpack(">Q", reply)[0]
+    for code, bit in PTM_CAP_BITS.items():
+        if code not in allowed:
+            caps &= ~bit
+    return struct.pack(">Q", caps)

@@ -511,6 +511,9 @@ class TimingProxy:
             return wire.ctrl_error(wire.TPM_FAIL), True
         with self._tpm_lock:
             reply = self.path.control_reply(code, request[4:], self._control_upstream(code, request))
+            if code == wire.CMD_GET_CAPABILITY:
+                reply = control.capabilities_reply(
+                    reply, wire.ALLOWED_CONTROL | getattr(self.backend, "extra_control", frozenset()))
             if code == wire.CMD_INIT and len(reply) >= 4 and wire.ctrl_result(reply) == 0:
                 self._powered_up(f"{name} on the control port")
         return reply, True

@@ -113,7 +113,8 @@ def _run(stream: Iterator[tuple[str, dict[str, Any]]], outcome: SweepOutcome, by
          first_point_done: Callable[[], None]) -> None:
     """Cache each result as it arrives (in completion order), with the progress bar."""
     spec, records = outcome.spec, outcome.records
-    bar = tqdm(total=len(by_key), initial=outcome.cached, desc=spec.name, unit="pt", disable=not progress,
+    bar = tqdm(total=len(by_key), initial=outcome.cached, desc=spec.name, unit="pt",
+               disable=None if progress else True,  # None: no bar when stderr is not a terminal
                dynamic_ncols=True)
     try:
         for key, record in stream:

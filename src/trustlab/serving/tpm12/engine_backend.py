@@ -38,7 +38,9 @@ them with swtpm 0.7 running libtpms' TPM 1.2).
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import operator
 import shutil
 import struct
 import tempfile
@@ -51,7 +53,7 @@ from trustlab.devices.tpm12 import flags
 from trustlab.devices.tpm12 import registry
 from trustlab.devices.tpm12.engine import Engine
 from trustlab.devices.tpm12.nvstore import FileNVStore, NVStore
-from trustlab.serving import wire
+from trustlab.serving import control, wire
 from trustlab.serving.backend import Backend
 from trustlab.errors import TrustlabError
 from trustlab.timing.clock import Clock
@@ -60,25 +62,17 @@ from trustlab.timing.profile import Profile
 STATE_FILE = "tpm12-state.json"
 """The engine's persistent state inside ``--state DIR``."""
 
-# swtpm's PTM_CAP_* bits (tpm_ioctl.h): what this control channel implements
-PTM_CAP_INIT = 1 << 0
-PTM_CAP_SHUTDOWN = 1 << 1
-PTM_CAP_GET_TPMESTABLISHED = 1 << 2
-PTM_CAP_SET_LOCALITY = 1 << 3
-PTM_CAP_HASHING = 1 << 4
-PTM_CAP_CANCEL_TPM_CMD = 1 << 5
-PTM_CAP_RESET_TPMESTABLISHED = 1 << 7
-PTM_CAP_GET_CONFIG = 1 << 11
-PTM_CAP_SET_BUFFERSIZE = 1 << 13
-CAPABILITIES = (PTM_CAP_INIT | PTM_CAP_SHUTDOWN | PTM_CAP_GET_TPMESTABLISHED | PTM_CAP_SET_LOCALITY
-                | PTM_CAP_HASHING | PTM_CAP_CANCEL_TPM_CMD | PTM_CAP_RESET_TPMESTABLISHED | PTM_CAP_GET_CONFIG
-                | PTM_CAP_SET_BUFFERSIZE)
+CAPABILITIES = functools.reduce(operator.or_, (control.PTM_CAP_BITS[c] for c in (
+    wire.CMD_INIT, wire.CMD_SHUTDOWN, wire.CMD_GET_TPMESTABLISHED, wire.CMD_SET_LOCALITY, wire.CMD_HASH_START,
+    wire.CMD_CANCEL_TPM_CMD, wire.CMD_RESET_TPMESTABLISHED, wire.CMD_GET_CONFIG, wire.CMD_SET_BUFFERSIZE)))
+"""swtpm's PTM_CAP_* bits of what this control channel implements (the proxy clears those it refuses)."""
 
 TPM_SUCCESS = 0
 TPM_FAIL = C.RC["TPM_FAIL"]
 TPM_BAD_ORDINAL = C.RC["TPM_BAD_ORDINAL"]  # swtpm's answer to control requests while off, and to unknown codes
 TPM_BAD_LOCALITY = C.RC["TPM_BAD_LOCALITY"]
 TPM_BAD_PARAMETER = C.RC["TPM_BAD_PARAMETER"]
+TPM_INVALID_POSTINIT = C.RC["TPM_INVALID_POSTINIT"]
 DRTM_PCRS = range(17, 23)
 ESTABLISHED = flags.ESTABLISHED   # key in the engine's persistent ``extra`` map (TPM_PERMANENT_FLAGS reads it)
 
@@ -266,6 +260,8 @@ class EngineBackend(Backend):
 
     def _hash_start(self, payload: bytes) -> bytes:
         assert self.engine is not None
+        if self.engine.post_init:  # libtpms refuses the DRTM sequence between _TPM_Init and TPM_Startup
+            return _RESULT(TPM_INVALID_POSTINIT)
         for i in DRTM_PCRS:
             self.engine.pcrs[i] = b"\x00" * 20
         self._hash = hashlib.sha1()
@@ -288,7 +284,8 @@ class EngineBackend(Backend):
         return _RESULT(TPM_SUCCESS)
 
     def _cancel(self, payload: bytes) -> bytes:
-        return _RESULT(TPM_SUCCESS)  # commands run to completion under the lock: nothing is in flight
+        """libtpms' TPM 1.2 has no command cancellation (swtpm answers TPM_FAIL, checked against it)."""
+        return _RESULT(TPM_FAIL)
 
     def _set_established(self, value: bool) -> None:
         assert self.engine is not None
