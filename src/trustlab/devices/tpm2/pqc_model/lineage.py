@@ -117,5 +117,7 @@ def text(kind: str, family: str, core: str) -> str:
     said = kind if as_kind == kind else f"{kind}, priced as {as_kind} for {family}"
     if k.lo == k.hi == a.lo == a.hi == 1.0:
         return f"lineage {said}: x1 (the classes' reference basis; {k.source})"
-    return (f"lineage {said} on a {_group(core)} class: Keccak x{k.lo:.3g}-x{k.hi:.3g} (centre x{k.mid:.3g}), "
+    group = _group(core)
+    article = "an" if group[0] in "aeiou" else "a"
+    return (f"lineage {said} on {article} {group} class: Keccak x{k.lo:.3g}-x{k.hi:.3g} (centre x{k.mid:.3g}), "
             f"other units x{a.lo:.3g}-x{a.hi:.3g} (centre x{a.mid:.3g}) on the reference C's time ({k.source})")
