@@ -48,7 +48,7 @@ from scipy import special  # not scipy.stats: t.ppf is special.stdtrit, and scip
 from trustlab.devices.tpm2.pqc_model import builds, calibration, counts
 from trustlab.devices.tpm2.pqc_model.coredata import (  # noqa: F401 - resolve is part of this module's interface
     _core_key, _cores, _microarchs, _references, resolve)
-from trustlab.devices.tpm2.pqc_model.params import check_operation
+from trustlab.devices.tpm2.pqc_model.params import check_operation, family
 from trustlab.errors import TrustlabError
 
 PORTABLE = "portable"
@@ -253,13 +253,13 @@ def basis_scales(source: dict, row: dict) -> tuple[float, float]:
     (:mod:`.builds`) x its code base's factor (:mod:`.lineage`), at their centres."""
     from trustlab.devices.tpm2.pqc_model import keccak_impl  # it reads the classes' data: imported late
 
-    from trustlab.devices.tpm2.pqc_model import estimate, lineage  # they read the classes' data: imported late
+    from trustlab.devices.tpm2.pqc_model import lineage  # it reads the classes' data: imported late
 
     build, timer = builds.of_source(source, row["unit"])
     keccak, arith = builds.units(build.kind)
     fk = keccak.mid if source.get("keccak_engine") or keccak_impl.compiled(
         source["core"], keccak_impl.of_source(source)) else 1.0  # flags do not move an assembly Keccak
-    lk, la = lineage.basis(source, estimate.family(row["algorithm"]))  # its code base on the reference lineage's
+    lk, la = lineage.basis(source, family(row["algorithm"]))  # its code base on the reference lineage's
     # an engine's Keccak is no C lineage's (as keccak_basis)
     lk = 1.0 if source.get("keccak_engine") else lk
     return fk * timer.mid * keccak_basis(source) * lk, arith.mid * timer.mid * la

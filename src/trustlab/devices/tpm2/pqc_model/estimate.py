@@ -21,7 +21,7 @@ import numpy as np
 
 from trustlab.devices.tpm2.pqc_model import builds, calibration, chips, classes, counts, frames, keccak_impl, lineage
 from trustlab.devices.tpm2.pqc_model.chipspec import ChipSpec
-from trustlab.devices.tpm2.pqc_model.params import MLDSA, check_operation
+from trustlab.devices.tpm2.pqc_model.params import check_operation, family
 
 SHA256_M4_CYCLES_PER_BYTE = 86.0
 SHA256_M4_SOURCE = ("MicroPython forum thread 587 ('sha256 and the cortex M4'): B-Con crypto-algorithms sha256.c "
@@ -64,10 +64,6 @@ def impl_fast(algorithm: str, operation: str) -> float:
     schemes = calibration.pqm4()["schemes"][algorithm]
     clean = schemes["clean"][operation]["cycles"]["AVG"]
     return min(f[operation]["cycles"]["AVG"] for f in schemes.values() if operation in f) / clean
-
-
-def family(algorithm: str) -> str:
-    return "ML-DSA" if algorithm in MLDSA else "ML-KEM"
 
 
 @functools.cache
