@@ -303,6 +303,10 @@ class PqcTpmExperiment:
             raise TrustlabError(f"--draws must be between {MIN_DRAWS} and {MAX_DRAWS}, got {args.draws} "
                                 "(more draws do not sharpen the median or p95 further, they only take longer)")
         specs = [ChipSpec.parse(text) for text in getattr(args, "chip", [])]
+        labels = [spec.name for spec in specs]
+        for label in dict.fromkeys(x for x in labels if labels.count(x) > 1):  # rows could not be told apart
+            raise TrustlabError(f"--chip: {labels.count(label)} chips are labelled {label!r}; give each its own "
+                                "name=LABEL (or drop the repeated one)")
         profiles_arg = args.profiles if args.profiles is not None else ("" if specs else "all")
         known = registry.names("tpm2")
         names = known if profiles_arg == "all" else _unique(profiles_arg)
