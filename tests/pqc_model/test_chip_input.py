@@ -50,7 +50,7 @@ def test_cli_says_asm_is_priced_as_c_in_text_json_and_help():
     assert any("priced as portable C" in n for n in fact["notes"])
     rc, out, _ = run("run", "pqc-tpm", "--help")
     flat = " ".join(out.split())
-    assert "sourced only for cortex-m3, cortex-m4, cortex-m33" in flat and "asm is priced as C" in flat
+    assert "sourced only for cortex-m3, cortex-m4, cortex-m7, cortex-m33" in flat and "asm is priced as C" in flat
 
 
 def test_the_name_does_not_change_a_prediction():
