@@ -82,9 +82,10 @@ OVERVIEW = ("overview", 0)  # its key among the drawn figures (run ids end in -N
 
 
 def _start_drawing(records: Sequence[dict[str, Any]], ids: list[str], out_dir: Path, jobs: int,
-                   overview: dict[str, Any] | None = None) -> Callable[[], dict[tuple[str, int], str | None]]:
-    """Start drawing every figure of every run (the ``overview`` spec first); call the result for
-    (run id, figure n) -> drawing error (None: drawn), once they are all drawn.
+                   overview: dict[str, Any] | None = None) -> Callable[[bool], dict[tuple[str, int], str | None]]:
+    """Start drawing every figure of every run (the ``overview`` spec first); call the result with
+    False for (run id, figure n) -> drawing error (None: drawn) once they are all drawn, or with
+    True to stop the drawing (the figures not begun are left out).
 
     ``jobs`` > 1 (and figures enough): ``jobs`` - 1 forked workers draw while this process writes
     the JSON, the tables and the page's text, and waits for them only to embed the figures. A
@@ -119,7 +120,7 @@ def _start_drawing(records: Sequence[dict[str, Any]], ids: list[str], out_dir: P
     workers = jobs - 1
     if workers < 1 or len(todo) < 8 or "fork" not in multiprocessing.get_all_start_methods():
         drawn = [_render_safe(spec, png) for spec, png in zip(specs, pngs)]
-        return lambda: collect(drawn)
+        return lambda cancel: collect(drawn)
     # Nothing is drawn here before forking: a font opened before a fork shares its file
     # offset with the workers, and their reads interleave (FT_Load_Glyph "invalid outline").
     preload()
@@ -138,9 +139,9 @@ def _start_drawing(records: Sequence[dict[str, Any]], ids: list[str], out_dir: P
         gc.unfreeze()
         raise
 
-    def finish() -> dict[tuple[str, int], str | None]:
+    def finish(cancel: bool) -> dict[tuple[str, int], str | None]:
         try:
-            return collect(list(pending))
+            return {} if cancel else collect(list(pending))
         finally:
             pool.shutdown(cancel_futures=True)
             gc.unfreeze()
@@ -183,8 +184,10 @@ def write_report(records: Sequence[dict[str, Any]], out_dir: Path, title: str = 
     finish_drawing = _start_drawing(records, ids, out_dir, jobs, overview)
     try:
         summary_rows, parts = _text_parts(records, ids, refs_by_run, all_refs, out_dir)
-    finally:
-        rendered = finish_drawing()
+    except BaseException:
+        finish_drawing(True)  # the figures not started yet are not drawn for a report that fails
+        raise
+    rendered = finish_drawing(False)
     sections = [head + _figures(run_id, record, out_dir, inline, rendered) + tail if tail is not None else head
                 for run_id, record, (head, tail) in zip(ids, records, parts)]
     failed = sum(1 for r in summary_rows if r["status"] != "ok")
