@@ -153,3 +153,16 @@ def test_top_level_keys_beside_a_chip_table_are_refused(tmp_path):
 def test_a_huge_value_is_quoted_short(chip):
     rc, _, err = run("run", "pqc-tpm", "--chip", chip)
     assert rc != 0 and "(10000 characters)" in err and len(err) < 600 and err.count("\n") == 1, err[:300]
+
+
+def test_two_chips_with_one_label_are_refused():
+    """Rows are told apart by the chip's label: a repeated spec (or two with one name=) is a usage error."""
+    rc, out, err = run("run", "pqc-tpm", "--chip", "core=m4,mhz=100", "--chip", "core=m4,mhz=100",
+                       "--algorithms", "ML-KEM-768", "--draws", "20")
+    assert rc == 2 and out == "" and "2 chips are labelled 'cortex-m4 @ 100 MHz'" in err and "name=LABEL" in err
+    rc, _, err = run("run", "pqc-tpm", "--chip", "core=m4,mhz=100,name=a", "--chip", "core=m4,mhz=200,name=a",
+                     "--algorithms", "ML-KEM-768", "--draws", "20")
+    assert rc == 2 and "labelled 'a'" in err
+    rc, _, err = run("run", "pqc-tpm", "--chip", "core=m4,mhz=100,name=a", "--chip", "core=m4,mhz=100,name=b",
+                     "--algorithms", "ML-KEM-768", "--draws", "20")
+    assert rc == 0, err

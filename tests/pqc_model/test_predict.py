@@ -12,9 +12,9 @@ from trustlab.errors import TrustlabError
 
 from .cli_run import run
 
-M4_ASM = {"core": "cortex-m4", "keccak": "asm"}
+M4_ASM = {"core": "cortex-m4", "keccak": "asm", "lineage": "reference"}
 """A measurement source on the calibration's own Keccak (pqm4's assembly on a Cortex-M4): no Keccak conversion."""
-M4_C = {"core": "cortex-m4", "keccak": "c"}
+M4_C = {"core": "cortex-m4", "keccak": "c", "lineage": "reference"}
 """A Cortex-M4 source with a C Keccak: its Keccak per clock x the M4's C/asm ratio stands on the C basis."""
 
 
@@ -321,10 +321,15 @@ def test_leave_one_source_out_summary_is_reported_as_measured():
       fastest and the slowest, left out, are priced from the others and miss: the named-core factors (Zen 1 vs
       Golden Cove, from SPECint2006 per GHz and the vendors' IPC claims, data/microarch.toml) explain a part, and
       Xu's -O2 a little more (builds.toml 'o2', our own measurement); -march=native was measured and is no
-      faster (no factor), and mlkem-native's C is 1.6-2x faster than the reference C at the same flags on the
-      same core (a code-base difference the model does not name), and with the a-class sources on one
-      per-clock scale the pooled application-core spread narrowed, so these two are mostly outside their
-      intervals;
+      faster (no factor). mlkem-native's C is 1.6-2x faster than the reference C at the same flags on the
+      same core: a code-base difference the model names since (pqc_model.lineage, data/lineage.toml: our own
+      same-core measurement per counted unit, x86 for application classes, the Cortex-M4 cycle model for
+      microcontrollers, rule fixed before validation). The c7i went from +126% (0/6 within 2x) to +68% (6/6, its
+      ML-KEM-512 keygen at x2.00, at the edge; 4/6 inside): the factor is x0.43 on the other units but ~x1 on
+      Keccak, and the x86 class, fitted on rows without a hashing share, keeps the Cortex-M4's Keccak share of the
+      time, so the whole-operation speed-up (x0.50-x0.64 measured) is only partly applied. Brought to the
+      reference lineage, the c7i no longer widens the pooled application-core spread, so Xu's Zen 1 rows (-42%,
+      wolfCrypt C, lineage priced as unknown) are 9/18 outside their narrower intervals (were 3/18);
     - the STM32F446 application build (its STM32CubeIDE project has a Debug -O0 and a Release -Os configuration,
       the README does not say which ran) is priced at the mix of the two, below the -O0 run it fits (median -50%,
       one row of two just beyond 2x, both inside their intervals). It and the FHNW STM32F407 -O0 build of the Kyber
@@ -351,8 +356,11 @@ def test_leave_one_source_out_summary_is_reported_as_measured():
     counted = [r for r in validation.loso_rows() if r["counted"]]
     misses = [r for r in counted if max(r["predicted"] / r["reference"], r["reference"] / r["predicted"]) > 2]
     assert s["within_2x"] == s["rows"] - len(misses)
+    # the c7i stays in the set: its ML-KEM-512 keygen sits at x2.00, the edge
     assert {r["source_id"] for r in misses} <= {"mlkem-native-c7i", "xu2025-x86", "wolfssl-examples-f446",
                                                  "wolfssl-pr7676-stm32h7a3-m7"}
+    c7i = [r for r in counted if r["source_id"] == "mlkem-native-c7i"]
+    assert sum(max(r["predicted"] / r["reference"], r["reference"] / r["predicted"]) <= 2.05 for r in c7i) == len(c7i)
     # the FHNW -O0 build's ML-KEM-512 encapsulate sits at the interval's 95% end (within 2% of it): covered or not is
     # the Monte-Carlo draw's noise there (it flipped when the draw seed stopped depending on the chip's label)
     edge = {"fhnw-kyber-f407-O0"}

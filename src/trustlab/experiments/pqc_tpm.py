@@ -28,7 +28,7 @@ import sys
 from typing import Any
 
 from trustlab.devices.tpm2.pqc_model import builds, chips, chipspec, classes, frames, keccak_engine, keccak_impl, \
-    predict, ram, silicon, validation
+    lineage, predict, ram, silicon, validation
 from trustlab.devices.tpm2.pqc_model.chipspec import ChipSpec
 from trustlab.devices.tpm2.pqc_model.cost import SHAKE256_RATE, absorb_ms, operation_cost, unit_costs
 from trustlab.devices.tpm2.pqc_model.params import ALGORITHMS, DSA_OPERATIONS, KEM_OPERATIONS, MLKEM, params
@@ -251,13 +251,18 @@ class PqcTpmExperiment:
                             help="also price a chip nobody profiled: core=CLASS|CORE,mhz=N[,sha256_kbps=K][,bus=spi:MHZ|"
                             "i2c:MHZ][,certified=yes][,tpm=yes][,ohc_ms=X]"
                             f"[,build={'|'.join(builds.kinds())}]"
-                            "[,impl=portable|optimized|mixed|unknown][,keccak_impl=asm|c|unknown][,keccak_engine=none|"
+                            "[,impl=portable|optimized|mixed|unknown]"
+                            f"[,lineage={'|'.join(lineage.kinds())}][,keccak_impl=asm|c|unknown][,keccak_engine=none|"
                             f"{'|'.join(keccak_engine.names())}|keccak_cycles=N|LO-HI[,keccak_call_cycles=N]]"
                             "[,name=LABEL] or a TOML file with those "
                             f"keys (core classes: {', '.join(classes.names())}; named cores, priced with their published "
                             f"per-clock factor: {', '.join(classes.microarch_names())}; mhz may be a range 25-100; build "
                             "defaults to unknown, the widest range; impl to unknown (portable C, or pqm4's assembly on cores that run "
-                            "it; optimized/mixed only on those cores); keccak_impl: the software Keccak-f[1600], asm "
+                            "it; optimized/mixed only on those cores); lineage: the portable C's code base, reference (pq-crystals "
+                            "ref, PQClean clean, liboqs ref: the classes' basis) or mlkem-native (its C without backends, "
+                            "measured faster per counted unit on a Cortex-M4 cycle model and an x86 core); mldsa-native and "
+                            "wolfcrypt are not measured and priced as unknown, the default: the reference as centre, "
+                            "mlkem-native's speed-up as the fast end (data/lineage.toml); keccak_impl: the software Keccak-f[1600], asm "
                             "(hand-written assembly, pqm3's / pqm4's: a speed-up over C is sourced only for "
                             f"{', '.join(keccak_impl.sourced_classes())}; on other classes asm is "
                             "priced as C and the output says so) or c (PQClean, liboqs, wolfCrypt, pq-crystals ref), default unknown "
@@ -298,6 +303,10 @@ class PqcTpmExperiment:
             raise TrustlabError(f"--draws must be between {MIN_DRAWS} and {MAX_DRAWS}, got {args.draws} "
                                 "(more draws do not sharpen the median or p95 further, they only take longer)")
         specs = [ChipSpec.parse(text) for text in getattr(args, "chip", [])]
+        labels = [spec.name for spec in specs]
+        for label in dict.fromkeys(x for x in labels if labels.count(x) > 1):  # rows could not be told apart
+            raise TrustlabError(f"--chip: {labels.count(label)} chips are labelled {label!r}; give each its own "
+                                "name=LABEL (or drop the repeated one)")
         profiles_arg = args.profiles if args.profiles is not None else ("" if specs else "all")
         known = registry.names("tpm2")
         names = known if profiles_arg == "all" else _unique(profiles_arg)
@@ -435,6 +444,8 @@ class PqcTpmExperiment:
                           "keccak_impl": None if spec.keccak_engine is not None else spec.keccak_impl,
                           "keccak_impl_priced_as": None if spec.keccak_engine is not None else
                           keccak_impl.priced_as(spec.core or "secure-mcu", spec.keccak_impl),
+                          "lineage": spec.lineage,
+                          "lineage_priced_as": {fam: lineage.priced_as(spec.lineage, fam) for fam in ("ML-KEM", "ML-DSA")},
                           "notes": list(spec.notes),
                           "keccak_engine": _engine_facts(spec)})
         ram_rows = [{"algorithm": a, "operation": op, **ram.peak_ram(a, op)} for a in algorithms

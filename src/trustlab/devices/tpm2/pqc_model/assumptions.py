@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 
 from trustlab.devices.tpm2.pqc_model import builds, calibration, chips, classes, estimate, keccak_engine, \
-    keccak_impl, wolftpm_hash_bench
+    keccak_impl, lineage, wolftpm_hash_bench
 
 
 def _entry(name: str, value: str, applies: str, source: str) -> dict:
@@ -74,6 +74,22 @@ def listing() -> list[dict]:
     out.append(_entry("Keccak implementation: unknown", _rng(m4.mid / m4.mid, m4.hi, m4.mid) + " on a Cortex-M4's "
                       "Keccak time vs pqm4's assembly (other classes: their own asm ratio; none sourced: C)",
                       "chips that do not say (--chip default; sources whose keccak is unknown)", keccak_impl.UNKNOWN_RULE))
+    for kind in lineage.kinds():
+        for fam in ("ML-KEM", "ML-DSA"):
+            if lineage.priced_as(kind, fam) != kind or (kind == lineage.REFERENCE and fam == "ML-DSA"):
+                continue  # priced as another lineage (said in its source) or already listed
+            by_group = []
+            for grp, core in (("microcontroller", "cortex-m4"), ("application", "host-x86")):
+                k, a = (lineage.factor(kind, fam, core, unit) for unit in lineage.UNITS)
+                by_group.append(f"{grp}: Keccak {_rng(k.lo, k.hi, k.mid)}, other {_rng(a.lo, a.hi, a.mid)}")
+            out.append(_entry(f"lineage: {kind}" + ("" if kind == lineage.REFERENCE else f" ({fam})"),
+                              "x1" if kind == lineage.REFERENCE else "; ".join(by_group),
+                              "time of the lineage's portable C vs the reference C on the same core (--chip lineage=, "
+                              "sources' lineage field; not hand-written assembly)", lineage._doc()[kind]["source"]))
+    for kind in lineage.kinds():
+        if all(lineage.priced_as(kind, fam) != kind for fam in ("ML-KEM", "ML-DSA")):
+            out.append(_entry(f"lineage: {kind}", "priced as unknown", "--chip lineage= and sources naming it",
+                              lineage._doc()[kind]["source"]))
     out.append(_entry("SHA-256 placement", f"{estimate.SHA256_M4_CYCLES_PER_BYTE:g} Cortex-M4 cycles/byte, "
                       f"{_rng(*estimate.SHA_PLACEMENT)}", "chips with a measured SHA-256 rate",
                       f"{estimate.SHA256_M4_SOURCE}; {estimate.SHA_PLACEMENT_SOURCE}"))

@@ -21,6 +21,11 @@ entry and its own measured rates). Keys::
                  and -Og per counted unit, measured on the Kyber reference)
     impl         the code: portable (C), optimized (hand-written assembly), mixed, or unknown (default:
                  portable or pqm4-style assembly on cores that run it, portable elsewhere)
+    lineage      the code base of the portable C: reference (pq-crystals ref, PQClean clean, liboqs ref and code
+                 derived from them: the classes' basis), mlkem-native (its C without backends: measured faster on
+                 the same core, per counted unit), mldsa-native or wolfcrypt (not measured: priced as unknown),
+                 or unknown (default: the reference as centre, the measured mlkem-native speed-up as the fast end):
+                 data/lineage.toml (:mod:`.lineage`); not applied to impl=optimized (hand-written assembly)
     keccak_impl  the software Keccak-f[1600]: asm (hand-written assembly: pqm4's, pqm3's; a speed-up is sourced only
                  for the classes with cores.toml keccak_asm, elsewhere asm is priced as C and the chip says so), c (a portable C
                  permutation: PQClean, liboqs, pq-crystals ref, mlkem-native without backends, wolfCrypt's default),
@@ -50,12 +55,12 @@ import statistics
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from trustlab.devices.tpm2.pqc_model import builds, chips, classes, keccak_engine, keccak_impl, silicon, \
+from trustlab.devices.tpm2.pqc_model import builds, chips, classes, keccak_engine, keccak_impl, lineage, silicon, \
     wolftpm_hash_bench
 from trustlab.errors import TrustlabError, excerpt
 
-KEYS = ("core", "mhz", "sha256_kbps", "bus", "certified", "tpm", "ohc_ms", "build", "impl", "keccak_impl", "keccak_engine",
-        "keccak_cycles", "keccak_call_cycles", "name")
+KEYS = ("core", "mhz", "sha256_kbps", "bus", "certified", "tpm", "ohc_ms", "build", "impl", "lineage", "keccak_impl",
+        "keccak_engine", "keccak_cycles", "keccak_call_cycles", "name")
 IMPLEMENTATIONS = ("portable", "optimized", "mixed", "unknown")
 BUSES = ("none", "spi", "i2c", "memory")
 SECURE_CORES = ("sc000", "sc300", "secure-mcu", "secure", "smartcard", "se")
@@ -94,6 +99,7 @@ class ChipSpec:
     timer: builds.Factor | None = None    # validation only: what a reported figure counts per core cycle
     keccak_engine: keccak_engine.KeccakEngine | None = None  # Keccak on a hardware engine (None: on the core)
     keccak_impl: str = keccak_impl.UNKNOWN  # the software Keccak-f[1600]: asm, c or unknown (.keccak_impl)
+    lineage: str = lineage.UNKNOWN        # the portable C's code base: reference, mlkem-native, ... (.lineage)
     notes: tuple[str, ...] = field(default_factory=tuple)
 
     def bus_ms_per_byte(self, u: float = 0.5) -> float:
@@ -327,6 +333,7 @@ def _from_mapping(doc: dict, where: str) -> ChipSpec:
                                 "keccak_cycles the permutations run on the engine, not in software")
     else:  # hand-written assembly (pqm4's m4f code) links pqm4's assembly Keccak
         kimpl = keccak_impl.ASM if impl == "optimized" else keccak_impl.UNKNOWN
+    code_base = lineage.check(doc["lineage"], where) if "lineage" in doc else lineage.UNKNOWN
     sha = None
     if "sha256_kbps" in doc:
         kbps = _bounded(_number(doc["sha256_kbps"], "sha256_kbps", where), "sha256_kbps", where, *SHA256_KBPS_RANGE,
@@ -342,7 +349,8 @@ def _from_mapping(doc: dict, where: str) -> ChipSpec:
                     tpm=_flag(doc.get("tpm", secure), "tpm", where),
                     ohc_ms=_bounded(_number(doc.get("ohc_ms", 0.0), "ohc_ms", where, positive=False), "ohc_ms",
                                     where, 0.0, OHC_MAX_MS, "ms"), build=build, implementation=impl,
-                    keccak_engine=engine, keccak_impl=kimpl, notes=() if note is None else (note,))
+                    keccak_engine=engine, keccak_impl=kimpl, lineage=code_base,
+                    notes=() if note is None else (note,))
     if sha is not None:
         compute = 1.0 / sha - spec.bus_ms_per_byte()
         if compute <= 0:

@@ -48,7 +48,7 @@ from scipy import special  # not scipy.stats: t.ppf is special.stdtrit, and scip
 from trustlab.devices.tpm2.pqc_model import builds, calibration, counts
 from trustlab.devices.tpm2.pqc_model.coredata import (  # noqa: F401 - resolve is part of this module's interface
     _core_key, _cores, _microarchs, _references, resolve)
-from trustlab.devices.tpm2.pqc_model.params import check_operation
+from trustlab.devices.tpm2.pqc_model.params import check_operation, family
 from trustlab.errors import TrustlabError
 
 PORTABLE = "portable"
@@ -249,15 +249,20 @@ def row_ratios(row: dict, scales: tuple[float, float] = (1.0, 1.0)) -> tuple[flo
 
 def basis_scales(source: dict, row: dict) -> tuple[float, float]:
     """What a row's work per clock on Keccak and on the other units is multiplied by to stand for a benchmark
-    build counting core cycles: its source's build factor on that unit x its timer factor, at their centres
-    (:mod:`.builds`)."""
+    build of reference-lineage C counting core cycles: its source's build factor on that unit x its timer factor
+    (:mod:`.builds`) x its code base's factor (:mod:`.lineage`), at their centres."""
     from trustlab.devices.tpm2.pqc_model import keccak_impl  # it reads the classes' data: imported late
+
+    from trustlab.devices.tpm2.pqc_model import lineage  # it reads the classes' data: imported late
 
     build, timer = builds.of_source(source, row["unit"])
     keccak, arith = builds.units(build.kind)
     fk = keccak.mid if source.get("keccak_engine") or keccak_impl.compiled(
         source["core"], keccak_impl.of_source(source)) else 1.0  # flags do not move an assembly Keccak
-    return fk * timer.mid * keccak_basis(source), arith.mid * timer.mid
+    lk, la = lineage.basis(source, family(row["algorithm"]))  # its code base on the reference lineage's
+    # an engine's Keccak is no C lineage's (as keccak_basis)
+    lk = 1.0 if source.get("keccak_engine") else lk
+    return fk * timer.mid * keccak_basis(source) * lk, arith.mid * timer.mid * la
 
 
 def keccak_basis(source: dict) -> float:

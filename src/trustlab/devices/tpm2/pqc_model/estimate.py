@@ -19,9 +19,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from trustlab.devices.tpm2.pqc_model import builds, calibration, chips, classes, counts, frames, keccak_impl
+from trustlab.devices.tpm2.pqc_model import builds, calibration, chips, classes, counts, frames, keccak_impl, lineage
 from trustlab.devices.tpm2.pqc_model.chipspec import ChipSpec
-from trustlab.devices.tpm2.pqc_model.params import MLDSA, check_operation
+from trustlab.devices.tpm2.pqc_model.params import check_operation, family
 
 SHA256_M4_CYCLES_PER_BYTE = 86.0
 SHA256_M4_SOURCE = ("MicroPython forum thread 587 ('sha256 and the cortex M4'): B-Con crypto-algorithms sha256.c "
@@ -64,10 +64,6 @@ def impl_fast(algorithm: str, operation: str) -> float:
     schemes = calibration.pqm4()["schemes"][algorithm]
     clean = schemes["clean"][operation]["cycles"]["AVG"]
     return min(f[operation]["cycles"]["AVG"] for f in schemes.values() if operation in f) / clean
-
-
-def family(algorithm: str) -> str:
-    return "ML-DSA" if algorithm in MLDSA else "ML-KEM"
 
 
 @functools.cache
@@ -234,13 +230,24 @@ def _commands(operation: str) -> int:
     return len(classes.operations(operation)) if operation not in ("create", "load") else 1
 
 
+def lineage_speed(spec: ChipSpec, algorithm: str, s: Speed, u) -> Speed:
+    """The speed on ``algorithm`` of the chip's code base (:mod:`.lineage`): the classes are on reference-lineage C,
+    so each unit's speed is divided by its lineage factor at quantile ``u``; on every path (a SHA-256 or ECDSA rate
+    does not show which PQC code the firmware runs), not for hand-written assembly (no C lineage). The general
+    (SHA-256) speed is no PQC code's."""
+    if spec.implementation == "optimized":
+        return s
+    fk, fa = lineage.time_factors(spec.lineage, family(algorithm), spec.core or "secure-mcu", u)
+    return Speed(s.keccak_mhz / fk, s.arith_mhz / fa, s.keccak_mhz if s.general_mhz is None else s.general_mhz)
+
+
 def one(spec: ChipSpec, algorithm: str, operation: str, u: dict, *, protection: bool = True,
         exclude: frozenset[str] = frozenset(), rng: np.random.Generator | None = None, n: int = 1):
     """ms of one operation with every assumption at quantile ``u[name]`` (0.5 = central; numpy arrays of
     ``n`` draws allowed); with ``rng`` each raw operation's work is a drawn counted run (ML-DSA signing's
     rejection loop), else the mean work."""
-    s = speed(spec, u["ratio"], u["clock"], u["place"], exclude, u.get("build", 0.5), u.get("source", 0.5),
-              u.get("keccak", 0.5))
+    s = lineage_speed(spec, algorithm, speed(spec, u["ratio"], u["clock"], u["place"], exclude, u.get("build", 0.5),
+                                             u.get("source", 0.5), u.get("keccak", 0.5)), u.get("lineage", 0.5))
     total = 0.0
     for op in plan(algorithm, operation):
         impl = impl_factor(spec, algorithm, op, u["impl"])
@@ -296,6 +303,8 @@ def provenance(spec: ChipSpec, algorithm: str, operation: str, protection: bool,
     else:
         parts.append(keccak_impl.text(spec.core or "secure-mcu", spec.keccak_impl))
     parts.append(f"implementation {spec.implementation}; {IMPL_SOURCE}")
+    if spec.implementation != "optimized":
+        parts.append(lineage.text(spec.lineage, family(algorithm), spec.core or "secure-mcu"))
     if spec.certified and protection:
         fam = family(algorithm)
         for op in SECRET_OPS[fam]:

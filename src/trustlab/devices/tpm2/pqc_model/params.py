@@ -100,3 +100,8 @@ def check_operation(algorithm: str, operation: str) -> MLKEMParams | MLDSAParams
     if operation not in ops:
         raise TrustlabError(f"{algorithm} has no operation {operation!r} (it has: {', '.join(ops)})")
     return p
+
+
+def family(algorithm: str) -> str:
+    """'ML-DSA' or 'ML-KEM': which FIPS standard a parameter set belongs to."""
+    return "ML-DSA" if algorithm in MLDSA else "ML-KEM"

@@ -92,6 +92,7 @@ def price(algorithm: str, operation: str, chip: ChipSpec | str, *, protection: b
         u["engine"] = np.random.default_rng(seed ^ 0x6B656363).random(draws)
     else:  # the software Keccak's implementation (.keccak_impl): its own stream too
         u["keccak"] = np.random.default_rng(seed ^ 0x6B696D70).random(draws)
+    u["lineage"] = np.random.default_rng(seed ^ 0x6C696E65).random(draws)  # the code base (.lineage): its own stream
     xs = np.sort(np.broadcast_to(estimate.one(spec, algorithm, operation, u, protection=protection, exclude=exclude,
                                      rng=rng, n=draws), (draws,)))
     low, high = float(xs[int(0.05 * (draws - 1))]), float(xs[int(0.95 * (draws - 1))])

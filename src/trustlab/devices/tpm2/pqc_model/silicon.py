@@ -17,7 +17,7 @@ import tomllib
 from dataclasses import dataclass
 from importlib import resources
 
-from trustlab.devices.tpm2.pqc_model.params import MLDSA
+from trustlab.devices.tpm2.pqc_model.params import family
 
 
 @dataclass(frozen=True)
@@ -57,16 +57,12 @@ def rows(profile: str) -> tuple[Published, ...]:
                  for o in entry["ops"])
 
 
-def _family(algorithm: str) -> str:
-    return "ML-DSA" if algorithm in MLDSA else "ML-KEM"
-
-
 def lookup(profile: str, algorithm: str, call: str) -> tuple[Published, bool] | None:
     """The published row for this call (exact parameter set, else the family's: extrapolated=True)."""
     exact = [r for r in rows(profile) if r.algorithm == algorithm and r.call == call]
     if exact:
         return exact[0], False
-    same = [r for r in rows(profile) if _family(r.algorithm) == _family(algorithm) and r.call == call]
+    same = [r for r in rows(profile) if family(r.algorithm) == family(algorithm) and r.call == call]
     return (same[0], True) if same else None
 
 
@@ -77,7 +73,7 @@ def for_operation(profile: str, algorithm: str, operation: str) -> tuple[Publish
     chip's unprotected speed on that code."""
     found = lookup(profile, algorithm, operation)
     if found is None and operation == "load":
-        public = lookup(profile, algorithm, "verify" if _family(algorithm) == "ML-DSA" else "encapsulate")
+        public = lookup(profile, algorithm, "verify" if family(algorithm) == "ML-DSA" else "encapsulate")
         return None if public is None else (public[0], True)
     return found
 

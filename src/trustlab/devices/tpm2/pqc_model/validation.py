@@ -20,8 +20,8 @@ from __future__ import annotations
 import functools
 import statistics
 
-from trustlab.devices.tpm2.pqc_model import builds, calibration, chips, classes, keccak_engine, keccak_impl, predict, \
-    silicon
+from trustlab.devices.tpm2.pqc_model import builds, calibration, chips, classes, keccak_engine, keccak_impl, lineage, \
+    predict, silicon
 from trustlab.devices.tpm2.pqc_model.chipspec import ChipSpec
 from trustlab.timing import registry
 
@@ -55,7 +55,7 @@ def spec_of(source: dict, row: dict) -> ChipSpec:
                     build=build.kind, timer=timer,
                     implementation=impl if impl in ("portable", "optimized", "mixed") else "unknown",
                     keccak_engine=keccak_engine.named(engine) if engine else None,
-                    keccak_impl=keccak_impl.of_source(source))
+                    keccak_impl=keccak_impl.of_source(source), lineage=lineage.of_source(source))
 
 
 def predict_row(row: dict, exclude_own: bool = True) -> dict:
