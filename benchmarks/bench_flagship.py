@@ -13,7 +13,7 @@ Where the CPU goes: ``by_experiment`` sums each run's own CPU (its record's
 swtpm) per study, with the number of runs; ``runs_cpu_s`` is their total;
 ``report_cpu_s`` is writing the same report again from the saved records in a
 separate process (``trustlab report --jobs 2``: the HTML, the tables and the
-figures drawn on two workers); ``figures`` counts the report's PNGs (every
+figures drawn by one forked worker while the parent writes the rest); ``figures`` counts the report's PNGs (every
 run's and the overview), ``figures_not_drawn`` the figures its page says could
 not be drawn (0 unless something is wrong); ``rest_cpu_s`` = ``cpu_s`` - runs - report: the
 flagship process itself (the run list, its fork server) and whatever the

@@ -106,16 +106,24 @@ def test_record_meta_says_how_to_run_it_again(tm_record):
     assert args["profile"] == ["infineon-2010", "atmel-2010"] and args["noise"] == 0.0
 
 
-def test_parallel_figure_drawing_gives_the_same_report(tmp_path):
+@pytest.mark.parametrize("jobs", [2, 3])  # one drawing worker beside the page's writer; two
+def test_parallel_figure_drawing_gives_the_same_report(tmp_path, jobs):
     records = [run_argv("lab-counting", ["--x", str(x)]).to_record() for x in range(8)]
     records.append(dict(records[0], plots=[{"kind": "pie", "series": []}]))
     one = write_report(records, tmp_path / "one", jobs=1)
-    two = write_report(records, tmp_path / "two", jobs=2)
+    two = write_report(records, tmp_path / "two", jobs=jobs)
     pngs = sorted(p.name for p in (tmp_path / "one" / "plots").iterdir())
     assert len(pngs) == 8 and pngs == sorted(p.name for p in (tmp_path / "two" / "plots").iterdir())
     for name in pngs:
         assert (tmp_path / "one" / "plots" / name).read_bytes() == (tmp_path / "two" / "plots" / name).read_bytes()
     assert "unknown plot kind" in two.read_text() and one.read_text().count("<img") == 8
+    files = sorted(str(p.relative_to(tmp_path / "one")) for p in (tmp_path / "one").rglob("*.*")
+                   if p.name != "index.html")  # written while the figures are drawn: the same
+    assert files == sorted(str(p.relative_to(tmp_path / "two")) for p in (tmp_path / "two").rglob("*.*")
+                           if p.name != "index.html")
+    assert "results.json" in files and any(f.startswith("tables") for f in files)
+    for name in files:
+        assert (tmp_path / "one" / name).read_bytes() == (tmp_path / "two" / name).read_bytes(), name
 
 
 def test_hostile_records_cost_a_figure_not_the_report(tmp_path):

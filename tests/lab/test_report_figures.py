@@ -107,3 +107,18 @@ def test_stamped_axes_answer_matplotlibs_questions_after_a_drawing(monkeypatch):
         ax.set_yscale("log")
         assert ax.xaxis.get_ticks_position() == "bottom" and ax.yaxis.get_ticks_position() == "left"
         assert ax.yaxis.get_minor_ticks(3) and len(ax.xaxis.get_major_ticks(4)) == 4
+
+
+def test_matplotlib_imported_for_drawing_keeps_its_set_signatures_after():
+    """The drawing's import skips Artist.set's generated docs (plots._setters_undocumented) only meanwhile."""
+    from matplotlib.artist import Artist
+
+    import trustlab.report.plots as plots
+
+    plots.preload()
+    generated = Artist._update_set_signature_and_docstring
+
+    class Later(Artist):
+        pass
+
+    assert "Supported properties" in (Later.set.__doc__ or "") and generated.__name__ != "flag_only"

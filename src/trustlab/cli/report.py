@@ -28,7 +28,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--link-images", action="store_true",
                    help="link the PNG files beside the page instead of embedding them")
     p.add_argument("--jobs", "-j", type=jobs(), default=1, metavar="N",
-                   help="draw figures on N processes (default 1)")
+                   help="N processes: N-1 draw the figures while one writes the rest (default 1: one does all)")
     p.set_defaults(handler=run)
 
 

@@ -19,7 +19,7 @@ import shutil
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 from trustlab import __version__
 from trustlab.report import html as h
@@ -81,10 +81,17 @@ def _render_safe(spec: Any, png: Path) -> str | None:
 OVERVIEW = ("overview", 0)  # its key among the drawn figures (run ids end in -N, so none is "overview")
 
 
-def _render_all(records: Sequence[dict[str, Any]], ids: list[str], out_dir: Path, jobs: int,
-                overview: dict[str, Any] | None = None) -> dict[tuple[str, int], str | None]:
-    """Every figure of every run (the ``overview`` spec first), on ``jobs`` forked processes when there are many.
+def _start_drawing(records: Sequence[dict[str, Any]], ids: list[str], out_dir: Path, jobs: int,
+                   overview: dict[str, Any] | None = None) -> Callable[[bool], dict[tuple[str, int], str | None]]:
+    """Start drawing every figure of every run (the ``overview`` spec first); call the result with
+    False for (run id, figure n) -> drawing error (None: drawn) once they are all drawn, or with
+    True to stop the drawing (the figures not begun are left out).
 
+    ``jobs`` > 1 (and figures enough): ``jobs`` - 1 forked workers draw while this process writes
+    the JSON, the tables and the page's text, and waits for them only to embed the figures. A
+    worker costs its own text shaping, glyphs and math-text parses (~0.25 s of CPU for the
+    flagship's figures): two drawing workers beside an idle parent cost more CPU, and on a
+    busy machine more time too, than one worker beside a parent that works.
     A spec repeated (two runs asking for the same figure: the flagship's two timing-model
     runs share five) is drawn once and its PNG copied, byte for byte what drawing it again
     gives. The workers inherit matplotlib imported, not opened fonts (see below).
@@ -103,28 +110,42 @@ def _render_all(records: Sequence[dict[str, Any]], ids: list[str], out_dir: Path
             first[key] = i
     todo = [i for i in range(len(work)) if i not in same_as]
     specs, pngs = [work[i][1] for i in todo], [work[i][2] for i in todo]
-    if jobs > 1 and len(todo) >= 8 and "fork" in multiprocessing.get_all_start_methods():
-        # Nothing is drawn here before forking: a font opened before a fork shares its file
-        # offset with the workers, and their reads interleave (FT_Load_Glyph "invalid outline").
-        preload()
-        # Frozen, the objects the workers inherit are left out of their garbage collections: not
-        # scanned again in each worker, nor copied there page by page (copy-on-write) by the scan.
-        gc.freeze()
-        try:
-            with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("fork"),
-                                     initializer=forget_fonts) as pool:
-                # Runs of neighbouring figures per task: a run's figures share their labels, legend
-                # and tick texts, and a worker shapes each text once (its renderer keeps it), so
-                # scattering them over the workers had each shape and parse them again.
-                drawn = list(pool.map(_render_safe, specs, pngs, chunksize=-(-len(specs) // (2 * jobs))))
-        finally:
-            gc.unfreeze()
-    else:
+
+    def collect(drawn: Iterable[str | None]) -> dict[tuple[str, int], str | None]:
+        errors: dict[int, str | None] = dict(zip(todo, drawn))
+        for i, j in same_as.items():
+            errors[i] = errors[j] if errors[j] is not None else _copy_png(work[j][2], work[i][2])
+        return {work[i][0]: errors[i] for i in range(len(work))}
+
+    workers = jobs - 1
+    if workers < 1 or len(todo) < 8 or "fork" not in multiprocessing.get_all_start_methods():
         drawn = [_render_safe(spec, png) for spec, png in zip(specs, pngs)]
-    errors: dict[int, str | None] = dict(zip(todo, drawn))
-    for i, j in same_as.items():
-        errors[i] = errors[j] if errors[j] is not None else _copy_png(work[j][2], work[i][2])
-    return {work[i][0]: errors[i] for i in range(len(work))}
+        return lambda cancel: collect(drawn)
+    # Nothing is drawn here before forking: a font opened before a fork shares its file
+    # offset with the workers, and their reads interleave (FT_Load_Glyph "invalid outline").
+    preload()
+    # Frozen, the objects the workers inherit are left out of their garbage collections: not
+    # scanned again in each worker, nor copied there page by page (copy-on-write) by the scan.
+    gc.freeze()
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork"),
+                               initializer=forget_fonts)
+    try:
+        # Runs of neighbouring figures per task: a run's figures share their labels, legend
+        # and tick texts, and a worker shapes each text once (its renderer keeps it), so
+        # scattering them over the workers had each shape and parse them again.
+        pending = pool.map(_render_safe, specs, pngs, chunksize=-(-len(specs) // (2 * workers)))
+    except BaseException:
+        pool.shutdown(cancel_futures=True)
+        gc.unfreeze()
+        raise
+
+    def finish(cancel: bool) -> dict[tuple[str, int], str | None]:
+        try:
+            return {} if cancel else collect(list(pending))
+        finally:
+            pool.shutdown(cancel_futures=True)
+            gc.unfreeze()
+    return finish
 
 
 def _spec_key(spec: Any) -> str | None:
@@ -148,7 +169,8 @@ def write_report(records: Sequence[dict[str, Any]], out_dir: Path, title: str = 
     The caller has claimed ``out_dir`` (:func:`trustlab.safe_output.claim_dir`), so the old
     figures and tables removed here are an earlier report's own.
 
-    ``jobs`` > 1 draws the figures on that many processes (the slow part of a big report).
+    ``jobs`` > 1: ``jobs`` - 1 processes draw the figures (the slow part of a big report) while
+    this one writes the rest.
     """
     out_dir = Path(out_dir)
     ensure_dir(out_dir, "report directory")
@@ -159,31 +181,15 @@ def write_report(records: Sequence[dict[str, Any]], out_dir: Path, title: str = 
     refs_by_run = {run_id: reference_rows(record) for run_id, record in zip(ids, records) if not is_failure(record)}
     all_refs = [dict(r, run=run_id) for run_id, refs in refs_by_run.items() for r in refs]
     overview = _overview_spec(all_refs)
-    rendered = _render_all(records, ids, out_dir, jobs, overview)
-    summary_rows: list[dict[str, Any]] = []
-    sections: list[str] = []
-    for run_id, record in zip(ids, records):
-        if is_failure(record):
-            summary_rows.append({"run": run_id, "experiment": record["experiment"],
-                                 "parameters": _describe_params(record), "status": "FAILED",
-                                 "references": None, "max |error| %": None, "wall s": None})
-            sections.append(
-                f'<h2 id="{run_id}">{h.esc(record["experiment"])} — failed</h2>'
-                f'<div class="fail"><p>argv: <code>{h.esc(_describe_params(record))}</code></p>'
-                f'{h.pre(str(record.get("error", "")))}</div>')
-            continue
-        refs = refs_by_run[run_id]
-        meta = record.get("meta") or {}
-        summary_rows.append({"run": run_id, "experiment": record["experiment"],
-                             "parameters": _describe_params(record),
-                             "status": "VIOLATED: " + "; ".join(map(str, record["violations"]))
-                             if record.get("violations") else "ok",
-                             "references": len(refs), "max |error| %": _max_err(refs),
-                             "wall s": meta.get("wall_s")})
-        sections.append(_section(run_id, record, refs, out_dir, inline, rendered))
-    write_json(out_dir / "results.json", list(records))
-    if all_refs:
-        write_csv(out_dir / "references.csv", all_refs)
+    finish_drawing = _start_drawing(records, ids, out_dir, jobs, overview)
+    try:
+        summary_rows, parts = _text_parts(records, ids, refs_by_run, all_refs, out_dir)
+    except BaseException:
+        finish_drawing(True)  # the figures not started yet are not drawn for a report that fails
+        raise
+    rendered = finish_drawing(False)
+    sections = [head + _figures(run_id, record, out_dir, inline, rendered) + tail if tail is not None else head
+                for run_id, record, (head, tail) in zip(ids, records, parts)]
     failed = sum(1 for r in summary_rows if r["status"] != "ok")
     status = (f'<p class="bad">{failed} of {len(records)} runs failed; see below.</p>' if failed
               else f'<p class="ok">All {len(records)} runs finished.</p>')
@@ -205,6 +211,39 @@ def write_report(records: Sequence[dict[str, Any]], out_dir: Path, title: str = 
     index = out_dir / "index.html"
     write_text(index, h.page(title, intro + overview_html, sections))
     return index
+
+
+def _text_parts(records: Sequence[dict[str, Any]], ids: list[str], refs_by_run: dict[str, list[dict[str, Any]]],
+                all_refs: list[dict[str, Any]], out_dir: Path
+                ) -> tuple[list[dict[str, Any]], list[tuple[str, str | None]]]:
+    """Everything but the figures, done while they are drawn: the summary rows, each run's
+    section before and after its figures (a failed run's has no after: None), results.json,
+    references.csv and the data tables' CSVs."""
+    summary_rows: list[dict[str, Any]] = []
+    parts: list[tuple[str, str | None]] = []
+    for run_id, record in zip(ids, records):
+        if is_failure(record):
+            summary_rows.append({"run": run_id, "experiment": record["experiment"],
+                                 "parameters": _describe_params(record), "status": "FAILED",
+                                 "references": None, "max |error| %": None, "wall s": None})
+            parts.append((
+                f'<h2 id="{run_id}">{h.esc(record["experiment"])} — failed</h2>'
+                f'<div class="fail"><p>argv: <code>{h.esc(_describe_params(record))}</code></p>'
+                f'{h.pre(str(record.get("error", "")))}</div>', None))
+            continue
+        refs = refs_by_run[run_id]
+        meta = record.get("meta") or {}
+        summary_rows.append({"run": run_id, "experiment": record["experiment"],
+                             "parameters": _describe_params(record),
+                             "status": "VIOLATED: " + "; ".join(map(str, record["violations"]))
+                             if record.get("violations") else "ok",
+                             "references": len(refs), "max |error| %": _max_err(refs),
+                             "wall s": meta.get("wall_s")})
+        parts.append(_section(run_id, record, refs, out_dir))
+    write_json(out_dir / "results.json", list(records))
+    if all_refs:
+        write_csv(out_dir / "references.csv", all_refs)
+    return summary_rows, parts
 
 
 def _environment(records: Sequence[dict[str, Any]]) -> str:
@@ -252,8 +291,8 @@ def _overview(spec: dict[str, Any], error: str | None, out_dir: Path, inline: bo
             'sources per run below · <a href="plots/overview.png">PNG</a></figcaption></figure>')
 
 
-def _section(run_id: str, record: dict[str, Any], refs: list[dict[str, Any]], out_dir: Path,
-             inline: bool, rendered: dict[tuple[str, int], str | None]) -> str:
+def _section(run_id: str, record: dict[str, Any], refs: list[dict[str, Any]], out_dir: Path) -> tuple[str, str]:
+    """A run's section before its figures and after them (the figures are embedded once drawn)."""
     parts = [f'<h2 id="{run_id}">{h.esc(record["experiment"])} <span class="small">'
              f'{h.esc(_describe_params(record))}</span></h2>']
     description = (record.get("meta") or {}).get("description")
@@ -262,14 +301,8 @@ def _section(run_id: str, record: dict[str, Any], refs: list[dict[str, Any]], ou
     if refs:
         parts.append("<h3>Reference comparison</h3>")
         parts.append(h.table(refs, REF_COLS))
-    for n, spec in enumerate(record.get("plots") or [], start=1):
-        title = spec.get("title", f"figure {n}") if isinstance(spec, dict) else f"figure {n}"
-        png = out_dir / "plots" / f"{run_id}-{n}.png"
-        error = rendered.get((run_id, n), "not drawn")
-        if error is not None:
-            parts.append(f'<p class="bad">Figure {n} ({h.esc(title)}) could not be drawn: {h.esc(error)}</p>')
-            continue
-        parts.append(h.figure(png, out_dir, title, f"Figure {n}: {h.esc(title)}", inline))
+    head = "".join(parts)
+    parts = []
     profiles = profile_rows(record)
     if profiles:
         parts.append("<h3>Profiles (provenance)</h3>" + h.table(profiles, ["profile", "version", "family",
@@ -284,4 +317,20 @@ def _section(run_id: str, record: dict[str, Any], refs: list[dict[str, Any]], ou
     if meta:
         parts.append(h.details("Run record: seed, versions, tools, wall time",
                                h.json_pre({"params": record.get("params"), **meta})))
+    return head, "".join(parts)
+
+
+def _figures(run_id: str, record: dict[str, Any], out_dir: Path, inline: bool,
+             rendered: dict[tuple[str, int], str | None]) -> str:
+    """A run's figures (drawn by :func:`_start_drawing`), each with its caption or why it could not be drawn."""
+    parts = []
+    for n, spec in enumerate(record.get("plots") or [], start=1):
+        title = spec.get("title", f"figure {n}") if isinstance(spec, dict) else f"figure {n}"
+        png = out_dir / "plots" / f"{run_id}-{n}.png"
+        error = rendered.get((run_id, n), "not drawn")
+        if error is not None:
+            parts.append(f'<p class="bad">Figure {n} ({h.esc(title)}) could not be drawn: {h.esc(error)}</p>')
+            continue
+        parts.append(h.figure(png, out_dir, title, f"Figure {n}: {h.esc(title)}", inline))
     return "".join(parts)
+
