@@ -7,6 +7,8 @@ is wrong and where (file, line, component, column) on its own.
 
 from __future__ import annotations
 
+from typing import Iterable
+
 
 class TrustlabError(Exception):
     """An error caused by input the user can fix; printed without a traceback."""
@@ -42,3 +44,16 @@ def excerpt(text: object, limit: int = EXCERPT_CHARS) -> str:
     cut = len(text) > limit
     shown = one_line(text[:limit])
     return f"'{shown}'" + (f"... ({len(text)} characters)" if cut else "")
+
+
+def choice(value: object, allowed: Iterable[str], field: str, where: str) -> str:
+    """``value`` stripped and lower-cased when it is one of ``allowed``; else the one-line error
+    ``{where}: {field} = {value}: use one of ...`` (the value quoted by :func:`excerpt`).
+
+    Why: every keyword a user or a data file picks from a fixed list (a build kind, a lineage, a
+    Keccak implementation) is read the same forgiving way and refused with the same message."""
+    options = tuple(allowed)
+    key = str(value).strip().lower()
+    if key not in options:
+        raise TrustlabError(f"{where}: {field} = {excerpt(value)}: use one of {', '.join(options)}")
+    return key

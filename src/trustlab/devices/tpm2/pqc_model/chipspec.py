@@ -57,7 +57,7 @@ from pathlib import Path
 
 from trustlab.devices.tpm2.pqc_model import builds, chips, classes, keccak_engine, keccak_impl, lineage, silicon, \
     wolftpm_hash_bench
-from trustlab.errors import TrustlabError, excerpt
+from trustlab.errors import TrustlabError, choice, excerpt
 
 KEYS = ("core", "mhz", "sha256_kbps", "bus", "certified", "tpm", "ohc_ms", "build", "impl", "lineage", "keccak_impl",
         "keccak_engine", "keccak_cycles", "keccak_call_cycles", "name")
@@ -313,12 +313,8 @@ def _from_mapping(doc: dict, where: str) -> ChipSpec:
     mhz = _mhz(doc["mhz"], where)
     secure = str(doc["core"]).strip().lower() in SECURE_CORES
     bus, bus_hz = _bus(doc.get("bus", "none"), where)
-    build = str(doc.get("build", builds.UNKNOWN)).strip().lower()
-    if build not in builds.kinds():
-        raise TrustlabError(f"{where}: build = {excerpt(doc['build'])}: use one of {', '.join(builds.kinds())}")
-    impl = str(doc.get("impl", "unknown")).strip().lower()
-    if impl not in IMPLEMENTATIONS:
-        raise TrustlabError(f"{where}: impl = {excerpt(doc['impl'])}: use one of {', '.join(IMPLEMENTATIONS)}")
+    build = choice(doc.get("build", builds.UNKNOWN), builds.kinds(), "build", where)
+    impl = choice(doc.get("impl", "unknown"), IMPLEMENTATIONS, "impl", where)
     if impl in ("optimized", "mixed") and core is not None and not classes.runs_pqm4_assembly(core):
         # the model's only assembly speed-up is pqm4's Cortex-M4 code; none is sourced for other cores
         raise TrustlabError(f"{where}: impl = {impl}: the model's assembly speed-up is pqm4's (Cortex-M4 DSP code), "

@@ -27,7 +27,7 @@ from __future__ import annotations
 import functools
 
 from trustlab.devices.tpm2.pqc_model import builds, coredata
-from trustlab.errors import TrustlabError, excerpt
+from trustlab.errors import TrustlabError, choice
 
 ASM, C, UNKNOWN = "asm", "c", "unknown"
 KINDS = (ASM, C, UNKNOWN)
@@ -82,10 +82,7 @@ def compiled(core: str, kind: str) -> bool:
 
 
 def check(kind: str, where: str) -> str:
-    k = str(kind).strip().lower()
-    if k not in KINDS:
-        raise TrustlabError(f"{where}: keccak_impl = {excerpt(kind)}: use one of {', '.join(KINDS)}")
-    return k
+    return choice(kind, KINDS, "keccak_impl", where)
 
 
 def of_source(source: dict) -> str:

@@ -22,7 +22,7 @@ import tomllib
 from importlib import resources
 
 from trustlab.devices.tpm2.pqc_model import builds, coredata
-from trustlab.errors import TrustlabError, excerpt
+from trustlab.errors import TrustlabError, choice
 
 REFERENCE, UNKNOWN = "reference", "unknown"
 UNITS = (builds.KECCAK, builds.ARITH)
@@ -43,10 +43,7 @@ def unknown_rule() -> str:
 
 
 def check(kind, where: str) -> str:
-    k = str(kind).strip().lower()
-    if k not in _doc():
-        raise TrustlabError(f"{where}: lineage = {excerpt(kind)}: use one of {', '.join(kinds())}")
-    return k
+    return choice(kind, kinds(), "lineage", where)
 
 
 def of_source(source: dict) -> str:
