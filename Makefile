@@ -15,7 +15,8 @@ system:  ## Debian packages: swtpm (libtpms), tpm2-tools, the TSS headers tpm2-p
 $(BIN)/trustlab: pyproject.toml | system
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[tpm2,test,compiled]'
+	$(BIN)/pip install --quiet -e '.[tpm2,test]'
+	-$(BIN)/pip install --quiet -e '.[compiled]'  # mypyc, optional: without it the pure-Python modules run
 	touch $@
 
 # mypyc builds of the hot pure-Python modules (trustlab.compiled); optional: when the build fails the
