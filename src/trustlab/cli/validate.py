@@ -24,7 +24,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true",
                    help="machine-readable: {accuracy, checks, inconsistencies}, and for the PQC profiles "
                    "held_out_silicon (the calibrated chip priced by the generic model alone), pqc_leave_one_source_out, "
-                   "pqc_assumptions")
+                   "pqc_assumptions (a list of {name, range (text), values, applies_to, source}; values holds the range's numbers: "
+                   "{low, centre, high, unit}, with interval \"5-95%%\", bounds and weights for a mixture, {value, unit} "
+                   "for an exact figure, keyed by part (keccak/other; microcontroller/application for a lineage) when "
+                   "there are several; absent where the range is a prose-only rule)")
     p.set_defaults(handler=_run)
 
 

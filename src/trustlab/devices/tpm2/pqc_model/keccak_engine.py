@@ -118,12 +118,17 @@ def with_calls(engine: KeccakEngine, call: tuple[float, float]) -> KeccakEngine:
                         engine.source + "; per call: given (--chip keccak_call_cycles)")
 
 
-def listing() -> list[tuple[str, str, str]]:
-    """(name, range text, source) of every named engine, for the assumptions list."""
+def listing() -> list[tuple[str, str, dict, str]]:
+    """(name, range text, the same numbers as data, source) of every named engine, for the assumptions list.
+
+    Text and numbers are read from the same engine tuples here, so a script reading the numbers never
+    has to parse the text."""
     out = []
     for name in names():
         e = named(name)
-        out.append((name, f"{e.perm_cycles[0]:.4g}-{e.perm_cycles[2]:.4g} core cycles per Keccak-f[1600] permutation "
-                          f"(centre {e.perm_cycles[1]:.4g}), {e.call_cycles[0]:.4g}-{e.call_cycles[2]:.4g} per "
-                          "sponge call", e.source))
+        (p_lo, p_mid, p_hi), (c_lo, c_mid, c_hi) = e.perm_cycles, e.call_cycles
+        values = {"permutation": {"low": float(p_lo), "centre": float(p_mid), "high": float(p_hi), "unit": "core cycles"},
+                  "sponge_call": {"low": float(c_lo), "centre": float(c_mid), "high": float(c_hi), "unit": "core cycles"}}
+        out.append((name, f"{p_lo:.4g}-{p_hi:.4g} core cycles per Keccak-f[1600] permutation "
+                          f"(centre {p_mid:.4g}), {c_lo:.4g}-{c_hi:.4g} per sponge call", values, e.source))
     return out
