@@ -95,8 +95,11 @@ class Speed:
     general_mhz: float | None = None  # ... on portable C hashing (SHA-256 for key wrapping); None: keccak_mhz
 
 
-def _factor(f: builds.Factor, u):
-    return f.central(u)
+def clock_mhz(spec: ChipSpec, u_clock=0.5):
+    """The chip's core clock at quantile ``u_clock`` of its range (log-uniform about the geometric middle): the
+    one draw the core's speed and a Keccak engine's cycles (which run on the same clock) share."""
+    lo, hi = spec.mhz
+    return piecewise(lo, math.sqrt(lo * hi), hi, u_clock)
 
 
 def speed(spec: ChipSpec, u_ratio: float = 0.5, u_clock: float = 0.5, u_place: float = 0.5,
@@ -129,10 +132,9 @@ def speed(spec: ChipSpec, u_ratio: float = 0.5, u_clock: float = 0.5, u_place: f
         placed = ECDSA_M4_SIGN_CYCLES / (spec.ecdsa_sign_ms * 1000.0)
         placed *= piecewise(ECDSA_SPREAD[0], 1.0, ECDSA_SPREAD[1], u_place)
         return Speed(placed / slow_impl, placed * a / k, placed)
-    lo, hi = spec.mhz
-    clock = piecewise(lo, math.sqrt(lo * hi), hi, u_clock)
+    clock = clock_mhz(spec, u_clock)
     build_k, build_a = builds.units(spec.build)  # one build, so one quantile for both units
-    slow_k, slow_a = _factor(build_k, u_build), _factor(build_a, u_build)
+    slow_k, slow_a = build_k.central(u_build), build_a.central(u_build)
     if not keccak_impl.compiled(spec.core or "secure-mcu", spec.keccak_impl):  # assembly: flags do not move it
         slow_k = 1.0
     if spec.core is not None:
@@ -171,10 +173,8 @@ def engine_ms(spec: ChipSpec, algorithm: str, operation: str, u_engine, u_clock,
     on it; the clock range's quantile ``u_clock`` is the one :func:`speed` draws)."""
     units = _engine_units(algorithm, operation)
     perms, calls = (units[:, 0].mean(), units[:, 1].mean()) if run is None else (units[run, 0], units[run, 1])
-    lo, hi = spec.mhz
-    clock = piecewise(lo, math.sqrt(lo * hi), hi, u_clock)
     e = spec.keccak_engine
-    return (perms * e.per_permutation(u_engine) + calls * e.per_call(u_engine)) / (clock * 1000.0)
+    return (perms * e.per_permutation(u_engine) + calls * e.per_call(u_engine)) / (clock_mhz(spec, u_clock) * 1000.0)
 
 
 def placed_compute_ms(spec: ChipSpec, algorithm: str, operation: str, s: Speed, run, impl, u: dict):
@@ -255,7 +255,7 @@ def one(spec: ChipSpec, algorithm: str, operation: str, u: dict, *, protection: 
         total = total + (placed_compute_ms(spec, algorithm, op, s, run, impl, u)
                          * protection_factor(spec, algorithm, op, u["protect"], protection))
     if spec.timer is not None:  # what the reported figure counts per core cycle (validation: rdtsc)
-        total = total * _factor(spec.timer, u.get("timer", 0.5))
+        total = total * spec.timer.central(u.get("timer", 0.5))
     if spec.tpm and operation in ("create", "load"):
         per_byte = (1.0 / spec.sha256_bytes_per_ms if spec.sha256_bytes_per_ms
                     else SHA256_M4_CYCLES_PER_BYTE / ((s.keccak_mhz if s.general_mhz is None else s.general_mhz)

@@ -83,6 +83,16 @@ def _entry(name: str) -> dict:
     return {**doc[like], **entry} if like else entry
 
 
+_ENDS = (lambda r: r[0], lambda r: _mid(*r), lambda r: r[1])
+"""(low, centre, high) of a [lo, hi] range: its ends and the middle :func:`_mid` takes."""
+
+
+def _call_range(call: tuple[float, float]) -> tuple[float, float, float]:
+    """The user's per-call cycles (LO, HI) as (low, centre, high); (0, 0) is no per-call cost."""
+    c_lo, c_hi = call
+    return c_lo, _mid(c_lo, c_hi) if c_hi else 0.0, c_hi
+
+
 @functools.cache
 def named(name: str) -> KeccakEngine:
     """A chips.toml engine: per permutation = rate words x cycles per word + 24 x cycles per round + state load."""
@@ -90,31 +100,26 @@ def named(name: str) -> KeccakEngine:
         raise TrustlabError(f"unknown Keccak engine {name!r}: use one of {', '.join((NONE,) + names())}, or "
                             "keccak_cycles=N (core cycles per permutation, interface included)")
     e = _entry(name)
-    ends = []
-    for pick in (lambda r: r[0], lambda r: _mid(*r), lambda r: r[1]):
-        ends.append(pick(e["rate_words"]) * pick(e["word_cycles"]) + ROUNDS * pick(e["round_cycles"])
-                    + pick(e["state_load_cycles"]))
-    call = tuple(f(e["call_cycles"]) for f in (lambda r: r[0], lambda r: _mid(*r), lambda r: r[1]))
+    ends = tuple(pick(e["rate_words"]) * pick(e["word_cycles"]) + ROUNDS * pick(e["round_cycles"])
+                 + pick(e["state_load_cycles"]) for pick in _ENDS)
+    call = tuple(pick(e["call_cycles"]) for pick in _ENDS)
     source = "; ".join(f"{what}: {e[key]}" for what, key in (
         ("engine", "source"), ("words per block", "rate_source"), ("cycles per round", "round_source"),
         ("state load", "state_load_source"), ("cycles per word moved", "word_source"),
         ("per call", "call_source")))
-    return KeccakEngine(name, e["label"], tuple(ends), call, source)
+    return KeccakEngine(name, e["label"], ends, call, source)
 
 
 def given(perm: tuple[float, float], call: tuple[float, float] = (0.0, 0.0)) -> KeccakEngine:
     """``keccak_cycles=N`` (or LO-HI) and ``keccak_call_cycles``: the user's own figures."""
     lo, hi = perm
-    c_lo, c_hi = call
-    return KeccakEngine(GIVEN, "cycles per permutation as given", (lo, math.sqrt(lo * hi), hi),
-                        (c_lo, _mid(c_lo, c_hi) if c_hi else 0.0, c_hi), "given (--chip keccak_cycles)")
+    return KeccakEngine(GIVEN, "cycles per permutation as given", (lo, math.sqrt(lo * hi), hi), _call_range(call),
+                        "given (--chip keccak_cycles)")
 
 
 def with_calls(engine: KeccakEngine, call: tuple[float, float]) -> KeccakEngine:
     """The engine with the user's per-call cycles in place of its own."""
-    c_lo, c_hi = call
-    return KeccakEngine(engine.kind, engine.label, engine.perm_cycles,
-                        (c_lo, _mid(c_lo, c_hi) if c_hi else 0.0, c_hi),
+    return KeccakEngine(engine.kind, engine.label, engine.perm_cycles, _call_range(call),
                         engine.source + "; per call: given (--chip keccak_call_cycles)")
 
 

@@ -97,11 +97,11 @@ def time_factor(core: str, kind: str, u=0.5):
     """What the calibration's (assembly, Cortex-M4) Keccak time is multiplied by on class ``core`` for code
     running Keccak ``kind``, at quantile ``u`` (a number or an array; higher = slower)."""
     m4, own = asm_speedup(BASIS), asm_speedup(core)
-    c = piecewise(m4, u)
+    c = m4.draw(u)
     if kind == C:
         return c
     if kind == ASM:
-        return c / piecewise(own, u)  # one quantile for both: the same code's ratio on kin ISAs moves together
+        return c / own.draw(u)  # one quantile for both: the same code's ratio on kin ISAs moves together
     fast = m4.mid / own.mid
     return builds.piecewise(fast, m4.mid, m4.hi, u) if fast < m4.mid else c
 
@@ -110,10 +110,6 @@ def centre(core: str, kind: str) -> float:
     """:func:`time_factor` at its centre: what a source's Keccak per clock is multiplied by to stand on the
     C basis (a row that ran C on a Cortex-M4 took A times the calibration's Keccak cycles: x A brings it to 1)."""
     return float(time_factor(core, kind, 0.5))
-
-
-def piecewise(f: builds.Factor, u):
-    return builds.piecewise(f.lo, f.mid, f.hi, u)
 
 
 def text(core: str, kind: str) -> str:
