@@ -9,7 +9,7 @@ source changed, so the package that holds a compiled module calls :func:`prefer_
 before anything imports it: the build is used only if the stamp names the source
 as it is now, and never with ``TRUSTLAB_PURE_PYTHON=1`` set. Otherwise the ``.py``
 is imported, exactly as on a machine where nothing was compiled. Compiled and
-pure give the same results (``tests/test_compiled.py`` runs both).
+pure give the same results (``tests/tpm12/test_compiled_merkle.py`` runs both).
 """
 
 from __future__ import annotations
