@@ -29,7 +29,12 @@ mostly measures the neighbours. Figures:
   (3 before). ``engine_execute_share`` splits the
   framework's CPU into the TPM's side (inside ``Engine.execute``) and the rest
   (client, application, experiment, constructing the TPMs), each also against
-  its own side's crypto.
+  its own side's crypto. ``paired_rounds``: both ratios round by round (a
+  round's run beside its own replays; median, lowest, highest): the spread one
+  round's figure has under the host's load. ``rng_*``: the OS randomness behind
+  every nonce (engines' and host's, read 4 KiB at a time), crypto that neither
+  replay makes - ``os.urandom`` calls of the recorded sizes, replayed (tens of
+  microseconds). ``*_by_kind_cpu_s``: each replay split by operation.
 * ``hashtree``: counter increments at 2^20 counters through the whole stack
   (prover, TPM_ExecuteHashTree on the engine, the host tree, the runner; the
   AIK signs every 1000th and the verifier checks it) per CPU second, against a
@@ -64,6 +69,7 @@ mostly measures the neighbours. Figures:
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import resource
@@ -71,7 +77,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -170,8 +176,9 @@ def oracle(quick: bool) -> dict[str, Any]:
     Engine.execute = counting  # type: ignore[method-assign]
     calls: list[tuple] = []
     host_calls: list[tuple] = []
+    draws: list[int] = []
     try:
-        with record_engine_crypto(calls), record_host_crypto(host_calls):
+        with record_engine_crypto(calls), record_host_crypto(host_calls), _record_urandom(draws):
             run_argv("oracle", argv)
     finally:
         Engine.execute = execute  # type: ignore[method-assign]
@@ -183,6 +190,7 @@ def oracle(quick: bool) -> dict[str, Any]:
         raws.append(replay(calls, timer=time.process_time))
         hosts.append(replay(host_calls, timer=time.process_time))
     cpu, raw, host = min(cpus), min(raws), min(hosts)
+    rng = min(_replay_urandom(draws) for _ in range(5))
     n = commands[0]
     share = _engine_share(lambda: run_argv("oracle", argv))
     return {"parties": int(argv[3]), "tpm_commands": n, "raw_crypto_calls": len(calls),
@@ -192,12 +200,65 @@ def oracle(quick: bool) -> dict[str, Any]:
             "raw_incl_host_us_per_command": (raw + host) / n * 1e6,
             "ratio": cpu / raw, "ratio_incl_host_crypto": cpu / (raw + host), "target_ratio": 1.3,
             "within_target": cpu / raw <= 1.3,
+            # the same ratios round by round (each round's run beside its own replays): how far one
+            # round's figure moves with the host's load
+            "paired_rounds": {"ratio": _spread([c / r for c, r in zip(cpus, raws)]),
+                              "ratio_incl_host_crypto": _spread([c / (r + h) for c, r, h in zip(cpus, raws, hosts)])},
+            # crypto neither replay makes: the OS randomness behind the TPMs' and the host's nonces
+            # (read 4 KiB at a time; ``os.urandom`` calls of the same sizes, replayed)
+            "rng_urandom_calls": len(draws), "rng_bytes": sum(draws), "rng_cpu_s": rng,
+            "raw_crypto_by_kind_cpu_s": _by_kind(calls), "host_crypto_by_kind_cpu_s": _by_kind(host_calls),
             # where the rest goes (approximate: instrumented runs, see _engine_share)
             "engine_execute_share": share,
             "engine_side_us_per_command": cpu * share / n * 1e6,
             "host_side_us_per_command": cpu * (1 - share) / n * 1e6,
             "engine_side_vs_engine_crypto": cpu * share / raw,
             "host_side_vs_host_crypto": cpu * (1 - share) / host}
+
+
+def _spread(values: list[float]) -> dict[str, float]:
+    """Median, lowest and highest of ``values``."""
+    ordered = sorted(values)
+    return {"median": ordered[len(ordered) // 2] if len(ordered) % 2
+            else (ordered[len(ordered) // 2 - 1] + ordered[len(ordered) // 2]) / 2,
+            "min": ordered[0], "max": ordered[-1], "n": len(ordered)}
+
+
+def _by_kind(calls: list[tuple]) -> dict[str, dict[str, float]]:
+    """Each kind of recorded call (sha1, hmac, enc, dec, sign, verify): how many, and their replay's
+    CPU seconds (minimum of 5)."""
+    from benchmarks.bench_tpm12 import replay
+
+    kinds: dict[str, list[tuple]] = {}
+    for call in calls:
+        kinds.setdefault(call[0], []).append(call)
+    return {kind: {"calls": len(some), "cpu_s": min(replay(some, timer=time.process_time) for _ in range(5))}
+            for kind, some in sorted(kinds.items())}
+
+
+@contextlib.contextmanager
+def _record_urandom(draws: list[int]) -> Iterator[None]:
+    """Record the size of every ``os.urandom`` call (the engines' and host's entropy buffers refill so)."""
+    urandom = os.urandom
+
+    def recording(n: int) -> bytes:
+        draws.append(n)
+        return urandom(n)
+
+    os.urandom = recording  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        os.urandom = urandom  # type: ignore[assignment]
+
+
+def _replay_urandom(draws: list[int]) -> float:
+    """CPU seconds of ``os.urandom`` calls of these sizes."""
+    urandom = os.urandom
+    c0 = time.process_time()
+    for n in draws:
+        urandom(n)
+    return time.process_time() - c0
 
 
 def _engine_share(run: Callable[[], object], rounds: int = 3) -> float:
