@@ -336,7 +336,10 @@ def test_leave_one_source_out_summary_is_reported_as_measured():
       reference run a C Keccak (their keccak field) where the Cortex-M4 calibration (pqm4's clean) links pqm4's
       assembly Keccak: since the Keccak is explicit (pqc_model.keccak_impl, a C/asm ratio from our cycle model,
       fixed before either was predicted again) FHNW is at median -16%, 9/9 inside (was -31%, 0/9) and the F446 at
-      -50% (was -62%, 0/2 within 2x);
+      -50% (was -62%, 0/2 within 2x). The F446 stays a known miss (its source note): the same run's wolfCrypt C
+      rates match wolfSSL's published -Os STM32F437 figures, so nothing published backs the -O0 reading its Kyber
+      rows fit, and flash wait states are not the cause (5 wait states behind the ART cost mupq's C Keccak x1.004
+      at -O0 and x1.04-x1.05 at -Os in our cycle model; FHNW's -O0 rows at 64 and 168 MHz have equal cycles);
     - sources that do not say which Keccak they ran on a class where asm and C differ are priced at the unknown
       rule (centred on C, the assembly as the fast end): pqm4 PR #401 (mldsa-native in pqm4's harness; median
       +63%, 2 of 3 rows outside, just above their low ends) and wolfSSL PR #7676 (an STM32H7 Cortex-M7) sit above
