@@ -213,6 +213,7 @@ def oracle(quick: bool) -> dict[str, Any]:
                               "ratio_incl_host_crypto": _spread([c / (r + h) for c, r, h in zip(cpus, raws, hosts)])},
             # crypto neither replay makes: the OS randomness behind the TPMs' and the host's nonces
             # (read 4 KiB at a time; ``os.urandom`` calls of the same sizes, replayed)
+            "load_average_1min": os.getloadavg()[0],  # (the ratio rises with the neighbours' load)
             "rng_urandom_calls": len(draws), "rng_bytes": sum(draws), "rng_cpu_s": rng,
             "raw_crypto_by_kind_cpu_s": _by_kind(calls), "host_crypto_by_kind_cpu_s": _by_kind(host_calls),
             # where the rest goes (approximate: instrumented runs, see _engine_share)
