@@ -61,7 +61,8 @@ def test_cli_refuses_what_validate_reprices_and_names_the_same_answer(sid):
     stated, priced = validation.implementation_of(source)
     assert stated in chipspec.ASSEMBLY_IMPLEMENTATIONS and priced == "unknown"
     assert chipspec.priced_implementation(source["core"], stated) == priced
-    with pytest.raises(TrustlabError, match=f"no sourced assembly speed-up for a {source['core']} .*; use impl={priced}"):
+    refused = f"no sourced assembly speed-up for a {source['core']} .*; use impl={priced}"
+    with pytest.raises(TrustlabError, match=refused):
         ChipSpec.parse(f"core={source['core']},mhz=100,impl={stated}")
     spec = validation.spec_of(source, _first_row(sid))
     assert spec.implementation == priced and any("priced as unknown" in n for n in spec.notes)

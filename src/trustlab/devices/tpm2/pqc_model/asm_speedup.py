@@ -75,4 +75,5 @@ def factor(core: str, algorithm: str, operation: str, exclude: frozenset[str] = 
     return Speedup(min(every), mid, max(every), len(found),
                    f"{cls} assembly arithmetic on {fam}: x{mid:.2f} faster non-Keccak work on {operation} (range "
                    f"x{min(every):.2f}-x{max(every):.2f} over the family's operations and parameter sets), from the "
-                   f"paired portable-C / assembly measurements of {schemes} ({'; '.join(sources)}; data/asm_pairs.toml)")
+                   f"paired portable-C / assembly measurements of {schemes} ({'; '.join(sources)}; "
+                   "data/asm_pairs.toml)")

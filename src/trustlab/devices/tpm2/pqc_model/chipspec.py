@@ -58,8 +58,8 @@ import statistics
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from trustlab.devices.tpm2.pqc_model import asm_speedup, builds, chips, classes, keccak_engine, keccak_impl, lineage, silicon, \
-    wolftpm_hash_bench
+from trustlab.devices.tpm2.pqc_model import asm_speedup, builds, chips, classes, keccak_engine, keccak_impl, lineage, \
+    silicon, wolftpm_hash_bench
 from trustlab.errors import TrustlabError, choice, excerpt
 
 KEYS = ("core", "mhz", "sha256_kbps", "bus", "certified", "tpm", "ohc_ms", "build", "impl", "lineage", "keccak_impl",
@@ -322,8 +322,8 @@ def _from_mapping(doc: dict, where: str) -> ChipSpec:
     if priced != impl:  # said, not silently re-read: the user may hold a speed-up the model cannot price
         raise TrustlabError(f"{where}: impl = {impl}: no sourced assembly speed-up for a {core} (the model's are "
                             "pqm4's Cortex-M4 DSP code, which it cannot run, and a class's paired C / assembly "
-                            f"measurements, data/asm_pairs.toml: cortex-m3 / sc300); use impl={priced} (there: portable "
-                            "C at the class's speed; keccak_impl=asm still prices a sourced assembly Keccak)")
+                            f"measurements, data/asm_pairs.toml: cortex-m3 / sc300); use impl={priced} (there: "
+                            "portable C at the class's speed; keccak_impl=asm still prices a sourced assembly Keccak)")
     if build == "assembly" and impl == "portable":
         raise TrustlabError(f"{where}: build = assembly (hand-written assembly) contradicts impl = portable")
     engine = _engine(doc, where)
