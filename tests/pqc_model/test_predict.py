@@ -328,8 +328,16 @@ def test_leave_one_source_out_summary_is_reported_as_measured():
       ML-KEM-512 keygen at x2.00, at the edge; 4/6 inside): the factor is x0.43 on the other units but ~x1 on
       Keccak, and the x86 class, fitted on rows without a hashing share, keeps the Cortex-M4's Keccak share of the
       time, so the whole-operation speed-up (x0.50-x0.64 measured) is only partly applied. Brought to the
-      reference lineage, the c7i no longer widens the pooled application-core spread, so Xu's Zen 1 rows (-42%,
-      wolfCrypt C, lineage priced as unknown) are 9/18 outside their narrower intervals (were 3/18);
+      reference lineage, the c7i no longer widens the pooled application-core spread, so Xu's Zen 1 rows (-42%)
+      are outside their narrower intervals. Xu's code was read since (the thesis's wolfSSL fork): its ML-KEM is
+      PQClean clean with PQClean's Keccak (reference lineage), its ML-DSA wolfCrypt's own C, whose factor is our
+      same-core measurement (data/lineage.toml 'wolfcrypt': x0.54-x0.82 of the reference C's time on x86, whole
+      operations). Put on the reference basis, Xu's ML-DSA rows lower the x86 class's work per clock: the c7i moves
+      to +80% (ML-KEM-512 keygen x2.14, ML-KEM-768 keygen x2.00) and Xu's own ML-DSA rows, priced faster, to
+      -31% to -69% (the three signing rows, medians of 5 runs of a rejection-sampled operation, beyond 2x up to
+      x3.25; sign / verify is 3.8 in Xu's ML-DSA-44 and -65 data, 2.8 in the same code on our Zen 4). The other
+      wolfCrypt sources, none used in the measurement, move towards their figures: the ZCU102 from +56% to -7%, the
+      PolarFire U54 from +31% to -11%, the STM32H7 from +38% to +12%;
     - the STM32F446 application build (its STM32CubeIDE project has a Debug -O0 and a Release -Os configuration,
       the README does not say which ran) is priced at the mix of the two, below the -O0 run it fits (median -50%,
       one row of two just beyond 2x, both inside their intervals). It and the FHNW STM32F407 -O0 build of the Kyber
@@ -357,10 +365,12 @@ def test_leave_one_source_out_summary_is_reported_as_measured():
     counted = [r for r in validation.loso_rows() if r["counted"]]
     misses = [r for r in counted if max(r["predicted"] / r["reference"], r["reference"] / r["predicted"]) > 2]
     assert s["within_2x"] == s["rows"] - len(misses)
-    # the c7i stays in the set: its ML-KEM-512 keygen sits at x2.00, the edge
     assert {r["source_id"] for r in misses} <= {"mlkem-native-c7i", "xu2025-x86", "wolfssl-examples-f446"}
+    # the c7i's two key generations sit at x2.00-x2.14, the rest within 2x
     c7i = [r for r in counted if r["source_id"] == "mlkem-native-c7i"]
-    assert sum(max(r["predicted"] / r["reference"], r["reference"] / r["predicted"]) <= 2.05 for r in c7i) == len(c7i)
+    assert sum(max(r["predicted"] / r["reference"], r["reference"] / r["predicted"]) <= 2.2 for r in c7i) == len(c7i)
+    # Xu's x86 misses beyond 2x are its ML-DSA signing medians (of 5 runs)
+    assert {r["operation"] for r in misses if r["source_id"] == "xu2025-x86"} <= {"sign"}
     # the FHNW -O0 build's ML-KEM-512 encapsulate sits at the interval's 95% end (within 2% of it): covered or not is
     # the Monte-Carlo draw's noise there (it flipped when the draw seed stopped depending on the chip's label)
     edge = {"fhnw-kyber-f407-O0"}

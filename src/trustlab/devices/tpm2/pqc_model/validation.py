@@ -23,6 +23,7 @@ import statistics
 from trustlab.devices.tpm2.pqc_model import builds, calibration, chips, classes, keccak_engine, keccak_impl, lineage, \
     predict, silicon
 from trustlab.devices.tpm2.pqc_model.chipspec import ChipSpec
+from trustlab.devices.tpm2.pqc_model.params import family
 from trustlab.timing import registry
 
 INDEPENDENT = "independent"
@@ -55,7 +56,8 @@ def spec_of(source: dict, row: dict) -> ChipSpec:
                     build=build.kind, timer=timer,
                     implementation=impl if impl in ("portable", "optimized", "mixed") else "unknown",
                     keccak_engine=keccak_engine.named(engine) if engine else None,
-                    keccak_impl=keccak_impl.of_source(source), lineage=lineage.of_source(source))
+                    keccak_impl=keccak_impl.of_source(source),
+                    lineage=lineage.of_source(source, family(row["algorithm"])))
 
 
 def predict_row(row: dict, exclude_own: bool = True) -> dict:
