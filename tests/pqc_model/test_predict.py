@@ -336,7 +336,10 @@ def test_leave_one_source_out_summary_is_reported_as_measured():
       reference run a C Keccak (their keccak field) where the Cortex-M4 calibration (pqm4's clean) links pqm4's
       assembly Keccak: since the Keccak is explicit (pqc_model.keccak_impl, a C/asm ratio from our cycle model,
       fixed before either was predicted again) FHNW is at median -16%, 9/9 inside (was -31%, 0/9) and the F446 at
-      -50% (was -62%, 0/2 within 2x);
+      -50% (was -62%, 0/2 within 2x). The F446 stays a known miss (its source note): the same run's wolfCrypt C
+      rates match wolfSSL's published -Os STM32F437 figures, so nothing published backs the -O0 reading its Kyber
+      rows fit, and flash wait states are not the cause (5 wait states behind the ART cost mupq's C Keccak x1.004
+      at -O0 and x1.04-x1.05 at -Os in our cycle model; FHNW's -O0 rows at 64 and 168 MHz have equal cycles);
     - sources that do not say which Keccak they ran on a class where asm and C differ are priced at the unknown
       rule (centred on C, the assembly as the fast end): pqm4 PR #401 (mldsa-native in pqm4's harness; median
       +63%, 2 of 3 rows outside, just above their low ends) and wolfSSL PR #7676 (an STM32H7 Cortex-M7) sit above
@@ -346,6 +349,12 @@ def test_leave_one_source_out_summary_is_reported_as_measured():
     - mldsa-native on zeroRISC Pavona's Ibex with SHAKE on the KMAC engine: its Keccak is priced on the engine
       (1-5% of each prediction), the rest is the riscv32 class, a prior with no counted portable-C RV32 source,
       at the unknown build, so it sits above its measurements (median +59%, all within 2x).
+    - round-3 Kyber with hand-written RV32 assembly arithmetic and a C Keccak on a SiFive FE310 (Huang et al. 2023,
+      UIC-ESLAS/Kyber_RV_M3, -Os, code from SPI flash through a 16 KiB cache): recorded as 'optimized', which this
+      path prices with pqm4's Cortex-M4 assembly speed-up even on riscv32 (--chip refuses impl=optimized there), so
+      it sits below its measurements (median -41%, Kyber512 encapsulation at x0.49, about half the rows inside);
+      priced blind the way --chip prices it (portable) it was -19%, 9/9 inside. The same paper's Cortex-M3 code on an
+      Arduino Due, priced with the same speed-up, is at +12%, 9/9 inside.
     The unstated builds are the base rate of the builds the sources state (builds.toml [builds.unknown], recounted
     by test_build_prior.py; centre x1.18 Keccak / x1.22 other); with the equal mix of a benchmark, a size and a
     debug build they were before (centre x1.59 / x1.68) the ZCU102's and Pavona's rows passed 2x: no longer.
@@ -358,14 +367,15 @@ def test_leave_one_source_out_summary_is_reported_as_measured():
     misses = [r for r in counted if max(r["predicted"] / r["reference"], r["reference"] / r["predicted"]) > 2]
     assert s["within_2x"] == s["rows"] - len(misses)
     # the c7i stays in the set: its ML-KEM-512 keygen sits at x2.00, the edge
-    assert {r["source_id"] for r in misses} <= {"mlkem-native-c7i", "xu2025-x86", "wolfssl-examples-f446"}
+    assert {r["source_id"] for r in misses} <= {"mlkem-native-c7i", "xu2025-x86", "wolfssl-examples-f446",
+                                                "huang2023-fe310"}
     c7i = [r for r in counted if r["source_id"] == "mlkem-native-c7i"]
     assert sum(max(r["predicted"] / r["reference"], r["reference"] / r["predicted"]) <= 2.05 for r in c7i) == len(c7i)
     # the FHNW -O0 build's ML-KEM-512 encapsulate sits at the interval's 95% end (within 2% of it): covered or not is
     # the Monte-Carlo draw's noise there (it flipped when the draw seed stopped depending on the chip's label)
     edge = {"fhnw-kyber-f407-O0"}
     uncovered = {r["source_id"] for r in counted if not r["covered"]}
-    assert uncovered <= {"mlkem-native-c7i", "xu2025-x86", "pqm4-pr401-mldsa-native-l4r5"} | edge
+    assert uncovered <= {"mlkem-native-c7i", "xu2025-x86", "pqm4-pr401-mldsa-native-l4r5", "huang2023-fe310"} | edge
     fhnw = [r for r in counted if r["source_id"] == "fhnw-kyber-f407-O0"]
     # its C Keccak, priced as C (0/9 covered when the model had no Keccak kind): all 9 within 3% of the interval
     assert all(0.97 * r["low"] <= r["reference"] <= 1.03 * r["high"] for r in fhnw)
@@ -376,7 +386,8 @@ def test_leave_one_source_out_summary_is_reported_as_measured():
 
 def test_published_sources_cover_these_core_classes():
     """The portable-C RISC-V 32 rows found (liboqs on an ESP32-C3) are flagged, not counted (see their note); the
-    counted RISC-V 32 rows are Pavona's (Keccak on its KMAC engine, the rest on the Ibex); pqm4's clean figures
+    counted RISC-V 32 rows are Pavona's (Keccak on its KMAC engine, the rest on the Ibex) and Huang et al.'s on a SiFive
+    FE310 (RV32 assembly arithmetic, C Keccak); pqm4's clean figures
     (the M4 basis) are calibration, other M4 sources count."""
     measured = {r["core"] for r in validation.loso_rows() if r["counted"]}
     assert {"cortex-m0plus", "cortex-m3", "cortex-m33", "a-class", "riscv32", "riscv64", "host-x86"} <= measured
