@@ -130,11 +130,43 @@ def test_the_spread_is_pooled_from_sources_whose_build_and_timer_are_known_withi
     assert "wolfssl-zcu102-a53" not in exact and "xu-pico-pqc-rp2350" in exact
     # unstated Keccak on a class where assembly and C differ: carried by its Keccak factor, not the spread
     assert "pqm4-pr401-mldsa-native-l4r5" not in exact
+    # hand-written assembly is on no class's portable-C basis
+    assert not {"greconici2021-m3", "huang2023-due-m3", "huang2023-fe310", "wolfboot-polarfire-u54"} & exact
     mcu, app = classes.source_spread(), classes.source_spread(frozenset(), "application")
     assert not set(mcu.classes) & {"host-x86", "a-class", "riscv64"} and "host-x86" in app.classes
     assert mcu.quantiles()[1] < app.quantiles()[1]
     # a centre of k sources is itself uncertain: sqrt(1 + 1/k) wider for a new chip
     assert mcu.quantiles(2)[1] > mcu.quantiles()[1]
+
+
+def test_ml_kem_rows_of_unknown_code_base_stay_out_of_the_spread_ml_dsa_rows_stay_in():
+    """An ML-KEM row of unstated lineage (or one priced as unknown: wolfCrypt's, mldsa-native's) is drawn over the
+    unknown lineage's range when predicted; its distance from the class would count that twice in the spread. For
+    ML-DSA the unknown lineage is x1 (no faster lineage measured): nothing else carries it, so the row stays."""
+    doc = classes.measurements()
+    src = {s["id"]: s for s in doc["sources"]}
+    libcrux = [r for r in doc["rows"] if r["source"] == "libcrux-iot-l4r5"]
+    kem = [r for r in libcrux if r["algorithm"].startswith("ML-KEM")]
+    dsa = [r for r in libcrux if r["algorithm"].startswith("ML-DSA")]
+    assert kem and dsa
+    assert all(classes.lineage_doubted(src["libcrux-iot-l4r5"], r) for r in kem)
+    assert not any(classes.lineage_doubted(src["libcrux-iot-l4r5"], r) for r in dsa)
+    assert not any(classes.exact_basis(src["libcrux-iot-l4r5"], r) for r in kem)
+    assert all(classes.exact_basis(src["libcrux-iot-l4r5"], r) for r in dsa)
+    # a measured lineage (mlkem-native on ML-KEM) is brought to the basis by its centre: on the basis, in the spread
+    bpif3 = next(r for r in doc["rows"] if r["source"] == "mlkem-native-bpif3")
+    assert not classes.lineage_doubted(src["mlkem-native-bpif3"], bpif3)
+    # the reference lineage never is
+    xu = next(r for r in doc["rows"] if r["source"] == "xu-pico-pqc-rp2350")
+    assert not classes.lineage_doubted(src["xu-pico-pqc-rp2350"], xu)
+
+
+def test_a_left_out_cortex_m33_source_is_not_priced_from_one_unknown_lineage_source():
+    """With one Cortex-M33 source left out, the microcontroller spread was libcrux's alone (one degree of freedom:
+    intervals x20-x22 high/low); its ML-KEM rows no longer enter, and the intervals are those of the other classes."""
+    s = validation.summary()["sources"]
+    for sid in ("xu-pico-pqc-rp2350", "xu2025-rp2350"):
+        assert s[sid]["median_width"] < 6.0 and s[sid]["coverage"] == 1.0
 
 
 def test_a_mixed_build_is_a_mixture_not_the_envelope_of_its_parts():
@@ -349,12 +381,19 @@ def test_leave_one_source_out_summary_is_reported_as_measured():
     - mldsa-native on zeroRISC Pavona's Ibex with SHAKE on the KMAC engine: its Keccak is priced on the engine
       (1-5% of each prediction), the rest is the riscv32 class, a prior with no counted portable-C RV32 source,
       at the unknown build, so it sits above its measurements (median +59%, all within 2x).
-    - round-3 Kyber with hand-written RV32 assembly arithmetic and a C Keccak on a SiFive FE310 (Huang et al. 2023,
-      UIC-ESLAS/Kyber_RV_M3, -Os, code from SPI flash through a 16 KiB cache): recorded as 'optimized', which this
-      path prices with pqm4's Cortex-M4 assembly speed-up even on riscv32 (--chip refuses impl=optimized there), so
-      it sits below its measurements (median -41%, Kyber512 encapsulation at x0.49, about half the rows inside);
-      priced blind the way --chip prices it (portable) it was -19%, 9/9 inside. The same paper's Cortex-M3 code on an
-      Arduino Due, priced with the same speed-up, is at +12%, 9/9 inside.
+    - hand-written assembly on a core without pqm4's Cortex-M4 assembly (Huang et al. 2023's round-3 Kyber, RV32
+      assembly arithmetic and a C Keccak on a SiFive FE310, and its Cortex-M3 code on an Arduino Due; Greconici et
+      al.'s Dilithium on a Cortex-M3; wolfBoot's RISC-V assembly on a PolarFire U54) is priced as --chip prices it,
+      impl=unknown (chipspec.priced_implementation: portable C at the class's speed there, no sourced assembly
+      speed-up; the build flags, Keccak and lineage each states): it was priced with pqm4's Cortex-M4 assembly
+      speed-up, which --chip refuses there. The FE310 went from -41% (8/9 within 2x, 4/9 inside) to -19% (9/9
+      within 2x and inside: what its blind --chip prediction gave, its source note); the Cortex-M3 sources, faster
+      than the class's C by their assembly, from +12% / +35% to +39% / +62%, all within 2x, 3/9 and 1/3 of their
+      rows inside (the rest above); wolfBoot's U54 from +29% to +59%, 18/18 inside.
+    The between-source spread leaves out ML-KEM rows of unknown lineage (classes.lineage_doubted: their code base
+    is the unknown lineage factor's, counted once): libcrux's Rust on the STM32L4R5, which alone set the
+    microcontroller spread with one degree of freedom when a Cortex-M33 source was left out (its intervals x20-x22
+    high/low), no longer does so (x3.5-x3.8); the FHNW -O0 rows stay at their intervals' 95% end.
     The unstated builds are the base rate of the builds the sources state (builds.toml [builds.unknown], recounted
     by test_build_prior.py; centre x1.18 Keccak / x1.22 other); with the equal mix of a benchmark, a size and a
     debug build they were before (centre x1.59 / x1.68) the ZCU102's and Pavona's rows passed 2x: no longer.
@@ -371,15 +410,17 @@ def test_leave_one_source_out_summary_is_reported_as_measured():
                                                 "huang2023-fe310"}
     c7i = [r for r in counted if r["source_id"] == "mlkem-native-c7i"]
     assert sum(max(r["predicted"] / r["reference"], r["reference"] / r["predicted"]) <= 2.05 for r in c7i) == len(c7i)
-    # the FHNW -O0 build's ML-KEM-512 encapsulate sits at the interval's 95% end (within 2% of it): covered or not is
-    # the Monte-Carlo draw's noise there (it flipped when the draw seed stopped depending on the chip's label)
+    # the FHNW -O0 build's encapsulations sit at the interval's 95% end: covered or not was the Monte-Carlo draw's
+    # noise there (it flipped when the draw seed stopped depending on the chip's label); with the spread's
+    # unknown-lineage ML-KEM rows left out (narrower microcontroller spread) ML-KEM-512's is 7% beyond it
     edge = {"fhnw-kyber-f407-O0"}
     uncovered = {r["source_id"] for r in counted if not r["covered"]}
-    assert uncovered <= {"mlkem-native-c7i", "xu2025-x86", "pqm4-pr401-mldsa-native-l4r5", "huang2023-fe310"} | edge
+    assert uncovered <= {"mlkem-native-c7i", "xu2025-x86", "pqm4-pr401-mldsa-native-l4r5", "huang2023-fe310",
+                         "greconici2021-m3", "huang2023-due-m3"} | edge
     fhnw = [r for r in counted if r["source_id"] == "fhnw-kyber-f407-O0"]
-    # its C Keccak, priced as C (0/9 covered when the model had no Keccak kind): all 9 within 3% of the interval
-    assert all(0.97 * r["low"] <= r["reference"] <= 1.03 * r["high"] for r in fhnw)
-    assert sum(r["covered"] for r in fhnw) >= len(fhnw) - 1
+    # its C Keccak, priced as C (0/9 covered when the model had no Keccak kind): all 9 within 8% of the interval
+    assert all(0.92 * r["low"] <= r["reference"] <= 1.08 * r["high"] for r in fhnw)
+    assert sum(r["covered"] for r in fhnw) >= len(fhnw) - 2
     assert s["coverage"] >= 0.8
     assert s["coverage"] == sum(r["covered"] for r in counted) / len(counted)
 
