@@ -89,7 +89,8 @@ def record_host_crypto(calls: list[tuple[Any, ...]]) -> Iterator[None]:
 
 
 def replay(calls: list[tuple[Any, ...]], timer: Callable[[], float] = time.perf_counter) -> float:
-    """Seconds (by ``timer``: wall by default) to make exactly these raw calls with hashlib, OpenSSL's HMAC and cryptography.
+    """Seconds (by ``timer``: wall by default) to make exactly these raw calls with hashlib, OpenSSL's
+    HMAC and cryptography.
 
     A decryption the engine saw fail (a wrong key in an error-path command) fails here too, at the same cost.
     """
