@@ -28,7 +28,7 @@ from trustlab.report.export import slug, write_csv, write_json
 from trustlab.report.plots import PlotError, forget_fonts, preload, render
 from trustlab.report.records import ensure_dir, is_failure
 from trustlab.report.tables import MAX_ROWS, columns, data_tables, profile_rows, reference_rows
-from trustlab.safe_output import atomic_open, write_text
+from trustlab.safe_output import atomic_open
 
 REF_COLS = ["label", "model", "simulated", "reference", "error", "error_pct", "unit", "source"]
 
@@ -209,7 +209,8 @@ def write_report(records: Sequence[dict[str, Any]], out_dir: Path, title: str = 
     overview_html = (_overview(overview, rendered[OVERVIEW], out_dir, inline) if overview is not None else "") \
         + accuracy_section(records, ids, out_dir, inline, rendered)
     index = out_dir / "index.html"
-    write_text(index, h.page(title, intro + overview_html, sections))
+    with atomic_open(index) as fh:
+        fh.writelines(h.page(title, intro + overview_html, sections))
     return index
 
 
