@@ -2,11 +2,13 @@
 
 Each spec is drawn twice, once as the report draws it and once with the shortcuts undone
 (matplotlib's stock Axes instead of the one-moving-tick axes, its stock Agg canvas instead
-of the one that keeps text shaping, fonts read from their files instead of from memory),
-and the pixels compared. The specs cover what the shortcuts must get right: log axes (labelled majors as math text, unlabelled minors, a
-span under a decade whose minors carry labels), a linear axis with an offset ('1e9'
-beside the ticks), rotated category labels on bars, categorical lines, NaN gaps, and the
-same labels drawn again on the next figure (the kept shaping reused).
+of the one that keeps text shaping, fonts read from their files instead of from memory,
+legends measured at every question instead of once), and the pixels compared. The specs
+cover what the shortcuts must get right: log axes (labelled majors as math text,
+unlabelled minors, a span under a decade whose minors carry labels), a linear axis with an
+offset ('1e9' beside the ticks), rotated category labels on bars, categorical lines, NaN
+gaps, legends of one to several entries, and the same labels drawn again on the next
+figure (the kept shaping reused).
 """
 
 from __future__ import annotations
@@ -56,6 +58,7 @@ def _pixels(spec, monkeypatch, stock: bool):
         if stock:
             m.setattr(stamped, "StampedAxes", Axes)
             m.setattr(agg_canvas, "ReportCanvas", FigureCanvasAgg)
+            m.setattr(plots, "_measured_once", lambda box: None)  # a legend's boxes measured at every question
             plots.preload()  # before the next line: its first call installs the fonts read from memory
             m.setattr(font_manager, "ft2font", ft2font)  # fonts read from their files, as matplotlib does
             font_manager._get_font.cache_clear()

@@ -101,6 +101,7 @@ def _draw(spec: dict[str, Any], path: Path | BinaryIO, dpi: int) -> Path | Binar
     if any(s.get("label") for s in series):
         # outside the axes: a legend must never hide data
         legend = ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
+        _measured_once(legend._legend_box)
     _layout(fig, ax, legend, series, kind)
     for axis in (ax.xaxis, ax.yaxis):  # after the layout: how many ticks fit depends on the axes' size
         _minor_ticks_as_marks(ax, axis)
@@ -170,6 +171,36 @@ def _layout(fig: Any, ax: Any, legend: Any, series: list[dict], kind: str) -> No
             left = max(left, min(2.5, 0.05 * len(str(series[0]["x"][0])) if series[0]["x"] else 0.0))
     fig.subplots_adjust(left=left / WIDTH_IN, right=max(0.5, 1 - right / WIDTH_IN),
                         bottom=min(0.6, bottom / HEIGHT_IN), top=1 - top / HEIGHT_IN)
+
+
+def _measured_once(box: Any) -> None:
+    """A legend's boxes each measure themselves once per renderer, not at every question.
+
+    A legend is a tree of boxes (columns of rows of a handle and a label), and each box
+    asks its children for their extents whenever it is asked for its own, or drawn: the
+    layout's measure, the frame's and the drawing took each leaf's extent again at every
+    level, about 5% of drawing a figure. An extent depends on the box's content, font and
+    the renderer's resolution, none of which change once the legend is built (its boxes'
+    positions, set while drawing, are no part of it), so the first answer per renderer is
+    kept: the same numbers, the same pixels.
+    """
+    from matplotlib.offsetbox import OffsetBox
+
+    for name in ("get_bbox", "_get_bbox_and_child_offsets"):
+        setattr(box, name, _kept_per_renderer(getattr(box, name)))
+    for child in box.get_children():
+        if isinstance(child, OffsetBox):
+            _measured_once(child)
+
+
+def _kept_per_renderer(measure: Any) -> Any:
+    kept: list = []  # [renderer, its answer]
+
+    def measured(renderer: Any) -> Any:
+        if not kept or kept[0] is not renderer:
+            kept[:] = [renderer, measure(renderer)]
+        return kept[1]
+    return measured
 
 
 _TICK_MARKS = {"xtick": {"out": 3, "in": 2, "inout": "|"},  # matplotlib.lines.TICKDOWN, TICKUP
