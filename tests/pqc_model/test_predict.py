@@ -130,11 +130,43 @@ def test_the_spread_is_pooled_from_sources_whose_build_and_timer_are_known_withi
     assert "wolfssl-zcu102-a53" not in exact and "xu-pico-pqc-rp2350" in exact
     # unstated Keccak on a class where assembly and C differ: carried by its Keccak factor, not the spread
     assert "pqm4-pr401-mldsa-native-l4r5" not in exact
+    # hand-written assembly is on no class's portable-C basis
+    assert not {"greconici2021-m3", "huang2023-due-m3", "huang2023-fe310", "wolfboot-polarfire-u54"} & exact
     mcu, app = classes.source_spread(), classes.source_spread(frozenset(), "application")
     assert not set(mcu.classes) & {"host-x86", "a-class", "riscv64"} and "host-x86" in app.classes
     assert mcu.quantiles()[1] < app.quantiles()[1]
     # a centre of k sources is itself uncertain: sqrt(1 + 1/k) wider for a new chip
     assert mcu.quantiles(2)[1] > mcu.quantiles()[1]
+
+
+def test_ml_kem_rows_of_unknown_code_base_stay_out_of_the_spread_ml_dsa_rows_stay_in():
+    """An ML-KEM row of unstated lineage (or one priced as unknown: wolfCrypt's, mldsa-native's) is drawn over the
+    unknown lineage's range when predicted; its distance from the class would count that twice in the spread. For
+    ML-DSA the unknown lineage is x1 (no faster lineage measured): nothing else carries it, so the row stays."""
+    doc = classes.measurements()
+    src = {s["id"]: s for s in doc["sources"]}
+    libcrux = [r for r in doc["rows"] if r["source"] == "libcrux-iot-l4r5"]
+    kem = [r for r in libcrux if r["algorithm"].startswith("ML-KEM")]
+    dsa = [r for r in libcrux if r["algorithm"].startswith("ML-DSA")]
+    assert kem and dsa
+    assert all(classes.lineage_doubted(src["libcrux-iot-l4r5"], r) for r in kem)
+    assert not any(classes.lineage_doubted(src["libcrux-iot-l4r5"], r) for r in dsa)
+    assert not any(classes.exact_basis(src["libcrux-iot-l4r5"], r) for r in kem)
+    assert all(classes.exact_basis(src["libcrux-iot-l4r5"], r) for r in dsa)
+    # a measured lineage (mlkem-native on ML-KEM) is brought to the basis by its centre: on the basis, in the spread
+    bpif3 = next(r for r in doc["rows"] if r["source"] == "mlkem-native-bpif3")
+    assert not classes.lineage_doubted(src["mlkem-native-bpif3"], bpif3)
+    # the reference lineage never is
+    xu = next(r for r in doc["rows"] if r["source"] == "xu-pico-pqc-rp2350")
+    assert not classes.lineage_doubted(src["xu-pico-pqc-rp2350"], xu)
+
+
+def test_a_left_out_cortex_m33_source_is_not_priced_from_one_unknown_lineage_source():
+    """With one Cortex-M33 source left out, the microcontroller spread was libcrux's alone (one degree of freedom:
+    intervals x20-x22 high/low); its ML-KEM rows no longer enter, and the intervals are those of the other classes."""
+    s = validation.summary()["sources"]
+    for sid in ("xu-pico-pqc-rp2350", "xu2025-rp2350"):
+        assert s[sid]["median_width"] < 6.0 and s[sid]["coverage"] == 1.0
 
 
 def test_a_mixed_build_is_a_mixture_not_the_envelope_of_its_parts():
@@ -336,7 +368,10 @@ def test_leave_one_source_out_summary_is_reported_as_measured():
       reference run a C Keccak (their keccak field) where the Cortex-M4 calibration (pqm4's clean) links pqm4's
       assembly Keccak: since the Keccak is explicit (pqc_model.keccak_impl, a C/asm ratio from our cycle model,
       fixed before either was predicted again) FHNW is at median -16%, 9/9 inside (was -31%, 0/9) and the F446 at
-      -50% (was -62%, 0/2 within 2x);
+      -50% (was -62%, 0/2 within 2x). The F446 stays a known miss (its source note): the same run's wolfCrypt C
+      rates match wolfSSL's published -Os STM32F437 figures, so nothing published backs the -O0 reading its Kyber
+      rows fit, and flash wait states are not the cause (5 wait states behind the ART cost mupq's C Keccak x1.004
+      at -O0 and x1.04-x1.05 at -Os in our cycle model; FHNW's -O0 rows at 64 and 168 MHz have equal cycles);
     - sources that do not say which Keccak they ran on a class where asm and C differ are priced at the unknown
       rule (centred on C, the assembly as the fast end): pqm4 PR #401 (mldsa-native in pqm4's harness; median
       +63%, 2 of 3 rows outside, just above their low ends) and wolfSSL PR #7676 (an STM32H7 Cortex-M7) sit above
@@ -346,6 +381,19 @@ def test_leave_one_source_out_summary_is_reported_as_measured():
     - mldsa-native on zeroRISC Pavona's Ibex with SHAKE on the KMAC engine: its Keccak is priced on the engine
       (1-5% of each prediction), the rest is the riscv32 class, a prior with no counted portable-C RV32 source,
       at the unknown build, so it sits above its measurements (median +59%, all within 2x).
+    - hand-written assembly on a core without pqm4's Cortex-M4 assembly (Huang et al. 2023's round-3 Kyber, RV32
+      assembly arithmetic and a C Keccak on a SiFive FE310, and its Cortex-M3 code on an Arduino Due; Greconici et
+      al.'s Dilithium on a Cortex-M3; wolfBoot's RISC-V assembly on a PolarFire U54) is priced as --chip prices it,
+      impl=unknown (chipspec.priced_implementation: portable C at the class's speed there, no sourced assembly
+      speed-up; the build flags, Keccak and lineage each states): it was priced with pqm4's Cortex-M4 assembly
+      speed-up, which --chip refuses there. The FE310 went from -41% (8/9 within 2x, 4/9 inside) to -19% (9/9
+      within 2x and inside: what its blind --chip prediction gave, its source note); the Cortex-M3 sources, faster
+      than the class's C by their assembly, from +12% / +35% to +39% / +62%, all within 2x, 3/9 and 1/3 of their
+      rows inside (the rest above); wolfBoot's U54 from +29% to +59%, 18/18 inside.
+    The between-source spread leaves out ML-KEM rows of unknown lineage (classes.lineage_doubted: their code base
+    is the unknown lineage factor's, counted once): libcrux's Rust on the STM32L4R5, which alone set the
+    microcontroller spread with one degree of freedom when a Cortex-M33 source was left out (its intervals x20-x22
+    high/low), no longer does so (x3.5-x3.8); the FHNW -O0 rows stay at their intervals' 95% end.
     The unstated builds are the base rate of the builds the sources state (builds.toml [builds.unknown], recounted
     by test_build_prior.py; centre x1.18 Keccak / x1.22 other); with the equal mix of a benchmark, a size and a
     debug build they were before (centre x1.59 / x1.68) the ZCU102's and Pavona's rows passed 2x: no longer.
@@ -358,25 +406,29 @@ def test_leave_one_source_out_summary_is_reported_as_measured():
     misses = [r for r in counted if max(r["predicted"] / r["reference"], r["reference"] / r["predicted"]) > 2]
     assert s["within_2x"] == s["rows"] - len(misses)
     # the c7i stays in the set: its ML-KEM-512 keygen sits at x2.00, the edge
-    assert {r["source_id"] for r in misses} <= {"mlkem-native-c7i", "xu2025-x86", "wolfssl-examples-f446"}
+    assert {r["source_id"] for r in misses} <= {"mlkem-native-c7i", "xu2025-x86", "wolfssl-examples-f446",
+                                                "huang2023-fe310"}
     c7i = [r for r in counted if r["source_id"] == "mlkem-native-c7i"]
     assert sum(max(r["predicted"] / r["reference"], r["reference"] / r["predicted"]) <= 2.05 for r in c7i) == len(c7i)
-    # the FHNW -O0 build's ML-KEM-512 encapsulate sits at the interval's 95% end (within 2% of it): covered or not is
-    # the Monte-Carlo draw's noise there (it flipped when the draw seed stopped depending on the chip's label)
+    # the FHNW -O0 build's encapsulations sit at the interval's 95% end: covered or not was the Monte-Carlo draw's
+    # noise there (it flipped when the draw seed stopped depending on the chip's label); with the spread's
+    # unknown-lineage ML-KEM rows left out (narrower microcontroller spread) ML-KEM-512's is 7% beyond it
     edge = {"fhnw-kyber-f407-O0"}
     uncovered = {r["source_id"] for r in counted if not r["covered"]}
-    assert uncovered <= {"mlkem-native-c7i", "xu2025-x86", "pqm4-pr401-mldsa-native-l4r5"} | edge
+    assert uncovered <= {"mlkem-native-c7i", "xu2025-x86", "pqm4-pr401-mldsa-native-l4r5", "huang2023-fe310",
+                         "greconici2021-m3", "huang2023-due-m3"} | edge
     fhnw = [r for r in counted if r["source_id"] == "fhnw-kyber-f407-O0"]
-    # its C Keccak, priced as C (0/9 covered when the model had no Keccak kind): all 9 within 3% of the interval
-    assert all(0.97 * r["low"] <= r["reference"] <= 1.03 * r["high"] for r in fhnw)
-    assert sum(r["covered"] for r in fhnw) >= len(fhnw) - 1
+    # its C Keccak, priced as C (0/9 covered when the model had no Keccak kind): all 9 within 8% of the interval
+    assert all(0.92 * r["low"] <= r["reference"] <= 1.08 * r["high"] for r in fhnw)
+    assert sum(r["covered"] for r in fhnw) >= len(fhnw) - 2
     assert s["coverage"] >= 0.8
     assert s["coverage"] == sum(r["covered"] for r in counted) / len(counted)
 
 
 def test_published_sources_cover_these_core_classes():
     """The portable-C RISC-V 32 rows found (liboqs on an ESP32-C3) are flagged, not counted (see their note); the
-    counted RISC-V 32 rows are Pavona's (Keccak on its KMAC engine, the rest on the Ibex); pqm4's clean figures
+    counted RISC-V 32 rows are Pavona's (Keccak on its KMAC engine, the rest on the Ibex) and Huang et al.'s on a SiFive
+    FE310 (RV32 assembly arithmetic, C Keccak); pqm4's clean figures
     (the M4 basis) are calibration, other M4 sources count."""
     measured = {r["core"] for r in validation.loso_rows() if r["counted"]}
     assert {"cortex-m0plus", "cortex-m3", "cortex-m33", "a-class", "riscv32", "riscv64", "host-x86"} <= measured

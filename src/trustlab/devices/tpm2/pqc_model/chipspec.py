@@ -20,7 +20,9 @@ entry and its own measured rates). Keys::
                  or unknown (default; the widest range): data/builds.toml (Embench-IoT's comparisons; -O0
                  and -Og per counted unit, measured on the Kyber reference)
     impl         the code: portable (C), optimized (hand-written assembly), mixed, or unknown (default:
-                 portable or pqm4-style assembly on cores that run it, portable elsewhere)
+                 portable or pqm4-style assembly on cores that run it, portable elsewhere); optimized / mixed
+                 only on cores that run pqm4's Cortex-M4 assembly (:func:`priced_implementation`, which
+                 ``validate`` prices its sources by too)
     lineage      the code base of the portable C: reference (pq-crystals ref, PQClean clean, liboqs ref and code
                  derived from them: the classes' basis), mlkem-native (its C without backends: measured faster on
                  the same core, per counted unit), mldsa-native or wolfcrypt (not measured: priced as unknown),
@@ -315,10 +317,11 @@ def _from_mapping(doc: dict, where: str) -> ChipSpec:
     bus, bus_hz = _bus(doc.get("bus", "none"), where)
     build = choice(doc.get("build", builds.UNKNOWN), builds.kinds(), "build", where)
     impl = choice(doc.get("impl", "unknown"), IMPLEMENTATIONS, "impl", where)
-    if impl in ("optimized", "mixed") and core is not None and not classes.runs_pqm4_assembly(core):
-        # the model's only assembly speed-up is pqm4's Cortex-M4 code; none is sourced for other cores
+    priced = priced_implementation(core, impl)
+    if priced != impl:  # said, not silently re-read: the user may hold a speed-up the model cannot price
         raise TrustlabError(f"{where}: impl = {impl}: the model's assembly speed-up is pqm4's (Cortex-M4 DSP code), "
-                            f"which a {core} cannot run; use impl=portable or unknown")
+                            f"which a {core} cannot run; use impl={priced} (there: portable C at the class's speed; "
+                            "keccak_impl=asm still prices a sourced assembly Keccak)")
     if build == "assembly" and impl == "portable":
         raise TrustlabError(f"{where}: build = assembly (hand-written assembly) contradicts impl = portable")
     engine = _engine(doc, where)
@@ -353,6 +356,26 @@ def _from_mapping(doc: dict, where: str) -> ChipSpec:
             raise TrustlabError(f"{where}: sha256_kbps = {excerpt(doc['sha256_kbps'])} is faster than the bus can carry the bytes")
         spec = replace(spec, sha256_bytes_per_ms=1.0 / compute, sha256_source="given (--chip sha256_kbps)")
     return spec
+
+
+ASSEMBLY_IMPLEMENTATIONS = ("optimized", "mixed")
+"""Implementations with hand-written assembly: the implementation factor's speed-up is pqm4's (estimate.py)."""
+
+
+def priced_implementation(core: str | None, impl: str) -> str:
+    """The implementation the model prices for code stated as ``impl`` on ``core``: the one rule for ``--chip``
+    (which refuses a statement it would not price as said, naming this answer) and for ``validate`` (which prices
+    a published source as that answer, so its leave-one-source-out error is the error ``--chip`` makes).
+
+    The model's only assembly speed-up is pqm4's Cortex-M4 code (ARMv7E-M DSP instructions: pqm4 m4f / m4fspeed
+    over clean). A core that cannot run it (cores.toml ``assembly = false``: Cortex-M0+ / M3, RISC-V, A-class,
+    x86, secure controllers) has no sourced speed-up for hand-written assembly, so 'optimized' / 'mixed' there is
+    priced as 'unknown': on such a core portable C at the class's speed (:func:`.estimate.impl_factor`). Its
+    assembly Keccak is the Keccak implementation's to say (``keccak_impl=asm``, sourced per class in cores.toml
+    ``keccak_asm``), not the implementation's. A chip without a core class (a chips.toml entry) keeps ``impl``."""
+    if impl in ASSEMBLY_IMPLEMENTATIONS and core is not None and not classes.runs_pqm4_assembly(core):
+        return "unknown"
+    return impl
 
 
 def _name(value, core: str | None, where: str) -> str:

@@ -303,7 +303,9 @@ def fit(name: str, exclude: frozenset[str] = frozenset()) -> CoreClass:
 def fit_class(name: str, exclude: frozenset[str] = frozenset()) -> CoreClass:
     """Class ``name`` built from its portable-C rows, leaving out the sources in ``exclude``; each source's
     work per clock divided by its core's factor (:func:`source_factor`), so a class with named cores is on
-    its reference core's scale."""
+    its reference core's scale. Rows of hand-written assembly (``implementation`` optimized / mixed) never enter,
+    also on a core where the model prices such code as portable (:func:`.chipspec.priced_implementation`): their
+    speed is the assembly's, and taken as C they would make the class's C faster than it is."""
     cls = resolve(name)
     entry = _cores()[cls]
     doc = measurements()
@@ -347,11 +349,16 @@ def exact_basis(source: dict, row: dict) -> bool:
     an unstated build's or an unnamed CPU's uncertainty, which their own factors already carry (counting
     it in the spread as well would count it twice). Likewise the Keccak: a source that does not say which Keccak
     it ran, on a class where assembly and C differ (cores.toml keccak_asm), carries that in its Keccak factor
-    (:mod:`.keccak_impl`), not in the spread."""
+    (:mod:`.keccak_impl`), not in the spread; and a row whose code base the model does not know, where the unknown
+    lineage has a range (:func:`lineage_doubted`), carries that in its lineage factor. Hand-written assembly
+    (``implementation`` optimized / mixed) is never on the basis: its rows are no class's portable-C speed, even on
+    a core where the model prices such code as portable (:func:`.chipspec.priced_implementation`)."""
     from trustlab.devices.tpm2.pqc_model import keccak_impl  # it reads the classes' data: imported late
 
     if (not source.get("keccak_engine") and keccak_impl.of_source(source) == keccak_impl.UNKNOWN
             and keccak_impl.asm_speedup(source["core"]).hi > 1.0):
+        return False
+    if lineage_doubted(source, row):
         return False
     build, timer = builds.of_source(source, row["unit"])
     stated_timer = str(source.get("timer", "unknown")).strip().lower() not in ("", "unknown")
@@ -359,6 +366,23 @@ def exact_basis(source: dict, row: dict) -> bool:
     known_timer = timer.lo == timer.hi == 1.0 or timer.label.startswith("rdtsc on a named CPU")
     return (source["implementation"] == PORTABLE and bool(source["counted"]) and build.kind in builds.SPEED
             and stated_timer and known_timer and fixed_clock)
+
+
+def lineage_doubted(source: dict, row: dict) -> bool:
+    """Whether a row's code base is one the model does not know for its algorithm (not stated, or a lineage without
+    a measured factor, priced as unknown: :func:`.lineage.priced_as`) and the unknown lineage's factor has a range
+    there (ML-KEM: the reference to mlkem-native's measured speed-up; ML-DSA: no faster lineage is measured, x1).
+    Such a row's distance from its class holds its code base's, which the prediction of a chip of unstated lineage
+    (the ``--chip`` default) draws from that range: in the between-source spread as well it would be counted twice.
+    Where the unknown lineage is x1, nothing else carries the code base's doubt, so the row stays (as a source of
+    unstated Keccak stays on a class where assembly and C do not differ)."""
+    from trustlab.devices.tpm2.pqc_model import lineage  # it reads the classes' data: imported late
+
+    fam = family(row["algorithm"])
+    kind = lineage.of_source(source)
+    if lineage.priced_as(kind, fam) != lineage.UNKNOWN:
+        return False
+    return any(f.lo < f.hi for f in (lineage.factor(kind, fam, source["core"], unit) for unit in lineage.UNITS))
 
 
 TAIL = 0.005
@@ -406,7 +430,7 @@ class Spread:
                                                                else "") +
                 f", pooled over {self.sources} portable-C sources of a stated benchmark build and a stated timer (cycle "
                 f"counter, or rdtsc on a named CPU) in {', '.join(self.classes)} ({self.group} cores); a source whose build or timer is "
-                "uncertain carries that in its own factors instead)")
+                "uncertain, or an ML-KEM row whose code base is unknown, carries that in its own factors instead)")
 
 
 @functools.cache
