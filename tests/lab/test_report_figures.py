@@ -130,6 +130,9 @@ def test_matplotlib_imported_for_drawing_keeps_its_set_signatures_after():
         pass
 
     assert "Supported properties" in (Later.set.__doc__ or "") and generated.__name__ != "flag_only"
+    from matplotlib import _docstring
+
+    assert "linestyle" in _docstring.interpd.params["Line2D:kwdoc"]  # plots._property_lists_skipped: meanwhile only
 
 
 def test_fonts_for_drawing_come_from_memory_and_listed_fonts_keep_their_path():

@@ -262,6 +262,7 @@ def preload() -> tuple[Any, Any, Any]:
         if not _IMPORTED:  # the collector paused and frozen for the import only, not at later calls
             first.enter_context(_collector_paused())
             first.enter_context(_setters_undocumented())
+            first.enter_context(_property_lists_skipped())
         from matplotlib.figure import Figure
 
         from trustlab.report.agg_canvas import ReportCanvas
@@ -325,6 +326,33 @@ def _setters_undocumented() -> Iterator[None]:
         yield
     finally:
         Artist._update_set_signature_and_docstring = generated  # type: ignore[method-assign]
+
+
+@contextlib.contextmanager
+def _property_lists_skipped() -> Iterator[None]:
+    """While matplotlib's modules are imported: the property lists their docstrings embed left out.
+
+    A docstring with ``%(Line2D:kwdoc)s`` (``plot``'s, ``legend``'s, ...) gets, as its module
+    is imported, a table of every property of that artist class, made by inspecting each of
+    its setters: a tenth of importing matplotlib (~0.02 s of CPU), for ``help()`` alone. Those
+    docstrings say instead how to get the list; after the import, a docstring asking for a
+    list gets the real one (nothing of the stand-in is kept).
+    """
+    from matplotlib import _docstring
+
+    loader = type(_docstring.interpd.params)
+    computed = loader.__dict__["__missing__"]
+
+    def pointer(params: dict, key: str) -> str:
+        if not key.endswith(":kwdoc"):
+            raise KeyError(key)  # as matplotlib's
+        return f"Properties: listed by matplotlib.artist.kwdoc({key[:-len(':kwdoc')]})."  # not kept in params
+
+    loader.__missing__ = pointer  # type: ignore[method-assign,assignment]
+    try:
+        yield
+    finally:
+        loader.__missing__ = computed  # type: ignore[method-assign]
 
 
 def forget_fonts() -> None:
