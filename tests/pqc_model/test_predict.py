@@ -139,23 +139,25 @@ def test_the_spread_is_pooled_from_sources_whose_build_and_timer_are_known_withi
     assert mcu.quantiles(2)[1] > mcu.quantiles()[1]
 
 
-def test_ml_kem_rows_of_unknown_code_base_stay_out_of_the_spread_ml_dsa_rows_stay_in():
-    """An ML-KEM row of unstated lineage (or one priced as unknown: wolfCrypt's, mldsa-native's) is drawn over the
-    unknown lineage's range when predicted; its distance from the class would count that twice in the spread. For
-    ML-DSA the unknown lineage is x1 (no faster lineage measured): nothing else carries it, so the row stays."""
+def test_rows_of_unknown_code_base_stay_out_of_the_spread():
+    """A row of unstated lineage (or one priced as unknown: mldsa-native's) is drawn over the unknown lineage's range
+    when predicted; its distance from the class would count that twice in the spread. ML-KEM's unknown range runs to
+    mlkem-native's / wolfCrypt's measured speed-up, ML-DSA's to wolfCrypt's (measured since, data/lineage.toml):
+    both families' rows leave; a measured lineage's and the reference's stay."""
     doc = classes.measurements()
     src = {s["id"]: s for s in doc["sources"]}
     libcrux = [r for r in doc["rows"] if r["source"] == "libcrux-iot-l4r5"]
     kem = [r for r in libcrux if r["algorithm"].startswith("ML-KEM")]
     dsa = [r for r in libcrux if r["algorithm"].startswith("ML-DSA")]
     assert kem and dsa
-    assert all(classes.lineage_doubted(src["libcrux-iot-l4r5"], r) for r in kem)
-    assert not any(classes.lineage_doubted(src["libcrux-iot-l4r5"], r) for r in dsa)
-    assert not any(classes.exact_basis(src["libcrux-iot-l4r5"], r) for r in kem)
-    assert all(classes.exact_basis(src["libcrux-iot-l4r5"], r) for r in dsa)
-    # a measured lineage (mlkem-native on ML-KEM) is brought to the basis by its centre: on the basis, in the spread
+    assert all(classes.lineage_doubted(src["libcrux-iot-l4r5"], r) for r in kem + dsa)
+    assert not any(classes.exact_basis(src["libcrux-iot-l4r5"], r) for r in kem + dsa)
+    # a measured lineage (mlkem-native on ML-KEM, wolfCrypt on ML-DSA) is brought to the basis by its centre: on the
+    # basis, in the spread
     bpif3 = next(r for r in doc["rows"] if r["source"] == "mlkem-native-bpif3")
     assert not classes.lineage_doubted(src["mlkem-native-bpif3"], bpif3)
+    m7 = next(r for r in doc["rows"] if r["source"] == "wolfssl-pr7676-stm32h7a3-m7")
+    assert not classes.lineage_doubted(src["wolfssl-pr7676-stm32h7a3-m7"], m7)
     # the reference lineage never is
     xu = next(r for r in doc["rows"] if r["source"] == "xu-pico-pqc-rp2350")
     assert not classes.lineage_doubted(src["xu-pico-pqc-rp2350"], xu)
@@ -163,10 +165,12 @@ def test_ml_kem_rows_of_unknown_code_base_stay_out_of_the_spread_ml_dsa_rows_sta
 
 def test_a_left_out_cortex_m33_source_is_not_priced_from_one_unknown_lineage_source():
     """With one Cortex-M33 source left out, the microcontroller spread was libcrux's alone (one degree of freedom:
-    intervals x20-x22 high/low); its ML-KEM rows no longer enter, and the intervals are those of the other classes."""
+    intervals x20-x22 high/low); its rows no longer enter. Since wolfCrypt's ML-DSA is measured (unknown ML-DSA has
+    a range, so libcrux's ML-DSA rows leave too) no microcontroller source is left in that case and the spread is
+    the application group's (3 degrees of freedom): x8.7-x8.9, every row covered; never the x20 of one source."""
     s = validation.summary()["sources"]
     for sid in ("xu-pico-pqc-rp2350", "xu2025-rp2350"):
-        assert s[sid]["median_width"] < 6.0 and s[sid]["coverage"] == 1.0
+        assert s[sid]["median_width"] < 10.0 and s[sid]["coverage"] == 1.0
 
 
 def test_a_mixed_build_is_a_mixture_not_the_envelope_of_its_parts():
@@ -360,8 +364,19 @@ def test_leave_one_source_out_summary_is_reported_as_measured():
       ML-KEM-512 keygen at x2.00, at the edge; 4/6 inside): the factor is x0.43 on the other units but ~x1 on
       Keccak, and the x86 class, fitted on rows without a hashing share, keeps the Cortex-M4's Keccak share of the
       time, so the whole-operation speed-up (x0.50-x0.64 measured) is only partly applied. Brought to the
-      reference lineage, the c7i no longer widens the pooled application-core spread, so Xu's Zen 1 rows (-42%,
-      wolfCrypt C, lineage priced as unknown) are 9/18 outside their narrower intervals (were 3/18);
+      reference lineage, the c7i no longer widens the pooled application-core spread, so Xu's Zen 1 rows (-42%)
+      are outside their narrower intervals. Xu's code was read since (the thesis's wolfSSL fork): its ML-KEM is
+      PQClean clean with PQClean's Keccak (reference lineage), its ML-DSA wolfCrypt's own C, whose factor is our
+      same-core measurement (data/lineage.toml 'wolfcrypt': x0.54-x0.82 of the reference C's time on x86, whole
+      operations). Put on the reference basis, Xu's ML-DSA rows lower the x86 class's work per clock: the c7i moves
+      to +80% (ML-KEM-512 keygen x2.14, ML-KEM-768 keygen x2.00) and Xu's own ML-DSA rows, priced faster, to
+      -31% to -69% (the three signing rows, medians of 5 runs of a rejection-sampled operation, beyond 2x up to
+      x3.25; sign / verify is 3.8 in Xu's ML-DSA-44 and -65 data, 2.8 in the same code on our Zen 4). The other
+      wolfCrypt sources, none used in the measurement, move towards their figures: the ZCU102 from +54% to -8%, the
+      PolarFire U54 from +59% to +17%, the STM32H7 from +38% to +12%. With unknown ML-DSA now spanning
+      wolfCrypt's range, rows of unknown lineage of both families leave the between-source spread
+      (classes.lineage_doubted): fewer sources, wider intervals (median width x3.8 -> x8.1 high/low, coverage
+      0.90 -> 0.96; errors unchanged by it);
     - the STM32F446 application build (its STM32CubeIDE project has a Debug -O0 and a Release -Os configuration,
       the README does not say which ran) is priced at the mix of the two, below the -O0 run it fits (median -50%,
       one row of two just beyond 2x, both inside their intervals). It and the FHNW STM32F407 -O0 build of the Kyber
@@ -405,11 +420,13 @@ def test_leave_one_source_out_summary_is_reported_as_measured():
     counted = [r for r in validation.loso_rows() if r["counted"]]
     misses = [r for r in counted if max(r["predicted"] / r["reference"], r["reference"] / r["predicted"]) > 2]
     assert s["within_2x"] == s["rows"] - len(misses)
-    # the c7i stays in the set: its ML-KEM-512 keygen sits at x2.00, the edge
     assert {r["source_id"] for r in misses} <= {"mlkem-native-c7i", "xu2025-x86", "wolfssl-examples-f446",
                                                 "huang2023-fe310"}
+    # the c7i's two key generations sit at x2.00-x2.14 (Xu's ML-DSA rows on the reference basis lower the x86 class)
     c7i = [r for r in counted if r["source_id"] == "mlkem-native-c7i"]
-    assert sum(max(r["predicted"] / r["reference"], r["reference"] / r["predicted"]) <= 2.05 for r in c7i) == len(c7i)
+    assert sum(max(r["predicted"] / r["reference"], r["reference"] / r["predicted"]) <= 2.2 for r in c7i) == len(c7i)
+    # Xu's x86 misses beyond 2x are its ML-DSA signing medians (of 5 runs)
+    assert {r["operation"] for r in misses if r["source_id"] == "xu2025-x86"} <= {"sign"}
     # the FHNW -O0 build's encapsulations sit at the interval's 95% end: covered or not was the Monte-Carlo draw's
     # noise there (it flipped when the draw seed stopped depending on the chip's label); with the spread's
     # unknown-lineage ML-KEM rows left out (narrower microcontroller spread) ML-KEM-512's is 7% beyond it

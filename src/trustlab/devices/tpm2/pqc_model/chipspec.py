@@ -25,8 +25,9 @@ entry and its own measured rates). Keys::
                  ``validate`` prices its sources by too)
     lineage      the code base of the portable C: reference (pq-crystals ref, PQClean clean, liboqs ref and code
                  derived from them: the classes' basis), mlkem-native (its C without backends: measured faster on
-                 the same core, per counted unit), mldsa-native or wolfcrypt (not measured: priced as unknown),
-                 or unknown (default: the reference as centre, the measured mlkem-native speed-up as the fast end):
+                 the same core, per counted unit; ML-KEM), wolfcrypt (wolfCrypt's own C: measured the same way, for
+                 ML-KEM and ML-DSA), mldsa-native (not measured: priced as unknown), or unknown (default: the
+                 reference as centre, the fastest measured lineage of the family as the fast end):
                  data/lineage.toml (:mod:`.lineage`); not applied to impl=optimized (hand-written assembly)
     keccak_impl  the software Keccak-f[1600]: asm (hand-written assembly: pqm4's, pqm3's; a speed-up is sourced only
                  for the classes with cores.toml keccak_asm, elsewhere asm is priced as C and the chip says so), c (a portable C

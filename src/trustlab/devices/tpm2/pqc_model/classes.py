@@ -371,7 +371,8 @@ def exact_basis(source: dict, row: dict) -> bool:
 def lineage_doubted(source: dict, row: dict) -> bool:
     """Whether a row's code base is one the model does not know for its algorithm (not stated, or a lineage without
     a measured factor, priced as unknown: :func:`.lineage.priced_as`) and the unknown lineage's factor has a range
-    there (ML-KEM: the reference to mlkem-native's measured speed-up; ML-DSA: no faster lineage is measured, x1).
+    there (the reference to the fastest measured lineage of the family: mlkem-native / wolfCrypt for ML-KEM, wolfCrypt
+    for ML-DSA).
     Such a row's distance from its class holds its code base's, which the prediction of a chip of unstated lineage
     (the ``--chip`` default) draws from that range: in the between-source spread as well it would be counted twice.
     Where the unknown lineage is x1, nothing else carries the code base's doubt, so the row stays (as a source of
@@ -379,7 +380,7 @@ def lineage_doubted(source: dict, row: dict) -> bool:
     from trustlab.devices.tpm2.pqc_model import lineage  # it reads the classes' data: imported late
 
     fam = family(row["algorithm"])
-    kind = lineage.of_source(source)
+    kind = lineage.of_source(source, fam)
     if lineage.priced_as(kind, fam) != lineage.UNKNOWN:
         return False
     return any(f.lo < f.hi for f in (lineage.factor(kind, fam, source["core"], unit) for unit in lineage.UNITS))

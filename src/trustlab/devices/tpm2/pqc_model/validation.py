@@ -23,6 +23,7 @@ import statistics
 from trustlab.devices.tpm2.pqc_model import builds, calibration, chips, chipspec, classes, keccak_engine, keccak_impl, \
     lineage, predict, silicon
 from trustlab.devices.tpm2.pqc_model.chipspec import ChipSpec
+from trustlab.devices.tpm2.pqc_model.params import family
 from trustlab.timing import registry
 
 INDEPENDENT = "independent"
@@ -59,7 +60,8 @@ def spec_of(source: dict, row: dict) -> ChipSpec:
                     clock_source="as measured",
                     build=build.kind, timer=timer, implementation=impl,
                     keccak_engine=keccak_engine.named(engine) if engine else None,
-                    keccak_impl=keccak_impl.of_source(source), lineage=lineage.of_source(source), notes=notes)
+                    keccak_impl=keccak_impl.of_source(source),
+                    lineage=lineage.of_source(source, family(row["algorithm"])), notes=notes)
 
 
 def implementation_of(source: dict) -> tuple[str, str]:
