@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any, BinaryIO, Iterator
 
 from trustlab.errors import TrustlabError
-from trustlab.report.png import png_rgb
 
 KINDS = ("line", "bar", "loglog")
 
@@ -111,12 +110,15 @@ def _draw(spec: dict[str, Any], path: Path | BinaryIO, dpi: int) -> Path | Binar
     canvas = fig.canvas
     canvas.draw()
     width, height = canvas.get_width_height(physical=True)
-    # The figure is opaque (white face), so its alpha channel is all 255: stored as RGB.
-    data = png_rgb(canvas.buffer_rgba(), width, height)
-    if isinstance(path, Path):
-        path.write_bytes(data)
-    else:
-        path.write(data)
+    from PIL import Image
+
+    # The figure is opaque (white face), so its alpha channel is all 255: stored as RGB, the
+    # same pixels with a quarter less to filter and compress. zlib level 1: a third less
+    # encoding time than the default, files ~10% larger. Pillow encodes (its adaptive row
+    # filters cost about twice the deflating; a PNG writer of our own would save ~0.14 s of
+    # the report but hand-roll what Pillow maintains).
+    Image.frombytes("RGB", (width, height), canvas.buffer_rgba(), "raw", "RGBX").save(
+        path, format="png", compress_level=1)
     return path
 
 
