@@ -173,6 +173,20 @@ class Primitives:
             else:
                 self.clock.charge_ms("sha1_byte", SHA1_BLOCK * blocks * self._sha1_byte)
 
+    def take_hash_ms(self) -> float | None:
+        """:meth:`flush` for a caller that charges the result itself (the dispatcher, in one call with
+        ``ohor``: :meth:`Clock.end_charged`): the ``sha1_byte`` ms of the blocks accumulated since the
+        last flush, now taken; None if there were none, or if ``sha1_byte`` has a spread (then charged
+        here, drawn as :meth:`flush` draws)."""
+        blocks = self._pending_blocks
+        if not blocks:
+            return None
+        self._pending_blocks = 0
+        if self._sha1_byte is None:
+            self.clock.charge("sha1_byte", SHA1_BLOCK * blocks)
+            return None
+        return SHA1_BLOCK * blocks * self._sha1_byte
+
     def _charge_rsa(self, component: str) -> None:
         ms = self._rsa_ms.get(component)
         if ms is None:
