@@ -202,6 +202,23 @@ def test_intervals_are_honest_and_not_over_wide():
     assert o["median_width"] < 5.0
 
 
+def test_x86_prices_signing_against_verification_as_the_reference_c_measures():
+    """Reference values, not fitted: the Dilithium round-3 specification (2021-02-08) Table 1, the reference C's
+    median cycles on Skylake, keygen / sign / verify (Dilithium2 300,751 / 1,081,174 / 327,362; Dilithium3 544,232 /
+    1,713,783 / 522,267; Dilithium5 819,475 / 2,383,399 / 871,609). With one work per clock for Keccak and the rest
+    the x86 class priced signing 23-31% low and sign / verify at 2.0-2.5; with the measured proportion
+    (cores.toml keccak_per_arith, classes.unit_split) every figure and every sign / verify ratio is within 15%."""
+    published = {"ML-DSA-44": (300751, 1081174, 327362), "ML-DSA-65": (544232, 1713783, 522267),
+                 "ML-DSA-87": (819475, 2383399, 871609)}
+    spec = ChipSpec.parse("core=skylake,mhz=1,build=speed,lineage=reference,keccak_impl=c,impl=portable")
+    for algorithm, figures in published.items():
+        kcycles = [predict.price(algorithm, op, spec, protection=False).run_median_ms * 1000
+                   for op in ("keygen", "sign", "verify")]
+        assert all(abs(k / f - 1) < 0.15 for k, f in zip(kcycles, figures)), (algorithm, kcycles)
+        assert kcycles[1] / kcycles[2] == pytest.approx(figures[1] / figures[2], rel=0.15)
+    assert classes.unit_split("host-x86") > 2.0 and classes.unit_split("cortex-m4") == 1.0
+
+
 def test_a_left_out_cortex_m33_source_is_not_priced_from_one_unknown_lineage_source():
     """With one Cortex-M33 source left out, the microcontroller spread was libcrux's alone (one degree of freedom:
     intervals x20-x22 high/low, its lineage's doubt inside the spread). With that doubt taken out of its sum of
@@ -417,7 +434,17 @@ def test_leave_one_source_out_summary_is_reported_as_measured():
       sources, wider intervals (median width x3.8 -> x8.1 high/low, coverage 0.90 -> 0.96 of a nominal 0.90;
       errors unchanged by it). They are back since, with their lineage factor's known mean and variance taken out
       of the spread's sum of squares (classes.lineage_doubt, method of moments as in a random-effects
-      meta-analysis): counted once, on the full basis: width x3.9, coverage 0.89, errors unchanged;
+      meta-analysis): counted once, on the full basis: width x3.9, coverage 0.89, errors unchanged.
+      The x86 class was fitted on whole-operation rows (no hashing share) with one work per clock for Keccak and
+      the rest, so it kept the Cortex-M4's proportion between them: x86 sign / verify came out 2.0-2.3 where the
+      reference C measures 2.7-3.6 (our Zen 4; the Dilithium round-3 specification's Skylake table 2.7-3.3). On a
+      64-bit core Keccak's 64-bit lanes gain what the NTT's 16/32-bit arithmetic does not: our same-core
+      measurement of the reference C puts x86's Keccak work per clock at 2.3-4.0x its other units' proportion
+      to the Cortex-M4's (3.35; the Skylake table fitted alike: 3.6), cores.toml keccak_per_arith, and the class
+      splits whole-operation rows by it (classes.unit_split). Xu's ML-DSA rows went from -31% to -69% (its
+      signing x2.2-x3.25) to a uniform -49% to -67% (signing x2.1-x3.0, key generation and verification now
+      x1.96-x2.17): what is left is the source's level (its ML-KEM rows sit at -37% to -42%, Zen 1 at -O2 against
+      -march=native code on newer cores), no longer the mix of operations; the c7i at +47% to +70%, all within 2x;
     - the STM32F446 application build (its STM32CubeIDE project has a Debug -O0 and a Release -Os configuration,
       the README does not say which ran) is priced at the mix of the two, below the -O0 run it fits (median -50%,
       one row of two just beyond 2x, both inside their intervals). It and the FHNW STM32F407 -O0 build of the Kyber
@@ -463,11 +490,12 @@ def test_leave_one_source_out_summary_is_reported_as_measured():
     assert s["within_2x"] == s["rows"] - len(misses)
     assert {r["source_id"] for r in misses} <= {"mlkem-native-c7i", "xu2025-x86", "wolfssl-examples-f446",
                                                 "huang2023-fe310"}
-    # the c7i's two key generations sit at x2.00-x2.14 (Xu's ML-DSA rows on the reference basis lower the x86 class)
+    # the c7i within 2x since the x86 class splits whole operations by its measured Keccak / other proportion
     c7i = [r for r in counted if r["source_id"] == "mlkem-native-c7i"]
-    assert sum(max(r["predicted"] / r["reference"], r["reference"] / r["predicted"]) <= 2.2 for r in c7i) == len(c7i)
-    # Xu's x86 misses beyond 2x are its ML-DSA signing medians (of 5 runs)
-    assert {r["operation"] for r in misses if r["source_id"] == "xu2025-x86"} <= {"sign"}
+    assert all(max(r["predicted"] / r["reference"], r["reference"] / r["predicted"]) <= 2.0 for r in c7i)
+    # Xu's x86 misses beyond 2x are ML-DSA rows (its level: its ML-KEM rows are within 2x), none beyond x3.1
+    xu = [r for r in misses if r["source_id"] == "xu2025-x86"]
+    assert all(r["algorithm"].startswith("ML-DSA") and r["reference"] / r["predicted"] <= 3.1 for r in xu)
     # the FHNW -O0 build's encapsulations sit at the interval's 95% end: covered or not was the Monte-Carlo draw's
     # noise there (it flipped when the draw seed stopped depending on the chip's label); with the spread's
     # unknown-lineage ML-KEM rows left out (narrower microcontroller spread) ML-KEM-512's is 7% beyond it

@@ -232,19 +232,32 @@ def measured_cycles(row: dict) -> float:
     return float(row["value"]) * math.sqrt(lo * hi) * 1000.0
 
 
-def row_ratios(row: dict, scales: tuple[float, float] = (1.0, 1.0)) -> tuple[float, float]:
+def row_ratios(row: dict, scales: tuple[float, float] = (1.0, 1.0), split: float = 1.0) -> tuple[float, float]:
     """(Keccak ratio, other ratio) one measurement implies for its core, each multiplied by its unit's
-    basis scale (:func:`basis_scales`). A row without a hashing share gives one ratio for both units, so it
-    takes the work-weighted scale of the two (the measured time is Keccak's share x its factor plus the
-    rest x its own)."""
+    basis scale (:func:`basis_scales`). A row without a hashing share gives the two in the class's sourced
+    proportion ``split`` (Keccak ratio / other ratio on the classes' bases, :func:`unit_split`; 1 where none is
+    sourced: one ratio for both): the measured time is Keccak's work over its ratio plus the rest's over its own,
+    each with its scale, cycles = (K fk / split + O fo) / other ratio."""
     keccak, other = row_m4_cycles(row)
     cycles = measured_cycles(row)
     share = row.get("hash_share")
     fk, fo = scales
     if share is None:
-        r = (keccak + other) / cycles * (keccak * fk + other * fo) / (keccak + other)
-        return r, r
+        r = (keccak * fk / split + other * fo) / cycles
+        return r * split, r
     return keccak / (share * cycles) * fk, other / ((1.0 - share) * cycles) * fo
+
+
+def unit_split(name: str) -> float:
+    """The centre of a class's sourced Keccak-to-other work-per-clock proportion (cores.toml ``keccak_per_arith``:
+    Keccak ratio on the C-Keccak basis over the other units' ratio on pqm4 clean's), with which a measurement that
+    gives one time for a whole operation is split between the two units; 1 for a class without one (the
+    operation's units then share one ratio). Why it matters: a class fitted on ML-KEM rows alone (Keccak about half
+    of the Cortex-M4 C time) and applied to ML-DSA signing (a quarter) misprices signing against verification by the
+    proportion wherever it is far from 1: on a 64-bit core Keccak-f[1600]'s 64-bit lanes take one instruction where
+    a 32-bit core takes two, and the NTT's 16- and 32-bit arithmetic gains nothing from the width."""
+    entry = _cores()[resolve(name)]
+    return float(entry["keccak_per_arith"][1]) if "keccak_per_arith" in entry else 1.0
 
 
 def basis_scales(source: dict, row: dict) -> tuple[float, float]:
@@ -318,10 +331,11 @@ def fit_class(name: str, exclude: frozenset[str] = frozenset()) -> CoreClass:
         return CoreClass(cls, entry["label"], Ratio(mid_k, k[0], k[1]), Ratio(mid_a, a[0], a[1]),
                          f"prior: {entry['prior_source']}", measured=False)
     per: dict[str, list[tuple[float, float]]] = {}
+    split = unit_split(cls)
     for r in used:
         sf = source_factor(sources[r["source"]])
         fk, fo = basis_scales(sources[r["source"]], r)
-        k, o = row_ratios(r, (fk / sf, fo / sf))
+        k, o = row_ratios(r, (fk / sf, fo / sf), split)
         per.setdefault(r["source"], []).append((math.log(k), math.log(o)))
     ks = [k for rows in per.values() for k, _ in rows]
     os_ = [o for rows in per.values() for _, o in rows]
@@ -335,7 +349,9 @@ def fit_class(name: str, exclude: frozenset[str] = frozenset()) -> CoreClass:
              + (f", each divided by its core's per-clock factor against the reference core {ref} "
                 "(data/microarch.toml)" if ref else "")
              + " (work per clock vs Cortex-M4 clean" + (f" on the {ref} scale" if ref else "")
-             + f": Keccak {mid_k:.2f}, other {mid_a:.2f}; range = the rows' scatter about their own source's mean)")
+             + f": Keccak {mid_k:.2f}, other {mid_a:.2f}; range = the rows' scatter about their own source's mean"
+             + (f"; a whole-operation row split between the units at Keccak / other = {split:g}, "
+                f"{_cores()[cls]['keccak_per_arith_source']}" if split != 1.0 else "") + ")")
     return CoreClass(cls, entry["label"], Ratio(mid_k, mid_k * math.exp(min(dk)), mid_k * math.exp(max(dk))),
                      Ratio(mid_a, mid_a * math.exp(min(da)), mid_a * math.exp(max(da))), basis, measured=True,
                      sources=len(ids))
