@@ -13,9 +13,13 @@ from trustlab.devices.tpm2.pqc_model import chipspec, classes, predict, validati
 from trustlab.devices.tpm2.pqc_model.chipspec import ChipSpec
 from trustlab.errors import TrustlabError
 
-REPRICED = {"greconici2021-m3", "huang2023-due-m3", "huang2023-fe310", "wolfboot-polarfire-u54"}
-"""Sources of hand-written assembly (implementation optimized / mixed) on cores without pqm4's Cortex-M4
-assembly (Cortex-M3, RISC-V 32 and 64): ``--chip`` refuses their impl, validate prices them as it tells the user."""
+REPRICED = {"huang2023-fe310", "wolfboot-polarfire-u54"}
+"""Sources of hand-written assembly (implementation optimized / mixed) on cores without a sourced assembly speed-up
+(neither pqm4's Cortex-M4 assembly nor paired measurements of the class: RISC-V 32 and 64): ``--chip`` refuses their
+impl, validate prices them as it tells the user."""
+PAIRED = {"greconici2021-m3", "huang2023-due-m3"}
+"""Sources of hand-written assembly on a class whose speed-up comes from its own paired C / assembly measurements
+(Cortex-M3: data/asm_pairs.toml, mupq/pqm3 clean vs m3): priced as stated, by --chip and validate alike."""
 
 
 def _sources() -> dict[str, dict]:
@@ -38,11 +42,15 @@ def _as_chip(spec: ChipSpec) -> str:
     return ",".join(parts)
 
 
-def test_the_repriced_sources_are_those_with_assembly_on_a_core_without_pqm4s():
+def test_the_repriced_sources_are_those_with_assembly_on_a_core_without_a_sourced_speedup():
     found = {sid for sid, s in _sources().items()
              if s["implementation"] in chipspec.ASSEMBLY_IMPLEMENTATIONS
-             and not classes.runs_pqm4_assembly(s.get("microarch") or s["core"])}
+             and not chipspec.assembly_priced(s.get("microarch") or s["core"])}
     assert found == REPRICED
+    paired = {sid for sid, s in _sources().items()
+              if s["implementation"] in chipspec.ASSEMBLY_IMPLEMENTATIONS
+              and not classes.runs_pqm4_assembly(s.get("microarch") or s["core"])} - found
+    assert paired == PAIRED
     # the STM32F446's mixed wolfCrypt runs on a Cortex-M4: pqm4's assembly is its to run, nothing repriced
     assert validation.implementation_of(_sources()["wolfssl-examples-f446"]) == ("mixed", "mixed")
 
@@ -53,12 +61,29 @@ def test_cli_refuses_what_validate_reprices_and_names_the_same_answer(sid):
     stated, priced = validation.implementation_of(source)
     assert stated in chipspec.ASSEMBLY_IMPLEMENTATIONS and priced == "unknown"
     assert chipspec.priced_implementation(source["core"], stated) == priced
-    with pytest.raises(TrustlabError, match=f"cannot run; use impl={priced}"):
+    refused = f"no sourced assembly speed-up for a {source['core']} .*; use impl={priced}"
+    with pytest.raises(TrustlabError, match=refused):
         ChipSpec.parse(f"core={source['core']},mhz=100,impl={stated}")
     spec = validation.spec_of(source, _first_row(sid))
     assert spec.implementation == priced and any("priced as unknown" in n for n in spec.notes)
     row = next(r for r in validation.rows() if r.get("source_id") == sid)
     assert f"implementation {stated} priced as unknown" in row["note"]
+
+
+@pytest.mark.parametrize("sid", sorted(PAIRED))
+def test_cli_and_validate_price_paired_assembly_as_stated(sid):
+    """On a class with paired C / assembly measurements, impl=optimized is accepted by --chip and priced as
+    stated by validate (no 'priced as unknown' note); leaving out the source of the pairs takes it away."""
+    source = _sources()[sid]
+    assert validation.implementation_of(source) == (source["implementation"], source["implementation"])
+    for core in ("cortex-m3", "m3", "sc300"):
+        assert ChipSpec.parse(f"core={core},mhz=100,impl={source['implementation']}").implementation == \
+            source["implementation"]
+    spec = validation.spec_of(source, _first_row(sid), frozenset({sid}))
+    assert spec.implementation == source["implementation"] and not spec.notes
+    # leave-one-source-out honesty: without the pairs' own source, the class has no speed-up, as on a RISC-V core
+    pairs_source = frozenset({"pqm3-f207"})
+    assert validation.implementation_of(source, pairs_source) == (source["implementation"], "unknown")
 
 
 def test_every_counted_source_is_priced_as_its_chip_through_cli():

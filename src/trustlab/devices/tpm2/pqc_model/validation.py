@@ -37,7 +37,7 @@ def _row(profile, device_class, command, predicted, reference, unit, kind, sourc
             "flagged": flagged, **extra}
 
 
-def spec_of(source: dict, row: dict) -> ChipSpec:
+def spec_of(source: dict, row: dict, exclude: frozenset[str] = frozenset()) -> ChipSpec:
     """The chip a measurement ran on: its core (the named core, ``microarch``, where the source gives one; else
     its core class) at its clock (1 MHz for cycle counts: ms = kcycles),
     built as its source says (``build``; absent: unknown), read with its source's timer (``timer``), running the
@@ -50,7 +50,7 @@ def spec_of(source: dict, row: dict) -> ChipSpec:
         mhz = chips.chip_for("").clock_mhz
     engine = source.get("keccak_engine")  # Keccak on a hardware engine (a chips.toml [keccak_engines] name)
     core = source.get("microarch") or source["core"]
-    stated, impl = implementation_of(source)
+    stated, impl = implementation_of(source, exclude)
     # the build is read as for the implementation priced: code priced as portable C is moved by its stated flags
     build, timer = builds.of_source(dict(source, implementation=impl), row["unit"])
     notes = () if impl == stated else (
@@ -64,7 +64,7 @@ def spec_of(source: dict, row: dict) -> ChipSpec:
                     lineage=lineage.of_source(source, family(row["algorithm"])), notes=notes)
 
 
-def implementation_of(source: dict) -> tuple[str, str]:
+def implementation_of(source: dict, exclude: frozenset[str] = frozenset()) -> tuple[str, str]:
     """(stated, priced) implementation of a measurement source: its ``implementation`` as a ``--chip`` impl (a
     co-processor or bytecode is 'unknown'), and what the model prices it as on its core
     (:func:`.chipspec.priced_implementation`, the rule ``--chip`` refuses by: hand-written assembly on a core
@@ -75,7 +75,7 @@ def implementation_of(source: dict) -> tuple[str, str]:
     (``keccak``: ``--chip keccak_impl``) and its lineage."""
     impl = source.get("implementation", "unknown")
     stated = impl if impl in chipspec.IMPLEMENTATIONS else "unknown"
-    return stated, chipspec.priced_implementation(source.get("microarch") or source["core"], stated)
+    return stated, chipspec.priced_implementation(source.get("microarch") or source["core"], stated, exclude)
 
 
 def predict_row(row: dict, exclude_own: bool = True) -> dict:
@@ -83,7 +83,7 @@ def predict_row(row: dict, exclude_own: bool = True) -> dict:
     doc = classes.measurements()
     source = next(s for s in doc["sources"] if s["id"] == row["source"])
     exclude = frozenset({row["source"]}) if exclude_own else frozenset()
-    spec = spec_of(source, row)
+    spec = spec_of(source, row, exclude)
     p = predict.price(row["algorithm"], row["operation"], spec, protection=False, exclude=exclude)
     k = 1000.0 if row["unit"] == "cycles" else 1.0  # at 1 MHz, ms x 1000 = cycles
     ref = float(row["value"])
