@@ -139,35 +139,91 @@ def test_the_spread_is_pooled_from_sources_whose_build_and_timer_are_known_withi
     assert mcu.quantiles(2)[1] > mcu.quantiles()[1]
 
 
-def test_rows_of_unknown_code_base_stay_out_of_the_spread():
+def test_rows_of_unknown_code_base_stay_in_the_spread_with_their_lineage_variance_taken_out():
     """A row of unstated lineage (or one priced as unknown: mldsa-native's) is drawn over the unknown lineage's range
-    when predicted; its distance from the class would count that twice in the spread. ML-KEM's unknown range runs to
-    mlkem-native's / wolfCrypt's measured speed-up, ML-DSA's to wolfCrypt's (measured since, data/lineage.toml):
-    both families' rows leave; a measured lineage's and the reference's stay."""
+    when predicted, so its code base's part of its distance from the class must not count in the spread as well.
+    Leaving such rows out (as the spread did) made the spread rest on one to three degrees of freedom (median
+    interval x8.1 high/low, coverage 96% of a nominal 90%); they stay, and the known mean and variance of their
+    lineage factor come out of the sum of squares (classes.lineage_doubt, classes.moments)."""
     doc = classes.measurements()
     src = {s["id"]: s for s in doc["sources"]}
     libcrux = [r for r in doc["rows"] if r["source"] == "libcrux-iot-l4r5"]
     kem = [r for r in libcrux if r["algorithm"].startswith("ML-KEM")]
     dsa = [r for r in libcrux if r["algorithm"].startswith("ML-DSA")]
-    assert kem and dsa
-    assert all(classes.lineage_doubted(src["libcrux-iot-l4r5"], r) for r in kem + dsa)
-    assert not any(classes.exact_basis(src["libcrux-iot-l4r5"], r) for r in kem + dsa)
-    # a measured lineage (mlkem-native on ML-KEM, wolfCrypt on ML-DSA) is brought to the basis by its centre: on the
-    # basis, in the spread
-    bpif3 = next(r for r in doc["rows"] if r["source"] == "mlkem-native-bpif3")
-    assert not classes.lineage_doubted(src["mlkem-native-bpif3"], bpif3)
-    m7 = next(r for r in doc["rows"] if r["source"] == "wolfssl-pr7676-stm32h7a3-m7")
-    assert not classes.lineage_doubted(src["wolfssl-pr7676-stm32h7a3-m7"], m7)
-    # the reference lineage never is
-    xu = next(r for r in doc["rows"] if r["source"] == "xu-pico-pqc-rp2350")
-    assert not classes.lineage_doubted(src["xu-pico-pqc-rp2350"], xu)
+    assert kem and dsa and all(classes.exact_basis(src["libcrux-iot-l4r5"], r) for r in kem + dsa)
+    mu, var = classes.lineage_doubt(src["libcrux-iot-l4r5"], tuple(kem + dsa))
+    # unknown: centre the reference (x1) and slow end, so the real code can only be faster: a positive mean shift
+    assert mu > 0.03 and var > 0.005
+    # a measured lineage is brought to the basis by its centre: a smaller doubt than the unknown's
+    bpif3 = tuple(r for r in doc["rows"] if r["source"] == "mlkem-native-bpif3")
+    kem_only = tuple(kem)
+    assert classes.lineage_doubt(src["mlkem-native-bpif3"], bpif3)[1] < classes.lineage_doubt(
+        src["libcrux-iot-l4r5"], kem_only)[1]
+    # the reference lineage has none; nor has hand-written assembly (no C lineage)
+    xu = tuple(r for r in doc["rows"] if r["source"] == "xu-pico-pqc-rp2350")
+    assert classes.lineage_doubt(src["xu-pico-pqc-rp2350"], xu) == (0.0, 0.0)
+    huang = tuple(r for r in doc["rows"] if r["source"] == "huang2023-fe310")
+    assert classes.lineage_doubt(dict(src["huang2023-fe310"], implementation="optimized"), huang) == (0.0, 0.0)
+
+
+def test_the_spread_estimator_subtracts_the_known_part_without_bias():
+    """Simulated sources (between-source sd 0.1, plus a known lineage shift like the unknown ML-KEM's: 0 or
+    uniform on [0, 0.6]): the method-of-moments estimate of sigma^2 is unbiased over many classes, where the plain
+    sum of squares over-states it by the lineage's variance."""
+    import numpy as np
+
+    rng = np.random.default_rng(7)
+    d = 0.6
+    u = (np.arange(4000) + 0.5) / 4000
+    shift = np.where(u < 0.5, d * (1 - 2 * u), 0.0)
+    mu, var = float(shift.mean()), float(shift.var())
+    est, plain = [], []
+    for _ in range(3000):
+        k = 4
+        doubted = rng.random(k) < 0.5
+        means = 0.1 * rng.standard_normal(k) + np.where(doubted, rng.choice(shift, k), 0.0)
+        ss, known, dof = classes.moments(list(means), [mu if x else 0.0 for x in doubted],
+                                         [var if x else 0.0 for x in doubted])
+        est.append((ss - known) / dof)
+        plain.append(ss / dof)
+    assert statistics.fmean(est) == pytest.approx(0.01, rel=0.1)
+    assert statistics.fmean(plain) > 0.02
+    # about a fixed centre (the Cortex-M4 basis) every source is a degree of freedom
+    ss, known, dof = classes.moments([0.2, -0.1], [0.1, 0.0], [0.01, 0.0], fixed_centre=True)
+    assert dof == 2 and ss == pytest.approx(0.05) and known == pytest.approx(0.02)
+    assert classes.moments([0.3], [0.0], [0.0]) == (0.0, 0.0, 0)
+
+
+def test_intervals_are_honest_and_not_over_wide():
+    """A nominal 5-95% interval should hold about 90% of the independent rows: 96% at x8.1 high/low (when rows of
+    unknown lineage left the spread) was over-wide; now near nominal at about half the width."""
+    o = validation.summary()["overall"]
+    assert 0.8 <= o["coverage"] <= 0.95
+    assert o["median_width"] < 5.0
+
+
+def test_x86_prices_signing_against_verification_as_the_reference_c_measures():
+    """Reference values, not fitted: the Dilithium round-3 specification (2021-02-08) Table 1, the reference C's
+    median cycles on Skylake, keygen / sign / verify (Dilithium2 300,751 / 1,081,174 / 327,362; Dilithium3 544,232 /
+    1,713,783 / 522,267; Dilithium5 819,475 / 2,383,399 / 871,609). With one work per clock for Keccak and the rest
+    the x86 class priced signing 23-31% low and sign / verify at 2.0-2.5; with the measured proportion
+    (cores.toml keccak_per_arith, classes.unit_split) every figure and every sign / verify ratio is within 15%."""
+    published = {"ML-DSA-44": (300751, 1081174, 327362), "ML-DSA-65": (544232, 1713783, 522267),
+                 "ML-DSA-87": (819475, 2383399, 871609)}
+    spec = ChipSpec.parse("core=skylake,mhz=1,build=speed,lineage=reference,keccak_impl=c,impl=portable")
+    for algorithm, figures in published.items():
+        kcycles = [predict.price(algorithm, op, spec, protection=False).run_median_ms * 1000
+                   for op in ("keygen", "sign", "verify")]
+        assert all(abs(k / f - 1) < 0.15 for k, f in zip(kcycles, figures)), (algorithm, kcycles)
+        assert kcycles[1] / kcycles[2] == pytest.approx(figures[1] / figures[2], rel=0.15)
+    assert classes.unit_split("host-x86") > 2.0 and classes.unit_split("cortex-m4") == 1.0
 
 
 def test_a_left_out_cortex_m33_source_is_not_priced_from_one_unknown_lineage_source():
     """With one Cortex-M33 source left out, the microcontroller spread was libcrux's alone (one degree of freedom:
-    intervals x20-x22 high/low); its rows no longer enter. Since wolfCrypt's ML-DSA is measured (unknown ML-DSA has
-    a range, so libcrux's ML-DSA rows leave too) no microcontroller source is left in that case and the spread is
-    the application group's (3 degrees of freedom): x8.7-x8.9, every row covered; never the x20 of one source."""
+    intervals x20-x22 high/low, its lineage's doubt inside the spread). With that doubt taken out of its sum of
+    squares (classes.lineage_doubt) the remaining Cortex-M33 source and libcrux on the Cortex-M4 are
+    x4-x7, every row covered; never the x20."""
     s = validation.summary()["sources"]
     for sid in ("xu-pico-pqc-rp2350", "xu2025-rp2350"):
         assert s[sid]["median_width"] < 10.0 and s[sid]["coverage"] == 1.0
@@ -378,9 +434,21 @@ def test_leave_one_source_out_summary_is_reported_as_measured():
       x3.25; sign / verify is 3.8 in Xu's ML-DSA-44 and -65 data, 2.8 in the same code on our Zen 4). The other
       wolfCrypt sources, none used in the measurement, move towards their figures: the ZCU102 from +54% to -8%, the
       PolarFire U54 from +59% to +17%, the STM32H7 from +38% to +12%. With unknown ML-DSA now spanning
-      wolfCrypt's range, rows of unknown lineage of both families leave the between-source spread
-      (classes.lineage_doubted): fewer sources, wider intervals (median width x3.8 -> x8.1 high/low, coverage
-      0.90 -> 0.96; errors unchanged by it);
+      wolfCrypt's range, rows of unknown lineage of both families left the between-source spread: fewer
+      sources, wider intervals (median width x3.8 -> x8.1 high/low, coverage 0.90 -> 0.96 of a nominal 0.90;
+      errors unchanged by it). They are back since, with their lineage factor's known mean and variance taken out
+      of the spread's sum of squares (classes.lineage_doubt, method of moments as in a random-effects
+      meta-analysis): counted once, on the full basis: width x3.9, coverage 0.89, errors unchanged.
+      The x86 class was fitted on whole-operation rows (no hashing share) with one work per clock for Keccak and
+      the rest, so it kept the Cortex-M4's proportion between them: x86 sign / verify came out 2.0-2.3 where the
+      reference C measures 2.7-3.6 (our Zen 4; the Dilithium round-3 specification's Skylake table 2.7-3.3). On a
+      64-bit core Keccak's 64-bit lanes gain what the NTT's 16/32-bit arithmetic does not: our same-core
+      measurement of the reference C puts x86's Keccak work per clock at 2.3-4.0x its other units' proportion
+      to the Cortex-M4's (3.35; the Skylake table fitted alike: 3.6), cores.toml keccak_per_arith, and the class
+      splits whole-operation rows by it (classes.unit_split). Xu's ML-DSA rows went from -31% to -69% (its
+      signing x2.2-x3.25) to a uniform -49% to -67% (signing x2.1-x3.0, key generation and verification now
+      x1.96-x2.17): what is left is the source's level (its ML-KEM rows sit at -37% to -42%, Zen 1 at -O2 against
+      -march=native code on newer cores), no longer the mix of operations; the c7i at +47% to +70%, all within 2x;
     - the STM32F446 application build (its STM32CubeIDE project has a Debug -O0 and a Release -Os configuration,
       the README does not say which ran) is priced at the mix of the two, below the -O0 run it fits (median -50%,
       one row of two just beyond 2x, both inside their intervals). It and the FHNW STM32F407 -O0 build of the Kyber
@@ -415,10 +483,10 @@ def test_leave_one_source_out_summary_is_reported_as_measured():
       inside), Greconici et al.'s Dilithium3 on the Due from +62% to +38% (1/3 inside: keygen and verify 4-6% above
       their intervals' low end; pqm3's own m3 Dilithium3 runs 1.10-1.30x slower on its F207, with flash wait states,
       than the same code on the Due, a board difference the M3 class, fitted on the F207 alone, does not know).
-    The between-source spread leaves out ML-KEM rows of unknown lineage (classes.lineage_doubted: their code base
-    is the unknown lineage factor's, counted once): libcrux's Rust on the STM32L4R5, which alone set the
-    microcontroller spread with one degree of freedom when a Cortex-M33 source was left out (its intervals x20-x22
-    high/low), no longer does so (x3.5-x3.8); the FHNW -O0 rows stay at their intervals' 95% end.
+    The between-source spread takes each source's code-base doubt out of its sum of squares (classes.lineage_doubt):
+    libcrux's Rust on the STM32L4R5 of unknown lineage, which alone set the microcontroller spread with one degree
+    of freedom when a Cortex-M33 source was left out (its intervals x20-x22 high/low, the lineage's doubt inside the
+    spread), no longer does so (x4.2-x4.4); the FHNW -O0 rows stay at their intervals' 95% end.
     The unstated builds are the base rate of the builds the sources state (builds.toml [builds.unknown], recounted
     by test_build_prior.py; centre x1.18 Keccak / x1.22 other); with the equal mix of a benchmark, a size and a
     debug build they were before (centre x1.59 / x1.68) the ZCU102's and Pavona's rows passed 2x: no longer.
@@ -432,11 +500,12 @@ def test_leave_one_source_out_summary_is_reported_as_measured():
     assert s["within_2x"] == s["rows"] - len(misses)
     assert {r["source_id"] for r in misses} <= {"mlkem-native-c7i", "xu2025-x86", "wolfssl-examples-f446",
                                                 "huang2023-fe310"}
-    # the c7i's two key generations sit at x2.00-x2.14 (Xu's ML-DSA rows on the reference basis lower the x86 class)
+    # the c7i within 2x since the x86 class splits whole operations by its measured Keccak / other proportion
     c7i = [r for r in counted if r["source_id"] == "mlkem-native-c7i"]
-    assert sum(max(r["predicted"] / r["reference"], r["reference"] / r["predicted"]) <= 2.2 for r in c7i) == len(c7i)
-    # Xu's x86 misses beyond 2x are its ML-DSA signing medians (of 5 runs)
-    assert {r["operation"] for r in misses if r["source_id"] == "xu2025-x86"} <= {"sign"}
+    assert all(max(r["predicted"] / r["reference"], r["reference"] / r["predicted"]) <= 2.0 for r in c7i)
+    # Xu's x86 misses beyond 2x are ML-DSA rows (its level: its ML-KEM rows are within 2x), none beyond x3.1
+    xu = [r for r in misses if r["source_id"] == "xu2025-x86"]
+    assert all(r["algorithm"].startswith("ML-DSA") and r["reference"] / r["predicted"] <= 3.1 for r in xu)
     # the FHNW -O0 build's encapsulations sit at the interval's 95% end: covered or not was the Monte-Carlo draw's
     # noise there (it flipped when the draw seed stopped depending on the chip's label); with the spread's
     # unknown-lineage ML-KEM rows left out (narrower microcontroller spread) ML-KEM-512's is 7% beyond it
