@@ -13,7 +13,10 @@ Where the CPU goes: ``by_experiment`` sums each run's own CPU (its record's
 swtpm) per study, with the number of runs; ``runs_cpu_s`` is their total;
 ``report_cpu_s`` is writing the same report again from the saved records in a
 separate process (``trustlab report --jobs 2``: the HTML, the tables and the
-figures drawn by one forked worker while the parent writes the rest); ``figures`` counts the report's PNGs (every
+figures drawn by one forked worker while the parent writes the rest; the worker's CPU is
+counted: the report waits for it, and a waited-for child's CPU is its parent's children's);
+``report_cpu_one_process_s`` is the same report with ``--jobs 1`` (no child to miss: about
+``report_cpu_s``, else the worker's CPU went uncounted); ``figures`` counts the report's PNGs (every
 run's and the overview), ``figures_not_drawn`` the figures its page says could
 not be drawn (0 unless something is wrong); ``rest_cpu_s`` = ``cpu_s`` - runs - report: the
 flagship process itself (the run list, its fork server) and whatever the
@@ -66,6 +69,10 @@ def run(quick: bool) -> dict[str, Any]:
         subprocess.run(tl + ["report", str(out / "records"), "--out", str(Path(tmp) / "again"), "--jobs", "2"],
                        env=env, check=True, capture_output=True)
         report_cpu = _cpu(before)
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        subprocess.run(tl + ["report", str(out / "records"), "--out", str(Path(tmp) / "alone"), "--jobs", "1"],
+                       env=env, check=True, capture_output=True)
+        report_cpu_one_process = _cpu(before)
     by_experiment = _by_experiment(records)
     runs_cpu = sum(e["cpu_s"] for e in by_experiment.values())
     return {"cpu_s": cpu, "wall_s": wall, "runs": len(records),
@@ -74,7 +81,8 @@ def run(quick: bool) -> dict[str, Any]:
             "target_cpu_s": 20.0, "within_target": cpu <= 20.0,
             "target_report_cpu_s": 3.0, "report_within_target": report_cpu <= 3.0,
             "experiments": sorted({r["experiment"] for r in records}),
-            "by_experiment": by_experiment, "runs_cpu_s": runs_cpu, "report_cpu_s": report_cpu, "figures": figures,
+            "by_experiment": by_experiment, "runs_cpu_s": runs_cpu, "report_cpu_s": report_cpu,
+            "report_cpu_one_process_s": report_cpu_one_process, "figures": figures,
             "figures_not_drawn": page.count("could not be drawn"),
             "rest_cpu_s": cpu - runs_cpu - report_cpu,
             "bytecode_writes": not os.environ.get("PYTHONDONTWRITEBYTECODE")}

@@ -29,7 +29,18 @@ mostly measures the neighbours. Figures:
   (3 before). ``engine_execute_share`` splits the
   framework's CPU into the TPM's side (inside ``Engine.execute``) and the rest
   (client, application, experiment, constructing the TPMs), each also against
-  its own side's crypto.
+  its own side's crypto. ``paired_rounds``: both ratios round by round (a
+  round's run beside its own replays; median, lowest, highest): the spread one
+  round's figure has under the host's load. ``rng_*``: the OS randomness behind
+  every nonce (engines' and host's, read 4 KiB at a time), crypto that neither
+  replay makes - ``os.urandom`` calls of the recorded sizes, replayed (tens of
+  microseconds). ``*_by_kind_cpu_s``: each replay split by operation.
+  ``target_non_crypto_budget_us_per_command``: what the 1.3 target leaves per
+  TPM command for everything but the engine's and the host's crypto, beside
+  what the run spends now (``now_non_crypto_us_per_command``) and what the
+  cheapest authorized command costs (``authorized_pair_*``: TPM_OIAP +
+  TPM_CMK_ApproveMA on one TPM, again and again, against its own crypto
+  replayed: the framework's per-command cost with every cache warm).
 * ``hashtree``: counter increments at 2^20 counters through the whole stack
   (prover, TPM_ExecuteHashTree on the engine, the host tree, the runner; the
   AIK signs every 1000th and the verifier checks it) per CPU second, against a
@@ -64,6 +75,7 @@ mostly measures the neighbours. Figures:
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import resource
@@ -71,7 +83,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -170,8 +182,9 @@ def oracle(quick: bool) -> dict[str, Any]:
     Engine.execute = counting  # type: ignore[method-assign]
     calls: list[tuple] = []
     host_calls: list[tuple] = []
+    draws: list[int] = []
     try:
-        with record_engine_crypto(calls), record_host_crypto(host_calls):
+        with record_engine_crypto(calls), record_host_crypto(host_calls), _record_urandom(draws):
             run_argv("oracle", argv)
     finally:
         Engine.execute = execute  # type: ignore[method-assign]
@@ -183,8 +196,10 @@ def oracle(quick: bool) -> dict[str, Any]:
         raws.append(replay(calls, timer=time.process_time))
         hosts.append(replay(host_calls, timer=time.process_time))
     cpu, raw, host = min(cpus), min(raws), min(hosts)
+    rng = min(_replay_urandom(draws) for _ in range(5))
     n = commands[0]
     share = _engine_share(lambda: run_argv("oracle", argv))
+    pair_cpu, pair_raw = _authorized_pair()
     return {"parties": int(argv[3]), "tpm_commands": n, "raw_crypto_calls": len(calls),
             "host_crypto_calls": len(host_calls),
             "framework_cpu_s": cpu, "raw_crypto_cpu_s": raw, "host_crypto_cpu_s": host,
@@ -192,12 +207,100 @@ def oracle(quick: bool) -> dict[str, Any]:
             "raw_incl_host_us_per_command": (raw + host) / n * 1e6,
             "ratio": cpu / raw, "ratio_incl_host_crypto": cpu / (raw + host), "target_ratio": 1.3,
             "within_target": cpu / raw <= 1.3,
+            # the same ratios round by round (each round's run beside its own replays): how far one
+            # round's figure moves with the host's load
+            "paired_rounds": {"ratio": _spread([c / r for c, r in zip(cpus, raws)]),
+                              "ratio_incl_host_crypto": _spread([c / (r + h) for c, r, h in zip(cpus, raws, hosts)])},
+            # crypto neither replay makes: the OS randomness behind the TPMs' and the host's nonces
+            # (read 4 KiB at a time; ``os.urandom`` calls of the same sizes, replayed)
+            "load_average_1min": os.getloadavg()[0],  # (the ratio rises with the neighbours' load)
+            "rng_urandom_calls": len(draws), "rng_bytes": sum(draws), "rng_cpu_s": rng,
+            "raw_crypto_by_kind_cpu_s": _by_kind(calls), "host_crypto_by_kind_cpu_s": _by_kind(host_calls),
             # where the rest goes (approximate: instrumented runs, see _engine_share)
             "engine_execute_share": share,
             "engine_side_us_per_command": cpu * share / n * 1e6,
             "host_side_us_per_command": cpu * (1 - share) / n * 1e6,
             "engine_side_vs_engine_crypto": cpu * share / raw,
-            "host_side_vs_host_crypto": cpu * (1 - share) / host}
+            "host_side_vs_host_crypto": cpu * (1 - share) / host,
+            # what the target leaves for everything but crypto, per TPM command (TPM_OIAP counts as one),
+            # beside the cheapest authorized command: TPM_OIAP + TPM_CMK_ApproveMA through the client
+            # and engine on one TPM, per pair, and the same pair's engine and host crypto, replayed
+            "target_non_crypto_budget_us_per_command": (1.3 * raw - raw - host) / n * 1e6,
+            "now_non_crypto_us_per_command": (cpu - raw - host) / n * 1e6,
+            "authorized_pair_us": pair_cpu * 1e6, "authorized_pair_crypto_us": pair_raw * 1e6,
+            "authorized_pair_non_crypto_us_per_command": (pair_cpu - pair_raw) / 2 * 1e6}
+
+
+def _authorized_pair(rounds: int = 5, per_round: int = 400) -> tuple[float, float]:
+    """CPU seconds of one TPM_OIAP + TPM_CMK_ApproveMA (an owner-authorized command with a one-shot
+    session) through the client and engine, and of replaying that pair's engine and host crypto
+    (each the minimum of ``rounds`` rounds of ``per_round`` pairs)."""
+    from benchmarks.bench_tpm12 import record_engine_crypto, record_host_crypto, replay
+    from trustlab.apps import keypool, oracle as app
+    from trustlab.devices.tpm12 import MemoryNVStore, Tpm12
+    from trustlab.timing.clock import Clock
+    from trustlab.timing.registry import load
+
+    tpm = Tpm12(Clock(load("infineon-2010")), nv=MemoryNVStore(), keygen=keypool.cursor())
+    tpm.TPM_TakeOwnership(app.OWNER, app.SRK)
+    digest = bytes(20)
+    tpm.TPM_CMK_ApproveMA(app.OWNER, digest)
+    calls: list[tuple] = []
+    with record_engine_crypto(calls), record_host_crypto(calls):
+        tpm.TPM_CMK_ApproveMA(app.OWNER, digest)
+    cpus, raws = [], []
+    for _ in range(rounds):
+        c0 = time.process_time()
+        for _ in range(per_round):
+            tpm.TPM_CMK_ApproveMA(app.OWNER, digest)
+        cpus.append((time.process_time() - c0) / per_round)
+        raws.append(replay(calls * per_round, timer=time.process_time) / per_round)
+    return min(cpus), min(raws)
+
+
+def _spread(values: list[float]) -> dict[str, float]:
+    """Median, lowest and highest of ``values``."""
+    ordered = sorted(values)
+    return {"median": ordered[len(ordered) // 2] if len(ordered) % 2
+            else (ordered[len(ordered) // 2 - 1] + ordered[len(ordered) // 2]) / 2,
+            "min": ordered[0], "max": ordered[-1], "n": len(ordered)}
+
+
+def _by_kind(calls: list[tuple]) -> dict[str, dict[str, float]]:
+    """Each kind of recorded call (sha1, hmac, enc, dec, sign, verify): how many, and their replay's
+    CPU seconds (minimum of 5)."""
+    from benchmarks.bench_tpm12 import replay
+
+    kinds: dict[str, list[tuple]] = {}
+    for call in calls:
+        kinds.setdefault(call[0], []).append(call)
+    return {kind: {"calls": len(some), "cpu_s": min(replay(some, timer=time.process_time) for _ in range(5))}
+            for kind, some in sorted(kinds.items())}
+
+
+@contextlib.contextmanager
+def _record_urandom(draws: list[int]) -> Iterator[None]:
+    """Record the size of every ``os.urandom`` call (the engines' and host's entropy buffers refill so)."""
+    urandom = os.urandom
+
+    def recording(n: int) -> bytes:
+        draws.append(n)
+        return urandom(n)
+
+    os.urandom = recording  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        os.urandom = urandom  # type: ignore[assignment]
+
+
+def _replay_urandom(draws: list[int]) -> float:
+    """CPU seconds of ``os.urandom`` calls of these sizes."""
+    urandom = os.urandom
+    c0 = time.process_time()
+    for n in draws:
+        urandom(n)
+    return time.process_time() - c0
 
 
 def _engine_share(run: Callable[[], object], rounds: int = 3) -> float:

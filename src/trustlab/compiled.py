@@ -21,7 +21,14 @@ import os
 import sys
 from pathlib import Path
 
-COMPILED_MODULES = ("trustlab.devices.tpm12.merkle",)  # what tools/build_compiled.py compiles
+# What tools/build_compiled.py compiles. Only merkle, whose loops are all its own work. Compiling the
+# command path too (engine, sessions, registry, wire, client and the hash-tree handler as one mypyc
+# group, type errors silenced) was measured in issue 24's third session: 61.4 against 64.9 us a 2^20
+# hash-tree increment, one bench_speed run each, within the shared machine's noise. Their time goes
+# to calls into the clock, the primitives, hashlib and struct, which compiling does not shorten; and
+# it would forbid the wrappers of Engine.execute that benchmarks and tests use, and let one stale
+# module's build reach the others (they call each other natively).
+COMPILED_MODULES = ("trustlab.devices.tpm12.merkle",)
 PURE_ENV = "TRUSTLAB_PURE_PYTHON"  # set (non-empty, not "0"): never use a compiled build
 STAMP_SUFFIX = ".mypyc-source-sha256"
 

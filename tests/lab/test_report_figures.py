@@ -2,11 +2,13 @@
 
 Each spec is drawn twice, once as the report draws it and once with the shortcuts undone
 (matplotlib's stock Axes instead of the one-moving-tick axes, its stock Agg canvas instead
-of the one that keeps text shaping), and the pixels compared. The specs cover what the
-shortcuts must get right: log axes (labelled majors as math text, unlabelled minors, a
-span under a decade whose minors carry labels), a linear axis with an offset ('1e9'
-beside the ticks), rotated category labels on bars, categorical lines, NaN gaps, and the
-same labels drawn again on the next figure (the kept shaping reused).
+of the one that keeps text shaping, fonts read from their files instead of from memory,
+legends measured at every question instead of once), and the pixels compared. The specs
+cover what the shortcuts must get right: log axes (labelled majors as math text,
+unlabelled minors, a span under a decade whose minors carry labels), a linear axis with an
+offset ('1e9' beside the ticks), rotated category labels on bars, categorical lines, NaN
+gaps, legends of one to several entries, and the same labels drawn again on the next
+figure (the kept shaping reused).
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ SPECS = {
 
 def _pixels(spec, monkeypatch, stock: bool):
     import numpy as np
+    from matplotlib import font_manager, ft2font
     from matplotlib.axes import Axes
     from PIL import Image
 
@@ -55,11 +58,16 @@ def _pixels(spec, monkeypatch, stock: bool):
         if stock:
             m.setattr(stamped, "StampedAxes", Axes)
             m.setattr(agg_canvas, "ReportCanvas", FigureCanvasAgg)
+            m.setattr(plots, "_measured_once", lambda box: None)  # a legend's boxes measured at every question
+            plots.preload()  # before the next line: its first call installs the fonts read from memory
+            m.setattr(font_manager, "ft2font", ft2font)  # fonts read from their files, as matplotlib does
+            font_manager._get_font.cache_clear()
         images = []
         for _ in range(2):  # the second drawing reuses the first one's renderer and what it kept
             buf = io.BytesIO()
             plots.render(spec, buf)
             images.append(np.asarray(Image.open(io.BytesIO(buf.getvalue())).convert("RGB")))
+    font_manager._get_font.cache_clear()  # no font read from its file is used by a later drawing
     assert np.array_equal(*images)
     return images[0]
 
@@ -122,3 +130,23 @@ def test_matplotlib_imported_for_drawing_keeps_its_set_signatures_after():
         pass
 
     assert "Supported properties" in (Later.set.__doc__ or "") and generated.__name__ != "flag_only"
+    from matplotlib import _docstring
+
+    assert "linestyle" in _docstring.interpd.params["Line2D:kwdoc"]  # plots._property_lists_skipped: meanwhile only
+
+
+def test_fonts_for_drawing_come_from_memory_and_listed_fonts_keep_their_path():
+    """report/font_memory: the fonts matplotlib draws with hold their file's bytes; a font opened to be
+    listed (FontManager.addfont) keeps its path as fname, which the font list stores."""
+    from matplotlib import font_manager
+
+    import trustlab.report.plots as plots
+    from trustlab.report.font_memory import FontBytes
+
+    plots.preload()
+    path = font_manager.findfont("DejaVu Sans")
+    font = font_manager.get_font(path)
+    assert isinstance(font.fname, FontBytes) and str(font.fname) == font.fname.path
+    assert font.fname.getvalue() == open(path, "rb").read()
+    listed = font_manager.ft2font.FT2Font(path)
+    assert listed.fname == path

@@ -116,7 +116,9 @@ def test_engine_makes_keccak_heavy_operations_faster_and_its_range_widens_the_in
     fixed = predict.price("ML-DSA-65", "verify", ChipSpec.parse(f"{BASE},keccak_cycles=1000"), protection=False)
     wide = predict.price("ML-DSA-65", "verify", ChipSpec.parse(f"{BASE},keccak_cycles=200-5000"), protection=False)
     assert wide.median_ms == pytest.approx(fixed.median_ms)  # same centre (sqrt(200 x 5000)), wider ends
-    assert wide.low_ms < fixed.low_ms and wide.high_ms > fixed.high_ms
+    # wider: the engine's Keccak is a few % of the time, so at the low end its range moves the 5% point by about the
+    # Monte-Carlo noise (its own stream); the interval's ratio and its high end show it
+    assert wide.high_ms / wide.low_ms > fixed.high_ms / fixed.low_ms and wide.high_ms > fixed.high_ms
     assert kmac.low_ms <= kmac.median_ms <= kmac.high_ms
     assert "Keccak on an engine (kmac" in kmac.provenance and "theory_of_operation.md" in kmac.provenance
 

@@ -130,11 +130,103 @@ def test_the_spread_is_pooled_from_sources_whose_build_and_timer_are_known_withi
     assert "wolfssl-zcu102-a53" not in exact and "xu-pico-pqc-rp2350" in exact
     # unstated Keccak on a class where assembly and C differ: carried by its Keccak factor, not the spread
     assert "pqm4-pr401-mldsa-native-l4r5" not in exact
+    # hand-written assembly is on no class's portable-C basis
+    assert not {"greconici2021-m3", "huang2023-due-m3", "huang2023-fe310", "wolfboot-polarfire-u54"} & exact
     mcu, app = classes.source_spread(), classes.source_spread(frozenset(), "application")
     assert not set(mcu.classes) & {"host-x86", "a-class", "riscv64"} and "host-x86" in app.classes
     assert mcu.quantiles()[1] < app.quantiles()[1]
     # a centre of k sources is itself uncertain: sqrt(1 + 1/k) wider for a new chip
     assert mcu.quantiles(2)[1] > mcu.quantiles()[1]
+
+
+def test_rows_of_unknown_code_base_stay_in_the_spread_with_their_lineage_variance_taken_out():
+    """A row of unstated lineage (or one priced as unknown: mldsa-native's) is drawn over the unknown lineage's range
+    when predicted, so its code base's part of its distance from the class must not count in the spread as well.
+    Leaving such rows out (as the spread did) made the spread rest on one to three degrees of freedom (median
+    interval x8.1 high/low, coverage 96% of a nominal 90%); they stay, and the known mean and variance of their
+    lineage factor come out of the sum of squares (classes.lineage_doubt, classes.moments)."""
+    doc = classes.measurements()
+    src = {s["id"]: s for s in doc["sources"]}
+    libcrux = [r for r in doc["rows"] if r["source"] == "libcrux-iot-l4r5"]
+    kem = [r for r in libcrux if r["algorithm"].startswith("ML-KEM")]
+    dsa = [r for r in libcrux if r["algorithm"].startswith("ML-DSA")]
+    assert kem and dsa and all(classes.exact_basis(src["libcrux-iot-l4r5"], r) for r in kem + dsa)
+    mu, var = classes.lineage_doubt(src["libcrux-iot-l4r5"], tuple(kem + dsa))
+    # unknown: centre the reference (x1) and slow end, so the real code can only be faster: a positive mean shift
+    assert mu > 0.03 and var > 0.005
+    # a measured lineage is brought to the basis by its centre: a smaller doubt than the unknown's
+    bpif3 = tuple(r for r in doc["rows"] if r["source"] == "mlkem-native-bpif3")
+    kem_only = tuple(kem)
+    assert classes.lineage_doubt(src["mlkem-native-bpif3"], bpif3)[1] < classes.lineage_doubt(
+        src["libcrux-iot-l4r5"], kem_only)[1]
+    # the reference lineage has none; nor has hand-written assembly (no C lineage)
+    xu = tuple(r for r in doc["rows"] if r["source"] == "xu-pico-pqc-rp2350")
+    assert classes.lineage_doubt(src["xu-pico-pqc-rp2350"], xu) == (0.0, 0.0)
+    huang = tuple(r for r in doc["rows"] if r["source"] == "huang2023-fe310")
+    assert classes.lineage_doubt(dict(src["huang2023-fe310"], implementation="optimized"), huang) == (0.0, 0.0)
+
+
+def test_the_spread_estimator_subtracts_the_known_part_without_bias():
+    """Simulated sources (between-source sd 0.1, plus a known lineage shift like the unknown ML-KEM's: 0 or
+    uniform on [0, 0.6]): the method-of-moments estimate of sigma^2 is unbiased over many classes, where the plain
+    sum of squares over-states it by the lineage's variance."""
+    import numpy as np
+
+    rng = np.random.default_rng(7)
+    d = 0.6
+    u = (np.arange(4000) + 0.5) / 4000
+    shift = np.where(u < 0.5, d * (1 - 2 * u), 0.0)
+    mu, var = float(shift.mean()), float(shift.var())
+    est, plain = [], []
+    for _ in range(3000):
+        k = 4
+        doubted = rng.random(k) < 0.5
+        means = 0.1 * rng.standard_normal(k) + np.where(doubted, rng.choice(shift, k), 0.0)
+        ss, known, dof = classes.moments(list(means), [mu if x else 0.0 for x in doubted],
+                                         [var if x else 0.0 for x in doubted])
+        est.append((ss - known) / dof)
+        plain.append(ss / dof)
+    assert statistics.fmean(est) == pytest.approx(0.01, rel=0.1)
+    assert statistics.fmean(plain) > 0.02
+    # about a fixed centre (the Cortex-M4 basis) every source is a degree of freedom
+    ss, known, dof = classes.moments([0.2, -0.1], [0.1, 0.0], [0.01, 0.0], fixed_centre=True)
+    assert dof == 2 and ss == pytest.approx(0.05) and known == pytest.approx(0.02)
+    assert classes.moments([0.3], [0.0], [0.0]) == (0.0, 0.0, 0)
+
+
+def test_intervals_are_honest_and_not_over_wide():
+    """A nominal 5-95% interval should hold about 90% of the independent rows: 96% at x8.1 high/low (when rows of
+    unknown lineage left the spread) was over-wide; now near nominal at about half the width."""
+    o = validation.summary()["overall"]
+    assert 0.8 <= o["coverage"] <= 0.95
+    assert o["median_width"] < 5.0
+
+
+def test_x86_prices_signing_against_verification_as_the_reference_c_measures():
+    """Reference values, not fitted: the Dilithium round-3 specification (2021-02-08) Table 1, the reference C's
+    median cycles on Skylake, keygen / sign / verify (Dilithium2 300,751 / 1,081,174 / 327,362; Dilithium3 544,232 /
+    1,713,783 / 522,267; Dilithium5 819,475 / 2,383,399 / 871,609). With one work per clock for Keccak and the rest
+    the x86 class priced signing 23-31% low and sign / verify at 2.0-2.5; with the measured proportion
+    (cores.toml keccak_per_arith, classes.unit_split) every figure and every sign / verify ratio is within 15%."""
+    published = {"ML-DSA-44": (300751, 1081174, 327362), "ML-DSA-65": (544232, 1713783, 522267),
+                 "ML-DSA-87": (819475, 2383399, 871609)}
+    spec = ChipSpec.parse("core=skylake,mhz=1,build=speed,lineage=reference,keccak_impl=c,impl=portable")
+    for algorithm, figures in published.items():
+        kcycles = [predict.price(algorithm, op, spec, protection=False).run_median_ms * 1000
+                   for op in ("keygen", "sign", "verify")]
+        assert all(abs(k / f - 1) < 0.15 for k, f in zip(kcycles, figures)), (algorithm, kcycles)
+        assert kcycles[1] / kcycles[2] == pytest.approx(figures[1] / figures[2], rel=0.15)
+    assert classes.unit_split("host-x86") > 2.0 and classes.unit_split("cortex-m4") == 1.0
+
+
+def test_a_left_out_cortex_m33_source_is_not_priced_from_one_unknown_lineage_source():
+    """With one Cortex-M33 source left out, the microcontroller spread was libcrux's alone (one degree of freedom:
+    intervals x20-x22 high/low, its lineage's doubt inside the spread). With that doubt taken out of its sum of
+    squares (classes.lineage_doubt) the remaining Cortex-M33 source and libcrux on the Cortex-M4 are
+    x4-x7, every row covered; never the x20."""
+    s = validation.summary()["sources"]
+    for sid in ("xu-pico-pqc-rp2350", "xu2025-rp2350"):
+        assert s[sid]["median_width"] < 10.0 and s[sid]["coverage"] == 1.0
 
 
 def test_a_mixed_build_is_a_mixture_not_the_envelope_of_its_parts():
@@ -161,19 +253,23 @@ def test_the_implementation_factor_follows_what_the_code_is():
     """Portable C is the classes' basis (x1); pqm4's Cortex-M4 assembly can only be the unstated code of a core
     that runs it, so an unstated-code Cortex-M0+ is never faster than pqm4's clean Cortex-M4 code at its clock."""
     m4 = ChipSpec.parse("core=m4,mhz=133")
-    assert estimate.impl_factor(ChipSpec.parse("core=m4,mhz=133,impl=portable"), "ML-KEM-512", "keygen", 0.01) == 1.0
-    assert estimate.impl_factor(m4, "ML-KEM-512", "keygen", 0.01) < 1.0
-    assert estimate.impl_factor(ChipSpec.parse("core=m0+,mhz=133"), "ML-KEM-512", "keygen", 0.01) == 1.0
+    assert estimate.impl_factor(ChipSpec.parse("core=m4,mhz=133,impl=portable"), "ML-KEM-512", "keygen", 0.01) == (1.0, 1.0)
+    k, o = estimate.impl_factor(m4, "ML-KEM-512", "keygen", 0.01)
+    assert k == o < 1.0  # pqm4's factor is a whole-operation ratio
+    assert estimate.impl_factor(ChipSpec.parse("core=m0+,mhz=133"), "ML-KEM-512", "keygen", 0.01) == (1.0, 1.0)
     p = predict.price("ML-KEM-512", "keygen", ChipSpec.parse("core=cortex-m0plus,mhz=133"))
     clean_m4 = sum(classes.m4_cycles("ML-KEM-512", "keygen")) / 133e3
     assert p.low_ms > clean_m4
     with pytest.raises(TrustlabError, match="impl = 'asm': use one of portable"):
         ChipSpec.parse("core=m4,mhz=10,impl=asm")
-    # the only assembly speed-up the model has is pqm4's Cortex-M4 code: refused where it cannot run
-    with pytest.raises(TrustlabError, match="which a host-x86 cannot run"):
+    # the model's assembly speed-ups are pqm4's Cortex-M4 code and a class's paired measurements (Cortex-M3):
+    # refused on a core with neither
+    with pytest.raises(TrustlabError, match="no sourced assembly speed-up for a host-x86"):
         ChipSpec.parse("core=host-x86,mhz=3000,impl=optimized")
-    with pytest.raises(TrustlabError, match="which a cortex-m0plus cannot run"):
+    with pytest.raises(TrustlabError, match="no sourced assembly speed-up for a cortex-m0plus"):
         ChipSpec.parse("core=m0+,mhz=133,impl=mixed")
+    with pytest.raises(TrustlabError, match="no sourced assembly speed-up for a riscv32 .*use impl=unknown"):
+        ChipSpec.parse("core=rv32,mhz=100,impl=optimized")
     with pytest.raises(TrustlabError, match="build = assembly .* contradicts impl = portable"):
         ChipSpec.parse("core=m4,mhz=100,build=assembly,impl=portable")
 
@@ -328,15 +424,41 @@ def test_leave_one_source_out_summary_is_reported_as_measured():
       ML-KEM-512 keygen at x2.00, at the edge; 4/6 inside): the factor is x0.43 on the other units but ~x1 on
       Keccak, and the x86 class, fitted on rows without a hashing share, keeps the Cortex-M4's Keccak share of the
       time, so the whole-operation speed-up (x0.50-x0.64 measured) is only partly applied. Brought to the
-      reference lineage, the c7i no longer widens the pooled application-core spread, so Xu's Zen 1 rows (-42%,
-      wolfCrypt C, lineage priced as unknown) are 9/18 outside their narrower intervals (were 3/18);
+      reference lineage, the c7i no longer widens the pooled application-core spread, so Xu's Zen 1 rows (-42%)
+      are outside their narrower intervals. Xu's code was read since (the thesis's wolfSSL fork): its ML-KEM is
+      PQClean clean with PQClean's Keccak (reference lineage), its ML-DSA wolfCrypt's own C, whose factor is our
+      same-core measurement (data/lineage.toml 'wolfcrypt': x0.54-x0.82 of the reference C's time on x86, whole
+      operations). Put on the reference basis, Xu's ML-DSA rows lower the x86 class's work per clock: the c7i moves
+      to +80% (ML-KEM-512 keygen x2.14, ML-KEM-768 keygen x2.00) and Xu's own ML-DSA rows, priced faster, to
+      -31% to -69% (the three signing rows, medians of 5 runs of a rejection-sampled operation, beyond 2x up to
+      x3.25; sign / verify is 3.8 in Xu's ML-DSA-44 and -65 data, 2.8 in the same code on our Zen 4). The other
+      wolfCrypt sources, none used in the measurement, move towards their figures: the ZCU102 from +54% to -8%, the
+      PolarFire U54 from +59% to +17%, the STM32H7 from +38% to +12%. With unknown ML-DSA now spanning
+      wolfCrypt's range, rows of unknown lineage of both families left the between-source spread: fewer
+      sources, wider intervals (median width x3.8 -> x8.1 high/low, coverage 0.90 -> 0.96 of a nominal 0.90;
+      errors unchanged by it). They are back since, with their lineage factor's known mean and variance taken out
+      of the spread's sum of squares (classes.lineage_doubt, method of moments as in a random-effects
+      meta-analysis): counted once, on the full basis: width x3.9, coverage 0.89, errors unchanged.
+      The x86 class was fitted on whole-operation rows (no hashing share) with one work per clock for Keccak and
+      the rest, so it kept the Cortex-M4's proportion between them: x86 sign / verify came out 2.0-2.3 where the
+      reference C measures 2.7-3.6 (our Zen 4; the Dilithium round-3 specification's Skylake table 2.7-3.3). On a
+      64-bit core Keccak's 64-bit lanes gain what the NTT's 16/32-bit arithmetic does not: our same-core
+      measurement of the reference C puts x86's Keccak work per clock at 2.3-4.0x its other units' proportion
+      to the Cortex-M4's (3.35; the Skylake table fitted alike: 3.6), cores.toml keccak_per_arith, and the class
+      splits whole-operation rows by it (classes.unit_split). Xu's ML-DSA rows went from -31% to -69% (its
+      signing x2.2-x3.25) to a uniform -49% to -67% (signing x2.1-x3.0, key generation and verification now
+      x1.96-x2.17): what is left is the source's level (its ML-KEM rows sit at -37% to -42%, Zen 1 at -O2 against
+      -march=native code on newer cores), no longer the mix of operations; the c7i at +47% to +70%, all within 2x;
     - the STM32F446 application build (its STM32CubeIDE project has a Debug -O0 and a Release -Os configuration,
       the README does not say which ran) is priced at the mix of the two, below the -O0 run it fits (median -50%,
       one row of two just beyond 2x, both inside their intervals). It and the FHNW STM32F407 -O0 build of the Kyber
       reference run a C Keccak (their keccak field) where the Cortex-M4 calibration (pqm4's clean) links pqm4's
       assembly Keccak: since the Keccak is explicit (pqc_model.keccak_impl, a C/asm ratio from our cycle model,
       fixed before either was predicted again) FHNW is at median -16%, 9/9 inside (was -31%, 0/9) and the F446 at
-      -50% (was -62%, 0/2 within 2x);
+      -50% (was -62%, 0/2 within 2x). The F446 stays a known miss (its source note): the same run's wolfCrypt C
+      rates match wolfSSL's published -Os STM32F437 figures, so nothing published backs the -O0 reading its Kyber
+      rows fit, and flash wait states are not the cause (5 wait states behind the ART cost mupq's C Keccak x1.004
+      at -O0 and x1.04-x1.05 at -Os in our cycle model; FHNW's -O0 rows at 64 and 168 MHz have equal cycles);
     - sources that do not say which Keccak they ran on a class where asm and C differ are priced at the unknown
       rule (centred on C, the assembly as the fast end): pqm4 PR #401 (mldsa-native in pqm4's harness; median
       +63%, 2 of 3 rows outside, just above their low ends) and wolfSSL PR #7676 (an STM32H7 Cortex-M7) sit above
@@ -346,6 +468,25 @@ def test_leave_one_source_out_summary_is_reported_as_measured():
     - mldsa-native on zeroRISC Pavona's Ibex with SHAKE on the KMAC engine: its Keccak is priced on the engine
       (1-5% of each prediction), the rest is the riscv32 class, a prior with no counted portable-C RV32 source,
       at the unknown build, so it sits above its measurements (median +59%, all within 2x).
+    - hand-written assembly on a core without pqm4's Cortex-M4 assembly (Huang et al. 2023's round-3 Kyber, RV32
+      assembly arithmetic and a C Keccak on a SiFive FE310, and its Cortex-M3 code on an Arduino Due; Greconici et
+      al.'s Dilithium on a Cortex-M3; wolfBoot's RISC-V assembly on a PolarFire U54) is priced as --chip prices it,
+      impl=unknown (chipspec.priced_implementation: portable C at the class's speed there, no sourced assembly
+      speed-up; the build flags, Keccak and lineage each states): it was priced with pqm4's Cortex-M4 assembly
+      speed-up, which --chip refuses there. The FE310 went from -41% (8/9 within 2x, 4/9 inside) to -19% (9/9
+      within 2x and inside: what its blind --chip prediction gave, its source note); the Cortex-M3 sources, faster
+      than the class's C by their assembly, from +12% / +35% to +39% / +62%, all within 2x, 3/9 and 1/3 of their
+      rows inside (the rest above); wolfBoot's U54 from +29% to +59%, 18/18 inside. The Cortex-M3 then got its own
+      sourced assembly speed-up (data/asm_pairs.toml: mupq/pqm3's clean and m3 code on one STM32F207, the non-Keccak
+      work x1.84-x2.52 for ML-KEM, x1.39-x2.04 for ML-DSA; pqc_model.asm_speedup), so its assembly sources are
+      priced as stated, impl=optimized, by --chip and validate alike: Huang et al.'s Due from +39% to +8% (9/9
+      inside), Greconici et al.'s Dilithium3 on the Due from +62% to +38% (1/3 inside: keygen and verify 4-6% above
+      their intervals' low end; pqm3's own m3 Dilithium3 runs 1.10-1.30x slower on its F207, with flash wait states,
+      than the same code on the Due, a board difference the M3 class, fitted on the F207 alone, does not know).
+    The between-source spread takes each source's code-base doubt out of its sum of squares (classes.lineage_doubt):
+    libcrux's Rust on the STM32L4R5 of unknown lineage, which alone set the microcontroller spread with one degree
+    of freedom when a Cortex-M33 source was left out (its intervals x20-x22 high/low, the lineage's doubt inside the
+    spread), no longer does so (x4.2-x4.4); the FHNW -O0 rows stay at their intervals' 95% end.
     The unstated builds are the base rate of the builds the sources state (builds.toml [builds.unknown], recounted
     by test_build_prior.py; centre x1.18 Keccak / x1.22 other); with the equal mix of a benchmark, a size and a
     debug build they were before (centre x1.59 / x1.68) the ZCU102's and Pavona's rows passed 2x: no longer.
@@ -357,26 +498,33 @@ def test_leave_one_source_out_summary_is_reported_as_measured():
     counted = [r for r in validation.loso_rows() if r["counted"]]
     misses = [r for r in counted if max(r["predicted"] / r["reference"], r["reference"] / r["predicted"]) > 2]
     assert s["within_2x"] == s["rows"] - len(misses)
-    # the c7i stays in the set: its ML-KEM-512 keygen sits at x2.00, the edge
-    assert {r["source_id"] for r in misses} <= {"mlkem-native-c7i", "xu2025-x86", "wolfssl-examples-f446"}
+    assert {r["source_id"] for r in misses} <= {"mlkem-native-c7i", "xu2025-x86", "wolfssl-examples-f446",
+                                                "huang2023-fe310"}
+    # the c7i within 2x since the x86 class splits whole operations by its measured Keccak / other proportion
     c7i = [r for r in counted if r["source_id"] == "mlkem-native-c7i"]
-    assert sum(max(r["predicted"] / r["reference"], r["reference"] / r["predicted"]) <= 2.05 for r in c7i) == len(c7i)
-    # the FHNW -O0 build's ML-KEM-512 encapsulate sits at the interval's 95% end (within 2% of it): covered or not is
-    # the Monte-Carlo draw's noise there (it flipped when the draw seed stopped depending on the chip's label)
+    assert all(max(r["predicted"] / r["reference"], r["reference"] / r["predicted"]) <= 2.0 for r in c7i)
+    # Xu's x86 misses beyond 2x are ML-DSA rows (its level: its ML-KEM rows are within 2x), none beyond x3.1
+    xu = [r for r in misses if r["source_id"] == "xu2025-x86"]
+    assert all(r["algorithm"].startswith("ML-DSA") and r["reference"] / r["predicted"] <= 3.1 for r in xu)
+    # the FHNW -O0 build's encapsulations sit at the interval's 95% end: covered or not was the Monte-Carlo draw's
+    # noise there (it flipped when the draw seed stopped depending on the chip's label); with the spread's
+    # unknown-lineage ML-KEM rows left out (narrower microcontroller spread) ML-KEM-512's is 7% beyond it
     edge = {"fhnw-kyber-f407-O0"}
     uncovered = {r["source_id"] for r in counted if not r["covered"]}
-    assert uncovered <= {"mlkem-native-c7i", "xu2025-x86", "pqm4-pr401-mldsa-native-l4r5"} | edge
+    assert uncovered <= {"mlkem-native-c7i", "xu2025-x86", "pqm4-pr401-mldsa-native-l4r5", "huang2023-fe310",
+                         "greconici2021-m3", "huang2023-due-m3"} | edge
     fhnw = [r for r in counted if r["source_id"] == "fhnw-kyber-f407-O0"]
-    # its C Keccak, priced as C (0/9 covered when the model had no Keccak kind): all 9 within 3% of the interval
-    assert all(0.97 * r["low"] <= r["reference"] <= 1.03 * r["high"] for r in fhnw)
-    assert sum(r["covered"] for r in fhnw) >= len(fhnw) - 1
+    # its C Keccak, priced as C (0/9 covered when the model had no Keccak kind): all 9 within 8% of the interval
+    assert all(0.92 * r["low"] <= r["reference"] <= 1.08 * r["high"] for r in fhnw)
+    assert sum(r["covered"] for r in fhnw) >= len(fhnw) - 2
     assert s["coverage"] >= 0.8
     assert s["coverage"] == sum(r["covered"] for r in counted) / len(counted)
 
 
 def test_published_sources_cover_these_core_classes():
     """The portable-C RISC-V 32 rows found (liboqs on an ESP32-C3) are flagged, not counted (see their note); the
-    counted RISC-V 32 rows are Pavona's (Keccak on its KMAC engine, the rest on the Ibex); pqm4's clean figures
+    counted RISC-V 32 rows are Pavona's (Keccak on its KMAC engine, the rest on the Ibex) and Huang et al.'s on a SiFive
+    FE310 (RV32 assembly arithmetic, C Keccak); pqm4's clean figures
     (the M4 basis) are calibration, other M4 sources count."""
     measured = {r["core"] for r in validation.loso_rows() if r["counted"]}
     assert {"cortex-m0plus", "cortex-m3", "cortex-m33", "a-class", "riscv32", "riscv64", "host-x86"} <= measured

@@ -118,3 +118,42 @@ def test_charge_all_is_charge_per_component_to_the_last_bit():
     assert one.last.breakdown == all_.last.breakdown and one.last.ms == all_.last.ms
     with pytest.raises(ValueError, match="negative count"):
         all_.charge_all({"ohc": -1})
+
+
+def test_begin_charged_and_end_charged_keep_every_charge_of_the_separate_calls():
+    """The dispatcher's fused opening and closing charges: the same ledger, to the last bit, as
+    begin + charge_ms + charge_ms and charge_ms (+ charge_ms) + end, nested or not."""
+    values = [0.1, 1 / 3, 2.718281828, 1e-9, 7.0]
+    clocks = []
+    for fused in (False, True):
+        clock = Clock(profile())
+        for k, outer in enumerate(values):
+            for name, nested in (("A", False), ("B", True)):
+                if nested:
+                    clock.begin("outer")
+                    clock.charge_ms("ohc", outer)
+                first, second = outer * 3.1, outer / 7
+                hashed = None if k % 2 else outer * 0.37
+                if fused:
+                    clock.begin_charged(name, "ohc", first, "ohir", second)
+                    clock.charge_ms("rsa", second * 11)
+                    rec = clock.end_charged(None if hashed is None else "sha1_byte", hashed or 0.0, "ohor", first / 3)
+                else:
+                    clock.begin(name)
+                    clock.charge_ms("ohc", first)
+                    clock.charge_ms("ohir", second)
+                    clock.charge_ms("rsa", second * 11)
+                    if hashed is not None:
+                        clock.charge_ms("sha1_byte", hashed)
+                    clock.charge_ms("ohor", first / 3)
+                    rec = clock.end()
+                assert rec is clock.last
+                if nested:
+                    clock.end()
+        clocks.append(clock)
+    one, fused_clock = clocks
+    assert one.now_ms == fused_clock.now_ms
+    for ledger in ("by_component", "by_command", "by_command_component", "command_counts"):
+        assert list(getattr(one, ledger).items()) == list(getattr(fused_clock, ledger).items())
+    assert list(one.last.breakdown.items()) == list(fused_clock.last.breakdown.items())
+    assert (one.last.ms, one.last.start_ms) == (fused_clock.last.ms, fused_clock.last.start_ms)

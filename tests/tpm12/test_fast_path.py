@@ -193,6 +193,13 @@ def _errors_and_sessions():
     ]
     oiap = tpm.TPM_OIAP(K)  # continued across commands
     out += [_outcome(lambda: tpm.TPM_Sign(key, digest, oiap)) for _ in range(3)]
+    bad = HostSession(oiap.handle, oiap.nonce_even, secret("wrong"))  # the same session, a wrong secret
+    out.append(_outcome(lambda: tpm.TPM_Sign(key, digest, bad)))  # TPM_AUTHFAIL: the TPM ends the session
+    out.append(_outcome(lambda: tpm.TPM_Sign(key, digest, oiap)))  # its handle is gone
+    out.append(_outcome(lambda: tpm.TPM_Sign(key, digest, bad)))  # closed on the host: refused unsent
+    once = tpm.TPM_OIAP(K)
+    once.cont = False  # continueAuthSession FALSE: the answer closes it on both sides
+    out += [_outcome(lambda: tpm.TPM_Sign(key, digest, once)), ("open", once.open)]
     sealed = tpm.TPM_Seal(C.TPM_KH_SRK, SRK, b"secret data", secret("d"))  # OSAP
     out.append(_outcome(lambda: tpm.TPM_Unseal(C.TPM_KH_SRK, sealed, SRK, secret("d"))))  # two sessions
     out.append(_outcome(lambda: tpm.TPM_Unseal(C.TPM_KH_SRK, sealed, SRK, secret("not d"))))  # TPM_AUTH2FAIL

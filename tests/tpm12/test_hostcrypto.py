@@ -47,3 +47,32 @@ def test_host_nonces_are_never_handed_out_twice_across_threads() -> None:
     for t in threads:
         t.join()
     assert len(set(drawn)) == len(drawn) == 12000
+
+
+# RFC 2202 section 3 (HMAC-SHA1): tests 1, 2, 3 and 6 (a key longer than a block, hashed first)
+_RFC2202 = [
+    (b"\x0b" * 20, b"Hi There", "b617318655057264e28bc0b6fb378c8ef146be00"),
+    (b"Jefe", b"what do ya want for nothing?", "effcdf6ae5eb2fa2d27416d5f184df9c259a7c79"),
+    (b"\xaa" * 20, b"\xdd" * 50, "125d7342b9ac11cd91a39af48aa17b4f63f175d3"),
+    (b"\xaa" * 80, b"Test Using Larger Than Block-Size Key - Hash Key First",
+     "aa4ae5e15272d00e95705637ce8a3b55ed402112"),
+]
+
+
+@pytest.mark.parametrize("key, msg, expected", _RFC2202)
+def test_engine_and_host_hmac_sha1_give_rfc_2202_vectors(key: bytes, msg: bytes, expected: str) -> None:
+    from trustlab.devices.tpm12.primitives import Primitives
+    from trustlab.timing.clock import Clock
+
+    engine = Primitives(Clock(registry.load("infineon-2010")), keygen=lambda bits: None)
+    assert engine.hmac(key, msg[:5], msg[5:]).hex() == expected
+    assert hostcrypto.hmac_sha1(key, msg[:3], msg[3:]).hex() == expected
+
+
+def test_hmac_sha1_equals_the_stdlib_one_shot_for_every_key_length() -> None:
+    import hmac
+    import os
+
+    for n in (0, 1, 20, 63, 64, 65, 200):
+        key, msg = os.urandom(n), os.urandom(61)
+        assert hostcrypto.hmac_sha1(key, msg) == hmac.digest(key, msg, "sha1")

@@ -25,12 +25,16 @@ from matplotlib import font_manager
 from matplotlib.backends.backend_agg import FigureCanvasAgg, RendererAgg, get_hinting_flag
 from matplotlib.ft2font import RenderMode
 
+from trustlab.report.sci_mathtext import ReportMathText
+
 
 class ReportRenderer(RendererAgg):
     """``RendererAgg`` with shaping results and font line metrics kept for its lifetime."""
 
     def __init__(self, width: float, height: float, dpi: float) -> None:
         super().__init__(width, height, dpi)
+        # log tick labels laid out without the math-text grammar (same output type as matplotlib's)
+        self.mathtext_parser = ReportMathText({"vector": "path", "raster": "agg"}[self.mathtext_parser._output_type])
         self._layouts: dict[tuple, list] = {}
         self._line_metrics: dict[Any, tuple[float, float, float]] = {}
         self._glyphs: dict[tuple, tuple[Any, int, int]] = {}

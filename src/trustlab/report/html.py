@@ -37,7 +37,7 @@ def esc(v: Any) -> str:
 def cell(v: Any) -> str:
     if isinstance(v, bool) or v is None or not isinstance(v, (int, float)):
         return f"<td>{esc(format_cell(v))}</td>"
-    return f'<td class="num">{esc(format_cell(v))}</td>'
+    return f'<td class="num">{format_cell(v)}</td>'  # a number's digits, sign, point, e, inf, nan: nothing to escape
 
 
 def table(rows: Sequence[dict[str, Any]], cols: Sequence[str], limit: int | None = None,
@@ -58,11 +58,10 @@ def table(rows: Sequence[dict[str, Any]], cols: Sequence[str], limit: int | None
 
 
 def image(png: Path, out_dir: Path, alt: str, inline: bool) -> str:
-    if inline:
-        src = "data:image/png;base64," + base64.b64encode(png.read_bytes()).decode("ascii")
-    else:
-        src = png.relative_to(out_dir).as_posix()
-    return f'<img src="{esc(src)}" alt="{esc(alt)}">'
+    if inline:  # base64's letters, digits, + / = need no escaping (a figure is ~40 kB of them)
+        return (f'<img src="data:image/png;base64,{base64.b64encode(png.read_bytes()).decode("ascii")}" '
+                f'alt="{esc(alt)}">')
+    return f'<img src="{esc(png.relative_to(out_dir).as_posix())}" alt="{esc(alt)}">'
 
 
 def figure(png: Path, out_dir: Path, alt: str, caption_html: str, inline: bool) -> str:
@@ -83,7 +82,9 @@ def json_pre(doc: Any) -> str:
     return pre(json.dumps(doc, indent=2, default=str))
 
 
-def page(title: str, intro: str, sections: Sequence[str]) -> str:
-    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+def page(title: str, intro: str, sections: Sequence[str]) -> list[str]:
+    """The page in pieces, in order, to be written one after the other (``writelines``): joined, a
+    report's page (megabytes of embedded figures) was copied whole once more, and encoded whole."""
+    return ["<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             f"<title>{esc(title)}</title><style>{CSS}</style></head><body>"
-            f"<h1>{esc(title)}</h1>{intro}{''.join(sections)}</body></html>\n")
+            f"<h1>{esc(title)}</h1>", intro, *sections, "</body></html>\n"]

@@ -100,6 +100,7 @@ def _draw(spec: dict[str, Any], path: Path | BinaryIO, dpi: int) -> Path | Binar
     if any(s.get("label") for s in series):
         # outside the axes: a legend must never hide data
         legend = ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
+        _measured_once(legend._legend_box)
     _layout(fig, ax, legend, series, kind)
     for axis in (ax.xaxis, ax.yaxis):  # after the layout: how many ticks fit depends on the axes' size
         _minor_ticks_as_marks(ax, axis)
@@ -113,7 +114,9 @@ def _draw(spec: dict[str, Any], path: Path | BinaryIO, dpi: int) -> Path | Binar
 
     # The figure is opaque (white face), so its alpha channel is all 255: stored as RGB, the
     # same pixels with a quarter less to filter and compress. zlib level 1: a third less
-    # encoding time than the default, files ~10% larger.
+    # encoding time than the default, files ~10% larger. Pillow encodes (its adaptive row
+    # filters cost about twice the deflating; a PNG writer of our own would save ~0.14 s of
+    # the report but hand-roll what Pillow maintains).
     Image.frombytes("RGB", (width, height), canvas.buffer_rgba(), "raw", "RGBX").save(
         path, format="png", compress_level=1)
     return path
@@ -172,6 +175,36 @@ def _layout(fig: Any, ax: Any, legend: Any, series: list[dict], kind: str) -> No
                         bottom=min(0.6, bottom / HEIGHT_IN), top=1 - top / HEIGHT_IN)
 
 
+def _measured_once(box: Any) -> None:
+    """A legend's boxes each measure themselves once per renderer, not at every question.
+
+    A legend is a tree of boxes (columns of rows of a handle and a label), and each box
+    asks its children for their extents whenever it is asked for its own, or drawn: the
+    layout's measure, the frame's and the drawing took each leaf's extent again at every
+    level, about 5% of drawing a figure. An extent depends on the box's content, font and
+    the renderer's resolution, none of which change once the legend is built (its boxes'
+    positions, set while drawing, are no part of it), so the first answer per renderer is
+    kept: the same numbers, the same pixels.
+    """
+    from matplotlib.offsetbox import OffsetBox
+
+    for name in ("get_bbox", "_get_bbox_and_child_offsets"):
+        setattr(box, name, _kept_per_renderer(getattr(box, name)))
+    for child in box.get_children():
+        if isinstance(child, OffsetBox):
+            _measured_once(child)
+
+
+def _kept_per_renderer(measure: Any) -> Any:
+    kept: list = []  # [renderer, its answer]
+
+    def measured(renderer: Any) -> Any:
+        if not kept or kept[0] is not renderer:
+            kept[:] = [renderer, measure(renderer)]
+        return kept[1]
+    return measured
+
+
 _TICK_MARKS = {"xtick": {"out": 3, "in": 2, "inout": "|"},  # matplotlib.lines.TICKDOWN, TICKUP
                "ytick": {"out": 0, "in": 1, "inout": "_"}}  # TICKLEFT, TICKRIGHT
 
@@ -219,23 +252,59 @@ def _minor_ticks_as_marks(ax: Any, axis: Any) -> None:
 
 
 def preload() -> tuple[Any, Any, Any]:
-    """Import matplotlib's Figure, our Agg canvas and our Axes (about 0.4 s of CPU).
+    """Import matplotlib's Figure, our Agg canvas and our Axes (about 0.3 s of CPU); fonts read from memory.
 
     Deferred to the first figure, since every trustlab process imports the
     report package and few of them draw; a report that draws on forked
     workers calls this first, so the workers inherit it instead of each
     importing it again.
     """
-    with _IMPORTING, _setters_undocumented():
+    global _IMPORTED
+    with _IMPORTING, contextlib.ExitStack() as first:
+        if not _IMPORTED:  # the collector paused and frozen for the import only, not at later calls
+            first.enter_context(_collector_paused())
+            first.enter_context(_setters_undocumented())
+            first.enter_context(_property_lists_skipped())
         from matplotlib.figure import Figure
 
         from trustlab.report.agg_canvas import ReportCanvas
         from trustlab.report.stamped_axes import StampedAxes
 
+        if not _IMPORTED:
+            from trustlab.report import font_memory
+
+            font_memory.install()  # FreeType reads the fonts from memory, not through Python file calls
+        _IMPORTED = True
     return ReportCanvas, Figure, StampedAxes
 
 
 _IMPORTING = threading.Lock()  # one thread at a time swaps Artist's method (see below)
+_IMPORTED = False
+
+
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector off meanwhile, and what is then alive frozen (``gc.freeze``).
+
+    Importing matplotlib creates some 100,000 objects (functions, classes, their dicts) and
+    almost no garbage, yet every 700 new objects started a collection, and the older
+    generations were scanned again as they grew: a seventh of the import's CPU. Frozen
+    after it, they are not scanned again by the drawing's own collections either (in
+    one process, about 0.09 s of CPU for the flagship's figures). They are kept for the
+    process's life, as imported modules are anyway; the few other objects alive then
+    are left out of collections too (``gc.unfreeze`` brings them all back).
+    """
+    import gc
+
+    if not gc.isenabled():  # someone else manages the collector: left as it is
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.freeze()
+        gc.enable()
 
 
 @contextlib.contextmanager
@@ -259,6 +328,33 @@ def _setters_undocumented() -> Iterator[None]:
         yield
     finally:
         Artist._update_set_signature_and_docstring = generated  # type: ignore[method-assign]
+
+
+@contextlib.contextmanager
+def _property_lists_skipped() -> Iterator[None]:
+    """While matplotlib's modules are imported: the property lists their docstrings embed left out.
+
+    A docstring with ``%(Line2D:kwdoc)s`` (``plot``'s, ``legend``'s, ...) gets, as its module
+    is imported, a table of every property of that artist class, made by inspecting each of
+    its setters: a tenth of importing matplotlib (~0.02 s of CPU), for ``help()`` alone. Those
+    docstrings say instead how to get the list; after the import, a docstring asking for a
+    list gets the real one (nothing of the stand-in is kept).
+    """
+    from matplotlib import _docstring
+
+    loader = type(_docstring.interpd.params)
+    computed = loader.__dict__["__missing__"]
+
+    def pointer(params: dict, key: str) -> str:
+        if not key.endswith(":kwdoc"):
+            raise KeyError(key)  # as matplotlib's
+        return f"Properties: listed by matplotlib.artist.kwdoc({key[:-len(':kwdoc')]})."  # not kept in params
+
+    loader.__missing__ = pointer  # type: ignore[method-assign,assignment]
+    try:
+        yield
+    finally:
+        loader.__missing__ = computed  # type: ignore[method-assign]
 
 
 def forget_fonts() -> None:

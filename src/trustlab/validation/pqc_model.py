@@ -3,8 +3,9 @@
 Independent rows: every published ML-KEM / ML-DSA measurement in ``data/pqc_measurements.toml``
 (pqm3 and Greconici et al. on a Cortex-M3, mlkem-native on RISC-V 64 and x86-64, its reference-C
 start on a Cortex-A72, wolfSSL on a Cortex-A53 and a Cortex-M4, Chhetri on a Cortex-M0+, Xu's thesis
-data on a Cortex-M33 (RP2350) and an x86-64 desktop; Albrecht et al.'s SLE 78 Kyber variant, flagged
-and not counted),
+data on a Cortex-M33 (RP2350) and an x86-64 desktop, libcrux-iot's portable Rust on an STM32L4R5 (Cortex-M4),
+Huang et al.'s assembly Kyber on a SiFive FE310 (RV32) and an Arduino Due (Cortex-M3), among others;
+Albrecht et al.'s SLE 78 Kyber variant and a Java Card Kyber applet on an Infineon SLC37, flagged and not counted),
 each predicted leave-one-source-out with its interval. Calibration rows: pqm4's Cortex-M4 figures
 (the unit costs) and the SEALSQ QVault's published 1.85 command times (its profile is calibrated).
 :func:`loso_text` is validate's per-source summary: leave-one-source-out error and coverage.

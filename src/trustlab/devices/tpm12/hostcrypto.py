@@ -13,17 +13,11 @@ exactly the raw crypto the host needs by replacing them here
 from __future__ import annotations
 
 import hashlib
-import hmac as _hmac
 
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import padding, rsa, utils
 
-from trustlab.devices.tpm12.primitives import thread_entropy
-
-try:  # OpenSSL's one-shot HMAC without the stdlib wrapper's extra Python frame
-    from _hashlib import hmac_digest as _hmac_digest
-except ImportError:  # pragma: no cover - Python built without OpenSSL
-    _hmac_digest = _hmac.digest
+from trustlab.devices.tpm12.primitives import new_hmac, thread_entropy  # (new_hmac: OpenSSL's HMAC, as the engine's)
 
 _sha1 = hashlib.sha1
 # TPM_ES_RSAESOAEP_SHA1_MGF1 with the label "TCPA" (Part 1, 31.1.1); padding objects are immutable
@@ -49,7 +43,7 @@ def sha1(*parts: bytes) -> bytes:
 
 def hmac_sha1(key: bytes, *parts: bytes) -> bytes:
     """HMAC-SHA1 of the concatenated parts (authorization trailers, OSAP shared secrets)."""
-    return _hmac_digest(key, b"".join(parts), "sha1")
+    return new_hmac(key, b"".join(parts), "sha1").digest()
 
 
 def oaep_encrypt(public: rsa.RSAPublicKey, plaintext: bytes) -> bytes:

@@ -56,6 +56,8 @@ FLAG_NOSIGN = 0x80
 DEPTH_KEY, EPOCH_KEY = "hashtree_depth", "hashtree_epoch"
 _HEAD = struct.Struct(">BQQQ").unpack
 _FIXED = struct.Struct(">BQQQ20sI")  # mode, index, value, delta, nonce, sibling count: 49 bytes
+_FIXED_SIZE, _UNPACK_FIXED = _FIXED.size, _FIXED.unpack_from
+_MAX_DEPTH, _MAX_VALUE, _RootMemo = merkle.MAX_DEPTH, merkle.MAX_VALUE, merkle.RootMemo
 _EPOCH_SIZE = struct.Struct(">II").pack
 
 
@@ -69,11 +71,11 @@ def _answer(root: bytes, epoch: int, sig: bytes) -> Response:
 @tpm_command("TPM_ExecuteHashTree", handles=1, auth=(1,))
 def execute_hash_tree(tpm, req: Request) -> Response:
     raw = req.param_bytes
-    fixed = _FIXED.unpack_from(raw) if len(raw) >= _FIXED.size else None
-    if fixed is not None and fixed[5] <= merkle.MAX_DEPTH and len(raw) == _FIXED.size + 20 * fixed[5]:
+    fixed = _UNPACK_FIXED(raw) if len(raw) >= _FIXED_SIZE else None
+    if fixed is not None and fixed[5] <= _MAX_DEPTH and len(raw) == _FIXED_SIZE + 20 * fixed[5]:
         # a well-formed frame (every one a run sends): one unpack, the same values as reading field by field
         mode_flags, index, value, delta, nonce, count = fixed
-        path = raw[_FIXED.size:]
+        path = raw[_FIXED_SIZE:]
     else:  # field by field, so a malformed frame fails where and as it always did
         p = req.params
         mode_flags, index, value, delta = _HEAD(p.raw(25))  # mode u8, index/value/delta u64
@@ -114,27 +116,30 @@ def execute_hash_tree(tpm, req: Request) -> Response:
     if index >> depth:
         raise TpmError("TPM_BAD_PARAMETER", f"counter {index} outside a tree of {1 << depth} counters")
     # Both roots in one pass over the path (old: check it, new: install it); every hash is one
-    # SHA-1 block (a 9-byte leaf, 41-byte nodes), charged in one call: depth + 1 blocks for the
-    # check, as many again for the new root, exactly what hashing them one by one charged.
+    # SHA-1 block (a 9-byte leaf, 41-byte nodes), so the charge below is exactly what hashing
+    # them one by one charged.
     incrementing = mode == MODE_INCREMENT
-    delta_ok = 1 <= delta and value + delta <= merkle.MAX_VALUE
+    delta_ok = 1 <= delta and value + delta <= _MAX_VALUE
     new = value + delta if incrementing and delta_ok else value
     # (the host-side RootMemo compares the supplied siblings with the upper levels this TPM
     # computed instead of hashing them: same roots, so the same answer, error and charge)
     memo = st.hashtree_memo
-    if not isinstance(memo, merkle.RootMemo) or memo.depth != depth or memo.root != root:
+    if not isinstance(memo, _RootMemo) or memo.depth != depth or memo.root != root:
         memo = st.hashtree_memo = None
         old_root, new_root = merkle.counter_roots_packed(index, value, new, path)
     else:
         old_root, new_root = memo.roots(index, value, new, path)
+    # charged in one call: depth + 1 blocks for the check (also when it or the delta fails), as many
+    # again when the new root is installed (the blocks only add up until the command's flush)
     crypto = tpm.crypto
-    crypto.charge_hash_blocks(depth + 1)
-    if not _hmac.compare_digest(old_root, root):
+    proven = _hmac.compare_digest(old_root, root)
+    installs = proven and incrementing and delta_ok
+    crypto.charge_hash_blocks(2 * (depth + 1) if installs else depth + 1)
+    if not proven:
         raise TpmError("TPM_BAD_HASHTREE", f"counter {index} = {value} and its path do not match the held root")
     if incrementing:
         if not delta_ok:
             raise TpmError("TPM_BAD_PARAMETER", f"delta {delta}: counters only go up, within 64 bits")
-        crypto.charge_hash_blocks(depth + 1)
         root = st.hashtree_root = new_root
         if memo is not None and not memo.commit(new_root):
             st.hashtree_memo = None

@@ -20,11 +20,15 @@ entry and its own measured rates). Keys::
                  or unknown (default; the widest range): data/builds.toml (Embench-IoT's comparisons; -O0
                  and -Og per counted unit, measured on the Kyber reference)
     impl         the code: portable (C), optimized (hand-written assembly), mixed, or unknown (default:
-                 portable or pqm4-style assembly on cores that run it, portable elsewhere)
+                 portable C at the centre, the class's assembly as the fast end, on cores with a sourced assembly
+                 speed-up; portable elsewhere); optimized / mixed only on cores with one: pqm4's Cortex-M4 assembly
+                 (M4, M7, M33) or the class's paired C / assembly measurements (data/asm_pairs.toml: m3 / sc300)
+                 (:func:`priced_implementation`, which ``validate`` prices its sources by too)
     lineage      the code base of the portable C: reference (pq-crystals ref, PQClean clean, liboqs ref and code
                  derived from them: the classes' basis), mlkem-native (its C without backends: measured faster on
-                 the same core, per counted unit), mldsa-native or wolfcrypt (not measured: priced as unknown),
-                 or unknown (default: the reference as centre, the measured mlkem-native speed-up as the fast end):
+                 the same core, per counted unit; ML-KEM), wolfcrypt (wolfCrypt's own C: measured the same way, for
+                 ML-KEM and ML-DSA), mldsa-native (not measured: priced as unknown), or unknown (default: the
+                 reference as centre, the fastest measured lineage of the family as the fast end):
                  data/lineage.toml (:mod:`.lineage`); not applied to impl=optimized (hand-written assembly)
     keccak_impl  the software Keccak-f[1600]: asm (hand-written assembly: pqm4's, pqm3's; a speed-up is sourced only
                  for the classes with cores.toml keccak_asm, elsewhere asm is priced as C and the chip says so), c (a portable C
@@ -55,8 +59,8 @@ import statistics
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from trustlab.devices.tpm2.pqc_model import builds, chips, classes, keccak_engine, keccak_impl, lineage, silicon, \
-    wolftpm_hash_bench
+from trustlab.devices.tpm2.pqc_model import asm_speedup, builds, chips, classes, keccak_engine, keccak_impl, lineage, \
+    silicon, wolftpm_hash_bench
 from trustlab.errors import TrustlabError, choice, excerpt
 
 KEYS = ("core", "mhz", "sha256_kbps", "bus", "certified", "tpm", "ohc_ms", "build", "impl", "lineage", "keccak_impl",
@@ -315,10 +319,12 @@ def _from_mapping(doc: dict, where: str) -> ChipSpec:
     bus, bus_hz = _bus(doc.get("bus", "none"), where)
     build = choice(doc.get("build", builds.UNKNOWN), builds.kinds(), "build", where)
     impl = choice(doc.get("impl", "unknown"), IMPLEMENTATIONS, "impl", where)
-    if impl in ("optimized", "mixed") and core is not None and not classes.runs_pqm4_assembly(core):
-        # the model's only assembly speed-up is pqm4's Cortex-M4 code; none is sourced for other cores
-        raise TrustlabError(f"{where}: impl = {impl}: the model's assembly speed-up is pqm4's (Cortex-M4 DSP code), "
-                            f"which a {core} cannot run; use impl=portable or unknown")
+    priced = priced_implementation(core, impl)
+    if priced != impl:  # said, not silently re-read: the user may hold a speed-up the model cannot price
+        raise TrustlabError(f"{where}: impl = {impl}: no sourced assembly speed-up for a {core} (the model's are "
+                            "pqm4's Cortex-M4 DSP code, which it cannot run, and a class's paired C / assembly "
+                            f"measurements, data/asm_pairs.toml: cortex-m3 / sc300); use impl={priced} (there: "
+                            "portable C at the class's speed; keccak_impl=asm still prices a sourced assembly Keccak)")
     if build == "assembly" and impl == "portable":
         raise TrustlabError(f"{where}: build = assembly (hand-written assembly) contradicts impl = portable")
     engine = _engine(doc, where)
@@ -353,6 +359,35 @@ def _from_mapping(doc: dict, where: str) -> ChipSpec:
             raise TrustlabError(f"{where}: sha256_kbps = {excerpt(doc['sha256_kbps'])} is faster than the bus can carry the bytes")
         spec = replace(spec, sha256_bytes_per_ms=1.0 / compute, sha256_source="given (--chip sha256_kbps)")
     return spec
+
+
+ASSEMBLY_IMPLEMENTATIONS = ("optimized", "mixed")
+"""Implementations with hand-written assembly: the implementation factor's speed-up is pqm4's (estimate.py)."""
+
+
+def priced_implementation(core: str | None, impl: str, exclude: frozenset[str] = frozenset()) -> str:
+    """The implementation the model prices for code stated as ``impl`` on ``core``: the one rule for ``--chip``
+    (which refuses a statement it would not price as said, naming this answer) and for ``validate`` (which prices
+    a published source as that answer, so its leave-one-source-out error is the error ``--chip`` makes; ``exclude``:
+    the sources left out, whose paired measurements do not count).
+
+    The model has two kinds of sourced assembly speed-up: pqm4's Cortex-M4 code (ARMv7E-M DSP instructions: pqm4
+    m4f / m4fspeed over clean), on the classes that run it (cores.toml ``assembly = true``), and a class's own paired
+    portable-C / assembly measurements (:mod:`.asm_speedup`, data/asm_pairs.toml: Cortex-M3 / SC300). A core with
+    neither (Cortex-M0+, RISC-V, A-class, x86, secure controllers) has no sourced speed-up for hand-written assembly,
+    so 'optimized' / 'mixed' there is priced as 'unknown': portable C at the class's speed
+    (:func:`.estimate.impl_factor`). Its assembly Keccak is the Keccak implementation's to say (``keccak_impl=asm``,
+    sourced per class in cores.toml ``keccak_asm``), not the implementation's. A chip without a core class (a
+    chips.toml entry) keeps ``impl``."""
+    if impl in ASSEMBLY_IMPLEMENTATIONS and core is not None and not assembly_priced(core, exclude):
+        return "unknown"
+    return impl
+
+
+def assembly_priced(core: str, exclude: frozenset[str] = frozenset()) -> bool:
+    """Whether the model has a sourced assembly speed-up for ``core``: pqm4's (cores.toml ``assembly``) or the
+    class's own paired measurements (:mod:`.asm_speedup`)."""
+    return classes.runs_pqm4_assembly(core) or asm_speedup.has(core, exclude)
 
 
 def _name(value, core: str | None, where: str) -> str:

@@ -232,19 +232,32 @@ def measured_cycles(row: dict) -> float:
     return float(row["value"]) * math.sqrt(lo * hi) * 1000.0
 
 
-def row_ratios(row: dict, scales: tuple[float, float] = (1.0, 1.0)) -> tuple[float, float]:
+def row_ratios(row: dict, scales: tuple[float, float] = (1.0, 1.0), split: float = 1.0) -> tuple[float, float]:
     """(Keccak ratio, other ratio) one measurement implies for its core, each multiplied by its unit's
-    basis scale (:func:`basis_scales`). A row without a hashing share gives one ratio for both units, so it
-    takes the work-weighted scale of the two (the measured time is Keccak's share x its factor plus the
-    rest x its own)."""
+    basis scale (:func:`basis_scales`). A row without a hashing share gives the two in the class's sourced
+    proportion ``split`` (Keccak ratio / other ratio on the classes' bases, :func:`unit_split`; 1 where none is
+    sourced: one ratio for both): the measured time is Keccak's work over its ratio plus the rest's over its own,
+    each with its scale, cycles = (K fk / split + O fo) / other ratio."""
     keccak, other = row_m4_cycles(row)
     cycles = measured_cycles(row)
     share = row.get("hash_share")
     fk, fo = scales
     if share is None:
-        r = (keccak + other) / cycles * (keccak * fk + other * fo) / (keccak + other)
-        return r, r
+        r = (keccak * fk / split + other * fo) / cycles
+        return r * split, r
     return keccak / (share * cycles) * fk, other / ((1.0 - share) * cycles) * fo
+
+
+def unit_split(name: str) -> float:
+    """The centre of a class's sourced Keccak-to-other work-per-clock proportion (cores.toml ``keccak_per_arith``:
+    Keccak ratio on the C-Keccak basis over the other units' ratio on pqm4 clean's), with which a measurement that
+    gives one time for a whole operation is split between the two units; 1 for a class without one (the
+    operation's units then share one ratio). Why it matters: a class fitted on ML-KEM rows alone (Keccak about half
+    of the Cortex-M4 C time) and applied to ML-DSA signing (a quarter) misprices signing against verification by the
+    proportion wherever it is far from 1: on a 64-bit core Keccak-f[1600]'s 64-bit lanes take one instruction where
+    a 32-bit core takes two, and the NTT's 16- and 32-bit arithmetic gains nothing from the width."""
+    entry = _cores()[resolve(name)]
+    return float(entry["keccak_per_arith"][1]) if "keccak_per_arith" in entry else 1.0
 
 
 def basis_scales(source: dict, row: dict) -> tuple[float, float]:
@@ -303,7 +316,9 @@ def fit(name: str, exclude: frozenset[str] = frozenset()) -> CoreClass:
 def fit_class(name: str, exclude: frozenset[str] = frozenset()) -> CoreClass:
     """Class ``name`` built from its portable-C rows, leaving out the sources in ``exclude``; each source's
     work per clock divided by its core's factor (:func:`source_factor`), so a class with named cores is on
-    its reference core's scale."""
+    its reference core's scale. Rows of hand-written assembly (``implementation`` optimized / mixed) never enter,
+    also on a core where the model prices such code as portable (:func:`.chipspec.priced_implementation`): their
+    speed is the assembly's, and taken as C they would make the class's C faster than it is."""
     cls = resolve(name)
     entry = _cores()[cls]
     doc = measurements()
@@ -316,10 +331,11 @@ def fit_class(name: str, exclude: frozenset[str] = frozenset()) -> CoreClass:
         return CoreClass(cls, entry["label"], Ratio(mid_k, k[0], k[1]), Ratio(mid_a, a[0], a[1]),
                          f"prior: {entry['prior_source']}", measured=False)
     per: dict[str, list[tuple[float, float]]] = {}
+    split = unit_split(cls)
     for r in used:
         sf = source_factor(sources[r["source"]])
         fk, fo = basis_scales(sources[r["source"]], r)
-        k, o = row_ratios(r, (fk / sf, fo / sf))
+        k, o = row_ratios(r, (fk / sf, fo / sf), split)
         per.setdefault(r["source"], []).append((math.log(k), math.log(o)))
     ks = [k for rows in per.values() for k, _ in rows]
     os_ = [o for rows in per.values() for _, o in rows]
@@ -333,7 +349,9 @@ def fit_class(name: str, exclude: frozenset[str] = frozenset()) -> CoreClass:
              + (f", each divided by its core's per-clock factor against the reference core {ref} "
                 "(data/microarch.toml)" if ref else "")
              + " (work per clock vs Cortex-M4 clean" + (f" on the {ref} scale" if ref else "")
-             + f": Keccak {mid_k:.2f}, other {mid_a:.2f}; range = the rows' scatter about their own source's mean)")
+             + f": Keccak {mid_k:.2f}, other {mid_a:.2f}; range = the rows' scatter about their own source's mean"
+             + (f"; a whole-operation row split between the units at Keccak / other = {split:g}, "
+                f"{_cores()[cls]['keccak_per_arith_source']}" if split != 1.0 else "") + ")")
     return CoreClass(cls, entry["label"], Ratio(mid_k, mid_k * math.exp(min(dk)), mid_k * math.exp(max(dk))),
                      Ratio(mid_a, mid_a * math.exp(min(da)), mid_a * math.exp(max(da))), basis, measured=True,
                      sources=len(ids))
@@ -347,7 +365,10 @@ def exact_basis(source: dict, row: dict) -> bool:
     an unstated build's or an unnamed CPU's uncertainty, which their own factors already carry (counting
     it in the spread as well would count it twice). Likewise the Keccak: a source that does not say which Keccak
     it ran, on a class where assembly and C differ (cores.toml keccak_asm), carries that in its Keccak factor
-    (:mod:`.keccak_impl`), not in the spread."""
+    (:mod:`.keccak_impl`), not in the spread. A row's code base (:mod:`.lineage`) does not take it off the basis:
+    its lineage factor's known variance is taken out of the spread instead (:func:`lineage_doubt`). Hand-written
+    assembly (``implementation`` optimized / mixed) is never on the basis: its rows are no class's portable-C speed,
+    even on a core where the model prices such code as portable (:func:`.chipspec.priced_implementation`)."""
     from trustlab.devices.tpm2.pqc_model import keccak_impl  # it reads the classes' data: imported late
 
     if (not source.get("keccak_engine") and keccak_impl.of_source(source) == keccak_impl.UNKNOWN
@@ -359,6 +380,46 @@ def exact_basis(source: dict, row: dict) -> bool:
     known_timer = timer.lo == timer.hi == 1.0 or timer.label.startswith("rdtsc on a named CPU")
     return (source["implementation"] == PORTABLE and bool(source["counted"]) and build.kind in builds.SPEED
             and stated_timer and known_timer and fixed_clock)
+
+
+LINEAGE_GRID = 2000
+"""Quantiles a lineage factor is integrated over (:func:`lineage_doubt`; midpoints of equal steps)."""
+
+
+def lineage_doubt(source: dict, rows: tuple[dict, ...]) -> tuple[float, float]:
+    """(mean, variance) of what a source's code base adds to its mean log work per clock on the classes' basis
+    (over ``rows``, its rows in the spread): the log of its lineage factor's centre (what :func:`basis_scales`
+    multiplied by) over the factor it really had, drawn as a prediction draws it (:func:`.lineage.time_factors`:
+    one quantile for both units; each row weights Keccak and the rest by its Cortex-M4 work). Zero for the
+    reference lineage; for an unknown one (unstated, or a lineage without a measured factor) its range runs to the
+    fastest measured lineage of the family. A source that states one lineage runs one code base for both families
+    (one draw); one that states a lineage per family, two independent draws.
+
+    Why: a chip's prediction draws its lineage factor (the ``--chip`` default: unknown), so the part of a source's
+    distance from its class that its own code base makes must not enter the between-source spread as well. Leaving
+    such rows out (as the spread did) counts the doubt once but rests the spread on a handful of sources (one to
+    three degrees of freedom, whose Student-t 5-95% quantiles are 1.8-3.9x the normal's); taking their known
+    expected share out of the sum of squares (:func:`_pool`) counts it once and keeps their degrees of freedom."""
+    from trustlab.devices.tpm2.pqc_model import lineage  # it reads the classes' data: imported late
+
+    u = (np.arange(LINEAGE_GRID) + 0.5) / LINEAGE_GRID
+    shifts: dict[str, np.ndarray] = {}
+    for r in rows:
+        fam = family(r["algorithm"])
+        kind = lineage.of_source(source, fam)
+        if source.get("implementation") == "optimized" or lineage.priced_as(kind, fam) == lineage.REFERENCE:
+            continue  # no C lineage (hand-written assembly), or the basis itself: nothing to doubt
+        keccak, other = row_m4_cycles(r)
+        ck, ca = lineage.basis(source, fam)
+        fk, fa = lineage.time_factors(kind, fam, source["core"], u)
+        shifts[fam] = shifts.get(fam, 0.0) + (math.log(keccak * ck + other * ca)
+                                              - np.log(keccak * fk + other * fa)) / len(rows)
+    if not shifts:
+        return 0.0, 0.0
+    if not isinstance(source.get("lineage"), dict):  # one code base: one draw for both families
+        total = sum(shifts.values())
+        return float(np.mean(total)), float(np.var(total))
+    return float(sum(np.mean(v) for v in shifts.values())), float(sum(np.var(v) for v in shifts.values()))
 
 
 TAIL = 0.005
@@ -406,7 +467,8 @@ class Spread:
                                                                else "") +
                 f", pooled over {self.sources} portable-C sources of a stated benchmark build and a stated timer (cycle "
                 f"counter, or rdtsc on a named CPU) in {', '.join(self.classes)} ({self.group} cores); a source whose build or timer is "
-                "uncertain carries that in its own factors instead)")
+                "uncertain carries that in its own factors instead, and the known variance of each source's code base "
+                "(its lineage factor) is taken out of the pooled sum of squares: counted once, in that factor)")
 
 
 @functools.cache
@@ -417,31 +479,65 @@ def _scalar_draw(spread: Spread, u: float, k: int):
 
 
 def _pool(exclude: frozenset[str], groups: tuple[str, ...]) -> tuple[float, int, list[str], int]:
+    """(sigma, degrees of freedom, classes, sources) of the pooled between-source spread, by the method of moments
+    with known per-source variances (as the between-study variance of a random-effects meta-analysis: DerSimonian &
+    Laird, Controlled Clinical Trials 7 (1986) 177-188). A source's mean log work per clock is its class's centre +
+    its own deviation (variance sigma^2: what a new chip draws) + its code base's (:func:`lineage_doubt`: mean mu_i,
+    variance v_i, known). About a class mean of k sources, E[sum of squares] = (k - 1) sigma^2 + (1 - 1/k) sum v_i
+    + sum (mu_i - mean mu)^2; about the Cortex-M4 basis (a fixed centre), k sigma^2 + sum (v_i + mu_i^2). The known
+    part is subtracted from the pooled sum of squares (floored at zero), so a code base's doubt is counted once (in
+    its lineage factor) and its source keeps its degree of freedom."""
     doc = measurements()
     sources = {s["id"]: s for s in doc["sources"]}
-    per: dict[str, dict[str, list[float]]] = {}
+    per: dict[str, dict[str, list[dict]]] = {}
     for r in doc["rows"]:
         s = sources[r["source"]]
         if r["source"] in exclude or group(s["core"]) not in groups or not exact_basis(s, r):
             continue
-        keccak, other = row_m4_cycles(r)
-        ratio = (keccak + other) / measured_cycles(r) * basis_scale(s, r) / source_factor(s)
-        per.setdefault(resolve(s["core"]), {}).setdefault(r["source"], []).append(math.log(ratio))
-    ss, dof, used, n = 0.0, 0, [], 0
+        per.setdefault(resolve(s["core"]), {}).setdefault(r["source"], []).append(r)
+    ss, known, dof, used, n = 0.0, 0.0, 0, [], 0
     for cls, by_source in sorted(per.items()):
-        means = [sum(v) / len(v) for v in by_source.values()]
-        if cls == "cortex-m4":  # the basis: pqm4's clean code is the centre (ratio 1), not these sources' mean
-            ss += sum(m * m for m in means)
-            dof += len(means)
-        elif len(means) >= 2:
-            centre = sum(means) / len(means)
-            ss += sum((m - centre) ** 2 for m in means)
-            dof += len(means) - 1
-        else:
+        means = [sum(math.log(_basis_ratio(sources[sid], r)) for r in rows) / len(rows)
+                 for sid, rows in by_source.items()]
+        mus, vs = zip(*(_source_lineage_doubt(sid) for sid in by_source))
+        # the basis: pqm4's clean code is the Cortex-M4's centre (ratio 1), not these sources' mean
+        c_ss, c_known, c_dof = moments(means, mus, vs, fixed_centre=cls == "cortex-m4")
+        if not c_dof:
             continue
+        ss, known, dof = ss + c_ss, known + c_known, dof + c_dof
         used.append(cls)
         n += len(means)
-    return (math.sqrt(ss / dof) if dof else 0.0), dof, used, n
+    return (math.sqrt(max(0.0, ss - known) / dof) if dof else 0.0), dof, used, n
+
+
+def moments(means, mus, vs, fixed_centre: bool = False) -> tuple[float, float, int]:
+    """(sum of squares, its known expected part, degrees of freedom) of one class's source means (logs) about
+    their mean, or about 0 for a ``fixed_centre`` (the Cortex-M4 basis); ``mus`` / ``vs``: the mean and variance of
+    each source's known part (:func:`lineage_doubt`). E[sum of squares - known part] = dof x sigma^2. A class
+    with one source and no fixed centre has no degree of freedom: (0, 0, 0)."""
+    k = len(means)
+    if fixed_centre:
+        return sum(m * m for m in means), sum(v + mu * mu for mu, v in zip(mus, vs)), k
+    if k < 2:
+        return 0.0, 0.0, 0
+    centre, mu_bar = sum(means) / k, sum(mus) / k
+    return (sum((m - centre) ** 2 for m in means),
+            (1.0 - 1.0 / k) * sum(vs) + sum((mu - mu_bar) ** 2 for mu in mus), k - 1)
+
+
+def _basis_ratio(source: dict, row: dict) -> float:
+    """A row's whole-operation work per clock on the classes' basis, on its class's reference-core scale."""
+    keccak, other = row_m4_cycles(row)
+    return (keccak + other) / measured_cycles(row) * basis_scale(source, row) / source_factor(source)
+
+
+@functools.cache
+def _source_lineage_doubt(source_id: str) -> tuple[float, float]:
+    """:func:`lineage_doubt` over a source's rows on an exact basis (the rows :func:`_pool` takes of it: leaving
+    other sources out does not change them)."""
+    source = next(s for s in measurements()["sources"] if s["id"] == source_id)
+    return lineage_doubt(source, tuple(r for r in measurements()["rows"]
+                                       if r["source"] == source_id and exact_basis(source, r)))
 
 
 @functools.cache

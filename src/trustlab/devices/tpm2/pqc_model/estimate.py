@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from trustlab.devices.tpm2.pqc_model import builds, calibration, chips, classes, counts, frames, keccak_impl, lineage
+from trustlab.devices.tpm2.pqc_model import asm_speedup, builds, calibration, chips, classes, counts, frames, keccak_impl, lineage
 from trustlab.devices.tpm2.pqc_model.chipspec import ChipSpec
 from trustlab.devices.tpm2.pqc_model.params import check_operation, family
 
@@ -40,11 +40,16 @@ ECDSA_SPREAD = (0.5, 2.0)
 """Portable P-256 implementations differ by about this factor either way (assumption)."""
 IMPL_SLOW = 1.0
 IMPL_SOURCE = ("implementation: portable C = 1 (the classes are fitted on portable C); hand-written assembly "
-               "('optimized', or 'mixed' with portable parts) log-uniform from pqm4's best assembly for the operation "
-               "(pqm4 m4f/m4fspeed vs clean, Cortex-M4) to 1; not stated ('unknown', the --chip default): portable or "
-               "assembly with equal weight on cores that run pqm4's DSP assembly (cores.toml 'assembly'), portable "
-               "elsewhere (no published assembly speed-up for those classes is in the model); how the code was built "
-               "is the build factor's (builds.toml)")
+               "('optimized', or 'mixed' with portable parts): on a class with paired published C / assembly "
+               "measurements (data/asm_pairs.toml: Cortex-M3 / SC300 from mupq/pqm3's clean and m3 code on one board) the "
+               "non-Keccak work is divided by that class's measured speed-up (optimized: its range over the family's "
+               "operations and parameter sets, centred on the operation's own; mixed: log-uniform from its fastest to 1), "
+               "Keccak being the Keccak implementation's; elsewhere on cores that run pqm4's DSP assembly (cores.toml "
+               "'assembly') log-uniform from pqm4's best assembly for the operation (pqm4 m4f/m4fspeed vs clean, "
+               "Cortex-M4) to 1 on the whole operation; not stated ('unknown', the --chip default): portable C at the "
+               "centre, the class's assembly as the fast end, on those classes; portable elsewhere (no published assembly "
+               "speed-up for the class is in the model: chipspec.priced_implementation); how the code was built is the "
+               "build factor's (builds.toml)")
 IMPLEMENTATIONS = ("portable", "optimized", "mixed", "unknown")
 WRAP_SHA256_BYTES = 512
 WRAP_SOURCE = ("TPM 2.0 Library Part 1, 'Protected Storage': the private part is encrypted (AES-CFB) under a "
@@ -178,30 +183,49 @@ def engine_ms(spec: ChipSpec, algorithm: str, operation: str, u_engine, u_clock,
 
 
 def placed_compute_ms(spec: ChipSpec, algorithm: str, operation: str, s: Speed, run, impl, u: dict):
-    """ms of one raw operation's counted work with the implementation factor: all on the core
-    (:func:`compute_ms` x ``impl``), or with a Keccak engine the Keccak units at the engine's rate and only
-    the rest on the core (the implementation's assembly speed-up then applies to the core's part)."""
-    if spec.keccak_engine is None:
-        return compute_ms(algorithm, operation, s, run) * impl
+    """ms of one raw operation's counted work with the implementation factors ``impl`` = (on Keccak, on the rest):
+    all on the core, or with a Keccak engine the Keccak units at the engine's rate and only the rest on the core
+    (the implementation's assembly speed-up then applies to the core's part)."""
+    impl_k, impl_o = impl
     if run is None:
-        other = classes.m4_cycles(algorithm, operation)[1]
+        keccak, other = classes.m4_cycles(algorithm, operation)
     else:
-        other = _runs_array(algorithm, operation)[run][..., 1]
-    return (other / s.arith_mhz / 1000.0 * impl
-            + engine_ms(spec, algorithm, operation, u.get("engine", 0.5), u["clock"], run))
+        cycles = _runs_array(algorithm, operation)[run]
+        keccak, other = cycles[..., 0], cycles[..., 1]
+    core_other = other / s.arith_mhz / 1000.0 * impl_o
+    if spec.keccak_engine is None:
+        return keccak / s.keccak_mhz / 1000.0 * impl_k + core_other
+    return core_other + engine_ms(spec, algorithm, operation, u.get("engine", 0.5), u["clock"], run)
 
 
-def impl_factor(spec: ChipSpec, algorithm: str, operation: str, u):
-    """What the code's implementation multiplies the portable-C time by (see ``IMPL_SOURCE``)."""
-    fast = impl_fast(algorithm, operation)
+def impl_factor(spec: ChipSpec, algorithm: str, operation: str, u, exclude: frozenset[str] = frozenset()):
+    """What the code's implementation multiplies the portable-C time by, as (on Keccak, on the rest) (see
+    ``IMPL_SOURCE``): a class with paired C / assembly measurements (:mod:`.asm_speedup`, without the sources in
+    ``exclude``) speeds up the rest only (its pairs link one Keccak on both sides); pqm4's Cortex-M4 factor is a
+    whole-operation ratio, so it multiplies both."""
     kind = spec.implementation
+    paired = asm_speedup.factor(spec.core, algorithm, operation, exclude) if spec.core is not None else None
+    if paired is not None:
+        fast = 1.0 / paired.hi
+        if kind == "portable":
+            return 1.0, 1.0
+        if kind == "unknown":
+            return 1.0, piecewise(fast, IMPL_SLOW, IMPL_SLOW, u)
+        if kind == "mixed":
+            return 1.0, piecewise(fast, math.sqrt(fast * IMPL_SLOW), IMPL_SLOW, u)
+        return 1.0, piecewise(fast, 1.0 / paired.mid, 1.0 / paired.lo, u)
+    fast = impl_fast(algorithm, operation)
+    if spec.core is not None and not classes.runs_pqm4_assembly(spec.core):
+        return 1.0, 1.0  # no sourced speed-up here (chipspec.priced_implementation prices such code as unknown)
     if kind == "unknown":
-        kind = "unknown-asm" if spec.core is None or classes.runs_pqm4_assembly(spec.core) else "portable"
+        kind = "unknown-asm"
     if kind == "portable":
-        return 1.0
+        return 1.0, 1.0
     if kind == "unknown-asm":
-        return piecewise(fast, IMPL_SLOW, IMPL_SLOW, u)
-    return piecewise(fast, math.sqrt(fast * IMPL_SLOW), IMPL_SLOW, u)
+        f = piecewise(fast, IMPL_SLOW, IMPL_SLOW, u)
+    else:
+        f = piecewise(fast, math.sqrt(fast * IMPL_SLOW), IMPL_SLOW, u)
+    return f, f
 
 
 def protection_factor(spec: ChipSpec, algorithm: str, operation: str, u: float, protection: bool) -> float:
@@ -250,7 +274,7 @@ def one(spec: ChipSpec, algorithm: str, operation: str, u: dict, *, protection: 
                                              u.get("source", 0.5), u.get("keccak", 0.5)), u.get("lineage", 0.5))
     total = 0.0
     for op in plan(algorithm, operation):
-        impl = impl_factor(spec, algorithm, op, u["impl"])
+        impl = impl_factor(spec, algorithm, op, u["impl"], exclude)
         run = rng.integers(len(classes.run_cycles(algorithm, op)), size=n) if rng is not None else None
         total = total + (placed_compute_ms(spec, algorithm, op, s, run, impl, u)
                          * protection_factor(spec, algorithm, op, u["protect"], protection))
@@ -303,6 +327,9 @@ def provenance(spec: ChipSpec, algorithm: str, operation: str, protection: bool,
     else:
         parts.append(keccak_impl.text(spec.core or "secure-mcu", spec.keccak_impl))
     parts.append(f"implementation {spec.implementation}; {IMPL_SOURCE}")
+    if spec.core is not None and spec.implementation != "portable":
+        paired = [asm_speedup.factor(spec.core, algorithm, op, exclude) for op in plan(algorithm, operation)]
+        parts += list(dict.fromkeys(p.text for p in paired if p is not None))
     if spec.implementation != "optimized":
         parts.append(lineage.text(spec.lineage, family(algorithm), spec.core or "secure-mcu"))
     if spec.certified and protection:

@@ -7,8 +7,9 @@ a code-base difference that neither the build (:mod:`.builds`) nor the implement
 names. So the model states one basis, the reference lineage, and converts every figure to it:
 
 * a measurement source says which code base it ran (``lineage = "reference" | "mlkem-native" | "mldsa-native" |
-  "wolfcrypt" | "unknown"`` in pqc_measurements.toml) and its work per clock is brought to the reference basis
-  (x the lineage's centre) before its class pools it;
+  "wolfcrypt" | "unknown"`` in pqc_measurements.toml, or a table by family when its ML-KEM and its ML-DSA come
+  from different code bases: ``lineage = {ML-KEM = "reference", ML-DSA = "wolfcrypt"}``) and its work per clock
+  is brought to the reference basis (x the lineage's centre) before its class pools it;
 * a chip says it with ``--chip lineage=...`` (default unknown: :func:`unknown_rule`).
 
 The factors are our own same-core measurements (``data/lineage.toml``: the Cortex-M4 cycle model for
@@ -46,28 +47,49 @@ def check(kind, where: str) -> str:
     return choice(kind, kinds(), "lineage", where)
 
 
-def of_source(source: dict) -> str:
-    """The code base a measurement source ran (its ``lineage`` field; every source must state one)."""
-    kind = source.get("lineage")
+FAMILIES = ("ML-KEM", "ML-DSA")
+
+
+def of_source(source: dict, family: str) -> str:
+    """The code base a measurement source ran for ``family`` (its ``lineage`` field, one name or a table by
+    family; every source must state one)."""
+    kind, where = source.get("lineage"), f"measurement source {source.get('id')!r}"
     if kind is None:
-        raise TrustlabError(f"measurement source {source.get('id')!r}: lineage is missing ({', '.join(kinds())})")
-    return check(kind, f"measurement source {source.get('id')!r}")
+        raise TrustlabError(f"{where}: lineage is missing ({', '.join(kinds())})")
+    if isinstance(kind, dict):
+        unknown = sorted(set(kind) - set(FAMILIES))
+        if unknown or family not in kind:
+            raise TrustlabError(f"{where}: lineage table needs exactly the families {', '.join(FAMILIES)} "
+                                f"(got {', '.join(sorted(kind)) or 'none'})")
+        kind = kind[family]
+    return check(kind, where)
 
 
 def _group(core: str) -> str:
     return coredata._cores()[coredata.resolve(core)]["group"]
 
 
-def measured(kind: str, family: str) -> bool:
-    """Whether ``kind`` has a measured factor for an algorithm of ``family`` ('ML-KEM' / 'ML-DSA')."""
+def _table(kind: str, family: str) -> dict | None:
+    """``kind``'s measured factors for ``family`` by group of core classes, or None: a per-family sub-table
+    (``[lineages.K.ML-DSA]``) or, for a lineage of one family, the entry itself (``family = ...``)."""
     entry = _doc()[kind]
-    return entry.get("family") == family and "microcontroller" in entry
+    if isinstance(entry.get(family), dict):
+        return entry[family]
+    return entry if entry.get("family") == family and "microcontroller" in entry else None
 
 
-def priced_as(kind: str, family: str) -> str:
-    """The lineage a chip's ``kind`` is priced as for ``family``: the reference as itself; a lineage measured for
-    this family as itself; anything else (not measured, or named for the other family) as unknown."""
-    if kind == REFERENCE or measured(kind, family):
+def measured(kind: str, family: str, group: str | None = None) -> bool:
+    """Whether ``kind`` has a measured factor for an algorithm of ``family`` ('ML-KEM' / 'ML-DSA'), on
+    ``group`` of core classes when one is given (else on any)."""
+    table = _table(kind, family)
+    return table is not None and (group is None or group in table)
+
+
+def priced_as(kind: str, family: str, group: str | None = None) -> str:
+    """The lineage a chip's ``kind`` is priced as for ``family`` (on ``group`` of core classes when given): the
+    reference as itself; a lineage measured for this family (and group) as itself; anything else (not measured,
+    or named for the other family) as unknown."""
+    if kind == REFERENCE or measured(kind, family, group):
         return kind
     return UNKNOWN
 
@@ -76,18 +98,18 @@ def priced_as(kind: str, family: str) -> str:
 def factor(kind: str, family: str, core: str, unit: str) -> builds.Factor:
     """What ``kind``'s C multiplies the reference C's time by on ``unit`` of a ``family`` algorithm on class
     ``core`` (its group's measurement)."""
-    kind = priced_as(kind, family)
+    group = _group(core)
+    kind = priced_as(kind, family, group)
     entry = _doc()[kind]
     if kind == REFERENCE:
         return builds.Factor(kind, entry["label"], 1.0, 1.0, 1.0, entry["source"])
-    group = _group(core)
     if kind == UNKNOWN:
-        fast = [k for k in _doc() if measured(k, family)]
+        fast = [k for k in _doc() if k != UNKNOWN and measured(k, family, group)]
         if not fast:
             return builds.Factor(kind, entry["label"], 1.0, 1.0, 1.0, entry["source"])
-        mids = [float(_doc()[k][group][unit][1]) for k in fast]
+        mids = [float(_table(k, family)[group][unit][1]) for k in fast]
         return builds.Factor(kind, entry["label"], min(mids + [1.0]), 1.0, max(mids + [1.0]), entry["source"])
-    lo, mid, hi = (float(x) for x in entry[group][unit])
+    lo, mid, hi = (float(x) for x in _table(kind, family)[group][unit])
     return builds.Factor(kind, entry["label"], lo, mid, hi, entry["source"])
 
 
@@ -103,13 +125,13 @@ def basis(source: dict, family: str) -> tuple[float, float]:
     clock; x0.6 brings it back). Hand-written assembly (``implementation = "optimized"``) is no C lineage: 1."""
     if source.get("implementation") == "optimized":
         return 1.0, 1.0
-    kind = of_source(source)
+    kind = of_source(source, family)
     return tuple(factor(kind, family, source["core"], unit).mid for unit in UNITS)
 
 
 def text(kind: str, family: str, core: str) -> str:
     """Provenance: the chip's code base and the factors it puts on the reference C's time."""
-    as_kind = priced_as(kind, family)
+    as_kind = priced_as(kind, family, _group(core))
     k, a = (factor(kind, family, core, unit) for unit in UNITS)
     said = kind if as_kind == kind else f"{kind}, priced as {as_kind} for {family}"
     if k.lo == k.hi == a.lo == a.hi == 1.0:

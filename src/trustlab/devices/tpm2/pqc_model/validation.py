@@ -20,9 +20,10 @@ from __future__ import annotations
 import functools
 import statistics
 
-from trustlab.devices.tpm2.pqc_model import builds, calibration, chips, classes, keccak_engine, keccak_impl, lineage, \
-    predict, silicon
+from trustlab.devices.tpm2.pqc_model import builds, calibration, chips, chipspec, classes, keccak_engine, keccak_impl, \
+    lineage, predict, silicon
 from trustlab.devices.tpm2.pqc_model.chipspec import ChipSpec
+from trustlab.devices.tpm2.pqc_model.params import family
 from trustlab.timing import registry
 
 INDEPENDENT = "independent"
@@ -36,7 +37,7 @@ def _row(profile, device_class, command, predicted, reference, unit, kind, sourc
             "flagged": flagged, **extra}
 
 
-def spec_of(source: dict, row: dict) -> ChipSpec:
+def spec_of(source: dict, row: dict, exclude: frozenset[str] = frozenset()) -> ChipSpec:
     """The chip a measurement ran on: its core (the named core, ``microarch``, where the source gives one; else
     its core class) at its clock (1 MHz for cycle counts: ms = kcycles),
     built as its source says (``build``; absent: unknown), read with its source's timer (``timer``), running the
@@ -47,15 +48,34 @@ def spec_of(source: dict, row: dict) -> ChipSpec:
         mhz = classes.row_clock(row)
     else:  # no clock stated: the class's chips.toml range (the secure controllers' 25-100 MHz)
         mhz = chips.chip_for("").clock_mhz
-    build, timer = builds.of_source(source, row["unit"])
-    impl = source.get("implementation", "unknown")
     engine = source.get("keccak_engine")  # Keccak on a hardware engine (a chips.toml [keccak_engines] name)
-    return ChipSpec(name=source["platform"], core=source.get("microarch") or source["core"], mhz=mhz,
+    core = source.get("microarch") or source["core"]
+    stated, impl = implementation_of(source, exclude)
+    # the build is read as for the implementation priced: code priced as portable C is moved by its stated flags
+    build, timer = builds.of_source(dict(source, implementation=impl), row["unit"])
+    notes = () if impl == stated else (
+        f"implementation {stated} priced as {impl}, as --chip prices it on a {source['core']} "
+        "(chipspec.priced_implementation: no sourced assembly speed-up for this core)",)
+    return ChipSpec(name=source["platform"], core=core, mhz=mhz,
                     clock_source="as measured",
-                    build=build.kind, timer=timer,
-                    implementation=impl if impl in ("portable", "optimized", "mixed") else "unknown",
+                    build=build.kind, timer=timer, implementation=impl,
                     keccak_engine=keccak_engine.named(engine) if engine else None,
-                    keccak_impl=keccak_impl.of_source(source), lineage=lineage.of_source(source))
+                    keccak_impl=keccak_impl.of_source(source),
+                    lineage=lineage.of_source(source, family(row["algorithm"])), notes=notes)
+
+
+def implementation_of(source: dict, exclude: frozenset[str] = frozenset()) -> tuple[str, str]:
+    """(stated, priced) implementation of a measurement source: its ``implementation`` as a ``--chip`` impl (a
+    co-processor or bytecode is 'unknown'), and what the model prices it as on its core
+    (:func:`.chipspec.priced_implementation`, the rule ``--chip`` refuses by: hand-written assembly on a core
+    without pqm4's Cortex-M4 assembly is priced as 'unknown', as a user told so by ``--chip`` would ask).
+    Everything else is what the source states, as that user would type it: its build flags (``build``: the
+    assembly build, whose flags move nothing, belongs to code priced as assembly; priced as C on its core, the
+    code is moved by its flags as C is, and ``--chip`` refuses build=assembly beside portable C), its Keccak
+    (``keccak``: ``--chip keccak_impl``) and its lineage."""
+    impl = source.get("implementation", "unknown")
+    stated = impl if impl in chipspec.IMPLEMENTATIONS else "unknown"
+    return stated, chipspec.priced_implementation(source.get("microarch") or source["core"], stated, exclude)
 
 
 def predict_row(row: dict, exclude_own: bool = True) -> dict:
@@ -63,7 +83,7 @@ def predict_row(row: dict, exclude_own: bool = True) -> dict:
     doc = classes.measurements()
     source = next(s for s in doc["sources"] if s["id"] == row["source"])
     exclude = frozenset({row["source"]}) if exclude_own else frozenset()
-    spec = spec_of(source, row)
+    spec = spec_of(source, row, exclude)
     p = predict.price(row["algorithm"], row["operation"], spec, protection=False, exclude=exclude)
     k = 1000.0 if row["unit"] == "cycles" else 1.0  # at 1 MHz, ms x 1000 = cycles
     ref = float(row["value"])
@@ -75,6 +95,7 @@ def predict_row(row: dict, exclude_own: bool = True) -> dict:
             "reference": ref, "predicted": central * k, "low": low, "high": high,
             "error": central * k / ref - 1.0, "covered": low <= ref <= high,
             "counted": bool(source["counted"]), "implementation": source["implementation"],
+            "implementation_priced": spec.implementation,
             "citation": source["citation"], "where": source["where"], "note": row.get("note", source.get("note", "")),
             "class_basis": classes.fit(source["core"], exclude).basis, "build": spec.build,
             "timer": spec.timer.kind if spec.timer is not None else "cycles"}
@@ -125,7 +146,8 @@ def rows() -> list[dict]:
         out.append(_row(f"({r['core']}: {r['platform']})", platform_class(r["core"]), f"{r['algorithm']} {r['operation']}", r["predicted"], r["reference"], r["unit"],
                         INDEPENDENT, f"{r['citation']} [{r['where']}]",
                         f"leave-one-source-out ({r['class_basis']}); interval {r['low']:.4g}-{r['high']:.4g}"
-                        f" {'covers' if r['covered'] else 'MISSES'} the measurement" + (f"; {r['note']}" if r["note"] else ""),
+                        f" {'covers' if r['covered'] else 'MISSES'} the measurement" + _repriced(r)
+                        + (f"; {r['note']}" if r["note"] else ""),
                         flagged=not r["counted"], low=r["low"], high=r["high"], covered=r["covered"],
                         source_id=r["source_id"], counted=r["counted"]))
     out += silicon_rows()
@@ -137,6 +159,14 @@ def rows() -> list[dict]:
                         ref / 1e6, "Mcycles", CALIBRATION, calibration.pqm4_source("clean"),
                         f"the unit costs are fitted on these figures (Keccak {cal.keccak_cycles:.0f} cycles/permutation)"))
     return out
+
+
+def _repriced(r: dict) -> str:
+    """A row whose stated implementation the model prices as another (:func:`implementation_of`) says so."""
+    if r["implementation"] not in chipspec.ASSEMBLY_IMPLEMENTATIONS or r["implementation_priced"] == r["implementation"]:
+        return ""
+    return (f"; implementation {r['implementation']} priced as {r['implementation_priced']}, as --chip prices it on a "
+            f"{r['core']} (no sourced assembly speed-up there)")
 
 
 def silicon_rows() -> list[dict]:
