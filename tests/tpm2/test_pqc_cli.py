@@ -159,3 +159,35 @@ def test_outputs_need_force_and_context_needs_a_hash_key_with_digest(tcti, tmp_p
     assert main(sign + ["--context", "app"]) == 2
     assert "--context: with --digest, applies only to a HashML-DSA key" in capsys.readouterr().err
     run(capsys, "flush", "--tcti", tcti, "--key", key["handle"])
+
+
+def _examples(text: str) -> tuple[str, list[list[str]]]:
+    """The serve profile and the ``trustlab tpm2 pqc`` commands of a text's example block, as written."""
+    import re
+    import shlex
+
+    profile = re.search(r"trustlab serve --profile (\S+) --port 2321 &", text).group(1)
+    block = text[text.index(f"--profile {profile} --port 2321 &"):].split("\n\n", 1)[0]
+    return profile, [shlex.split(line.split("trustlab ", 1)[1])[2:] for line in block.splitlines()
+                     if "trustlab tpm2 pqc " in line]
+
+
+@pytest.mark.parametrize("where", ["README.md", "trustlab tpm2 pqc --help"])
+def test_the_documented_pqc_flow_runs_whole_on_its_profile(where, tmp_path, monkeypatch, capsys):
+    """The README's and --help's example, each command as written (the TCTI: a free port), on the profile they
+    name: every step succeeds (on a 2048-byte chip the first answered TPM_RC_SIZE)."""
+    from pathlib import Path
+
+    from trustlab.cli import tpm2 as cli_tpm2
+
+    text = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8") \
+        if where == "README.md" else cli_tpm2.__doc__
+    profile, steps = _examples(text)
+    assert [s[0] for s in steps] == ["createprimary", "sign-digest", "verify-digest"], steps
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "msg.bin").write_bytes(b"hello\n")
+    with timed_swtpm(profile, virtual=True) as proxy:
+        for step in steps:
+            assert main(["tpm2", "pqc", *step, "--tcti", proxy.tcti]) == 0, (step, capsys.readouterr().err)
+    out = capsys.readouterr().out
+    assert "tpm_verified: True" in out and "cryptography_verified: True" in out
