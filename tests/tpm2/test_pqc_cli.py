@@ -80,7 +80,7 @@ def test_cli_errors_are_one_line(tcti, tmp_path, capsys):
     assert "cannot read ciphertext: no such file" in capsys.readouterr().err
     assert main(["tpm2", "pqc", "encapsulate", "--tcti", tcti, "--key", "0x80ffff00"]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "TPM2_Encapsulate: TPM returned 0x18b" in err
+    assert err.count("\n") == 1 and "TPM2_Encapsulate: TPM returned 0x18b (TPM_RC_HANDLE, handle 1)" in err
     assert main(["tpm2", "pqc", "createprimary", "--tcti", "swtpm:port=1", "--alg", "ML-DSA-44"]) == 2
     assert "cannot connect" in capsys.readouterr().err
 
@@ -108,6 +108,12 @@ def test_context_files_carry_keys_between_invocations(tcti, tmp_path, capsys):
     assert dec["shared_secret"] == enc["shared_secret"]
     assert main(["tpm2", "pqc", "encapsulate", "--tcti", tcti, "--key", str(tmp_path / "nothing.ctx")]) == 2
     assert "cannot read key context: no such file" in capsys.readouterr().err
+    forged = bytearray((tmp_path / "kem.ctx").read_bytes())
+    forged[-1] ^= 1  # the context blob's last byte: its integrity HMAC no longer matches
+    (tmp_path / "forged.ctx").write_bytes(bytes(forged))
+    assert main(["tpm2", "pqc", "encapsulate", "--tcti", tcti, "--key", str(tmp_path / "forged.ctx")]) == 2
+    err = capsys.readouterr().err  # named as tpm2_rc_decode tells it: 'tpm:parameter(1):integrity check failed'
+    assert err.count("\n") == 1 and "TPM returned 0x1df (TPM_RC_INTEGRITY, parameter 1)" in err, err
 
 
 def test_trustlab_serve_answers_the_pqc_commands(tmp_path):

@@ -41,17 +41,17 @@ MAX_RESPONSE = 8192
 class TpmResponseError(TrustlabError):
     """The TPM answered with a non-zero response code."""
 
-    HINTS = {0x142: "TPM_RC_COMMAND_SIZE: the command is longer than the TPM's TPM_PT_MAX_COMMAND_SIZE",
-             0x095: "TPM_RC_SIZE: the answer would be longer than the TPM's TPM_PT_MAX_RESPONSE_SIZE"}
+    HINTS = {0x142: "the command is longer than the TPM's TPM_PT_MAX_COMMAND_SIZE",
+             0x095: "the answer would be longer than the TPM's TPM_PT_MAX_RESPONSE_SIZE"}
     """Codes whose cause is the chip's buffer (serve: the profile's chip's, ``tpm2_getcap properties-fixed``)."""
 
     def __init__(self, command: str, rc: int, least: int = 0, limit: int | None = None) -> None:
         hint = self.HINTS.get(rc)
         if rc == TPM_RC_SIZE and limit is not None:  # the sizes side by side, and where a larger buffer is
-            hint = (f"TPM_RC_SIZE: the answer{f', at least {least} bytes,' if least else ''} "
+            hint = (f"the answer{f', at least {least} bytes,' if least else ''} "
                     f"would be longer than the TPM's TPM_PT_MAX_RESPONSE_SIZE of {limit} bytes; use a TPM with "
                     f"a larger one{_larger_profile(max(least, limit + 1))}")
-        super().__init__(f"{command}: TPM returned {response_code_text(rc)}" + (f" ({hint})" if hint else ""))
+        super().__init__(f"{command}: TPM returned {response_code_text(rc)}" + (f": {hint}" if hint else ""))
         self.rc = rc
 
 
