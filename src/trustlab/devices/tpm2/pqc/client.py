@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from trustlab.devices.tpm2.commands import response_code_text
-from trustlab.devices.tpm2.extensions import Reader
+from trustlab.devices.tpm2.extensions import TPM_RC_SIZE, Reader
 from trustlab.devices.tpm2.pqc import keys
 from trustlab.devices.tpm2.pqc import structures as S
 from trustlab.devices.tpm2.pqc.structures import frame, password
@@ -34,6 +34,8 @@ ALGORITHMS = tuple(keys.MLDSA_BY_NAME) + tuple(keys.MLKEM_BY_NAME)
 DEFAULT_SIGN_ATTRS = (S.FIXED_TPM | S.FIXED_PARENT | S.SENSITIVE_DATA_ORIGIN | S.USER_WITH_AUTH | S.SIGN)
 DEFAULT_KEM_ATTRS = (S.FIXED_TPM | S.FIXED_PARENT | S.SENSITIVE_DATA_ORIGIN | S.USER_WITH_AUTH | S.DECRYPT)
 SEQUENCE_CHUNK = 1024
+TPM_CAP_TPM_PROPERTIES, TPM_PT_MAX_RESPONSE_SIZE = 0x6, 0x11F
+"""What a TPM_RC_SIZE error asks the TPM (Part 2; discovery.py's, not imported: importing it registers its handler)."""
 MAX_RESPONSE = 8192
 """Largest response this client accepts (a 1.85 TPM's ML-DSA-87 answers exceed 4096 bytes)."""
 
@@ -48,15 +50,11 @@ class TpmResponseError(TrustlabError):
     def __init__(self, command: str, rc: int, least: int = 0, limit: int | None = None) -> None:
         hint = self.HINTS.get(rc)
         if rc == TPM_RC_SIZE and limit is not None:  # the sizes side by side, and where a larger buffer is
-            hint = (f"the answer{f', at least {least} bytes,' if least else ''} "
+            hint = (f"the answer{f', at least {least} bytes,' if least > limit else ''} "
                     f"would be longer than the TPM's TPM_PT_MAX_RESPONSE_SIZE of {limit} bytes; use a TPM with "
                     f"a larger one{_larger_profile(max(least, limit + 1))}")
         super().__init__(f"{command}: TPM returned {response_code_text(rc)}" + (f": {hint}" if hint else ""))
         self.rc = rc
-
-
-TPM_RC_SIZE = 0x095
-TPM_PT_MAX_RESPONSE_SIZE = 0x11F
 
 
 def _larger_profile(least: int) -> str:
@@ -275,7 +273,7 @@ class PqcClient:
     def max_response_size(self) -> int | None:
         """The TPM's TPM_PT_MAX_RESPONSE_SIZE (TPM2_GetCapability), or None when it does not say."""
         try:
-            response = self.transport.transact(frame(0x17A, [], S.u32(6) + S.u32(TPM_PT_MAX_RESPONSE_SIZE) + S.u32(1)))
+            response = self.transport.transact(frame(0x17A, [], S.u32(TPM_CAP_TPM_PROPERTIES) + S.u32(TPM_PT_MAX_RESPONSE_SIZE) + S.u32(1)))
             # tag, size, rc, moreData, capability, count, (property, value)
             if len(response) >= 27 and S.response_code(response) == 0:
                 prop, value = struct.unpack_from(">II", response, 19)
