@@ -550,3 +550,19 @@ def test_the_jobs_line_says_how_many_workers_and_why():
     assert Decision(3, points=10, workers=2, after_points=2, per_point_s=0.5, start_s=0.3).line() == \
         "--jobs 3: 2 worker(s) joined after 2 of 10 points (500 ms a point, a worker's start ~0.30 s)"
     assert "cannot start a process" in Decision(2, points=5, refused="cannot start a process: EAGAIN").line()
+
+
+def test_the_sweeps_report_can_be_redrawn_in_place_as_its_last_line_says(tmp_path, capsys):
+    """The sweep's report directory carries 'trustlab report''s marker: the command the last line (and the
+    shipped specs' comments) give redraws it there instead of refusing a foreign directory (D3)."""
+    spec_path = tmp_path / "redraw.toml"
+    spec_path.write_text('name = "redraw"\nexperiment = "lab-counting"\n[grid]\nx = [0, 1]\n'
+                         '[[plot]]\nx = "x"\ny = "value"\n')
+    assert main(["sweep", str(spec_path), "--jobs", "1", "--out", str(tmp_path), "--no-progress"]) == 0
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    report = tmp_path / "redraw" / "report"
+    assert f"report: {report / 'index.html'}" in last and (report / "index.html").is_file()
+    redraw = last.split("instead: ", 1)[1].rstrip(")").split()
+    assert redraw[:2] == ["trustlab", "report"]
+    assert main(redraw[1:]) == 0, capsys.readouterr().err
+    assert main(["sweep", str(spec_path), "--jobs", "1", "--out", str(tmp_path), "--no-progress"]) == 0  # and back

@@ -91,7 +91,13 @@ def run(args: argparse.Namespace) -> int:
         print(f"  failed {key}: {first[0] if first else ''}")
     for key, lines in violated.items():
         print(f"  violations {key}: {'; '.join(lines)}")
-    print(f"results: {outcome.out_dir / 'results.csv'}; report: trustlab report {outcome.out_dir / 'points'}")
+    points = outcome.out_dir / "points"
+    if spec.plots:
+        report = outcome.out_dir / "report"
+        print(f"results: {outcome.out_dir / 'results.csv'}; report: {report / 'index.html'} "
+              f"(every point's record there instead: trustlab report {points} --out {report})")
+    else:
+        print(f"results: {outcome.out_dir / 'results.csv'}; report: trustlab report {points}")
     return 1 if outcome.failed or violated else 0
 
 
