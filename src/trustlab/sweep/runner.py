@@ -48,13 +48,14 @@ class SweepOutcome:
 
 def run_sweep(spec: SweepSpec, out_dir: Path, jobs: int = 1, scheduler: str | None = None,
               progress: bool = True, on_result: Callable[[str, dict[str, Any]], None] | None = None,
-              fresh: bool = False) -> SweepOutcome:
+              fresh: bool = False, points: list[Point] | None = None) -> SweepOutcome:
     """Run the points of ``spec`` not yet in the cache under ``out_dir/NAME``.
 
     ``fresh`` forgets this spec's cached points first (after changing an
-    experiment's code without changing trustlab's version, say).
+    experiment's code without changing trustlab's version, say). ``points``:
+    ``spec.points()`` if the caller has them already (checked before it wrote anything).
     """
-    points = spec.points()
+    points = spec.points() if points is None else points
     unique = list({p.key: p for p in points}.values())
     by_key = {p.key: p for p in unique}
     out_dir = Path(out_dir) / spec.name
