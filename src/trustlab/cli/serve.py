@@ -125,6 +125,9 @@ def run(args: argparse.Namespace) -> int:
     if args.abandoned_sessions is not None and (profile.family == "tpm1.2" or args.no_rm):
         raise TrustlabError("--abandoned-sessions applies to the TPM 2.0 resource manager, not to "
                             + ("a tpm1.2 profile" if profile.family == "tpm1.2" else "--no-rm"))
+    if args.no_rm and profile.family == "tpm1.2":
+        raise TrustlabError("--no-rm turns off the TPM 2.0 resource manager; a tpm1.2 profile is served "
+                            "without one (TPM 1.2 clients flush their own handles), so it has no effect")
     if not 0 <= args.port < 65535:
         raise TrustlabError(f"--port {args.port}: expected 0..65534")
     if args.host not in LOOPBACK_HOSTS:
