@@ -69,7 +69,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "platform port, told apart per connection), or force one")
     p.add_argument("--no-rm", action="store_true",
                    help="raw access: no resource manager (clients see real handles and must flush their own "
-                   "objects, as with /dev/tpm0)")
+                   "objects, as with /dev/tpm0). TPM 2.0 only: a tpm1.2 profile is served without one")
     p.add_argument("--abandoned-sessions", type=_abandoned, default=None, metavar="N",
                    help="sessions a client saved itself (tpm2-tools' -S FILE) and left behind when it exited are "
                    "kept for a later process to load, at most N, the oldest flushed first (default "
