@@ -206,6 +206,7 @@ def test_damaged_cache_file_is_recomputed(tmp_path):
     ({"experiment": "lab-counting", "grid": {"x": [1, 2], "seed": [1, 1]}}, "grid.seed: the value 1 is listed twice"),
     ({"experiment": ["lab-counting", "lab-counting"]}, "lists 'lab-counting' twice"),
     ({"experiment": "oracle", "fixed": {"parties": 1001}}, "trustlab run oracle: --parties 1001: must be between 2"),
+    ({"experiment": "wallet", "grid": {"purchases": [5, 0]}}, "trustlab run wallet: --purchases 0: must be between 1"),
 ])
 def test_bad_specs_fail_before_running(doc, message):
     with pytest.raises(TrustlabError, match=message.replace("(", r"\(").replace(")", r"\)")):
