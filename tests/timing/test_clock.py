@@ -157,3 +157,31 @@ def test_begin_charged_and_end_charged_keep_every_charge_of_the_separate_calls()
         assert list(getattr(one, ledger).items()) == list(getattr(fused_clock, ledger).items())
     assert list(one.last.breakdown.items()) == list(fused_clock.last.breakdown.items())
     assert (one.last.ms, one.last.start_ms) == (fused_clock.last.ms, fused_clock.last.start_ms)
+
+
+@pytest.mark.parametrize("opening, closing", [(("ohc", "ohc"), ("ohor", "ohor")), (("ohc", "ohir"), ("ohc", "ohc")),
+                                              (("ohir", "ohc"), ("ohir", "ohc"))])
+def test_fused_charges_of_one_component_add_up_as_separate_calls(opening, closing):
+    """begin_charged / end_charged naming the same component twice (or one the command already has):
+    both amounts count, in the record's breakdown as in every total, as with separate charge_ms calls."""
+    amounts = (0.1, 1 / 3, 2.718281828, 7.0)
+    clocks = []
+    for fused in (False, True):
+        clock = Clock(profile())
+        if fused:
+            clock.begin_charged("A", opening[0], amounts[0], opening[1], amounts[1])
+            rec = clock.end_charged(closing[0], amounts[2], closing[1], amounts[3])
+        else:
+            clock.begin("A")
+            for component, ms in zip(opening + closing, amounts):
+                clock.charge_ms(component, ms)
+            rec = clock.end()
+        clocks.append((clock, rec))
+    (one, one_rec), (fused_clock, rec) = clocks
+    if opening[0] == opening[1]:
+        assert rec.breakdown[opening[0]] == 0.1 + 1 / 3  # (once overwritten by the second amount alone)
+    assert list(rec.breakdown.items()) == list(one_rec.breakdown.items())
+    assert rec.ms == one_rec.ms
+    assert fused_clock.now_ms == one.now_ms
+    for ledger in ("by_component", "by_command", "by_command_component", "command_counts"):
+        assert list(getattr(one, ledger).items()) == list(getattr(fused_clock, ledger).items())

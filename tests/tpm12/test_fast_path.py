@@ -292,3 +292,73 @@ def test_any_command_as_values_is_answered_as_its_frame(ordinal, params, n_auth,
             answers.append((bytes(reply), engine.state.to_bytes(), clock.now_ms, dict(clock.by_command_component),
                             {h: repr(s) for h, s in engine.sessions.items()}, engine.auth_fail_count))
     assert answers[0] == answers[1]
+
+
+# ---- the host's reply checks: one copy for every in-process caller ------------------------------
+
+def _three_routes(tpm: Tpm12) -> list[tuple]:
+    """One command down each in-process route of the client - a bare secret (``_call_with_secret``),
+    one continued session (``_call_with_session``), two sessions and none (:meth:`Tpm12.call`) - and
+    the parameter digests each leaves behind."""
+    blob = tpm.TPM_CreateWrapKey(C.TPM_KH_SRK, SRK, key_template(C.TPM_KEY_SIGNING), K)
+    key = tpm.TPM_LoadKey2(C.TPM_KH_SRK, blob, SRK)
+    sealed = tpm.TPM_Seal(C.TPM_KH_SRK, SRK, b"secret data", secret("d"))
+    oiap = tpm.TPM_OIAP(K)
+    out = []
+    for command in (lambda: tpm.TPM_Sign(key, b"\x01" * 20, K), lambda: tpm.TPM_Sign(key, b"\x02" * 20, oiap),
+                    lambda: tpm.TPM_Unseal(C.TPM_KH_SRK, sealed, SRK, secret("d")), lambda: tpm.TPM_PCRRead(0)):
+        out.append((command(), tpm.last_in_digest, tpm.last_out_digest))
+    return out
+
+
+def test_every_in_process_route_checks_its_reply_in_one_helper(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each route hands its reply to ``Tpm12._take_reply`` and leaves the framed path's digests."""
+    seen: list[tuple[str, int]] = []
+    take = Tpm12._take_reply
+
+    def counting(self: Tpm12, name: str, reply: Reply, n_auth: int, *rest):
+        seen.append((name, n_auth))
+        return take(self, name, reply, n_auth, *rest)
+
+    runs = []
+    for fast in (False, True):
+        POOL.reset()
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(client, "FAST_PATH", fast)
+            mp.setattr(Tpm12, "_take_reply", counting)
+            mp.setattr(os, "urandom", random.Random(7).randbytes)  # the same sealed blob on both paths
+            mp.setattr(Primitives, "rsa_encrypt", _rsa_encrypt_seeded)
+            primitives._THREAD.__dict__.clear()
+            try:
+                tpm = Tpm12(Clock(load("infineon-2010")), nv=MemoryNVStore(), keygen=POOL)
+                tpm.TPM_TakeOwnership(OWNER, SRK)
+                del seen[:]
+                runs.append(_three_routes(tpm))
+            finally:
+                primitives._THREAD.__dict__.clear()
+    assert runs[0] == runs[1]  # the same answers and parameter digests on both paths
+    # and on the fast path every one of them through the helper (the setup's commands went before `del seen[:]`)
+    assert [s for s in seen if s[0] in ("TPM_Sign", "TPM_Unseal", "TPM_PCRRead")] == [
+        ("TPM_Sign", 1), ("TPM_Sign", 1), ("TPM_Unseal", 2), ("TPM_PCRRead", 0)]
+
+
+def test_a_reply_short_of_its_authorizations_is_refused_on_every_route(tpm: Tpm12,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """A reply whose authorizations went missing (an engine answering values with no trailers): each
+    in-process route refuses it alike, naming the count, instead of reading past the end."""
+    blob = tpm.TPM_CreateWrapKey(C.TPM_KH_SRK, SRK, key_template(C.TPM_KEY_SIGNING), K)
+    key = tpm.TPM_LoadKey2(C.TPM_KH_SRK, blob, SRK)
+    sealed = tpm.TPM_Seal(C.TPM_KH_SRK, SRK, b"secret data", secret("d"))
+    execute = Engine.execute
+
+    def stripped(self: Engine, cmd):
+        reply = execute(self, cmd)
+        return Reply((*reply[:3], ())) if type(cmd) is Command and cmd[0] in (C.ORD["TPM_Sign"], C.ORD["TPM_Unseal"]) else reply
+
+    monkeypatch.setattr(Engine, "execute", stripped)
+    for command, n in ((lambda: tpm.TPM_Sign(key, b"\x01" * 20, K), 1),
+                       (lambda: tpm.TPM_Sign(key, b"\x01" * 20, tpm.TPM_OIAP(K)), 1),
+                       (lambda: tpm.TPM_Unseal(C.TPM_KH_SRK, sealed, SRK, secret("d")), 2)):
+        with pytest.raises(TpmError, match=f"response has 0 authorization\\(s\\), not {n}") as e:
+            command()
+        assert e.value.code == "TPM_BAD_PARAM_SIZE"

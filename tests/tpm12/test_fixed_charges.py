@@ -65,3 +65,45 @@ def test_precomputed_charges_equal_per_call_charges(spread):
     profile = _profile(spread)
     fast, slow = _run(profile, per_call=False), _run(profile, per_call=True)
     assert _ledger(fast) == _ledger(slow)  # exact: same products, same additions, same draws
+
+
+class _NoLength(bytes):
+    """A response whose length cannot be taken (a stand-in for anything failing once the command ran)."""
+
+    def __len__(self) -> int:
+        raise RuntimeError("no length")
+
+
+@pytest.mark.parametrize("as_values", [True, False])
+@pytest.mark.parametrize("fixed_bus", [True, False])
+def test_a_failure_after_the_command_ran_still_charges_its_hashing(as_values, fixed_bus, monkeypatch):
+    """The dispatcher takes the response's length before its closing charges: when that fails, the
+    command's hashing (TPM_Extend's SHA-1) is charged all the same and the record closed, on either
+    path and whether the bus costs are fixed (one fused clock call) or drawn."""
+    from trustlab.devices.tpm12.engine import Engine
+    from trustlab.devices.tpm12.parsed import Command, Reply
+
+    cmd = Command((C.ORD["TPM_Extend"], (), (7).to_bytes(4, "big") + b"\x03" * 20, ()))
+    ledgers = []
+    for fail in (False, True):
+        clock = Clock(load("infineon-2010"))
+        engine = Engine(clock, MemoryNVStore(), POOL)
+        if not fixed_bus:
+            engine._bus = None
+        with pytest.MonkeyPatch.context() as mp:
+            if fail and as_values:
+                mp.setattr(Reply, "size", _NoLength.__len__)
+            elif fail:
+                dispatch = Engine._dispatch
+                mp.setattr(Engine, "_dispatch", lambda self, *a: (_NoLength(dispatch(self, *a)[0]), b"", b""))
+            if fail:
+                with pytest.raises(RuntimeError, match="no length"):
+                    engine.execute(cmd if as_values else bytes(cmd))
+            else:
+                engine.execute(cmd if as_values else bytes(cmd))
+        assert not clock._stack and engine.crypto._pending_blocks == 0
+        ledgers.append(dict(clock.by_command_component))
+    done, failed = ledgers
+    assert failed[("TPM_Extend", "sha1_byte")] == done[("TPM_Extend", "sha1_byte")] > 0
+    assert ("TPM_Extend", "ohor") in done and ("TPM_Extend", "ohor") not in failed
+    assert {k: v for k, v in done.items() if k[1] != "ohor"} == failed

@@ -76,3 +76,25 @@ def test_hmac_sha1_equals_the_stdlib_one_shot_for_every_key_length() -> None:
     for n in (0, 1, 20, 63, 64, 65, 200):
         key, msg = os.urandom(n), os.urandom(61)
         assert hostcrypto.hmac_sha1(key, msg) == hmac.digest(key, msg, "sha1")
+
+
+def test_without_openssls_hmac_the_fallback_gives_the_rfc_2202_vectors(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Python built without OpenSSL has no ``_hashlib``: the engine and the host then use the stdlib's
+    ``hmac.new`` (itself on its pure-Python path there), and must still give RFC 2202's answers."""
+    import hmac
+    import sys
+
+    from trustlab.devices.tpm12 import primitives
+    from trustlab.devices.tpm12.primitives import Primitives
+    from trustlab.timing.clock import Clock
+
+    monkeypatch.setitem(sys.modules, "_hashlib", None)  # `from _hashlib import ...` raises ImportError
+    fallback = primitives._hmac_constructor()
+    assert fallback is hmac.new
+    monkeypatch.setattr(hmac, "_hashopenssl", None)  # hmac.new's own OpenSSL shortcut gone too
+    monkeypatch.setattr(primitives, "new_hmac", fallback)
+    monkeypatch.setattr(hostcrypto, "new_hmac", fallback)
+    engine = Primitives(Clock(registry.load("infineon-2010")), keygen=lambda bits: None)
+    for key, msg, expected in _RFC2202:
+        assert engine.hmac(key, msg[:5], msg[5:]).hex() == expected
+        assert hostcrypto.hmac_sha1(key, msg[:3], msg[3:]).hex() == expected

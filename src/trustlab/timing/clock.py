@@ -117,18 +117,31 @@ class Clock:
 
     def charge_ms(self, component: str, ms: float) -> None:
         """Advance time by an already computed amount attributed to ``component``."""
-        self.now_ms += ms
-        self.by_component[component] += ms
         stack = self._stack
         if stack:
-            top = stack[-1]
-            self.by_command_component[top.name, component] += ms
-            top.ms += ms
-            breakdown = top.breakdown
-            breakdown[component] = breakdown.get(component, 0.0) + ms
+            self._book(stack[-1], component, ms)
         else:
+            self.now_ms += ms
+            self.by_component[component] += ms
             self.by_command_component[(NO_COMMAND, component)] += ms
             self.by_command[NO_COMMAND] += ms
+
+    def _book(self, record: CommandRecord, component: str, ms: float) -> None:
+        """Add ``ms`` of ``component`` to the ledger inside the open command ``record`` (the innermost):
+        the clock's time, the component's total, the (command, component) pair, the command's total
+        and its breakdown, in that order. The one copy of this addition: every charging method makes
+        it here, so a charge gives the same ledger to the last bit whichever method made it.
+
+        (A call per charge instead of inlined copies: a TPM 1.2 command's opening and closing charges
+        cost 0.15-0.25 us more (timeit, CPython 3.11: 2.0 -> 2.2 us a begin_charged/charge_ms/end_charged
+        cycle), 0.3% of a 2^20 hash-tree increment of about 60 us, below that benchmark's noise.)
+        """
+        self.now_ms += ms
+        self.by_component[component] += ms
+        self.by_command_component[record.name, component] += ms
+        record.ms += ms
+        breakdown = record.breakdown
+        breakdown[component] = breakdown.get(component, 0.0) + ms
 
     def charge_all(self, counts: dict[str, float]) -> None:
         """:meth:`charge` each ``component: count`` in order (a served command's priced terms, in one call)."""
@@ -137,23 +150,14 @@ class Clock:
             for component, count in counts.items():
                 self.charge(component, count)
             return
-        fixed = self._fixed
-        # inside a command (every served one): charge_ms's additions inlined, in its order (the same totals)
-        top = stack[-1]
-        name, mine = top.name, top.breakdown
-        by_component, by_pair = self.by_component, self.by_command_component
+        fixed, book, top = self._fixed, self._book, stack[-1]  # inside a command: every served one
         for component, count in counts.items():
             if count <= 0:
                 if count < 0:
                     raise ValueError(f"cannot charge a negative count ({count}) of {component!r}")
                 continue
             mean = fixed.get(component)
-            ms = count * (self._draw(self._profile[component]) if mean is None else mean)
-            self.now_ms += ms
-            by_component[component] += ms
-            by_pair[name, component] += ms
-            top.ms += ms
-            mine[component] = mine.get(component, 0.0) + ms
+            book(top, component, count * (self._draw(self._profile[component]) if mean is None else mean))
 
     def charge_all_ms(self, breakdown: dict[str, float]) -> None:
         """:meth:`charge_ms` each ``component: ms`` in order (a device's whole breakdown, in one call).
@@ -166,17 +170,9 @@ class Clock:
             for component, ms in breakdown.items():
                 self.charge_ms(component, ms)
             return
-        top = stack[-1]
-        name, mine = top.name, top.breakdown
-        by_component, by_pair = self.by_component, self.by_command_component
-        now, total = self.now_ms, top.ms
+        book, top = self._book, stack[-1]
         for component, ms in breakdown.items():
-            now += ms
-            by_component[component] += ms
-            by_pair[name, component] += ms
-            total += ms
-            mine[component] = mine.get(component, 0.0) + ms
-        self.now_ms, top.ms = now, total
+            book(top, component, ms)
 
     def require(self, *components: str) -> None:
         """Fail early, naming the component, if the profile cannot time a device."""
@@ -218,45 +214,23 @@ class Clock:
 
         A dispatcher's opening charges (``ohc``, then ``ohir`` for the request's
         bytes): the same additions in the same order as the three calls, so the
-        same ledger to the last bit (tests/timing); one frame per command
-        instead of three. ``first`` and ``second`` must differ.
+        same ledger to the last bit (tests/timing); ``first`` and ``second`` may
+        be the same component (its two amounts add up, as two calls would).
         """
-        started = self._wallclock()
-        stack = self._stack
-        record = CommandRecord(name, self.now_ms, 0.0, {})
-        self._started.append(started)
-        stack.append(record)
-        by_component, by_pair = self.by_component, self.by_command_component
-        self.now_ms += first_ms
-        by_component[first] += first_ms
-        by_pair[name, first] += first_ms
-        record.ms += first_ms
-        breakdown = record.breakdown
-        breakdown[first] = 0.0 + first_ms  # (breakdown.get(first, 0.0) + ms of the fresh record)
-        self.now_ms += second_ms
-        by_component[second] += second_ms
-        by_pair[name, second] += second_ms
-        record.ms += second_ms
-        breakdown[second] = 0.0 + second_ms
+        record = CommandRecord(name, self.now_ms, 0.0, {})  # (begin's three lines: a frame less)
+        self._started.append(self._wallclock())
+        self._stack.append(record)
+        self._book(record, first, first_ms)
+        self._book(record, second, second_ms)
 
     def end_charged(self, first: str | None, first_ms: float, second: str, second_ms: float) -> CommandRecord:
         """``charge_ms(first, first_ms)`` (unless ``first`` is None), ``charge_ms(second, second_ms)``,
         then :meth:`end`, in one call: a dispatcher's closing charges (the command's accumulated
         hashing, then ``ohor``), the same additions in the same order as the separate calls."""
         record = self._stack[-1]
-        name, breakdown = record.name, record.breakdown
-        by_component, by_pair = self.by_component, self.by_command_component
         if first is not None:
-            self.now_ms += first_ms
-            by_component[first] += first_ms
-            by_pair[name, first] += first_ms
-            record.ms += first_ms
-            breakdown[first] = breakdown.get(first, 0.0) + first_ms
-        self.now_ms += second_ms
-        by_component[second] += second_ms
-        by_pair[name, second] += second_ms
-        record.ms += second_ms
-        breakdown[second] = breakdown.get(second, 0.0) + second_ms
+            self._book(record, first, first_ms)
+        self._book(record, second, second_ms)
         return self.end()
 
     def end(self) -> CommandRecord:

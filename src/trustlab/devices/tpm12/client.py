@@ -30,7 +30,7 @@ from trustlab.devices.tpm12.engine import AUTH_IN, AUTH_OUT, HEADER, Engine
 from trustlab.devices.tpm12.errors import TpmError
 from trustlab.devices.tpm12.keys import Key12, KeyParms, pubkey_modulus, rsa_public
 from trustlab.devices.tpm12.nvstore import NVStore
-from trustlab.devices.tpm12.parsed import Command
+from trustlab.devices.tpm12.parsed import Command, Reply
 from trustlab.devices.tpm12.primitives import xor
 from trustlab.devices.tpm12.transport_crypt import crypt
 from trustlab.devices.tpm12.wire import ALLOC_MAX, Reader, Writer
@@ -294,24 +294,11 @@ class Tpm12:
             if handles:
                 _pack_handles(handles)  # (what marshalling would refuse, refused here the same way)
             values = [s.trailer_values(in_digest) for s in sessions] if sessions else ()
-            rc, out_handle_bytes, out_params, out_trailers = self.engine.execute(
-                Command((ordinal, handles, params, values)))
-            if rc:  # != TPM_SUCCESS
-                for s in sessions:
-                    s.open = False
-                raise TpmError(C.RC_NAME.get(rc, f"TPM_rc_{rc:#x}"), f"{name} failed")
-            if len(out_trailers) != len(sessions):
-                raise _missing_authorizations(out_trailers, len(sessions))
-            out_h: list[int] = []
-            if out_handle_bytes or out_handles:  # (the body as the frame had it, split where the host expects)
-                out_h, out_params = _split_handles(out_handles, out_handle_bytes + out_params)
-            if digests:
-                out_digest = hostcrypto.sha1(_RC_SUCCESS, ord_b, out_params)
-                self._last_digests = (in_digest, out_digest)
-                for s, (even, cont, value) in zip(sessions, out_trailers):
-                    s.accept_values(out_digest, even, cont, value)
-            else:
-                self._last_digests = (ord_b, params, out_params)
+            out_h, out_params, out_digest, out_trailers = self._take_reply(
+                name, self.engine.execute(Command((ordinal, handles, params, values))), len(sessions),
+                out_handles, ord_b, in_digest, params, sessions)
+            for s, (even, cont, value) in zip(sessions, out_trailers):
+                s.accept_values(out_digest, even, cont, value)
             return out_h, Reader(out_params, _response_name(name))
         trailers = b"".join([s.trailer(in_digest) for s in sessions]) if sessions else b""
         body = (_pack_handles(handles) if handles else b"") + params + trailers
@@ -338,6 +325,38 @@ class Tpm12:
             self._last_digests = (ord_b, params, out_params)
         return out_h, Reader(out_params, f"{name} response")
 
+    def _take_reply(self, name: str, reply: Reply, n_auth: int, out_handles: int, ord_b: bytes, in_digest: bytes,
+                    params: bytes, sessions: Sequence[HostSession]) -> tuple[list[int], bytes, bytes, Sequence]:
+        """The host's checks of an in-process :class:`~.parsed.Reply`, the one copy the fast-path callers
+        (:meth:`call`, :meth:`_call_with_session`, :meth:`_call_with_secret`) share, in the framed path's
+        order: a return code other than TPM_SUCCESS raises :class:`TpmError` (and closes ``sessions``:
+        the TPM ended them), a reply without one authorization per session sent (``n_auth``) is refused,
+        the ``out_handles`` handles are split from the body, and the output parameter digest
+        SHA-1(returnCode || ordinal || outParams) is made when there are sessions (else kept for
+        :attr:`last_out_digest` on demand). Returns the handles, the parameters' bytes, that digest
+        (b"" without sessions) and the reply's trailers, which the caller verifies against its keys.
+
+        (A call more per command than inlined copies: 0.07-0.09 us with its arguments and returned
+        tuple (timeit, CPython 3.11) against about 60 us of a 2^20 hash-tree increment, 0.1%; the
+        benchmark's alternating runs cannot tell it from their own noise of about 2.5%.)
+        """
+        rc, out_handle_bytes, out_params, out_trailers = reply
+        if rc:  # != TPM_SUCCESS
+            for s in sessions:
+                s.open = False
+            raise TpmError(C.RC_NAME.get(rc, f"TPM_rc_{rc:#x}"), f"{name} failed")
+        if len(out_trailers) != n_auth:
+            raise _missing_authorizations(out_trailers, n_auth)
+        out_h: list[int] = []
+        if out_handle_bytes or out_handles:  # (the body as the frame had it, split where the host expects)
+            out_h, out_params = _split_handles(out_handles, out_handle_bytes + out_params)
+        if n_auth:
+            out_digest = hostcrypto.sha1(_RC_SUCCESS, ord_b, out_params)
+            self._last_digests = (in_digest, out_digest)
+            return out_h, out_params, out_digest, out_trailers
+        self._last_digests = (ord_b, params, out_params)
+        return out_h, out_params, b"", out_trailers
+
     def _call_with_session(self, name: str, handles: Sequence[int], params: bytes, s: HostSession,
                            out_handles: int) -> tuple[list[int], bytes]:
         """:meth:`call` with one :class:`HostSession` (not a transport), outside a transport, to this
@@ -359,18 +378,10 @@ class Tpm12:
         s.next_odd = hostcrypto.nonce()
         cont = 1 if s.cont else 0
         key = s.key
-        rc, out_handle_bytes, out_params, out_trailers = self.engine.execute(Command((ordinal, handles, params, (
-            (s.handle, odd, cont, hostcrypto.hmac_sha1(key, in_digest, s.nonce_even, odd, _CONTINUE[cont])),))))
-        if rc:  # != TPM_SUCCESS
-            s.open = False
-            raise TpmError(C.RC_NAME.get(rc, f"TPM_rc_{rc:#x}"), f"{name} failed")
-        if len(out_trailers) != 1:
-            raise _missing_authorizations(out_trailers, 1)
-        out_h: list[int] = []
-        if out_handle_bytes or out_handles:  # (the body as the frame had it, split where the host expects)
-            out_h, out_params = _split_handles(out_handles, out_handle_bytes + out_params)
-        out_digest = hostcrypto.sha1(_RC_SUCCESS, ord_b, out_params)
-        self._last_digests = (in_digest, out_digest)
+        out_h, out_params, out_digest, out_trailers = self._take_reply(
+            name, self.engine.execute(Command((ordinal, handles, params, (
+                (s.handle, odd, cont, hostcrypto.hmac_sha1(key, in_digest, s.nonce_even, odd, _CONTINUE[cont])),)))),
+            1, out_handles, ord_b, in_digest, params, (s,))
         even, cont_b, value = out_trailers[0]
         _check_auth(key, out_digest, odd, even, cont_b, value)
         s.nonce_even = even
@@ -394,17 +405,10 @@ class Tpm12:
         if _in_process(engine):  # the fast path: values, not frames (see .parsed)
             if handles:
                 _pack_handles(handles)  # (what marshalling would refuse, refused here the same way)
-            rc, out_handle_bytes, out_params, out_trailers = engine.execute(Command((ordinal, handles, params, (
-                (handle, odd, 0, hostcrypto.hmac_sha1(secret_, in_digest, even, odd, b"\x00")),))))
-            if rc:
-                raise TpmError(C.RC_NAME.get(rc, f"TPM_rc_{rc:#x}"), f"{name} failed")
-            if len(out_trailers) != 1:
-                raise _missing_authorizations(out_trailers, 1)
-            out_h: list[int] = []
-            if out_handle_bytes or out_handles:  # (the body as the frame had it, split where the host expects)
-                out_h, out_params = _split_handles(out_handles, out_handle_bytes + out_params)
-            out_digest = hostcrypto.sha1(_RC_SUCCESS, ord_b, out_params)
-            self._last_digests = (in_digest, out_digest)
+            out_h, out_params, out_digest, out_trailers = self._take_reply(
+                name, engine.execute(Command((ordinal, handles, params, (
+                    (handle, odd, 0, hostcrypto.hmac_sha1(secret_, in_digest, even, odd, b"\x00")),)))),
+                1, out_handles, ord_b, in_digest, params, ())
             _check_auth(secret_, out_digest, odd, *out_trailers[0])
             return out_h, Reader(out_params, _response_name(name))
         body = b"".join((_pack_handles(handles) if handles else b"", params, _U32(handle), odd, b"\x00",

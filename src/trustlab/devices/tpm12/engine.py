@@ -370,56 +370,54 @@ class Engine:
     def _run_outer(self, name: str, n: int, frame: bytes | None, cmd: Command | None,
                    spec: CommandSpec | None) -> bytes | Reply:
         """One command from the host, as a frame or as values: its record on the clock, the bus both
-        ways (``ohor`` for the response frame's length, also when it is returned as values)."""
+        ways (``ohor`` for the response frame's length, also when it is returned as values).
+
+        One shape for both kinds of profile: the command runs and its response's length is taken
+        inside one guard, which on any exception charges the hashing done so far (``flush``) and
+        closes the record; only then are the closing charges made. With fixed bus costs (every
+        shipped profile) the opening and closing charges are each one clock call
+        (:meth:`Clock.begin_charged` / :meth:`Clock.end_charged`: the same additions in the same
+        order as the separate calls)."""
         clock = self.clock
+        crypto = self.crypto
         bus = self._bus
-        if bus is not None and n:
-            # fixed bus costs (every shipped profile): the opening and closing charges each in one
-            # clock call (Clock.begin_charged / end_charged: the same additions in the same order)
+        fused = bus is not None and n
+        if fused:
             clock.begin_charged(name, "ohc", bus[0], "ohir", n * bus[1])
-            crypto = self.crypto
+        else:
+            clock.begin(name)  # (not the context manager: once per command)
             try:
-                response = self._dispatch(frame, cmd, spec, True, None, None)[0]
-            except BaseException:
-                try:
-                    crypto.flush()
-                finally:
-                    clock.end()
-                raise
-            try:
-                hashed_ms = crypto.take_hash_ms()
-                if cmd is None:
-                    n = len(response)
-                else:
-                    _, out_handles, out_params, out_trailers = response
-                    n = HEADER + len(out_handles) + len(out_params) + AUTH_OUT * len(out_trailers)
+                if bus is None:
+                    clock.charge("ohc")
+                    clock.charge("ohir", n)
+                else:  # an empty frame: no ohir (charge_ms rather than charge: see Clock.fixed_cost)
+                    clock.charge_ms("ohc", bus[0])
             except BaseException:
                 clock.end()
                 raise
-            clock.end_charged(None if hashed_ms is None else "sha1_byte", hashed_ms or 0.0, "ohor", n * bus[2])
-            return response
-        clock.begin(name)  # (not the context manager: once per command)
         try:
-            if bus is None:
-                clock.charge("ohc")
-                clock.charge("ohir", n)
-            else:  # charge() without the call: the same products (see Clock.fixed_cost)
-                clock.charge_ms("ohc", bus[0])
-                if n:
-                    clock.charge_ms("ohir", n * bus[1])
+            response = self._dispatch(frame, cmd, spec, True, None, None)[0]
+            size = len(response) if cmd is None else response.size()  # the response frame's length
+        except BaseException:
             try:
-                response = self._dispatch(frame, cmd, spec, True, None, None)[0]
+                crypto.flush()
             finally:
-                self.crypto.flush()
-            if cmd is None:
-                n = len(response)
-            else:
-                _, out_handles, out_params, out_trailers = response
-                n = HEADER + len(out_handles) + len(out_params) + AUTH_OUT * len(out_trailers)
+                clock.end()
+            raise
+        if fused:
+            try:
+                hashed_ms = crypto.take_hash_ms()  # (None: nothing hashed, or sha1_byte drawn and charged)
+            except BaseException:
+                clock.end()
+                raise
+            clock.end_charged(None if hashed_ms is None else "sha1_byte", hashed_ms or 0.0, "ohor", size * bus[2])
+            return response
+        try:
+            crypto.flush()
             if bus is None:
-                clock.charge("ohor", n)
+                clock.charge("ohor", size)
             else:
-                clock.charge_ms("ohor", n * bus[2])
+                clock.charge_ms("ohor", size * bus[2])
         finally:
             clock.end()
         return response

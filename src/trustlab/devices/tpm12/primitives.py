@@ -28,7 +28,7 @@ import os
 import subprocess
 import threading
 import weakref
-from typing import Callable
+from typing import Any, Callable
 
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes, serialization
@@ -37,14 +37,22 @@ from cryptography.hazmat.primitives.asymmetric import padding, rsa, utils
 from trustlab.devices.tpm12.errors import TpmError
 from trustlab.timing.clock import Clock
 
-try:
-    # OpenSSL's HMAC through an HMAC context (what hmac.new uses), without the stdlib wrapper's Python
-    # frame: called 4x per authorized command. Not the one-shot HMAC() (hmac.digest), which under
-    # OpenSSL 3 fetches the MAC implementation and builds its parameters on every call: 1.43 against
-    # 0.92 us for a 20-byte key and a 61-byte authorization message. The same bytes either way.
-    from _hashlib import hmac_new as new_hmac
-except ImportError:  # pragma: no cover - Python built without OpenSSL
-    new_hmac = _hmac.new
+
+def _hmac_constructor() -> Callable[..., Any]:
+    """``new_hmac(key, msg, "sha1")``: OpenSSL's HMAC through an HMAC context (what hmac.new uses),
+    without the stdlib wrapper's Python frame: called 4x per authorized command. Not the one-shot
+    HMAC() (hmac.digest), which under OpenSSL 3 fetches the MAC implementation and builds its
+    parameters on every call: 1.43 against 0.92 us for a 20-byte key and a 61-byte authorization
+    message. A Python built without OpenSSL has no ``_hashlib``: then the stdlib's ``hmac.new``, the
+    same bytes (tests/tpm12/test_hostcrypto.py runs the RFC 2202 vectors through both)."""
+    try:
+        from _hashlib import hmac_new
+    except ImportError:
+        return _hmac.new
+    return hmac_new
+
+
+new_hmac = _hmac_constructor()
 
 _sha1 = hashlib.sha1
 OAEP_LABEL = b"TCPA"
