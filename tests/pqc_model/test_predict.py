@@ -190,8 +190,41 @@ def test_the_spread_estimator_subtracts_the_known_part_without_bias():
     assert statistics.fmean(plain) > 0.02
     # about a fixed centre (the Cortex-M4 basis) every source is a degree of freedom
     ss, known, dof = classes.moments([0.2, -0.1], [0.1, 0.0], [0.01, 0.0], fixed_centre=True)
-    assert dof == 2 and ss == pytest.approx(0.05) and known == pytest.approx(0.02)
+    assert dof == 2 and ss == pytest.approx(0.02) and known == pytest.approx(0.01)
     assert classes.moments([0.3], [0.0], [0.0]) == (0.0, 0.0, 0)
+
+
+def test_the_known_mean_is_shifted_out_before_the_sum_of_squares():
+    """Two sources whose means differ by exactly their known lineage shifts did not differ on their own: a zero sum
+    of squares (subtracting sum (mu_i - mean mu)^2 afterwards left that spread in as noise)."""
+    ss, known, dof = classes.moments([0.5, 0.2], [0.3, 0.0], [0.02, 0.0])
+    assert ss == pytest.approx(0.0) and known == pytest.approx(0.01) and dof == 1
+
+
+def test_no_leave_one_source_out_exclusion_estimates_a_zero_spread():
+    """The moment estimate truncates at zero where the sum of squares is at or below its known part (it did for the
+    application cores without xu2025-x86: sigma 0 on 4 degrees of freedom); the reference-lineage rows' own estimate
+    is its floor, and a group with neither falls back to all groups."""
+    ids = [s["id"] for s in classes.measurements()["sources"]]
+    for excluded in [None, *ids]:
+        exclude = frozenset([excluded]) if excluded else frozenset()
+        for grp in ("microcontroller", "application"):
+            spread = classes.source_spread(exclude, grp)
+            assert spread.sigma > 0 and spread.dof >= 1, (excluded, grp)
+            lo, hi = spread.quantiles()
+            assert lo < 1.0 < hi, (excluded, grp)
+
+
+def test_the_reference_lineage_rows_floor_the_spread():
+    """A sum of squares below its known part would give zero; the reference-lineage sources alone (nothing
+    subtracted) set the estimate then, with their own degrees of freedom, and the text says so."""
+    ss, dof = classes._reference_only([0.1, None, -0.1], fixed_centre=False)
+    assert ss == pytest.approx(0.02) and dof == 1
+    assert classes._reference_only([0.1, None], fixed_centre=False) == (0.0, 0)
+    assert classes._reference_only([0.1, None], fixed_centre=True) == (pytest.approx(0.01), 1)
+    floored = [s for s in (classes.source_spread(frozenset([x]), g) for x in ("xu2025-x86", "libcrux-iot-l4r5")
+                           for g in ("microcontroller", "application")) if s.floored]
+    assert all("reference-lineage sources alone" in s.text() for s in floored)
 
 
 def test_intervals_are_honest_and_not_over_wide():
