@@ -79,3 +79,29 @@ def test_blind_check_pqm3_m3_kyber_on_another_board_through_chip():
             p = predict.price(alg, op, spec, protection=False, draws=400)
             assert 0.8 < p.mean_ms * 1000 / v < 1.25, (alg, op)
             assert p.low_ms * 1000 <= v <= p.high_ms * 1000, (alg, op)
+
+
+def test_a_source_is_not_predicted_from_a_pair_whose_assembly_is_its_own_code():
+    """pqm3's m3 Dilithium (and Kyber) is Greconici et al.'s code, whose Dilithium3 figures are the greconici2021-m3
+    validation source: leaving that source out drops the pairs (also_excludes), so leave-one-source-out prices it
+    without a speed-up measured on its own code."""
+    own = frozenset({"greconici2021-m3"})
+    assert all("greconici2021-m3" in p.get("also_excludes", ()) for p in asm_speedup.pairs()
+               if p["algorithm"].startswith("ML-DSA"))
+    assert asm_speedup.factor("cortex-m3", "ML-DSA-65", "sign") is not None
+    assert asm_speedup.factor("cortex-m3", "ML-DSA-65", "sign", own) is None
+    assert not asm_speedup.has("m3", own)
+    assert asm_speedup.excluded({"source": "a", "also_excludes": ["b"]}, frozenset({"b"}))
+    assert not asm_speedup.excluded({"source": "a"}, frozenset({"b"}))
+    # validate prices it as --chip would without those pairs: no sourced assembly speed-up on the class
+    from trustlab.devices.tpm2.pqc_model import validation
+
+    src = next(s for s in validation_sources() if s["id"] == "greconici2021-m3")
+    assert validation.implementation_of(src, own)[1] == "unknown"
+    assert validation.implementation_of(src)[1] == "optimized"
+
+
+def validation_sources() -> list[dict]:
+    from trustlab.devices.tpm2.pqc_model import classes
+
+    return classes.measurements()["sources"]

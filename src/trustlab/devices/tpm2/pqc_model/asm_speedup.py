@@ -11,7 +11,8 @@ Per family and operation: the centre is the geometric mean of the operation's pa
 range is the whole family's spread over its operations and parameter sets (from its slowest to its fastest
 speed-up), since another assembly code base on another board may sit anywhere the measured code does across
 operations (one publication per class: no between-source spread is measured). Leave-one-source-out: pairs of an
-excluded source are dropped (:func:`factor`), and a class left without pairs has no speed-up.
+excluded source are dropped (:func:`factor`), and so are pairs whose assembly side is an excluded source's own code
+(a pair's ``also_excludes``: :func:`excluded`); a class left without pairs has no speed-up.
 """
 
 from __future__ import annotations
@@ -50,14 +51,21 @@ def pair_speedup(pair: dict, operation: str) -> float:
     return clean / asm
 
 
+def excluded(pair: dict, exclude: frozenset[str]) -> bool:
+    """Whether leaving out the sources in ``exclude`` drops ``pair``: it belongs to one of them (``source``), or its
+    assembly side is one of them's own code (``also_excludes``: a source must not be predicted from a measurement of
+    its own code)."""
+    return pair["source"] in exclude or any(s in exclude for s in pair.get("also_excludes", ()))
+
+
 def _of(cls: str, fam: str, exclude: frozenset[str]) -> list[dict]:
-    return [p for p in pairs() if p["class"] == cls and family(p["algorithm"]) == fam and p["source"] not in exclude]
+    return [p for p in pairs() if p["class"] == cls and family(p["algorithm"]) == fam and not excluded(p, exclude)]
 
 
 def has(core: str, exclude: frozenset[str] = frozenset()) -> bool:
     """Whether the core's class has a sourced assembly speed-up (a pair of any family) without ``exclude``."""
     cls = resolve(core)
-    return any(p["class"] == cls and p["source"] not in exclude for p in pairs())
+    return any(p["class"] == cls and not excluded(p, exclude) for p in pairs())
 
 
 @functools.cache
