@@ -27,8 +27,8 @@ import statistics
 import sys
 from typing import Any
 
-from trustlab.devices.tpm2.pqc_model import builds, chips, chipspec, classes, frames, keccak_engine, keccak_impl, \
-    lineage, predict, ram, silicon, validation
+from trustlab.devices.tpm2.pqc_model import asm_speedup, builds, chips, chipspec, classes, frames, keccak_engine, \
+    keccak_impl, lineage, predict, ram, silicon, validation
 from trustlab.devices.tpm2.pqc_model.chipspec import ChipSpec
 from trustlab.devices.tpm2.pqc_model.cost import SHAKE256_RATE, absorb_ms, operation_cost, unit_costs
 from trustlab.devices.tpm2.pqc_model.params import ALGORITHMS, DSA_OPERATIONS, KEM_OPERATIONS, MLKEM, params
@@ -257,8 +257,12 @@ class PqcTpmExperiment:
                             "[,name=LABEL] or a TOML file with those "
                             f"keys (core classes: {', '.join(classes.names())}; named cores, priced with their published "
                             f"per-clock factor: {', '.join(classes.microarch_names())}; mhz may be a range 25-100; build "
-                            "defaults to unknown, the widest range; impl to unknown (portable C, or pqm4's assembly on cores that run "
-                            "it; optimized/mixed only on those cores); lineage: the portable C's code base, reference (pq-crystals "
+                            "defaults to unknown, the widest range; impl to unknown (portable C at the centre, the class's sourced "
+                            "assembly as the fast end: pqm4's Cortex-M4 assembly on the cores that run it "
+                            f"({', '.join(c for c in classes.names() if classes.runs_pqm4_assembly(c))}), the paired C / "
+                            "assembly measurements of data/asm_pairs.toml on "
+                            f"{', '.join(sorted({p['class'] for p in asm_speedup.pairs()}))}; optimized/mixed only on "
+                            "those cores); lineage: the portable C's code base, reference (pq-crystals "
                             "ref, PQClean clean, liboqs ref: the classes' basis), mlkem-native (its C without backends, ML-KEM) "
                             "or wolfcrypt (wolfCrypt's own C, ML-KEM and ML-DSA), each measured faster per counted unit on a "
                             "Cortex-M4 cycle model and an x86 core; mldsa-native is not measured and priced as unknown, the "

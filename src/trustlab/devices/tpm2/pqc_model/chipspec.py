@@ -362,7 +362,9 @@ def _from_mapping(doc: dict, where: str) -> ChipSpec:
 
 
 ASSEMBLY_IMPLEMENTATIONS = ("optimized", "mixed")
-"""Implementations with hand-written assembly: the implementation factor's speed-up is pqm4's (estimate.py)."""
+"""Implementations with hand-written assembly: their speed-up is the class's paired C / assembly measurements
+(:mod:`.asm_speedup`) where it has them, else pqm4's Cortex-M4 assembly where the class runs it
+(:func:`.estimate.impl_factor`); on other cores they are priced as unknown (:func:`priced_implementation`)."""
 
 
 def priced_implementation(core: str | None, impl: str, exclude: frozenset[str] = frozenset()) -> str:

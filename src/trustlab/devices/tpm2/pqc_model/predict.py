@@ -11,7 +11,8 @@ replay reuses it. An operation costs
       the builds published benchmarks state; Embench-IoT, our -O0/-Og/-O2 measurement) and between-source
       spread (a new chip is a new source: Student-t from the sources of a known build and timer in the
       class's group)
-    x implementation factor (portable C = 1; hand-written assembly down to pqm4's fastest)
+    x implementation factor (portable C = 1; hand-written assembly down to the class's sourced assembly: its paired
+      C / assembly measurements (asm_pairs.toml, non-Keccak work), else pqm4's fastest on cores that run it)
     (a chip with a hardware Keccak engine, --chip keccak_engine= / keccak_cycles=: its counted Keccak
     permutations and sponge calls cost the engine's core cycles instead, :mod:`.keccak_engine`)
     x protection factor (certified chips, secret-key operations: published masking overheads)

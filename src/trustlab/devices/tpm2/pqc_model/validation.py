@@ -68,7 +68,9 @@ def implementation_of(source: dict, exclude: frozenset[str] = frozenset()) -> tu
     """(stated, priced) implementation of a measurement source: its ``implementation`` as a ``--chip`` impl (a
     co-processor or bytecode is 'unknown'), and what the model prices it as on its core
     (:func:`.chipspec.priced_implementation`, the rule ``--chip`` refuses by: hand-written assembly on a core
-    without pqm4's Cortex-M4 assembly is priced as 'unknown', as a user told so by ``--chip`` would ask).
+    with no sourced assembly speed-up, neither pqm4's Cortex-M4 assembly nor the class's paired C / assembly
+    measurements without the sources in ``exclude`` (:mod:`.asm_speedup`), is priced as 'unknown', as a user told
+    so by ``--chip`` would ask).
     Everything else is what the source states, as that user would type it: its build flags (``build``: the
     assembly build, whose flags move nothing, belongs to code priced as assembly; priced as C on its core, the
     code is moved by its flags as C is, and ``--chip`` refuses build=assembly beside portable C), its Keccak
