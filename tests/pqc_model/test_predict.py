@@ -671,3 +671,22 @@ def test_calibrated_price_is_the_published_mean_with_the_run_spread():
         p = predict.price(row.algorithm, row.call, "sealsq-qvault-pqc-tpm-wolftpm")
         assert p.calibrated and p.median_ms == pytest.approx(row.mean_ms, rel=1e-9)
         assert p.low_ms <= p.median_ms <= p.high_ms
+
+
+def test_counted_work_is_looked_up_in_one_place():
+    """One lookup of an operation's counted Cortex-M4 cycles (the mean, or counted runs by index), which the placed
+    compute time divides by the speed; the unused copy (estimate.compute_ms) is gone."""
+    import numpy as np
+
+    assert not hasattr(estimate, "compute_ms")
+    s = estimate.Speed(keccak_mhz=50.0, arith_mhz=80.0)
+    spec = ChipSpec.parse("core=m33,mhz=100")
+    keccak, other = estimate.counted_cycles("ML-KEM-768", "encapsulate")
+    assert (keccak, other) == classes.m4_cycles("ML-KEM-768", "encapsulate")
+    assert estimate.placed_compute_ms(spec, "ML-KEM-768", "encapsulate", s, None, (1.0, 1.0), {}) == \
+        pytest.approx((keccak / 50.0 + other / 80.0) / 1000.0)
+    runs = np.arange(len(classes.run_cycles("ML-DSA-65", "sign")))
+    k, o = estimate.counted_cycles("ML-DSA-65", "sign", runs)
+    assert k.shape == o.shape == runs.shape
+    ms = estimate.placed_compute_ms(spec, "ML-DSA-65", "sign", s, runs, (0.5, 2.0), {})
+    assert ms == pytest.approx((k / 50.0 * 0.5 + o / 80.0 * 2.0) / 1000.0)

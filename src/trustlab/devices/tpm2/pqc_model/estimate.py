@@ -154,14 +154,13 @@ def _runs_array(algorithm: str, operation: str) -> np.ndarray:
     return np.array(classes.run_cycles(algorithm, operation))
 
 
-def compute_ms(algorithm: str, operation: str, s: Speed, run=None):
-    """ms of one raw operation at speed ``s``: the mean counted work, or counted run number(s) ``run``."""
+def counted_cycles(algorithm: str, operation: str, run=None):
+    """(Keccak, other) Cortex-M4 'clean' cycles of one raw operation: the mean counted work, or counted run
+    number(s) ``run`` (an index or an array of them)."""
     if run is None:
-        keccak, other = classes.m4_cycles(algorithm, operation)
-    else:
-        cycles = _runs_array(algorithm, operation)[run]
-        keccak, other = cycles[..., 0], cycles[..., 1]
-    return (keccak / s.keccak_mhz + other / s.arith_mhz) / 1000.0
+        return classes.m4_cycles(algorithm, operation)
+    cycles = _runs_array(algorithm, operation)[run]
+    return cycles[..., 0], cycles[..., 1]
 
 
 @functools.cache
@@ -187,11 +186,7 @@ def placed_compute_ms(spec: ChipSpec, algorithm: str, operation: str, s: Speed, 
     all on the core, or with a Keccak engine the Keccak units at the engine's rate and only the rest on the core
     (the implementation's assembly speed-up then applies to the core's part)."""
     impl_k, impl_o = impl
-    if run is None:
-        keccak, other = classes.m4_cycles(algorithm, operation)
-    else:
-        cycles = _runs_array(algorithm, operation)[run]
-        keccak, other = cycles[..., 0], cycles[..., 1]
+    keccak, other = counted_cycles(algorithm, operation, run)
     core_other = other / s.arith_mhz / 1000.0 * impl_o
     if spec.keccak_engine is None:
         return keccak / s.keccak_mhz / 1000.0 * impl_k + core_other
