@@ -105,3 +105,27 @@ def validation_sources() -> list[dict]:
     from trustlab.devices.tpm2.pqc_model import classes
 
     return classes.measurements()["sources"]
+
+
+def test_a_class_with_pairs_for_one_family_prices_the_others_assembly_as_unknown(monkeypatch):
+    """asm_speedup.factor is per family; whether assembly is priced is too once the algorithm is known: a class
+    whose pairs cover ML-KEM only accepts impl=optimized (a chip prices both families) but prices ML-DSA's as
+    unknown and says so, as validate does for a source."""
+    kem_only = tuple(p for p in asm_speedup.pairs() if p["algorithm"].startswith("ML-KEM"))
+    monkeypatch.setattr(asm_speedup, "pairs", lambda: kem_only)
+    asm_speedup.factor.cache_clear()
+    try:
+        assert asm_speedup.has("m3") and asm_speedup.has("m3", algorithm="ML-KEM-768")
+        assert not asm_speedup.has("m3", algorithm="ML-DSA-65")
+        assert chipspec.priced_implementation("cortex-m3", "optimized") == "optimized"
+        assert chipspec.priced_implementation("cortex-m3", "optimized", algorithm="ML-DSA-65") == "unknown"
+        spec = ChipSpec.parse("core=m3,mhz=100,impl=optimized")
+        dsa = predict.price("ML-DSA-65", "sign", spec)
+        kem = predict.price("ML-KEM-768", "encapsulate", spec)
+        said = chipspec.repriced_text("optimized", "unknown", "cortex-m3", "ML-DSA-65")
+        assert said in dsa.provenance and "on ML-DSA" in said
+        assert "priced as unknown" not in kem.provenance
+        assert chipspec.for_algorithm(spec, "ML-DSA-65").implementation == "unknown"
+        assert chipspec.for_algorithm(spec, "ML-KEM-768") is spec
+    finally:
+        asm_speedup.factor.cache_clear()

@@ -62,10 +62,13 @@ def _of(cls: str, fam: str, exclude: frozenset[str]) -> list[dict]:
     return [p for p in pairs() if p["class"] == cls and family(p["algorithm"]) == fam and not excluded(p, exclude)]
 
 
-def has(core: str, exclude: frozenset[str] = frozenset()) -> bool:
-    """Whether the core's class has a sourced assembly speed-up (a pair of any family) without ``exclude``."""
+def has(core: str, exclude: frozenset[str] = frozenset(), algorithm: str | None = None) -> bool:
+    """Whether the core's class has a sourced assembly speed-up without ``exclude``: a pair of ``algorithm``'s family
+    (as :func:`factor` prices it), or with no algorithm of any family (a chip's statement, before it is priced)."""
     cls = resolve(core)
-    return any(p["class"] == cls and not excluded(p, exclude) for p in pairs())
+    fam = family(algorithm) if algorithm is not None else None
+    return any(p["class"] == cls and not excluded(p, exclude) and (fam is None or family(p["algorithm"]) == fam)
+               for p in pairs())
 
 
 @functools.cache

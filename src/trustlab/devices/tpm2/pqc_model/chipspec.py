@@ -61,6 +61,7 @@ from pathlib import Path
 
 from trustlab.devices.tpm2.pqc_model import asm_speedup, builds, chips, classes, keccak_engine, keccak_impl, lineage, \
     silicon, wolftpm_hash_bench
+from trustlab.devices.tpm2.pqc_model.params import family
 from trustlab.errors import TrustlabError, choice, excerpt
 
 KEYS = ("core", "mhz", "sha256_kbps", "bus", "certified", "tpm", "ohc_ms", "build", "impl", "lineage", "keccak_impl",
@@ -367,7 +368,8 @@ ASSEMBLY_IMPLEMENTATIONS = ("optimized", "mixed")
 (:func:`.estimate.impl_factor`); on other cores they are priced as unknown (:func:`priced_implementation`)."""
 
 
-def priced_implementation(core: str | None, impl: str, exclude: frozenset[str] = frozenset()) -> str:
+def priced_implementation(core: str | None, impl: str, exclude: frozenset[str] = frozenset(),
+                          algorithm: str | None = None) -> str:
     """The implementation the model prices for code stated as ``impl`` on ``core``: the one rule for ``--chip``
     (which refuses a statement it would not price as said, naming this answer) and for ``validate`` (which prices
     a published source as that answer, so its leave-one-source-out error is the error ``--chip`` makes; ``exclude``:
@@ -380,16 +382,36 @@ def priced_implementation(core: str | None, impl: str, exclude: frozenset[str] =
     so 'optimized' / 'mixed' there is priced as 'unknown': portable C at the class's speed
     (:func:`.estimate.impl_factor`). Its assembly Keccak is the Keccak implementation's to say (``keccak_impl=asm``,
     sourced per class in cores.toml ``keccak_asm``), not the implementation's. A chip without a core class (a
-    chips.toml entry) keeps ``impl``."""
-    if impl in ASSEMBLY_IMPLEMENTATIONS and core is not None and not assembly_priced(core, exclude):
+    chips.toml entry) keeps ``impl``. With ``algorithm``, per family: a class whose pairs cover one family prices
+    the other's assembly as 'unknown' (:func:`for_algorithm`); without, any family will do (a chip's statement)."""
+    if impl in ASSEMBLY_IMPLEMENTATIONS and core is not None and not assembly_priced(core, exclude, algorithm):
         return "unknown"
     return impl
 
 
-def assembly_priced(core: str, exclude: frozenset[str] = frozenset()) -> bool:
-    """Whether the model has a sourced assembly speed-up for ``core``: pqm4's (cores.toml ``assembly``) or the
-    class's own paired measurements (:mod:`.asm_speedup`)."""
-    return classes.runs_pqm4_assembly(core) or asm_speedup.has(core, exclude)
+def assembly_priced(core: str, exclude: frozenset[str] = frozenset(), algorithm: str | None = None) -> bool:
+    """Whether the model has a sourced assembly speed-up for ``core`` (for ``algorithm``'s family, if given): pqm4's
+    (cores.toml ``assembly``) or the class's own paired measurements (:mod:`.asm_speedup`)."""
+    return classes.runs_pqm4_assembly(core) or asm_speedup.has(core, exclude, algorithm)
+
+
+def repriced_text(stated: str, priced: str, core: str, algorithm: str | None = None) -> str:
+    """The one sentence saying that code stated as ``stated`` is priced as ``priced`` ('' when they agree)."""
+    if stated == priced:
+        return ""
+    on = f" on {family(algorithm)}" if algorithm is not None else ""
+    return (f"implementation {stated} priced as {priced}, as --chip prices it on a {core} "
+            f"(chipspec.priced_implementation: no sourced assembly speed-up for this core{on})")
+
+
+def for_algorithm(spec: ChipSpec, algorithm: str, exclude: frozenset[str] = frozenset()) -> ChipSpec:
+    """``spec`` as priced for ``algorithm``: a stated assembly implementation that the class has no sourced
+    speed-up for on that family (its pairs cover the other) is priced as 'unknown', with a note saying so."""
+    priced = priced_implementation(spec.core, spec.implementation, exclude, algorithm)
+    if priced == spec.implementation:
+        return spec
+    return replace(spec, implementation=priced,
+                   notes=spec.notes + (repriced_text(spec.implementation, priced, spec.core, algorithm),))
 
 
 def _name(value, core: str | None, where: str) -> str:

@@ -74,6 +74,7 @@ def price(algorithm: str, operation: str, chip: ChipSpec | str, *, protection: b
     """(median, low, high, provenance) of ``operation`` ('keygen', 'sign', ..., 'create', 'load', or 'a+b')."""
     spec = _spec(chip)
     estimate.check(algorithm, operation)
+    spec = chipspec.for_algorithm(spec, algorithm, exclude)  # assembly the class has no speed-up for on this family
     if spec.calibrated_profile and protection:
         cal = calibrated(spec.calibrated_profile, algorithm, operation)
         if cal is not None:
