@@ -129,3 +129,31 @@ def test_a_class_with_pairs_for_one_family_prices_the_others_assembly_as_unknown
         assert chipspec.for_algorithm(spec, "ML-KEM-768") is spec
     finally:
         asm_speedup.factor.cache_clear()
+
+
+@pytest.mark.parametrize("change, said", [
+    (lambda p: p.pop("asm"), "asm is missing"),
+    (lambda p: p["asm_hash_share"].update(keygen=1.0), "asm_hash_share.keygen = 1.0 is outside [0, 1)"),
+    (lambda p: p["clean_hash_share"].update(keygen=-0.1), "clean_hash_share.keygen = -0.1 is outside [0, 1)"),
+    (lambda p: p["clean_hash_share"].update(keygen="0.5"), "clean_hash_share.keygen = '0.5' is outside [0, 1)"),
+    (lambda p: p["asm"].pop("decapsulate"), "asm has no decapsulate"),
+    (lambda p: p["asm"].update(keygen=0), "asm.keygen = 0 is not a positive cycle count"),
+    (lambda p: p["clean"].update(sign=1), "has no operation 'sign'"),
+    (lambda p: p.update(algorithm="ML-KEM-9"), "ML-KEM-9"),
+    (lambda p: p.update(asm=3), "asm is not a table of operations"),
+])
+def test_a_malformed_pair_is_a_one_line_error_naming_its_scheme(change, said):
+    import copy
+
+    from trustlab.errors import TrustlabError
+
+    pair = copy.deepcopy(next(p for p in asm_speedup.pairs() if p["scheme"] == "kyber768"))
+    change(pair)
+    with pytest.raises(TrustlabError) as err:
+        asm_speedup.check(pair)
+    text = str(err.value)
+    assert "\n" not in text and "'kyber768'" in text and said in text, text
+
+
+def test_the_shipped_pairs_pass_their_check():
+    assert all(asm_speedup.check(dict(p)) == p for p in asm_speedup.pairs())
