@@ -267,7 +267,8 @@ class PqcTpmExperiment:
                             "or wolfcrypt (wolfCrypt's own C, ML-KEM and ML-DSA), each measured faster per counted unit on a "
                             "Cortex-M4 cycle model and an x86 core; mldsa-native is not measured and priced as unknown, the "
                             "default: the reference as centre, the fastest measured lineage as the fast end "
-                            "(data/lineage.toml); keccak_impl: the software Keccak-f[1600], asm "
+                            "(data/lineage.toml); one per family in a TOML file: lineage = {ML-KEM = \"reference\", "
+                            "ML-DSA = \"wolfcrypt\"}; keccak_impl: the software Keccak-f[1600], asm "
                             "(hand-written assembly, pqm3's / pqm4's: a speed-up over C is sourced only for "
                             f"{', '.join(keccak_impl.sourced_classes())}; on other classes asm is "
                             "priced as C and the output says so) or c (PQClean, liboqs, wolfCrypt, pq-crystals ref), default unknown "
@@ -449,8 +450,9 @@ class PqcTpmExperiment:
                           "keccak_impl": None if spec.keccak_engine is not None else spec.keccak_impl,
                           "keccak_impl_priced_as": None if spec.keccak_engine is not None else
                           keccak_impl.priced_as(spec.core or "secure-mcu", spec.keccak_impl),
-                          "lineage": spec.lineage,
-                          "lineage_priced_as": {fam: lineage.priced_as(spec.lineage, fam) for fam in ("ML-KEM", "ML-DSA")},
+                          "lineage": lineage.shown(spec.lineage),
+                          "lineage_priced_as": {fam: lineage.priced_as(lineage.for_family(spec.lineage, fam), fam)
+                                                for fam in lineage.FAMILIES},
                           "notes": list(spec.notes),
                           "keccak_engine": _engine_facts(spec)})
         ram_rows = [{"algorithm": a, "operation": op, **ram.peak_ram(a, op)} for a in algorithms

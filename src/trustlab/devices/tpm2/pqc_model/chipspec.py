@@ -29,7 +29,8 @@ entry and its own measured rates). Keys::
                  the same core, per counted unit; ML-KEM), wolfcrypt (wolfCrypt's own C: measured the same way, for
                  ML-KEM and ML-DSA), mldsa-native (not measured: priced as unknown), or unknown (default: the
                  reference as centre, the fastest measured lineage of the family as the fast end):
-                 data/lineage.toml (:mod:`.lineage`); not applied to impl=optimized (hand-written assembly)
+                 data/lineage.toml (:mod:`.lineage`); not applied to impl=optimized (hand-written assembly). In a
+                 TOML file also a table by family, lineage = {ML-KEM = "reference", ML-DSA = "wolfcrypt"}
     keccak_impl  the software Keccak-f[1600]: asm (hand-written assembly: pqm4's, pqm3's; a speed-up is sourced only
                  for the classes with cores.toml keccak_asm, elsewhere asm is priced as C and the chip says so), c (a portable C
                  permutation: PQClean, liboqs, pq-crystals ref, mlkem-native without backends, wolfCrypt's default),
@@ -104,7 +105,7 @@ class ChipSpec:
     timer: builds.Factor | None = None    # validation only: what a reported figure counts per core cycle
     keccak_engine: keccak_engine.KeccakEngine | None = None  # Keccak on a hardware engine (None: on the core)
     keccak_impl: str = keccak_impl.UNKNOWN  # the software Keccak-f[1600]: asm, c or unknown (.keccak_impl)
-    lineage: str = lineage.UNKNOWN        # the portable C's code base: reference, mlkem-native, ... (.lineage)
+    lineage: lineage.Statement = lineage.UNKNOWN  # the portable C's code base: reference, ..., or one per family
     notes: tuple[str, ...] = field(default_factory=tuple)
 
     def bus_ms_per_byte(self, u: float = 0.5) -> float:
@@ -336,7 +337,13 @@ def _from_mapping(doc: dict, where: str) -> ChipSpec:
                                 "keccak_cycles the permutations run on the engine, not in software")
     else:  # hand-written assembly (pqm4's m4f code) links pqm4's assembly Keccak
         kimpl = keccak_impl.ASM if impl == "optimized" else keccak_impl.UNKNOWN
-    code_base = lineage.check(doc["lineage"], where) if "lineage" in doc else lineage.UNKNOWN
+    try:
+        code_base = lineage.statement(doc["lineage"], where) if "lineage" in doc else lineage.UNKNOWN
+    except TrustlabError as exc:
+        if isinstance(doc["lineage"], dict):
+            raise
+        raise TrustlabError(f"{exc}; a code base per family: in a --chip TOML file, lineage = {{ML-KEM = "
+                            '"reference", ML-DSA = "wolfcrypt"}') from None
     sha = None
     if "sha256_kbps" in doc:
         kbps = _bounded(_number(doc["sha256_kbps"], "sha256_kbps", where), "sha256_kbps", where, *SHA256_KBPS_RANGE,

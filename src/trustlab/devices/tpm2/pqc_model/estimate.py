@@ -256,7 +256,8 @@ def lineage_speed(spec: ChipSpec, algorithm: str, s: Speed, u) -> Speed:
     (SHA-256) speed is no PQC code's."""
     if spec.implementation == "optimized":
         return s
-    fk, fa = lineage.time_factors(spec.lineage, family(algorithm), spec.core or "secure-mcu", u)
+    fam = family(algorithm)
+    fk, fa = lineage.time_factors(lineage.for_family(spec.lineage, fam), fam, spec.core or "secure-mcu", u)
     return Speed(s.keccak_mhz / fk, s.arith_mhz / fa, s.keccak_mhz if s.general_mhz is None else s.general_mhz)
 
 
@@ -326,7 +327,8 @@ def provenance(spec: ChipSpec, algorithm: str, operation: str, protection: bool,
         paired = [asm_speedup.factor(spec.core, algorithm, op, exclude) for op in plan(algorithm, operation)]
         parts += list(dict.fromkeys(p.text for p in paired if p is not None))
     if spec.implementation != "optimized":
-        parts.append(lineage.text(spec.lineage, family(algorithm), spec.core or "secure-mcu"))
+        fam = family(algorithm)
+        parts.append(lineage.text(lineage.for_family(spec.lineage, fam), fam, spec.core or "secure-mcu"))
     if spec.certified and protection:
         fam = family(algorithm)
         for op in SECRET_OPS[fam]:
