@@ -108,7 +108,8 @@ def test_a_chip_toml_states_a_lineage_per_family(tmp_path):
     """A chip whose ML-KEM is reference C and whose ML-DSA is wolfCrypt's (as Xu's thesis builds) says so in its
     TOML file: each family priced as the chip of that one lineage; the comma form says where a table goes."""
     path = tmp_path / "chip.toml"
-    path.write_text('core = "m33"\nmhz = 150\nbuild = "speed"\nlineage = { ML-KEM = "reference", ml-dsa = "wolfcrypt" }\n')
+    path.write_text('core = "m33"\nmhz = 150\nbuild = "speed"\n'
+                    'lineage = { ML-KEM = "reference", ml-dsa = "wolfcrypt" }\n')
     both = ChipSpec.parse(str(path))
     assert both.lineage == (("ML-KEM", "reference"), ("ML-DSA", "wolfcrypt"))
     for algorithm, operation, kind in (("ML-KEM-768", "encapsulate", "reference"), ("ML-DSA-65", "sign", "wolfcrypt")):

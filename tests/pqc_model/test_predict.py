@@ -229,7 +229,8 @@ def test_the_reference_lineage_rows_floor_the_spread():
 
 def test_intervals_are_honest_and_not_over_wide():
     """Coverage of at least 80% is the issue's acceptance check; the rest is structure, not a score: every row's
-    interval brackets its central prediction, and the summary's width is the rows' median high / low. (History: 96% at x8.1 high/low when rows of unknown lineage left the spread; about 90-95% at about x3.5-x3.9
+    interval brackets its central prediction, and the summary's width is the rows' median high / low. (History: 96%
+    at x8.1 high/low when rows of unknown lineage left the spread; about 90-95% at about x3.5-x3.9
     since their known lineage doubt is taken out of the sum of squares.)"""
     o = validation.summary()["overall"]
     assert o["coverage"] >= 0.8
