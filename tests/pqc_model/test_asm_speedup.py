@@ -79,3 +79,81 @@ def test_blind_check_pqm3_m3_kyber_on_another_board_through_chip():
             p = predict.price(alg, op, spec, protection=False, draws=400)
             assert 0.8 < p.mean_ms * 1000 / v < 1.25, (alg, op)
             assert p.low_ms * 1000 <= v <= p.high_ms * 1000, (alg, op)
+
+
+def test_a_source_is_not_predicted_from_a_pair_whose_assembly_is_its_own_code():
+    """pqm3's m3 Dilithium (and Kyber) is Greconici et al.'s code, whose Dilithium3 figures are the greconici2021-m3
+    validation source: leaving that source out drops the pairs (also_excludes), so leave-one-source-out prices it
+    without a speed-up measured on its own code."""
+    own = frozenset({"greconici2021-m3"})
+    assert all("greconici2021-m3" in p.get("also_excludes", ()) for p in asm_speedup.pairs()
+               if p["algorithm"].startswith("ML-DSA"))
+    assert asm_speedup.factor("cortex-m3", "ML-DSA-65", "sign") is not None
+    assert asm_speedup.factor("cortex-m3", "ML-DSA-65", "sign", own) is None
+    assert not asm_speedup.has("m3", own)
+    assert asm_speedup.excluded({"source": "a", "also_excludes": ["b"]}, frozenset({"b"}))
+    assert not asm_speedup.excluded({"source": "a"}, frozenset({"b"}))
+    # validate prices it as --chip would without those pairs: no sourced assembly speed-up on the class
+    from trustlab.devices.tpm2.pqc_model import validation
+
+    src = next(s for s in validation_sources() if s["id"] == "greconici2021-m3")
+    assert validation.implementation_of(src, own)[1] == "unknown"
+    assert validation.implementation_of(src)[1] == "optimized"
+
+
+def validation_sources() -> list[dict]:
+    from trustlab.devices.tpm2.pqc_model import classes
+
+    return classes.measurements()["sources"]
+
+
+def test_a_class_with_pairs_for_one_family_prices_the_others_assembly_as_unknown(monkeypatch):
+    """asm_speedup.factor is per family; whether assembly is priced is too once the algorithm is known: a class
+    whose pairs cover ML-KEM only accepts impl=optimized (a chip prices both families) but prices ML-DSA's as
+    unknown and says so, as validate does for a source."""
+    kem_only = tuple(p for p in asm_speedup.pairs() if p["algorithm"].startswith("ML-KEM"))
+    monkeypatch.setattr(asm_speedup, "pairs", lambda: kem_only)
+    asm_speedup.factor.cache_clear()
+    try:
+        assert asm_speedup.has("m3") and asm_speedup.has("m3", algorithm="ML-KEM-768")
+        assert not asm_speedup.has("m3", algorithm="ML-DSA-65")
+        assert chipspec.priced_implementation("cortex-m3", "optimized") == "optimized"
+        assert chipspec.priced_implementation("cortex-m3", "optimized", algorithm="ML-DSA-65") == "unknown"
+        spec = ChipSpec.parse("core=m3,mhz=100,impl=optimized")
+        dsa = predict.price("ML-DSA-65", "sign", spec)
+        kem = predict.price("ML-KEM-768", "encapsulate", spec)
+        said = chipspec.repriced_text("optimized", "unknown", "cortex-m3", "ML-DSA-65")
+        assert said in dsa.provenance and "on ML-DSA" in said
+        assert "priced as unknown" not in kem.provenance
+        assert chipspec.for_algorithm(spec, "ML-DSA-65").implementation == "unknown"
+        assert chipspec.for_algorithm(spec, "ML-KEM-768") is spec
+    finally:
+        asm_speedup.factor.cache_clear()
+
+
+@pytest.mark.parametrize("change, said", [
+    (lambda p: p.pop("asm"), "asm is missing"),
+    (lambda p: p["asm_hash_share"].update(keygen=1.0), "asm_hash_share.keygen = 1.0 is outside [0, 1)"),
+    (lambda p: p["clean_hash_share"].update(keygen=-0.1), "clean_hash_share.keygen = -0.1 is outside [0, 1)"),
+    (lambda p: p["clean_hash_share"].update(keygen="0.5"), "clean_hash_share.keygen = '0.5' is outside [0, 1)"),
+    (lambda p: p["asm"].pop("decapsulate"), "asm has no decapsulate"),
+    (lambda p: p["asm"].update(keygen=0), "asm.keygen = 0 is not a positive cycle count"),
+    (lambda p: p["clean"].update(sign=1), "has no operation 'sign'"),
+    (lambda p: p.update(algorithm="ML-KEM-9"), "ML-KEM-9"),
+    (lambda p: p.update(asm=3), "asm is not a table of operations"),
+])
+def test_a_malformed_pair_is_a_one_line_error_naming_its_scheme(change, said):
+    import copy
+
+    from trustlab.errors import TrustlabError
+
+    pair = copy.deepcopy(next(p for p in asm_speedup.pairs() if p["scheme"] == "kyber768"))
+    change(pair)
+    with pytest.raises(TrustlabError) as err:
+        asm_speedup.check(pair)
+    text = str(err.value)
+    assert "\n" not in text and "'kyber768'" in text and said in text, text
+
+
+def test_the_shipped_pairs_pass_their_check():
+    assert all(asm_speedup.check(dict(p)) == p for p in asm_speedup.pairs())

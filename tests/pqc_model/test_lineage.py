@@ -89,3 +89,33 @@ def test_the_provenance_names_the_lineage():
 def test_a_bad_lineage_is_a_one_line_error(text):
     with pytest.raises(TrustlabError, match=re.escape("lineage = ")):
         ChipSpec.parse(text)
+
+
+@pytest.mark.parametrize("table, said", [
+    ({"ML-KEM": 3}, "needs exactly the families ML-KEM, ML-DSA (got ML-KEM; ML-DSA missing)"),
+    ({"ML-KEM": 3, "ML-DSA": "reference"}, "lineage.ML-KEM = "),
+    ({"ML-KEM": "reference", "ML-DSA": "pqclean"}, "lineage.ML-DSA = 'pqclean'"),
+])
+def test_a_bad_lineage_table_names_the_family(table, said):
+    """A one-family table is refused whichever family is asked for (it said 'exactly' and accepted one), and a bad
+    entry names its family."""
+    for family in lineage.FAMILIES:
+        with pytest.raises(TrustlabError, match=re.escape(said)):
+            lineage.of_source({"id": "x", "lineage": table}, family)
+
+
+def test_a_chip_toml_states_a_lineage_per_family(tmp_path):
+    """A chip whose ML-KEM is reference C and whose ML-DSA is wolfCrypt's (as Xu's thesis builds) says so in its
+    TOML file: each family priced as the chip of that one lineage; the comma form says where a table goes."""
+    path = tmp_path / "chip.toml"
+    path.write_text('core = "m33"\nmhz = 150\nbuild = "speed"\n'
+                    'lineage = { ML-KEM = "reference", ml-dsa = "wolfcrypt" }\n')
+    both = ChipSpec.parse(str(path))
+    assert both.lineage == (("ML-KEM", "reference"), ("ML-DSA", "wolfcrypt"))
+    for algorithm, operation, kind in (("ML-KEM-768", "encapsulate", "reference"), ("ML-DSA-65", "sign", "wolfcrypt")):
+        one = ChipSpec.parse(f"core=m33,mhz=150,build=speed,lineage={kind}")
+        assert predict.price(algorithm, operation, both).as_tuple()[:3] == \
+            predict.price(algorithm, operation, one).as_tuple()[:3]
+        assert f"lineage {kind}" in predict.price(algorithm, operation, both).provenance
+    with pytest.raises(TrustlabError, match=re.escape("in a --chip TOML file, lineage = {ML-KEM")):
+        ChipSpec.parse("core=m33,mhz=150,lineage=ML-KEM:reference")

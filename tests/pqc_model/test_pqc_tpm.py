@@ -145,6 +145,19 @@ def test_help_explains_every_argument():
         assert flag in out
 
 
+def test_help_names_every_class_that_accepts_hand_written_assembly():
+    """impl=optimized / mixed is accepted where the model has a sourced assembly speed-up: pqm4's Cortex-M4 code and a
+    class's paired C / assembly measurements (Cortex-M3 since data/asm_pairs.toml); the help said pqm4's cores only."""
+    rc, out, _ = run("run", "pqc-tpm", "--help")
+    text = " ".join(out.split())
+    assert rc == 0 and "data/asm_pairs.toml on" in text
+    accepting = [c for c in classes.names() if chipspec.assembly_priced(c)]
+    assert "cortex-m3" in accepting and "cortex-m4" in accepting
+    head, _, _ = text.partition("optimized/mixed only on those cores")
+    for cls in accepting:
+        assert cls in head[head.index("impl to unknown"):], cls
+
+
 def test_shipped_companion_profiles_are_current():
     """tools/build_pqc_profiles.py output equals what the model builds now (rerun it after changes)."""
     for name in ("st-st33ktpm2xspi-wolftpm", "infineon-slb9673-wolftpm", "swtpm-native"):

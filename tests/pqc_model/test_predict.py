@@ -190,16 +190,53 @@ def test_the_spread_estimator_subtracts_the_known_part_without_bias():
     assert statistics.fmean(plain) > 0.02
     # about a fixed centre (the Cortex-M4 basis) every source is a degree of freedom
     ss, known, dof = classes.moments([0.2, -0.1], [0.1, 0.0], [0.01, 0.0], fixed_centre=True)
-    assert dof == 2 and ss == pytest.approx(0.05) and known == pytest.approx(0.02)
+    assert dof == 2 and ss == pytest.approx(0.02) and known == pytest.approx(0.01)
     assert classes.moments([0.3], [0.0], [0.0]) == (0.0, 0.0, 0)
 
 
+def test_the_known_mean_is_shifted_out_before_the_sum_of_squares():
+    """Two sources whose means differ by exactly their known lineage shifts did not differ on their own: a zero sum
+    of squares (subtracting sum (mu_i - mean mu)^2 afterwards left that spread in as noise)."""
+    ss, known, dof = classes.moments([0.5, 0.2], [0.3, 0.0], [0.02, 0.0])
+    assert ss == pytest.approx(0.0) and known == pytest.approx(0.01) and dof == 1
+
+
+def test_no_leave_one_source_out_exclusion_estimates_a_zero_spread():
+    """The moment estimate truncates at zero where the sum of squares is at or below its known part (it did for the
+    application cores without xu2025-x86: sigma 0 on 4 degrees of freedom); the reference-lineage rows' own estimate
+    is its floor, and a group with neither falls back to all groups."""
+    ids = [s["id"] for s in classes.measurements()["sources"]]
+    for excluded in [None, *ids]:
+        exclude = frozenset([excluded]) if excluded else frozenset()
+        for grp in ("microcontroller", "application"):
+            spread = classes.source_spread(exclude, grp)
+            assert spread.sigma > 0 and spread.dof >= 1, (excluded, grp)
+            lo, hi = spread.quantiles()
+            assert lo < 1.0 < hi, (excluded, grp)
+
+
+def test_the_reference_lineage_rows_floor_the_spread():
+    """A sum of squares below its known part would give zero; the reference-lineage sources alone (nothing
+    subtracted) set the estimate then, with their own degrees of freedom, and the text says so."""
+    ss, dof = classes._reference_only([0.1, None, -0.1], fixed_centre=False)
+    assert ss == pytest.approx(0.02) and dof == 1
+    assert classes._reference_only([0.1, None], fixed_centre=False) == (0.0, 0)
+    assert classes._reference_only([0.1, None], fixed_centre=True) == (pytest.approx(0.01), 1)
+    floored = [s for s in (classes.source_spread(frozenset([x]), g) for x in ("xu2025-x86", "libcrux-iot-l4r5")
+                           for g in ("microcontroller", "application")) if s.floored]
+    assert all("reference-lineage sources alone" in s.text() for s in floored)
+
+
 def test_intervals_are_honest_and_not_over_wide():
-    """A nominal 5-95% interval should hold about 90% of the independent rows: 96% at x8.1 high/low (when rows of
-    unknown lineage left the spread) was over-wide; now near nominal at about half the width."""
+    """Coverage of at least 80% is the issue's acceptance check; the rest is structure, not a score: every row's
+    interval brackets its central prediction, and the summary's width is the rows' median high / low. (History: 96%
+    at x8.1 high/low when rows of unknown lineage left the spread; about 90-95% at about x3.5-x3.9
+    since their known lineage doubt is taken out of the sum of squares.)"""
     o = validation.summary()["overall"]
-    assert 0.8 <= o["coverage"] <= 0.95
-    assert o["median_width"] < 5.0
+    assert o["coverage"] >= 0.8
+    counted = [r for r in validation.loso_rows() if r["counted"]]
+    assert all(r["low"] <= r["predicted"] <= r["high"] and r["high"] > r["low"] for r in counted)
+    assert o["median_width"] == statistics.median(r["high"] / r["low"] for r in counted)
 
 
 def test_x86_prices_signing_against_verification_as_the_reference_c_measures():
@@ -221,12 +258,15 @@ def test_x86_prices_signing_against_verification_as_the_reference_c_measures():
 
 def test_a_left_out_cortex_m33_source_is_not_priced_from_one_unknown_lineage_source():
     """With one Cortex-M33 source left out, the microcontroller spread was libcrux's alone (one degree of freedom:
-    intervals x20-x22 high/low, its lineage's doubt inside the spread). With that doubt taken out of its sum of
-    squares (classes.lineage_doubt) the remaining Cortex-M33 source and libcrux on the Cortex-M4 are
-    x4-x7, every row covered; never the x20."""
-    s = validation.summary()["sources"]
+    intervals x20-x22 high/low, its lineage's doubt inside the spread). Its lineage's known mean and variance come
+    out of its sum of squares (classes.lineage_doubt, classes.moments); what is left is at or below that known part,
+    so no estimate rests on it: the group has no other degree of freedom and pools all groups (source_spread)."""
+    libcrux = classes._source_lineage_doubt("libcrux-iot-l4r5")
+    assert libcrux[0] > 0 and libcrux[1] > 0  # unknown lineage: a known doubt to take out
     for sid in ("xu-pico-pqc-rp2350", "xu2025-rp2350"):
-        assert s[sid]["median_width"] < 10.0 and s[sid]["coverage"] == 1.0
+        spread = classes.source_spread(frozenset({sid}), "microcontroller")
+        assert spread.sigma > 0 and spread.dof >= 2 and "none of its own, so all" in spread.group
+        assert spread.sources > 1
 
 
 def test_a_mixed_build_is_a_mixture_not_the_envelope_of_its_parts():
@@ -483,10 +523,14 @@ def test_leave_one_source_out_summary_is_reported_as_measured():
       inside), Greconici et al.'s Dilithium3 on the Due from +62% to +38% (1/3 inside: keygen and verify 4-6% above
       their intervals' low end; pqm3's own m3 Dilithium3 runs 1.10-1.30x slower on its F207, with flash wait states,
       than the same code on the Due, a board difference the M3 class, fitted on the F207 alone, does not know).
+      But pqm3's m3 code is Greconici et al.'s own (asm_pairs.toml also_excludes): leaving that source out takes
+      the pairs with it, so it is priced as unknown on the M3 again (+62%, within 2x).
     The between-source spread takes each source's code-base doubt out of its sum of squares (classes.lineage_doubt):
     libcrux's Rust on the STM32L4R5 of unknown lineage, which alone set the microcontroller spread with one degree
     of freedom when a Cortex-M33 source was left out (its intervals x20-x22 high/low, the lineage's doubt inside the
-    spread), no longer does so (x4.2-x4.4); the FHNW -O0 rows stay at their intervals' 95% end.
+    spread), no longer does so (x4.2-x4.4; since each source's known mean is shifted out first, its remainder is
+    below its known part and the group pools all groups: x3.3-x3.4); the FHNW -O0 rows stay at their intervals' 95%
+    end.
     The unstated builds are the base rate of the builds the sources state (builds.toml [builds.unknown], recounted
     by test_build_prior.py; centre x1.18 Keccak / x1.22 other); with the equal mix of a benchmark, a size and a
     debug build they were before (centre x1.59 / x1.68) the ZCU102's and Pavona's rows passed 2x: no longer.
@@ -638,3 +682,22 @@ def test_calibrated_price_is_the_published_mean_with_the_run_spread():
         p = predict.price(row.algorithm, row.call, "sealsq-qvault-pqc-tpm-wolftpm")
         assert p.calibrated and p.median_ms == pytest.approx(row.mean_ms, rel=1e-9)
         assert p.low_ms <= p.median_ms <= p.high_ms
+
+
+def test_counted_work_is_looked_up_in_one_place():
+    """One lookup of an operation's counted Cortex-M4 cycles (the mean, or counted runs by index), which the placed
+    compute time divides by the speed; the unused copy (estimate.compute_ms) is gone."""
+    import numpy as np
+
+    assert not hasattr(estimate, "compute_ms")
+    s = estimate.Speed(keccak_mhz=50.0, arith_mhz=80.0)
+    spec = ChipSpec.parse("core=m33,mhz=100")
+    keccak, other = estimate.counted_cycles("ML-KEM-768", "encapsulate")
+    assert (keccak, other) == classes.m4_cycles("ML-KEM-768", "encapsulate")
+    assert estimate.placed_compute_ms(spec, "ML-KEM-768", "encapsulate", s, None, (1.0, 1.0), {}) == \
+        pytest.approx((keccak / 50.0 + other / 80.0) / 1000.0)
+    runs = np.arange(len(classes.run_cycles("ML-DSA-65", "sign")))
+    k, o = estimate.counted_cycles("ML-DSA-65", "sign", runs)
+    assert k.shape == o.shape == runs.shape
+    ms = estimate.placed_compute_ms(spec, "ML-DSA-65", "sign", s, runs, (0.5, 2.0), {})
+    assert ms == pytest.approx((k / 50.0 * 0.5 + o / 80.0 * 2.0) / 1000.0)

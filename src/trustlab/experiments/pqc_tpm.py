@@ -27,8 +27,8 @@ import statistics
 import sys
 from typing import Any
 
-from trustlab.devices.tpm2.pqc_model import builds, chips, chipspec, classes, frames, keccak_engine, keccak_impl, \
-    lineage, predict, ram, silicon, validation
+from trustlab.devices.tpm2.pqc_model import asm_speedup, builds, chips, chipspec, classes, frames, keccak_engine, \
+    keccak_impl, lineage, predict, ram, silicon, validation
 from trustlab.devices.tpm2.pqc_model.chipspec import ChipSpec
 from trustlab.devices.tpm2.pqc_model.cost import SHAKE256_RATE, absorb_ms, operation_cost, unit_costs
 from trustlab.devices.tpm2.pqc_model.params import ALGORITHMS, DSA_OPERATIONS, KEM_OPERATIONS, MLKEM, params
@@ -257,13 +257,18 @@ class PqcTpmExperiment:
                             "[,name=LABEL] or a TOML file with those "
                             f"keys (core classes: {', '.join(classes.names())}; named cores, priced with their published "
                             f"per-clock factor: {', '.join(classes.microarch_names())}; mhz may be a range 25-100; build "
-                            "defaults to unknown, the widest range; impl to unknown (portable C, or pqm4's assembly on cores that run "
-                            "it; optimized/mixed only on those cores); lineage: the portable C's code base, reference (pq-crystals "
+                            "defaults to unknown, the widest range; impl to unknown (portable C at the centre, the "
+                            "class's sourced assembly as the fast end: pqm4's Cortex-M4 assembly on the cores that run "
+                            f"it ({', '.join(c for c in classes.names() if classes.runs_pqm4_assembly(c))}), the "
+                            "paired C / assembly measurements of data/asm_pairs.toml on "
+                            f"{', '.join(sorted({p['class'] for p in asm_speedup.pairs()}))}; optimized/mixed only on "
+                            "those cores); lineage: the portable C's code base, reference (pq-crystals "
                             "ref, PQClean clean, liboqs ref: the classes' basis), mlkem-native (its C without backends, ML-KEM) "
                             "or wolfcrypt (wolfCrypt's own C, ML-KEM and ML-DSA), each measured faster per counted unit on a "
                             "Cortex-M4 cycle model and an x86 core; mldsa-native is not measured and priced as unknown, the "
                             "default: the reference as centre, the fastest measured lineage as the fast end "
-                            "(data/lineage.toml); keccak_impl: the software Keccak-f[1600], asm "
+                            "(data/lineage.toml); one per family in a TOML file: lineage = {ML-KEM = \"reference\", "
+                            "ML-DSA = \"wolfcrypt\"}; keccak_impl: the software Keccak-f[1600], asm "
                             "(hand-written assembly, pqm3's / pqm4's: a speed-up over C is sourced only for "
                             f"{', '.join(keccak_impl.sourced_classes())}; on other classes asm is "
                             "priced as C and the output says so) or c (PQClean, liboqs, wolfCrypt, pq-crystals ref), default unknown "
@@ -445,8 +450,9 @@ class PqcTpmExperiment:
                           "keccak_impl": None if spec.keccak_engine is not None else spec.keccak_impl,
                           "keccak_impl_priced_as": None if spec.keccak_engine is not None else
                           keccak_impl.priced_as(spec.core or "secure-mcu", spec.keccak_impl),
-                          "lineage": spec.lineage,
-                          "lineage_priced_as": {fam: lineage.priced_as(spec.lineage, fam) for fam in ("ML-KEM", "ML-DSA")},
+                          "lineage": lineage.shown(spec.lineage),
+                          "lineage_priced_as": {fam: lineage.priced_as(lineage.for_family(spec.lineage, fam), fam)
+                                                for fam in lineage.FAMILIES},
                           "notes": list(spec.notes),
                           "keccak_engine": _engine_facts(spec)})
         ram_rows = [{"algorithm": a, "operation": op, **ram.peak_ram(a, op)} for a in algorithms

@@ -11,7 +11,8 @@ Per family and operation: the centre is the geometric mean of the operation's pa
 range is the whole family's spread over its operations and parameter sets (from its slowest to its fastest
 speed-up), since another assembly code base on another board may sit anywhere the measured code does across
 operations (one publication per class: no between-source spread is measured). Leave-one-source-out: pairs of an
-excluded source are dropped (:func:`factor`), and a class left without pairs has no speed-up.
+excluded source are dropped (:func:`factor`), and so are pairs whose assembly side is an excluded source's own code
+(a pair's ``also_excludes``: :func:`excluded`); a class left without pairs has no speed-up.
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ from dataclasses import dataclass
 from importlib import resources
 
 from trustlab.devices.tpm2.pqc_model.coredata import resolve
-from trustlab.devices.tpm2.pqc_model.params import family
+from trustlab.devices.tpm2.pqc_model.params import check_operation, family
+from trustlab.errors import TrustlabError
 
 
 @dataclass(frozen=True)
@@ -40,7 +42,47 @@ class Speedup:
 @functools.cache
 def pairs() -> tuple[dict, ...]:
     text = (resources.files("trustlab.devices.tpm2.pqc_model") / "data" / "asm_pairs.toml").read_text("utf-8")
-    return tuple(tomllib.loads(text)["pairs"])
+    return tuple(check(p) for p in tomllib.loads(text)["pairs"])
+
+
+PAIR_KEYS = ("class", "source", "where", "scheme", "algorithm", "clean", "asm", "clean_hash_share", "asm_hash_share")
+
+
+def check(pair: dict) -> dict:
+    """``pair`` if its data can price a speed-up, else a one-line error naming its scheme and what is wrong: every
+    key present, a known class and algorithm, each operation of the clean side on the assembly side with both
+    hashing shares, cycles positive and shares in [0, 1) (a share of 1 leaves no non-Keccak work to divide)."""
+    where = f"data/asm_pairs.toml pair {pair.get('scheme', '(no scheme)')!r}"
+    missing = [k for k in PAIR_KEYS if k not in pair]
+    if missing:
+        raise TrustlabError(f"{where}: {missing[0]} is missing")
+    try:
+        resolve(str(pair["class"]))
+        check_operation(pair["algorithm"], "keygen")
+    except TrustlabError as exc:
+        raise TrustlabError(f"{where}: {exc}") from None
+    table = next((k for k in PAIR_KEYS[5:] if not isinstance(pair[k], dict)), None)
+    if table is not None:
+        raise TrustlabError(f"{where}: {table} is not a table of operations")
+    if not pair["clean"]:
+        raise TrustlabError(f"{where}: clean has no operation")
+    for op in pair["clean"]:
+        try:
+            check_operation(pair["algorithm"], op)
+        except TrustlabError as exc:
+            raise TrustlabError(f"{where}: {exc}") from None
+        for side in ("asm", "clean_hash_share", "asm_hash_share"):
+            if op not in pair[side]:
+                raise TrustlabError(f"{where}: {side} has no {op} (clean has)")
+        for side in ("clean", "asm"):
+            value = pair[side][op]
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+                raise TrustlabError(f"{where}: {side}.{op} = {value!r} is not a positive cycle count")
+        for side in ("clean_hash_share", "asm_hash_share"):
+            value = pair[side][op]
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value < 1.0:
+                raise TrustlabError(f"{where}: {side}.{op} = {value!r} is outside [0, 1)")
+    return pair
 
 
 def pair_speedup(pair: dict, operation: str) -> float:
@@ -50,14 +92,24 @@ def pair_speedup(pair: dict, operation: str) -> float:
     return clean / asm
 
 
+def excluded(pair: dict, exclude: frozenset[str]) -> bool:
+    """Whether leaving out the sources in ``exclude`` drops ``pair``: it belongs to one of them (``source``), or its
+    assembly side is one of them's own code (``also_excludes``: a source must not be predicted from a measurement of
+    its own code)."""
+    return pair["source"] in exclude or any(s in exclude for s in pair.get("also_excludes", ()))
+
+
 def _of(cls: str, fam: str, exclude: frozenset[str]) -> list[dict]:
-    return [p for p in pairs() if p["class"] == cls and family(p["algorithm"]) == fam and p["source"] not in exclude]
+    return [p for p in pairs() if p["class"] == cls and family(p["algorithm"]) == fam and not excluded(p, exclude)]
 
 
-def has(core: str, exclude: frozenset[str] = frozenset()) -> bool:
-    """Whether the core's class has a sourced assembly speed-up (a pair of any family) without ``exclude``."""
+def has(core: str, exclude: frozenset[str] = frozenset(), algorithm: str | None = None) -> bool:
+    """Whether the core's class has a sourced assembly speed-up without ``exclude``: a pair of ``algorithm``'s family
+    (as :func:`factor` prices it), or with no algorithm of any family (a chip's statement, before it is priced)."""
     cls = resolve(core)
-    return any(p["class"] == cls and p["source"] not in exclude for p in pairs())
+    fam = family(algorithm) if algorithm is not None else None
+    return any(p["class"] == cls and not excluded(p, exclude) and (fam is None or family(p["algorithm"]) == fam)
+               for p in pairs())
 
 
 @functools.cache

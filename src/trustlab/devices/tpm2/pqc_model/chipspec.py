@@ -29,7 +29,8 @@ entry and its own measured rates). Keys::
                  the same core, per counted unit; ML-KEM), wolfcrypt (wolfCrypt's own C: measured the same way, for
                  ML-KEM and ML-DSA), mldsa-native (not measured: priced as unknown), or unknown (default: the
                  reference as centre, the fastest measured lineage of the family as the fast end):
-                 data/lineage.toml (:mod:`.lineage`); not applied to impl=optimized (hand-written assembly)
+                 data/lineage.toml (:mod:`.lineage`); not applied to impl=optimized (hand-written assembly). In a
+                 TOML file also a table by family, lineage = {ML-KEM = "reference", ML-DSA = "wolfcrypt"}
     keccak_impl  the software Keccak-f[1600]: asm (hand-written assembly: pqm4's, pqm3's; a speed-up is sourced only
                  for the classes with cores.toml keccak_asm, elsewhere asm is priced as C and the chip says so), c (a portable C
                  permutation: PQClean, liboqs, pq-crystals ref, mlkem-native without backends, wolfCrypt's default),
@@ -61,6 +62,7 @@ from pathlib import Path
 
 from trustlab.devices.tpm2.pqc_model import asm_speedup, builds, chips, classes, keccak_engine, keccak_impl, lineage, \
     silicon, wolftpm_hash_bench
+from trustlab.devices.tpm2.pqc_model.params import family
 from trustlab.errors import TrustlabError, choice, excerpt
 
 KEYS = ("core", "mhz", "sha256_kbps", "bus", "certified", "tpm", "ohc_ms", "build", "impl", "lineage", "keccak_impl",
@@ -103,7 +105,7 @@ class ChipSpec:
     timer: builds.Factor | None = None    # validation only: what a reported figure counts per core cycle
     keccak_engine: keccak_engine.KeccakEngine | None = None  # Keccak on a hardware engine (None: on the core)
     keccak_impl: str = keccak_impl.UNKNOWN  # the software Keccak-f[1600]: asm, c or unknown (.keccak_impl)
-    lineage: str = lineage.UNKNOWN        # the portable C's code base: reference, mlkem-native, ... (.lineage)
+    lineage: lineage.Statement = lineage.UNKNOWN  # the portable C's code base: reference, ..., or one per family
     notes: tuple[str, ...] = field(default_factory=tuple)
 
     def bus_ms_per_byte(self, u: float = 0.5) -> float:
@@ -337,7 +339,13 @@ def _from_mapping(doc: dict, where: str) -> ChipSpec:
                                 "keccak_cycles the permutations run on the engine, not in software")
     else:  # hand-written assembly (pqm4's m4f code) links pqm4's assembly Keccak
         kimpl = keccak_impl.ASM if impl == "optimized" else keccak_impl.UNKNOWN
-    code_base = lineage.check(doc["lineage"], where) if "lineage" in doc else lineage.UNKNOWN
+    try:
+        code_base = lineage.statement(doc["lineage"], where) if "lineage" in doc else lineage.UNKNOWN
+    except TrustlabError as exc:
+        if isinstance(doc["lineage"], dict):
+            raise
+        raise TrustlabError(f"{exc}; a code base per family: in a --chip TOML file, lineage = {{ML-KEM = "
+                            '"reference", ML-DSA = "wolfcrypt"}') from None
     sha = None
     if "sha256_kbps" in doc:
         kbps = _bounded(_number(doc["sha256_kbps"], "sha256_kbps", where), "sha256_kbps", where, *SHA256_KBPS_RANGE,
@@ -364,10 +372,13 @@ def _from_mapping(doc: dict, where: str) -> ChipSpec:
 
 
 ASSEMBLY_IMPLEMENTATIONS = ("optimized", "mixed")
-"""Implementations with hand-written assembly: the implementation factor's speed-up is pqm4's (estimate.py)."""
+"""Implementations with hand-written assembly: their speed-up is the class's paired C / assembly measurements
+(:mod:`.asm_speedup`) where it has them, else pqm4's Cortex-M4 assembly where the class runs it
+(:func:`.estimate.impl_factor`); on other cores they are priced as unknown (:func:`priced_implementation`)."""
 
 
-def priced_implementation(core: str | None, impl: str, exclude: frozenset[str] = frozenset()) -> str:
+def priced_implementation(core: str | None, impl: str, exclude: frozenset[str] = frozenset(),
+                          algorithm: str | None = None) -> str:
     """The implementation the model prices for code stated as ``impl`` on ``core``: the one rule for ``--chip``
     (which refuses a statement it would not price as said, naming this answer) and for ``validate`` (which prices
     a published source as that answer, so its leave-one-source-out error is the error ``--chip`` makes; ``exclude``:
@@ -380,16 +391,36 @@ def priced_implementation(core: str | None, impl: str, exclude: frozenset[str] =
     so 'optimized' / 'mixed' there is priced as 'unknown': portable C at the class's speed
     (:func:`.estimate.impl_factor`). Its assembly Keccak is the Keccak implementation's to say (``keccak_impl=asm``,
     sourced per class in cores.toml ``keccak_asm``), not the implementation's. A chip without a core class (a
-    chips.toml entry) keeps ``impl``."""
-    if impl in ASSEMBLY_IMPLEMENTATIONS and core is not None and not assembly_priced(core, exclude):
+    chips.toml entry) keeps ``impl``. With ``algorithm``, per family: a class whose pairs cover one family prices
+    the other's assembly as 'unknown' (:func:`for_algorithm`); without, any family will do (a chip's statement)."""
+    if impl in ASSEMBLY_IMPLEMENTATIONS and core is not None and not assembly_priced(core, exclude, algorithm):
         return "unknown"
     return impl
 
 
-def assembly_priced(core: str, exclude: frozenset[str] = frozenset()) -> bool:
-    """Whether the model has a sourced assembly speed-up for ``core``: pqm4's (cores.toml ``assembly``) or the
-    class's own paired measurements (:mod:`.asm_speedup`)."""
-    return classes.runs_pqm4_assembly(core) or asm_speedup.has(core, exclude)
+def assembly_priced(core: str, exclude: frozenset[str] = frozenset(), algorithm: str | None = None) -> bool:
+    """Whether the model has a sourced assembly speed-up for ``core`` (for ``algorithm``'s family, if given): pqm4's
+    (cores.toml ``assembly``) or the class's own paired measurements (:mod:`.asm_speedup`)."""
+    return classes.runs_pqm4_assembly(core) or asm_speedup.has(core, exclude, algorithm)
+
+
+def repriced_text(stated: str, priced: str, core: str, algorithm: str | None = None) -> str:
+    """The one sentence saying that code stated as ``stated`` is priced as ``priced`` ('' when they agree)."""
+    if stated == priced:
+        return ""
+    on = f" on {family(algorithm)}" if algorithm is not None else ""
+    return (f"implementation {stated} priced as {priced}, as --chip prices it on a {core} "
+            f"(chipspec.priced_implementation: no sourced assembly speed-up for this core{on})")
+
+
+def for_algorithm(spec: ChipSpec, algorithm: str, exclude: frozenset[str] = frozenset()) -> ChipSpec:
+    """``spec`` as priced for ``algorithm``: a stated assembly implementation that the class has no sourced
+    speed-up for on that family (its pairs cover the other) is priced as 'unknown', with a note saying so."""
+    priced = priced_implementation(spec.core, spec.implementation, exclude, algorithm)
+    if priced == spec.implementation:
+        return spec
+    return replace(spec, implementation=priced,
+                   notes=spec.notes + (repriced_text(spec.implementation, priced, spec.core, algorithm),))
 
 
 def _name(value, core: str | None, where: str) -> str:

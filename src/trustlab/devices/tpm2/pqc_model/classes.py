@@ -442,6 +442,7 @@ class Spread:
     classes: tuple[str, ...]
     sources: int
     group: str
+    floored: bool = False  # set by the reference-lineage sources alone (:func:`_pool`)
 
     def scale(self, k: int = 0) -> float:
         return self.sigma * math.sqrt(1.0 + 1.0 / k) if k else self.sigma
@@ -468,7 +469,9 @@ class Spread:
                 f", pooled over {self.sources} portable-C sources of a stated benchmark build and a stated timer (cycle "
                 f"counter, or rdtsc on a named CPU) in {', '.join(self.classes)} ({self.group} cores); a source whose build or timer is "
                 "uncertain carries that in its own factors instead, and the known variance of each source's code base "
-                "(its lineage factor) is taken out of the pooled sum of squares: counted once, in that factor)")
+                "(its lineage factor) is taken out of the pooled sum of squares: counted once, in that factor"
+                + ("; here the estimate of the reference-lineage sources alone, the floor under that subtraction"
+                   if self.floored else "") + ")")
 
 
 @functools.cache
@@ -478,15 +481,26 @@ def _scalar_draw(spread: Spread, u: float, k: int):
     return np.exp(spread.scale(k) * z)
 
 
-def _pool(exclude: frozenset[str], groups: tuple[str, ...]) -> tuple[float, int, list[str], int]:
-    """(sigma, degrees of freedom, classes, sources) of the pooled between-source spread, by the method of moments
-    with known per-source variances (as the between-study variance of a random-effects meta-analysis: DerSimonian &
-    Laird, Controlled Clinical Trials 7 (1986) 177-188). A source's mean log work per clock is its class's centre +
-    its own deviation (variance sigma^2: what a new chip draws) + its code base's (:func:`lineage_doubt`: mean mu_i,
-    variance v_i, known). About a class mean of k sources, E[sum of squares] = (k - 1) sigma^2 + (1 - 1/k) sum v_i
-    + sum (mu_i - mean mu)^2; about the Cortex-M4 basis (a fixed centre), k sigma^2 + sum (v_i + mu_i^2). The known
-    part is subtracted from the pooled sum of squares (floored at zero), so a code base's doubt is counted once (in
-    its lineage factor) and its source keeps its degree of freedom."""
+def _pool(exclude: frozenset[str], groups: tuple[str, ...]) -> tuple[float, int, list[str], int, bool]:
+    """(sigma, degrees of freedom, classes, sources, whether the reference-lineage floor set it) of the pooled
+    between-source spread, by the method of moments with known per-source variances (as the between-study variance
+    of a random-effects meta-analysis: DerSimonian & Laird, Controlled Clinical Trials 7 (1986) 177-188). A source's
+    mean log work per clock is its class's centre + its own deviation (variance sigma^2: what a new chip draws) + its
+    code base's (:func:`lineage_doubt`: mean mu_i, variance v_i, known). Each source's mean is first shifted by its
+    known mu_i (:func:`moments`), and the known variance is subtracted from the pooled sum of squares, so a code
+    base's doubt is counted once (in its lineage factor) and its source keeps its degree of freedom.
+
+    Where the sum of squares is at or below its known part, the moment estimate would be zero (DerSimonian-Laird
+    truncates there; with few studies that truncation is known to under-state the between-study variance and to give
+    boundary estimates of zero often: Veroniki et al., Research Synthesis Methods 7 (2016) 55-79; Chung et al.,
+    Psychometrika 78 (2013) 685-709). Paule-Mandel and REML truncate at zero in the same case (their estimating
+    equation has no positive root when the dispersion at zero is below its expectation), so they do not answer it.
+    The rule here rests on what the known part is: the v_i are the variances of assumed lineage ranges (an unknown
+    code base's runs to the fastest measured lineage of its family: an envelope), so subtracting them can take out
+    more than the code bases really added, whereas rows of the reference lineage (mu_i = v_i = 0) estimate sigma^2
+    with nothing assumed. So the estimate is never below that of the sources' reference-lineage rows alone
+    (:func:`_reference_only`: a source with one family on the reference lineage counts with those rows); when that
+    floor sets it, so do its degrees of freedom (the heavier tails of the fewer sources it rests on)."""
     doc = measurements()
     sources = {s["id"]: s for s in doc["sources"]}
     per: dict[str, dict[str, list[dict]]] = {}
@@ -496,33 +510,60 @@ def _pool(exclude: frozenset[str], groups: tuple[str, ...]) -> tuple[float, int,
             continue
         per.setdefault(resolve(s["core"]), {}).setdefault(r["source"], []).append(r)
     ss, known, dof, used, n = 0.0, 0.0, 0, [], 0
+    ref_ss, ref_dof = 0.0, 0
     for cls, by_source in sorted(per.items()):
         means = [sum(math.log(_basis_ratio(sources[sid], r)) for r in rows) / len(rows)
                  for sid, rows in by_source.items()]
         mus, vs = zip(*(_source_lineage_doubt(sid) for sid in by_source))
         # the basis: pqm4's clean code is the Cortex-M4's centre (ratio 1), not these sources' mean
-        c_ss, c_known, c_dof = moments(means, mus, vs, fixed_centre=cls == "cortex-m4")
+        fixed = cls == "cortex-m4"
+        c_ss, c_known, c_dof = moments(means, mus, vs, fixed_centre=fixed)
         if not c_dof:
             continue
         ss, known, dof = ss + c_ss, known + c_known, dof + c_dof
         used.append(cls)
         n += len(means)
-    return (math.sqrt(max(0.0, ss - known) / dof) if dof else 0.0), dof, used, n
+        r_ss, r_dof = _reference_only([_reference_mean(sources[sid], rows) for sid, rows in by_source.items()], fixed)
+        ref_ss, ref_dof = ref_ss + r_ss, ref_dof + r_dof
+    if not dof:
+        return 0.0, 0, used, n, False
+    var = max(0.0, ss - known) / dof
+    if ref_dof and ref_ss / ref_dof > var:
+        return math.sqrt(ref_ss / ref_dof), ref_dof, used, n, True
+    return math.sqrt(var), dof, used, n, False
+
+
+def _reference_only(means: list[float | None], fixed_centre: bool) -> tuple[float, int]:
+    """(sum of squares, degrees of freedom) of one class's sources over their rows of the reference lineage alone
+    (:func:`_reference_mean`; None: a source without such rows): nothing known to subtract, the floor of
+    :func:`_pool`."""
+    ref = [m for m in means if m is not None]
+    ss, _, dof = moments(ref, [0.0] * len(ref), [0.0] * len(ref), fixed_centre)
+    return ss, dof
+
+
+def _reference_mean(source: dict, rows: list[dict]) -> float | None:
+    """A source's mean log work per clock on the classes' basis over its rows with no lineage doubt (reference
+    lineage, or hand-written assembly: :func:`lineage_doubt` zero), or None if it has none."""
+    logs = [math.log(_basis_ratio(source, r)) for r in rows if lineage_doubt(source, (r,)) == (0.0, 0.0)]
+    return sum(logs) / len(logs) if logs else None
 
 
 def moments(means, mus, vs, fixed_centre: bool = False) -> tuple[float, float, int]:
-    """(sum of squares, its known expected part, degrees of freedom) of one class's source means (logs) about
-    their mean, or about 0 for a ``fixed_centre`` (the Cortex-M4 basis); ``mus`` / ``vs``: the mean and variance of
-    each source's known part (:func:`lineage_doubt`). E[sum of squares - known part] = dof x sigma^2. A class
-    with one source and no fixed centre has no degree of freedom: (0, 0, 0)."""
+    """(sum of squares, its known expected part, degrees of freedom) of one class's source means (logs), each first
+    shifted by its known mean part ``mus`` (:func:`lineage_doubt`), about their mean, or about 0 for a
+    ``fixed_centre`` (the Cortex-M4 basis); ``vs``: the variance of each source's known part. Shifting first keeps
+    the spread of the known means out of the sum of squares (subtracting it afterwards, in expectation, left it in
+    as noise), so E[sum of squares - known part] = dof x sigma^2 with less scatter. A class with one source and no
+    fixed centre has no degree of freedom: (0, 0, 0)."""
     k = len(means)
+    shifted = [m - mu for m, mu in zip(means, mus)]
     if fixed_centre:
-        return sum(m * m for m in means), sum(v + mu * mu for mu, v in zip(mus, vs)), k
+        return sum(m * m for m in shifted), float(sum(vs)), k
     if k < 2:
         return 0.0, 0.0, 0
-    centre, mu_bar = sum(means) / k, sum(mus) / k
-    return (sum((m - centre) ** 2 for m in means),
-            (1.0 - 1.0 / k) * sum(vs) + sum((mu - mu_bar) ** 2 for mu in mus), k - 1)
+    centre = sum(shifted) / k
+    return sum((m - centre) ** 2 for m in shifted), (1.0 - 1.0 / k) * sum(vs), k - 1
 
 
 def _basis_ratio(source: dict, row: dict) -> float:
@@ -545,11 +586,12 @@ def source_spread(exclude: frozenset[str] = frozenset(), of_group: str = "microc
     """The between-source spread for classes of ``of_group`` (without the sources in ``exclude``): pooled
     over that group's classes with two or more sources on an exact basis (Cortex-M4: one or more, against
     pqm4's clean basis), each source's geometric-mean work per clock taken about its class's mean of
-    sources. If the group has no such pair, all groups are pooled (said in the text). Applied to every
-    prediction priced from a class (a new chip is a new source)."""
-    sigma, dof, used, n = _pool(exclude, (of_group,))
+    sources. If the group has no such pair, or its estimate is zero (no reference-lineage floor under a sum of
+    squares at or below its known part), all groups are pooled (said in the text): a new chip is never drawn as if
+    sources did not differ. Applied to every prediction priced from a class (a new chip is a new source)."""
+    sigma, dof, used, n, floored = _pool(exclude, (of_group,))
     label = of_group
-    if not dof:
-        sigma, dof, used, n = _pool(exclude, tuple(dict.fromkeys(c["group"] for c in _cores().values())))
+    if not dof or not sigma:
+        sigma, dof, used, n, floored = _pool(exclude, tuple(dict.fromkeys(c["group"] for c in _cores().values())))
         label = f"{of_group}: none of its own, so all"
-    return Spread(sigma, dof, tuple(used), n, label)
+    return Spread(sigma, dof, tuple(used), n, label, floored)

@@ -154,14 +154,13 @@ def _runs_array(algorithm: str, operation: str) -> np.ndarray:
     return np.array(classes.run_cycles(algorithm, operation))
 
 
-def compute_ms(algorithm: str, operation: str, s: Speed, run=None):
-    """ms of one raw operation at speed ``s``: the mean counted work, or counted run number(s) ``run``."""
+def counted_cycles(algorithm: str, operation: str, run=None):
+    """(Keccak, other) Cortex-M4 'clean' cycles of one raw operation: the mean counted work, or counted run
+    number(s) ``run`` (an index or an array of them)."""
     if run is None:
-        keccak, other = classes.m4_cycles(algorithm, operation)
-    else:
-        cycles = _runs_array(algorithm, operation)[run]
-        keccak, other = cycles[..., 0], cycles[..., 1]
-    return (keccak / s.keccak_mhz + other / s.arith_mhz) / 1000.0
+        return classes.m4_cycles(algorithm, operation)
+    cycles = _runs_array(algorithm, operation)[run]
+    return cycles[..., 0], cycles[..., 1]
 
 
 @functools.cache
@@ -187,11 +186,7 @@ def placed_compute_ms(spec: ChipSpec, algorithm: str, operation: str, s: Speed, 
     all on the core, or with a Keccak engine the Keccak units at the engine's rate and only the rest on the core
     (the implementation's assembly speed-up then applies to the core's part)."""
     impl_k, impl_o = impl
-    if run is None:
-        keccak, other = classes.m4_cycles(algorithm, operation)
-    else:
-        cycles = _runs_array(algorithm, operation)[run]
-        keccak, other = cycles[..., 0], cycles[..., 1]
+    keccak, other = counted_cycles(algorithm, operation, run)
     core_other = other / s.arith_mhz / 1000.0 * impl_o
     if spec.keccak_engine is None:
         return keccak / s.keccak_mhz / 1000.0 * impl_k + core_other
@@ -261,7 +256,8 @@ def lineage_speed(spec: ChipSpec, algorithm: str, s: Speed, u) -> Speed:
     (SHA-256) speed is no PQC code's."""
     if spec.implementation == "optimized":
         return s
-    fk, fa = lineage.time_factors(spec.lineage, family(algorithm), spec.core or "secure-mcu", u)
+    fam = family(algorithm)
+    fk, fa = lineage.time_factors(lineage.for_family(spec.lineage, fam), fam, spec.core or "secure-mcu", u)
     return Speed(s.keccak_mhz / fk, s.arith_mhz / fa, s.keccak_mhz if s.general_mhz is None else s.general_mhz)
 
 
@@ -331,7 +327,8 @@ def provenance(spec: ChipSpec, algorithm: str, operation: str, protection: bool,
         paired = [asm_speedup.factor(spec.core, algorithm, op, exclude) for op in plan(algorithm, operation)]
         parts += list(dict.fromkeys(p.text for p in paired if p is not None))
     if spec.implementation != "optimized":
-        parts.append(lineage.text(spec.lineage, family(algorithm), spec.core or "secure-mcu"))
+        fam = family(algorithm)
+        parts.append(lineage.text(lineage.for_family(spec.lineage, fam), fam, spec.core or "secure-mcu"))
     if spec.certified and protection:
         fam = family(algorithm)
         for op in SECRET_OPS[fam]:

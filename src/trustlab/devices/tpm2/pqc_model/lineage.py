@@ -10,7 +10,8 @@ names. So the model states one basis, the reference lineage, and converts every 
   "wolfcrypt" | "unknown"`` in pqc_measurements.toml, or a table by family when its ML-KEM and its ML-DSA come
   from different code bases: ``lineage = {ML-KEM = "reference", ML-DSA = "wolfcrypt"}``) and its work per clock
   is brought to the reference basis (x the lineage's centre) before its class pools it;
-* a chip says it with ``--chip lineage=...`` (default unknown: :func:`unknown_rule`).
+* a chip says it with ``--chip lineage=...`` (default unknown: :func:`unknown_rule`), or in a ``--chip`` TOML file
+  with the same table by family (:func:`statement`).
 
 The factors are our own same-core measurements (``data/lineage.toml``: the Cortex-M4 cycle model for
 microcontroller classes, an x86-64 core for application classes, per counted unit), never the validation rows.
@@ -50,19 +51,43 @@ def check(kind, where: str) -> str:
 FAMILIES = ("ML-KEM", "ML-DSA")
 
 
+Statement = str | tuple[tuple[str, str], ...]
+"""A lineage as stated: one code base for both families, or (family, code base) for each of :data:`FAMILIES`."""
+
+
+def statement(value, where: str) -> Statement:
+    """A lineage statement read from a source or a ``--chip`` TOML file: one name, or a table naming the code base
+    of each family, exactly ML-KEM and ML-DSA (a chip prices both, so a table must say both; one code base for
+    both is one name). A bad entry is an error naming its family."""
+    if not isinstance(value, dict):
+        return check(value, where)
+    value = {str(k).strip().upper(): v for k, v in value.items()}  # ml-kem as ML-KEM
+    unknown = sorted(set(value) - set(FAMILIES))
+    missing = [f for f in FAMILIES if f not in value]
+    if unknown or missing:
+        raise TrustlabError(f"{where}: lineage table needs exactly the families {', '.join(FAMILIES)} "
+                            f"(got {', '.join(sorted(value)) or 'none'}"
+                            + (f"; {', '.join(missing)} missing" if missing else "") + ")")
+    return tuple((fam, choice(value[fam], kinds(), f"lineage.{fam}", where)) for fam in FAMILIES)
+
+
+def for_family(stated: Statement, family: str) -> str:
+    """The code base a statement gives ``family``."""
+    return stated if isinstance(stated, str) else dict(stated)[family]
+
+
+def shown(stated: Statement) -> str | dict[str, str]:
+    """A statement as JSON shows it: the name, or the table by family."""
+    return stated if isinstance(stated, str) else dict(stated)
+
+
 def of_source(source: dict, family: str) -> str:
     """The code base a measurement source ran for ``family`` (its ``lineage`` field, one name or a table by
     family; every source must state one)."""
     kind, where = source.get("lineage"), f"measurement source {source.get('id')!r}"
     if kind is None:
         raise TrustlabError(f"{where}: lineage is missing ({', '.join(kinds())})")
-    if isinstance(kind, dict):
-        unknown = sorted(set(kind) - set(FAMILIES))
-        if unknown or family not in kind:
-            raise TrustlabError(f"{where}: lineage table needs exactly the families {', '.join(FAMILIES)} "
-                                f"(got {', '.join(sorted(kind)) or 'none'})")
-        kind = kind[family]
-    return check(kind, where)
+    return for_family(statement(kind, where), family)
 
 
 def _group(core: str) -> str:

@@ -11,7 +11,8 @@ replay reuses it. An operation costs
       the builds published benchmarks state; Embench-IoT, our -O0/-Og/-O2 measurement) and between-source
       spread (a new chip is a new source: Student-t from the sources of a known build and timer in the
       class's group)
-    x implementation factor (portable C = 1; hand-written assembly down to pqm4's fastest)
+    x implementation factor (portable C = 1; hand-written assembly down to the class's sourced assembly: its paired
+      C / assembly measurements (asm_pairs.toml, non-Keccak work), else pqm4's fastest on cores that run it)
     (a chip with a hardware Keccak engine, --chip keccak_engine= / keccak_cycles=: its counted Keccak
     permutations and sponge calls cost the engine's core cycles instead, :mod:`.keccak_engine`)
     x protection factor (certified chips, secret-key operations: published masking overheads)
@@ -73,6 +74,7 @@ def price(algorithm: str, operation: str, chip: ChipSpec | str, *, protection: b
     """(median, low, high, provenance) of ``operation`` ('keygen', 'sign', ..., 'create', 'load', or 'a+b')."""
     spec = _spec(chip)
     estimate.check(algorithm, operation)
+    spec = chipspec.for_algorithm(spec, algorithm, exclude)  # assembly the class has no speed-up for on this family
     if spec.calibrated_profile and protection:
         cal = calibrated(spec.calibrated_profile, algorithm, operation)
         if cal is not None:

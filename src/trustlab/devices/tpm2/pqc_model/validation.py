@@ -50,12 +50,10 @@ def spec_of(source: dict, row: dict, exclude: frozenset[str] = frozenset()) -> C
         mhz = chips.chip_for("").clock_mhz
     engine = source.get("keccak_engine")  # Keccak on a hardware engine (a chips.toml [keccak_engines] name)
     core = source.get("microarch") or source["core"]
-    stated, impl = implementation_of(source, exclude)
+    stated, impl = implementation_of(source, exclude, row["algorithm"])
     # the build is read as for the implementation priced: code priced as portable C is moved by its stated flags
     build, timer = builds.of_source(dict(source, implementation=impl), row["unit"])
-    notes = () if impl == stated else (
-        f"implementation {stated} priced as {impl}, as --chip prices it on a {source['core']} "
-        "(chipspec.priced_implementation: no sourced assembly speed-up for this core)",)
+    notes = () if impl == stated else (chipspec.repriced_text(stated, impl, source["core"], row["algorithm"]),)
     return ChipSpec(name=source["platform"], core=core, mhz=mhz,
                     clock_source="as measured",
                     build=build.kind, timer=timer, implementation=impl,
@@ -64,18 +62,22 @@ def spec_of(source: dict, row: dict, exclude: frozenset[str] = frozenset()) -> C
                     lineage=lineage.of_source(source, family(row["algorithm"])), notes=notes)
 
 
-def implementation_of(source: dict, exclude: frozenset[str] = frozenset()) -> tuple[str, str]:
+def implementation_of(source: dict, exclude: frozenset[str] = frozenset(),
+                      algorithm: str | None = None) -> tuple[str, str]:
     """(stated, priced) implementation of a measurement source: its ``implementation`` as a ``--chip`` impl (a
     co-processor or bytecode is 'unknown'), and what the model prices it as on its core
     (:func:`.chipspec.priced_implementation`, the rule ``--chip`` refuses by: hand-written assembly on a core
-    without pqm4's Cortex-M4 assembly is priced as 'unknown', as a user told so by ``--chip`` would ask).
+    with no sourced assembly speed-up, neither pqm4's Cortex-M4 assembly nor the class's paired C / assembly
+    measurements without the sources in ``exclude`` (:mod:`.asm_speedup`), is priced as 'unknown', as a user told
+    so by ``--chip`` would ask; with ``algorithm``, a speed-up for its family).
     Everything else is what the source states, as that user would type it: its build flags (``build``: the
     assembly build, whose flags move nothing, belongs to code priced as assembly; priced as C on its core, the
     code is moved by its flags as C is, and ``--chip`` refuses build=assembly beside portable C), its Keccak
     (``keccak``: ``--chip keccak_impl``) and its lineage."""
     impl = source.get("implementation", "unknown")
     stated = impl if impl in chipspec.IMPLEMENTATIONS else "unknown"
-    return stated, chipspec.priced_implementation(source.get("microarch") or source["core"], stated, exclude)
+    return stated, chipspec.priced_implementation(source.get("microarch") or source["core"], stated, exclude,
+                                                  algorithm)
 
 
 def predict_row(row: dict, exclude_own: bool = True) -> dict:
@@ -163,10 +165,10 @@ def rows() -> list[dict]:
 
 def _repriced(r: dict) -> str:
     """A row whose stated implementation the model prices as another (:func:`implementation_of`) says so."""
-    if r["implementation"] not in chipspec.ASSEMBLY_IMPLEMENTATIONS or r["implementation_priced"] == r["implementation"]:
+    if r["implementation"] not in chipspec.ASSEMBLY_IMPLEMENTATIONS:
         return ""
-    return (f"; implementation {r['implementation']} priced as {r['implementation_priced']}, as --chip prices it on a "
-            f"{r['core']} (no sourced assembly speed-up there)")
+    text = chipspec.repriced_text(r["implementation"], r["implementation_priced"], r["core"], r["algorithm"])
+    return f"; {text}" if text else ""
 
 
 def silicon_rows() -> list[dict]:
