@@ -261,7 +261,7 @@ def preload() -> tuple[Any, Any, Any]:
     """
     global _IMPORTED
     with _IMPORTING, contextlib.ExitStack() as first:
-        if not _IMPORTED:  # the collector paused and frozen for the import only, not at later calls
+        if not _IMPORTED:  # the collector paused for the import only, not at later calls
             first.enter_context(_collector_paused())
             first.enter_context(_setters_undocumented())
             first.enter_context(_property_lists_skipped())
@@ -284,15 +284,14 @@ _IMPORTED = False
 
 @contextlib.contextmanager
 def _collector_paused() -> Iterator[None]:
-    """Python's cyclic garbage collector off meanwhile, and what is then alive frozen (``gc.freeze``).
+    """Python's cyclic garbage collector off meanwhile (matplotlib's import), on again after.
 
     Importing matplotlib creates some 100,000 objects (functions, classes, their dicts) and
     almost no garbage, yet every 700 new objects started a collection, and the older
-    generations were scanned again as they grew: a seventh of the import's CPU. Frozen
-    after it, they are not scanned again by the drawing's own collections either (in
-    one process, about 0.09 s of CPU for the flagship's figures). They are kept for the
-    process's life, as imported modules are anyway; the few other objects alive then
-    are left out of collections too (``gc.unfreeze`` brings them all back).
+    generations were scanned again as they grew: a seventh of the import's CPU. Nothing is
+    frozen here (``gc.freeze`` would keep everything alive in the caller's process, its
+    garbage too, out of every later collection): the report freezes what is alive only
+    while it draws (:func:`collector_frozen`).
     """
     import gc
 
@@ -303,8 +302,38 @@ def _collector_paused() -> Iterator[None]:
     try:
         yield
     finally:
-        gc.freeze()
+        if not gc.get_freeze_count():
+            # what is alive moved to the oldest generation without a scan (a freeze, thawed at
+            # once), as a collection moves survivors: else the first young collection after
+            # the import scanned its 100,000 objects as young ones
+            gc.freeze()
+            gc.unfreeze()
         gc.enable()
+
+
+@contextlib.contextmanager
+def collector_frozen() -> Iterator[None]:
+    """What is alive now left out of the cyclic collector's scans meanwhile (``gc.freeze``), and
+    given back to it after (``gc.unfreeze``).
+
+    Called with matplotlib imported, before the report's figures are drawn: the drawing's own
+    collections then scan only what it makes, not matplotlib's 100,000 objects again (about
+    0.09 s of CPU for the flagship's figures in one process), and forked drawing workers
+    inherit them frozen (not copied page by page by their scans). Only for the drawing: a
+    library or notebook caller's cyclic garbage alive now is collected once it ends. Left
+    alone when the collector is off or something is already frozen (``gc.unfreeze`` would
+    thaw the caller's frozen objects too).
+    """
+    import gc
+
+    if not gc.isenabled() or gc.get_freeze_count():
+        yield
+        return
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
 
 
 @contextlib.contextmanager
