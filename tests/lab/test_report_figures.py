@@ -398,3 +398,32 @@ def test_fonts_stay_read_from_files_without_matplotlibs_font_loader(monkeypatch)
         before = font_manager.ft2font
         font_memory.install()
         assert font_manager.ft2font is before
+
+
+@pytest.mark.parametrize("name", sorted(SPECS))
+def test_axis_hooks_of_another_shape_give_matplotlibs_axes(name, monkeypatch):
+    """stamped_axes: ``Axis._get_tick_boxes_siblings`` taking other parameters: matplotlib's own Axes."""
+    from matplotlib import axis as maxis
+    from matplotlib.axes import Axes
+
+    import trustlab.report.plots as plots
+    import trustlab.report.stamped_axes as stamped
+
+    real = maxis.XAxis._get_tick_boxes_siblings
+
+    def other_shape(self, renderer, *, extra=None):
+        return real(self, renderer)
+
+    def patch(m):
+        stamped.usable.cache_clear()
+        m.setattr(maxis.XAxis, "_get_tick_boxes_siblings", other_shape)
+
+    try:
+        _stock_then_fast(name, monkeypatch, patch)
+        with monkeypatch.context() as m:
+            patch(m)
+            m.setattr(plots, "_FIGURES", threading.local())
+            assert not stamped.usable() and type(plots._blank_figure(100)[1]) is Axes
+    finally:
+        stamped.usable.cache_clear()
+    assert stamped.usable()

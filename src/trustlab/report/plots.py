@@ -144,9 +144,12 @@ def _blank_figure(dpi: int) -> tuple[Any, Any]:
     blank = figures.get(dpi)
     if blank is None:
         ReportCanvas, Figure, StampedAxes = preload()
+        from trustlab.report import stamped_axes
+
         fig = Figure(figsize=(WIDTH_IN, HEIGHT_IN), dpi=dpi)
         ReportCanvas(fig)
-        blank = figures[dpi] = (fig, fig.add_subplot(axes_class=StampedAxes))
+        # matplotlib's own Axes where its private axis parts are not those StampedAxes builds on
+        blank = figures[dpi] = (fig, fig.add_subplot(axes_class=StampedAxes if stamped_axes.usable() else None))
     else:
         blank[1].clear()
     return blank
