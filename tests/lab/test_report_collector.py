@@ -5,6 +5,7 @@ own is left as it was."""
 from __future__ import annotations
 
 import gc
+import json
 import os
 import subprocess
 import sys
@@ -70,3 +71,17 @@ def test_a_freeze_of_the_callers_own_is_left_alone(tmp_path, records, jobs):
         gc.unfreeze()
     gc.collect()
     assert garbage() is None
+
+
+def test_the_report_command_freezes_only_at_its_exit(tmp_path):
+    """``trustlab report`` owns its process: at exit (atexit, before the modules' teardown) what is
+    alive is frozen, so the teardown's collections skip it; until then nothing is frozen."""
+    (tmp_path / "r.json").write_text(json.dumps(run_argv("lab-counting", ["--x", "1"]).to_record()))
+    code = ("import atexit, gc, sys\n"
+            "atexit.register(lambda: print('at exit', gc.get_freeze_count() > 0))\n"  # runs after ours (LIFO)
+            "from trustlab.cli import main\n"
+            f"main(['report', {str(tmp_path / 'r.json')!r}, '--out', {str(tmp_path / 'out')!r}])\n"
+            "print('after', gc.get_freeze_count())\n")
+    out = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, PYTHONPATH=SRC),
+                         capture_output=True, text=True, check=True).stdout.splitlines()
+    assert out[-2:] == ["after 0", "at exit True"]
