@@ -31,6 +31,11 @@ class Counting:
         parser.add_argument("--user-error-on", type=int, default=None)
         parser.add_argument("--violate-on", type=int, default=None)
 
+    def check(self, args: argparse.Namespace) -> None:
+        """A check of two parameters together: only a whole point shows it (a sweep's dry run must)."""
+        if args.x < 0 and args.y < 0:
+            raise TrustlabError(f"--x {args.x} with --y {args.y}: not both negative")
+
     def run(self, args: argparse.Namespace) -> Result:
         if args.log:
             line = json.dumps({"x": args.x, "y": args.y, "seed": args.seed, "pid": os.getpid()}) + "\n"

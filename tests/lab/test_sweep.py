@@ -203,6 +203,10 @@ def test_damaged_cache_file_is_recomputed(tmp_path):
     ({"experiment": "lab-counting", "colour": 1}, "unknown key(s) colour"),
     ({"experiment": "lab-counting", "fixed": {"x": 1}, "grid": {"x": [1]}}, "both fixed and in the grid"),
     ({"experiment": "lab-counting", "name": "../up"}, "plain name"),
+    ({"experiment": "lab-counting", "grid": {"x": [1, 2], "seed": [1, 1]}}, "grid.seed: the value 1 is listed twice"),
+    ({"experiment": ["lab-counting", "lab-counting"]}, "lists 'lab-counting' twice"),
+    ({"experiment": "oracle", "fixed": {"parties": 1001}}, "trustlab run oracle: --parties 1001: must be between 2"),
+    ({"experiment": "wallet", "grid": {"purchases": [5, 0]}}, "trustlab run wallet: --purchases 0: must be between 1"),
 ])
 def test_bad_specs_fail_before_running(doc, message):
     with pytest.raises(TrustlabError, match=message.replace("(", r"\(").replace(")", r"\)")):
@@ -550,3 +554,41 @@ def test_the_jobs_line_says_how_many_workers_and_why():
     assert Decision(3, points=10, workers=2, after_points=2, per_point_s=0.5, start_s=0.3).line() == \
         "--jobs 3: 2 worker(s) joined after 2 of 10 points (500 ms a point, a worker's start ~0.30 s)"
     assert "cannot start a process" in Decision(2, points=5, refused="cannot start a process: EAGAIN").line()
+
+
+def test_the_sweeps_report_can_be_redrawn_in_place_as_its_last_line_says(tmp_path, capsys):
+    """The sweep's report directory carries 'trustlab report''s marker: the command the last line (and the
+    shipped specs' comments) give redraws it there instead of refusing a foreign directory (D3)."""
+    spec_path = tmp_path / "redraw.toml"
+    spec_path.write_text('name = "redraw"\nexperiment = "lab-counting"\n[grid]\nx = [0, 1]\n'
+                         '[[plot]]\nx = "x"\ny = "value"\n')
+    assert main(["sweep", str(spec_path), "--jobs", "1", "--out", str(tmp_path), "--no-progress"]) == 0
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    report = tmp_path / "redraw" / "report"
+    assert f"report: {report / 'index.html'}" in last and (report / "index.html").is_file()
+    redraw = last.split("instead: ", 1)[1].rstrip(")").split()
+    assert redraw[:2] == ["trustlab", "report"]
+    assert main(redraw[1:]) == 0, capsys.readouterr().err
+    assert main(["sweep", str(spec_path), "--jobs", "1", "--out", str(tmp_path), "--no-progress"]) == 0  # and back
+
+
+def test_dry_run_refuses_what_the_run_refuses(tmp_path, capsys):
+    """A dry run checks each point's arguments with the run's own checks (the experiment's ``check``):
+    an out-of-range parameter is refused by both before anything runs, a grid value given twice too, and
+    a point only its combination makes invalid is listed as invalid, not pending, with exit 1 (D6)."""
+    for body, message in (('experiment = "oracle"\n[fixed]\nparties = 1001\n', "--parties 1001: must be between 2"),
+                          ('experiment = "lab-counting"\n[grid]\nseed = [1, 1]\n', "grid.seed: the value 1")):
+        spec = tmp_path / "s.toml"
+        spec.write_text(body)
+        for extra in (["--dry-run"], ["--no-progress", "--jobs", "1"]):
+            assert main(["sweep", str(spec), "--out", str(tmp_path / "o"), *extra]) == 2
+            err = capsys.readouterr().err.strip().splitlines()
+            assert len(err) == 1 and message in err[0], err
+    assert not (tmp_path / "o").exists()
+    spec.write_text('experiment = "lab-counting"\n[grid]\nx = [1, -1]\ny = [1.0, -1.0]\n')
+    assert main(["sweep", str(spec), "--out", str(tmp_path / "o"), "--dry-run"]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split()[1] for line in lines] == ["pending", "pending", "pending", "invalid"]
+    assert lines[3].endswith("(trustlab run lab-counting: --x -1 with --y -1.0: not both negative)")
+    assert main(["sweep", str(spec), "--out", str(tmp_path / "o"), "--no-progress", "--jobs", "1"]) == 1
+    assert "failed" in capsys.readouterr().out

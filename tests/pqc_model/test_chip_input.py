@@ -166,3 +166,39 @@ def test_two_chips_with_one_label_are_refused():
     rc, _, err = run("run", "pqc-tpm", "--chip", "core=m4,mhz=100,name=a", "--chip", "core=m4,mhz=100,name=b",
                      "--algorithms", "ML-KEM-768", "--draws", "20")
     assert rc == 0, err
+
+
+BIG = "1" + "0" * 400  # beyond a float: float(int) raised OverflowError (a traceback) for a TOML integer
+
+
+@pytest.mark.parametrize("line, key", [
+    (f"mhz = {BIG}", "mhz"),
+    (f"mhz = [1, {BIG}]", "mhz"),
+    (f"mhz = 100\nsha256_kbps = {BIG}", "sha256_kbps"),
+    (f"mhz = 100\nohc_ms = {BIG}", "ohc_ms"),
+    (f"mhz = 100\nkeccak_cycles = {BIG}", "keccak_cycles"),
+    (f"mhz = 100\nkeccak_cycles = [1000, {BIG}]", "keccak_cycles"),
+    (f"mhz = 100\nkeccak_cycles = 2000\nkeccak_call_cycles = {BIG}", "keccak_call_cycles"),
+    (f"mhz = 100\nkeccak_cycles = 2000\nkeccak_call_cycles = [0, {BIG}]", "keccak_call_cycles"),
+    ("mhz = 100\nsha256_kbps = nan", "sha256_kbps"),
+    ("mhz = 100\nohc_ms = inf", "ohc_ms"),
+    ("mhz = -inf", "mhz"),
+    ("mhz = 100\nkeccak_cycles = nan", "keccak_cycles"),
+    ("mhz = [true, 100]", "mhz"),
+    ("mhz = 100\nohc_ms = true", "ohc_ms"),
+    ("mhz = 100\nsha256_kbps = false", "sha256_kbps"),
+    ("mhz = 100\nkeccak_cycles = [true, 2000]", "keccak_cycles"),
+    ("mhz = 100\nkeccak_cycles = 2000\nkeccak_call_cycles = false", "keccak_call_cycles"),
+])
+def test_every_numeric_toml_field_refuses_overflow_bool_and_non_finite_in_one_line(tmp_path, line, key):
+    """A TOML file's number follows the key=value rule: one line naming the field and the file, exit 2."""
+    f = tmp_path / "chip.toml"
+    f.write_text(f'core = "cortex-m4"\n{line}\n')
+    rc, out, err = run("run", "pqc-tpm", "--chip", str(f), "--algorithms", "ML-KEM-768", "--draws", "20")
+    assert rc == 2 and out == "" and err.count("\n") == 1, err[-400:]
+    assert f"--chip {f}: {key} = " in err and ("finite number" in err or "is not a number" in err), err
+
+
+def test_a_huge_toml_integer_is_refused_as_its_key_value_form_is():
+    rc, _, err = run("run", "pqc-tpm", "--chip", f"core=cortex-m4,mhz={BIG}")
+    assert rc == 2 and "mhz = " in err and "must be a positive finite number" in err

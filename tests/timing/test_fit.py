@@ -93,3 +93,15 @@ def test_csv_errors_are_specific(tmp_path, header, row, needle):
     with pytest.raises(FitError) as err:
         read_measurements(path, known_components=lambda: {"ohc", "rsa_enc"})
     assert needle in str(err.value)
+
+
+@pytest.mark.parametrize("header", ["[" * 2000, ",".join(f"junk{i}" for i in range(400)), "a\\tb" * 500])
+def test_a_junk_header_is_quoted_briefly_naming_the_file(tmp_path, header):
+    """'fit' on a junk first line quoted up to 2,000 characters of it (D9): at most 80, with what was cut."""
+    path = tmp_path / "junk.csv"
+    path.write_text(header + "\n1,2\n")
+    with pytest.raises(FitError) as err:
+        read_measurements(path)
+    message = str(err.value)
+    assert message.startswith(f"{path}: needs an 'ms' column") and "\n" not in message
+    assert len(message) < len(str(path)) + 200 and "characters, " in message, message

@@ -181,3 +181,15 @@ def test_storage_failure_while_answering_an_error_is_a_tpm_fail_response() -> No
         tpm.call("TPM_TestHalfDone")
     store.fail = None
     assert Tpm12(Clock(load("sim-2010")), nv=store).engine.state.extra.get("half") is None
+
+
+def test_a_corrupt_state_file_is_named_by_its_path(tmp_path) -> None:
+    """A damaged --state file was reported as 'TPM state in FileNVStore is corrupt' (D8): the error names the file."""
+    from trustlab.errors import TrustlabError
+
+    path = tmp_path / "tpm12-state.json"
+    Tpm12(Clock(load("sim-2010")), nv=FileNVStore(path))
+    path.write_bytes(path.read_bytes()[:40] + b"\x01" + path.read_bytes()[41:])
+    with pytest.raises(TrustlabError, match="corrupt") as err:
+        Tpm12(Clock(load("sim-2010")), nv=FileNVStore(path))
+    assert f"TPM state in file {path} is corrupt" in str(err.value) and "FileNVStore" not in str(err.value)

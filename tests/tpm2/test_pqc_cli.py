@@ -80,7 +80,7 @@ def test_cli_errors_are_one_line(tcti, tmp_path, capsys):
     assert "cannot read ciphertext: no such file" in capsys.readouterr().err
     assert main(["tpm2", "pqc", "encapsulate", "--tcti", tcti, "--key", "0x80ffff00"]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "TPM2_Encapsulate: TPM returned 0x18b" in err
+    assert err.count("\n") == 1 and "TPM2_Encapsulate: TPM returned 0x18b (TPM_RC_HANDLE, handle 1)" in err
     assert main(["tpm2", "pqc", "createprimary", "--tcti", "swtpm:port=1", "--alg", "ML-DSA-44"]) == 2
     assert "cannot connect" in capsys.readouterr().err
 
@@ -108,6 +108,12 @@ def test_context_files_carry_keys_between_invocations(tcti, tmp_path, capsys):
     assert dec["shared_secret"] == enc["shared_secret"]
     assert main(["tpm2", "pqc", "encapsulate", "--tcti", tcti, "--key", str(tmp_path / "nothing.ctx")]) == 2
     assert "cannot read key context: no such file" in capsys.readouterr().err
+    forged = bytearray((tmp_path / "kem.ctx").read_bytes())
+    forged[-1] ^= 1  # the context blob's last byte: its integrity HMAC no longer matches
+    (tmp_path / "forged.ctx").write_bytes(bytes(forged))
+    assert main(["tpm2", "pqc", "encapsulate", "--tcti", tcti, "--key", str(tmp_path / "forged.ctx")]) == 2
+    err = capsys.readouterr().err  # named as tpm2_rc_decode tells it: 'tpm:parameter(1):integrity check failed'
+    assert err.count("\n") == 1 and "TPM returned 0x1df (TPM_RC_INTEGRITY, parameter 1)" in err, err
 
 
 def test_trustlab_serve_answers_the_pqc_commands(tmp_path):
@@ -159,3 +165,35 @@ def test_outputs_need_force_and_context_needs_a_hash_key_with_digest(tcti, tmp_p
     assert main(sign + ["--context", "app"]) == 2
     assert "--context: with --digest, applies only to a HashML-DSA key" in capsys.readouterr().err
     run(capsys, "flush", "--tcti", tcti, "--key", key["handle"])
+
+
+def _examples(text: str) -> tuple[str, list[list[str]]]:
+    """The serve profile and the ``trustlab tpm2 pqc`` commands of a text's example block, as written."""
+    import re
+    import shlex
+
+    profile = re.search(r"trustlab serve --profile (\S+) --port 2321 &", text).group(1)
+    block = text[text.index(f"--profile {profile} --port 2321 &"):].split("\n\n", 1)[0]
+    return profile, [shlex.split(line.split("trustlab ", 1)[1])[2:] for line in block.splitlines()
+                     if "trustlab tpm2 pqc " in line]
+
+
+@pytest.mark.parametrize("where", ["README.md", "trustlab tpm2 pqc --help"])
+def test_the_documented_pqc_flow_runs_whole_on_its_profile(where, tmp_path, monkeypatch, capsys):
+    """The README's and --help's example, each command as written (the TCTI: a free port), on the profile they
+    name: every step succeeds (on a 2048-byte chip the first answered TPM_RC_SIZE)."""
+    from pathlib import Path
+
+    from trustlab.cli import tpm2 as cli_tpm2
+
+    text = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8") \
+        if where == "README.md" else cli_tpm2.__doc__
+    profile, steps = _examples(text)
+    assert [s[0] for s in steps] == ["createprimary", "sign-digest", "verify-digest"], steps
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "msg.bin").write_bytes(b"hello\n")
+    with timed_swtpm(profile, virtual=True) as proxy:
+        for step in steps:
+            assert main(["tpm2", "pqc", *step, "--tcti", proxy.tcti]) == 0, (step, capsys.readouterr().err)
+    out = capsys.readouterr().out
+    assert "tpm_verified: True" in out and "cryptography_verified: True" in out

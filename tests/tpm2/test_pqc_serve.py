@@ -8,6 +8,7 @@ encapsulating with cryptography on the client side and decapsulating in the TPM.
 from __future__ import annotations
 
 import hashlib
+import struct
 import time
 
 import pytest
@@ -16,6 +17,7 @@ from cryptography.hazmat.primitives.asymmetric import mlkem
 from trustlab.serving.tpm2.backend import swtpm_backend
 from trustlab.devices.tpm2.pqc import structures as S
 from trustlab.devices.tpm2.pqc.client import (
+    ALGORITHMS,
     PqcClient,
     TpmResponseError,
     external_mu,
@@ -125,11 +127,35 @@ def test_a_2048_byte_chip_reports_and_enforces_its_buffer():
         with pytest.raises(TpmResponseError) as e:
             tpm.sign_digest(key.handle, external_mu(key.public.unique, b"m"))  # a 2420-byte signature does not
         assert e.value.rc == 0x095
+        assert "TPM_PT_MAX_RESPONSE_SIZE of 2048 bytes" in str(e.value)
+        with pytest.raises(TpmResponseError) as e:  # the README's and --help's first step, on this chip
+            tpm.create_primary("ML-DSA-65")  # a 1952-byte public key: a 2095-byte answer
+        said = str(e.value)
+        assert e.value.rc == 0x095 and "\n" not in said, said
+        assert "at least 2095 bytes" in said and "TPM_PT_MAX_RESPONSE_SIZE of 2048 bytes" in said, said
+        assert "trustlab serve --profile sealsq-qvault-pqc-tpm-wolftpm (its chip's: 8192 bytes)" in said, said
         kem = tpm.create_primary("ML-KEM-768")
         secret, ciphertext = tpm.encapsulate(kem.handle)  # 1088 bytes: fits
         assert tpm.decapsulate(kem.handle, ciphertext) == secret
         for k in (key, kem):
             tpm.flush(k.handle)
+
+
+@pytest.mark.parametrize("algorithm", ALGORITHMS)
+def test_the_least_answer_size_a_size_error_gives_is_never_more_than_the_tpm_sends(tpm, algorithm):
+    """TPM_RC_SIZE's 'at least N bytes' is a bound: a primary key's whole answer (exactly it, on swtpm), a
+    created key's at most."""
+    from trustlab.devices.tpm2.pqc.client import _answer_least, template
+
+    pub = template(algorithm)
+    params = S.sensitive_create() + S.tpm2b(pub.marshal()) + S.tpm2b(b"") + S.u32(0)
+    answer = tpm.call("TPM2_CreatePrimary", frame(0x131, [S.TPM_RH_OWNER], params, [password()]))
+    tpm.flush(struct.unpack_from(">I", answer, 10)[0])
+    assert _answer_least(pub, 1) == len(answer)
+    parent = tpm.create_storage_primary()
+    answer = tpm.call("TPM2_Create", frame(0x153, [parent], params, [password()]))
+    tpm.flush(parent)
+    assert _answer_least(pub, 0) <= len(answer)
 
 
 def test_read_public_and_the_tpm_verify_commands(tpm):

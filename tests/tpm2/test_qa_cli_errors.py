@@ -85,6 +85,7 @@ def test_backend_failure_while_serving_is_logged_once(swtpm, zero_profile):
     (["--profile", "nuvoton-npct750-wolftpm", "--abandoned-sessions", "four"], "expected a whole number"),
     (["--profile", "nuvoton-npct750-wolftpm", "--no-rm", "--abandoned-sessions", "0"], "not to --no-rm"),
     (["--profile", "infineon-2010", "--abandoned-sessions", "0"], "not to a tpm1.2 profile"),
+    (["--profile", "infineon-2010", "--no-rm"], "a tpm1.2 profile is served without one"),  # D7: refused alike
 ])
 def test_serve_abandoned_sessions_out_of_place_is_one_line(argv, needle, capsys):
     try:

@@ -441,3 +441,48 @@ def test_external_backend_that_dies_keeps_serve_up() -> None:
         tpm.stop()
     assert rc == 0, err
     assert err.count("until it answers again") == 1, err
+
+
+def _serve_and_stop(*argv: str, cwd: Path) -> tuple[int, str]:
+    """Start a TPM 1.2 serve (no swtpm needed), wait for its banner, stop it: (exit code, stderr)."""
+    env = dict(os.environ, PYTHONPATH=SRC)
+    proc = subprocess.Popen([sys.executable, "-m", "trustlab", "serve", "--port", "0", "--profile", "infineon-2010",
+                             "--virtual", *argv], cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().startswith("trustlab serve:")
+    finally:
+        rc, err = finish(proc)
+    return rc, err
+
+
+def _earlier_trace() -> str:
+    from trustlab.serving.trace import TraceRecord, trace_line
+
+    return trace_line(TraceRecord(seq=1, command="TPM_GetRandom", code="0x46", variant=None, framing="tpm12",
+                                  in_bytes=14, out_bytes=22, rc=0, modelled_ms=1.5, backend_ms=0.1, held_ms=1.4,
+                                  unmodelled=False))
+
+
+EARLIER_TRACE = _earlier_trace()
+
+
+def test_trace_onto_a_file_that_is_not_a_trace_is_refused_unless_forced(tmp_path: Path) -> None:
+    """--trace notes.md appended JSON lines to the user's notes (D4): a file that is neither empty nor an earlier
+    trace (first line a trace record) is refused in one line and left alone; --force replaces it; an earlier
+    trace or an empty file is appended to; --force without --trace has no effect and is refused."""
+    notes = tmp_path / "notes.md"
+    notes.write_text("# my notes\n{\"seq\": 1}\n")
+    done = run_serve("--profile", "infineon-2010", "--virtual", "--trace", "notes.md", cwd=tmp_path)
+    assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert "--trace notes.md: exists and is not an earlier trace" in done.stderr and "--force" in done.stderr
+    assert notes.read_text() == "# my notes\n{\"seq\": 1}\n"
+    done = run_serve("--profile", "infineon-2010", "--virtual", "--force", cwd=tmp_path)
+    assert done.returncode == 2 and "--force: applies only with --trace" in done.stderr, done.stderr
+    rc, err = _serve_and_stop("--trace", "notes.md", "--force", cwd=tmp_path)
+    assert rc == 0 and "Traceback" not in err, err
+    assert notes.read_text() == ""  # replaced (no command was served)
+    trace = tmp_path / "t.jsonl"
+    trace.write_text(EARLIER_TRACE)
+    rc, err = _serve_and_stop("--trace", "t.jsonl", cwd=tmp_path)
+    assert rc == 0 and trace.read_text() == EARLIER_TRACE, err  # an earlier trace: appended to, never replaced

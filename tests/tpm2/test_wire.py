@@ -149,3 +149,14 @@ def test_command_table_matches_tpm2_pytss():
 
     for name in ("NV_Increment", "CreatePrimary", "Sign", "Quote", "PolicyPCR", "Unseal", "RSA_Decrypt"):
         assert COMMAND_CODES[int(getattr(TPM2_CC, name.upper() if hasattr(TPM2_CC, name.upper()) else name))] == name
+
+
+def test_a_bad_first_byte_says_what_the_served_family_expects():
+    """A TPM 1.2 serve said 'neither a TPM 2.0 tag ...' of a bad first byte (D8): each family names its own tags."""
+    for family, expected in (("tpm1.2", "expected a TPM 1.2 tag (0x00C1..0x00C3)"),
+                             ("tpm2", "expected a TPM 2.0 tag (0x8001, 0x8002)")):
+        r = wire.FrameReader(family=family)
+        r.feed(b"\x17\x03\x03\x00\x10")  # a TLS record
+        ev = events(r)[0]
+        assert isinstance(ev, wire.Reject) and ev.reason.startswith(f"first byte 0x17: {expected}"), ev.reason
+        assert ("TPM 2.0" in ev.reason) == (family == "tpm2")

@@ -60,14 +60,16 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "deleted on exit)")
     p.add_argument("--virtual", action="store_true", help="do not sleep; only record modelled times")
     p.add_argument("--trace", metavar="FILE.jsonl", type=path_arg,
-                   help="append one JSON line per command (never to an input; a write error turns tracing off, "
-                   "said once)")
+                   help="append one JSON line per command to a new or empty file or an earlier trace (never to "
+                   "an input; a write error turns tracing off, said once)")
+    p.add_argument("--force", action="store_true",
+                   help="with --trace: replace a file that is not an earlier trace (refused without it)")
     p.add_argument("--control", choices=("auto", "swtpm", "mssim"), default="auto",
                    help="protocol of port P+1: auto (default: swtpm's control channel or the MS simulator's "
                    "platform port, told apart per connection), or force one")
     p.add_argument("--no-rm", action="store_true",
                    help="raw access: no resource manager (clients see real handles and must flush their own "
-                   "objects, as with /dev/tpm0)")
+                   "objects, as with /dev/tpm0). TPM 2.0 only: a tpm1.2 profile is served without one")
     p.add_argument("--abandoned-sessions", type=_abandoned, default=None, metavar="N",
                    help="sessions a client saved itself (tpm2-tools' -S FILE) and left behind when it exited are "
                    "kept for a later process to load, at most N, the oldest flushed first (default "
@@ -125,6 +127,9 @@ def run(args: argparse.Namespace) -> int:
     if args.abandoned_sessions is not None and (profile.family == "tpm1.2" or args.no_rm):
         raise TrustlabError("--abandoned-sessions applies to the TPM 2.0 resource manager, not to "
                             + ("a tpm1.2 profile" if profile.family == "tpm1.2" else "--no-rm"))
+    if args.no_rm and profile.family == "tpm1.2":
+        raise TrustlabError("--no-rm turns off the TPM 2.0 resource manager; a tpm1.2 profile is served "
+                            "without one (TPM 1.2 clients flush their own handles), so it has no effect")
     if not 0 <= args.port < 65535:
         raise TrustlabError(f"--port {args.port}: expected 0..65534")
     if args.host not in LOOPBACK_HOSTS:
@@ -133,14 +138,18 @@ def run(args: argparse.Namespace) -> int:
     from trustlab.serving.statedir import StateDir, refuse_state_file
 
     inputs = [args.profile]  # a profile named by its path is an input: never written into
+    if args.force and args.trace is None:
+        raise TrustlabError("--force: applies only with --trace (it allows replacing a file that is not a trace)")
+    replace_trace = False
     if args.trace is not None:
         check_file(args.trace, inputs, flag="--trace")
         if args.state is not None:
             refuse_state_file(args.trace, args.state, "--trace")
+        replace_trace = _foreign_trace(args.trace, args.force)
     claim = StateDir(args.state, inputs) if args.state is not None else None  # refused in one line, nothing written
     proxy = None
     try:
-        proxy = _start_tpm12(args, profile) if profile.family == "tpm1.2" else _start_tpm2(args, profile)
+        proxy = (_start_tpm12 if profile.family == "tpm1.2" else _start_tpm2)(args, profile, replace_trace)
         proxy.check_backend()  # before the banner: a client must never be told a dead TPM is ready
     except BaseException:
         if proxy is not None:
@@ -182,6 +191,21 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _foreign_trace(path, force: bool) -> bool:
+    """Is ``path`` a file other than an earlier trace (to replace: allowed with ``--force`` only)?"""
+    from trustlab.limits import shown
+    from trustlab.serving.trace import foreign_trace_file
+
+    try:
+        foreign = foreign_trace_file(path)
+    except OSError as exc:
+        raise TrustlabError(f"--trace {shown(path)}: cannot read ({exc.strerror or exc})") from None
+    if foreign and not force:
+        raise TrustlabError(f"--trace {shown(path)}: exists and is not an earlier trace (its first line is not a "
+                            "trace record); pass --force to replace it, or choose a new name")
+    return foreign
+
+
 def _note_lacking(profile) -> None:
     from trustlab.devices.tpm2.cost import zero_profile
 
@@ -191,7 +215,7 @@ def _note_lacking(profile) -> None:
              "timed as overhead + bytes and traced as unmodelled")
 
 
-def _start_tpm2(args: argparse.Namespace, profile):
+def _start_tpm2(args: argparse.Namespace, profile, replace_trace: bool = False):
     from trustlab.serving.proxy import TimingProxy
 
     backend = _open_backend(args)
@@ -199,7 +223,7 @@ def _start_tpm2(args: argparse.Namespace, profile):
         return TimingProxy(profile, backend, virtual=args.virtual, trace=args.trace, host=args.host,
                            port=args.port, seed=args.seed, control=args.control, rm=not args.no_rm,
                            rt_priority=not args.no_rt_priority, log=_log, startup=args.startup, keep_records=0,
-                           abandoned_sessions=args.abandoned_sessions)
+                           abandoned_sessions=args.abandoned_sessions, replace_trace=replace_trace)
     except BaseException as exc:
         if not isinstance(backend, str):
             backend.close()
@@ -208,7 +232,7 @@ def _start_tpm2(args: argparse.Namespace, profile):
         raise
 
 
-def _start_tpm12(args: argparse.Namespace, profile):
+def _start_tpm12(args: argparse.Namespace, profile, replace_trace: bool = False):
     """The in-process TPM 1.2 engine behind the same front end (serving/tpm12/engine_backend.py)."""
     from trustlab.serving.tpm12.engine_backend import EngineBackend
     from trustlab.serving.proxy import TimingProxy
@@ -222,7 +246,7 @@ def _start_tpm12(args: argparse.Namespace, profile):
     try:
         return TimingProxy(profile, backend, control="swtpm", virtual=args.virtual, trace=args.trace,
                            host=args.host, port=args.port, seed=args.seed, rt_priority=not args.no_rt_priority,
-                           log=_log, startup=args.startup, keep_records=0)
+                           log=_log, startup=args.startup, keep_records=0, replace_trace=replace_trace)
     except BaseException as exc:
         backend.close()
         if isinstance(exc, OSError):

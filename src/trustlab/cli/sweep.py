@@ -66,11 +66,20 @@ def run(args: argparse.Namespace) -> int:
     if args.dry_run:
         from trustlab.sweep.cache import PointCache
 
+        from trustlab.experiments.registry import parse_args
+
         cache = PointCache(args.out / spec.name / "points", create=False)  # a dry run writes nothing
+        invalid = 0
         for point in spec.points():
-            state = "cached" if cache.get(point.key) is not None else "pending"
-            print(f"{point.key}  {state:7}  {point.experiment} {' '.join(point.argv)}")
-        return 0
+            state, error = "cached" if cache.get(point.key) is not None else "pending", ""
+            if state == "pending":
+                try:  # what the run does first with a point's arguments: a point it would fail is shown so
+                    parse_args(point.experiment, point.argv)
+                except TrustlabError as exc:
+                    state, error, invalid = "invalid", f"  ({exc})", invalid + 1
+            print(f"{point.key}  {state:7}  {point.experiment} {' '.join(point.argv)}{error}")
+        return 1 if invalid else 0
+    points = spec.points()  # a spec the run would refuse is refused before its directory is made
     target = claim_dir(args.out / spec.name, "sweep", force=args.force, inputs=[args.spec])
     for name in ("results.json", "results.csv"):  # checked before the points run, not after
         result = target / name
@@ -79,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
                                 "or choose another directory")
     with sweep_lock(target), reported(target):
         outcome = run_sweep(spec, args.out, jobs=args.jobs, scheduler=args.scheduler,
-                            progress=not args.no_progress, fresh=args.fresh)
+                            progress=not args.no_progress, fresh=args.fresh, points=points)
     total = len({p.key for p in outcome.points})
     violated = outcome.violations
     print(f"{outcome.out_dir}: {total} points, {outcome.cached} from cache, {outcome.executed} run, "
@@ -91,7 +100,13 @@ def run(args: argparse.Namespace) -> int:
         print(f"  failed {key}: {first[0] if first else ''}")
     for key, lines in violated.items():
         print(f"  violations {key}: {'; '.join(lines)}")
-    print(f"results: {outcome.out_dir / 'results.csv'}; report: trustlab report {outcome.out_dir / 'points'}")
+    cached = outcome.out_dir / "points"
+    if spec.plots:
+        report = outcome.out_dir / "report"
+        print(f"results: {outcome.out_dir / 'results.csv'}; report: {report / 'index.html'} "
+              f"(every point's record there instead: trustlab report {cached} --out {report})")
+    else:
+        print(f"results: {outcome.out_dir / 'results.csv'}; report: trustlab report {cached}")
     return 1 if outcome.failed or violated else 0
 
 

@@ -4,11 +4,15 @@ tpm2-tools 5.4 knows neither TPM2_SignDigest nor TPM_ALG_MLDSA, so these verbs
 send the raw 1.85 frames themselves, to a ``trustlab serve`` (or any TPM that
 implements them) named by a TCTI string. Under serve's resource manager a key
 lives as long as the process that loaded it (as with tpm2-tools): save it with
-``--context-out`` and name the file as ``--key`` in later invocations.
+``--context-out`` and name the file as ``--key`` in later invocations. The
+profile below is the 1.85 chip in silicon, whose 8192-byte buffer carries every
+parameter set; on a chip of today (TPM_PT_MAX_RESPONSE_SIZE 2048: st-st33*,
+nuvoton-npct*) an ML-DSA-65 key's answer is TPM_RC_SIZE, as that chip would say.
 
-    trustlab serve --profile st-st33ktpm2xspi-wolftpm --port 2321 &
+    trustlab serve --profile sealsq-qvault-pqc-tpm-wolftpm --port 2321 &
     export TPM2TOOLS_TCTI=swtpm:port=2321
     trustlab tpm2 pqc createprimary --alg ML-DSA-65 --context-out key.ctx
+    echo hello > msg.bin
     trustlab tpm2 pqc sign-digest --key key.ctx --message msg.bin --signature-out msg.sig
     trustlab tpm2 pqc verify-digest --key key.ctx --message msg.bin --signature msg.sig
 """

@@ -93,11 +93,14 @@ class OracleStudy:
         parser.add_argument("--seed", type=seed, default=0,
                             help="seed of the timing spread draws; party i uses SEED+i (default 0)")
 
-    def run(self, args: argparse.Namespace) -> Result:
+    def check(self, args: argparse.Namespace) -> None:
+        """The parameters' ranges (the registry runs this before a run and on every sweep point)."""
         check_range("--parties", args.parties, 2, MAX_PARTIES)
         check_range("--queries", args.queries, 1, MAX_QUERIES)
         check_range("--input-blocks", args.input_blocks, 1, MAX_BLOCKS)
         check_range("--output-blocks", args.output_blocks, 1, MAX_BLOCKS)
+
+    def run(self, args: argparse.Namespace) -> Result:
         profile = registry.load(args.profile)
         run = oracle.run(profile, args.parties, input_blocks=args.input_blocks,
                          output_blocks=args.output_blocks, queries=args.queries,

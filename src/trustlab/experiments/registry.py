@@ -263,7 +263,20 @@ def parse_args(name: str, argv: Sequence[str]) -> argparse.Namespace:
         if value is action.default and isinstance(value, (list, dict, set)):
             setattr(args, action.dest, copy.copy(value))
     args.experiment = name
+    try:
+        check_args(name, args)
+    except TrustlabError as exc:  # named like the parser's own errors
+        raise TrustlabError(str(exc) if str(exc).startswith("trustlab run ") else f"trustlab run {name}: {exc}") from None
     return args
+
+
+def check_args(name: str, args: argparse.Namespace) -> None:
+    """The experiment's own checks of parsed parameters (its optional ``check(args)``: ranges argparse
+    does not express). Run before every run and on every sweep point, so a sweep's dry run and its
+    check before anything runs refuse exactly what the run would."""
+    check = getattr(get(name), "check", None)
+    if check is not None:
+        check(args)
 
 
 def run_argv(name: str, argv: Sequence[str]) -> Result:
@@ -338,6 +351,7 @@ def profile_versions(names: Sequence[str]) -> dict[str, dict[str, Any]]:
 
 def run_experiment(name: str, args: argparse.Namespace) -> Result:
     spec = get(name)
+    check_args(name, args)
     started = time.perf_counter()
     result = spec.run(args)
     result.meta.update({

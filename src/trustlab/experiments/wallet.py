@@ -75,7 +75,9 @@ class WalletExperiment:
                             "(default 0)")
         parser.add_argument("--deterministic", action="store_true", help="drop the profile's spreads")
 
-    def run(self, args: argparse.Namespace) -> Result:
+    def check(self, args: argparse.Namespace) -> None:
+        """Ranges and combinations argparse does not express (the registry runs this before a run and on
+        every sweep point)."""
         for name, most in (("merchants", MAX_PARTIES), ("purchases", MAX_PURCHASES), ("buyers", MAX_PARTIES)):
             if not 1 <= getattr(args, name) <= most:
                 raise TrustlabError(f"--{name} {getattr(args, name)}: must be between 1 and {most}")
@@ -83,6 +85,8 @@ class WalletExperiment:
             raise TrustlabError(f"--cheat-rate {args.cheat_rate}: must be in [0, 1]")
         if args.ordering == "arithmetic" and args.scheme != "hashtree":
             raise TrustlabError("--ordering arithmetic needs --scheme hashtree (log-based counters are not arithmetic)")
+
+    def run(self, args: argparse.Namespace) -> Result:
         profile = registry.load(args.profile)
         if args.deterministic:
             profile = profile.without_spread()

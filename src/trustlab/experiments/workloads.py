@@ -49,12 +49,15 @@ class WorkloadsExperiment:
         parser.add_argument("--draws", type=int, default=200, help="draws of the profiles' spreads (10..20000)")
         parser.add_argument("--seed", type=seed, default=0, help="seed of the draws (default 0)")
 
+    def check(self, args: argparse.Namespace) -> None:
+        """The draws' range (the registry runs this before a run and on every sweep point)."""
+        if not 10 <= args.draws <= 20000:
+            raise TrustlabError(f"--draws must be between 10 and 20000, got {args.draws}")
+
     def run(self, args: argparse.Namespace) -> Result:
         from trustlab.replay import load, pqc
         from trustlab.replay import run as replaying
 
-        if not 10 <= args.draws <= 20000:
-            raise TrustlabError(f"--draws must be between 10 and 20000, got {args.draws}")
         names = replaying.select_profiles(args.profiles)
         workloads = list(dict.fromkeys(w.strip() for w in args.workloads.split(",") if w.strip()))
         for w in workloads:

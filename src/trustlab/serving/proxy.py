@@ -98,7 +98,7 @@ class TimingProxy:
                  host: str = "127.0.0.1", port: int = 0, seed: int = 0, control: str = "auto",
                  keep_records: int = 100_000, rt_priority: bool = True, rm: bool = True,
                  log: Callable[[str], None] | None = None, startup: str = "clear",
-                 abandoned_sessions: int | None = None) -> None:
+                 abandoned_sessions: int | None = None, replace_trace: bool = False) -> None:
         if control not in CONTROL_MODES:
             raise ValueError(f"control must be one of {', '.join(CONTROL_MODES)}, not {control!r}")
         if startup not in ("clear", "none"):
@@ -142,7 +142,7 @@ class TimingProxy:
             self._trace_fn = trace
         elif trace is not None:
             try:
-                self._trace_writer = TraceWriter(trace)  # closed in stop()
+                self._trace_writer = TraceWriter(trace, replace=replace_trace)  # closed in stop()
             except OSError as exc:
                 self.backend.close()
                 raise TrustlabError(f"--trace {trace}: cannot open ({exc.strerror or exc})") from None

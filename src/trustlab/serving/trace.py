@@ -86,20 +86,55 @@ def trace_line(record: TraceRecord, epoch: float | None = None) -> str:
     return json.dumps(data) + "\n"
 
 
+TRACE_FIELDS = {"seq": int, "command": str, "modelled_ms": (int, float)}
+"""Fields every trace line has had since version 1: what tells an earlier trace from another file."""
+FIRST_LINE_MAX = 1 << 16
+"""A trace line is ~500 bytes; a first line longer than this is not one."""
+
+
+def is_trace_line(line: bytes) -> bool:
+    """Is ``line`` a ``--trace`` record (a JSON object with :data:`TRACE_FIELDS` of their types)?"""
+    try:
+        rec = json.loads(line)
+    except (ValueError, RecursionError):
+        return False
+    return isinstance(rec, dict) and all(isinstance(rec.get(k), kind) and not isinstance(rec.get(k), bool)
+                                         for k, kind in TRACE_FIELDS.items())
+
+
+def foreign_trace_file(path: "str | Path") -> bool:
+    """True when ``path`` holds something other than an earlier trace: appending trace lines to it would
+    corrupt it (``--trace notes.md``). A missing or empty file, or one whose first line is a trace record,
+    is not foreign."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)  # never hangs on a FIFO
+    except FileNotFoundError:
+        return False
+    try:
+        head = os.read(fd, FIRST_LINE_MAX)
+    finally:
+        os.close(fd)
+    if not head:
+        return False
+    first = head.split(b"\n", 1)[0]
+    return not (len(first) < FIRST_LINE_MAX and is_trace_line(first))
+
+
 class TraceWriter:
     """Append trace lines to a path (opened here, closed by :meth:`close`) or to a text stream.
 
     Every line carries the format version ``v``; ``t_ms`` counts from this writer's first command.
-    Appending to an existing trace starts a new segment (``seq`` restarts at 1: times restart there).
+    Appending to an existing trace starts a new segment (``seq`` restarts at 1: times restart there);
+    ``replace`` empties the file first (``serve --trace FILE --force`` over a file that is not a trace).
     A line that cannot be written whole (a full disk) is cut off again before the error is raised, so
     the file never ends in half a JSON line that a reader would choke on.
     """
 
-    def __init__(self, target: "str | Path | IO[str]") -> None:
+    def __init__(self, target: "str | Path | IO[str]", replace: bool = False) -> None:
         self._own = isinstance(target, (str, Path))
         self.name = str(target) if self._own else getattr(target, "name", "the trace stream")
-        self._fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o666) \
-            if self._own else -1  # type: ignore[arg-type]
+        flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC | (os.O_TRUNC if replace else 0)
+        self._fd = os.open(target, flags, 0o666) if self._own else -1  # type: ignore[arg-type]
         self._file: IO[str] | None = None if self._own else target  # type: ignore[assignment]
         self._epoch: float | None = None
 

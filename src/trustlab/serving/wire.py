@@ -279,7 +279,9 @@ class FrameReader:
             if buf[1] != 0:
                 return self._raw()
         if buf[0] != 0:
-            return self._reject(f"first byte {buf[0]:#04x} is neither a TPM 2.0 tag nor a simulator code",
+            expected = ("a TPM 1.2 tag (0x00C1..0x00C3)" if self.family == "tpm1.2"
+                        else "a TPM 2.0 tag (0x8001, 0x8002)")
+            return self._reject(f"first byte {buf[0]:#04x}: expected {expected} or a simulator code (0x0000...)",
                                 TPM_RC_BAD_TAG)
         if len(buf) < 4:
             return NEED_DATA

@@ -18,6 +18,7 @@ from typing import Any, Callable, Iterator
 from tqdm import tqdm
 
 from trustlab.report.export import write_csv, write_json
+from trustlab.safe_output import claim_dir
 from trustlab.sweep import drawing, execute
 from trustlab.sweep.cache import PointCache
 from trustlab.sweep.spec import Point, SweepSpec
@@ -47,13 +48,14 @@ class SweepOutcome:
 
 def run_sweep(spec: SweepSpec, out_dir: Path, jobs: int = 1, scheduler: str | None = None,
               progress: bool = True, on_result: Callable[[str, dict[str, Any]], None] | None = None,
-              fresh: bool = False) -> SweepOutcome:
+              fresh: bool = False, points: list[Point] | None = None) -> SweepOutcome:
     """Run the points of ``spec`` not yet in the cache under ``out_dir/NAME``.
 
     ``fresh`` forgets this spec's cached points first (after changing an
-    experiment's code without changing trustlab's version, say).
+    experiment's code without changing trustlab's version, say). ``points``:
+    ``spec.points()`` if the caller has them already (checked before it wrote anything).
     """
-    points = spec.points()
+    points = spec.points() if points is None else points
     unique = list({p.key: p for p in points}.values())
     by_key = {p.key: p for p in unique}
     out_dir = Path(out_dir) / spec.name
@@ -160,6 +162,9 @@ def _write_results(outcome: SweepOutcome, drawer: drawing.ReportDrawer | None = 
         summary = summary_record(outcome.spec.name, rows, outcome.spec.plots, outcome.spec.grid)
         failures = [r["record"] for r in rows if r["record"] is not None and "data" not in r["record"]]
         report = ([summary, *failures], outcome.out_dir / "report", f"sweep {outcome.spec.name}")
+        # marked as 'trustlab report' output (the marker that command writes), so that redrawing the
+        # sweep's report in place, as the spec's comments suggest, is not refused as a foreign directory
+        claim_dir(report[1], "report", force=True)
         handed = drawer is not None and drawer.hand_over(*report)  # drawn there while the files below are written
     write_json(outcome.out_dir / "results.json", rows)
     table = []

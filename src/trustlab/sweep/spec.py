@@ -83,6 +83,7 @@ class SweepSpec:
                     fixed_pos += pos
                     fixed_opts += opts
                 frags = [[fragment(experiment, actions, d, v) for v in self.grid[d]] for d in dims]
+                _refuse_repeats(dims, frags, self.grid)
                 _validate(experiment, fixed_pos, fixed_opts, frags)
             except TrustlabError as exc:
                 raise TrustlabError(f"{where}: {exc}") from None
@@ -101,6 +102,25 @@ def _join(fixed_pos: list[str], fixed_opts: list[str], frags: list[list[tuple[li
         pos += frags[i][j][0]
         opts += frags[i][j][1]
     return tuple(pos + opts)
+
+
+def _refuse_repeats(dims: list[str], frags: list[list[tuple[list[str], list[str]]]],
+                    grid: dict[str, list[Any]]) -> None:
+    """A grid value given twice (or two that make the same arguments, 1 and 1.0) would be one run
+    listed as two points: refused, naming the axis and the value."""
+    for d, values in zip(dims, frags):
+        seen: dict[tuple[tuple[str, ...], tuple[str, ...]], int] = {}
+        for j, (pos, opts) in enumerate(values):
+            first = seen.setdefault((tuple(pos), tuple(opts)), j)
+            if first != j:
+                same = "" if grid[d][first] == grid[d][j] else f" (the same run as {_shown(grid[d][first])})"
+                raise TrustlabError(f"grid.{d}: the value {_shown(grid[d][j])} is listed twice{same}; "
+                                    "each value is one run, give it once")
+
+
+def _shown(value: Any) -> str:
+    text = json.dumps(value)
+    return text if len(text) <= 40 else text[:39] + "…"
 
 
 def _validate(experiment: str, fixed_pos: list[str], fixed_opts: list[str],
@@ -132,6 +152,9 @@ def parse(doc: dict[str, Any], source: str, default_name: str = "sweep") -> Swee
     experiments = [exp] if isinstance(exp, str) else exp
     if not experiments or not isinstance(experiments, list) or not all(isinstance(e, str) for e in experiments):
         raise TrustlabError(f"{source}: 'experiment' must name a registered experiment (or a list of them)")
+    repeated = sorted({e for e in experiments if experiments.count(e) > 1})
+    if repeated:
+        raise TrustlabError(f"{source}: 'experiment' lists {repeated[0]!r} twice; give each experiment once")
     for e in experiments:
         try:
             get(e)

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Callable
 
 from trustlab import limits
-from trustlab.errors import FitError, FormulaError
+from trustlab.errors import FitError, FormulaError, one_line
 from trustlab.timing import formulas
 from trustlab.timing.fit import Measurement
 
@@ -48,6 +48,18 @@ def _short(value: str) -> str:
     return repr(value) if len(value) <= 40 else f"{value[:20]!r}...({len(value)} characters)"
 
 
+COLUMNS_SHOWN = 80
+"""Characters of a header's column names an error quotes: a junk first line must not fill the screen."""
+
+
+def _columns(names: list[str]) -> str:
+    """Column names for an error: one line, at most :data:`COLUMNS_SHOWN` characters, what was cut said."""
+    text = one_line(", ".join(names))
+    if len(text) <= COLUMNS_SHOWN:
+        return text or "nothing"
+    return f"{text[:COLUMNS_SHOWN]}… (the first {COLUMNS_SHOWN} of {len(text)} characters, {len(names)} column(s))"
+
+
 def read_measurements(path: Path, family: str | None = None,
                       known_components: Callable[[], set[str]] | None = None) -> list[Measurement]:
     """Rows of a measurement CSV; ``known_components`` is asked only for component-column CSVs."""
@@ -66,18 +78,18 @@ def read_measurements(path: Path, family: str | None = None,
 def _rows(path: Path, reader: csv.DictReader, columns: list[str], family: str | None,
           known_components: Callable[[], set[str]] | None) -> list[Measurement]:
     if "ms" not in columns:
-        raise FitError(f"{path}: needs an 'ms' column (found: {', '.join(columns) or 'nothing'})")
+        raise FitError(f"{limits.shown(path)}: needs an 'ms' column in its first line; found: {_columns(columns)}")
     by_formula = "command" in columns
     extra = set(columns) - DESCRIPTIVE - {"ms", "weight", "command", "variant"}
     if by_formula and extra:
-        raise FitError(f"{path}: unknown column(s) {', '.join(sorted(extra))} "
+        raise FitError(f"{limits.shown(path)}: unknown column(s) {_columns(sorted(extra))} "
                        "(with a 'command' column only ms, weight, variant and descriptive columns are allowed)")
     if not by_formula:
         if not extra:
             raise FitError(f"{path}: no component columns and no 'command' column")
         unknown = extra - known_components() if known_components is not None else set()
         if unknown:
-            raise FitError(f"{path}: unknown column(s) {', '.join(sorted(unknown))} "
+            raise FitError(f"{limits.shown(path)}: unknown column(s) {_columns(sorted(unknown))} "
                            f"(not a component of any shipped profile)")
     rows: list[Measurement] = []
     component_columns = sorted(extra)

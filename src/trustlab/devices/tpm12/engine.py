@@ -44,6 +44,7 @@ from trustlab.devices.tpm12.errors import TpmError
 from trustlab.devices.tpm12.keys import LoadedKey, key_from_json, key_to_json, modulus_of, srk_blob
 from trustlab.devices.tpm12.pc_client import PCR_DEFAULT, PCR_RESETTABLE
 from trustlab.devices.tpm12.nvareas import nv_locked
+from trustlab.devices.tpm12 import nvstore
 from trustlab.devices.tpm12.nvstore import MemoryNVStore, NVStore
 from trustlab.devices.tpm12.primitives import Primitives
 from trustlab.devices.tpm12.parsed import AUTH_IN, AUTH_OUT, HEADER, Command, Reply
@@ -115,7 +116,7 @@ class Engine:
             data = self.state.to_bytes()
             self.nv.save(data)
         else:
-            self.state = PersistentState.from_bytes(data, type(self.nv).__name__)
+            self.state = PersistentState.from_bytes(data, nvstore.where(self.nv))
         self._persisted = data  # the last state known to be durable
         self._load_audited()
         self._dirty = False
@@ -607,7 +608,7 @@ class Engine:
         try:
             self.nv.save(data)
         except BaseException as e:
-            self.state = PersistentState.from_bytes(self._persisted, type(self.nv).__name__)
+            self.state = PersistentState.from_bytes(self._persisted, nvstore.where(self.nv))
             self._load_audited()
             self._storage_failure = e
             raise

@@ -34,6 +34,16 @@ class NVStore(Protocol):
     def save(self, data: bytes) -> None: ...
 
 
+def where(store: object) -> str:
+    """Where ``store`` keeps the state, for an error a user can act on (a file's path, not a class name)."""
+    path = getattr(store, "path", None)
+    if path is not None:
+        from trustlab.limits import shown
+
+        return f"file {shown(path)}"
+    return "memory" if isinstance(store, MemoryNVStore) else type(store).__name__
+
+
 class MemoryNVStore:
     """State in a Python attribute (survives engine restarts within one process)."""
 

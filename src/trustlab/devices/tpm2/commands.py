@@ -78,10 +78,59 @@ def command_name(code: int) -> str:
     return f"TPM2_{name}" if name else f"TPM2_CC_{code:#x}"
 
 
+RC_VER1_NAMES: dict[int, str] = {
+    0x000: "INITIALIZE", 0x001: "FAILURE", 0x003: "SEQUENCE", 0x00B: "PRIVATE", 0x019: "HMAC", 0x020: "DISABLED",
+    0x021: "EXCLUSIVE", 0x024: "AUTH_TYPE", 0x025: "AUTH_MISSING", 0x026: "POLICY", 0x027: "PCR",
+    0x028: "PCR_CHANGED", 0x02D: "UPGRADE", 0x02E: "TOO_MANY_CONTEXTS", 0x02F: "AUTH_UNAVAILABLE", 0x030: "REBOOT",
+    0x031: "UNBALANCED", 0x042: "COMMAND_SIZE", 0x043: "COMMAND_CODE", 0x044: "AUTHSIZE", 0x045: "AUTH_CONTEXT",
+    0x046: "NV_RANGE", 0x047: "NV_SIZE", 0x048: "NV_LOCKED", 0x049: "NV_AUTHORIZATION", 0x04A: "NV_UNINITIALIZED",
+    0x04B: "NV_SPACE", 0x04C: "NV_DEFINED", 0x050: "BAD_CONTEXT", 0x051: "CPHASH", 0x052: "PARENT",
+    0x053: "NEEDS_TEST", 0x054: "NO_RESULT", 0x055: "SENSITIVE",
+}
+"""Format-zero errors (TPM_RC_VER1 + n; Part 2, 6.6.3 Table 16), by n."""
+RC_FMT1_NAMES: dict[int, str] = {
+    0x001: "ASYMMETRIC", 0x002: "ATTRIBUTES", 0x003: "HASH", 0x004: "VALUE", 0x005: "HIERARCHY", 0x007: "KEY_SIZE",
+    0x008: "MGF", 0x009: "MODE", 0x00A: "TYPE", 0x00B: "HANDLE", 0x00C: "KDF", 0x00D: "RANGE", 0x00E: "AUTH_FAIL",
+    0x00F: "NONCE", 0x010: "PP", 0x012: "SCHEME", 0x015: "SIZE", 0x016: "SYMMETRIC", 0x017: "TAG",
+    0x018: "SELECTOR", 0x01A: "INSUFFICIENT", 0x01B: "SIGNATURE", 0x01C: "KEY", 0x01D: "POLICY_FAIL",
+    0x01F: "INTEGRITY", 0x020: "TICKET", 0x021: "RESERVED_BITS", 0x022: "BAD_AUTH", 0x023: "EXPIRED",
+    0x024: "POLICY_CC", 0x025: "BINDING", 0x026: "CURVE", 0x027: "ECC_POINT", 0x028: "FW_LIMITED",
+    0x029: "SVN_LIMITED", 0x02A: "PARMS", 0x02B: "EXT_MU", 0x02D: "SIGN_CONTEXT_KEY",
+}
+"""Format-one errors (TPM_RC_FMT1 + n; Table 16, with 1.85's PARMS, EXT_MU, SIGN_CONTEXT_KEY), by n."""
+RC_WARN_NAMES: dict[int, str] = {
+    0x001: "CONTEXT_GAP", 0x002: "OBJECT_MEMORY", 0x003: "SESSION_MEMORY", 0x004: "MEMORY",
+    0x005: "SESSION_HANDLES", 0x006: "OBJECT_HANDLES", 0x007: "LOCALITY", 0x008: "YIELDED", 0x009: "CANCELED",
+    0x00A: "TESTING", **{0x010 + i: f"REFERENCE_H{i}" for i in range(7)},
+    **{0x018 + i: f"REFERENCE_S{i}" for i in range(7)}, 0x020: "NV_RATE", 0x021: "LOCKOUT", 0x022: "RETRY",
+    0x023: "NV_UNAVAILABLE", 0x07F: "NOT_USED",
+}
+"""Warnings (TPM_RC_WARN + n; Table 16), by n."""
+
+
 def response_code_text(rc: int) -> str:
-    """A compact description of a response code (format-0/format-1 split)."""
+    """``0x1df (TPM_RC_INTEGRITY, parameter 1)``: a response code, its TCG name and, for a format-one code,
+    the handle, session or parameter it is about (Part 2, 6.6.2 Tables 15 and 16: what tpm2-tools'
+    ``tpm2_rc_decode`` tells, by name). A code outside the tables is said as such, never dropped."""
     if rc == 0:
         return "TPM_RC_SUCCESS"
-    if rc & 0x80:  # format 1: parameter/handle/session number in bits 8..11
-        return f"{rc:#05x} (fmt1 error {rc & 0x3F:#x})"
-    return f"{rc:#05x}"
+    if not 0 < rc <= 0xFFF:
+        return f"{rc:#x} (not a TPM 2.0 response code)"
+    if rc & 0x080:  # format one: error number in bits 5:0, then P (bit 6), S (bit 11) and N
+        name = RC_FMT1_NAMES.get(rc & 0x3F)
+        what = f"TPM_RC_{name}" if name else f"format-one error {rc & 0x3F:#x}"
+        if rc & 0x040:
+            where = f"parameter {(rc >> 8) & 0xF}"
+        else:
+            n = (rc >> 8) & 0x7
+            where = (f"session {n}" if rc & 0x800 else f"handle {n}") if n else ""
+        return f"{rc:#05x} ({what}{', ' + where if where else ''})"
+    if rc == TPM_RC_BAD_TAG:
+        return f"{rc:#05x} (TPM_RC_BAD_TAG)"
+    if not rc & 0x100:
+        return f"{rc:#05x} (a TPM 1.2 code)"
+    if rc & 0x400:  # T: defined by the TPM's vendor
+        return f"{rc:#05x} (vendor-specific {'warning' if rc & 0x800 else 'error'} {rc & 0x7F:#x})"
+    table, kind = (RC_WARN_NAMES, "warning") if rc & 0x800 else (RC_VER1_NAMES, "error")
+    name = table.get(rc & 0x7F)
+    return f"{rc:#05x} ({f'TPM_RC_{name}' if name else f'format-zero {kind} {rc & 0x7F:#x}'})"

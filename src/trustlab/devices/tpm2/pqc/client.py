@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from trustlab.devices.tpm2.commands import response_code_text
-from trustlab.devices.tpm2.extensions import Reader
+from trustlab.devices.tpm2.extensions import TPM_RC_SIZE, Reader
 from trustlab.devices.tpm2.pqc import keys
 from trustlab.devices.tpm2.pqc import structures as S
 from trustlab.devices.tpm2.pqc.structures import frame, password
@@ -34,6 +34,8 @@ ALGORITHMS = tuple(keys.MLDSA_BY_NAME) + tuple(keys.MLKEM_BY_NAME)
 DEFAULT_SIGN_ATTRS = (S.FIXED_TPM | S.FIXED_PARENT | S.SENSITIVE_DATA_ORIGIN | S.USER_WITH_AUTH | S.SIGN)
 DEFAULT_KEM_ATTRS = (S.FIXED_TPM | S.FIXED_PARENT | S.SENSITIVE_DATA_ORIGIN | S.USER_WITH_AUTH | S.DECRYPT)
 SEQUENCE_CHUNK = 1024
+TPM_CAP_TPM_PROPERTIES, TPM_PT_MAX_RESPONSE_SIZE = 0x6, 0x11F
+"""What a TPM_RC_SIZE error asks the TPM (Part 2; discovery.py's, not imported: importing it registers its handler)."""
 MAX_RESPONSE = 8192
 """Largest response this client accepts (a 1.85 TPM's ML-DSA-87 answers exceed 4096 bytes)."""
 
@@ -41,14 +43,29 @@ MAX_RESPONSE = 8192
 class TpmResponseError(TrustlabError):
     """The TPM answered with a non-zero response code."""
 
-    HINTS = {0x142: "TPM_RC_COMMAND_SIZE: the command is longer than the TPM's TPM_PT_MAX_COMMAND_SIZE",
-             0x095: "TPM_RC_SIZE: the answer would be longer than the TPM's TPM_PT_MAX_RESPONSE_SIZE"}
+    HINTS = {0x142: "the command is longer than the TPM's TPM_PT_MAX_COMMAND_SIZE",
+             0x095: "the answer would be longer than the TPM's TPM_PT_MAX_RESPONSE_SIZE"}
     """Codes whose cause is the chip's buffer (serve: the profile's chip's, ``tpm2_getcap properties-fixed``)."""
 
-    def __init__(self, command: str, rc: int) -> None:
+    def __init__(self, command: str, rc: int, least: int = 0, limit: int | None = None) -> None:
         hint = self.HINTS.get(rc)
-        super().__init__(f"{command}: TPM returned {response_code_text(rc)}" + (f" ({hint})" if hint else ""))
+        if rc == TPM_RC_SIZE and limit is not None:  # the sizes side by side, and where a larger buffer is
+            hint = (f"the answer{f', at least {least} bytes,' if least > limit else ''} "
+                    f"would be longer than the TPM's TPM_PT_MAX_RESPONSE_SIZE of {limit} bytes; use a TPM with "
+                    f"a larger one{_larger_profile(max(least, limit + 1))}")
+        super().__init__(f"{command}: TPM returned {response_code_text(rc)}" + (f": {hint}" if hint else ""))
         self.rc = rc
+
+
+def _larger_profile(least: int) -> str:
+    """', e.g. trustlab serve --profile NAME (its chip's N bytes)': the shipped TPM 2.0 profile whose chip
+    (chips.toml ``max_command_size``) has the largest buffer of at least ``least`` bytes; '' when none has."""
+    from trustlab.devices.tpm2.pqc_model import chips
+    from trustlab.timing import registry
+
+    fits = sorted((-chips.chip_for(n).max_command_size, n) for n in registry.available()
+                  if n.endswith("-wolftpm") and chips.chip_for(n).max_command_size >= least)
+    return f", e.g. trustlab serve --profile {fits[0][1]} (its chip's: {-fits[0][0]} bytes)" if fits else ""
 
 
 class Transport(Protocol):
@@ -150,6 +167,22 @@ def split_response(response: bytes, n_handles: int) -> tuple[list[int], Reader]:
     return handles, Reader(response, pos)
 
 
+def _answer_least(pub: S.Public, n_handles: int) -> int:
+    """The fewest bytes of a TPM2_CreatePrimary (one handle) / TPM2_Create answer for ``pub`` (Part 3, 12.1
+    and 24.1): header, handles, parameterSize, the TPM2B_PUBLIC with its key filled in, the creation data
+    with no PCRs (a primary's parent names: its hierarchy's handle; Create's parent counted as unnamed),
+    creationHash, a NULL ticket's (empty digest), CreatePrimary's TPM2B_NAME (Create's TPM2B_PRIVATE counted
+    as empty) and the one password session's answer: a bound, never more than a TPM sends (swtpm behind serve
+    sends exactly this for a primary key, tests/tpm2/test_pqc_serve.py)."""
+    ps = keys.parameter_set(S.TPM_ALG_MLKEM if pub.type == S.TPM_ALG_MLKEM else S.TPM_ALG_MLDSA, pub.parameter_set)
+    public = pub.with_unique(bytes(ps.public_size if ps is not None else 0)).marshal()
+    h = len(S.digest(pub.name_alg, b""))
+    # pcrSelect, pcrDigest, locality, parentNameAlg, parentName, parentQualifiedName, outsideInfo
+    creation_data = 4 + 2 + 1 + 2 + 2 * 3 + (4 + 4 if n_handles else 0)
+    tail = (2 + creation_data) + (2 + h) + (2 + 4 + 2) + (2 + 2 + h if n_handles else 2) + (2 + 1 + 2)
+    return 10 + 4 * n_handles + 4 + 2 + len(public) + tail
+
+
 def template(algorithm: str, *, attributes: int | None = None, allow_external_mu: bool = True,
              hash_alg: int | None = None, name_alg: int = S.TPM_ALG_SHA256) -> S.Public:
     """The TPMT_PUBLIC to create a key of ``algorithm`` (``hash_alg`` makes an ML-DSA key HashML-DSA)."""
@@ -223,15 +256,31 @@ class PqcClient:
     def close(self) -> None:
         self.transport.close()
 
-    def call(self, name: str, command: bytes) -> bytes:
-        """Send one frame; a non-zero response code raises :class:`TpmResponseError`."""
+    def call(self, name: str, command: bytes, least: int = 0) -> bytes:
+        """Send one frame; a non-zero response code raises :class:`TpmResponseError`.
+
+        ``least``: the fewest bytes the answer can have (what a TPM_RC_SIZE error gives beside the TPM's
+        TPM_PT_MAX_RESPONSE_SIZE, which it then asks the TPM for)."""
         response = self.transport.transact(command)
         if len(response) < 10:
             raise TrustlabError(f"{name}: short response ({len(response)} bytes)")
         rc = S.response_code(response)
         if rc != 0:
-            raise TpmResponseError(name, rc)
+            limit = self.max_response_size() if rc == TPM_RC_SIZE else None
+            raise TpmResponseError(name, rc, least, limit)
         return response
+
+    def max_response_size(self) -> int | None:
+        """The TPM's TPM_PT_MAX_RESPONSE_SIZE (TPM2_GetCapability), or None when it does not say."""
+        try:
+            response = self.transport.transact(frame(0x17A, [], S.u32(TPM_CAP_TPM_PROPERTIES) + S.u32(TPM_PT_MAX_RESPONSE_SIZE) + S.u32(1)))
+            # tag, size, rc, moreData, capability, count, (property, value)
+            if len(response) >= 27 and S.response_code(response) == 0:
+                prop, value = struct.unpack_from(">II", response, 19)
+                return value if prop == TPM_PT_MAX_RESPONSE_SIZE else None
+        except (TrustlabError, OSError):
+            pass
+        return None
 
     # ---- objects -------------------------------------------------------------
 
@@ -239,7 +288,8 @@ class PqcClient:
                        auth: bytes = b"", hierarchy_auth: bytes = b"", **template_args) -> LoadedKey:
         pub = algorithm if isinstance(algorithm, S.Public) else template(algorithm, **template_args)
         params = S.sensitive_create(auth) + S.tpm2b(pub.marshal()) + S.tpm2b(b"") + S.u32(0)
-        response = self.call("TPM2_CreatePrimary", frame(0x131, [hierarchy], params, [password(hierarchy_auth)]))
+        response = self.call("TPM2_CreatePrimary", frame(0x131, [hierarchy], params, [password(hierarchy_auth)]),
+                             least=_answer_least(pub, 1))
         (handle,), r = split_response(response, 1)
         out = parse_public_area(r.tpm2b())
         r.tpm2b(), r.tpm2b(), r.u16(), r.u32(), r.tpm2b()  # creation data, hash, ticket
@@ -261,7 +311,8 @@ class PqcClient:
         """(TPM2B_PRIVATE contents, TPMT_PUBLIC) of a new key under ``parent``."""
         pub = algorithm if isinstance(algorithm, S.Public) else template(algorithm, **template_args)
         params = S.sensitive_create(auth) + S.tpm2b(pub.marshal()) + S.tpm2b(b"") + S.u32(0)
-        response = self.call("TPM2_Create", frame(0x153, [parent], params, [password(parent_auth)]))
+        response = self.call("TPM2_Create", frame(0x153, [parent], params, [password(parent_auth)]),
+                             least=_answer_least(pub, 0))
         _, r = split_response(response, 0)
         return r.tpm2b(), r.tpm2b()
 

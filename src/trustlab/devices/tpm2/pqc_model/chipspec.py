@@ -186,6 +186,8 @@ def _number(value, key: str, where: str, positive: bool = True) -> float:
         x = float(value)
     except (TypeError, ValueError):
         raise TrustlabError(f"{where}: {key} = {excerpt(value)} is not a number") from None
+    except OverflowError:  # a TOML integer beyond a float (mhz = 1 and 400 zeros): as its string form's inf
+        x = math.inf
     if not math.isfinite(x) or (x <= 0 if positive else x < 0):
         raise TrustlabError(f"{where}: {key} = {excerpt(value)} must be a {'positive' if positive else 'non-negative'} "
                             "finite number")
