@@ -69,7 +69,7 @@ class ReportRenderer(RendererAgg):
         super().__init__(width, height, dpi)
         # log tick labels laid out without the math-text grammar (same output type as matplotlib's);
         # an output type not known here: matplotlib's parser
-        output = {"vector": "path", "raster": "agg"}.get(getattr(self.mathtext_parser, "_output_type", None))
+        output = {"vector": "path", "raster": "agg"}.get(str(getattr(self.mathtext_parser, "_output_type", "")))
         if output is not None:
             self.mathtext_parser = ReportMathText(output)
         self._layouts: dict[tuple, list] = {}

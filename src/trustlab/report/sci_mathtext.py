@@ -28,10 +28,12 @@ from typing import Any
 
 from matplotlib.mathtext import MathTextParser
 
+_mathtext: Any
+_Parser: Any
 try:
-    from matplotlib import _mathtext
+    from matplotlib import _mathtext as _matplotlib_mathtext
 
-    _Parser: Any = _mathtext.Parser
+    _mathtext, _Parser = _matplotlib_mathtext, _matplotlib_mathtext.Parser
 except (ImportError, AttributeError):  # another matplotlib: its own parser, unchanged
     _mathtext, _Parser = None, None
 
@@ -74,7 +76,7 @@ class SciParser(_Parser or object):  # type: ignore[misc]  # (never built withou
     def _laid_out(self, s: str, match: re.Match, fonts_object: Any, fontsize: float, dpi: float) -> Any:
         # Parser.parse's set-up and tear-down, around what its grammar does with s
         self._state_stack = [_mathtext.ParserState(fonts_object, "default", "rm", fontsize, dpi)]
-        self._em_width_cache = {}
+        self._em_width_cache: dict = {}
         try:
             return self._scientific(s[1:-1], match.group(1), match.group(2))
         finally:

@@ -223,7 +223,7 @@ def usable() -> bool:
         return (all(name in init_names for name in ("_major_tick_kw", "_minor_tick_kw"))
                 and type(maxis.Axis.__dict__.get("majorTicks")).__name__ == "_LazyTickList"
                 and "_loc" in maxis.Tick.update_position.__code__.co_names + maxis.XTick.update_position.__code__.co_names
-                and list(inspect.signature(Axes._init_axis).parameters) == ["self"]
+                and list(inspect.signature(getattr(Axes, "_init_axis")).parameters) == ["self"]
                 and callable(getattr(mtransforms, "_interval_contains_close", None)))
     except (AttributeError, TypeError, ValueError):  # a part missing, or no signature to read
         return False
