@@ -150,3 +150,280 @@ def test_fonts_for_drawing_come_from_memory_and_listed_fonts_keep_their_path():
     assert font.fname.getvalue() == open(path, "rb").read()
     listed = font_manager.ft2font.FT2Font(path)
     assert listed.fname == path
+
+
+# --- private matplotlib hooks missing or changed: the figure still drawn, with stock pixels ---
+
+LOG_SPECS = ["loglog points, error bars, reference line",  # decade labels
+             "log y under a decade (labelled minors)"]  # mantissa labels (2×10⁰)
+
+
+def _stock_then_fast(name, monkeypatch, patch):
+    """Stock pixels, then the report's drawing with ``patch(m)`` applied meanwhile: equal."""
+    import numpy as np
+
+    stock = _pixels(SPECS[name], monkeypatch, True)
+    with monkeypatch.context() as m:
+        patch(m)
+        fast = _pixels(SPECS[name], monkeypatch, False)
+    assert np.array_equal(fast, stock), f"{name}: {(fast != stock).any(axis=2).sum()} pixels differ"
+
+
+def _fresh_shortcut(m):
+    """SciParser's per-shape check undone meanwhile; the dict that records it this time."""
+    from trustlab.report.sci_mathtext import SciParser
+
+    m.setattr(SciParser, "shortcut", {False: None, True: None})
+    return SciParser.shortcut
+
+
+@pytest.mark.parametrize("name", LOG_SPECS)
+def test_log_labels_without_parser_state_fall_back_to_the_grammar(name, monkeypatch):
+    """sci_mathtext: no ``_mathtext.ParserState`` (another matplotlib): the grammar lays the labels out."""
+    import types
+
+    from matplotlib import _mathtext
+
+    import trustlab.report.sci_mathtext as sci
+
+    def patch(m):
+        patch.shortcut = _fresh_shortcut(m)
+        m.setattr(sci, "_mathtext", types.SimpleNamespace(Parser=_mathtext.Parser, ship=_mathtext.ship))
+
+    _stock_then_fast(name, monkeypatch, patch)
+    assert False in patch.shortcut.values() and True not in patch.shortcut.values()  # failed, left off
+
+
+@pytest.mark.parametrize("name", LOG_SPECS)
+def test_log_labels_laid_out_differently_are_not_used(name, monkeypatch):
+    """sci_mathtext: actions whose output silently differs (here, a state at another size): the
+    first label of the shape is checked against the grammar and the shortcut left off."""
+    import types
+
+    from matplotlib import _mathtext
+
+    import trustlab.report.sci_mathtext as sci
+
+    class OtherState(_mathtext.ParserState):
+        def __init__(self, fontset, font, font_class, fontsize, dpi):
+            super().__init__(fontset, font, font_class, fontsize * 1.25, dpi)
+
+    def patch(m):
+        patch.shortcut = _fresh_shortcut(m)
+        m.setattr(sci, "_mathtext", types.SimpleNamespace(Parser=_mathtext.Parser, ship=_mathtext.ship,
+                                                          ParserState=OtherState))
+
+    _stock_then_fast(name, monkeypatch, patch)
+    assert False in patch.shortcut.values() and True not in patch.shortcut.values()
+
+
+def test_log_label_module_without_matplotlibs_parser_parses_as_matplotlib(monkeypatch):
+    """sci_mathtext imported where ``matplotlib._mathtext.Parser`` is missing: it imports, and its
+    parser is matplotlib's."""
+    import importlib.util
+
+    from matplotlib import _mathtext
+    from matplotlib.font_manager import FontProperties
+    from matplotlib.mathtext import MathTextParser
+
+    import trustlab.report.sci_mathtext as sci
+
+    spec = importlib.util.spec_from_file_location("sci_mathtext_without_parser", sci.__file__)
+    module = importlib.util.module_from_spec(spec)
+    with monkeypatch.context() as m:
+        m.delattr(_mathtext, "Parser")
+        spec.loader.exec_module(module)
+    assert module._Parser is None and module.ReportMathText._no_shortcut
+    prop = FontProperties(size=10)
+    for s in (r"$\mathdefault{10^{3}}$", r"$\mathdefault{2\times10^{-1}}$"):
+        assert tuple(module.ReportMathText("path").parse(s, 100, prop)) == tuple(MathTextParser("path").parse(s, 100, prop))
+
+
+@pytest.mark.parametrize("name", LOG_SPECS)
+def test_renderer_without_the_parsers_output_type_keeps_matplotlibs_parser(name, monkeypatch):
+    """agg_canvas: a MathTextParser keeping its output type under another name: matplotlib's parser."""
+    from matplotlib.backends import backend_agg
+    from matplotlib.mathtext import MathTextParser
+
+    class Renamed(MathTextParser):
+        def __init__(self, output):
+            super().__init__(output)
+            self._kind = self.__dict__.pop("_output_type")
+
+        def parse(self, *args, **kwargs):
+            self._output_type = self._kind
+            try:
+                return super().parse(*args, **kwargs)
+            finally:
+                del self._output_type
+
+    import trustlab.report.agg_canvas as agg_canvas
+
+    def patch(m):
+        m.setattr(backend_agg, "MathTextParser", Renamed)
+
+    _stock_then_fast(name, monkeypatch, patch)
+    with monkeypatch.context() as m:
+        patch(m)
+        assert type(agg_canvas.ReportRenderer(10, 10, 100).mathtext_parser) is Renamed
+
+
+@pytest.mark.parametrize("name", sorted(SPECS))
+def test_renderer_hooks_of_another_shape_give_a_stock_renderer(name, monkeypatch):
+    """agg_canvas: ``RendererAgg._draw_text_glyphs_and_boxes`` taking other parameters: a stock RendererAgg."""
+    from matplotlib.backends.backend_agg import RendererAgg
+
+    import trustlab.report.agg_canvas as agg_canvas
+
+    real = RendererAgg._draw_text_glyphs_and_boxes
+
+    def other_shape(self, gc, x, y, angle, glyphs, boxes, *, antialiased=None):
+        return real(self, gc, x, y, angle, glyphs, boxes)
+
+    def patch(m):
+        agg_canvas.shortcuts_usable.cache_clear()
+        m.setattr(RendererAgg, "_draw_text_glyphs_and_boxes", other_shape)
+
+    try:
+        _stock_then_fast(name, monkeypatch, patch)
+        with monkeypatch.context() as m:
+            patch(m)
+            assert not agg_canvas.shortcuts_usable()
+            from matplotlib.figure import Figure
+
+            assert type(agg_canvas.ReportCanvas(Figure()).get_renderer()) is RendererAgg
+    finally:
+        agg_canvas.shortcuts_usable.cache_clear()
+    assert agg_canvas.shortcuts_usable()
+
+
+def test_legend_measures_of_another_shape_are_not_kept(monkeypatch):
+    """plots._measured_once: ``_get_bbox_and_child_offsets`` taking other parameters: nothing kept."""
+    from matplotlib.offsetbox import OffsetBox
+
+    import trustlab.report.plots as plots
+
+    real = OffsetBox._get_bbox_and_child_offsets
+
+    def other_shape(self, renderer, *, extra=None):
+        return real(self, renderer)
+
+    def patch(m):
+        plots._measures.cache_clear()
+        m.setattr(OffsetBox, "_get_bbox_and_child_offsets", other_shape)
+
+    try:
+        _stock_then_fast("loglog points, error bars, reference line", monkeypatch, patch)
+        with monkeypatch.context() as m:
+            patch(m)
+            assert plots._measures() == ()
+    finally:
+        plots._measures.cache_clear()
+    assert plots._measures() == plots._MEASURES
+
+
+def test_import_shortcuts_step_aside_without_their_hooks(monkeypatch):
+    """plots._setters_undocumented, _property_lists_skipped: without matplotlib's hook (or another
+    one), nothing is swapped in and nothing is left behind."""
+    from matplotlib import _docstring
+    from matplotlib.artist import Artist
+
+    import trustlab.report.plots as plots
+
+    loader = type(_docstring.interpd.params)
+    with monkeypatch.context() as m:
+        m.delattr(Artist, "_update_set_signature_and_docstring")
+        m.delattr(loader, "__missing__")
+        with plots._setters_undocumented(), plots._property_lists_skipped():
+            assert "_update_set_signature_and_docstring" not in Artist.__dict__
+            assert "__missing__" not in loader.__dict__
+        assert "_update_set_signature_and_docstring" not in Artist.__dict__
+        assert "__missing__" not in loader.__dict__
+    with monkeypatch.context() as m:  # a hook that is not the one written for: left as it is
+        def other(cls):
+            pass
+
+        m.setattr(Artist, "_update_set_signature_and_docstring", classmethod(other))
+        with plots._setters_undocumented():
+            assert Artist.__dict__["_update_set_signature_and_docstring"].__func__ is other
+    with plots._property_lists_skipped():  # matplotlib's own: a key it does not expect is its answer
+        with pytest.raises(KeyError):
+            loader()["not a kwdoc key"]
+        assert "kwdoc(Line2D)" in loader()["Line2D:kwdoc"]
+    assert "linestyle" in loader()["Line2D:kwdoc"]
+
+
+@pytest.mark.filterwarnings("ignore:The _kerning_factor parameter")
+def test_fonts_come_from_their_files_when_ft2font_refuses_file_objects(monkeypatch):
+    """font_memory: an FT2Font that takes paths only: the font is read from its file, as stock."""
+    import types
+
+    from matplotlib import font_manager, ft2font
+
+    from trustlab.report import font_memory
+
+    def paths_only(filename, *args, **kwargs):
+        if not isinstance(filename, (str, bytes)):
+            raise TypeError("path expected")
+        return ft2font.FT2Font(filename, *args, **kwargs)
+
+    module = font_memory._FontModule(types.SimpleNamespace(FT2Font=paths_only))
+    path = font_manager.findfont("DejaVu Sans")
+    assert module.FT2Font(path, _kerning_factor=0).fname == path
+
+    def patch(m):
+        m.setattr(font_manager, "ft2font", module)
+        font_manager._get_font.cache_clear()
+
+    try:
+        _stock_then_fast("rotated category bars, negative and missing", monkeypatch, patch)
+    finally:
+        font_manager._get_font.cache_clear()
+
+
+def test_fonts_stay_read_from_files_without_matplotlibs_font_loader(monkeypatch):
+    """font_memory.install: no ``font_manager.ft2font`` or no cached ``_get_font``: nothing installed."""
+    from matplotlib import font_manager
+
+    from trustlab.report import font_memory
+
+    with monkeypatch.context() as m:
+        m.delattr(font_manager, "ft2font")
+        font_memory.install()
+        assert not hasattr(font_manager, "ft2font")
+    with monkeypatch.context() as m:
+        m.setattr(font_manager, "ft2font", font_manager.ft2font._ft2font
+                  if isinstance(font_manager.ft2font, font_memory._FontModule) else font_manager.ft2font)
+        m.setattr(font_manager, "_get_font", lambda *a, **k: None)  # no cache to clear
+        before = font_manager.ft2font
+        font_memory.install()
+        assert font_manager.ft2font is before
+
+
+@pytest.mark.parametrize("name", sorted(SPECS))
+def test_axis_hooks_of_another_shape_give_matplotlibs_axes(name, monkeypatch):
+    """stamped_axes: ``Axis._get_tick_boxes_siblings`` taking other parameters: matplotlib's own Axes."""
+    from matplotlib import axis as maxis
+    from matplotlib.axes import Axes
+
+    import trustlab.report.plots as plots
+    import trustlab.report.stamped_axes as stamped
+
+    real = maxis.XAxis._get_tick_boxes_siblings
+
+    def other_shape(self, renderer, *, extra=None):
+        return real(self, renderer)
+
+    def patch(m):
+        stamped.usable.cache_clear()
+        m.setattr(maxis.XAxis, "_get_tick_boxes_siblings", other_shape)
+
+    try:
+        _stock_then_fast(name, monkeypatch, patch)
+        with monkeypatch.context() as m:
+            patch(m)
+            m.setattr(plots, "_FIGURES", threading.local())
+            assert not stamped.usable() and type(plots._blank_figure(100)[1]) is Axes
+    finally:
+        stamped.usable.cache_clear()
+    assert stamped.usable()

@@ -198,6 +198,7 @@ def run(args: argparse.Namespace) -> int:
 
     from trustlab.experiments.registry import import_errors
     from trustlab.report import write_report
+    from trustlab.report.plots import frozen_at_exit
 
     _check_modes(args)
     if args.jobs < 1:
@@ -267,6 +268,7 @@ def run(args: argparse.Namespace) -> int:
     with reported(args.out):
         index = write_report(records, args.out, title="trustlab — the papers' tables and figures, regenerated",
                              notes=notes, jobs=args.jobs)
+    frozen_at_exit()  # the process ends now: its exit's collections skip what the report left
     failed = [r for r in records if "data" not in r]
     violated = [r for r in records if "data" in r and r.get("violations")]
     total = time.perf_counter() - started

@@ -34,6 +34,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from trustlab.report import write_report  # here, not at the top: every CLI start imports this module
+    from trustlab.report.plots import frozen_at_exit
     from trustlab.report.records import collect
 
     records = collect(args.results)
@@ -42,6 +43,7 @@ def run(args: argparse.Namespace) -> int:
     claim_dir(args.out, "report", force=args.force, inputs=args.results)
     with reported(args.out):
         index = write_report(records, args.out, title=args.title, inline=not args.link_images, jobs=args.jobs)
+    frozen_at_exit()  # the process ends now: its exit's collections skip what the report left
     failed = sum(1 for r in records if "data" not in r)
     print(f"{index} ({len(records)} runs, {failed} failed)")
     return 1 if failed else 0

@@ -12,20 +12,54 @@ once per text, and keeps each glyph's bitmap per sub-pixel offset (a glyph moved
 whole pixels is the same bitmap moved). FreeType is handed the same glyphs, sizes and
 matrices as matplotlib hands it, so the pixels are the same.
 
+It is built on private matplotlib internals (``RendererAgg._prepare_font`` and
+``_draw_text_glyphs_and_boxes``, ``FT2Font._layout``, ``_set_transform``, ``_render_glyph``,
+``FontManager._find_fonts_by_props``, ``MathTextParser._output_type``; matplotlib 3.11, pinned).
+A matplotlib without them, or with another signature, gets a stock ``RendererAgg``
+(:func:`shortcuts_usable`), and the log labels' parser stays matplotlib's when the output type
+is not found: the report is drawn as stock matplotlib draws it.
+
 Imported with matplotlib, on the first figure (see ``plots.preload``).
 """
 
 from __future__ import annotations
 
+import functools
+import inspect
 import math
 from typing import Any
 
 import numpy as np
 from matplotlib import font_manager
 from matplotlib.backends.backend_agg import FigureCanvasAgg, RendererAgg, get_hinting_flag
-from matplotlib.ft2font import RenderMode
+from matplotlib.ft2font import FT2Font, RenderMode
 
 from trustlab.report.sci_mathtext import ReportMathText
+
+
+# what the renderer calls or overrides, with the parameters it passes (None: any)
+_HOOKS = ((RendererAgg, "_prepare_font", ["self", "font_prop"]),
+          (RendererAgg, "_draw_text_glyphs_and_boxes", ["self", "gc", "x", "y", "angle", "glyphs", "boxes"]),
+          (RendererAgg, "draw_text", ["self", "gc", "x", "y", "s", "prop", "angle", "ismath", "mtext"]),
+          (FT2Font, "_layout", None), (FT2Font, "_set_transform", None), (FT2Font, "_render_glyph", None),
+          (font_manager.FontManager, "_find_fonts_by_props", None))
+
+
+@functools.cache
+def shortcuts_usable() -> bool:
+    """Whether this matplotlib has the private hooks the renderer builds on, in the shape it was
+    written for (checked once, at the first figure)."""
+    for owner, name, params in _HOOKS:
+        hook = getattr(owner, name, None)
+        if not callable(hook):
+            return False
+        if params is not None:
+            try:
+                if list(inspect.signature(hook).parameters) != params:
+                    return False
+            except (TypeError, ValueError):  # no signature to read: not trusted
+                return False
+    return True
 
 
 class ReportRenderer(RendererAgg):
@@ -33,8 +67,11 @@ class ReportRenderer(RendererAgg):
 
     def __init__(self, width: float, height: float, dpi: float) -> None:
         super().__init__(width, height, dpi)
-        # log tick labels laid out without the math-text grammar (same output type as matplotlib's)
-        self.mathtext_parser = ReportMathText({"vector": "path", "raster": "agg"}[self.mathtext_parser._output_type])
+        # log tick labels laid out without the math-text grammar (same output type as matplotlib's);
+        # an output type not known here: matplotlib's parser
+        output = {"vector": "path", "raster": "agg"}.get(str(getattr(self.mathtext_parser, "_output_type", "")))
+        if output is not None:
+            self.mathtext_parser = ReportMathText(output)
         self._layouts: dict[tuple, list] = {}
         self._line_metrics: dict[Any, tuple[float, float, float]] = {}
         self._glyphs: dict[tuple, tuple[Any, int, int]] = {}
@@ -126,10 +163,12 @@ class ReportRenderer(RendererAgg):
 class ReportCanvas(FigureCanvasAgg):
     """``FigureCanvasAgg`` drawing with a :class:`ReportRenderer` (kept while the figure's size and dpi are)."""
 
-    def get_renderer(self) -> ReportRenderer:
+    def get_renderer(self) -> Any:
+        if not shortcuts_usable():
+            return super().get_renderer()  # stock RendererAgg
         w, h = self.get_width_height(physical=True)
         key = w, h, self.figure.dpi
-        if self._lastKey != key:
+        if getattr(self, "_lastKey", None) != key:
             self.renderer = ReportRenderer(w, h, self.figure.dpi)
             self._lastKey = key
         return self.renderer

@@ -9,6 +9,10 @@ same bytes, the same glyphs, no system calls. It is read once per font object, w
 matplotlib keeps (``_get_font`` caches them, and empties that cache in a forked child,
 whose copy then reads the file again: no file offset is shared across a fork).
 
+``font_manager.ft2font`` and ``_get_font`` are matplotlib's internals (3.11, pinned): a
+matplotlib without them, or whose ``FT2Font`` refuses a file object, reads its fonts from
+their files as it does.
+
 Only fonts built with ``_kerning_factor`` (how ``_get_font`` builds its fonts) are read
 into memory; a font opened to list its properties (``FontManager.addfont``) keeps its path
 as its ``fname``, which the font list stores.
@@ -35,7 +39,10 @@ class _FontModule:
 
     def FT2Font(self, filename: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: N802 (matplotlib's name)
         if "_kerning_factor" in kwargs and isinstance(filename, (str, bytes, os.PathLike)):
-            filename = FontBytes(filename)
+            try:
+                return self._ft2font.FT2Font(FontBytes(filename), *args, **kwargs)
+            except Exception:  # a matplotlib whose FT2Font takes no file object: from the file, as stock
+                pass
         return self._ft2font.FT2Font(filename, *args, **kwargs)
 
 
@@ -59,6 +66,11 @@ def install() -> None:
     from matplotlib import font_manager
 
     with _INSTALLED:
-        if not isinstance(font_manager.ft2font, _FontModule):
+        ft2font = getattr(font_manager, "ft2font", None)
+        if ft2font is None or not hasattr(ft2font, "FT2Font") \
+                or not callable(getattr(font_manager, "_get_font", None)) \
+                or not hasattr(font_manager._get_font, "cache_clear"):
+            return  # another matplotlib, whose font loading is not the one this wraps: fonts from files
+        if not isinstance(ft2font, _FontModule):
             font_manager.ft2font = _FontModule(font_manager.ft2font)  # type: ignore[assignment]
             font_manager._get_font.cache_clear()  # fonts built earlier read from their files

@@ -35,9 +35,17 @@ def esc(v: Any) -> str:
 
 
 def cell(v: Any) -> str:
-    if isinstance(v, bool) or v is None or not isinstance(v, (int, float)):
-        return f"<td>{esc(format_cell(v))}</td>"
-    return f'<td class="num">{format_cell(v)}</td>'  # a number's digits, sign, point, e, inf, nan: nothing to escape
+    """A table cell; a number right-aligned.
+
+    Only an exact ``int`` or ``float`` is written unescaped (its digits, sign, point, e, inf,
+    nan: nothing to escape). A subclass (a numpy float, or anything with its own ``__str__`` or
+    ``__format__``) is still a number but escaped; a ``bool`` is text ("True").
+    """
+    if type(v) in (int, float):
+        return f'<td class="num">{format_cell(v)}</td>'
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        return f'<td class="num">{esc(format_cell(v))}</td>'
+    return f"<td>{esc(format_cell(v))}</td>"
 
 
 def table(rows: Sequence[dict[str, Any]], cols: Sequence[str], limit: int | None = None,

@@ -13,6 +13,7 @@ shows that message in place of the figure rather than failing.
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import threading
 from pathlib import Path
@@ -143,9 +144,12 @@ def _blank_figure(dpi: int) -> tuple[Any, Any]:
     blank = figures.get(dpi)
     if blank is None:
         ReportCanvas, Figure, StampedAxes = preload()
+        from trustlab.report import stamped_axes
+
         fig = Figure(figsize=(WIDTH_IN, HEIGHT_IN), dpi=dpi)
         ReportCanvas(fig)
-        blank = figures[dpi] = (fig, fig.add_subplot(axes_class=StampedAxes))
+        # matplotlib's own Axes where its private axis parts are not those StampedAxes builds on
+        blank = figures[dpi] = (fig, fig.add_subplot(axes_class=StampedAxes if stamped_axes.usable() else None))
     else:
         blank[1].clear()
     return blank
@@ -188,11 +192,32 @@ def _measured_once(box: Any) -> None:
     """
     from matplotlib.offsetbox import OffsetBox
 
-    for name in ("get_bbox", "_get_bbox_and_child_offsets"):
+    for name in _measures():
         setattr(box, name, _kept_per_renderer(getattr(box, name)))
     for child in box.get_children():
         if isinstance(child, OffsetBox):
             _measured_once(child)
+
+
+_MEASURES = ("get_bbox", "_get_bbox_and_child_offsets")
+
+
+@functools.cache
+def _measures() -> tuple[str, ...]:
+    """The measuring methods of matplotlib's boxes kept per renderer: both where both take a
+    renderer alone (matplotlib 3.11); ``_get_bbox_and_child_offsets`` is private, so on another
+    matplotlib that lacks it, or whose methods take something else, none (measured as stock)."""
+    import inspect
+
+    from matplotlib.offsetbox import OffsetBox
+
+    for name in _MEASURES:
+        try:
+            if list(inspect.signature(getattr(OffsetBox, name)).parameters) != ["self", "renderer"]:
+                return ()
+        except (AttributeError, TypeError, ValueError):
+            return ()
+    return _MEASURES
 
 
 def _kept_per_renderer(measure: Any) -> Any:
@@ -261,7 +286,7 @@ def preload() -> tuple[Any, Any, Any]:
     """
     global _IMPORTED
     with _IMPORTING, contextlib.ExitStack() as first:
-        if not _IMPORTED:  # the collector paused and frozen for the import only, not at later calls
+        if not _IMPORTED:  # the collector paused for the import only, not at later calls
             first.enter_context(_collector_paused())
             first.enter_context(_setters_undocumented())
             first.enter_context(_property_lists_skipped())
@@ -284,15 +309,14 @@ _IMPORTED = False
 
 @contextlib.contextmanager
 def _collector_paused() -> Iterator[None]:
-    """Python's cyclic garbage collector off meanwhile, and what is then alive frozen (``gc.freeze``).
+    """Python's cyclic garbage collector off meanwhile (matplotlib's import), on again after.
 
     Importing matplotlib creates some 100,000 objects (functions, classes, their dicts) and
     almost no garbage, yet every 700 new objects started a collection, and the older
-    generations were scanned again as they grew: a seventh of the import's CPU. Frozen
-    after it, they are not scanned again by the drawing's own collections either (in
-    one process, about 0.09 s of CPU for the flagship's figures). They are kept for the
-    process's life, as imported modules are anyway; the few other objects alive then
-    are left out of collections too (``gc.unfreeze`` brings them all back).
+    generations were scanned again as they grew: a seventh of the import's CPU. Nothing is
+    frozen here (``gc.freeze`` would keep everything alive in the caller's process, its
+    garbage too, out of every later collection): the report freezes what is alive only
+    while it draws (:func:`collector_frozen`).
     """
     import gc
 
@@ -303,8 +327,54 @@ def _collector_paused() -> Iterator[None]:
     try:
         yield
     finally:
-        gc.freeze()
+        if not gc.get_freeze_count():
+            # what is alive moved to the oldest generation without a scan (a freeze, thawed at
+            # once), as a collection moves survivors: else the first young collection after
+            # the import scanned its 100,000 objects as young ones
+            gc.freeze()
+            gc.unfreeze()
         gc.enable()
+
+
+@contextlib.contextmanager
+def collector_frozen() -> Iterator[None]:
+    """What is alive now left out of the cyclic collector's scans meanwhile (``gc.freeze``), and
+    given back to it after (``gc.unfreeze``).
+
+    Called with matplotlib imported, before the report's figures are drawn: the drawing's own
+    collections then scan only what it makes, not matplotlib's 100,000 objects again (about
+    0.09 s of CPU for the flagship's figures in one process), and forked drawing workers
+    inherit them frozen (not copied page by page by their scans). Only for the drawing: a
+    library or notebook caller's cyclic garbage alive now is collected once it ends. Left
+    alone when the collector is off or something is already frozen (``gc.unfreeze`` would
+    thaw the caller's frozen objects too).
+    """
+    import gc
+
+    if not gc.isenabled() or gc.get_freeze_count():
+        yield
+        return
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
+
+
+def frozen_at_exit() -> None:
+    """For a process that the report owns and that ends once it is written (``trustlab report``,
+    ``trustlab flagship``): at its exit, what is alive frozen (``gc.freeze``, run by ``atexit``,
+    before the interpreter tears its modules down), so the teardown's collections skip it.
+
+    Those scanned matplotlib's objects and the report's again, about 0.15 s of CPU after the
+    flagship's report. Only at exit: a caller that goes on (a test calling the CLI in its own
+    process) keeps its collections until then. Registered once however often called.
+    """
+    import atexit
+    import gc
+
+    atexit.unregister(gc.freeze)
+    atexit.register(gc.freeze)
 
 
 @contextlib.contextmanager
@@ -318,7 +388,12 @@ def _setters_undocumented() -> Iterator[None]:
     """
     from matplotlib.artist import Artist
 
-    generated = Artist.__dict__["_update_set_signature_and_docstring"]
+    generated = Artist.__dict__.get("_update_set_signature_and_docstring")
+    code = getattr(getattr(generated, "__func__", None), "__code__", None)
+    if not isinstance(generated, classmethod) or code is None or "_autogenerated_signature" not in code.co_names:
+        # another matplotlib (no such hook, or not the flag its subclasses look for): its import as it is
+        yield
+        return
 
     def flag_only(cls: type) -> None:
         cls.set._autogenerated_signature = True  # type: ignore[attr-defined]  # what subclasses look for
@@ -340,14 +415,20 @@ def _property_lists_skipped() -> Iterator[None]:
     docstrings say instead how to get the list; after the import, a docstring asking for a
     list gets the real one (nothing of the stand-in is kept).
     """
-    from matplotlib import _docstring
+    try:
+        from matplotlib import _docstring
 
-    loader = type(_docstring.interpd.params)
-    computed = loader.__dict__["__missing__"]
+        loader = type(_docstring.interpd.params)
+    except (ImportError, AttributeError):  # another matplotlib: its import as it is
+        loader = None
+    computed = getattr(loader, "__dict__", {}).get("__missing__")
+    if loader is None or loader is dict or not callable(computed):
+        yield
+        return
 
     def pointer(params: dict, key: str) -> str:
         if not key.endswith(":kwdoc"):
-            raise KeyError(key)  # as matplotlib's
+            return computed(params, key)  # matplotlib's answer (a KeyError in 3.11)
         return f"Properties: listed by matplotlib.artist.kwdoc({key[:-len(':kwdoc')]})."  # not kept in params
 
     loader.__missing__ = pointer  # type: ignore[method-assign,assignment]

@@ -10,6 +10,14 @@ so the boxes, glyphs and kerning are matplotlib's. Any other string is parsed as
 ``tests/lab/test_report_mathtext.py`` compares the two layouts glyph by glyph for every
 exponent and mantissa the formatter writes.
 
+Those actions, ``ParserState`` and the parser's ``_state_stack`` / ``_em_width_cache`` are
+matplotlib's private internals (written against matplotlib 3.11, pinned). So that another
+matplotlib draws the report as stock matplotlib would rather than breaking it, nothing here is
+trusted unchecked: without ``matplotlib._mathtext.Parser`` the parser is matplotlib's own; the
+first label of each shape (a decade, a mantissa) in a process is laid out both ways and the
+grammar's layout used, the shortcut kept for that shape only if the two ship the same glyphs
+and rules; and a shortcut that raises gives the grammar's layout, the shortcut then left off.
+
 Imported with matplotlib, on the first figure (see ``plots.preload``).
 """
 
@@ -18,8 +26,16 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from matplotlib import _mathtext
 from matplotlib.mathtext import MathTextParser
+
+_mathtext: Any
+_Parser: Any
+try:
+    from matplotlib import _mathtext as _matplotlib_mathtext
+
+    _mathtext, _Parser = _matplotlib_mathtext, _matplotlib_mathtext.Parser
+except (ImportError, AttributeError):  # another matplotlib: its own parser, unchanged
+    _mathtext, _Parser = None, None
 
 # LogFormatterSciNotation: r'$\mathdefault{%s%s^{%d}}$' (a decade), r'$\mathdefault{%s%g\times%s^{%d}}$'
 # (else); here without a sign, base 10 and %g as a plain decimal
@@ -34,16 +50,33 @@ class _Tokens(list):
         return list(self)
 
 
-class SciParser(_mathtext.Parser):
+class SciParser(_Parser or object):  # type: ignore[misc]  # (never built without matplotlib's Parser)
     """matplotlib's math-text parser, but for log tick labels, laid out by its actions without the grammar."""
+
+    # per label shape (False: a decade, True: with a mantissa): None until checked against the
+    # grammar in this process, then whether the shortcut gave its layout
+    shortcut: dict[bool, bool | None] = {False: None, True: None}
 
     def parse(self, s: str, fonts_object: Any, fontsize: float, dpi: float) -> Any:
         match = SCIENTIFIC.fullmatch(s)
-        if match is None:
+        shape = match is not None and match.group(1) is not None
+        if match is None or self.shortcut[shape] is False:
             return super().parse(s, fonts_object, fontsize, dpi)
+        try:
+            fast = self._laid_out(s, match, fonts_object, fontsize, dpi)
+        except Exception:  # another matplotlib's actions or state: the grammar from now on
+            SciParser.shortcut[shape] = False
+            return super().parse(s, fonts_object, fontsize, dpi)
+        if self.shortcut[shape]:
+            return fast
+        grammar = super().parse(s, fonts_object, fontsize, dpi)
+        SciParser.shortcut[shape] = _same_layout(fast, grammar)
+        return grammar
+
+    def _laid_out(self, s: str, match: re.Match, fonts_object: Any, fontsize: float, dpi: float) -> Any:
         # Parser.parse's set-up and tear-down, around what its grammar does with s
         self._state_stack = [_mathtext.ParserState(fonts_object, "default", "rm", fontsize, dpi)]
-        self._em_width_cache = {}
+        self._em_width_cache: dict = {}
         try:
             return self._scientific(s[1:-1], match.group(1), match.group(2))
         finally:
@@ -83,12 +116,29 @@ class SciParser(_mathtext.Parser):
         return self.main(_Tokens([before, math, after]))[0]
 
 
+def _same_layout(fast: Any, grammar: Any) -> bool:
+    """Whether two parses ship the same box: size, glyphs (font, size, glyph, place) and rules."""
+    try:
+        return _mathtext.ship(fast).to_vector() == _mathtext.ship(grammar).to_vector()
+    except Exception:  # no ship or no vector output to compare: not trusted
+        return False
+
+
 class ReportMathText(MathTextParser):
-    """``MathTextParser`` whose parser is :class:`SciParser` (built once, when first needed, like matplotlib's)."""
+    """``MathTextParser`` whose parser is :class:`SciParser` (built once, when first needed, like matplotlib's).
+
+    matplotlib's ``_parse_cached`` builds its parser into the class's ``_parser`` when that is
+    None; set here first. A matplotlib without ``_mathtext.Parser``, or whose Parser cannot be
+    built so, or that keeps its parser elsewhere, parses with its own.
+    """
 
     _parser = None
+    _no_shortcut = _Parser is None
 
     def parse(self, s: str, dpi: float = 72, prop: Any = None, *, antialiased: Any = None) -> Any:
-        if ReportMathText._parser is None:  # else MathTextParser._parse_cached builds a stock Parser here
-            ReportMathText._parser = SciParser()
+        if ReportMathText._parser is None and not ReportMathText._no_shortcut:
+            try:
+                ReportMathText._parser = SciParser()
+            except Exception:
+                ReportMathText._no_shortcut = True  # matplotlib's _parse_cached builds its own
         return super().parse(s, dpi, prop, antialiased=antialiased)

@@ -15,10 +15,15 @@ text are measured on the same moving tick.
 Ticks that a caller asks for (``get_major_ticks``, ``set_ticklabels``) are still built
 as usual; drawing uses the first and ignores the rest, which is what matplotlib's own
 copies hold anyway. Imported with matplotlib, on the first figure (see ``plots.preload``).
+
+The axis overrides and calls private ``Axis`` methods (matplotlib 3.11, pinned); where they
+are missing or take other parameters (:func:`usable`), the report draws on matplotlib's own Axes.
 """
 
 from __future__ import annotations
 
+import functools
+import inspect
 from typing import Any
 
 import numpy as np
@@ -195,3 +200,30 @@ class StampedAxes(Axes):
         self.spines.right.register_axis(self.yaxis)
 
 
+
+
+# the private methods the stamped axis overrides or calls, with their parameters
+_AXIS_HOOKS = {"_update_ticks": ["self"], "_get_tick_boxes_siblings": ["self", "renderer"],
+               "reset_ticks": ["self"], "_get_ticks_position": ["self"],
+               "set_clip_path": ["self", "path", "transform"], "_get_tick": ["self", "major"],
+               "draw": ["self", "renderer"], "_update_label_position": ["self", "renderer"],
+               "_update_offset_text_position": ["self", "bboxes", "bboxes2"], "_tick_group_visible": ["kw"]}
+
+
+@functools.cache
+def usable() -> bool:
+    """Whether this matplotlib's axes have the private parts :class:`StampedAxes` builds on, in
+    the shape it was written for (checked once): else the report uses matplotlib's Axes."""
+    try:
+        for cls in (maxis.XAxis, maxis.YAxis):
+            for name, params in _AXIS_HOOKS.items():
+                if list(inspect.signature(getattr(cls, name)).parameters) != params:
+                    return False
+        init_names = maxis.Axis.__init__.__code__.co_names
+        return (all(name in init_names for name in ("_major_tick_kw", "_minor_tick_kw"))
+                and type(maxis.Axis.__dict__.get("majorTicks")).__name__ == "_LazyTickList"
+                and "_loc" in maxis.Tick.update_position.__code__.co_names + maxis.XTick.update_position.__code__.co_names
+                and list(inspect.signature(getattr(Axes, "_init_axis")).parameters) == ["self"]
+                and callable(getattr(mtransforms, "_interval_contains_close", None)))
+    except (AttributeError, TypeError, ValueError):  # a part missing, or no signature to read
+        return False

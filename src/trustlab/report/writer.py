@@ -11,6 +11,7 @@ Layout of ``out_dir``::
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import json
 import multiprocessing
@@ -25,7 +26,7 @@ from trustlab import __version__
 from trustlab.report import html as h
 from trustlab.report.accuracy import accuracy_section
 from trustlab.report.export import slug, write_csv, write_json
-from trustlab.report.plots import PlotError, forget_fonts, preload, render
+from trustlab.report.plots import PlotError, collector_frozen, forget_fonts, preload, render
 from trustlab.report.records import ensure_dir, is_failure
 from trustlab.report.tables import MAX_ROWS, columns, data_tables, profile_rows, reference_rows
 from trustlab.safe_output import atomic_open
@@ -118,25 +119,34 @@ def _start_drawing(records: Sequence[dict[str, Any]], ids: list[str], out_dir: P
         return {work[i][0]: errors[i] for i in range(len(work))}
 
     workers = jobs - 1
+    if not specs:
+        return lambda cancel: collect([])
+    # matplotlib imported, then frozen while the figures are drawn (plots.collector_frozen): the
+    # drawing's collections, here and in forked workers, leave its objects alone.
+    preload()
+    frozen = contextlib.ExitStack()
+    frozen.enter_context(collector_frozen())
     if workers < 1 or len(todo) < 8 or "fork" not in multiprocessing.get_all_start_methods():
-        drawn = [_render_safe(spec, png) for spec, png in zip(specs, pngs)]
+        with frozen:
+            drawn = [_render_safe(spec, png) for spec, png in zip(specs, pngs)]
         return lambda cancel: collect(drawn)
     # Nothing is drawn here before forking: a font opened before a fork shares its file
     # offset with the workers, and their reads interleave (FT_Load_Glyph "invalid outline").
-    preload()
     # Frozen, the objects the workers inherit are left out of their garbage collections: not
     # scanned again in each worker, nor copied there page by page (copy-on-write) by the scan.
-    gc.freeze()
-    pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork"),
-                               initializer=_start_worker)
     try:
-        # Runs of neighbouring figures per task: a run's figures share their labels, legend
-        # and tick texts, and a worker shapes each text once (its renderer keeps it), so
-        # scattering them over the workers had each shape and parse them again.
-        pending = pool.map(_render_safe, specs, pngs, chunksize=-(-len(specs) // (2 * workers)))
+        pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork"),
+                                   initializer=_start_worker)
+        try:
+            # Runs of neighbouring figures per task: a run's figures share their labels, legend
+            # and tick texts, and a worker shapes each text once (its renderer keeps it), so
+            # scattering them over the workers had each shape and parse them again.
+            pending = pool.map(_render_safe, specs, pngs, chunksize=-(-len(specs) // (2 * workers)))
+        except BaseException:
+            pool.shutdown(cancel_futures=True)
+            raise
     except BaseException:
-        pool.shutdown(cancel_futures=True)
-        gc.unfreeze()
+        frozen.close()
         raise
 
     def finish(cancel: bool) -> dict[tuple[str, int], str | None]:
@@ -144,7 +154,7 @@ def _start_drawing(records: Sequence[dict[str, Any]], ids: list[str], out_dir: P
             return {} if cancel else collect(list(pending))
         finally:
             pool.shutdown(cancel_futures=True)
-            gc.unfreeze()
+            frozen.close()
     return finish
 
 
