@@ -592,3 +592,32 @@ def test_dry_run_refuses_what_the_run_refuses(tmp_path, capsys):
     assert lines[3].endswith("(trustlab run lab-counting: --x -1 with --y -1.0: not both negative)")
     assert main(["sweep", str(spec), "--out", str(tmp_path / "o"), "--no-progress", "--jobs", "1"]) == 1
     assert "failed" in capsys.readouterr().out
+
+
+def test_dry_run_refuses_the_pqc_tpm_points_the_run_refuses(tmp_path, capsys):
+    """pqc-tpm's checks (--draws range, --algorithms, --message-bytes, --focus, ...) are its ``check``, not
+    the start of its run: a dry run no longer lists as pending a point the run then refuses."""
+    from trustlab.experiments.registry import run_argv
+
+    spec = tmp_path / "s.toml"
+    for body, message in (('experiment = "pqc-tpm"\n[fixed]\ndraws = 5\n', "--draws must be between 10 and 20000, got 5"),
+                          ('experiment = "pqc-tpm"\n[grid]\ndraws = [10, 20001]\n', "got 20001"),
+                          ('experiment = "pqc-tpm"\n[fixed]\nalgorithms = "ML-DSA-99"\n', "--algorithms: 'ML-DSA-99'")):
+        spec.write_text(body)
+        for extra in (["--dry-run"], ["--no-progress", "--jobs", "1"]):
+            assert main(["sweep", str(spec), "--out", str(tmp_path / "o"), *extra]) == 2
+            err = capsys.readouterr().err.strip().splitlines()
+            assert len(err) == 1 and message in err[0], err
+    assert not (tmp_path / "o").exists()
+    # each grid value is valid with the others' first values; only their combination is not
+    a, b = "infineon-slb9670-wolftpm", "infineon-slb9672-wolftpm"
+    spec.write_text(f'experiment = "pqc-tpm"\n[fixed]\ndraws = 10\nalgorithms = "ML-KEM-768"\n'
+                    f'[grid]\nprofiles = ["{a},{b}", "{a}"]\nfocus = ["{a}", "{b}"]\n')
+    assert main(["sweep", str(spec), "--out", str(tmp_path / "o"), "--dry-run"]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split()[1] for line in lines] == ["pending", "pending", "pending", "invalid"]
+    message = f"--focus: '{b}' is not among the priced --profiles"
+    assert lines[3].endswith(f"(trustlab run pqc-tpm: {message})")
+    argv = lines[3].split("  ")[2].split()[1:]  # key, state, "pqc-tpm ARGV...", "(error)"
+    with pytest.raises(TrustlabError, match=message):  # the run refuses that point with the same words
+        run_argv("pqc-tpm", argv)

@@ -118,10 +118,13 @@ class AEExperiment:
         parser.add_argument("--no-pad", action="store_true",
                             help="do not zero-pad non-OCB payloads to whole blocks (the paper pads)")
 
-    def run(self, args: argparse.Namespace) -> Result:
+    def check(self, args: argparse.Namespace) -> None:
+        """--protocol only with --link char (the registry runs this before a run and on every sweep point)."""
         if args.protocol is not None and args.link != "char":  # the paper's link model has no framing
             raise TrustlabError(f"--protocol {args.protocol}: applies only with --link char (the link is "
                                 f"{args.link}, 8 bits per payload byte)")
+
+    def run(self, args: argparse.Namespace) -> Result:
         args.protocol = args.protocol or "T=1"
         plats = [platform(n) for n in platform_names(args.platform, FLAGSHIP)]
         modes = _csv("--mode", args.mode, tuple(MODES))

@@ -71,13 +71,17 @@ class FtpmCrashExperiment:
         parser.add_argument("--p-unclean", type=_probability, default=None,
                             help=f"with --boots: P(power cut instead of TPM2_Shutdown) (default {BOOT_DEFAULTS['p_unclean']})")
 
-    def run(self, args: argparse.Namespace) -> Result:
+    def check(self, args: argparse.Namespace) -> None:
+        """--boots' range, and the boot odds only with --boots (the registry runs this before a run and on every sweep point)."""
         if args.boots < 0:
             raise TrustlabError(f"--boots must not be negative, got {args.boots}")
-        for name, default in BOOT_DEFAULTS.items():
+        for name in BOOT_DEFAULTS:
             if getattr(args, name) is not None and not args.boots:
                 raise TrustlabError(f"--{name.replace('_', '-')}: applies only with --boots N (it sets the boot "
                                     "simulation's odds); add --boots or drop it")
+
+    def run(self, args: argparse.Namespace) -> Result:
+        for name, default in BOOT_DEFAULTS.items():
             if getattr(args, name) is None:
                 setattr(args, name, default)
         profile = registry.load(args.profile)

@@ -70,9 +70,12 @@ class FtpmVsDtpmExperiment:
         parser.add_argument("--reps", type=count(1, 100_000, "--reps"), default=3, help="repetitions per command on swtpm (default 3)")
         parser.add_argument("--seed", type=seed, default=0)
 
-    def run(self, args: argparse.Namespace) -> Result:
+    def check(self, args: argparse.Namespace) -> None:
+        """--reps' range (the registry runs this before a run and on every sweep point)."""
         if args.reps < 1:
             raise TrustlabError(f"--reps must be at least 1, got {args.reps}")
+
+    def run(self, args: argparse.Namespace) -> Result:
         if args.profiles is None:
             known = set(registry.names("tpm2"))
             names = [n for n in DEFAULT_PROFILES if n in known] or sorted(known)

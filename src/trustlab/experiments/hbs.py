@@ -197,8 +197,12 @@ class HBS:
                             metavar="REL",
                             help="relative change of each profile parameter in the sensitivity table (default 0.10)")
 
-    def run(self, args: argparse.Namespace) -> Result:
+    def check(self, args: argparse.Namespace) -> None:
+        """Options without effect in the chosen mode (the registry runs this before a run and on every sweep
+        point)."""
         _check_modes(args)
+
+    def run(self, args: argparse.Namespace) -> Result:
         prof = _what_if(_profile(args.profile), getattr(args, "set", []) or [])
         args.sensitivity = DEFAULT_SENSITIVITY if args.sensitivity is None else args.sensitivity
         if not 0 < args.sensitivity < 1:

@@ -25,6 +25,7 @@ import argparse
 import random
 import statistics
 import sys
+from dataclasses import dataclass
 from typing import Any
 
 from trustlab.devices.tpm2.pqc_model import asm_speedup, builds, chips, chipspec, classes, frames, keccak_engine, \
@@ -38,6 +39,7 @@ from trustlab.experiments.registry import Result, experiment
 from trustlab.timing import registry
 from trustlab.timing.clock import Clock
 from trustlab.timing.formula_sets import tpm2 as rules
+from trustlab.timing.profile import Profile
 from trustlab.textable import table
 
 FOCUS_DEFAULT = "st-st33ktpm2xspi-wolftpm"
@@ -238,6 +240,66 @@ def _unique(items: str) -> list[str]:
     return list(dict.fromkeys(n.strip() for n in items.split(",") if n.strip()))
 
 
+@dataclass(frozen=True)
+class Selection:
+    """What a pqc-tpm run prices, read from its arguments: the chips given by --chip, the profiles, the
+    algorithms, the sign-sequence message size, whether secret-key operations are protected, the focus."""
+
+    specs: list[ChipSpec]
+    profiles: list[Profile]
+    algorithms: list[str]
+    message_bytes: int
+    protection: bool
+    focus: str | None
+
+
+def select(args: argparse.Namespace) -> Selection:
+    """Resolve and check the arguments without changing them: the experiment's ``check`` (so a sweep's dry
+    run refuses what the run refuses) and the start of its ``run`` are this one function, so they cannot
+    disagree."""
+    if not MIN_DRAWS <= args.draws <= MAX_DRAWS:
+        raise TrustlabError(f"--draws must be between {MIN_DRAWS} and {MAX_DRAWS}, got {args.draws} "
+                            "(more draws do not sharpen the median or p95 further, they only take longer)")
+    specs = [ChipSpec.parse(text) for text in getattr(args, "chip", [])]
+    labels = [spec.name for spec in specs]
+    for label in dict.fromkeys(x for x in labels if labels.count(x) > 1):  # rows could not be told apart
+        raise TrustlabError(f"--chip: {labels.count(label)} chips are labelled {label!r}; give each its own "
+                            "name=LABEL (or drop the repeated one)")
+    profiles_arg = args.profiles if args.profiles is not None else ("" if specs else "all")
+    known = registry.names("tpm2")
+    names = known if profiles_arg == "all" else _unique(profiles_arg)
+    if not names and not specs:
+        raise TrustlabError("--profiles: no profile named")
+    profiles = [registry.load(n) for n in names]
+    for p in profiles:
+        if p.family != "tpm2":
+            raise TrustlabError(f"--profiles: {p.name!r} is a {p.family!r} profile, not tpm2")
+        for cname, comp in p.components.items():
+            if comp.mean > MAX_COMPONENT_MS:  # sums of such draws overflow a float
+                raise TrustlabError(f"--profiles: {p.name!r}: component {cname} = {comp.mean:g} ms is beyond any "
+                                    f"chip (at most {MAX_COMPONENT_MS:g} ms)")
+    default_algs = ALGORITHMS if profiles else tuple(dict.fromkeys(("ML-KEM-512",) + ALGORITHMS))
+    algorithms = _unique(args.algorithms) if args.algorithms is not None else list(default_algs)
+    allowed = tuple(dict.fromkeys(ALGORITHMS + tuple(MLKEM)))
+    for a in algorithms:
+        if a not in allowed:
+            raise TrustlabError(f"--algorithms: {a!r} is not one of {', '.join(allowed)}")
+    if not algorithms:
+        raise TrustlabError("--algorithms: no algorithm named")
+    if args.message_bytes is not None and not any(a.startswith("ML-DSA") for a in algorithms):
+        raise TrustlabError(f"--message-bytes {args.message_bytes}: applies only with an ML-DSA algorithm "
+                            "(its sign-sequence row); --algorithms names none")
+    message_bytes = 16384 if args.message_bytes is None else args.message_bytes
+    if not 1 <= message_bytes <= 1 << 24:
+        raise TrustlabError(f"--message-bytes must be between 1 and 16777216, got {message_bytes}")
+    protection = getattr(args, "protection", "on") == "on"
+    priced_names = [p.name for p in profiles]
+    if args.focus is not None and args.focus not in priced_names:
+        raise TrustlabError(f"--focus: {args.focus!r} is not among the priced --profiles")
+    focus = args.focus or (FOCUS_DEFAULT if FOCUS_DEFAULT in priced_names else (priced_names or [None])[0])
+    return Selection(specs, profiles, algorithms, message_bytes, protection, focus)
+
+
 @experiment("pqc-tpm", help="ML-DSA-44/65/87 and ML-KEM-768/1024 (TPM 2.0 Library 1.85) on every TPM 2.0 profile: "
             "keygen, sign/encapsulate, verify/decapsulate, one attestation; median/p95, bus share, bytes, vs "
             "ECDSA P-256 / RSA-2048")
@@ -304,47 +366,14 @@ class PqcTpmExperiment:
                             help="no progress bar (otherwise one is shown on stderr, if it is a terminal, for "
                             f"runs of {PROGRESS_MIN_DRAWS} draws or more; stdout stays the table or --json)")
 
+    def check(self, args: argparse.Namespace) -> None:
+        """Every parameter's check (the registry runs this before a run and on every sweep point)."""
+        select(args)
+
     def run(self, args: argparse.Namespace) -> Result:
-        if not MIN_DRAWS <= args.draws <= MAX_DRAWS:
-            raise TrustlabError(f"--draws must be between {MIN_DRAWS} and {MAX_DRAWS}, got {args.draws} "
-                                "(more draws do not sharpen the median or p95 further, they only take longer)")
-        specs = [ChipSpec.parse(text) for text in getattr(args, "chip", [])]
-        labels = [spec.name for spec in specs]
-        for label in dict.fromkeys(x for x in labels if labels.count(x) > 1):  # rows could not be told apart
-            raise TrustlabError(f"--chip: {labels.count(label)} chips are labelled {label!r}; give each its own "
-                                "name=LABEL (or drop the repeated one)")
-        profiles_arg = args.profiles if args.profiles is not None else ("" if specs else "all")
-        known = registry.names("tpm2")
-        names = known if profiles_arg == "all" else _unique(profiles_arg)
-        if not names and not specs:
-            raise TrustlabError("--profiles: no profile named")
-        profiles = [registry.load(n) for n in names]
-        for p in profiles:
-            if p.family != "tpm2":
-                raise TrustlabError(f"--profiles: {p.name!r} is a {p.family!r} profile, not tpm2")
-            for cname, comp in p.components.items():
-                if comp.mean > MAX_COMPONENT_MS:  # sums of such draws overflow a float
-                    raise TrustlabError(f"--profiles: {p.name!r}: component {cname} = {comp.mean:g} ms is beyond any "
-                                        f"chip (at most {MAX_COMPONENT_MS:g} ms)")
-        default_algs = ALGORITHMS if profiles else tuple(dict.fromkeys(("ML-KEM-512",) + ALGORITHMS))
-        algorithms = _unique(args.algorithms) if args.algorithms is not None else list(default_algs)
-        allowed = tuple(dict.fromkeys(ALGORITHMS + tuple(MLKEM)))
-        for a in algorithms:
-            if a not in allowed:
-                raise TrustlabError(f"--algorithms: {a!r} is not one of {', '.join(allowed)}")
-        if not algorithms:
-            raise TrustlabError("--algorithms: no algorithm named")
-        if args.message_bytes is not None and not any(a.startswith("ML-DSA") for a in algorithms):
-            raise TrustlabError(f"--message-bytes {args.message_bytes}: applies only with an ML-DSA algorithm "
-                                "(its sign-sequence row); --algorithms names none")
-        args.message_bytes = 16384 if args.message_bytes is None else args.message_bytes
-        if not 1 <= args.message_bytes <= 1 << 24:
-            raise TrustlabError(f"--message-bytes must be between 1 and 16777216, got {args.message_bytes}")
-        protection = getattr(args, "protection", "on") == "on"
-        priced_names = [p.name for p in profiles]
-        if args.focus is not None and args.focus not in priced_names:
-            raise TrustlabError(f"--focus: {args.focus!r} is not among the priced --profiles")
-        focus = args.focus or (FOCUS_DEFAULT if FOCUS_DEFAULT in priced_names else (priced_names or [None])[0])
+        chosen = select(args)  # reads args, never writes them (a sweep checks the same Namespace again)
+        specs, profiles, algorithms = chosen.specs, chosen.profiles, chosen.algorithms
+        protection, focus, message_bytes = chosen.protection, chosen.focus, chosen.message_bytes
         rows, attest = [], []
         # a classical operation's draws depend only on (profile, variant, commands, draws, seed): every algorithm's
         # rows and attestation of a profile read the same ones, so each is drawn once per run
@@ -389,15 +418,15 @@ class PqcTpmExperiment:
                         row[f"{label} median_ms"] = None if c is None else _stats(c)[0]
                     rows.append(row)
                 if not kem:
-                    seq = sequence_sign(p, algorithm, args.message_bytes, args.draws, rng)
+                    seq = sequence_sign(p, algorithm, message_bytes, args.draws, rng)
                     med, p95 = _stats(seq["totals"])
                     seq_commands = (["TPM2_SignSequenceStart"] + ["TPM2_SequenceUpdate"] * seq["updates"]
                                     + ["TPM2_SignSequenceComplete"])
                     rows.append({"profile": p.name, "chip": chip.label, "algorithm": algorithm,
-                                 "operation": "sign-sequence", "message_bytes": args.message_bytes,
+                                 "operation": "sign-sequence", "message_bytes": message_bytes,
                                  "commands": seq_commands, "served_commands": seq_commands,
                                  "sequence_updates": seq["updates"], "chunk_bytes": seq["chunk"],
-                                 **sequence_interval(p, price_of[(algorithm, "sign")], seq, args.message_bytes),
+                                 **sequence_interval(p, price_of[(algorithm, "sign")], seq, message_bytes),
                                  "served_median_ms": med, "p95_ms": p95,
                                  "bus_share": statistics.fmean(seq["bus"]) / statistics.fmean(seq["totals"]),
                                  "bytes_moved": seq["bytes"], "largest_frame": seq["largest"],
@@ -472,7 +501,7 @@ class PqcTpmExperiment:
         return Result(experiment="pqc-tpm", params={"profiles": [p.name for p in profiles], "algorithms": algorithms,
                                                     "chips": [s.name for s in specs],
                                                     "draws": args.draws, "seed": args.seed, "focus": focus,
-                                                    "message_bytes": args.message_bytes, "protection": protection},
+                                                    "message_bytes": message_bytes, "protection": protection},
                       data=data, text=text, references=[], profiles=provs, plots=plots)
 
     @staticmethod

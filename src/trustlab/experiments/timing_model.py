@@ -63,13 +63,16 @@ class TimingModel:
         parser.add_argument("--no-simulate", dest="simulate", action="store_false",
                             help="skip running the commands on the TPM 1.2 engine (model column only)")
 
-    def run(self, args: argparse.Namespace) -> Result:
-        names = args.profile or VENDORS
-        commands = args.command or COMMANDS
+    def check(self, args: argparse.Namespace) -> None:
+        """--noise's and --repeats' ranges (the registry runs this before a run and on every sweep point)."""
         if not 0 <= args.noise < 1:
             raise TrustlabError(f"--noise {args.noise}: give a relative s.d. in [0, 1)")
         if args.repeats < 1:
             raise TrustlabError(f"--repeats {args.repeats}: need at least one measurement per command")
+
+    def run(self, args: argparse.Namespace) -> Result:
+        names = args.profile or VENDORS
+        commands = args.command or COMMANDS
         profiles = [registry.load(n) for n in names]
         for p in profiles:
             if p.family != "tpm1.2":
