@@ -572,19 +572,27 @@ def test_the_sweeps_report_can_be_redrawn_in_place_as_its_last_line_says(tmp_pat
     assert main(["sweep", str(spec_path), "--jobs", "1", "--out", str(tmp_path), "--no-progress"]) == 0  # and back
 
 
-def test_dry_run_refuses_what_the_run_refuses(tmp_path, capsys):
-    """A dry run checks each point's arguments with the run's own checks (the experiment's ``check``):
-    an out-of-range parameter is refused by both before anything runs, a grid value given twice too, and
-    a point only its combination makes invalid is listed as invalid, not pending, with exit 1 (D6)."""
-    for body, message in (('experiment = "oracle"\n[fixed]\nparties = 1001\n', "--parties 1001: must be between 2"),
-                          ('experiment = "lab-counting"\n[grid]\nseed = [1, 1]\n', "grid.seed: the value 1")):
-        spec = tmp_path / "s.toml"
+def _refused_by_dry_run_and_run(tmp_path, capsys, cases):
+    """Each (spec body, message): refused with exit 2 and that one line by ``--dry-run`` and by the run, nothing
+    written. Returns the spec's path for the caller's next body."""
+    spec = tmp_path / "s.toml"
+    for body, message in cases:
         spec.write_text(body)
         for extra in (["--dry-run"], ["--no-progress", "--jobs", "1"]):
             assert main(["sweep", str(spec), "--out", str(tmp_path / "o"), *extra]) == 2
             err = capsys.readouterr().err.strip().splitlines()
             assert len(err) == 1 and message in err[0], err
     assert not (tmp_path / "o").exists()
+    return spec
+
+
+def test_dry_run_refuses_what_the_run_refuses(tmp_path, capsys):
+    """A dry run checks each point's arguments with the run's own checks (the experiment's ``check``):
+    an out-of-range parameter is refused by both before anything runs, a grid value given twice too, and
+    a point only its combination makes invalid is listed as invalid, not pending, with exit 1 (D6)."""
+    spec = _refused_by_dry_run_and_run(tmp_path, capsys, (
+        ('experiment = "oracle"\n[fixed]\nparties = 1001\n', "--parties 1001: must be between 2"),
+        ('experiment = "lab-counting"\n[grid]\nseed = [1, 1]\n', "grid.seed: the value 1")))
     spec.write_text('experiment = "lab-counting"\n[grid]\nx = [1, -1]\ny = [1.0, -1.0]\n')
     assert main(["sweep", str(spec), "--out", str(tmp_path / "o"), "--dry-run"]) == 1
     lines = capsys.readouterr().out.splitlines()
@@ -599,16 +607,10 @@ def test_dry_run_refuses_the_pqc_tpm_points_the_run_refuses(tmp_path, capsys):
     the start of its run: a dry run no longer lists as pending a point the run then refuses."""
     from trustlab.experiments.registry import run_argv
 
-    spec = tmp_path / "s.toml"
-    for body, message in (('experiment = "pqc-tpm"\n[fixed]\ndraws = 5\n', "--draws must be between 10 and 20000, got 5"),
-                          ('experiment = "pqc-tpm"\n[grid]\ndraws = [10, 20001]\n', "got 20001"),
-                          ('experiment = "pqc-tpm"\n[fixed]\nalgorithms = "ML-DSA-99"\n', "--algorithms: 'ML-DSA-99'")):
-        spec.write_text(body)
-        for extra in (["--dry-run"], ["--no-progress", "--jobs", "1"]):
-            assert main(["sweep", str(spec), "--out", str(tmp_path / "o"), *extra]) == 2
-            err = capsys.readouterr().err.strip().splitlines()
-            assert len(err) == 1 and message in err[0], err
-    assert not (tmp_path / "o").exists()
+    spec = _refused_by_dry_run_and_run(tmp_path, capsys, (
+        ('experiment = "pqc-tpm"\n[fixed]\ndraws = 5\n', "--draws must be between 10 and 20000, got 5"),
+        ('experiment = "pqc-tpm"\n[grid]\ndraws = [10, 20001]\n', "got 20001"),
+        ('experiment = "pqc-tpm"\n[fixed]\nalgorithms = "ML-DSA-99"\n', "--algorithms: 'ML-DSA-99'")))
     # each grid value is valid with the others' first values; only their combination is not
     a, b = "infineon-slb9670-wolftpm", "infineon-slb9672-wolftpm"
     spec.write_text(f'experiment = "pqc-tpm"\n[fixed]\ndraws = 10\nalgorithms = "ML-KEM-768"\n'
