@@ -32,6 +32,13 @@ def test_a_lineage_table_names_both_families(table):
         lineage.of_source({"id": "x", "lineage": table}, "ML-DSA")
 
 
+def test_a_lineage_table_naming_a_family_twice_is_refused():
+    """ML-KEM and ml-kem are two TOML keys but one family: two answers for it, not the last one silently."""
+    table = {"ML-KEM": "mlkem-native", "ml-kem": "reference", "ML-DSA": "reference"}
+    with pytest.raises(TrustlabError, match="names ML-KEM more than once"):
+        lineage.statement(table, "--chip chip.toml")
+
+
 def test_a_per_family_source_is_priced_per_family():
     row = {"source": "xu2025-x86", "unit": "cycles"}
     source = next(s for s in classes.measurements()["sources"] if s["id"] == "xu2025-x86")

@@ -486,3 +486,35 @@ def test_trace_onto_a_file_that_is_not_a_trace_is_refused_unless_forced(tmp_path
     trace.write_text(EARLIER_TRACE)
     rc, err = _serve_and_stop("--trace", "t.jsonl", cwd=tmp_path)
     assert rc == 0 and trace.read_text() == EARLIER_TRACE, err  # an earlier trace: appended to, never replaced
+
+
+def test_trace_through_a_symbolic_link_is_refused_and_forced_replaces_the_link(tmp_path: Path) -> None:
+    """--trace sl.jsonl --force wrote through the link into its target (evaluator): a link, dangling or not, is
+    refused in one line; --force replaces the link itself and never writes its target."""
+    precious = tmp_path / "precious.txt"
+    precious.write_text("keep me\n")
+    link = tmp_path / "sl.jsonl"
+    link.symlink_to("precious.txt")
+    dangling = tmp_path / "dl.jsonl"
+    dangling.symlink_to("nowhere.txt")
+    for name in ("sl.jsonl", "dl.jsonl"):
+        done = run_serve("--profile", "infineon-2010", "--virtual", "--trace", name, cwd=tmp_path)
+        assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
+        assert f"--trace {name}: is a symbolic link" in done.stderr
+    assert not (tmp_path / "nowhere.txt").exists() and precious.read_text() == "keep me\n"
+    rc, err = _serve_and_stop("--trace", "sl.jsonl", "--force", cwd=tmp_path)
+    assert rc == 0 and "Traceback" not in err, err
+    assert precious.read_text() == "keep me\n" and not link.is_symlink()
+
+
+def test_appending_to_a_torn_trace_starts_on_a_line_of_its_own(tmp_path: Path) -> None:
+    """An earlier trace cut off mid-line (a crash) got the next record glued onto the torn line; the writer now
+    ends that line first, so every new record parses."""
+    from trustlab.serving.trace import TraceWriter, is_trace_line
+
+    trace = tmp_path / "t.jsonl"
+    trace.write_text(EARLIER_TRACE + '{"seq": 9, "comm')
+    TraceWriter(trace).close()
+    assert trace.read_text() == EARLIER_TRACE + '{"seq": 9, "comm\n'
+    TraceWriter(trace).close()  # an ended file is left as it is
+    assert trace.read_text().endswith('"comm\n') and is_trace_line(EARLIER_TRACE.splitlines()[0].encode())

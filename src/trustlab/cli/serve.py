@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 import time
@@ -196,6 +197,12 @@ def _foreign_trace(path, force: bool) -> bool:
     from trustlab.limits import shown
     from trustlab.serving.trace import foreign_trace_file
 
+    if os.path.islink(path):  # dangling or not: the link is replaced only with --force, its target never written
+        if not force:
+            raise TrustlabError(f"--trace {shown(path)}: is a symbolic link; pass --force to replace the link "
+                                "(its target is left alone), or choose a new name")
+        os.unlink(path)
+        return False
     try:
         foreign = foreign_trace_file(path)
     except OSError as exc:

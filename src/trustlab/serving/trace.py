@@ -133,10 +133,31 @@ class TraceWriter:
     def __init__(self, target: "str | Path | IO[str]", replace: bool = False) -> None:
         self._own = isinstance(target, (str, Path))
         self.name = str(target) if self._own else getattr(target, "name", "the trace stream")
-        flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC | (os.O_TRUNC if replace else 0)
+        # O_NOFOLLOW: a trace is never written through a symbolic link (serve replaces a link only with --force)
+        flags = (os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC | os.O_NOFOLLOW
+                 | (os.O_TRUNC if replace else 0))
         self._fd = os.open(target, flags, 0o666) if self._own else -1  # type: ignore[arg-type]
+        if self._own:
+            self._end_torn_line(target)  # type: ignore[arg-type]
         self._file: IO[str] | None = None if self._own else target  # type: ignore[assignment]
         self._epoch: float | None = None
+
+    def _end_torn_line(self, path: "str | Path") -> None:
+        """An earlier trace cut off mid-line (a crash) gets its line ended, so this segment's first record is a
+        line of its own that readers can parse, not glued onto the torn one."""
+        end = os.fstat(self._fd).st_size
+        if not end:
+            return
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        except OSError:  # unreadable (write-only): nothing to check, appended as before
+            return
+        try:
+            last = os.pread(fd, 1, end - 1)
+        finally:
+            os.close(fd)
+        if last != b"\n":
+            os.write(self._fd, b"\n")
 
     def write(self, record: TraceRecord) -> None:
         if self._epoch is None:

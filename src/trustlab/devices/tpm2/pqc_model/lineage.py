@@ -61,7 +61,12 @@ def statement(value, where: str) -> Statement:
     both is one name). A bad entry is an error naming its family."""
     if not isinstance(value, dict):
         return check(value, where)
-    value = {str(k).strip().upper(): v for k, v in value.items()}  # ml-kem as ML-KEM
+    names = [str(k).strip().upper() for k in value]  # ml-kem as ML-KEM
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:  # ML-KEM and ml-kem both given: two answers for one family
+        raise TrustlabError(f"{where}: lineage table names {', '.join(twice)} more than once (keys differ only in "
+                            "case or spaces)")
+    value = dict(zip(names, value.values()))
     unknown = sorted(set(value) - set(FAMILIES))
     missing = [f for f in FAMILIES if f not in value]
     if unknown or missing:
