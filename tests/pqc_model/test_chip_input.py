@@ -202,3 +202,11 @@ def test_every_numeric_toml_field_refuses_overflow_bool_and_non_finite_in_one_li
 def test_a_huge_toml_integer_is_refused_as_its_key_value_form_is():
     rc, _, err = run("run", "pqc-tpm", "--chip", f"core=cortex-m4,mhz={BIG}")
     assert rc == 2 and "mhz = " in err and "must be a positive finite number" in err
+
+
+def test_a_security_controllers_core_says_so_in_its_label():
+    """core=sc300 is priced as a certified TPM on the Cortex-M3 class (its documented defaults), where core=m3 is a
+    bare microcontroller; both were labelled 'cortex-m3 @ 100 MHz' (second outside evaluation)."""
+    assert ChipSpec.parse("core=sc300,mhz=100").name == "sc300 (cortex-m3 class, security controller) @ 100 MHz"
+    assert ChipSpec.parse("core=m3,mhz=100").name == "cortex-m3 @ 100 MHz"
+    assert ChipSpec.parse("core=secure-mcu,mhz=25-100").name == "secure-mcu (security controller) @ 25-100 MHz"

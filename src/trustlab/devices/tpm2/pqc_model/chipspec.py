@@ -351,8 +351,12 @@ def _from_mapping(doc: dict, where: str) -> ChipSpec:
         kbps = _bounded(_number(doc["sha256_kbps"], "sha256_kbps", where), "sha256_kbps", where, *SHA256_KBPS_RANGE,
                         "KB/s")
         sha = kbps * 1024.0 / 1000.0  # bytes per ms
+    # a security controller's core (sc300) is priced as a certified TPM on its class (cortex-m3): the label says so
+    typed = str(doc["core"]).strip().lower()
+    shown_core = core if not secure else f"{typed} (security controller)" if core in (None, typed) else \
+        f"{typed} ({core} class, security controller)"
     name = _name(doc["name"], core, where) if "name" in doc else \
-        f"{core} @ {mhz[0]:g}" + (f"-{mhz[1]:g}" if mhz[1] != mhz[0] else "") + " MHz"
+        f"{shown_core} @ {mhz[0]:g}" + (f"-{mhz[1]:g}" if mhz[1] != mhz[0] else "") + " MHz"
     note = None if engine is not None else keccak_impl.as_c_note(core or "secure-mcu", kimpl)
     spec = ChipSpec(name=name,
                     core=core, mhz=mhz, clock_source="given (--chip)",
