@@ -24,6 +24,8 @@ from trustlab.apps import oracle
 from trustlab.textable import table
 from trustlab.errors import TrustlabError
 from trustlab.experiments._params import seed
+from trustlab.devices.tpm12.commands.hmac import MAX_OUTPUT_BLOCKS
+from trustlab.devices.tpm12.wire import ALLOC_MAX
 from trustlab.experiments.registry import Reference, Result, experiment
 from trustlab.timing import formulas, registry
 
@@ -36,7 +38,10 @@ PAPER_INFINEON = {"T1": 20, "T2": 181, "T3": 325, "T4": 329, "T5": 487, "T6": 21
 SOURCE_ONLY = oracle.SOURCE_OPS - {"TPM_LoadKey2"}  # the operations reported from the source's calls
 MAX_PARTIES = 1000
 MAX_QUERIES = 100_000
-MAX_BLOCKS = 4096
+# What the TPM_HMAC command takes (a query's input is 64 b_i - 9 bytes, apps/oracle): its input inside the TPM's
+# sized-buffer allocation limit, its output blocks up to the command's own limit; larger values failed inside
+# the TPM with an error that did not name the flag.
+MAX_INPUT_BLOCKS = (ALLOC_MAX + 9) // 64
 
 
 def mean(values: Iterable[float]) -> float:
@@ -83,9 +88,9 @@ class OracleStudy:
         parser.add_argument("--parties", type=int, default=2, metavar="N",
                             help=f"parties incl. the source, 2..{MAX_PARTIES} (default 2)")
         parser.add_argument("--input-blocks", type=int, default=3, metavar="BI",
-                            help=f"SHA-1 blocks of a query input, 1..{MAX_BLOCKS} (default 3 = 1024-bit inputs)")
+                            help=f"SHA-1 blocks of a query input, 1..{MAX_INPUT_BLOCKS} (default 3 = 1024-bit inputs)")
         parser.add_argument("--output-blocks", type=int, default=1, metavar="BO",
-                            help=f"160-bit output blocks per query, 1..{MAX_BLOCKS} (default 1)")
+                            help=f"160-bit output blocks per query, 1..{MAX_OUTPUT_BLOCKS} (default 1)")
         parser.add_argument("--queries", type=int, default=3, metavar="Q",
                             help=f"queries answered by every party, 1..{MAX_QUERIES} (default 3)")
         parser.add_argument("--realtime", action="store_true",
@@ -97,8 +102,8 @@ class OracleStudy:
         """The parameters' ranges (the registry runs this before a run and on every sweep point)."""
         check_range("--parties", args.parties, 2, MAX_PARTIES)
         check_range("--queries", args.queries, 1, MAX_QUERIES)
-        check_range("--input-blocks", args.input_blocks, 1, MAX_BLOCKS)
-        check_range("--output-blocks", args.output_blocks, 1, MAX_BLOCKS)
+        check_range("--input-blocks", args.input_blocks, 1, MAX_INPUT_BLOCKS)
+        check_range("--output-blocks", args.output_blocks, 1, MAX_OUTPUT_BLOCKS)
 
     def run(self, args: argparse.Namespace) -> Result:
         profile = registry.load(args.profile)
