@@ -15,64 +15,49 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import statistics
 
-from trustlab.devices.tpm2.pqc_model import builds, classes, keccak_impl, lineage, predict
+from trustlab.devices.tpm2.pqc_model import builds, classes, keccak_impl, lineage
 from trustlab.devices.tpm2.pqc_model import validation as v
 
 UNKNOWN_FACTS = {"build": builds.UNKNOWN, "implementation": "unknown", "lineage": lineage.UNKNOWN,
                  "keccak_impl": keccak_impl.UNKNOWN}
 
 
-def scored_rows(unknown: tuple[str, ...], class_only: bool) -> list[tuple[str, float, float, bool]]:
-    """(source, error, worst-way ratio, covered) per counted row, with the facts in ``unknown`` at the default."""
-    doc = classes.measurements()
-    sources = {s["id"]: s for s in doc["sources"]}
-    out = []
-    for row in doc["rows"]:
-        source = sources[row["source"]]
-        if not source["counted"]:
-            continue
-        exclude = frozenset({row["source"]})
-        spec = v.spec_of(source, row, exclude)
+def rows_with(unknown: tuple[str, ...], class_only: bool) -> list[dict]:
+    """Every row leave-one-source-out (``validation.predict_row``) with the facts in ``unknown`` at the default
+    and, with ``class_only``, the source's core class instead of its named core."""
+    def restate(source: dict, spec):
         changes: dict = {f: UNKNOWN_FACTS[f] for f in unknown}
         if unknown:
             changes["notes"] = ()
         if class_only:
             changes["core"] = source["core"]
-        spec = dataclasses.replace(spec, **changes)
-        p = predict.price(row["algorithm"], row["operation"], spec, protection=False, exclude=exclude)
-        k = 1000.0 if row["unit"] == "cycles" else 1.0  # at 1 MHz, ms x 1000 = cycles
-        median = row.get("statistic", "mean") == "median" and p.run_median_ms is not None
-        predicted = (p.run_median_ms if median else p.mean_ms) * k
-        ref = float(row["value"])
-        out.append((row["source"], predicted / ref - 1.0, max(predicted / ref, ref / predicted),
-                    p.low_ms * k <= ref <= p.high_ms * k))
-    return out
+        return dataclasses.replace(spec, **changes)
+
+    return [v.predict_row(row, restate=restate) for row in classes.measurements()["rows"]]
 
 
-def line(label: str, rows: list[tuple[str, float, float, bool]]) -> str:
-    return (f"{label:44s} median |err| {statistics.median(abs(r[1]) for r in rows):6.1%}  "
-            f"median {statistics.median(r[1] for r in rows):+6.1%}  within 2x {sum(r[2] <= 2 for r in rows)}/"
-            f"{len(rows)}  coverage {sum(r[3] for r in rows) / len(rows):5.1%}")
+def line(label: str, rows: list[dict]) -> str:
+    o = v.summary(rows)["overall"]  # counted sources only, as validate
+    return (f"{label:44s} median |err| {o['median_abs_error']:6.1%}  median {o['median_error']:+6.1%}  "
+            f"within 2x {o['within_2x']}/{o['rows']}  coverage {o['coverage']:5.1%}")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--per-source", action="store_true", help="also each source's median error with no facts")
     args = ap.parse_args()
-    print(line("every stated fact (validate)", scored_rows((), False)))
+    print(line("every stated fact (validate)", rows_with((), False)))
     for fact in UNKNOWN_FACTS:
-        print(line(f"{fact} unknown", scored_rows((fact,), False)))
+        print(line(f"{fact} unknown", rows_with((fact,), False)))
     every = tuple(UNKNOWN_FACTS)
-    print(line("all four unknown, named core", scored_rows(every, False)))
-    bare = scored_rows(every, True)
+    print(line("all four unknown, named core", rows_with(every, False)))
+    bare = rows_with(every, True)
     print(line("all four unknown, core class only", bare))
     if args.per_source:
-        for sid in dict.fromkeys(r[0] for r in bare):
-            rs = [r for r in bare if r[0] == sid]
-            print(f"  {sid:34s} {statistics.median(r[1] for r in rs):+6.0%}  within 2x "
-                  f"{sum(r[2] <= 2 for r in rs)}/{len(rs)}")
+        for sid, o in v.summary(bare)["sources"].items():
+            if o["counted"]:
+                print(f"  {sid:34s} {o['median_error']:+6.0%}  within 2x {o['within_2x']}/{o['rows']}")
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import statistics
+from typing import Callable
 
 from trustlab.devices.tpm2.pqc_model import builds, calibration, chips, chipspec, classes, keccak_engine, keccak_impl, \
     lineage, predict, silicon
@@ -80,12 +81,16 @@ def implementation_of(source: dict, exclude: frozenset[str] = frozenset(),
                                                   algorithm)
 
 
-def predict_row(row: dict, exclude_own: bool = True) -> dict:
-    """One measurement predicted leave-one-source-out: predicted, low, high in the row's unit."""
+def predict_row(row: dict, exclude_own: bool = True,
+                restate: Callable[[dict, ChipSpec], ChipSpec] | None = None) -> dict:
+    """One measurement predicted leave-one-source-out: predicted, low, high in the row's unit. ``restate`` (source,
+    chip) -> chip prices it with other facts than its source states (tools/pqc_facts_sensitivity.py)."""
     doc = classes.measurements()
     source = next(s for s in doc["sources"] if s["id"] == row["source"])
     exclude = frozenset({row["source"]}) if exclude_own else frozenset()
     spec = spec_of(source, row, exclude)
+    if restate is not None:
+        spec = restate(source, spec)
     p = predict.price(row["algorithm"], row["operation"], spec, protection=False, exclude=exclude)
     k = 1000.0 if row["unit"] == "cycles" else 1.0  # at 1 MHz, ms x 1000 = cycles
     ref = float(row["value"])
