@@ -34,8 +34,6 @@ ALGORITHMS = tuple(keys.MLDSA_BY_NAME) + tuple(keys.MLKEM_BY_NAME)
 DEFAULT_SIGN_ATTRS = (S.FIXED_TPM | S.FIXED_PARENT | S.SENSITIVE_DATA_ORIGIN | S.USER_WITH_AUTH | S.SIGN)
 DEFAULT_KEM_ATTRS = (S.FIXED_TPM | S.FIXED_PARENT | S.SENSITIVE_DATA_ORIGIN | S.USER_WITH_AUTH | S.DECRYPT)
 SEQUENCE_CHUNK = 1024
-TPM_CAP_TPM_PROPERTIES, TPM_PT_MAX_RESPONSE_SIZE = 0x6, 0x11F
-"""What a TPM_RC_SIZE error asks the TPM (Part 2; discovery.py's, not imported: importing it registers its handler)."""
 MAX_RESPONSE = 8192
 """Largest response this client accepts (a 1.85 TPM's ML-DSA-87 answers exceed 4096 bytes)."""
 
@@ -273,11 +271,12 @@ class PqcClient:
     def max_response_size(self) -> int | None:
         """The TPM's TPM_PT_MAX_RESPONSE_SIZE (TPM2_GetCapability), or None when it does not say."""
         try:
-            response = self.transport.transact(frame(0x17A, [], S.u32(TPM_CAP_TPM_PROPERTIES) + S.u32(TPM_PT_MAX_RESPONSE_SIZE) + S.u32(1)))
+            asked = S.u32(S.TPM_CAP_TPM_PROPERTIES) + S.u32(S.TPM_PT_MAX_RESPONSE_SIZE) + S.u32(1)
+            response = self.transport.transact(frame(0x17A, [], asked))
             # tag, size, rc, moreData, capability, count, (property, value)
             if len(response) >= 27 and S.response_code(response) == 0:
                 prop, value = struct.unpack_from(">II", response, 19)
-                return value if prop == TPM_PT_MAX_RESPONSE_SIZE else None
+                return value if prop == S.TPM_PT_MAX_RESPONSE_SIZE else None
         except (TrustlabError, OSError):
             pass
         return None
