@@ -185,3 +185,23 @@ def test_fused_charges_of_one_component_add_up_as_separate_calls(opening, closin
     assert fused_clock.now_ms == one.now_ms
     for ledger in ("by_component", "by_command", "by_command_component", "command_counts"):
         assert list(getattr(one, ledger).items()) == list(getattr(fused_clock, ledger).items())
+
+
+def test_end_charged_in_realtime_mode_holds_as_end_does():
+    """end_charged's written-out close (an outermost virtual-time command) leaves realtime commands to
+    end(): the modelled time is slept, and the record says so, as with charge_ms + end."""
+    slept: list[float] = []
+    records = []
+    for fused in (False, True):
+        clock = Clock(profile(), realtime=True, sleep=slept.append, wallclock=lambda: 0.0)
+        if fused:
+            clock.begin_charged("A", "ohc", 1.5, "ohir", 0.25)
+            records.append(clock.end_charged("sha1_byte", 0.5, "ohor", 0.125))
+        else:
+            clock.begin("A")
+            for component, ms in (("ohc", 1.5), ("ohir", 0.25), ("sha1_byte", 0.5), ("ohor", 0.125)):
+                clock.charge_ms(component, ms)
+            records.append(clock.end())
+    assert slept == [0.002375, 0.002375]
+    assert records[0].slept_ms == records[1].slept_ms == 2.375
+    assert records[0].breakdown == records[1].breakdown
