@@ -221,6 +221,80 @@ def _errors_and_sessions():
     return out
 
 
+def _oiap_in_every_state():
+    """TPM_OIAP (the engine's lean path on an everyday TPM, ``Engine._open_oiap``) beside every state in
+    which the dispatcher's general path must answer it instead: before TPM_Startup, in failure mode,
+    with a SHA-1 thread open, after TPM_SaveState, with an exclusive transport session, TPM_OIAP
+    audited, every session slot taken, the TPM disabled, and on a profile whose bus costs are drawn."""
+    def oiap(tpm: Tpm12) -> tuple:
+        return _outcome(lambda: (tpm.TPM_OIAP(K).handle, len(tpm.engine.sessions), tpm.engine.exclusive,
+                                 tpm.engine.sha1_context, tpm.clock.now_ms))
+
+    profile = load("infineon-2010")
+    clock = Clock(profile)
+    out = []
+    fresh = Tpm12(clock, nv=MemoryNVStore(), keygen=POOL, started=False)
+    out.append(oiap(fresh))  # TPM_INVALID_POSTINIT
+    out.append(_outcome(lambda: fresh.TPM_Startup(C.TPM_ST_STATE)))  # nothing saved: failure mode
+    out.append(oiap(fresh))  # TPM_FAILEDSELFTEST
+    tpm = Tpm12(clock, nv=MemoryNVStore(), keygen=POOL)
+    tpm.TPM_TakeOwnership(OWNER, SRK)
+    out += [oiap(tpm), oiap(tpm)]  # the everyday state
+    tpm.call("TPM_SHA1Start")
+    out.append(oiap(tpm))  # ends the SHA-1 thread
+    out.append(_outcome(lambda: tpm.call("TPM_SHA1Update", params=struct.pack(">I", 64) + bytes(64))))
+    tpm.call("TPM_SaveState")
+    out.append(oiap(tpm))  # invalidates the saved state
+    out.append(("saved", "saved_state" in tpm.engine.state.extra))
+    t = tpm.TPM_EstablishTransport(secret("t"))
+    out.append(("exclusive", tpm.engine.exclusive == t.handle))
+    out.append(oiap(tpm))  # outside the exclusive session: exclusivity is lost
+    tpm.call("TPM_SetOrdinalAuditStatus", params=struct.pack(">IB", C.ORD["TPM_OIAP"], 1), auth=[OWNER])
+    out += [oiap(tpm), ("audit", tpm.engine.audit_digest)]  # audited: the digest extended
+    tpm.call("TPM_SetOrdinalAuditStatus", params=struct.pack(">IB", C.ORD["TPM_OIAP"], 0), auth=[OWNER])
+    out += [oiap(tpm) for _ in range(70)]  # up to the last slot, then TPM_RESOURCES
+    for handle in list(tpm.engine.sessions):
+        tpm.engine.end_session(handle)
+    out.append(_outcome(lambda: tpm.call("TPM_OwnerSetDisable", params=b"\x01", auth=[OWNER])[0]))
+    out.append(oiap(tpm))  # disabled
+    drawn_profile = type(profile)(profile.name, {n: (c if n != "ohc" else type(c)(c.name, c.mean, c.unit, sd=0.1))
+                                                 for n, c in profile.components.items()})
+    drawn = Clock(drawn_profile, seed=3)
+    spread = Tpm12(drawn, nv=MemoryNVStore(), keygen=POOL)
+    out += [oiap(spread), ("drawn", drawn.now_ms)]  # ohc drawn: no fixed bus costs
+    return out
+
+
+def test_oiap_in_every_state_is_the_same_on_both_paths() -> None:
+    assert _assert_same(_oiap_in_every_state) > 70
+
+
+def test_the_lean_oiap_is_taken_only_on_an_everyday_tpm() -> None:
+    """The lean TPM_OIAP answers an everyday TPM's values (not through the handler); a re-registered
+    TPM_OIAP (a what-if variant) is dispatched to its own handler."""
+    tpm = Tpm12(Clock(load("infineon-2010")), nv=MemoryNVStore(), keygen=POOL)
+    handled = []
+    original = registry.by_name("TPM_OIAP")
+    assert tpm.engine._oiap_spec is original
+    tpm.TPM_OIAP(K)
+    assert tpm.engine.clock.last.name == "TPM_OIAP"
+
+    def variant(t, req):
+        handled.append(req.name)
+        return original.handler(t, req)
+
+    try:
+        registry.tpm_command("TPM_OIAP")(variant)
+        other = Tpm12(Clock(load("infineon-2010")), nv=MemoryNVStore(), keygen=POOL)
+        assert other.engine._oiap_spec is None
+        other.TPM_OIAP(K)
+        tpm.TPM_OIAP(K)  # the engine made before: its table is live, the spec no longer the shipped one
+        assert handled == ["TPM_OIAP", "TPM_OIAP"]
+    finally:
+        registry.tpm_command("TPM_OIAP")(original.handler)
+    assert Tpm12(Clock(load("infineon-2010")), nv=MemoryNVStore(), keygen=POOL).engine._oiap_spec is not None
+
+
 def test_a_hash_tree_chunk_is_the_same_on_both_paths() -> None:
     assert _assert_same(_hashtree_chunk) > 60
 
