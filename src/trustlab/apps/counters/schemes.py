@@ -80,6 +80,9 @@ def hash_blocks(scheme: str, depth: int = 1) -> dict[str, int]:
     return out
 
 
+_LOG_SCHEMES = frozenset({"log", "log-tpm2"})  # the schemes without the tree formulas
+
+
 @dataclass
 class BuiltScheme:
     """What the runner drives."""
@@ -111,24 +114,28 @@ class BuiltScheme:
 
     def model_ms(self, op: str, counter: int, ut: int) -> float | None:
         """The paper's formula for this request (``ut`` = |Ut| before it)."""
+        if self.name not in _LOG_SCHEMES:  # a tree: its formula per (op, signed next?), once computed
+            p = self.prover
+            signed = p.ops % p.attest_every == 0  # (is the next operation signed? the runner asks every request)
+            ms = self._tree_models.get((op, signed, False))
+            return ms if ms is not None else self._tree_model(op, signed, False)
         if self.name == "log-tpm2":
             return None  # the paper's model is of TPM 1.2 operations; the proxy times TPM 2.0 commands
         t, acc = self.terms, self.accounting
-        if self.name == "log":
-            if op == INCREMENT:
-                return M.log_increment_ms(t, acc)
-            incremented = counter in self.prover.last
-            return M.log_read_ms(t, ut, acc, own_cert=incremented)
-        return self._tree_model(op, self._signed_next(), False)
+        if op == INCREMENT:
+            return M.log_increment_ms(t, acc)
+        incremented = counter in self.prover.last
+        return M.log_read_ms(t, ut, acc, own_cert=incremented)
 
     def paper_model_ms(self, op: str, counter: int, ut: int) -> float | None:
         """The formula exactly as printed (one Tth, |Ut| verifications, no host terms)."""
+        if self.name not in _LOG_SCHEMES:
+            ms = self._tree_models.get((op, True, True))
+            return ms if ms is not None else self._tree_model(op, True, True)
         if self.name == "log-tpm2":
             return None
-        if self.name == "log":
-            t, paper = self.terms, M.Accounting.paper()
-            return M.log_increment_ms(t, paper) if op == INCREMENT else M.log_read_ms(t, ut, paper)
-        return self._tree_model(op, True, True)
+        t, paper = self.terms, M.Accounting.paper()
+        return M.log_increment_ms(t, paper) if op == INCREMENT else M.log_read_ms(t, ut, paper)
 
     def _tree_model(self, op: str, signed: bool, paper: bool) -> float:
         """The tree formula for ``op`` (the paper's literal one with ``paper``), computed once per key."""
@@ -139,10 +146,6 @@ class BuiltScheme:
             formula = M.tree_increment_ms if op == INCREMENT else M.tree_read_ms
             ms = self._tree_models[key] = formula(self.terms, self.depth, acc, signed=signed)
         return ms
-
-    def _signed_next(self) -> bool:
-        p = self.prover
-        return p.ops % p.attest_every == 0
 
 
 def build(scheme: str, profile: Profile, counters: int, *, seed: int = 0, attest_every: int = 1,
