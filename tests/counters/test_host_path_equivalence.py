@@ -152,9 +152,10 @@ def test_every_answer_and_certificate_equals_the_plain_protocol(monkeypatch):
     assert sum(isinstance(a, Answer) and bool(a.evidence.signature) for a in answers[0][0]) == 100
 
 
-@pytest.mark.parametrize("cls", [TreeCert, Answer])
+@pytest.mark.parametrize("cls", [TreeCert, Answer, OpRecord])
 def test_evidence_classes_written_init_is_the_generated_one(cls):
-    """TreeCert and Answer write their fields themselves (speed): same parameters, still frozen dataclasses."""
+    """TreeCert, Answer and the runner's OpRecord write their fields themselves (speed): same parameters
+    (and defaults), still frozen dataclasses."""
     import dataclasses
     import inspect
 
@@ -166,3 +167,6 @@ def test_evidence_classes_written_init_is_the_generated_one(cls):
     assert dataclasses.replace(made, **{fields[0]: -1}) == cls(-1, *args[1:])
     with pytest.raises(dataclasses.FrozenInstanceError):
         setattr(made, fields[0], 5)
+    defaults = {f.name: f.default for f in dataclasses.fields(cls) if f.default is not dataclasses.MISSING}
+    assert {n: p.default for n, p in inspect.signature(cls.__init__).parameters.items()
+            if p.default is not inspect.Parameter.empty} == defaults
