@@ -34,7 +34,7 @@ from trustlab.devices.tpm2.pqc_model.chipspec import ChipSpec
 from trustlab.devices.tpm2.pqc_model.cost import SHAKE256_RATE, absorb_ms, operation_cost, unit_costs
 from trustlab.devices.tpm2.pqc_model.params import ALGORITHMS, DSA_OPERATIONS, KEM_OPERATIONS, MLKEM, params
 from trustlab.errors import TrustlabError
-from trustlab.experiments._params import seed
+from trustlab.experiments._params import load_profile, seed
 from trustlab.experiments.registry import Result, experiment
 from trustlab.timing import registry
 from trustlab.timing.clock import Clock
@@ -270,7 +270,7 @@ def select(args: argparse.Namespace) -> Selection:
     names = known if profiles_arg == "all" else _unique(profiles_arg)
     if not names and not specs:
         raise TrustlabError("--profiles: no profile named")
-    profiles = [registry.load(n) for n in names]
+    profiles = [load_profile("--profiles", n) for n in names]
     for p in profiles:
         if p.family != "tpm2":
             raise TrustlabError(f"--profiles: {p.name!r} is a {p.family!r} profile, not tpm2")
