@@ -125,12 +125,30 @@ VARIATIONS: dict[str, list[dict[str, Any]]] = {
 }
 
 
+def from_help(experiment: str) -> list[dict[str, Any]]:
+    """One change per value each parameter's ``--help`` offers: every choice, and every switch flipped."""
+    from trustlab.experiments._params import schema
+
+    out: list[dict[str, Any]] = []
+    for p in schema(experiment):
+        if p["name"] in ("no_progress", "realtime"):  # output and wall-clock pacing only
+            continue
+        if p["choices"]:
+            out += [{p["name"]: c} for c in p["choices"]]
+        elif p["type"] == "bool":
+            out.append({p["name"]: not p["default"]})
+    return out
+
+
 def points() -> list[Point]:
-    """Every (experiment, params) of :data:`VARIATIONS`, each over its experiment's cheap base."""
+    """Every (experiment, params) of :data:`VARIATIONS` and :func:`from_help`, each over its experiment's
+    cheap base."""
     out: list[Point] = []
     for experiment, variations in VARIATIONS.items():
-        for change in variations:
+        for change in variations + from_help(experiment):
             params = dict(BASES[experiment])
             params.update(change)
-            out.append((experiment, {k: v for k, v in params.items() if v is not None}))
+            point = (experiment, {k: v for k, v in params.items() if v is not None})
+            if point not in out:
+                out.append(point)
     return out

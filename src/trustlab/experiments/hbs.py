@@ -175,7 +175,10 @@ def _settle(args: argparse.Namespace) -> tuple[Profile, list[XMSSParams]]:
         for w in args.grid_w:
             if w not in (4, 16):
                 raise TrustlabError(f"--grid-w {w}: RFC 8391 allows w = 4 or 16")
-        points = _grid_points(args.grid_h, args.grid_w)
+        try:
+            points = _grid_points(args.grid_h, args.grid_w)
+        except TrustlabError as exc:
+            raise TrustlabError(f"--grid-h: {exc}") from None
         if not points:
             raise TrustlabError("--grid-h: no h has a divisor d with 2 <= h/d <= 10")
         for p in points:
