@@ -127,3 +127,29 @@ def test_the_x86_sources_name_their_cores_and_a_golden_cove_does_more_per_clock_
     assert sources["mlkem-native-c7i"]["microarch"] == sources["itzmeanjan-mlkem-i7-1260p"]["microarch"] == "golden-cove"
     assert classes.core_factor("zen1").mid < 1.0 < classes.core_factor("golden-cove").mid
     assert classes.fit("golden-cove").arith.mid > classes.fit("host-x86").arith.mid > classes.fit("zen1").arith.mid
+
+
+def test_the_cortex_x_generations_chain_arms_iso_clock_claims_from_the_x1():
+    """X2 = X1 x 1.16, X3 = X2 x 1.11 (Arm, same process and clock), X4 = X3 x 1.14-1.15 with the 3.4 / 3.25 GHz
+    clock ratio taken out: each link's published ratio, rounded outward to the stored two decimals."""
+    doc = _data()["cores"]
+    links = [("cortex-x1", "cortex-x2", 1.16, 1.16), ("cortex-x2", "cortex-x3", 1.11, 1.11),
+             ("cortex-x3", "cortex-x4", 1.14 * 3.25 / 3.4, 1.15 * 3.25 / 3.4)]
+    for older, newer, lo, hi in links:
+        (olo, ohi), (nlo, nhi) = doc[older]["factor"], doc[newer]["factor"]
+        assert nlo == pytest.approx(olo * lo, abs=0.01) and nhi == pytest.approx(ohi * hi, abs=0.01), newer
+    for core, alias in (("cortex-x2", "x2"), ("cortex-x3", "x3"), ("cortex-x4", "x4")):
+        assert ChipSpec.parse(f"core={alias},mhz=3000").core == core
+        assert classes.core_factor(alias).cls == "a-class"
+
+
+def test_new_x_cores_sit_between_the_x1_and_the_m1_and_leave_the_unnamed_a_class_range_alone():
+    """A chip naming only the a-class is priced over the envelope of the named cores: the X2-X4 factors lie inside
+    it (A35 0.377 to Apple M1 4.08), so adding them changes no unnamed a-class price."""
+    mids = [classes.core_factor(c).mid for c in ("cortex-x1", "cortex-x2", "cortex-x3", "cortex-x4", "apple-m1")]
+    assert mids == sorted(mids)
+    generic = classes.core_factor("a-class")
+    assert (generic.lo, generic.hi) == pytest.approx((0.377, 4.08))
+    times = [predict.price("ML-KEM-768", "keygen", ChipSpec.parse(f"core={c},mhz=3000"), protection=False).mean_ms
+             for c in ("x1", "x2", "x3", "x4")]
+    assert times == sorted(times, reverse=True)

@@ -556,7 +556,11 @@ def test_leave_one_source_out_summary_is_reported_as_measured():
     edge = {"fhnw-kyber-f407-O0"}
     uncovered = {r["source_id"] for r in counted if not r["covered"]}
     assert uncovered <= {"mlkem-native-c7i", "xu2025-x86", "pqm4-pr401-mldsa-native-l4r5", "huang2023-fe310",
-                         "greconici2021-m3", "huang2023-due-m3"} | edge
+                         "greconici2021-m3", "huang2023-due-m3", "huang2023-vexriscv"} | edge
+    # Huang et al.'s VexRiscv (RV32IM, -O3): 1.5-2.0x slower than predicted, above the riscv32 prior's slow end
+    # (no counted portable-C RV32 source sets the class); within 2x, a known miss of the prior, no factor moved
+    vex = [r for r in counted if r["source_id"] == "huang2023-vexriscv"]
+    assert vex and all(1.3 <= r["reference"] / r["predicted"] <= 2.0 for r in vex)
     fhnw = [r for r in counted if r["source_id"] == "fhnw-kyber-f407-O0"]
     # its C Keccak, priced as C (0/9 covered when the model had no Keccak kind): all 9 within 8% of the interval
     assert all(0.92 * r["low"] <= r["reference"] <= 1.08 * r["high"] for r in fhnw)

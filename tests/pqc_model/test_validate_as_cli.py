@@ -13,7 +13,7 @@ from trustlab.devices.tpm2.pqc_model import asm_speedup, chipspec, classes, pred
 from trustlab.devices.tpm2.pqc_model.chipspec import ChipSpec
 from trustlab.errors import TrustlabError
 
-REPRICED = {"huang2023-fe310", "wolfboot-polarfire-u54"}
+REPRICED = {"huang2023-fe310", "huang2023-vexriscv", "wolfboot-polarfire-u54"}
 """Sources of hand-written assembly (implementation optimized / mixed) on cores without a sourced assembly speed-up
 (neither pqm4's Cortex-M4 assembly nor paired measurements of the class: RISC-V 32 and 64): ``--chip`` refuses their
 impl, validate prices them as it tells the user."""
