@@ -122,11 +122,17 @@ def load_profile(flag: str, name: str, *components: str) -> Any:
     return profile
 
 
-def name_list(text: str, flag: str = "--profile") -> list[str]:
-    """``a,b`` -> ["a", "b"] (duplicates dropped); an empty list or an empty item is an error."""
+def comma_items(text: str, flag: str) -> list[str]:
+    """``a, b`` -> ["a", "b"]; an empty list (``,``) or an empty item (``a,,b``) is an error naming ``flag``,
+    not skipped (skipping turned ``--platform ,`` into a run over nothing that still "succeeded")."""
     items = [v.strip() for v in str(text).split(",")]
     if not any(items):
         raise TrustlabError(f"{flag}: empty list")
     if not all(items):
         raise TrustlabError(f"{flag} {text!r}: empty item in the list")
-    return list(dict.fromkeys(items))
+    return items
+
+
+def name_list(text: str, flag: str = "--profile") -> list[str]:
+    """``a,b`` -> ["a", "b"] (duplicates dropped); an empty list or an empty item is an error."""
+    return list(dict.fromkeys(comma_items(text, flag)))

@@ -28,6 +28,7 @@ from trustlab.apps.ae.ocb2 import WARNING as OCB2_WARNING
 from trustlab.textable import table
 from trustlab.devices.card.platforms import FLAGSHIP, PLATFORMS, platform
 from trustlab.errors import TrustlabError
+from trustlab.experiments._params import comma_items
 from trustlab.timing.clock import Clock
 from trustlab.experiments.registry import Reference, Result, experiment
 
@@ -48,17 +49,8 @@ REALISTIC_RATES = ("78125", "106000")  # §VII: "more reasonable expectations"
 
 
 def split_list(flag: str, text: str) -> list[str]:
-    """``a,b`` -> [a, b]; an empty list (``,``) or an empty item (``a,,b``) is an error naming ``flag``.
-
-    Silently dropping empty items turned ``--platform ,`` into a run over
-    nothing that still "succeeded".
-    """
-    items = [t.strip() for t in str(text).split(",")]
-    if not any(items):
-        raise TrustlabError(f"{flag}: empty list")
-    if not all(items):
-        raise TrustlabError(f"{flag} {text!r}: empty item in the list")
-    return items
+    """``a,b`` -> [a, b]; an empty list (``,``) or an empty item (``a,,b``) is an error naming ``flag``."""
+    return comma_items(text, flag)
 
 
 def platform_names(values: "list[str] | None", default: "tuple[str, ...] | list[str]") -> list[str]:

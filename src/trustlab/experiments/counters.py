@@ -29,7 +29,7 @@ from trustlab.apps.counters.base import VerificationError
 from trustlab.apps.counters.runner import OpRecord, describe, run, summarize
 from trustlab.textable import table
 from trustlab.errors import TrustlabError
-from trustlab.experiments._params import count, load_profile, name_list, real, seed
+from trustlab.experiments._params import comma_items, count, load_profile, name_list, real, seed
 from trustlab.experiments.registry import Reference, Result, experiment
 from trustlab.timing.profile import Profile
 
@@ -57,11 +57,7 @@ MAX_ZIPF = 100.0  # a Zipf exponent beyond this sends every request to counter 0
 
 def _int_list(text: str, flag: str = "--counters") -> list[int]:
     """``2,16,128`` -> [2, 16, 128]; an empty list or an empty item is an error, not skipped."""
-    items = [v.strip() for v in str(text).split(",")]
-    if not any(items):
-        raise TrustlabError(f"{flag}: empty list")
-    if not all(items):
-        raise TrustlabError(f"{flag} {text!r}: empty item in the list")
+    items = comma_items(text, flag)
     try:
         values = [int(v) for v in items]
     except ValueError:
