@@ -51,9 +51,14 @@ def _walk(a: Any, b: Any, path: str, out: list[str]) -> None:
 
 def differences(before: list[dict], after: list[dict]) -> list[str]:
     """Every figure that differs between two flagship record lists, as 'where: what' lines."""
+    from trustlab.shared_provenance import expand
+
     def key(run: dict) -> str:
         return f"{run['experiment']} {json.dumps(run['params'], sort_keys=True)}"
-    old, new = {key(r): r for r in before}, {key(r): r for r in after}
+
+    def full(run: dict) -> dict:  # provenance said once (a table and keys) compares as the strings it stands for
+        return dict(run, data=expand(run["data"])) if "data" in run else run
+    old, new = {key(r): full(r) for r in before}, {key(r): full(r) for r in after}
     out: list[str] = []
     for k in sorted(set(old) | set(new)):
         if k not in old or k not in new:

@@ -51,3 +51,18 @@ def test_cli_exit_status_and_bad_input(tmp_path: Path, capsys) -> None:
     bad.write_text(json.dumps({"runs": []}))
     with pytest.raises(SystemExit, match="not a flagship results.json"):
         compare.main([str(a), str(bad)])
+
+
+def test_provenance_said_once_compares_as_the_strings_it_stands_for():
+    """A record whose rows name shared provenance by key (trustlab.shared_provenance) matches the same record
+    with the strings written out, and a changed text is still a difference."""
+    from trustlab.shared_provenance import Table
+
+    rows = [{"ms": 1.0, "provenance": "a; b"}, {"ms": 2.0, "provenance": "b; c"}]
+    table = Table()
+    shared = [dict(r, provenance=table.refs(r["provenance"])) for r in rows]
+    before = [{"experiment": "x", "params": {}, "data": {"rows": rows}}]
+    after = [{"experiment": "x", "params": {}, "data": {"rows": shared, "provenance": table.as_dict()}}]
+    assert compare.differences(before, after) == []
+    after[0]["data"]["provenance"]["p3"] = "changed"
+    assert compare.differences(before, after) == ["x {}/data/rows[1]/provenance: 'b; c' before, 'b; changed' after"]

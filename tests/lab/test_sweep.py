@@ -623,3 +623,13 @@ def test_dry_run_refuses_the_pqc_tpm_points_the_run_refuses(tmp_path, capsys):
     argv = lines[3].split("  ")[2].split()[1:]  # key, state, "pqc-tpm ARGV...", "(error)"
     with pytest.raises(TrustlabError, match=message):  # the run refuses that point with the same words
         run_argv("pqc-tpm", argv)
+
+
+def test_a_shared_provenance_table_is_no_csv_column():
+    """results.csv has one column per scalar figure of a point's data; a provenance table (texts said once,
+    trustlab.shared_provenance) is not a figure: expanded away, it adds no column per text."""
+    from trustlab.sweep import runner
+
+    record = {"data": {"ms": 1.5, "rows": [{"provenance": ["p1"]}], "provenance": {"p1": "a source"}}}
+    columns = runner._scalars(runner.expand(record["data"]))
+    assert columns == {"ms": 1.5}

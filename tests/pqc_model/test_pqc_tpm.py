@@ -321,3 +321,21 @@ def test_a_calibrated_sign_row_names_the_commands_its_figure_covers():
     assert not st["calibrated"] and st["commands"] == st["served_commands"] == ["TPM2_SignDigest"]
     seq = rows[("sealsq-qvault-pqc-tpm-wolftpm", "sign-sequence")]
     assert seq["calibrated"] and seq["low_ms"] <= seq["median_ms"] <= seq["high_ms"]
+
+
+def test_provenance_is_said_once_and_every_string_resolves(result):
+    """--json keeps each distinct piece of provenance once (data["provenance"], keyed p1, p2, ...); a row names its
+    pieces by key and "; ".join of their texts is its full provenance string (4.7 MB of repeats before)."""
+    from trustlab.shared_provenance import expand, resolve
+
+    table = result["provenance"]
+    assert len(set(table.values())) == len(table)  # each text once
+    for r in result["rows"]:
+        text = resolve(table, r["provenance"])
+        assert text.split(": ", 1)[0] in ("create", "keygen", "sign", r["operation"]), text[:80]  # "OP: ..."
+    for fact in result["chips"]:
+        for refs in fact.get("unit_costs", {}).values():
+            assert resolve(table, refs)
+    full = expand(result)
+    assert "provenance" not in full and all(isinstance(r["provenance"], str) for r in full["rows"])
+    assert all(isinstance(c["source"], str) and isinstance(c["note"], str) for c in full["validation"])

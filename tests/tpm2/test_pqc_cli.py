@@ -114,6 +114,16 @@ def test_context_files_carry_keys_between_invocations(tcti, tmp_path, capsys):
     assert main(["tpm2", "pqc", "encapsulate", "--tcti", tcti, "--key", str(tmp_path / "forged.ctx")]) == 2
     err = capsys.readouterr().err  # named as tpm2_rc_decode tells it: 'tpm:parameter(1):integrity check failed'
     assert err.count("\n") == 1 and "TPM returned 0x1df (TPM_RC_INTEGRITY, parameter 1)" in err, err
+    whole = (tmp_path / "kem.ctx").read_bytes()
+    for name, data, said in (
+            ("extra.ctx", whole + b"\0", f"1 extra byte(s) at byte offset {len(whole)}"),
+            ("empty.ctx", b"", "empty (0 bytes"),
+            ("short.ctx", whole[:-1], f"cut short at byte offset {len(whole) - 1}"),
+            ("header.ctx", whole[:10], "10 bytes, cut short at byte offset 10")):
+        (tmp_path / name).write_bytes(data)
+        assert main(["tpm2", "pqc", "encapsulate", "--tcti", tcti, "--key", str(tmp_path / name)]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and f"--key {tmp_path / name}: not a key context: {said}" in err, err
 
 
 def test_trustlab_serve_answers_the_pqc_commands(tmp_path):

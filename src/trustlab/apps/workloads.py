@@ -142,7 +142,8 @@ def _ycsb_ranks(items: int, u: np.ndarray, theta: float, zetan: float) -> np.nda
         raise TrustlabError(f"YCSB Zipf constant must be in (0, 1), got {theta!r}")
     alpha = 1.0 / (1.0 - theta)
     zeta2 = 1.0 + 0.5 ** theta
-    eta = (1 - (2.0 / items) ** (1 - theta)) / (1 - zeta2 / zetan)
+    # two items: zetan is zeta2 and YCSB's eta is 0/0 (NaN in Java), but then every draw is rank 0 or 1 below
+    eta = (1 - (2.0 / items) ** (1 - theta)) / (1 - zeta2 / zetan) if zetan != zeta2 else 0.0
     uz = u * zetan
     ranks = (items * np.power(eta * u - eta + 1, alpha)).astype(np.int64)
     ranks = np.where(uz < 1.0 + 0.5 ** theta, 1, ranks)

@@ -87,6 +87,19 @@ def read_user_bytes(path: Path, what: str) -> bytes:
     return limits.read_bytes(path, what, MAX_BLOB_BYTES)
 
 
+def _read_context(path: Path) -> bytes:
+    """A --key context file's bytes, refused in one line naming the file and the byte offset unless it is one
+    whole TPMS_CONTEXT (so nothing malformed, and never an empty context, reaches the TPM)."""
+    from trustlab.devices.tpm2.pqc.structures import context_problem
+    from trustlab.limits import shown
+
+    data = read_user_bytes(path, "key context")
+    problem = context_problem(data)
+    if problem is not None:
+        raise TrustlabError(f"--key {shown(path)}: not a key context: {problem}")
+    return data
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("tpm2", help="TPM 2.0 commands tpm2-tools does not know (TCG 1.85 post-quantum)",
                        description="TPM 2.0 commands beyond tpm2-tools 5.4.")
@@ -229,7 +242,7 @@ def _client(args: argparse.Namespace) -> Iterator:
             try:
                 args.key = _handle(ref)
             except argparse.ArgumentTypeError:
-                loaded = tpm.context_load(read_user_bytes(Path(ref), "key context"))
+                loaded = tpm.context_load(_read_context(Path(ref)))
                 args.key = loaded.handle
         try:
             yield tpm

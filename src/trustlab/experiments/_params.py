@@ -102,3 +102,37 @@ def schema(name: str) -> list[dict[str, Any]]:
                     else str(default),
                     "choices": list(action.choices) if action.choices else None, "help": action.help or ""})
     return out
+
+
+def load_profile(flag: str, name: str, *components: str) -> Any:
+    """The profile ``name`` (``registry.load``), with ``components`` required of it; an error names ``flag``.
+
+    What an experiment's ``check`` and its run both call, so a sweep's dry run refuses a profile that does
+    not exist, or cannot time what the run builds, in the words the run would use.
+    """
+    from trustlab.timing import registry
+    from trustlab.timing.clock import Clock
+
+    try:
+        profile = registry.load(name)
+        if components:
+            Clock(profile).require(*components)
+    except TrustlabError as exc:
+        raise TrustlabError(str(exc) if str(exc).startswith(flag) else f"{flag}: {exc}") from None
+    return profile
+
+
+def comma_items(text: str, flag: str) -> list[str]:
+    """``a, b`` -> ["a", "b"]; an empty list (``,``) or an empty item (``a,,b``) is an error naming ``flag``,
+    not skipped (skipping turned ``--platform ,`` into a run over nothing that still "succeeded")."""
+    items = [v.strip() for v in str(text).split(",")]
+    if not any(items):
+        raise TrustlabError(f"{flag}: empty list")
+    if not all(items):
+        raise TrustlabError(f"{flag} {text!r}: empty item in the list")
+    return items
+
+
+def name_list(text: str, flag: str = "--profile") -> list[str]:
+    """``a,b`` -> ["a", "b"] (duplicates dropped); an empty list or an empty item is an error."""
+    return list(dict.fromkeys(comma_items(text, flag)))

@@ -28,6 +28,8 @@ from trustlab.apps.ae.ocb2 import WARNING as OCB2_WARNING
 from trustlab.textable import table
 from trustlab.devices.card.platforms import FLAGSHIP, PLATFORMS, platform
 from trustlab.errors import TrustlabError
+from trustlab.experiments._params import comma_items
+from trustlab.timing.clock import Clock
 from trustlab.experiments.registry import Reference, Result, experiment
 
 PAPER = "Mayes 2017 (IJAS 10(3&4))"
@@ -47,17 +49,8 @@ REALISTIC_RATES = ("78125", "106000")  # §VII: "more reasonable expectations"
 
 
 def split_list(flag: str, text: str) -> list[str]:
-    """``a,b`` -> [a, b]; an empty list (``,``) or an empty item (``a,,b``) is an error naming ``flag``.
-
-    Silently dropping empty items turned ``--platform ,`` into a run over
-    nothing that still "succeeded".
-    """
-    items = [t.strip() for t in str(text).split(",")]
-    if not any(items):
-        raise TrustlabError(f"{flag}: empty list")
-    if not all(items):
-        raise TrustlabError(f"{flag} {text!r}: empty item in the list")
-    return items
+    """``a,b`` -> [a, b]; an empty list (``,``) or an empty item (``a,,b``) is an error naming ``flag``."""
+    return comma_items(text, flag)
 
 
 def platform_names(values: "list[str] | None", default: "tuple[str, ...] | list[str]") -> list[str]:
@@ -87,6 +80,35 @@ def _csv(flag: str, value, choices: tuple[str, ...] | None = None, number: bool 
     if bad:
         raise TrustlabError(f"{flag}: unknown mode {', '.join(bad)} (known: {', '.join(choices or ())})")
     return tuple(dict.fromkeys(items))
+
+
+def select(args: argparse.Namespace) -> tuple[list, tuple, tuple]:
+    """The platforms, modes and sizes a run prices, every parameter checked, ``args`` left as given.
+
+    The experiment's ``check`` (a sweep's dry run) and the start of its run are this one function: the
+    platform names, the mode and size lists, the card's message buffer, and whether each platform's profile
+    has the primitives --buffers writes to (NVM figures only multos-sle78 has).
+    """
+    if args.protocol is not None and args.link != "char":  # the paper's link model has no framing
+        raise TrustlabError(f"--protocol {args.protocol}: applies only with --link char (the link is "
+                            f"{args.link}, 8 bits per payload byte)")
+    try:
+        plats = [platform(n) for n in platform_names(args.platform, FLAGSHIP)]
+    except TrustlabError as exc:
+        raise TrustlabError(str(exc) if str(exc).startswith("--platform") else f"--platform: {exc}") from None
+    modes = _csv("--mode", args.mode, tuple(MODES))
+    sizes = _csv("--bytes", args.bytes, number=True)
+    limit = largest_message(modes, pad=not args.no_pad)
+    if max(sizes) > limit:  # checked here, before any card answers 6A84
+        raise TrustlabError(f"--bytes {max(sizes)}: more than the card's message buffer takes: at most {limit} "
+                            f"bytes on {', '.join(p.name for p in plats)} with --link {args.link} (one chained "
+                            "ENCRYPT command; the card answers 6A84 beyond it)")
+    for plat in plats:
+        try:
+            plat.crypto(Clock(plat.profile()), args.buffers)  # the card's primitives require their components
+        except TrustlabError as exc:
+            raise TrustlabError(f"--platform {plat.name} with --buffers {args.buffers}: {exc}") from None
+    return plats, modes, sizes
 
 
 @experiment("ae", help="authenticated encryption (OCB2/OCB3/CCM/ETM/GCM) on smart-card chips: "
@@ -119,21 +141,13 @@ class AEExperiment:
                             help="do not zero-pad non-OCB payloads to whole blocks (the paper pads)")
 
     def check(self, args: argparse.Namespace) -> None:
-        """--protocol only with --link char (the registry runs this before a run and on every sweep point)."""
-        if args.protocol is not None and args.link != "char":  # the paper's link model has no framing
-            raise TrustlabError(f"--protocol {args.protocol}: applies only with --link char (the link is "
-                                f"{args.link}, 8 bits per payload byte)")
+        """Everything the run refuses before a card runs (the registry runs this before a run and on every sweep
+        point)."""
+        select(args)
 
     def run(self, args: argparse.Namespace) -> Result:
+        plats, modes, sizes = select(args)
         args.protocol = args.protocol or "T=1"
-        plats = [platform(n) for n in platform_names(args.platform, FLAGSHIP)]
-        modes = _csv("--mode", args.mode, tuple(MODES))
-        sizes = _csv("--bytes", args.bytes, number=True)
-        limit = largest_message(modes, pad=not args.no_pad)
-        if max(sizes) > limit:  # checked here, before any card answers 6A84
-            raise TrustlabError(f"--bytes {max(sizes)}: more than the card's message buffer takes: at most {limit} "
-                                f"bytes on {', '.join(p.name for p in plats)} with --link {args.link} (one chained "
-                                "ENCRYPT command; the card answers 6A84 beyond it)")
         rows: list[Row] = []
         for plat in plats:
             rows += predict(plat, modes, sizes, link_mode=args.link, protocol=args.protocol, pad=not args.no_pad,

@@ -29,9 +29,9 @@ from trustlab.apps.counters.base import VerificationError
 from trustlab.apps.counters.runner import OpRecord, describe, run, summarize
 from trustlab.textable import table
 from trustlab.errors import TrustlabError
-from trustlab.experiments._params import count, real, seed
+from trustlab.experiments._params import comma_items, count, load_profile, name_list, real, seed
 from trustlab.experiments.registry import Reference, Result, experiment
-from trustlab.timing import registry
+from trustlab.timing.profile import Profile
 
 PAPER = "Counters/wallet paper (2010), Sec. V-B worked example (model values)"
 # The paper's own model arithmetic for log-based READ on Atmel (Sec. V-B):
@@ -57,11 +57,7 @@ MAX_ZIPF = 100.0  # a Zipf exponent beyond this sends every request to counter 0
 
 def _int_list(text: str, flag: str = "--counters") -> list[int]:
     """``2,16,128`` -> [2, 16, 128]; an empty list or an empty item is an error, not skipped."""
-    items = [v.strip() for v in str(text).split(",")]
-    if not any(items):
-        raise TrustlabError(f"{flag}: empty list")
-    if not all(items):
-        raise TrustlabError(f"{flag} {text!r}: empty item in the list")
+    items = comma_items(text, flag)
     try:
         values = [int(v) for v in items]
     except ValueError:
@@ -71,16 +67,6 @@ def _int_list(text: str, flag: str = "--counters") -> list[int]:
     if any(v > MAX_COUNTERS for v in values):
         raise TrustlabError(f"{flag} {text!r}: at most {MAX_COUNTERS} counters")
     return values
-
-
-def name_list(text: str, flag: str = "--profile") -> list[str]:
-    """``a,b`` -> ["a", "b"] (duplicates dropped); an empty list or an empty item is an error."""
-    items = [v.strip() for v in str(text).split(",")]
-    if not any(items):
-        raise TrustlabError(f"{flag}: empty list")
-    if not all(items):
-        raise TrustlabError(f"{flag} {text!r}: empty item in the list")
-    return list(dict.fromkeys(items))
 
 
 @experiment("counters", help="virtual monotonic counters (log-based / hash-tree) on TPM 1.2: "
@@ -141,21 +127,14 @@ class CountersExperiment:
                             "request, as the paper); K>1 is the batch mode used at 2^20 counters. Rejected "
                             "with --scheme log/log-tpm2; with 'both' it applies to the hash-tree runs")
 
+    def check(self, args: argparse.Namespace) -> None:
+        """Everything the run refuses before it builds a TPM (the registry runs this before a run, on a copy of
+        the arguments, and on every sweep point)."""
+        _settle(args)
+
     def run(self, args: argparse.Namespace) -> Result:
-        _check_modes(args)
-        if args.requests is not None and args.requests < 1:
-            raise TrustlabError(f"--requests {args.requests}: need at least one request")
-        if args.requests is not None and args.requests > MAX_REQUESTS:
-            raise TrustlabError(f"--requests {args.requests}: at most {MAX_REQUESTS}")
-        if args.attest_every < 1:
-            raise TrustlabError(f"--attest-every {args.attest_every}: must be >= 1")
-        args.counters = _int_list(args.counters)
-        names = name_list(args.profile)
-        profiles = []
-        for n in names:
-            p = registry.load(n)
-            profiles.append(p.without_spread() if args.deterministic else p)
-        scheme_names = ["log", "hashtree"] if args.scheme == "both" else [args.scheme]
+        profiles = _settle(args)
+        scheme_names = _scheme_names(args.scheme)
         rows: list[dict] = []
         violations: list[str] = []
         per_gap: dict[tuple[str, str, int], Sequence[OpRecord]] = {}
@@ -223,6 +202,53 @@ class CountersExperiment:
         # a stream, not a list: 10^6 request objects would be ~100 MB (replayed once per scheme)
         stream = workloads.RequestStream(ids, args.op, args.read_fraction, seed=args.seed)
         return stream, stream.ids  # its compact copy: the 8-byte IDs are not kept through the run
+
+
+def _scheme_names(scheme: str) -> list[str]:
+    return ["log", "hashtree"] if scheme == "both" else [scheme]
+
+
+def _settle(args: argparse.Namespace) -> list[Profile]:
+    """Check every parameter and fill in the defaults on ``args``; the profiles the run prices.
+
+    The experiment's ``check`` (on the registry's copy of the arguments) and the start of its run are this
+    one function, so a sweep's dry run refuses exactly what the run refuses: modes, ranges, the counter
+    list, the profiles (they exist and have what each scheme needs) and a --trace's requests.
+    """
+    _check_modes(args)
+    if args.requests is not None and args.requests < 1:
+        raise TrustlabError(f"--requests {args.requests}: need at least one request")
+    if args.requests is not None and args.requests > MAX_REQUESTS:
+        raise TrustlabError(f"--requests {args.requests}: at most {MAX_REQUESTS}")
+    if args.attest_every < 1:
+        raise TrustlabError(f"--attest-every {args.attest_every}: must be >= 1")
+    if isinstance(args.counters, str):
+        args.counters = _int_list(args.counters)
+    profiles = []
+    for n in name_list(args.profile):
+        p = load_profile("--profile", n)
+        for scheme in _scheme_names(args.scheme):
+            try:
+                schemes.check_profile(scheme, p)
+            except TrustlabError as exc:
+                raise TrustlabError(f"--profile {n}: {exc}") from None
+        profiles.append(p.without_spread() if args.deterministic else p)
+    if args.trace:
+        try:
+            _check_trace(args.trace, args.counters)
+        except TrustlabError as exc:
+            raise TrustlabError(f"--trace: {exc}") from None
+    return profiles
+
+
+def _check_trace(path: Path, counters: list[int]) -> None:
+    """The trace is read and every counter it names is checked against each --counters value, in the run's
+    order (a trace naming counter 7 is refused for --counters 4 before any run, not after the first)."""
+    requests = workloads.load_trace(path)
+    largest = max((r.counter for r in requests), default=-1)
+    for n in counters:
+        if largest >= n:
+            workloads.load_trace(path, n)  # its error names the line
 
 
 def _check_modes(args: argparse.Namespace) -> None:

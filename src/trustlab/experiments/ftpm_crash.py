@@ -22,12 +22,13 @@ from trustlab.textable import table
 from trustlab.devices.ftpm import DEFAULT_STORAGE_PROFILE
 from trustlab.devices.ftpm.atomic_store import capacity
 from trustlab.devices.ftpm.crash import run_campaign
+from trustlab.devices.ftpm.platform import STORAGE_COMPONENTS
 from trustlab.devices.ftpm.usability import BootMix, compare
 from trustlab.errors import TrustlabError
-from trustlab.experiments._params import count, seed
+from trustlab.experiments._params import count, load_profile, seed
 from trustlab.experiments.registry import Reference, Result, experiment
-from trustlab.timing import registry
 from trustlab.timing.clock import Clock
+from trustlab.timing.profile import Profile
 
 
 def _probability(text: str) -> float:
@@ -42,6 +43,18 @@ def _probability(text: str) -> float:
 
 # the boot simulation's odds when --boots is given without them
 BOOT_DEFAULTS = {"p_typo": 0.1, "p_dark_reboot": 0.02, "p_unclean": 0.05}
+
+
+def select(args: argparse.Namespace) -> Profile:
+    """The storage profile a run times, every parameter checked: the experiment's ``check`` (a sweep's dry run)
+    and the start of its run are this one function."""
+    if args.boots < 0:
+        raise TrustlabError(f"--boots must not be negative, got {args.boots}")
+    for name in BOOT_DEFAULTS:
+        if getattr(args, name) is not None and not args.boots:
+            raise TrustlabError(f"--{name.replace('_', '-')}: applies only with --boots N (it sets the boot "
+                                "simulation's odds); add --boots or drop it")
+    return load_profile("--profile", args.profile, *STORAGE_COMPONENTS)  # it exists and can time the storage
 
 
 @experiment("ftpm-crash", help="fTPM on RPMB under injected power loss at every frame boundary and mid-frame, "
@@ -72,19 +85,15 @@ class FtpmCrashExperiment:
                             help=f"with --boots: P(power cut instead of TPM2_Shutdown) (default {BOOT_DEFAULTS['p_unclean']})")
 
     def check(self, args: argparse.Namespace) -> None:
-        """--boots' range, and the boot odds only with --boots (the registry runs this before a run and on every sweep point)."""
-        if args.boots < 0:
-            raise TrustlabError(f"--boots must not be negative, got {args.boots}")
-        for name in BOOT_DEFAULTS:
-            if getattr(args, name) is not None and not args.boots:
-                raise TrustlabError(f"--{name.replace('_', '-')}: applies only with --boots N (it sets the boot "
-                                    "simulation's odds); add --boots or drop it")
+        """--boots' range, the boot odds only with --boots, and the profile (the registry runs this before a run
+        and on every sweep point; the run starts with it too)."""
+        select(args)
 
     def run(self, args: argparse.Namespace) -> Result:
+        profile = select(args)
         for name, default in BOOT_DEFAULTS.items():
             if getattr(args, name) is None:
                 setattr(args, name, default)
-        profile = registry.load(args.profile)
         clock = Clock(profile, seed=args.seed)
         report = run_campaign(args.commands, args.seed, clock=clock, levels=args.levels)
         data: dict = report.headline()

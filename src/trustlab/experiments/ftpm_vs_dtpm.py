@@ -30,9 +30,9 @@ from trustlab.devices.ftpm.storage_cost import EXTRA_COMMANDS, PAPER_COMMANDS, m
 from trustlab.errors import TrustlabError
 from trustlab.experiments.registry import Result, experiment
 from trustlab.devices.ftpm.platform import STORAGE_COMPONENTS
-from trustlab.experiments._params import count, seed
+from trustlab.experiments._params import count, load_profile, seed
 from trustlab.timing import formulas, registry
-from trustlab.timing.clock import Clock
+from trustlab.timing.profile import Profile
 
 DEFAULT_PROFILES = (
     "intel-ptt-302.12.0.0-jcalgtest", "intel-ptt-11.6.0.1126-jcalgtest", "nvidia-jetson-orin-op-tee-ftpm-wolftpm",
@@ -56,6 +56,41 @@ def _compute_ms(profile, command: str, variant: str) -> float | None:
     return ms
 
 
+def select(args: argparse.Namespace) -> tuple[list[Profile], list[tuple[Profile, dict[str, float | None]]], Profile]:
+    """The profiles, those that can time a command with their computed times, and the storage profile.
+
+    The experiment's ``check`` (a sweep's dry run) and the start of its run are this one function: --reps,
+    each profile (it exists, is TPM 2.0, can time a paper command) and the storage profile - all before
+    swtpm starts.
+    """
+    if args.reps < 1:
+        raise TrustlabError(f"--reps must be at least 1, got {args.reps}")
+    if args.profiles is None:
+        known = set(registry.names("tpm2"))
+        names = [n for n in DEFAULT_PROFILES if n in known] or sorted(known)
+    elif args.profiles == "all":
+        names = registry.names("tpm2")
+    else:
+        names = [n.strip() for n in args.profiles.split(",") if n.strip()]
+    if not names:
+        raise TrustlabError("--profiles: no profile named")
+    profiles = [load_profile("--profiles", n) for n in names]
+    for p in profiles:
+        if p.family != "tpm2":
+            raise TrustlabError(f"--profiles: {p.name!r} is a {p.family!r} profile, not tpm2")
+    if args.profiles in (None, "all"):
+        profiles = [p for p in profiles if kind_of(p.name) != "software"]
+    storage = load_profile("--storage-profile", args.storage_profile, *STORAGE_COMPONENTS)
+    computed = []
+    for p in profiles:
+        compute = {label: _compute_ms(p, cmd, var) for label, cmd, var in PAPER_COMMANDS + EXTRA_COMMANDS}
+        if any(v is not None for v in compute.values()):  # else no usable components (e.g. keygen-only imports)
+            computed.append((p, compute))
+    if not computed:
+        raise TrustlabError("none of the chosen profiles can time the paper's commands")
+    return profiles, computed, storage
+
+
 @experiment("ftpm-vs-dtpm", help="the fTPM paper's command set (create RSA-2048, seal/unseal, sign/verify, "
             "encrypt/decrypt, load) on firmware vs discrete TPM 2.0 profiles, plus measured RPMB storage cost")
 class FtpmVsDtpmExperiment:
@@ -71,41 +106,20 @@ class FtpmVsDtpmExperiment:
         parser.add_argument("--seed", type=seed, default=0)
 
     def check(self, args: argparse.Namespace) -> None:
-        """--reps' range (the registry runs this before a run and on every sweep point)."""
-        if args.reps < 1:
-            raise TrustlabError(f"--reps must be at least 1, got {args.reps}")
+        """Everything the run refuses before it starts swtpm (the registry runs this before a run and on every
+        sweep point)."""
+        select(args)
 
     def run(self, args: argparse.Namespace) -> Result:
-        if args.profiles is None:
-            known = set(registry.names("tpm2"))
-            names = [n for n in DEFAULT_PROFILES if n in known] or sorted(known)
-        elif args.profiles == "all":
-            names = registry.names("tpm2")
-        else:
-            names = [n.strip() for n in args.profiles.split(",") if n.strip()]
-        if not names:
-            raise TrustlabError("--profiles: no profile named")
-        profiles = [registry.load(n) for n in names]
-        for p in profiles:
-            if p.family != "tpm2":
-                raise TrustlabError(f"--profiles: {p.name!r} is a {p.family!r} profile, not tpm2")
-        if args.profiles in (None, "all"):
-            profiles = [p for p in profiles if kind_of(p.name) != "software"]
-        storage = registry.load(args.storage_profile)
-        Clock(storage).require(*STORAGE_COMPONENTS)  # fail before starting swtpm
+        profiles, computed, storage = select(args)
         costs = {c.label: c for c in measure(storage, reps=args.reps, seed=args.seed)}
         commands = PAPER_COMMANDS + EXTRA_COMMANDS
         devices = []
-        for p in profiles:
+        for p, compute in computed:
             kind = kind_of(p.name)
-            compute = {label: _compute_ms(p, cmd, var) for label, cmd, var in commands}
-            if all(v is None for v in compute.values()):
-                continue  # a profile with no usable components (e.g. keygen-only imports)
             total = {label: (None if v is None else v + (costs[label].storage_ms if kind == "fTPM" else 0.0))
                      for label, v in compute.items()}
             devices.append({"profile": p.name, "kind": kind, "compute_ms": compute, "total_ms": total})
-        if not devices:
-            raise TrustlabError("none of the chosen profiles can time the paper's commands")
         summary = []
         for label, cmd, var in commands:
             row = {"label": label, "command": cmd, "variant": var,

@@ -28,15 +28,14 @@ from dataclasses import replace
 from trustlab.apps.hbs.applet import Card
 from trustlab.apps.hbs.costs import COMPONENTS
 from trustlab.apps.hbs.costs import price
-from trustlab.apps.hbs.model import (DEFAULT_RESPONSES, PUBLISHED_APPLET, RESPONSES, Analysis, Stats, analyse,
+from trustlab.apps.hbs.model import (DEFAULT_RESPONSES, check_analysable, PUBLISHED_APPLET, RESPONSES, Analysis, Stats, analyse,
                                      drivers, prepare_work, response_alternative, sensitivity, wots_keygen_counts,
                                      wots_signature_counts)
 from trustlab.apps.hbs.params import XMSSParams
 from trustlab.textable import table
 from trustlab.errors import TrustlabError
-from trustlab.experiments._params import count, real, seed
+from trustlab.experiments._params import count, load_profile, real, seed
 from trustlab.experiments.registry import Reference, Result, experiment
-from trustlab.timing import registry
 from trustlab.timing.profile import Profile, Provenance
 
 PAPER = "van der Laan et al. (2018), Java Card hash-based signatures, excerpt 'Memory Usage and Benchmarks'"
@@ -44,10 +43,10 @@ MAX_TREE_HEIGHT = 12  # the scratch card hashes a whole subtree per layer and si
 
 
 def _profile(name: str) -> Profile:
-    prof = registry.load(name)
+    prof = load_profile("--profile", name)
     missing = [c for c in COMPONENTS if c not in prof]
     if missing:
-        raise TrustlabError(f"profile {name!r} lacks the Java Card HBS component(s) {', '.join(missing)} "
+        raise TrustlabError(f"--profile: profile {name!r} lacks the Java Card HBS component(s) {', '.join(missing)} "
                             f"(it is a {prof.family!r} profile; try jcop-2018)")
     return prof
 
@@ -83,7 +82,10 @@ def _what_if(prof: Profile, settings: list[str]) -> Profile:
 
 
 def _params(h: int, d: int, w: int) -> XMSSParams:
-    p = XMSSParams(h, d, w)
+    try:
+        p = XMSSParams(h, d, w)
+    except TrustlabError as exc:  # named by the flags (with the defaults of those not given) it came from
+        raise TrustlabError(f"--h {h} --d {d}: {exc}") from None
     if p.tree_height > MAX_TREE_HEIGHT:
         raise TrustlabError(f"--h {h} --d {d}: subtrees of height {p.tree_height} are beyond this analysis "
                             f"(at most {MAX_TREE_HEIGHT}; use a larger d)")
@@ -154,6 +156,45 @@ def _grid_points(hs: list[int], ws: list[int]) -> list[XMSSParams]:
             if h % d == 0 and 2 <= h // d <= 10]
 
 
+def _settle(args: argparse.Namespace) -> tuple[Profile, list[XMSSParams]]:
+    """Check every parameter and fill in the defaults on ``args``: the profile (with --set) and the parameter
+    sets the run analyses (one, or the --grid's).
+
+    The experiment's ``check`` (on the registry's copy of the arguments: a sweep's dry run) and the start of
+    its run are this one function: modes, the profile and its components, --set, and each (h, d, w) -
+    d divides h, the subtree height, the analysis's largest h - before any analysis runs.
+    """
+    _check_modes(args)
+    prof = _what_if(_profile(args.profile), getattr(args, "set", []) or [])
+    args.sensitivity = DEFAULT_SENSITIVITY if args.sensitivity is None else args.sensitivity
+    if not 0 < args.sensitivity < 1:
+        raise TrustlabError(f"--sensitivity {args.sensitivity}: give a fraction in (0, 1)")
+    if args.grid:
+        args.grid_h = args.grid_h or [10, 20]
+        args.grid_w = args.grid_w or [4, 16]
+        for w in args.grid_w:
+            if w not in (4, 16):
+                raise TrustlabError(f"--grid-w {w}: RFC 8391 allows w = 4 or 16")
+        try:
+            points = _grid_points(args.grid_h, args.grid_w)
+        except TrustlabError as exc:
+            raise TrustlabError(f"--grid-h: {exc}") from None
+        if not points:
+            raise TrustlabError("--grid-h: no h has a divisor d with 2 <= h/d <= 10")
+        for p in points:
+            try:
+                check_analysable(p)
+            except TrustlabError as exc:
+                raise TrustlabError(f"--grid-h {p.h}: {exc}") from None
+        return prof, points
+    p = _params(20 if args.h is None else args.h, 4 if args.d is None else args.d, 16 if args.w is None else args.w)
+    try:
+        check_analysable(p)
+    except TrustlabError as exc:
+        raise TrustlabError(f"--h {p.h}: {exc}") from None
+    return prof, [p]
+
+
 @experiment("hbs", help="XMSS^MT on a Java Card: signing/preparation time over the key's lifetime, "
             "persistent memory, signature size, sensitivity; --grid for the h/d/w trade-off")
 class HBS:
@@ -198,19 +239,16 @@ class HBS:
                             help="relative change of each profile parameter in the sensitivity table (default 0.10)")
 
     def check(self, args: argparse.Namespace) -> None:
-        """Options without effect in the chosen mode (the registry runs this before a run and on every sweep
-        point)."""
-        _check_modes(args)
+        """Everything the run refuses before its analysis (the registry runs this before a run and on every
+        sweep point)."""
+        _settle(args)
 
     def run(self, args: argparse.Namespace) -> Result:
-        prof = _what_if(_profile(args.profile), getattr(args, "set", []) or [])
-        args.sensitivity = DEFAULT_SENSITIVITY if args.sensitivity is None else args.sensitivity
-        if not 0 < args.sensitivity < 1:
-            raise TrustlabError(f"--sensitivity {args.sensitivity}: give a fraction in (0, 1)")
+        prof, points = _settle(args)
         provenance = {prof.name: prof.provenance.describe()}
         if args.grid:
-            return self._grid(args, prof, provenance)
-        p = _params(20 if args.h is None else args.h, 4 if args.d is None else args.d, 16 if args.w is None else args.w)
+            return self._grid(args, prof, provenance, points)
+        p = points[0]
         responses = getattr(args, "responses", DEFAULT_RESPONSES)
         a = steady_state(analyse(p, prof, responses))
         sens = sensitivity(a, prof, args.sensitivity)
@@ -239,15 +277,7 @@ class HBS:
             data=data, text=text, references=refs,
             profiles=provenance, plots=[_sensitivity_plot(a, sens, args.sensitivity)])
 
-    def _grid(self, args: argparse.Namespace, prof: Profile, provenance: dict) -> Result:
-        args.grid_h = args.grid_h or [10, 20]
-        args.grid_w = args.grid_w or [4, 16]
-        for w in args.grid_w:
-            if w not in (4, 16):
-                raise TrustlabError(f"--grid-w {w}: RFC 8391 allows w = 4 or 16")
-        points = _grid_points(args.grid_h, args.grid_w)
-        if not points:
-            raise TrustlabError("--grid-h: no h has a divisor d with 2 <= h/d <= 10")
+    def _grid(self, args: argparse.Namespace, prof: Profile, provenance: dict, points: list[XMSSParams]) -> Result:
         records = [steady_state(analyse(p, prof, getattr(args, "responses", DEFAULT_RESPONSES))).record()
                    for p in points]
         rows = [[r["h"], r["d"], r["w"], r["sign_s"]["best"], r["sign_s"]["avg"], r["sign_s"]["worst"],

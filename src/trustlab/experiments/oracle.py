@@ -23,11 +23,13 @@ from typing import Iterable
 from trustlab.apps import oracle
 from trustlab.textable import table
 from trustlab.errors import TrustlabError
-from trustlab.experiments._params import seed
+from trustlab.experiments._params import load_profile, seed
 from trustlab.devices.tpm12.commands.hmac import MAX_OUTPUT_BLOCKS
 from trustlab.devices.tpm12.wire import ALLOC_MAX
 from trustlab.experiments.registry import Reference, Result, experiment
-from trustlab.timing import formulas, registry
+from trustlab.devices.tpm12.engine import REQUIRED as ENGINE_REQUIRED
+from trustlab.timing import formulas
+from trustlab.timing.profile import Profile
 
 PAPER = "Gunupudi & Tate 2010, Sec. VI-B"
 # printed model values for the Infineon profile (Sec. VI-B table; the simulator column is withheld)
@@ -74,6 +76,16 @@ def check_range(flag: str, value: int, lo: int, hi: int) -> None:
         raise TrustlabError(f"{flag} {value}: must be between {lo} and {hi}")
 
 
+def select(args: argparse.Namespace) -> Profile:
+    """The profile a run times, every parameter checked: the ranges, and the profile (it exists and has
+    what the TPM 1.2 engine charges). The experiment's ``check`` and the start of its run are this function."""
+    check_range("--parties", args.parties, 2, MAX_PARTIES)
+    check_range("--queries", args.queries, 1, MAX_QUERIES)
+    check_range("--input-blocks", args.input_blocks, 1, MAX_INPUT_BLOCKS)
+    check_range("--output-blocks", args.output_blocks, 1, MAX_OUTPUT_BLOCKS)
+    return load_profile("--profile", args.profile, *ENGINE_REQUIRED)
+
+
 @experiment("oracle", help="TPM random oracle: CMK setup, direct migration to n-1 parties, HMAC queries")
 class OracleStudy:
     flagship = [["--profile", "infineon-2010", "--parties", "2"],
@@ -99,14 +111,12 @@ class OracleStudy:
                             help="seed of the timing spread draws; party i uses SEED+i (default 0)")
 
     def check(self, args: argparse.Namespace) -> None:
-        """The parameters' ranges (the registry runs this before a run and on every sweep point)."""
-        check_range("--parties", args.parties, 2, MAX_PARTIES)
-        check_range("--queries", args.queries, 1, MAX_QUERIES)
-        check_range("--input-blocks", args.input_blocks, 1, MAX_INPUT_BLOCKS)
-        check_range("--output-blocks", args.output_blocks, 1, MAX_OUTPUT_BLOCKS)
+        """Everything the run refuses before a TPM runs (the registry runs this before a run and on every sweep
+        point)."""
+        select(args)
 
     def run(self, args: argparse.Namespace) -> Result:
-        profile = registry.load(args.profile)
+        profile = select(args)
         run = oracle.run(profile, args.parties, input_blocks=args.input_blocks,
                          output_blocks=args.output_blocks, queries=args.queries,
                          realtime=args.realtime, seed=args.seed)

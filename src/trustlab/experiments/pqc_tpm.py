@@ -17,6 +17,11 @@ served draws (served_median_ms, p95_ms) cover.
 
 Also: whether each command frame fits the chip's TPM_PT_MAX_COMMAND_SIZE, the
 peak RAM of each operation (pqm4) and the validation rows of the model.
+
+In ``--json`` (and the saved record) provenance is said once: ``provenance`` is a table of texts keyed
+``p1``, ``p2``, ...; a row's ``provenance``, a chip's ``unit_costs`` and a validation row's ``source`` and
+``note`` hold keys, and ``"; ".join(table[k] for k in keys)`` is the full string
+(:mod:`trustlab.shared_provenance`; ``expand`` restores every string; the report shows them in full).
 """
 
 from __future__ import annotations
@@ -34,7 +39,8 @@ from trustlab.devices.tpm2.pqc_model.chipspec import ChipSpec
 from trustlab.devices.tpm2.pqc_model.cost import SHAKE256_RATE, absorb_ms, operation_cost, unit_costs
 from trustlab.devices.tpm2.pqc_model.params import ALGORITHMS, DSA_OPERATIONS, KEM_OPERATIONS, MLKEM, params
 from trustlab.errors import TrustlabError
-from trustlab.experiments._params import seed
+from trustlab.experiments._params import load_profile, seed
+from trustlab.shared_provenance import TABLE as SHARED, Table
 from trustlab.experiments.registry import Result, experiment
 from trustlab.timing import registry
 from trustlab.timing.clock import Clock
@@ -240,6 +246,21 @@ def _unique(items: str) -> list[str]:
     return list(dict.fromkeys(n.strip() for n in items.split(",") if n.strip()))
 
 
+def _share_provenance(data: dict) -> None:
+    """Each distinct piece of provenance once, in ``data["provenance"]``; rows, chips' unit costs and validation
+    rows' sources and notes name theirs by key (:mod:`trustlab.shared_provenance`: ``"; ".join`` of the keys' texts is the
+    string). Said per row, the same benchmark and core-factor texts made --json 4.7 MB."""
+    shared = Table()
+    for row in data["rows"]:
+        row["provenance"] = shared.refs(row["provenance"])
+    for fact in data["chips"]:
+        if "unit_costs" in fact:
+            fact["unit_costs"] = {name: shared.refs(text) for name, text in fact["unit_costs"].items()}
+    data["validation"] = [{k: shared.refs(v) if k in ("source", "note") and isinstance(v, str) else v
+                           for k, v in check.items()} for check in data["validation"]]  # copies: rows may be cached
+    data[SHARED] = shared.as_dict()
+
+
 @dataclass(frozen=True)
 class Selection:
     """What a pqc-tpm run prices, read from its arguments: the chips given by --chip, the profiles, the
@@ -270,7 +291,7 @@ def select(args: argparse.Namespace) -> Selection:
     names = known if profiles_arg == "all" else _unique(profiles_arg)
     if not names and not specs:
         raise TrustlabError("--profiles: no profile named")
-    profiles = [registry.load(n) for n in names]
+    profiles = [load_profile("--profiles", n) for n in names]
     for p in profiles:
         if p.family != "tpm2":
             raise TrustlabError(f"--profiles: {p.name!r} is a {p.family!r} profile, not tpm2")
@@ -498,6 +519,7 @@ class PqcTpmExperiment:
                           chip_notes)
         plots = self._plots(rows, attest, profiles, algorithms) + [validation_plot(checks)]
         provs = {p.name: p.provenance.describe() for p in profiles}
+        _share_provenance(data)
         return Result(experiment="pqc-tpm", params={"profiles": [p.name for p in profiles], "algorithms": algorithms,
                                                     "chips": [s.name for s in specs],
                                                     "draws": args.draws, "seed": args.seed, "focus": focus,

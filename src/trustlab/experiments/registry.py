@@ -271,12 +271,16 @@ def parse_args(name: str, argv: Sequence[str]) -> argparse.Namespace:
 
 
 def check_args(name: str, args: argparse.Namespace) -> None:
-    """The experiment's own checks of parsed parameters (its optional ``check(args)``: ranges argparse
-    does not express). Run before every run and on every sweep point, so a sweep's dry run and its
-    check before anything runs refuse exactly what the run would."""
+    """The experiment's own checks of parsed parameters (its optional ``check(args)``): everything its run
+    refuses before doing any work - ranges argparse does not express, combinations, profile and name
+    lookups. Run before every run and on every sweep point, so a sweep's dry run and its check before
+    anything runs refuse exactly what the run would.
+
+    The check gets a copy of ``args``: one that fills in defaults to check them (counters' modes) cannot
+    change what the run sees, nor make a second check (parse, then run) refuse what the first accepted."""
     check = getattr(get(name), "check", None)
     if check is not None:
-        check(args)
+        check(argparse.Namespace(**vars(args)))
 
 
 def run_argv(name: str, argv: Sequence[str]) -> Result:

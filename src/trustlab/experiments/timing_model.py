@@ -29,9 +29,9 @@ from typing import TYPE_CHECKING
 
 from trustlab.textable import table
 from trustlab.errors import TrustlabError
-from trustlab.experiments._params import count, real, seed
+from trustlab.experiments._params import count, load_profile, real, seed
 from trustlab.experiments.registry import Reference, Result, experiment
-from trustlab.timing import formulas, registry
+from trustlab.timing import formulas
 from trustlab.validation.gunupudi2010 import TABLE_II, TABLE_II_MODEL as _TABLE_II_MODEL
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -43,6 +43,46 @@ if TYPE_CHECKING:  # pragma: no cover
 VENDORS = ["atmel-2010", "winbond-2010", "infineon-2010", "stm-2010"]
 COMMANDS = ["TPM_Seal", "TPM_UnBind", "TPM_Sign", "TPM_Quote", "TPM_Unseal",
             "TPM_AuthorizeMigrationKey", "TPM_CreateMigrationBlob", "TPM_ChangeAuth"]
+
+def select(args: argparse.Namespace) -> tuple[list[str], list, list[str]]:
+    """The profile names, the profiles and the commands a run evaluates, every parameter checked.
+
+    The experiment's ``check`` (a sweep's dry run) and the start of its run are this one function: the
+    ranges, each profile (it exists and is TPM 1.2) and each --command (a TPM 1.2 formula has it).
+    """
+    if not 0 <= args.noise < 1:
+        raise TrustlabError(f"--noise {args.noise}: give a relative s.d. in [0, 1)")
+    if args.repeats < 1:
+        raise TrustlabError(f"--repeats {args.repeats}: need at least one measurement per command")
+    names = args.profile or VENDORS
+    commands = args.command or COMMANDS
+    profiles = [load_profile("--profile", n) for n in names]
+    for p in profiles:
+        if p.family != "tpm1.2":
+            raise TrustlabError(f"--profile: profile {p.name!r} is family {p.family!r}; the timing model is TPM 1.2")
+    for command in commands:
+        _check_command(command)
+    return names, profiles, commands
+
+
+def _check_command(command: str) -> None:
+    """A --command with no TPM 1.2 formula, in one readable line: the nearest names, a few valid ones, and
+    the command that lists them all (the formula table's own error lists every one of its ~70 names)."""
+    import difflib
+
+    try:
+        formulas.lookup("tpm1.2", command)
+        return
+    except TrustlabError as exc:
+        known = formulas.commands("tpm1.2")
+        if command in known or f"unknown command {command!r}" not in str(exc):
+            raise TrustlabError(f"--command {command}: {exc}") from None
+    close = difflib.get_close_matches(command, known, n=3, cutoff=0.6) or \
+        [k for k in known if k.lower() == command.lower()]
+    hint = f"did you mean {', '.join(close)}? " if close else ""
+    raise TrustlabError(f"--command {command!r}: no TPM 1.2 formula of that name ({hint}e.g. "
+                        f"{', '.join(COMMANDS[:4])}; all {len(known)}: trustlab estimate --profile {VENDORS[0]})")
+
 
 @experiment("timing-model", help="validate the TPM 1.2 timing model: Table II model column "
             "for four vendors, and a profile-fit round trip")
@@ -64,19 +104,12 @@ class TimingModel:
                             help="skip running the commands on the TPM 1.2 engine (model column only)")
 
     def check(self, args: argparse.Namespace) -> None:
-        """--noise's and --repeats' ranges (the registry runs this before a run and on every sweep point)."""
-        if not 0 <= args.noise < 1:
-            raise TrustlabError(f"--noise {args.noise}: give a relative s.d. in [0, 1)")
-        if args.repeats < 1:
-            raise TrustlabError(f"--repeats {args.repeats}: need at least one measurement per command")
+        """Everything the run refuses before it runs a command (the registry runs this before a run and on
+        every sweep point)."""
+        select(args)
 
     def run(self, args: argparse.Namespace) -> Result:
-        names = args.profile or VENDORS
-        commands = args.command or COMMANDS
-        profiles = [registry.load(n) for n in names]
-        for p in profiles:
-            if p.family != "tpm1.2":
-                raise TrustlabError(f"profile {p.name!r} is family {p.family!r}; the timing model is TPM 1.2")
+        names, profiles, commands = select(args)
         simulated = {p.name: _simulate(p, args.seed) for p in profiles} if args.simulate else {}
         rows, references = _table_ii(profiles, commands, simulated)
         fits = [_round_trip(p, args.noise, args.repeats, args.seed + i) for i, p in enumerate(profiles)]
@@ -235,7 +268,11 @@ def _round_trip(profile, noise: float, repeats: int, seed: int) -> dict:
 
 
 def _synthetic(profile, rng: np.random.Generator, noise: float, repeats: int) -> list[Measurement]:
-    """``repeats`` measurements of every command with a formula, true time x (1 + noise x N(0,1))."""
+    """``repeats`` measurements of every command with a formula, true time x (1 + noise x N(0,1)).
+
+    A measured time is positive: a factor <= 0 (only with a large --noise: 5 s.d. out at 0.2) is drawn
+    again, so the normal is truncated at zero; at smaller noise no draw changes.
+    """
     from trustlab.timing.fit import Measurement
 
     out = []
@@ -245,7 +282,10 @@ def _synthetic(profile, rng: np.random.Generator, noise: float, repeats: int) ->
             continue
         true_ms, _ = f.evaluate(profile)
         for _ in range(repeats):
-            ms = true_ms * (1.0 + noise * rng.standard_normal()) if noise else true_ms
+            factor = 1.0 + noise * rng.standard_normal() if noise else 1.0
+            while factor <= 0.0:
+                factor = 1.0 + noise * rng.standard_normal()
+            ms = true_ms * factor
             out.append(Measurement(label=command, terms=f.terms, ms=ms))
     return out
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 
+from trustlab.errors import TrustlabError
 from trustlab.experiments.registry import Result, experiment
 
 
@@ -22,11 +23,22 @@ class Validate:
         parser.add_argument("--profile", action="append", metavar="NAME",
                             help="validate only this profile (repeatable; default every one with a reference)")
 
+    def check(self, args: argparse.Namespace) -> None:
+        """Each --profile exists (what the validation refuses first; the registry runs this before a run and
+        on every sweep point)."""
+        from trustlab.validation.run import check_profiles
+
+        try:
+            check_profiles(args.profile)
+        except TrustlabError as exc:
+            raise TrustlabError(f"--profile: {exc}") from None
+
     def run(self, args: argparse.Namespace) -> Result:
         from trustlab.timing import registry
         from trustlab.validation import run
         from trustlab.validation.text import accuracy_plot, accuracy_rows, render
 
+        self.check(args)  # the run starts with its check (a sweep's dry run): the same words for an unknown name
         v = run(args.profile or None)
         checks = [c.to_dict() for c in v.checks]
         incs = [dict(i.to_dict(), readings="; ".join(f"{k} = {val:g}" for k, val in i.readings.items()),

@@ -24,9 +24,27 @@ from trustlab.apps.counters.runner import describe
 from trustlab.apps.wallet.protocol import BuyerDevice, Issuer, Merchant
 from trustlab.textable import table
 from trustlab.errors import TrustlabError
-from trustlab.experiments._params import count, real, seed
+from trustlab.experiments._params import count, load_profile, real, seed
 from trustlab.experiments.registry import Result, experiment
-from trustlab.timing import registry
+
+
+def select(args: argparse.Namespace):  # type: ignore[no-untyped-def]
+    """The profile a run prices, every parameter checked: the experiment's ``check`` (a sweep's dry run) and
+    the start of its run are this one function (ranges, --ordering with --scheme, the profile: it exists and
+    can time --scheme)."""
+    for name, most in (("merchants", MAX_PARTIES), ("purchases", MAX_PURCHASES), ("buyers", MAX_PARTIES)):
+        if not 1 <= getattr(args, name) <= most:
+            raise TrustlabError(f"--{name} {getattr(args, name)}: must be between 1 and {most}")
+    if not 0 <= args.cheat_rate <= 1:
+        raise TrustlabError(f"--cheat-rate {args.cheat_rate}: must be in [0, 1]")
+    if args.ordering == "arithmetic" and args.scheme != "hashtree":
+        raise TrustlabError("--ordering arithmetic needs --scheme hashtree (log-based counters are not arithmetic)")
+    profile = load_profile("--profile", args.profile)
+    try:
+        schemes.check_profile(args.scheme, profile)
+    except TrustlabError as exc:
+        raise TrustlabError(f"--profile {args.profile}: {exc}") from None
+    return profile
 
 
 # Bounds keep a typo from becoming an endless run (every purchase does real signatures).
@@ -76,18 +94,12 @@ class WalletExperiment:
         parser.add_argument("--deterministic", action="store_true", help="drop the profile's spreads")
 
     def check(self, args: argparse.Namespace) -> None:
-        """Ranges and combinations argparse does not express (the registry runs this before a run and on
-        every sweep point)."""
-        for name, most in (("merchants", MAX_PARTIES), ("purchases", MAX_PURCHASES), ("buyers", MAX_PARTIES)):
-            if not 1 <= getattr(args, name) <= most:
-                raise TrustlabError(f"--{name} {getattr(args, name)}: must be between 1 and {most}")
-        if not 0 <= args.cheat_rate <= 1:
-            raise TrustlabError(f"--cheat-rate {args.cheat_rate}: must be in [0, 1]")
-        if args.ordering == "arithmetic" and args.scheme != "hashtree":
-            raise TrustlabError("--ordering arithmetic needs --scheme hashtree (log-based counters are not arithmetic)")
+        """Ranges and combinations argparse does not express, and the profile (the registry runs this before a
+        run and on every sweep point)."""
+        select(args)
 
     def run(self, args: argparse.Namespace) -> Result:
-        profile = registry.load(args.profile)
+        profile = select(args)
         if args.deterministic:
             profile = profile.without_spread()
         rng = random.Random(args.seed)

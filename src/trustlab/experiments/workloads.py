@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
 from trustlab.errors import TrustlabError
-from trustlab.experiments._params import seed
+from trustlab.experiments._params import name_list, seed
 from trustlab.experiments.registry import Reference, Result, experiment
 from trustlab.textable import table
 
@@ -32,6 +33,26 @@ CHROME_SIGN = Reference(
 
 def _short(name: str) -> str:
     return name.replace("-jcalgtest", "").replace("-wolftpm", "")
+
+
+def select(args: argparse.Namespace) -> tuple[list[str], list[str], Any]:
+    """The profile names, the workloads and the post-quantum choice a run prices, every parameter checked.
+
+    The experiment's ``check`` (a sweep's dry run) and the start of its run are this one function: --draws,
+    --profiles (each exists and is TPM 2.0), --workloads (each shipped; an empty list or item is an error,
+    not a run over nothing) and --pqc.
+    """
+    from trustlab.replay import pqc
+    from trustlab.replay import run as replaying
+
+    if not 10 <= args.draws <= 20000:
+        raise TrustlabError(f"--draws must be between 10 and 20000, got {args.draws}")
+    names = replaying.select_profiles(args.profiles)
+    workloads = name_list(args.workloads, "--workloads")
+    for w in workloads:
+        if w not in WORKLOADS:
+            raise TrustlabError(f"--workloads: {w!r} is not one of {', '.join(WORKLOADS)}")
+    return names, workloads, pqc.parse_choice(args.pqc)
 
 
 @experiment("workloads", help="the shipped workloads (attestation, disk unlock, TLS key, measured boot) replayed on "
@@ -50,20 +71,15 @@ class WorkloadsExperiment:
         parser.add_argument("--seed", type=seed, default=0, help="seed of the draws (default 0)")
 
     def check(self, args: argparse.Namespace) -> None:
-        """The draws' range (the registry runs this before a run and on every sweep point)."""
-        if not 10 <= args.draws <= 20000:
-            raise TrustlabError(f"--draws must be between 10 and 20000, got {args.draws}")
+        """Everything the run refuses before it replays a trace (the registry runs this before a run and on
+        every sweep point)."""
+        select(args)
 
     def run(self, args: argparse.Namespace) -> Result:
-        from trustlab.replay import load, pqc
+        from trustlab.replay import load
         from trustlab.replay import run as replaying
 
-        names = replaying.select_profiles(args.profiles)
-        workloads = list(dict.fromkeys(w.strip() for w in args.workloads.split(",") if w.strip()))
-        for w in workloads:
-            if w not in WORKLOADS:
-                raise TrustlabError(f"--workloads: {w!r} is not one of {', '.join(WORKLOADS)}")
-        choice = pqc.parse_choice(args.pqc)
+        names, workloads, choice = select(args)
         results = {}
         for w in workloads:
             trace = load.read(WORKLOAD_DIR / f"{w}.jsonl")

@@ -29,6 +29,7 @@ from trustlab.report.export import slug, write_csv, write_json
 from trustlab.report.plots import PlotError, collector_frozen, forget_fonts, preload, render
 from trustlab.report.records import ensure_dir, is_failure
 from trustlab.report.tables import MAX_ROWS, columns, data_tables, profile_rows, reference_rows
+from trustlab.shared_provenance import expand
 from trustlab.safe_output import atomic_open
 
 REF_COLS = ["label", "model", "simulated", "reference", "error", "error_pct", "unit", "source"]
@@ -328,7 +329,7 @@ def _section(run_id: str, record: dict[str, Any], refs: list[dict[str, Any]], ou
     if profiles:
         parts.append("<h3>Profiles (provenance)</h3>" + h.table(profiles, ["profile", "version", "family",
                                                                           "provenance"]))
-    for name, rows in data_tables(record.get("data")):
+    for name, rows in data_tables(expand(record.get("data"))):  # provenance said once: shown in full per row
         csv_path = write_csv(out_dir / "tables" / f"{run_id}-{slug(name)}.csv", rows)
         parts.append(f'<h3>{h.esc(name)} <span class="small"><a href="tables/{csv_path.name}">CSV</a>'
                      "</span></h3>" + h.table(rows, columns(rows), limit=MAX_ROWS))

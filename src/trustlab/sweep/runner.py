@@ -19,6 +19,7 @@ from tqdm import tqdm
 
 from trustlab.report.export import write_csv, write_json
 from trustlab.safe_output import claim_dir
+from trustlab.shared_provenance import expand
 from trustlab.sweep import drawing, execute
 from trustlab.sweep.cache import PointCache
 from trustlab.sweep.spec import Point, SweepSpec
@@ -179,7 +180,8 @@ def _write_results(outcome: SweepOutcome, drawer: drawing.ReportDrawer | None = 
             row["error"] = str(rec.get("error", "")).splitlines()[0] if rec.get("error") else ""
         else:
             row["status"] = "violations" if rec.get("violations") else "ok"
-            row.update({f"data.{k}": v for k, v in _scalars(rec["data"]).items()})
+            # a provenance table (trustlab.shared_provenance) is not a point's figure: no column per text
+            row.update({f"data.{k}": v for k, v in _scalars(expand(rec["data"])).items()})
         table.append(row)
     write_csv(outcome.out_dir / "results.csv", table)
     if report is not None and not (handed and drawer is not None and drawer.finished()):

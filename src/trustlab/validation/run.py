@@ -52,14 +52,20 @@ def _source(name: str, wanted: set[str] | None) -> tuple[list[Check], list[Incon
     return checks, incs
 
 
-def run(profiles: list[str] | None = None) -> Validation:
-    """Every check that has a reference (for ``profiles`` only, if given: unknown names are an error)."""
-    wanted = None
+def check_profiles(profiles: list[str] | None) -> None:
+    """Refuse an unknown profile name (before any check runs)."""
     if profiles:
         known = set(registry.names())
         for name in profiles:
             if name not in known:
                 raise TrustlabError(f"validate: unknown profile {name!r} (see `trustlab profiles list`)")
+
+
+def run(profiles: list[str] | None = None) -> Validation:
+    """Every check that has a reference (for ``profiles`` only, if given: unknown names are an error)."""
+    wanted = None
+    check_profiles(profiles)
+    if profiles:
         wanted = set(profiles)
     out = Validation()
     for src in SOURCES:

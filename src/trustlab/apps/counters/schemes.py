@@ -148,6 +148,15 @@ class BuiltScheme:
         return ms
 
 
+def check_profile(scheme: str, profile: Profile) -> None:
+    """Refuse a profile that cannot time ``scheme`` (what :func:`build` refuses first), before any TPM is built."""
+    if scheme == "log-tpm2":
+        if profile.family != "tpm2":
+            raise TrustlabError(f"scheme log-tpm2 needs a TPM 2.0 profile; {profile.name!r} is {profile.family!r}")
+        return
+    Clock(profile).require(*NEEDED)
+
+
 def build(scheme: str, profile: Profile, counters: int, *, seed: int = 0, attest_every: int = 1,
           tpm12: str = "inproc") -> BuiltScheme:
     """A fresh TPM provisioned for ``scheme`` with ``counters`` virtual counters.
@@ -162,15 +171,14 @@ def build(scheme: str, profile: Profile, counters: int, *, seed: int = 0, attest
     if scheme == "log-tpm2":
         from trustlab.apps.counters.tpm2_log import Tpm2LogProver
 
-        if profile.family != "tpm2":
-            raise TrustlabError(f"scheme log-tpm2 needs a TPM 2.0 profile; {profile.name!r} is {profile.family!r}")
+        check_profile(scheme, profile)
         if tpm12 != "inproc":
             raise TrustlabError(f"--tpm12 {tpm12}: applies to the TPM 1.2 schemes (log, hashtree), not log-tpm2")
         prover2 = Tpm2LogProver(profile, counters)
         return BuiltScheme("log-tpm2", profile, counters, prover2.clock, prover2, prover2.verifier(),
                            M.Terms(0, 0, 0, 0, 0, 0, 0), M.Accounting())
+    check_profile(scheme, profile)
     clock = Clock(profile, seed=seed)
-    clock.require(*NEEDED)
     terms = M.Terms.from_profile(profile)
     if tpm12 == "libtpms":
         return _lockstep(scheme, profile, counters, clock, terms, seed)

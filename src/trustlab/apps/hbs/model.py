@@ -148,14 +148,19 @@ def prepare_counts_at(p: XMSSParams, j: int) -> Counter:
     return c
 
 
+def check_analysable(p: XMSSParams) -> None:
+    """Refuse, before any work, a parameter set the exact per-index pass cannot take."""
+    if p.h > MAX_ANALYSIS_H:
+        raise TrustlabError(f"hbs analysis: h={p.h} too large for the exact per-index pass (at most {MAX_ANALYSIS_H})")
+
+
 def prepare_classes(p: XMSSParams) -> dict[tuple[int, ...], tuple[int, int]]:
     """{per-layer state: (how many indices j, first such j)} over the whole lifetime.
 
     Per layer i < d−1: 0 = no next subtree any more, 1 = nothing due, 2 = one leaf due
     (due iff 2^(i·h/d) divides j).
     """
-    if p.h > MAX_ANALYSIS_H:
-        raise TrustlabError(f"hbs analysis: h={p.h} too large for the exact per-index pass (at most {MAX_ANALYSIS_H})")
+    check_analysable(p)
     t = p.tree_height
     found: dict[int, list[int]] = {}
     chunk = 1 << 20

@@ -104,13 +104,17 @@ def _handles_struct(n: int) -> struct.Struct:
     return _HANDLES[n] if n < len(_HANDLES) else struct.Struct(f">{n}I")
 
 
+REQUIRED = ("ohc", "ohir", "ohor", "rsa_dec", "rsa_enc", "rsa_sign", "sha1_byte")
+"""The components a profile needs to time the engine (what an experiment checks before it builds one)."""
+
+
 class Engine:
     """A TPM 1.2 chip: call :meth:`execute` with command bytes."""
 
     def __init__(self, clock: Clock, nv: NVStore | None = None,
                  keygen: Callable[[int], rsa.RSAPrivateKey] | None = None, *, started: bool = True,
                  ek: bool = True) -> None:
-        clock.require("ohc", "ohir", "ohor", "rsa_dec", "rsa_enc", "rsa_sign", "sha1_byte")
+        clock.require(*REQUIRED)
         self.clock = clock
         bus = [clock.fixed_cost(c) for c in ("ohc", "ohir", "ohor")]
         # the dispatcher's per-command charges, precomputed when none has a spread (else None: drawn)

@@ -45,8 +45,9 @@ class TpmResponseError(TrustlabError):
              0x095: "the answer would be longer than the TPM's TPM_PT_MAX_RESPONSE_SIZE"}
     """Codes whose cause is the chip's buffer (serve: the profile's chip's, ``tpm2_getcap properties-fixed``)."""
 
-    def __init__(self, command: str, rc: int, least: int = 0, limit: int | None = None) -> None:
-        hint = self.HINTS.get(rc)
+    def __init__(self, command: str, rc: int, least: int = 0, limit: int | None = None,
+                 hint: str | None = None) -> None:
+        hint = hint or self.HINTS.get(rc)
         if rc == TPM_RC_SIZE and limit is not None:  # the sizes side by side, and where a larger buffer is
             hint = (f"the answer{f', at least {least} bytes,' if least > limit else ''} "
                     f"would be longer than the TPM's TPM_PT_MAX_RESPONSE_SIZE of {limit} bytes; use a TPM with "
@@ -254,16 +255,19 @@ class PqcClient:
     def close(self) -> None:
         self.transport.close()
 
-    def call(self, name: str, command: bytes, least: int = 0) -> bytes:
+    def call(self, name: str, command: bytes, least: int = 0, size_hint: str | None = None) -> bytes:
         """Send one frame; a non-zero response code raises :class:`TpmResponseError`.
 
         ``least``: the fewest bytes the answer can have (what a TPM_RC_SIZE error gives beside the TPM's
-        TPM_PT_MAX_RESPONSE_SIZE, which it then asks the TPM for)."""
+        TPM_PT_MAX_RESPONSE_SIZE, which it then asks the TPM for). ``size_hint``: what TPM_RC_SIZE means for
+        a command whose answer is small (then it is not the response buffer)."""
         response = self.transport.transact(command)
         if len(response) < 10:
             raise TrustlabError(f"{name}: short response ({len(response)} bytes)")
         rc = S.response_code(response)
         if rc != 0:
+            if size_hint is not None and rc == TPM_RC_SIZE:
+                raise TpmResponseError(name, rc, hint=size_hint)
             limit = self.max_response_size() if rc == TPM_RC_SIZE else None
             raise TpmResponseError(name, rc, least, limit)
         return response
@@ -335,7 +339,13 @@ class PqcClient:
         return split_response(response, 0)[1].rest()
 
     def context_load(self, context: bytes) -> LoadedKey:
-        response = self.call("TPM2_ContextLoad", frame(0x161, [], context))
+        """Load a TPMS_CONTEXT; one that is not a whole structure (empty, cut short, bytes after it) is refused
+        here, never sent."""
+        problem = S.context_problem(context)
+        if problem is not None:
+            raise TrustlabError(f"TPM2_ContextLoad: not a TPMS_CONTEXT ({problem}); not sent to the TPM")
+        response = self.call("TPM2_ContextLoad", frame(0x161, [], context),  # its answer is one handle
+                             size_hint="a size inside the context does not match its contents (damaged)")
         handle = split_response(response, 1)[0][0]
         public, name, _qn = self.read_public(handle)
         return LoadedKey(handle, public, name)

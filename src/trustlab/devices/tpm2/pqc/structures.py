@@ -116,6 +116,34 @@ def frame(code: int, handles: list[int], params: bytes, auths: list[bytes] | Non
     return struct.pack(">HII", tag, 10 + len(body), code) + body
 
 
+CONTEXT_HEADER = 16  # TPMS_CONTEXT: sequence (UINT64), savedHandle, hierarchy (UINT32 each), then contextBlob
+
+
+def context_problem(context: bytes) -> str | None:
+    """What is wrong with a TPMS_CONTEXT's framing (None if it is one whole structure), naming the byte offset.
+
+    Checked before TPM2_ContextLoad: a file with a byte too many or too few otherwise reaches the TPM, whose
+    TPM_RC_SIZE / TPM_RC_INSUFFICIENT says nothing of the file, and an empty file sent an empty context.
+    """
+    n = len(context)
+    if n == 0:
+        return "empty (0 bytes; a TPMS_CONTEXT is at least 18)"
+    if n < CONTEXT_HEADER + 2:
+        return (f"{n} bytes, cut short at byte offset {n}: a TPMS_CONTEXT has 16 bytes of sequence, savedHandle "
+                "and hierarchy, then the contextBlob's 2-byte size")
+    size = struct.unpack_from(">H", context, CONTEXT_HEADER)[0]
+    end = CONTEXT_HEADER + 2 + size
+    if size == 0:
+        return f"the contextBlob at byte offset {CONTEXT_HEADER} is empty (size 0)"
+    if n < end:
+        return (f"cut short at byte offset {n}: the contextBlob at byte offset {CONTEXT_HEADER} declares {size} "
+                f"bytes, so the context ends at byte offset {end}")
+    if n > end:
+        return (f"{n - end} extra byte(s) at byte offset {end}, after the TPMS_CONTEXT (its contextBlob at byte "
+                f"offset {CONTEXT_HEADER} declares {size} bytes); not a file --context-out wrote, or damaged")
+    return None
+
+
 def response_code(response: bytes) -> int:
     """The response code of a response frame (TPM_RC_FAILURE if it is too short to have one)."""
     return struct.unpack_from(">I", response, 6)[0] if len(response) >= 10 else 0x101
