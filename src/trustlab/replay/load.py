@@ -53,6 +53,8 @@ class Command:
     rm: tuple[tuple[str, int, int, int], ...] = ()
     sessions: tuple[str, ...] = ()
     pid: int | None = None
+    pqc: tuple[str, str, int | None] | None = None
+    """(algorithm, operation, absorbed bytes) of a command serve priced with the post-quantum cost model."""
 
     @property
     def ok(self) -> bool:
@@ -127,6 +129,23 @@ def _key(rec: dict, where: str) -> dict[str, Any] | None:
     return {"alg": alg, "sign": v["sign"], "decrypt": v["decrypt"], "restricted": v["restricted"]}
 
 
+PQC_OPERATIONS = ("keygen", "create", "load", "sign", "verify", "encapsulate", "decapsulate", "absorb")
+
+
+def _pqc(rec: dict, where: str) -> tuple[str, str, int | None] | None:
+    v = rec.get("pqc")
+    if v is None:
+        return None
+    if (not isinstance(v, dict) or v.get("op") not in PQC_OPERATIONS
+            or not (v.get("alg") is None and v.get("op") == "absorb" or isinstance(v.get("alg"), str)
+                    and 0 < len(v["alg"]) <= 32)):
+        raise TraceError(f"{where}: field 'pqc' must be {{alg, op}} with op one of {', '.join(PQC_OPERATIONS)}")
+    n = None
+    if v["op"] == "absorb":
+        n = _int(v, "bytes", f"{where}: field 'pqc'")
+    return v["alg"], v["op"], n
+
+
 def parse_line(rec: Any, where: str, segment: int) -> Command:
     if not isinstance(rec, dict):
         raise TraceError(f"{where}: a trace line must be a JSON object")
@@ -155,7 +174,7 @@ def parse_line(rec: Any, where: str, segment: int) -> Command:
                                                                                         1 << 53, default=0),
                    t_ms=_num(rec, "t_ms", where, lo=-MAX_MS), served_ms=_num(rec, "served_ms", where),
                    modelled_ms=_num(rec, "modelled_ms", where), segment=segment, key=_key(rec, where),
-                   rm=_rm(rec, where), sessions=tuple(sessions), pid=pid)
+                   rm=_rm(rec, where), sessions=tuple(sessions), pid=pid, pqc=_pqc(rec, where))
 
 
 def read(path: str | Path, max_bytes: int = MAX_TRACE_BYTES, max_commands: int = MAX_COMMANDS) -> Trace:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from trustlab.replay import served_pqc
 from trustlab.replay.load import Command
 from trustlab.timing.formula_sets import tpm2 as rules
 from trustlab.timing.profile import Profile
@@ -28,10 +29,20 @@ DRAW_CHUNK = 4_000_000
 
 
 def own_terms(c: Command) -> dict[str, float]:
-    """The command's own formula (a resource-manager pseudo-command ``RM_...`` has none)."""
+    """The command's own formula (a resource-manager pseudo-command ``RM_...`` has none; a command serve's
+    post-quantum extension priced has the wire terms it charged beside the PQC model, :mod:`.served_pqc`)."""
     if c.command.startswith("RM_"):
         return {}
-    return rules.command_terms(c.command, c.variant, c.in_bytes, c.out_bytes, c.hashed_bytes, ok=c.ok)
+    op = served_pqc.operation(c)
+    if op is not None:
+        return served_pqc.own_terms(c, op)
+    name = served_pqc.CLASSICAL_AS.get(c.command, c.command) if c.ok else c.command
+    return rules.command_terms(name, c.variant, c.in_bytes, c.out_bytes, c.hashed_bytes, ok=c.ok)
+
+
+def _modelled(name: str) -> bool:
+    """Has a price of its own: a formula, or serve's 1.85 extension answers it (wire formula or PQC model)."""
+    return name.startswith("RM_") or rules.is_modelled(name) or name in served_pqc.extension_commands()
 
 
 def rm_terms(c: Command) -> dict[str, float]:
@@ -52,6 +63,7 @@ class TermMatrix:
     group: np.ndarray           # group index per command
     group_keys: list[tuple[str, str | None]]
     modelled: list[bool]        # per group: the command has a formula beyond overhead + bytes
+    pqc_rows: list[served_pqc.Row]  # the commands serve priced with the post-quantum cost model
 
     @classmethod
     def build(cls, commands: list[Command], with_rm: bool = True) -> "TermMatrix":
@@ -62,7 +74,8 @@ class TermMatrix:
         groups: dict[tuple[str, str | None], int] = {}
         group = np.empty(len(commands), dtype=np.int64)
         for i, c in enumerate(commands):
-            sig = (c.command, c.variant, c.in_bytes, c.out_bytes, c.hashed_bytes, c.ok, c.rm if with_rm else ())
+            sig = (c.command, c.variant, c.in_bytes, c.out_bytes, c.hashed_bytes, c.ok, c.pqc,
+                   c.rm if with_rm else ())
             row = cache.get(sig)
             if row is None:
                 terms = own_terms(c)
@@ -77,8 +90,8 @@ class TermMatrix:
             for j, n in row.items():
                 counts[i, j] = n
         keys = list(groups)
-        return cls(list(comp_index), counts, [k[0] for k in keys], group, keys,
-                   [k[0].startswith("RM_") or rules.is_modelled(k[0]) for k in keys])
+        return cls(list(comp_index), counts, [k[0] for k in keys], group, keys, [_modelled(k[0]) for k in keys],
+                   served_pqc.rows(commands))
 
 
 @dataclass
@@ -109,6 +122,10 @@ def price(m: TermMatrix, profile: Profile, draws: int = 200, seed: int = 0) -> P
     """Means, ``draws`` totals (draw 0 = ``serve --seed seed``'s own draws) and notes on ``profile``."""
     means = np.array([profile.mean(c) if c in profile else 0.0 for c in m.components])
     per_command = m.counts @ means if m.components else np.zeros(len(m.group))
+    q = served_pqc.price(m.pqc_rows, profile, draws, seed) if m.pqc_rows else None
+    pqc_index = np.array([r.index for r in m.pqc_rows], dtype=np.int64)
+    if q is not None:
+        per_command = per_command + np.bincount(pqc_index, weights=q.mean, minlength=len(per_command))
     bus_cols = [j for j, c in enumerate(m.components) if c in BUS_COMPONENTS]
     bus_ms = float((m.counts[:, bus_cols] @ means[bus_cols]).sum()) if bus_cols else 0.0
     total = np.full(max(1, draws), float(per_command.sum()))
@@ -135,8 +152,27 @@ def price(m: TermMatrix, profile: Profile, draws: int = 200, seed: int = 0) -> P
                 for lo in range(1, draws, step):
                     hi = min(draws, lo + step)
                     total[lo:hi] += (draw(rng, (hi - lo, len(n))) - comp.mean) @ n
-    return Priced(profile.name, per_command, bus_ms, total, notes(m, profile),
-                  seed_draw if spread else None)
+    if q is None:
+        return Priced(profile.name, per_command, bus_ms, total, notes(m, profile), seed_draw if spread else None)
+    # the post-quantum commands: draw 0 is serve's own draws (served_pqc), the others independent
+    seed_draw = (seed_draw if spread else per_command.copy())
+    seed_draw += np.bincount(pqc_index, weights=q.seed_draw - q.mean, minlength=len(per_command))
+    total[0] = float(seed_draw.sum())
+    total[1:] += q.draws
+    return Priced(profile.name, per_command, bus_ms, total, notes(m, profile) + _pqc_notes(m, q), seed_draw)
+
+
+def _pqc_notes(m: TermMatrix, q: served_pqc.PqcPrices) -> list[dict]:
+    """The post-quantum commands the model cannot price on this profile (by command and key), with its reason."""
+    out: dict[tuple, dict] = {}
+    for row in m.pqc_rows:
+        why = q.unpriceable.get(row.kind)
+        if why is not None:
+            name, variant = m.group_keys[m.group[row.index]]
+            note = out.setdefault((name, variant, why), {"command": name, "variant": variant, "count": 0,
+                                                         "note": f"cannot price: {why}"})
+            note["count"] += 1
+    return list(out.values())
 
 
 def notes(m: TermMatrix, profile: Profile) -> list[dict]:

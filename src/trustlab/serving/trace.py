@@ -73,6 +73,9 @@ class TraceRecord:
     """``password``, ``hmac`` or ``policy`` per authorization session (+``+dec``/``+enc`` for parameter
     encryption)."""
     rm: list[list] = field(default_factory=list)
+    pqc: dict[str, Any] | None = None
+    """For a command the post-quantum cost model priced (serve's 1.85 extension): ``{"alg", "op"}``
+    (``ML-DSA-65``, ``sign``; ``absorb`` adds ``bytes``), what ``replay`` prices on every chip."""
     t_ms: float = 0.0
     """Arrival of the command's last byte, ms since the first command of this trace segment."""
     arrived: float = field(default=0.0, repr=False, compare=False)
@@ -240,12 +243,15 @@ def session_types(command: bytes, n_handles: int) -> list[str]:
     return out
 
 
-def details(command: bytes, code: int, name: str, table: Any) -> dict[str, Any]:
-    """The version-2 fields of one command, read before ``table`` observes it (a flushed key is still known)."""
+def details(command: bytes, code: int, name: str, table: Any, n_handles: int | None = None) -> dict[str, Any]:
+    """The version-2 fields of one command, read before ``table`` observes it (a flushed key is still known).
+
+    ``n_handles``: the size of its handle area when :data:`objects.COMMAND_HANDLES` does not know the code
+    (a 1.85 command an extension registered with its handle count)."""
     from trustlab.devices.tpm2 import cost, objects
     from trustlab.timing.formula_sets import tpm2 as rules
 
-    n = objects.COMMAND_HANDLES.get(code)
+    n = objects.COMMAND_HANDLES.get(code, n_handles)
     handles: list[list] = []
     if n is not None:
         try:

@@ -281,6 +281,9 @@ class ExtensionResult:
     variant: str | None = None
     fault: str | None = None
     """Set when the handler raised (a bug): the client saw TPM_RC_FAILURE; this says why."""
+    priced_as: dict[str, Any] | None = None
+    """What ``charges_ms`` prices, when the handler's price names it (the PQC model's algorithm and
+    operation): the trace's ``pqc`` field, which ``trustlab replay`` prices on other chips."""
 
     def assessed(self, in_bytes: int) -> "cost.CommandCost":
         """The trace's view of this command, as :func:`cost.assess` gives it for forwarded ones."""
@@ -481,7 +484,8 @@ def _result(command: bytes, reg: Registration, response: bytes, reply: Reply, ct
     if terms is None:
         terms = {} if charges else wire_terms(len(command), len(response))
     terms = {c: n for c, n in terms.items() if c in ctx.profile}
-    return ExtensionResult(response, reg.name, reg.code, rc, terms, charges, reply.variant, fault)
+    return ExtensionResult(response, reg.name, reg.code, rc, terms, charges, reply.variant, fault,
+                           getattr(reply.price, "priced_as", None) if charges else None)
 
 
 def wire_terms(in_bytes: int, out_bytes: int) -> dict[str, float]:

@@ -81,6 +81,8 @@ def key_variant(public: bytes) -> str | None:
             return "keyedhash"
         if kind == TPM_ALG_SYMCIPHER:
             return "symcipher"
+        if kind in PQC_TYPES:
+            return _pqc_variant(kind, r)
         if kind not in (TPM_ALG_RSA, TPM_ALG_ECC):
             return None
         if r.u16() != TPM_ALG_NULL:  # symmetric: keyBits, mode
@@ -95,6 +97,22 @@ def key_variant(public: bytes) -> str | None:
         return CURVES.get(r.u16(), "ecc")
     except ValueError:
         return None
+
+
+PQC_TYPES = (0x00A0, 0x00A1, 0x00A2)
+"""TPM_ALG_MLKEM, TPM_ALG_MLDSA, TPM_ALG_HASH_MLDSA (TPM 2.0 Library 1.85, Part 2)."""
+
+
+def _pqc_variant(kind: int, r: "_Reader") -> str | None:
+    """``mldsa65``, ``mlkem768`` ...: the parameter set of a 1.85 key (as the PQC handlers name it in the
+    trace), so that the handles of post-quantum keys are known like RSA/ECC ones."""
+    from trustlab.devices.tpm2.pqc import keys
+
+    if kind == 0x00A0:  # TPMS_MLKEM_PARMS: symmetric (algorithm [, keyBits, mode]), parameterSet
+        if r.u16() != TPM_ALG_NULL:
+            r.u16(), r.u16()
+    ps = keys.parameter_set(kind, r.u16())
+    return ps.variant if ps is not None else None
 
 
 def parameter_offset(command: bytes, n_handles: int) -> int:

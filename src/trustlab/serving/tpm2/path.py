@@ -152,9 +152,14 @@ class Tpm2Path(CommandPath):
             ctx = self._contexts[client.id] = extensions.Context(
                 client.id, self.profile, lambda c: self.transact_in_space(client, c), self.extension_state,
                 self.limits.command)
+        detail = None
+        if self.traced:  # read before the handler runs, as for forwarded commands (a flushed key is still known)
+            detail = tracing.details(command, reg.code, reg.name, self.objects, n_handles=reg.handles)
         claimed = extensions.dispatch_registered(command, reg, ctx)
         if claimed is None:
             return None
+        if detail is not None:
+            self.detail = {**detail, "pqc": claimed.priced_as}
         assessed = claimed.assessed(len(command))
         self.objects.observe(claimed.code, command, claimed.response, claimed.rc)  # e.g. a forwarded Startup
         if claimed.fault:

@@ -184,8 +184,8 @@ def sequence_update(cmd: Command, ctx: Context) -> Reply:
         return Reply(terms=lambda n_in, n_out: {**ext.wire_terms(n_in, n_out), "sha256_byte": float(len(data))},
                      variant=variant)
     # ML-DSA absorbs the message into SHAKE256 (mu): the PQC model's Keccak rate, plus the wire formula
-    return Reply(terms=ext.wire_terms, price=lambda n_in, n_out: pricing.sequence_update_ms(ctx.profile, len(data)),
-                 variant=variant)
+    return Reply(terms=ext.wire_terms, price=pricing.AbsorbPrice(ctx.profile, key.params.algorithm if key else None,
+                                                                 len(data)), variant=variant)
 
 
 def _feed(seq: Sequence, data: bytes) -> None:

@@ -22,6 +22,8 @@ model's Keccak time of absorbing its bytes.
 from __future__ import annotations
 
 import random
+from dataclasses import dataclass
+from typing import Any
 
 from trustlab.devices.tpm2.pqc_model.cost import absorb_ms, operation_cost
 from trustlab.timing.profile import Profile
@@ -40,3 +42,40 @@ def operation_ms(profile: Profile, rng: random.Random, algorithm: str, operation
 def sequence_update_ms(profile: Profile, n_bytes: int) -> dict[str, float]:
     """Keccak ms of absorbing ``n_bytes`` more message into an ML-DSA sequence's mu."""
     return dict(absorb_ms(profile, n_bytes))
+
+
+@dataclass(frozen=True)
+class OperationPrice:
+    """A handler's ``Reply.price`` for a command performing ``operation``: :func:`operation_ms`, drawn with
+    ``rng`` when the proxy calls it. It names what it prices (:attr:`priced_as`), which the trace carries so
+    that ``trustlab replay`` prices the same operation on another chip with this same function."""
+
+    profile: Profile
+    rng: random.Random
+    algorithm: str
+    operation: str
+
+    def __call__(self, in_bytes: int, out_bytes: int) -> dict[str, float]:
+        return operation_ms(self.profile, self.rng, self.algorithm, self.operation, in_bytes=in_bytes,
+                            out_bytes=out_bytes)
+
+    @property
+    def priced_as(self) -> dict[str, Any]:
+        return {"alg": self.algorithm, "op": self.operation}
+
+
+@dataclass(frozen=True)
+class AbsorbPrice:
+    """``Reply.price`` of an ML-DSA SequenceUpdate: :func:`sequence_update_ms` of the bytes it absorbs
+    (charged beside the wire formula's terms); :attr:`priced_as` as :class:`OperationPrice`'s."""
+
+    profile: Profile
+    algorithm: str | None
+    n_bytes: int
+
+    def __call__(self, in_bytes: int, out_bytes: int) -> dict[str, float]:
+        return sequence_update_ms(self.profile, self.n_bytes)
+
+    @property
+    def priced_as(self) -> dict[str, Any]:
+        return {"alg": self.algorithm, "op": "absorb", "bytes": self.n_bytes}

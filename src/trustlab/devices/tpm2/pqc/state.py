@@ -116,13 +116,8 @@ def authorize(cmd: Command, index: int, obj: PqcObject) -> None:
     cmd.require_password(index, obj.auth, no_da=bool(obj.public.attributes & S.NO_DA))
 
 
-def priced(ctx: Context, ps: keys.ParameterSet, operation: str):
-    rng = ctx.state.rng
-
-    def price(in_bytes: int, out_bytes: int) -> dict[str, float]:
-        return pricing.operation_ms(ctx.profile, rng, ps.algorithm, operation, in_bytes=in_bytes,
-                                    out_bytes=out_bytes)
-    return price
+def priced(ctx: Context, ps: keys.ParameterSet, operation: str) -> pricing.OperationPrice:
+    return pricing.OperationPrice(ctx.profile, ctx.state.rng, ps.algorithm, operation)
 
 
 def parameter_set(pub: S.Public, n: int) -> keys.ParameterSet:
