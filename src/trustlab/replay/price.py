@@ -181,12 +181,15 @@ def notes(m: TermMatrix, profile: Profile) -> list[dict]:
     charged", and "cannot price" when nothing of it can be charged."""
     out = []
     present = m.counts != 0
+    pqc_groups = {int(m.group[r.index]) for r in m.pqc_rows}  # priced by the PQC model besides any terms
     for g, (name, variant) in enumerate(m.group_keys):
         rows = m.group == g
         used = [m.components[j] for j in np.nonzero(present[rows].any(axis=0))[0]]
         lacking = [c for c in used if c not in profile]
         kept = [c for c in used if c in profile]
-        if used and not kept:
+        if lacking and g in pqc_groups:
+            note = f"profile lacks {', '.join(lacking)}: not charged (the post-quantum operation is)"
+        elif used and not kept:
             note = f"cannot price: profile lacks {', '.join(lacking)}"
         elif not m.modelled[g]:
             note = "overhead only (no model for this command)"

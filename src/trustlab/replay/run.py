@@ -95,9 +95,13 @@ def replay(trace: Trace, profile_names: list[str], *, draws: int = 200, seed: in
             "top": [{"command": str(kinds[k]), "count": int(count[k]), "ms": float(by_kind[k]),
                      "share": float(by_kind[k] / mean) if mean > 0 else None} for k in order if by_kind[k] > 0],
             "cannot_price": p.notes,
+            "max_command_size": _max_command_size(profile),
+            "does_not_fit": _does_not_fit(commands, _max_command_size(profile)),
         }
         if choice is not None:
             row["pqc"] = _pqc_row(name, profile, plan, own, p, gap, pred)
+            row["pqc"]["not_fitting"] = sorted(set(row["pqc"]["not_fitting"])
+                                               | {u["command"] for u in row["does_not_fit"]})
         rows.append(row)
     return {"trace": trace.path, "commands": len(commands), "clients": trace.clients,
             "client_ms": schedule.wall_ms(pred, gap, np.zeros(len(commands))), "draws": draws, "seed": seed,
@@ -152,6 +156,30 @@ def _pqc_row(name, profile, plan: "_Plan", own, p, gap, pred) -> dict[str, Any]:
             "max_command_size": pqc.max_command_size(name),
             "rewritten": groups,
             "not_fitting": sorted({g["becomes"] for g in groups if not g["fits"]})}
+
+
+def _max_command_size(profile) -> int:
+    """The chip's TPM_PT_MAX_COMMAND_SIZE (= MAX_RESPONSE_SIZE), the bound serve enforces for the profile
+    (:func:`trustlab.serving.tpm2.limits.for_profile`)."""
+    from trustlab.serving.tpm2 import limits
+
+    return limits.for_profile(profile.name).command
+
+
+def _does_not_fit(commands, limit: int) -> list[dict[str, Any]]:
+    """The recorded commands whose command or response frame exceeds the chip's buffer: on that chip they
+    are answered TPM_RC_COMMAND_SIZE / TPM_RC_SIZE instead of running (their price is then not what the
+    workload would cost: it cannot run there as recorded)."""
+    out: dict[tuple, dict[str, Any]] = {}
+    for c in commands:
+        for frame, n in (("command", c.in_bytes), ("response", c.out_bytes)):
+            if n > limit:
+                u = out.setdefault((c.command, c.variant, frame), {"command": c.command, "variant": c.variant,
+                                                                   "frame": frame, "count": 0, "bytes": 0,
+                                                                   "limit": limit})
+                u["count"] += 1
+                u["bytes"] = max(u["bytes"], n)
+    return list(out.values())
 
 
 def _share(bus_ms: float, total_ms: float) -> float | None:
