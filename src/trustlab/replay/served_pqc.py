@@ -32,20 +32,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from trustlab.devices.tpm2.pqc import operations
 from trustlab.errors import TrustlabError
 from trustlab.replay.load import Command
 
-OPERATIONS = {"TPM2_CreatePrimary": "keygen", "TPM2_Create": "keygen", "TPM2_Load": "load",
-              "TPM2_ContextLoad": "load", "TPM2_SignDigest": "sign", "TPM2_SignSequenceComplete": "sign",
-              "TPM2_Quote": "sign", "TPM2_VerifyDigestSignature": "verify",
-              "TPM2_VerifySequenceComplete": "verify", "TPM2_Encapsulate": "encapsulate",
-              "TPM2_Decapsulate": "decapsulate"}
-"""The operation each PQC handler prices (``devices/tpm2/pqc``), for traces without the ``pqc`` field."""
-CLASSICAL_AS = {"TPM2_SignDigest": "TPM2_Sign", "TPM2_SignSequenceComplete": "TPM2_Sign",
-                "TPM2_VerifyDigestSignature": "TPM2_VerifySignature",
-                "TPM2_VerifySequenceComplete": "TPM2_VerifySignature"}
-"""1.85 commands on an RSA/ECC key: serve prices them as the 1.83 command that does the work
-(``devices/tpm2/pqc/classical.py``)."""
+OPERATIONS = operations.OPERATIONS
+"""The operation each PQC handler prices, for traces without the ``pqc`` field."""
+CLASSICAL_AS = operations.CLASSICAL_AS
 POOL = 20_000
 """Calls of the cost model per kind of command for the draws beyond draw 0."""
 WIRE = "wire"

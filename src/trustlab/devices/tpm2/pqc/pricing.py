@@ -32,9 +32,10 @@ HANDLER_OPERATIONS = {"keygen": "create"}
 """A handler's 'keygen' creates a key (CreatePrimary / Create): the model's 'create'."""
 
 
-def operation_ms(profile: Profile, rng: random.Random, algorithm: str, operation: str, *,
+def operation_ms(profile: Profile, rng: random.Random | None, algorithm: str, operation: str, *,
                  in_bytes: int, out_bytes: int) -> dict[str, float]:
-    """component -> ms of one whole command performing ``operation`` (drawn with ``rng``)."""
+    """component -> ms of one whole command performing ``operation`` (drawn with ``rng``; None: the model's
+    means, the central estimate ``estimate`` and ``replay`` give)."""
     return dict(operation_cost(profile, algorithm, HANDLER_OPERATIONS.get(operation, operation),
                                in_bytes=in_bytes, out_bytes=out_bytes, rng=rng))
 
