@@ -123,3 +123,22 @@ def test_a_pqc_trace_recorded_before_the_pqc_field_is_priced_from_command_and_ke
                                         out_bytes=1134).values())
     assert row["tpm_mean_ms"] == pytest.approx(expected)
     assert row["cannot_price"] == []
+
+
+def test_each_appended_recording_restarts_serves_draws(tmp_path):
+    """An appended segment is another serve run: its extension generator starts again at Random(seed)."""
+    import random
+
+    from trustlab.devices.tpm2.pqc import pricing
+    from trustlab.timing import registry
+
+    from .traces import line
+
+    sign = dict(command="TPM2_SignDigest", variant="mldsa65", in_bytes=103, out_bytes=3332,
+                pqc={"alg": "ML-DSA-65", "op": "sign"})
+    path = write(tmp_path, line(seq=1, **sign), line(seq=2, **sign), line(seq=1, **sign))
+    row = replaying.replay(load.read(path), [PROFILE], seed=3, draws=1)["profiles"][0]
+    rng, profile = random.Random(3), registry.load(PROFILE)
+    first_run = [sum(pricing.operation_ms(profile, rng, "ML-DSA-65", "sign", in_bytes=103, out_bytes=3332).values())
+                 for _ in range(2)]
+    assert row["tpm_seed_draw_ms"] == pytest.approx(sum(first_run) + first_run[0], rel=1e-12)

@@ -64,6 +64,7 @@ class TermMatrix:
     group_keys: list[tuple[str, str | None]]
     modelled: list[bool]        # per group: the command has a formula beyond overhead + bytes
     pqc_rows: list[served_pqc.Row]  # the commands serve priced with the post-quantum cost model
+    segment: np.ndarray | None = None  # per command, its trace segment (one serve run each)
 
     @classmethod
     def build(cls, commands: list[Command], with_rm: bool = True) -> "TermMatrix":
@@ -91,7 +92,7 @@ class TermMatrix:
                 counts[i, j] = n
         keys = list(groups)
         return cls(list(comp_index), counts, [k[0] for k in keys], group, keys, [_modelled(k[0]) for k in keys],
-                   served_pqc.rows(commands))
+                   served_pqc.rows(commands), np.array([c.segment for c in commands], dtype=np.int64))
 
 
 @dataclass
@@ -131,11 +132,14 @@ def price(m: TermMatrix, profile: Profile, draws: int = 200, seed: int = 0) -> P
     total = np.full(max(1, draws), float(per_command.sum()))
     spread = [(j, profile[c]) for j, c in enumerate(m.components) if c in profile and not profile[c].deterministic]
     if spread:
-        # draw 0: Clock's own sequence (one random.Random(seed), charges in command order)
-        rng0 = random.Random(seed)
+        # draw 0: Clock's own sequence (one random.Random(seed) per serve run = trace segment, charges in
+        # command order)
+        rng0, segment = random.Random(seed), None
         seed_draw = per_command.copy()
         rows = np.nonzero(m.counts[:, [j for j, _ in spread]].any(axis=1))[0]
         for i in rows:
+            if m.segment is not None and m.segment[i] != segment:
+                rng0, segment = random.Random(seed), m.segment[i]
             for j, comp in spread:
                 n = m.counts[i, j]
                 if n:
