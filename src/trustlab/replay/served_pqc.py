@@ -15,8 +15,8 @@ on every profile:
   is one serve run), the operations drawn in trace order, exactly as the proxy drew them - so on
   the recording profile with the recording seed the total is the sum of the recorded
   ``modelled_ms`` (up to float summation order);
-* the other draws are independent calls of the same function (beyond :data:`POOL` calls per
-  kind of command, resampled from :data:`POOL` of them).
+* the other draws are independent calls of the same function (beyond a budget of :data:`POOL`
+  calls shared by the kinds of command, resampled from each kind's pool of calls).
 
 A trace recorded before serve wrote the field has no ``pqc``: the operation is read off the
 command and its key's parameter set (:data:`OPERATIONS`, as the handlers choose it). An operation
@@ -39,8 +39,10 @@ from trustlab.replay.load import Command
 OPERATIONS = operations.OPERATIONS
 """The operation each PQC handler prices, for traces without the ``pqc`` field."""
 CLASSICAL_AS = operations.CLASSICAL_AS
-POOL = 20_000
-"""Calls of the cost model per kind of command for the draws beyond draw 0."""
+POOL = 50_000
+"""Calls of the cost model for the draws beyond draw 0, shared by the kinds of command (each gets at least
+:data:`MIN_POOL`; ~10 us a call): a kind needing more is resampled from its pool."""
+MIN_POOL = 64
 WIRE = "wire"
 
 
@@ -161,7 +163,8 @@ def price(pqc_rows: list[Row], profile, draws: int, seed: int) -> PqcPrices:
                 continue
             rng = random.Random(f"replay|{seed}|{kind}")
             need = (draws - 1) * len(ks)
-            pool = np.array([_one(profile, rng, pqc_rows[ks[0]]) for _ in range(min(need, POOL))])
-            sample = pool.reshape(draws - 1, len(ks)) if need <= POOL else np_rng.choice(pool, (draws - 1, len(ks)))
+            size = min(need, max(MIN_POOL, POOL // len(by_kind)))
+            pool = np.array([_one(profile, rng, pqc_rows[ks[0]]) for _ in range(size)])
+            sample = pool.reshape(draws - 1, len(ks)) if size == need else np_rng.choice(pool, (draws - 1, len(ks)))
             extra += sample.sum(axis=1) - kind_mean[kind] * len(ks)
     return PqcPrices(mean, seed_draw, extra, unpriceable)
