@@ -41,8 +41,9 @@ def own_terms(c: Command) -> dict[str, float]:
 
 
 def _modelled(name: str) -> bool:
-    """Has a price of its own: a formula, or serve's 1.85 extension answers it (wire formula or PQC model)."""
-    return name.startswith("RM_") or rules.is_modelled(name) or name in served_pqc.extension_commands()
+    """Has a price of its own: a formula, or it is a 1.85 command serve prices (PQC model, or as the 1.83
+    command doing the work on an RSA/ECC key)."""
+    return name.startswith("RM_") or rules.is_modelled(name) or name in served_pqc.NEW_IN_185
 
 
 def rm_terms(c: Command) -> dict[str, float]:

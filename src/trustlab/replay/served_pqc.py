@@ -39,6 +39,7 @@ from trustlab.replay.load import Command
 OPERATIONS = operations.OPERATIONS
 """The operation each PQC handler prices, for traces without the ``pqc`` field."""
 CLASSICAL_AS = operations.CLASSICAL_AS
+NEW_IN_185 = operations.NEW_IN_185
 POOL = 50_000
 """Calls of the cost model for the draws beyond draw 0, shared by the kinds of command (each gets at least
 :data:`MIN_POOL`; ~10 us a call): a kind needing more is resampled from its pool."""
@@ -52,14 +53,6 @@ def _algorithms() -> dict[str, str]:
     from trustlab.devices.tpm2.pqc import keys
 
     return {p.variant: p.algorithm for p in (*keys.MLDSA_SETS.values(), *keys.MLKEM_SETS.values())}
-
-
-@functools.cache
-def extension_commands() -> frozenset[str]:
-    """The command names serve's extensions answer (the 1.85 ones and the ones they claim for their keys)."""
-    from trustlab.devices.tpm2 import extensions
-
-    return frozenset(r.name for r in extensions.registered().values())
 
 
 def is_pqc_variant(variant: str | None) -> bool:
