@@ -144,3 +144,26 @@ def test_each_appended_recording_restarts_serves_draws(tmp_path):
     first_run = [sum(pricing.operation_ms(profile, rng, "ML-DSA-65", "sign", in_bytes=103, out_bytes=3332).values())
                  for _ in range(2)]
     assert row["tpm_seed_draw_ms"] == pytest.approx(sum(first_run) + first_run[0], rel=1e-12)
+
+
+def test_frames_over_a_chips_buffer_are_listed_with_command_and_frame(tmp_path, capsys):
+    """A 2048-byte chip cannot take a 3395-byte VerifyDigestSignature nor answer a 3332-byte SignDigest;
+    the resource manager's own context blobs count too. With --pqc the column says so on every chip."""
+    from .traces import line
+
+    path = write(tmp_path, line(seq=1, command="TPM2_VerifyDigestSignature", variant="mldsa65", in_bytes=3395,
+                                out_bytes=20, pqc={"alg": "ML-DSA-65", "op": "verify"}),
+                 line(seq=2, command="TPM2_SignDigest", variant="mldsa65", in_bytes=103, out_bytes=3332,
+                      pqc={"alg": "ML-DSA-65", "op": "sign"}, rm=[["TPM2_ContextLoad", 2102, 14, 0]]))
+    today = "st-st33ktpm2xspi-wolftpm"
+    assert main(["replay", str(path), "--profiles", f"{today},{PROFILE}", "--json", "--pqc", "sign=ML-DSA-65"]) == 0
+    rows = {r["profile"]: r for r in json.loads(capsys.readouterr().out)["profiles"]}
+    unfit = {(u["command"], u["frame"], u["bytes"], u["limit"]) for u in rows[today]["does_not_fit"]}
+    assert unfit == {("TPM2_VerifyDigestSignature", "command", 3395, 2048), ("TPM2_SignDigest", "response", 3332, 2048),
+                     ("TPM2_ContextLoad", "command", 2102, 2048)}
+    assert {"TPM2_VerifyDigestSignature", "TPM2_SignDigest"} <= set(rows[today]["pqc"]["not_fitting"])
+    assert rows[PROFILE]["does_not_fit"] == [] and rows[PROFILE]["pqc"]["not_fitting"] == []
+    assert main(["replay", str(path), "--profiles", f"{today},{PROFILE}", "--pqc", "sign=ML-DSA-65"]) == 0
+    text = capsys.readouterr().out
+    assert "Does not fit" in text and "VerifyDigestSignature (mldsa65) command 3395 B" in text
+    assert "Nothing to rewrite" in text and f"{today} " in text  # full names, as --profiles takes them

@@ -172,13 +172,15 @@ def _does_not_fit(commands, limit: int) -> list[dict[str, Any]]:
     workload would cost: it cannot run there as recorded)."""
     out: dict[tuple, dict[str, Any]] = {}
     for c in commands:
-        for frame, n in (("command", c.in_bytes), ("response", c.out_bytes)):
-            if n > limit:
-                u = out.setdefault((c.command, c.variant, frame), {"command": c.command, "variant": c.variant,
-                                                                   "frame": frame, "count": 0, "bytes": 0,
-                                                                   "limit": limit})
-                u["count"] += 1
-                u["bytes"] = max(u["bytes"], n)
+        # the command's own frames, and those of the resource manager's commands it caused (a context blob)
+        for name, variant, n_in, n_out in ((c.command, c.variant, c.in_bytes, c.out_bytes),
+                                           *((r[0], None, r[1], r[2]) for r in c.rm)):
+            for frame, n in (("command", n_in), ("response", n_out)):
+                if n > limit:
+                    u = out.setdefault((name, variant, frame), {"command": name, "variant": variant, "frame": frame,
+                                                                "count": 0, "bytes": 0, "limit": limit})
+                    u["count"] += 1
+                    u["bytes"] = max(u["bytes"], n)
     return list(out.values())
 
 
