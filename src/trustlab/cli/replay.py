@@ -17,7 +17,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Read a trace written by `trustlab serve --trace` (format: docs/trace-format.md) and price its "
         "command stream on each profile with the rules serve charges: total TPM time (median and p95 over draws "
         "of the profiles' spreads), wall time with the clients' recorded own time, the bus share, the top "
-        "commands, and what a profile cannot price. Needs neither swtpm nor the network.",
+        "commands, what a profile cannot price, and the commands whose frames exceed a chip's buffer (does not "
+        "fit). serve's own 1.85 post-quantum commands are priced by the PQC cost model exactly as serve charged "
+        "them (draw 0 with serve's --seed gives the recorded total back). Profiles are shown by their full names. "
+        "Needs neither swtpm nor the network.",
         epilog="examples:\n"
         "  trustlab replay w.jsonl                                   every TPM 2.0 profile (= --profiles all)\n"
         "  trustlab replay w.jsonl --profiles tpm2                   a family (replay prices tpm2 only)\n"
@@ -48,7 +51,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="top commands listed per profile (default 5, at most 100)")
     p.add_argument("--plot", metavar="FILE.png", type=path_arg,
                    help="write a bar plot of workload time per chip (log scale; with --pqc the post-quantum bar "
-                   "beside each; * marks a profile that cannot price every command)")
+                   "beside each; * marks a profile that cannot price every command, ! one whose buffer the trace's "
+                   "frames exceed)")
     add_force(p, "--plot")
     p.add_argument("--json", action="store_true", help="machine-readable output: the tables' numbers as JSON "
                    "numbers (ms, shares as fractions), keys listed in docs/trace-format.md")
