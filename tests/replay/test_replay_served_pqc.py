@@ -167,3 +167,14 @@ def test_frames_over_a_chips_buffer_are_listed_with_command_and_frame(tmp_path, 
     text = capsys.readouterr().out
     assert "Does not fit" in text and "VerifyDigestSignature (mldsa65) command 3395 B" in text
     assert "Nothing to rewrite" in text and f"{today} " in text  # full names, as --profiles takes them
+
+
+def test_the_object_tables_parameter_sets_are_the_handlers():
+    """objects.py names 1.85 keys without importing the handlers (they import it): the same names."""
+    from trustlab.devices.tpm2 import objects
+    from trustlab.devices.tpm2.pqc import keys
+
+    for n, p in keys.MLDSA_SETS.items():
+        assert objects.PQC_PARAMETER_SETS["mldsa"][n] == p.variant
+    for n, p in keys.MLKEM_SETS.items():
+        assert objects.PQC_PARAMETER_SETS["mlkem"][n] == p.variant

@@ -101,18 +101,21 @@ def key_variant(public: bytes) -> str | None:
 
 PQC_TYPES = (0x00A0, 0x00A1, 0x00A2)
 """TPM_ALG_MLKEM, TPM_ALG_MLDSA, TPM_ALG_HASH_MLDSA (TPM 2.0 Library 1.85, Part 2)."""
+PQC_PARAMETER_SETS = {"mldsa": {1: "mldsa44", 2: "mldsa65", 3: "mldsa87"},
+                      "mlkem": {1: "mlkem512", 2: "mlkem768", 3: "mlkem1024"}}
+"""TPMI_MLDSA_PARAMETER_SET / TPMI_MLKEM_PARAMETER_SET values (Part 2) as the PQC handlers name the key in the
+trace (``devices/tpm2/pqc/keys.py``'s ParameterSet.variant; a test holds the two equal). Here, not imported
+from there: the handlers import this module."""
 
 
 def _pqc_variant(kind: int, r: "_Reader") -> str | None:
-    """``mldsa65``, ``mlkem768`` ...: the parameter set of a 1.85 key (as the PQC handlers name it in the
-    trace), so that the handles of post-quantum keys are known like RSA/ECC ones."""
-    from trustlab.devices.tpm2.pqc import keys
-
+    """``mldsa65``, ``mlkem768`` ...: the parameter set of a 1.85 key, so that the handles of post-quantum keys
+    are known like RSA/ECC ones."""
     if kind == 0x00A0:  # TPMS_MLKEM_PARMS: symmetric (algorithm [, keyBits, mode]), parameterSet
         if r.u16() != TPM_ALG_NULL:
             r.u16(), r.u16()
-    ps = keys.parameter_set(kind, r.u16())
-    return ps.variant if ps is not None else None
+        return PQC_PARAMETER_SETS["mlkem"].get(r.u16())
+    return PQC_PARAMETER_SETS["mldsa"].get(r.u16())  # ML-DSA and HashML-DSA: parameterSet first
 
 
 def parameter_offset(command: bytes, n_handles: int) -> int:
