@@ -18,7 +18,6 @@ if TYPE_CHECKING:
 formulas = lazy_module("trustlab.timing.formulas")
 registry = lazy_module("trustlab.timing.registry")
 tpm2_rules = lazy_module("trustlab.timing.formula_sets.tpm2")
-pqc_ops = lazy_module("trustlab.devices.tpm2.pqc.operations")
 
 MAX_FRAME = 1 << 24  # bytes of one command or response frame (a TPM's are a few KiB)
 
@@ -109,6 +108,8 @@ def _pqc_commands(commands: list[str], key: str | None) -> tuple[list[str], list
     """Split COMMANDs into the classical ones and (command, parameter set) pairs the PQC model prices: the
     1.85 commands, and CreatePrimary/Create/Load/ContextLoad/Quote with a post-quantum --key. With no
     COMMAND, the 1.85 commands (or, with a post-quantum --key, every command taking it) are listed."""
+    from trustlab.devices.tpm2.pqc import operations as pqc_ops  # not at CLI start (a lazy module imports its package)
+
     pset = pqc_ops.parameter_set(key) if key is not None else None
     if not commands:
         if key is not None and pset is None:
@@ -143,6 +144,7 @@ def tpm2_name(command: str) -> str:
 def _pqc_rows(profile: Profile, pairs: list[tuple[str, str]], in_bytes: int | None,
               out_bytes: int | None) -> list[dict]:
     """The PQC model's price of each (command, parameter set) on ``profile``, as serve's handler charges it."""
+    from trustlab.devices.tpm2.pqc import operations as pqc_ops
     from trustlab.serving.tpm2 import limits
 
     limit = limits.for_profile(profile.name).command
@@ -169,6 +171,8 @@ def estimates(profile_names: list[str], commands: list[str], key: str | None,
             raise TrustlabError("--in-bytes/--out-bytes apply to tpm2 profiles only")
         classical, pqc, classical_key = commands, [], key
         if profile.family == "tpm2":
+            from trustlab.devices.tpm2.pqc import operations as pqc_ops
+
             classical, pqc = _pqc_commands(commands, key)
             if key is not None and pqc_ops.parameter_set(key) is not None:
                 classical_key = None
