@@ -13,6 +13,6 @@ The crypto is FIPS 203/204 through pyca/cryptography;
 the time is the PQC cost model's (:mod:`.pricing`).
 """
 
-from trustlab.devices.tpm2.pqc import discovery, key_commands, mldsa_commands, mlkem_commands  # noqa: F401
+from trustlab.devices.tpm2.pqc import discovery, key_commands, lifecycle, mldsa_commands, mlkem_commands  # noqa: F401
 
-REGISTERING_MODULES = (key_commands, mldsa_commands, mlkem_commands, discovery)
+REGISTERING_MODULES = (key_commands, mldsa_commands, mlkem_commands, discovery, lifecycle)

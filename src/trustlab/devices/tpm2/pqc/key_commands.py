@@ -39,6 +39,7 @@ from trustlab.devices.tpm2.pqc.state import (
     read_template,
     sensitive_area,
     state_of,
+    tpm_state,
 )
 
 
@@ -83,6 +84,23 @@ def _storage_parent(ctx: Context, cmd: Command) -> tuple[bytes, bytes]:
     if rc != 0:
         raise TpmError(rc)
     return name, qn
+
+
+def _hierarchy_of(ctx: Context, parent: int) -> int:
+    """The hierarchy a child of swtpm's ``parent`` belongs to (what TPM2_Clear / HierarchyControl flush).
+
+    A loaded parent's own TPMS_CONTEXT says it (TPM2_ContextSave's ``hierarchy``); a
+    persistent one, which cannot be saved, by the TCG handle registry's ranges
+    (0x8101xxxx endorsement, 0x818xxxxx-0x81FFFFFF platform, the rest owner).
+    """
+    if parent >> 24 == 0x81:
+        if parent >= 0x81800000:
+            return S.TPM_RH_PLATFORM
+        return S.TPM_RH_ENDORSEMENT if parent >> 16 == 0x8101 else S.TPM_RH_OWNER
+    response = ctx.backend_transact(S.frame(0x162, [parent], b""))  # TPM2_ContextSave
+    if S.response_code(response) != 0 or len(response) < 26:
+        return S.TPM_RH_OWNER
+    return struct.unpack_from(">I", response, 22)[0]  # after sequence (8) and savedHandle (4)
 
 
 def _backend_random(ctx: Context, n: int) -> bytes:
@@ -130,7 +148,7 @@ def load(cmd: Command, ctx: Context) -> Reply:
     kind, auth, _seed_value, seed = sensitive.u16(), sensitive.tpm2b(), sensitive.tpm2b(), sensitive.tpm2b()
     if kind != pub.type or len(seed) != ps.seed_size:
         raise TpmError(at_param(TPM_RC_TYPE, 1), "private area does not match the public area")
-    obj = load_object(ctx, pub, ps, seed, auth, parent_qn)
+    obj = load_object(ctx, pub, ps, seed, auth, parent_qn, _hierarchy_of(ctx, cmd.handles[0]))
     if obj.public.unique != pub.unique:
         del state_of(ctx).objects[obj.handle]
         raise TpmError(at_param(TPM_RC_BINDING, 2), "public key does not match the private seed")
@@ -208,7 +226,7 @@ def context_save(cmd: Command, ctx: Context) -> Reply:
     """TPMS_CONTEXT of a PQC key: its public area, password and seed, sealed to this TPM instance."""
     obj = key_at(ctx, cmd.handles[0])
     cmd.params.end()
-    state = state_of(ctx)
+    state = tpm_state(ctx)
     state.contexts_saved += 1
     header = struct.pack(">QII", state.contexts_saved, SAVED_HANDLE, obj.hierarchy)
     body = (S.tpm2b(obj.public.marshal()) + S.tpm2b(obj.auth) + S.tpm2b(obj.seed)
@@ -242,7 +260,5 @@ def startup(cmd: Command, ctx: Context) -> Reply:
     response = ctx.backend_transact(cmd.raw)
     r = Reader(cmd.raw, cmd.params.pos)
     if r.u16() == 0 and response[6:10] == b"\0\0\0\0":
-        state = state_of(ctx)
-        state.objects.clear()
-        state.sequences.clear()
+        tpm_state(ctx).clear()  # every client's: a TPM Reset
     return Reply(raw=response)
