@@ -42,6 +42,7 @@ TPM_CC_CONTEXT_SAVE = 0x162
 TPM_CC_CONTEXT_LOAD = 0x161
 TPM_CC_GET_CAPABILITY = 0x17A
 TPM_RC_OBJECT_MEMORY = 0x902
+TPM_RC_RETRY = 0x922
 TPM_ALG_SHA256 = 0x000B
 TPM_ALG_HMAC = 0x0005
 TPM_HT_TRANSIENT_FIRST = 0x80000000
@@ -98,8 +99,10 @@ def record_failure(ctx: Context) -> int:
             raise TpmError(S.response_code(response) or 0x101, "the dictionary-attack canary was refused")
         (canary,) = struct.unpack_from(">I", response, 10)
         try:
-            refused = transact(S.frame(TPM_CC_HMAC, [canary], S.tpm2b(b"\0") + S.u16(TPM_ALG_SHA256),
-                                       [S.password(b"")]))
+            wrong = S.frame(TPM_CC_HMAC, [canary], S.tpm2b(b"\0") + S.u16(TPM_ALG_SHA256), [S.password(b"")])
+            refused = transact(wrong)
+            if S.response_code(refused) == TPM_RC_RETRY:  # libtpms' first DA use since Startup (daUsed)
+                refused = transact(wrong)
         finally:
             transact(S.frame(TPM_CC_FLUSH_CONTEXT, [], S.u32(canary)))
         return S.response_code(refused)
