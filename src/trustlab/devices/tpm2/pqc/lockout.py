@@ -61,8 +61,11 @@ def _direct(ctx: Context):
 
 
 def check(ctx: Context) -> None:
-    """TPM_RC_LOCKOUT if the TPM is in lockout now (libtpms' ``failedTries >= maxTries``)."""
-    response = ctx.backend_transact(S.frame(TPM_CC_GET_CAPABILITY, [], S.u32(TPM_CAP_TPM_PROPERTIES)
+    """TPM_RC_LOCKOUT if the TPM is in lockout now (libtpms' ``failedTries >= maxTries``).
+
+    Asked directly, past the resource manager: a property read needs nothing of the client's space, whose
+    objects the RM would otherwise load and save around it (and charge to the PQC command)."""
+    response = _direct(ctx)(S.frame(TPM_CC_GET_CAPABILITY, [], S.u32(TPM_CAP_TPM_PROPERTIES)
                                             + S.u32(TPM_PT_LOCKOUT_COUNTER) + S.u32(2)))
     values = _properties(response)
     counter, limit = values.get(TPM_PT_LOCKOUT_COUNTER), values.get(TPM_PT_MAX_AUTH_FAIL)
