@@ -242,3 +242,17 @@ def test_a_failed_clear_flushes_nothing(served):
         assert S.response_code(refused) != 0
         assert t.read_public(key.handle)[0].type == S.TPM_ALG_MLDSA
         t.sign_digest(key.handle, external_mu(key.public.unique, b"m"))
+
+
+def test_a_context_saved_before_a_power_cycle_no_longer_loads_as_libtpms_own_do_not(served):
+    """libtpms binds an object's saved context to totalResetCount: after a TPM Reset it is TPM_RC_INTEGRITY."""
+    with PqcClient.connect(served.tcti) as t:
+        key = t.create_primary("ML-DSA-44")
+        saved = t.context_save(key.handle)
+        classical = t.create_storage_primary()
+        classical_saved = t.call("TPM2_ContextSave", frame(0x162, [classical], b""))[10:]
+        assert t.context_load(saved).public.unique == key.public.unique  # before: it loads
+        power_cycle(served)
+        reference = S.response_code(t.transport.transact(frame(0x161, [], classical_saved)))
+        assert reference & 0xBF == 0x9F  # TPM_RC_INTEGRITY (on parameter 1)
+        assert rc_of(lambda: t.context_load(saved)) == reference

@@ -221,6 +221,15 @@ SAVED_HANDLE = ext.EXTENSION_HANDLE_FIRST
 """TPMS_CONTEXT.savedHandle of a saved extension object (how ContextLoad recognises ours)."""
 
 
+def _context_secret(ctx: Context) -> bytes:
+    """What a saved context is sealed under: the storage secret (new after TPM2_Clear) and the TPM's
+    resetCount (TPM2_ReadClock), so a context saved before a TPM Reset no longer loads (TPM_RC_INTEGRITY),
+    as libtpms binds its object contexts to ``totalResetCount``."""
+    clock = backend_call(ctx, S.frame(0x181, [], b""), "TPM2_ReadClock")
+    clock.take(16)  # time, clock
+    return binding.storage_secret(ctx.backend_transact) + clock.take(4)  # resetCount
+
+
 @tpm_command(0x162, "TPM2_ContextSave", handles=1, claims=extension_handle)
 def context_save(cmd: Command, ctx: Context) -> Reply:
     """TPMS_CONTEXT of a PQC key: its public area, password and seed, sealed to this TPM instance."""
@@ -231,7 +240,7 @@ def context_save(cmd: Command, ctx: Context) -> Reply:
     header = struct.pack(">QII", state.contexts_saved, SAVED_HANDLE, obj.hierarchy)
     body = (S.tpm2b(obj.public.marshal()) + S.tpm2b(obj.auth) + S.tpm2b(obj.seed)
             + S.tpm2b(obj.qualified_name))
-    blob = binding.seal_context(binding.storage_secret(ctx.backend_transact), header, body)
+    blob = binding.seal_context(_context_secret(ctx), header, body)
     return Reply(params=header + S.tpm2b(blob), variant=obj.params.variant)
 
 
@@ -242,7 +251,7 @@ def context_load(cmd: Command, ctx: Context) -> Reply:
     hierarchy = struct.unpack_from(">I", header, 12)[0]
     blob = r.tpm2b(4096)
     r.end()
-    body = Reader(binding.unseal_context(binding.storage_secret(ctx.backend_transact), header, blob)).param(1)
+    body = Reader(binding.unseal_context(_context_secret(ctx), header, blob)).param(1)
     area = Reader(body.tpm2b()).param(1)
     pub = S.parse_public(area)
     area.end()
