@@ -26,8 +26,9 @@ clock, holds the response in realtime mode, and traces it like any other
 command.
 
 Transient objects of extensions use handles 0x80FF0000-0x80FFFFFF, which the
-resource manager never virtualizes or saves; :func:`connection_closed` says
-how long they live.
+resource manager never virtualizes or saves: under it a handler keeps them per
+client (``ExtensionState.per_client``); :func:`connection_closed` and
+:func:`tpm_reset` say how long they live.
 """
 
 from __future__ import annotations
