@@ -86,15 +86,25 @@ def test_another_client_can_neither_see_use_save_flush_nor_feed_a_clients_pqc_ob
             assert rc_of(lambda: b.flush(key)) == TPM_RC_HANDLE_P1
             assert rc_of(lambda: sequence_update(b, seq, b"EVIL")) == TPM_RC_HANDLE_H1
             assert rc_of(lambda: b.flush(seq)) == TPM_RC_HANDLE_P1
-            listed = b.call("TPM2_GetCapability", frame(0x17A, [], S.u32(1) + S.u32(0x80000000) + S.u32(64)))
-            count = struct.unpack_from(">I", listed, 15)[0]
-            assert not {key, seq} & set(struct.unpack_from(f">{count}I", listed, 19))
+            assert transient_handles(b) == []  # neither A's classical object nor its PQC ones
             # B's own objects get handles of B's own: its first PQC key is B's, not A's
             mine = b.create_primary("ML-KEM-768")
             assert mine.handle == key and b.read_public(mine.handle)[0].type == S.TPM_ALG_MLKEM
+            own_classical = b.create_storage_primary()
+            assert transient_handles(b) == [own_classical, mine.handle]  # B's own, as the RM lists them
+            assert transient_handles(b, first=mine.handle + 1) == []
+            assert transient_handles(b, count=1, more=1) == [own_classical]  # cut: moreData, as the TPM does
     finally:
         a.stdin.close()
         a.wait(30)
+
+
+def transient_handles(t: PqcClient, first: int = 0x80000000, count: int = 64, more: int = 0) -> list[int]:
+    """GetCapability(TPM_CAP_HANDLES) from ``first``, whose moreData must be ``more``."""
+    listed = t.call("TPM2_GetCapability", frame(0x17A, [], S.u32(1) + S.u32(first) + S.u32(count)))
+    n = struct.unpack_from(">I", listed, 15)[0]
+    assert listed[10] == more and len(listed) == 19 + 4 * n
+    return list(struct.unpack_from(f">{n}I", listed, 19))
 
 
 def test_a_sequence_signs_only_its_owners_message(served):

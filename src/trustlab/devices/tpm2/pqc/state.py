@@ -140,6 +140,11 @@ def state_of(ctx: Context) -> PqcSpace:
     return tpm_state(ctx).space(ctx.conn_id if ctx.state.per_client else SHARED)
 
 
+def own_space(ctx: Context) -> PqcSpace | None:
+    """:func:`state_of` without making a space for a client that has none (for read-only questions)."""
+    return tpm_state(ctx).spaces.get(ctx.conn_id if ctx.state.per_client else SHARED)
+
+
 @ext.on_connection_closed
 def flush_connection(state: ext.ExtensionState, conn: Any) -> None:
     state.get("pqc", PqcState).spaces.pop(conn, None)
