@@ -48,6 +48,21 @@ def test_sign_and_verify_with_the_cli(tcti, tmp_path, capsys):
     capsys.readouterr()
 
 
+def test_a_255_byte_context_signs_and_verifies(tcti, tmp_path, capsys):
+    """The FIPS 204 limit itself (255 bytes, here 127 'é' and one 'x') is accepted, and cryptography agrees."""
+    key = run(capsys, "createprimary", "--tcti", tcti, "--alg", "ML-DSA-44", "--public-out", str(tmp_path / "k.pub"))
+    (tmp_path / "msg").write_bytes(b"m")
+    context = "é" * 127 + "x"
+    run(capsys, "sign-digest", "--tcti", tcti, "--key", key["handle"], "--message", str(tmp_path / "msg"),
+        "--context", context, "--signature-out", str(tmp_path / "s"))
+    pk = mldsa.MLDSA44PublicKey.from_public_bytes((tmp_path / "k.pub").read_bytes()[-1312:])
+    pk.verify((tmp_path / "s").read_bytes(), b"m", context.encode())
+    out = run(capsys, "verify-digest", "--tcti", tcti, "--key", key["handle"], "--message", str(tmp_path / "msg"),
+              "--context", context, "--signature", str(tmp_path / "s"))
+    assert out["tpm_verified"] and out["cryptography_verified"]
+    run(capsys, "flush", "--tcti", tcti, "--key", key["handle"])
+
+
 def test_quote_with_the_cli(tcti, tmp_path, capsys):
     key = run(capsys, "createprimary", "--tcti", tcti, "--alg", "ML-DSA-44", "--no-external-mu")
     out = run(capsys, "quote", "--tcti", tcti, "--key", key["handle"], "--pcrs", "0,7", "--qualifying", "ab",

@@ -94,3 +94,18 @@ def test_serve_abandoned_sessions_out_of_place_is_one_line(argv, needle, capsys)
         code = exc.code
     assert code == 2
     _one_line_error(capsys, "--abandoned-sessions" if "--no-rm" not in argv else "--no-rm", needle)
+
+
+@pytest.mark.parametrize("verb", ["sign-digest", "verify-digest"])
+@pytest.mark.parametrize("context", ["x" * 256, "é" * 128])
+def test_context_over_255_bytes_is_refused_when_parsed(verb, context, tmp_path, capsys):
+    """FIPS 204: ctx is at most 255 bytes (its length is one byte of M'); 128 'é' are 256 UTF-8 bytes.
+    swtpm:port=1 has no TPM behind it: the refusal comes before any connection, and names --context."""
+    argv = ["tpm2", "pqc", verb, "--tcti", "swtpm:port=1", "--key", "0x80000000",
+            "--message", str(tmp_path / "m"), "--context", context]
+    argv += ["--signature-out", str(tmp_path / "s")] if verb == "sign-digest" else ["--signature", str(tmp_path / "s")]
+    with pytest.raises(SystemExit) as exit_:
+        main(argv)
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "--context" in err and "256 bytes" in err and "at most 255 bytes" in err, err
