@@ -90,6 +90,8 @@ def test_create_load_and_kem_with_the_cli(tcti, tmp_path, capsys):
 
 
 def test_cli_errors_are_one_line(tcti, tmp_path, capsys):
+    from trustlab.devices.tpm2.pqc.client import PqcClient
+
     assert main(["tpm2", "pqc", "decapsulate", "--tcti", tcti, "--key", "0x80ffff00", "--ciphertext",
                  str(tmp_path / "missing")]) == 2
     assert "cannot read ciphertext: no such file" in capsys.readouterr().err
@@ -98,6 +100,11 @@ def test_cli_errors_are_one_line(tcti, tmp_path, capsys):
     assert err.count("\n") == 1 and "TPM2_Encapsulate: TPM returned 0x18b (TPM_RC_HANDLE, handle 1)" in err
     assert main(["tpm2", "pqc", "createprimary", "--tcti", "swtpm:port=1", "--alg", "ML-DSA-44"]) == 2
     assert "cannot connect" in capsys.readouterr().err
+    with PqcClient.connect(tcti) as tpm:  # a 1.85 TPM lists its eight commands: no "does not implement" hint
+        assert tpm.pqc_commands() == frozenset(range(0x1A3, 0x1AB))
+    assert main(["tpm2", "pqc", "createprimary", "--tcti", tcti, "--alg", "ML-DSA-44", "--hash", "sha256",
+                 "--no-external-mu", "--hierarchy", "null", "--hierarchy-auth", "wrong"]) == 2
+    assert "post-quantum commands" not in capsys.readouterr().err
 
 
 def test_measure_writes_rows_fit_reads(tcti, tmp_path, capsys):

@@ -438,16 +438,31 @@ def run_decapsulate(args: argparse.Namespace) -> int:
     return _show(args, {"shared_secret": secret.hex()})
 
 
+def _pcr_list(text: str) -> list[int]:
+    """``--pcrs``: SHA-256 PCR indices 0..23, comma-separated; a wrong one is named alone."""
+    pcrs = []
+    for item in text.split(","):
+        if not item.strip():
+            continue
+        try:
+            index = int(item)
+        except ValueError:
+            raise TrustlabError(f"--pcrs {text!r}: {item.strip()!r} is not a PCR index (e.g. 0,1,7)") from None
+        if not 0 <= index <= 23:
+            raise TrustlabError(f"--pcrs {text!r}: PCR {index} out of range 0..23")
+        pcrs.append(index)
+    return pcrs
+
+
 def run_quote(args: argparse.Namespace) -> int:
     from trustlab.devices.tpm2.pqc import structures as S
     from trustlab.devices.tpm2.pqc.client import public_key
 
+    pcrs = _pcr_list(args.pcrs)
     try:
-        pcrs = [int(x) for x in args.pcrs.split(",") if x.strip()]
         qualifying = bytes.fromhex(args.qualifying)
     except ValueError:
-        raise TrustlabError(f"--pcrs {args.pcrs!r} / --qualifying {args.qualifying!r}: expected e.g. 0,1,7 and hex") \
-            from None
+        raise TrustlabError(f"--qualifying {args.qualifying!r}: not hex (e.g. 6e6f6e6365)") from None
     with _client(args) as tpm:
         public, _name, _qn = tpm.read_public(args.key)
         attest, signature = tpm.quote(args.key, pcrs, qualifying=qualifying, auth=args.key_auth)
