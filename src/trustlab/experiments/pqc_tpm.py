@@ -131,15 +131,28 @@ def priced(chip, algorithm: str, operation: str, protection: bool) -> dict:
     prices = [predict.price(algorithm, op, spec, protection=protection) for op in parts]
     return {"median_ms": sum(p.median_ms for p in prices), "low_ms": sum(p.low_ms for p in prices),
             "high_ms": sum(p.high_ms for p in prices), "run_median_ms": sum(p.run_median_ms for p in prices),
-            "calibrated": any(p.calibrated for p in prices),
+            **basis_fields(max((p.basis for p in prices), key=predict.BASES.index)),
             "provenance": " | ".join(f"{op}: {p.provenance}" for op, p in zip(parts, prices))}
 
 
-def priced_commands(profile_name: str, algorithm: str, operation: str, served: list[str], calibrated: bool) -> list[str]:
-    """The commands a row's median_ms / low_ms / high_ms cover: the served ones, except on a calibrated profile,
-    whose figure is the publishing benchmark's whole operation (wolfTPM's bench signs with SignSequenceStart +
-    SignSequenceComplete, creates with CreatePrimary + FlushContext: silicon.toml ``bench_commands``)."""
-    if not calibrated:
+def basis_fields(basis: str) -> dict:
+    """A row's ``basis`` (predict.BASES: "calibration", "extrapolated from calibration", "model") and
+    ``calibrated``: true only for a row priced at the published figure of that very operation."""
+    return {"basis": basis, "calibrated": basis == predict.CALIBRATION}
+
+
+def basis_mark(row: dict) -> str:
+    """What a table appends to a row's operation: " (calibration)", " (extrapolated from calibration)", or ""."""
+    basis = row.get("basis", predict.CALIBRATION if row.get("calibrated") else predict.MODEL)
+    return "" if basis == predict.MODEL else f" ({basis})"
+
+
+def priced_commands(profile_name: str, algorithm: str, operation: str, served: list[str], basis: str) -> list[str]:
+    """The commands a row's median_ms / low_ms / high_ms cover: the served ones, except for a row priced through a
+    published figure (its own or extrapolated), which is the publishing benchmark's whole operation (wolfTPM's bench
+    signs with SignSequenceStart + SignSequenceComplete, creates with CreatePrimary + FlushContext: silicon.toml
+    ``bench_commands``)."""
+    if basis == predict.MODEL:
         return served
     call = "create" if operation == "keygen" else operation
     found = silicon.for_operation(profile_name, algorithm, call)
@@ -166,13 +179,16 @@ def sequence_interval(profile, sign: dict, seq: dict, message: int) -> dict:
     the message - at the mean and at the 5%/95% quantiles of the chip's Keccak and bus unit costs."""
     ohc = profile.mean("ohc") if "ohc" in profile else 0.0
     n = seq["updates"]
-    bus_bytes = message + n * SEQ_UPDATE_OVERHEAD + (0 if sign["calibrated"] else 40)
-    commands = n + (0 if sign["calibrated"] else 1)
+    benchmark = sign["basis"] != predict.MODEL  # the published sign's commands: Start + Complete
+    bus_bytes = message + n * SEQ_UPDATE_OVERHEAD + (0 if benchmark else 40)
+    commands = n + (0 if benchmark else 1)
     keccak, bus = _quantiles(profile, "pqc_keccak_f1600"), _quantiles(profile, "pqc_bus_byte")
     perms = message / SHAKE256_RATE
     extra = [commands * ohc + bus[i] * bus_bytes + keccak[i] * perms for i in range(3)]
     return {"median_ms": sign["median_ms"] + extra[0], "low_ms": sign["low_ms"] + extra[1],
-            "high_ms": sign["high_ms"] + extra[2], "calibrated": sign["calibrated"],
+            "high_ms": sign["high_ms"] + extra[2],
+            # a published sign with modelled updates added is no longer the published figure itself
+            **basis_fields(predict.EXTRAPOLATED if benchmark else predict.MODEL),
             "provenance": f"sign: {sign['provenance']} | + SignSequenceStart (unless in the calibrated sign), {n} x "
                           "TPM2_SequenceUpdate (per-command overhead, bus bytes) and the message's Keccak absorbing "
                           f"({perms:.0f} permutations), 5-95% at the chip's Keccak and bus unit-cost quantiles"}
@@ -425,7 +441,7 @@ class PqcTpmExperiment:
                     price = price_of[(algorithm, op)] = priced(spec, algorithm, op, protection)
                     served = [f.command for f in d["frames"]]
                     row = {"profile": p.name, "chip": chip.label, "algorithm": algorithm, "operation": op,
-                           "commands": priced_commands(p.name, algorithm, op, served, price["calibrated"]),
+                           "commands": priced_commands(p.name, algorithm, op, served, price["basis"]),
                            "served_commands": served, **price,
                            "served_median_ms": served_median, "p95_ms": p95,
                            "bus_share": statistics.fmean(d["bus"]) / statistics.fmean(d["totals"]),
@@ -535,7 +551,7 @@ class PqcTpmExperiment:
             f_rows = [r for r in rows if r["profile"] == focus]
             head = ["algorithm", "operation", "median ms", "low ms", "high ms", "p95 ms (served)", "bus %", "bytes",
                     "largest frame", "fits", "ECDSA/ECDH P-256 ms", "RSA-2048 ms"]
-            body = [[r["algorithm"], r["operation"] + (" (calibration)" if r.get("calibrated") else ""),
+            body = [[r["algorithm"], r["operation"] + basis_mark(r),
                      r["median_ms"], r["low_ms"], r["high_ms"], r["p95_ms"], 100 * r["bus_share"],
                      r["bytes_moved"], r["largest_frame"],
                      "yes" if r["fits_buffer"] else f"no (> {r['max_command_size']})",
