@@ -366,3 +366,17 @@ def test_provenance_is_said_once_and_every_string_resolves(result):
     full = expand(result)
     assert "provenance" not in full and all(isinstance(r["provenance"], str) for r in full["rows"])
     assert all(isinstance(c["source"], str) and isinstance(c["note"], str) for c in full["validation"])
+
+
+def test_the_record_describes_what_the_run_priced(tmp_path):
+    """A --chip run's description (the report's caption) names its chip and ML-KEM-512, not 'every TPM 2.0 profile'."""
+    saved = tmp_path / "r.json"
+    rc, out, err = run("run", "pqc-tpm", "--chip", "core=cortex-m0plus,mhz=133", "--draws", "10", "--save", str(saved))
+    assert rc == 0, err
+    description = json.loads(saved.read_text())["meta"]["description"]
+    assert "every TPM 2.0 profile" not in description and "ML-KEM-512" in description
+    assert "--chip (cortex-m0plus @ 133 MHz)" in description
+    rc, out, err = run("run", "pqc-tpm", "--draws", "10", "--algorithms", "ML-DSA-65", "--save", str(saved), "--force")
+    assert rc == 0, err
+    description = json.loads(saved.read_text())["meta"]["description"]
+    assert description.startswith("ML-DSA-65 ") and "every TPM 2.0 profile: keygen, sign, verify" in description

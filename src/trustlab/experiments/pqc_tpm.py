@@ -337,6 +337,36 @@ def select(args: argparse.Namespace) -> Selection:
     return Selection(specs, profiles, algorithms, message_bytes, protection, focus)
 
 
+def _listed(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+
+
+def describe(chosen: Selection, *, all_profiles: bool) -> str:
+    """What this run priced, for its record's description (the report's caption): the experiment's help says what
+    a default run does, and a run of --chip alone, of other algorithms or profiles, does something else."""
+    where = []
+    if chosen.profiles:
+        where.append("every TPM 2.0 profile" if all_profiles else
+                     f"TPM 2.0 profile{'s' if len(chosen.profiles) > 1 else ''} "
+                     f"{_listed([p.name for p in chosen.profiles])}")
+    if chosen.specs:
+        where.append(f"the chip{'s' if len(chosen.specs) > 1 else ''} given by --chip "
+                     f"({_listed([s.name for s in chosen.specs])}), priced from "
+                     f"{'their' if len(chosen.specs) > 1 else 'its'} facts alone")
+    dsa = [a.startswith("ML-DSA") for a in chosen.algorithms]
+    ops = (["keygen", "sign", "verify"] if all(dsa) else ["keygen", "encapsulate", "decapsulate"] if not any(dsa)
+           else ["keygen", "sign/encapsulate", "verify/decapsulate"])
+    if chosen.profiles and any(dsa):
+        ops.append(f"a {chosen.message_bytes}-byte sign sequence and one attestation")
+    text = (f"{_listed(chosen.algorithms)} (TPM 2.0 Library 1.85 post-quantum commands) on {' and on '.join(where)}: "
+            f"{', '.join(ops)}; median and 5-95% interval")
+    if chosen.profiles:
+        text += ", p95 of the served draws, bus share and bytes, vs ECDSA P-256 / ECDH / RSA-2048 on the same profile"
+    if not chosen.protection:
+        text += "; protection of secret-key operations off"
+    return text
+
+
 @experiment("pqc-tpm", help="ML-DSA-44/65/87 and ML-KEM-768/1024 (TPM 2.0 Library 1.85) on every TPM 2.0 profile: "
             "keygen, sign/encapsulate, verify/decapsulate, one attestation; median/p95, bus share, bytes, vs "
             "ECDSA P-256 / RSA-2048")
@@ -540,7 +570,8 @@ class PqcTpmExperiment:
                                                     "chips": [s.name for s in specs],
                                                     "draws": args.draws, "seed": args.seed, "focus": focus,
                                                     "message_bytes": message_bytes, "protection": protection},
-                      data=data, text=text, references=[], profiles=provs, plots=plots)
+                      data=data, text=text, references=[], profiles=provs, plots=plots,
+                      meta={"description": describe(chosen, all_profiles=args.profiles in (None, "all"))})
 
     @staticmethod
     def _text(rows, attest, ram_rows, checks, loso, focus, profiles, chip_rows, draws, protection,
