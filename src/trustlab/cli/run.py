@@ -178,7 +178,10 @@ def _run(args: argparse.Namespace) -> int:
     check_outputs({"--save": args.save}, force=getattr(args, "force", False), make_parents=True,
                   inputs=[x for v in values for x in (v if isinstance(v, list) else [v]) if isinstance(x, (str, Path))])
     _remove_stale_swtpm_state()
-    result = run_experiment(args.experiment, args)
+    from trustlab import progress
+
+    with progress.watched():  # a long run shows a bar on stderr (a terminal only; never in a sweep or flagship)
+        result = run_experiment(args.experiment, args)
     if args.save:
         with reported(args.save, "--save"):
             write_json_atomic(args.save, result.to_record())

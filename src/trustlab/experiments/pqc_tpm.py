@@ -245,12 +245,10 @@ def classical_draws(profile, variant: str, commands: tuple[str, ...], draws: int
 
 
 def _progress(steps: int, draws: int, off: bool) -> Any:
-    """A bar over the (profile, algorithm) pairs on stderr, for long runs in a terminal only."""
-    from tqdm import tqdm
+    """A bar over the (profile, algorithm) pairs on stderr, for long runs in a terminal only (:mod:`trustlab.progress`)."""
+    from trustlab import progress
 
-    show = not off and steps * draws >= PROGRESS_MIN_DRAWS and sys.stderr.isatty()
-    return tqdm(total=steps, desc="pqc-tpm", unit="alg", file=sys.stderr, disable=not show, leave=False,
-                dynamic_ncols=True)
+    return progress.bar(steps, "pqc-tpm", "alg", long=steps * draws >= PROGRESS_MIN_DRAWS, off=off)
 
 
 def _short(name: str) -> str:
