@@ -36,7 +36,7 @@ def test_mutated_frames_on_the_wolftpm_parity_paths_never_crash_a_handler():
     rng = random.Random(27)
     c = ext.Context("conn", make_profile(ohc=1.0, ohir=0.01, ohor=0.02), nonsense_backend(rng),
                     ext.ExtensionState())
-    state = c.state.get("pqc", pqc_state.PqcState)
+    state = pqc_state.state_of(c)
     dsa = mldsa.MLDSA44PrivateKey.from_seed_bytes(b"\x03" * 32)
     restricted = S.Public(S.TPM_ALG_HASH_MLDSA, S.TPM_ALG_SHA256, 0x50072, b"", 1, hash_alg=S.TPM_ALG_SHA256,
                           unique=dsa.public_key().public_bytes_raw())

@@ -216,7 +216,8 @@ def test_created_key_loads_under_its_parent_with_its_password(served, tpm):
     srk = tpm.create_storage_primary()
     private, public = tpm.create(srk, "ML-KEM-1024", auth=b"kem-pw")
     key = tpm.load(srk, private, public)
-    inside = served.extension_state.get("pqc", dict).objects[key.handle].private
+    spaces = served.extension_state.get("pqc", dict).spaces.values()  # this process is one client: one space
+    inside = next(space.objects[key.handle] for space in spaces if key.handle in space.objects).private
     seed = inside.private_bytes_raw()  # white-box: the seed the TPM holds
     assert seed not in private and seed[:16] not in private and len(private) < 200  # sealed, not in the clear
     secret, ct = tpm.encapsulate(key.handle)

@@ -235,7 +235,7 @@ def test_mutated_pqc_frames_get_tpm_error_codes_never_a_handler_crash():
 
     rng = random.Random(17)
     c = ctx()
-    state = c.state.get("pqc", pqc_state.PqcState)
+    state = pqc_state.state_of(c)
     key = mldsa.MLDSA44PrivateKey.from_seed_bytes(b"\x02" * 32)
     pub = template("ML-DSA-44").with_unique(key.public_key().public_bytes_raw())
     ps = keys.MLDSA_SETS[1]

@@ -422,13 +422,19 @@ class Engine:
             finally:
                 clock.end()
             raise
+        self._end_fused(size * bus[2])
+        return reply
+
+    def _end_fused(self, response_bus_ms: float) -> None:
+        """Close an outer command opened with :meth:`Clock.begin_charged`: the hashing it did and the
+        response frame on the bus, in one :meth:`Clock.end_charged` call."""
+        clock = self.clock
         try:
-            hashed_ms = crypto.take_hash_ms()
+            hashed_ms = self.crypto.take_hash_ms()  # (None: nothing hashed, or sha1_byte drawn and charged)
         except BaseException:
             clock.end()
             raise
-        clock.end_charged(None if hashed_ms is None else "sha1_byte", hashed_ms or 0.0, "ohor", size * bus[2])
-        return reply
+        clock.end_charged(None if hashed_ms is None else "sha1_byte", hashed_ms or 0.0, "ohor", response_bus_ms)
 
     def _execute_frame(self, frame: bytes) -> bytes:
         """:meth:`execute` of a frame."""
@@ -472,12 +478,7 @@ class Engine:
                 clock.end()
             raise
         if fused:
-            try:
-                hashed_ms = crypto.take_hash_ms()  # (None: nothing hashed, or sha1_byte drawn and charged)
-            except BaseException:
-                clock.end()
-                raise
-            clock.end_charged(None if hashed_ms is None else "sha1_byte", hashed_ms or 0.0, "ohor", size * bus[2])
+            self._end_fused(size * bus[2])
             return response
         try:
             crypto.flush()

@@ -26,8 +26,9 @@ clock, holds the response in realtime mode, and traces it like any other
 command.
 
 Transient objects of extensions use handles 0x80FF0000-0x80FFFFFF, which the
-resource manager never virtualizes or saves; :func:`connection_closed` says
-how long they live.
+resource manager never virtualizes or saves: under it a handler keeps them per
+client (``ExtensionState.per_client``); :func:`connection_closed` and
+:func:`tpm_reset` say how long they live.
 """
 
 from __future__ import annotations
@@ -190,14 +191,15 @@ class Command:
     raw: bytes
     auth_area: bytes = b""
 
-    def require_password(self, index: int, auth_value: bytes, *, no_da: bool = False) -> None:
+    def require_password(self, index: int, auth_value: bytes | None, *, no_da: bool = False) -> None:
         """Check the password session for the ``index``-th (0-based) authorized handle.
 
         Only password sessions (TPM_RS_PW) are understood here: HMAC and policy
         sessions live inside the backend TPM, whose session keys the proxy never
         sees, so they are answered TPM_RC_AUTH_TYPE. A wrong password is
-        TPM_RC_AUTH_FAIL (TPM_RC_BAD_AUTH for a noDA object) on that session;
-        this lab does not keep dictionary-attack counters for extension objects.
+        TPM_RC_AUTH_FAIL (TPM_RC_BAD_AUTH for a noDA object) on that session.
+        ``auth_value`` None checks only the session's form. Counting the failure in the TPM's dictionary-attack state is the caller's
+        (the PQC keys': :mod:`trustlab.devices.tpm2.pqc.lockout`).
         """
         if self.tag != TPM_ST_SESSIONS or len(self.sessions) <= index:
             raise TpmError(TPM_RC_AUTH_MISSING, "authorization session required")
@@ -206,6 +208,8 @@ class Command:
             raise TpmError(TPM_RC_AUTH_TYPE, "only password sessions")
         if s.nonce:
             raise TpmError(at_session(TPM_RC_SIZE, index + 1), "password session with a nonce")
+        if auth_value is None:  # the session's form only
+            return
         if not hmac.compare_digest(s.hmac.rstrip(b"\x00"), auth_value.rstrip(b"\x00")):
             raise TpmError(at_session(TPM_RC_BAD_AUTH if no_da else TPM_RC_AUTH_FAIL, index + 1), "bad password")
 
@@ -320,10 +324,14 @@ class Registration:
     """``claims`` takes the :class:`Context` too (to consult what the handler learnt in ``ctx.state``)."""
     passes: Callable[[bytes, "Context"], bool] | None = None
     """A cheap test of the raw frame, before it is parsed: True sends it to the backend untouched."""
+    forwards: bool = False
+    """The handler sends the command itself, unchanged, to the backend and answers its response: the
+    command's sessions (HMAC, policy, audit ...) are the backend's, so every kind passes."""
 
 
 _REGISTRY: dict[int, Registration] = {}
 _CLOSE_HOOKS: list[Callable[["ExtensionState", Any], None]] = []
+_RESET_HOOKS: list[Callable[["ExtensionState"], None]] = []
 _PLUGINS = ("trustlab.devices.tpm2.pqc.handlers",)
 _loaded = False
 _load_lock = threading.Lock()
@@ -332,7 +340,8 @@ _version = 0
 
 def tpm_command(code: int, name: str, *, handles: int,
                 claims: "Callable[[Command], bool] | Callable[[Command, Context], bool] | None" = None,
-                passes: "Callable[[bytes, Context], bool] | None" = None) -> Callable[[Handler], Handler]:
+                passes: "Callable[[bytes, Context], bool] | None" = None,
+                forwards: bool = False) -> Callable[[Handler], Handler]:
     """Register ``handler`` for command ``code``; ``handles`` is the size of its handle area.
 
     ``claims``: for a command the backend also has, a side-effect-free test of
@@ -351,7 +360,7 @@ def tpm_command(code: int, name: str, *, handles: int,
         global _version
         in_context = claims is not None and len(inspect.signature(claims).parameters) >= 2
         _REGISTRY[code] = Registration(code, name, handles, fn, claims, in_context,
-                                       passes if claims is not None else None)
+                                       passes if claims is not None else None, forwards)
         _version += 1
         return fn
     return deco
@@ -365,6 +374,12 @@ def registry_version() -> int:
 def on_connection_closed(fn: Callable[["ExtensionState", Any], None]) -> Callable:
     """Register ``fn(state, conn_id)``: called when a client connection closes."""
     _CLOSE_HOOKS.append(fn)
+    return fn
+
+
+def on_tpm_reset(fn: Callable[["ExtensionState"], None]) -> Callable:
+    """Register ``fn(state)``: called after a TPM Reset (a power cycle and the Startup(CLEAR) after it)."""
+    _RESET_HOOKS.append(fn)
     return fn
 
 
@@ -405,6 +420,12 @@ class ExtensionState:
         self._slots: dict[str, Any] = {}
         self.lock = threading.RLock()
 
+    @property
+    def per_client(self) -> bool:
+        """Each client has extension objects of its own that no other client sees, uses or flushes (the
+        resource manager's rule, set with ``flush_on_close``); False: one TPM shared as it is (``--no-rm``)."""
+        return self.flush_on_close
+
     def get(self, key: str, factory: Callable[[], Any]) -> Any:
         if key not in self._slots:
             self._slots[key] = factory()
@@ -422,6 +443,9 @@ class Context:
     max_command_size: int | None = None
     """The TPM's TPM_PT_MAX_COMMAND_SIZE (= MAX_RESPONSE_SIZE) for the commands handlers answer: a longer
     command is answered TPM_RC_COMMAND_SIZE, a longer response TPM_RC_SIZE (None: no bound of its own)."""
+    backend_direct: Callable[[bytes], bytes] | None = None
+    """The backend TPM itself, past the resource manager (None: ``backend_transact`` is that already): for
+    a short-lived object of the extension's own that must take no slot of the client's space."""
 
 
 def dispatch(command: bytes, ctx: Context) -> ExtensionResult | None:
@@ -454,7 +478,7 @@ def dispatch_registered(command: bytes, reg: Registration, ctx: Context) -> Exte
             return None
         if limit is not None and len(command) > limit:
             raise TpmError(TPM_RC_COMMAND_SIZE, f"{len(command)}-byte command over the TPM's {limit}")
-        if any(s.handle != TPM_RS_PW for s in cmd.sessions):
+        if not reg.forwards and any(s.handle != TPM_RS_PW for s in cmd.sessions):
             # HMAC, policy, audit and encrypt sessions live inside the backend, out of the handler's reach
             raise TpmError(TPM_RC_AUTH_TYPE, "extension commands take password sessions only")
         with ctx.state.lock:
@@ -502,3 +526,12 @@ def connection_closed(conn_id: Any, state: ExtensionState | None = None) -> None
     with state.lock:
         for hook in _CLOSE_HOOKS:
             hook(state, conn_id)
+
+
+def tpm_reset(state: ExtensionState) -> None:
+    """The TPM was power-cycled (and started with Startup(CLEAR)): every extension object is gone, as the
+    TPM's own transient objects and sequences are."""
+    _load_plugins()
+    with state.lock:
+        for hook in _RESET_HOOKS:
+            hook(state)

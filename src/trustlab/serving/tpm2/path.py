@@ -151,7 +151,7 @@ class Tpm2Path(CommandPath):
         if ctx is None:  # one per client, built the first time an extension's code comes from it
             ctx = self._contexts[client.id] = extensions.Context(
                 client.id, self.profile, lambda c: self.transact_in_space(client, c), self.extension_state,
-                self.limits.command)
+                self.limits.command, self._transact_direct)
         claimed = extensions.dispatch_registered(command, reg, ctx)
         if claimed is None:
             return None
@@ -185,6 +185,11 @@ class Tpm2Path(CommandPath):
             if self.rm is None:
                 return self.backend.transact(command)
             return self.rm.execute(client.space, command, self.backend.transact)
+
+    def _transact_direct(self, command: bytes) -> bytes:
+        """A backend command past the resource manager, unpriced (an extension's own short-lived object)."""
+        with self._lock:
+            return self.backend.transact(command)
 
     def _internal(self, command: bytes) -> bytes:
         """One of the resource manager's own commands: run and priced like a client's."""
@@ -234,6 +239,7 @@ class Tpm2Path(CommandPath):
 
     def power_cycled(self) -> None:
         self.objects.clear_transient()
+        extensions.tpm_reset(self.extension_state)
         if self.rm is not None:
             self.rm.reset()
 

@@ -1,5 +1,6 @@
 """What the TPM says it can do: TPM2_TestParms for PQC parameters and TPM2_GetCapability
-with the 1.85 algorithm IDs, commands and TPM_PT_ML_PARAMETER_SETS merged into swtpm's lists.
+with the 1.85 algorithm IDs, commands and TPM_PT_ML_PARAMETER_SETS merged into swtpm's lists,
+and the client's own PQC objects and sequences among the transient handles (TPM_CAP_HANDLES).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from trustlab.devices.tpm2.extensions import (
 from trustlab.devices.tpm2.pqc import keys
 from trustlab.devices.tpm2.pqc import structures as S
 from trustlab.devices.tpm2.pqc.state import (
+    own_space,
     parameter_set,
 )
 
@@ -47,6 +49,7 @@ def test_parms(cmd: Command, ctx: Context) -> Reply:
 
 
 TPM_CAP_ALGS = 0x0
+TPM_CAP_HANDLES = 0x1
 TPM_CAP_COMMANDS = 0x2
 TPM_CAP_TPM_PROPERTIES = S.TPM_CAP_TPM_PROPERTIES
 TPM_PT_ML_PARAMETER_SETS = 0x131  # PT_FIXED + 49 (1.85)
@@ -166,6 +169,8 @@ def _lists_what_we_extend(cmd: Command, ctx: Context) -> bool:
     raw, pos = cmd.raw, cmd.params.pos
     if len(raw) < pos + 4:
         return False
+    if len(raw) >= pos + 12 and struct.unpack_from(">I", raw, pos)[0] == TPM_CAP_HANDLES:
+        return bool(_own_handles(ctx, struct.unpack_from(">I", raw, pos + 4)[0]))
     reach = _current().reach.get(struct.unpack_from(">I", raw, pos)[0])
     if reach is None:
         return False
@@ -183,6 +188,8 @@ def _passes(raw: bytes, ctx: Context) -> bool:
     if raw[:2] != b"\x80\x01" or len(raw) != 22:
         return False
     capability, first, count = struct.unpack_from(">III", raw, 10)
+    if capability == TPM_CAP_HANDLES:
+        return not _own_handles(ctx, first)
     reach = _current().reach.get(capability)
     return reach is None or first > reach or (capability, first, count) in ctx.state.get(_UNTOUCHED, set)
 
@@ -196,6 +203,8 @@ def get_capability(cmd: Command, ctx: Context) -> Reply:
     """
     capability, first, count = cmd.params.u32(), cmd.params.u32(), cmd.params.u32()
     response = ctx.backend_transact(cmd.raw)
+    if capability == TPM_CAP_HANDLES:
+        return Reply(raw=_with_handles(response, _own_handles(ctx, first), count))
     merged = _merged(capability, first, count, response, ctx.max_command_size)
     if merged == response:  # swtpm's answer, which it will give again: not claimed next time
         untouched = ctx.state.get(_UNTOUCHED, set)
@@ -203,6 +212,31 @@ def get_capability(cmd: Command, ctx: Context) -> Reply:
             untouched.clear()
         untouched.add((capability, first, count))
     return Reply(raw=merged)
+
+
+def _own_handles(ctx: Context, first: int) -> list[int]:
+    """The client's PQC objects and sequences (the TPM's transient objects, as libtpms lists its sequence
+    objects too) from ``first`` on: under the resource manager only its own, as the RM lists swtpm's."""
+    if first >> 24 != 0x80 or first > ext.EXTENSION_HANDLE_LAST:
+        return []  # another handle type: listed by type, none of ours
+    space = own_space(ctx)
+    if space is None:
+        return []
+    return sorted(h for h in (*space.objects, *space.sequences) if h >= first)
+
+
+def _with_handles(response: bytes, ours: list[int], count: int) -> bytes:
+    """swtpm's TPM_CAP_HANDLES answer with ``ours`` (above every handle of swtpm's) after its own."""
+    if response[6:10] != b"\0\0\0\0" or len(response) < 19:
+        return response
+    more, cap, n = struct.unpack_from(">BII", response, 10)
+    if more or len(response) != 19 + 4 * n:
+        return response  # swtpm's list was cut before ours begin
+    handles = sorted({*struct.unpack_from(f">{n}I", response, 19), *ours})
+    if len(handles) > count:
+        handles, more = handles[:count], 1
+    body = bytes([more]) + S.u32(cap) + S.u32(len(handles)) + b"".join(S.u32(h) for h in handles)
+    return struct.pack(">HII", 0x8001, 10 + len(body), 0) + body
 
 
 def _merged(capability: int, first: int, count: int, response: bytes, max_size: int | None = None) -> bytes:

@@ -39,6 +39,7 @@ from trustlab.devices.tpm2.pqc.state import (
     read_template,
     sensitive_area,
     state_of,
+    tpm_state,
 )
 
 
@@ -83,6 +84,23 @@ def _storage_parent(ctx: Context, cmd: Command) -> tuple[bytes, bytes]:
     if rc != 0:
         raise TpmError(rc)
     return name, qn
+
+
+def _hierarchy_of(ctx: Context, parent: int) -> int:
+    """The hierarchy a child of swtpm's ``parent`` belongs to (what TPM2_Clear / HierarchyControl flush).
+
+    A loaded parent's own TPMS_CONTEXT says it (TPM2_ContextSave's ``hierarchy``); a
+    persistent one, which cannot be saved, by the TCG handle registry's ranges
+    (0x8101xxxx endorsement, 0x818xxxxx-0x81FFFFFF platform, the rest owner).
+    """
+    if parent >> 24 == 0x81:
+        if parent >= 0x81800000:
+            return S.TPM_RH_PLATFORM
+        return S.TPM_RH_ENDORSEMENT if parent >> 16 == 0x8101 else S.TPM_RH_OWNER
+    response = ctx.backend_transact(S.frame(0x162, [parent], b""))  # TPM2_ContextSave
+    if S.response_code(response) != 0 or len(response) < 26:
+        return S.TPM_RH_OWNER
+    return struct.unpack_from(">I", response, 22)[0]  # after sequence (8) and savedHandle (4)
 
 
 def _backend_random(ctx: Context, n: int) -> bytes:
@@ -130,7 +148,7 @@ def load(cmd: Command, ctx: Context) -> Reply:
     kind, auth, _seed_value, seed = sensitive.u16(), sensitive.tpm2b(), sensitive.tpm2b(), sensitive.tpm2b()
     if kind != pub.type or len(seed) != ps.seed_size:
         raise TpmError(at_param(TPM_RC_TYPE, 1), "private area does not match the public area")
-    obj = load_object(ctx, pub, ps, seed, auth, parent_qn)
+    obj = load_object(ctx, pub, ps, seed, auth, parent_qn, _hierarchy_of(ctx, cmd.handles[0]))
     if obj.public.unique != pub.unique:
         del state_of(ctx).objects[obj.handle]
         raise TpmError(at_param(TPM_RC_BINDING, 2), "public key does not match the private seed")
@@ -203,17 +221,26 @@ SAVED_HANDLE = ext.EXTENSION_HANDLE_FIRST
 """TPMS_CONTEXT.savedHandle of a saved extension object (how ContextLoad recognises ours)."""
 
 
+def _context_secret(ctx: Context) -> bytes:
+    """What a saved context is sealed under: the storage secret (new after TPM2_Clear) and the TPM's
+    resetCount (TPM2_ReadClock), so a context saved before a TPM Reset no longer loads (TPM_RC_INTEGRITY),
+    as libtpms binds its object contexts to ``totalResetCount``."""
+    clock = backend_call(ctx, S.frame(0x181, [], b""), "TPM2_ReadClock")
+    clock.take(16)  # time, clock
+    return binding.storage_secret(ctx.backend_transact) + clock.take(4)  # resetCount
+
+
 @tpm_command(0x162, "TPM2_ContextSave", handles=1, claims=extension_handle)
 def context_save(cmd: Command, ctx: Context) -> Reply:
     """TPMS_CONTEXT of a PQC key: its public area, password and seed, sealed to this TPM instance."""
     obj = key_at(ctx, cmd.handles[0])
     cmd.params.end()
-    state = state_of(ctx)
+    state = tpm_state(ctx)
     state.contexts_saved += 1
     header = struct.pack(">QII", state.contexts_saved, SAVED_HANDLE, obj.hierarchy)
     body = (S.tpm2b(obj.public.marshal()) + S.tpm2b(obj.auth) + S.tpm2b(obj.seed)
             + S.tpm2b(obj.qualified_name))
-    blob = binding.seal_context(binding.storage_secret(ctx.backend_transact), header, body)
+    blob = binding.seal_context(_context_secret(ctx), header, body)
     return Reply(params=header + S.tpm2b(blob), variant=obj.params.variant)
 
 
@@ -224,7 +251,7 @@ def context_load(cmd: Command, ctx: Context) -> Reply:
     hierarchy = struct.unpack_from(">I", header, 12)[0]
     blob = r.tpm2b(4096)
     r.end()
-    body = Reader(binding.unseal_context(binding.storage_secret(ctx.backend_transact), header, blob)).param(1)
+    body = Reader(binding.unseal_context(_context_secret(ctx), header, blob)).param(1)
     area = Reader(body.tpm2b()).param(1)
     pub = S.parse_public(area)
     area.end()
@@ -242,7 +269,5 @@ def startup(cmd: Command, ctx: Context) -> Reply:
     response = ctx.backend_transact(cmd.raw)
     r = Reader(cmd.raw, cmd.params.pos)
     if r.u16() == 0 and response[6:10] == b"\0\0\0\0":
-        state = state_of(ctx)
-        state.objects.clear()
-        state.sequences.clear()
+        tpm_state(ctx).clear()  # every client's: a TPM Reset
     return Reply(raw=response)

@@ -88,7 +88,7 @@ def sign_digest(cmd: Command, ctx: Context) -> Reply:
     """
     if classical.is_backend_key(cmd.handles[0]):
         return classical.sign_digest(cmd, ctx)
-    authorize(cmd, 0, _signing_key(ctx, cmd.handles[0]))  # sessions before parameters (Part 3, 5.6 / 5.8)
+    authorize(cmd, 0, _signing_key(ctx, cmd.handles[0]), ctx)  # sessions before parameters (Part 3, 5.6 / 5.8)
     obj, context, digest = _digest_command(cmd, ctx)
     r = cmd.params
     tag, hierarchy, ticket = r.param(3).u16(), r.u32(), r.tpm2b(S.MAX_DIGEST_BUFFER)
@@ -162,7 +162,7 @@ def _sequence(ctx: Context, cmd: Command, sign: bool) -> Sequence:
         raise TpmError(at_handle(TPM_RC_HANDLE, 1), "no such sequence")
     if seq.sign != sign:
         raise TpmError(at_handle(TPM_RC_MODE, 1), "sequence of the other kind")
-    cmd.require_password(0, seq.auth)
+    cmd.require_password(0, seq.auth, no_da=True)  # a sequence is DA-exempt (libtpms)
     return seq
 
 
@@ -171,7 +171,7 @@ def sequence_update(cmd: Command, ctx: Context) -> Reply:
     seq = state_of(ctx).sequences.get(cmd.handles[0])
     if seq is None:
         raise TpmError(at_handle(TPM_RC_HANDLE, 1), "no such sequence")
-    cmd.require_password(0, seq.auth)
+    cmd.require_password(0, seq.auth, no_da=True)  # a sequence is DA-exempt (libtpms)
     data = cmd.params.param(1).tpm2b(S.MAX_BUFFER)
     cmd.params.end()
     if seq.stream is None:
@@ -223,7 +223,7 @@ def sign_sequence_complete(cmd: Command, ctx: Context) -> Reply:
     if seq.stream is None:
         return _complete_on_backend(cmd, ctx, seq, classical.complete_sign)
     obj = _complete_key(ctx, cmd, seq)
-    authorize(cmd, 1, obj)
+    authorize(cmd, 1, obj, ctx)
     data = cmd.params.param(1).tpm2b(S.MAX_BUFFER)
     cmd.params.end()
     _feed(seq, data)
@@ -303,7 +303,7 @@ def quote(cmd: Command, ctx: Context) -> Reply:
         raise TpmError(at_param(ext.TPM_RC_SCHEME, 2), "scheme differs from the key's")
     selection = S.parse_pcr_selection(r.param(3))
     r.end()
-    authorize(cmd, 0, obj)
+    authorize(cmd, 0, obj, ctx)
     digest = S.digest(obj.public.name_alg, _pcr_values(ctx, selection))
     clock = backend_call(ctx, S.frame(0x181, [], b""), "TPM2_ReadClock")
     clock.take(8)  # time

@@ -44,7 +44,7 @@ def encapsulate(cmd: Command, ctx: Context) -> Reply:
 @tpm_command(0x1A8, "TPM2_Decapsulate", handles=1)
 def decapsulate(cmd: Command, ctx: Context) -> Reply:
     obj = _kem_key(ctx, cmd.handles[0])
-    authorize(cmd, 0, obj)  # sessions before parameters (Part 3, 5.6 / 5.8), as wolfTPM
+    authorize(cmd, 0, obj, ctx)  # sessions before parameters (Part 3, 5.6 / 5.8), as wolfTPM
     private = obj.private_key()
     ciphertext = cmd.params.param(1).tpm2b(S.MAX_MLKEM_CT)
     cmd.params.end()

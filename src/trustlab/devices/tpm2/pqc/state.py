@@ -1,7 +1,10 @@
 """Per-TPM-instance state of the PQC commands and the helpers every command module shares.
 
-Key objects and sequences (at 0x80FF0000-0x80FFFFFF), how a command finds and
-authorizes them, asks swtpm for something, reads a key template, prices an
+Key objects and sequences (at 0x80FF0000-0x80FFFFFF) - per client under the
+resource manager, as it keeps swtpm's objects: another client's handle is
+TPM_RC_HANDLE, what the RM answers for a classical object that is not the
+client's; they end when the client does, at a TPM Reset, and as
+:mod:`.lifecycle` says - how a command finds and authorizes them, asks swtpm for something, reads a key template, prices an
 operation (through :mod:`.pricing`) and loads a key from its seed.
 """
 
@@ -27,11 +30,12 @@ from trustlab.devices.tpm2.extensions import (
     at_param,
     is_extension_handle,
 )
-from trustlab.devices.tpm2.pqc import binding, keys, pricing
+from trustlab.devices.tpm2.pqc import binding, keys, lockout, pricing
 from trustlab.devices.tpm2.pqc import structures as S
 
 MAX_OBJECTS = 16
-"""Extension objects + sequences loaded at once (TPM_RC_OBJECT_MEMORY beyond)."""
+"""Extension objects + sequences one client may hold at once (TPM_RC_OBJECT_MEMORY beyond): per client
+under the resource manager, as it virtualizes the TPM's object memory per space; one pool without it."""
 MAX_SEQUENCE_BYTES = 1 << 20
 
 
@@ -72,14 +76,19 @@ class Sequence:
     backend: int = 0  # swtpm's hash sequence (in the client's resource-manager space) for an RSA/ECC key
 
 
-class PqcState:
+class PqcSpace:
+    """One client's extension objects and sequences (without a resource manager: the TPM's, shared).
+
+    Handles are per space, as the resource manager's virtual handles are: another
+    client's handle names nothing here (TPM_RC_HANDLE), whoever it belonged to.
+    """
+
     def __init__(self) -> None:
         self.objects: dict[int, PqcObject] = {}
         self.sequences: dict[int, Sequence] = {}
-        self.contexts_saved = 0
 
     def allocate(self) -> int:
-        used = set(self.objects) | set(self.sequences)
+        used = self.objects.keys() | self.sequences.keys()
         if len(used) >= MAX_OBJECTS:
             raise TpmError(TPM_RC_OBJECT_MEMORY, "extension object slots full")
         handle = ext.EXTENSION_HANDLE_FIRST
@@ -87,16 +96,63 @@ class PqcState:
             handle += 1
         return handle
 
+    def flush_hierarchies(self, hierarchies: frozenset[int]) -> None:
+        """Flush the objects of ``hierarchies`` and the sequences of their keys (libtpms' ObjectFlushHierarchy)."""
+        self.objects = {h: o for h, o in self.objects.items() if o.hierarchy not in hierarchies}
+        self.sequences = {h: s for h, s in self.sequences.items()
+                          if s.key_handle in self.objects or not is_extension_handle(s.key_handle)}
 
-def state_of(ctx: Context) -> PqcState:
+
+SHARED = None
+"""The key of the one space every client shares when there is no resource manager (``--no-rm``)."""
+
+
+class PqcState:
+    """The extension objects of one TPM instance: a :class:`PqcSpace` per client under the resource
+    manager (``ExtensionState.per_client``), else one shared by all."""
+
+    def __init__(self) -> None:
+        self.spaces: dict[Any, PqcSpace] = {}
+        self.contexts_saved = 0
+
+    def space(self, owner: Any) -> PqcSpace:
+        space = self.spaces.get(owner)
+        if space is None:
+            space = self.spaces[owner] = PqcSpace()
+        return space
+
+    def clear(self) -> None:
+        """TPM Reset (Startup(CLEAR) after a power cycle): every transient object and sequence is gone."""
+        self.spaces.clear()
+
+    def flush_hierarchies(self, hierarchies: frozenset[int]) -> None:
+        for space in self.spaces.values():
+            space.flush_hierarchies(hierarchies)
+
+
+def tpm_state(ctx: Context) -> PqcState:
+    """The extension's state of the whole TPM instance (every client's objects)."""
     return ctx.state.get("pqc", PqcState)
+
+
+def state_of(ctx: Context) -> PqcSpace:
+    """The objects and sequences the command's client may see, use and flush."""
+    return tpm_state(ctx).space(ctx.conn_id if ctx.state.per_client else SHARED)
+
+
+def own_space(ctx: Context) -> PqcSpace | None:
+    """:func:`state_of` without making a space for a client that has none (for read-only questions)."""
+    return tpm_state(ctx).spaces.get(ctx.conn_id if ctx.state.per_client else SHARED)
 
 
 @ext.on_connection_closed
 def flush_connection(state: ext.ExtensionState, conn: Any) -> None:
-    pqc = state.get("pqc", PqcState)
-    pqc.objects = {h: o for h, o in pqc.objects.items() if o.conn != conn}
-    pqc.sequences = {h: s for h, s in pqc.sequences.items() if s.conn != conn}
+    state.get("pqc", PqcState).spaces.pop(conn, None)
+
+
+@ext.on_tpm_reset
+def flush_all(state: ext.ExtensionState) -> None:
+    state.get("pqc", PqcState).clear()
 
 
 def key_at(ctx: Context, handle: int, n: int = 1) -> PqcObject:
@@ -109,11 +165,24 @@ def key_at(ctx: Context, handle: int, n: int = 1) -> PqcObject:
     raise TpmError(at_handle(TPM_RC_HANDLE, n), "no such object")
 
 
-def authorize(cmd: Command, index: int, obj: PqcObject) -> None:
-    """USER-role authorization of ``obj`` by a password session."""
+def authorize(cmd: Command, index: int, obj: PqcObject, ctx: Context) -> None:
+    """USER-role authorization of ``obj`` by a password session, under the TPM's dictionary-attack
+    protection unless the key is noDA (:mod:`.lockout`)."""
     if not obj.public.attributes & S.USER_WITH_AUTH:
         raise TpmError(TPM_RC_AUTH_UNAVAILABLE, "key needs a policy session (userWithAuth CLEAR)")
-    cmd.require_password(index, obj.auth, no_da=bool(obj.public.attributes & S.NO_DA))
+    no_da = bool(obj.public.attributes & S.NO_DA)
+    if no_da:
+        cmd.require_password(index, obj.auth, no_da=True)
+        return
+    cmd.require_password(index, None)  # the session's form first: no lockout test for a malformed one
+    lockout.check(ctx)
+    try:
+        cmd.require_password(index, obj.auth)
+    except TpmError as refused:
+        rc = lockout.record_failure(ctx)
+        if rc == lockout.TPM_RC_LOCKOUT:
+            raise TpmError(rc, "the TPM entered dictionary-attack lockout") from None
+        raise refused
 
 
 def priced(ctx: Context, ps: keys.ParameterSet, operation: str):
