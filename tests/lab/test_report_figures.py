@@ -6,9 +6,9 @@ of the one that keeps text shaping, fonts read from their files instead of from 
 legends measured at every question instead of once), and the pixels compared. The specs
 cover what the shortcuts must get right: log axes (labelled majors as math text,
 unlabelled minors, a span under a decade whose minors carry labels), a linear axis with an
-offset ('1e9' beside the ticks), rotated category labels on bars, categorical lines, NaN
-gaps, legends of one to several entries, and the same labels drawn again on the next
-figure (the kept shaping reused).
+offset ('1e9' beside the ticks), rotated category labels on bars, bars with intervals and
+hatches, categorical lines, NaN gaps, legends of one to thirty-one entries (a taller
+figure), and the same labels drawn again on the next figure (the kept shaping reused).
 """
 
 from __future__ import annotations
@@ -35,6 +35,16 @@ SPECS = {
              "y": [j - 3 + i if j != 4 else None for j in range(9)]} for i in range(3)]},
     "few category bars on a log axis": {
         "kind": "bar", "logy": True, "series": [{"label": "a", "x": ["p", "q"], "y": [3, 3000]}]},
+    "log bars with intervals and hatched marks": {
+        "kind": "bar", "logy": True, "unmarked": "model", "series": [
+            {"label": f"s{i}", "x": [f"chip-{j}" for j in range(6)], "y": [10.0 * (j + 1) + i for j in range(6)],
+             "ylow": [5.0 * (j + 1) for j in range(6)], "yhigh": [30.0 * (j + 1) if j != 2 else None for j in range(6)],
+             "marks": [None, "calibration", None, "extrapolated", None, None] if i == 0 else [None] * 6}
+            for i in range(2)] + [{"label": "classical", "x": [f"chip-{j}" for j in range(6)], "y": [3] * 6}]},
+    "a legend of 31 entries (a taller figure)": {
+        "kind": "loglog", "series": [
+            {"label": f"source-number-{i}", "x": [1.0 + i, 2.0 + i], "y": [1.5 + i, 2.5 + i], "style": "points"}
+            for i in range(30)] + [{"label": "y = x", "x": [1, 40], "y": [1, 40], "style": "dashed"}]},
     "categorical points, NaN gap": {
         "kind": "line", "series": [{"label": "c", "x": ["a", "b", "c"], "y": [1, None, 3], "style": "points"},
                                    {"x": ["a", "b", "c"], "y": [2, 2, 2]}]},
@@ -427,3 +437,31 @@ def test_axis_hooks_of_another_shape_give_matplotlibs_axes(name, monkeypatch):
     finally:
         stamped.usable.cache_clear()
     assert stamped.usable()
+
+
+def test_every_legend_entry_is_on_the_figure(monkeypatch):
+    """Leave-one-source-out's thirty sources and y = x: every entry's box lies inside the figure (it ran off the
+    foot of a 4.2 in figure, 24 of 30 shown); bar hatches each get one legend entry, after the plain bars' name."""
+    import trustlab.report.plots as plots
+
+    drawn = {}
+
+    def keep(fig, ax, legend, series, kind):
+        drawn["fig"], drawn["legend"] = fig, legend
+        return layout(fig, ax, legend, series, kind)
+
+    layout = plots._layout
+    monkeypatch.setattr(plots, "_layout", keep)
+    for name, entries in (("a legend of 31 entries (a taller figure)", 31),
+                          ("log bars with intervals and hatched marks", 6)):
+        plots.render(SPECS[name], io.BytesIO())
+        fig, legend = drawn["fig"], drawn["legend"]
+        renderer = fig.canvas.get_renderer()
+        texts = [t.get_text() for t in legend.get_texts()]
+        assert len(texts) == entries, texts
+        figure_box = fig.bbox
+        for t in legend.get_texts():
+            box = t.get_window_extent(renderer)
+            assert figure_box.x0 <= box.x0 and box.x1 <= figure_box.x1 + 0.5, (t.get_text(), box)
+            assert figure_box.y0 <= box.y0 and box.y1 <= figure_box.y1, (t.get_text(), box)
+    assert texts == ["s0", "s1", "classical", "model", "calibration", "extrapolated"]

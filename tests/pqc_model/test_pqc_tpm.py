@@ -319,8 +319,35 @@ def test_a_calibrated_sign_row_names_the_commands_its_figure_covers():
     assert rows[("sealsq-qvault-pqc-tpm-wolftpm", "keygen")]["commands"] == ["TPM2_CreatePrimary", "TPM2_FlushContext"]
     st = rows[("st-st33ktpm2xspi-wolftpm", "sign")]
     assert not st["calibrated"] and st["commands"] == st["served_commands"] == ["TPM2_SignDigest"]
-    seq = rows[("sealsq-qvault-pqc-tpm-wolftpm", "sign-sequence")]
-    assert seq["calibrated"] and seq["low_ms"] <= seq["median_ms"] <= seq["high_ms"]
+    assert sealsq["basis"] == "calibration" and st["basis"] == "model"
+    seq = rows[("sealsq-qvault-pqc-tpm-wolftpm", "sign-sequence")]  # the published sign plus modelled updates
+    assert seq["basis"] == "extrapolated from calibration" and not seq["calibrated"]
+    assert seq["low_ms"] <= seq["median_ms"] <= seq["high_ms"]
+
+
+def test_rows_extrapolated_from_a_published_figure_say_so():
+    """SEALSQ publishes ML-DSA-65 and ML-KEM-768 figures (silicon.toml); ML-DSA-44/87, ML-KEM-1024 and every load
+    (from verify / encapsulate) are extrapolated from them: basis says so, calibrated is false, the text agrees."""
+    from trustlab.devices.tpm2.pqc_model import silicon
+
+    name = "sealsq-qvault-pqc-tpm-wolftpm"
+    rc, out, err = run("run", "pqc-tpm", "--profiles", name, "--draws", "10", "--json")
+    assert rc == 0, err
+    published = {(r.algorithm, "keygen" if r.call == "create" else r.call) for r in silicon.rows(name)}
+    rows = [r for r in json.loads(out)["rows"] if r["profile"] == name and r["operation"] != "sign-sequence"]
+    assert rows and published
+    for r in rows:
+        exact = (r["algorithm"], r["operation"]) in published
+        assert r["basis"] == ("calibration" if exact else "extrapolated from calibration"), r
+        assert r["calibrated"] is exact
+    assert any(r["operation"] == "load" for r in rows) and any(r["algorithm"] == "ML-DSA-87" for r in rows)
+    rc, text, err = run("run", "pqc-tpm", "--profiles", name, "--focus", name, "--draws", "10")
+    assert rc == 0, err
+    lines = text.splitlines()
+    assert any(line.split()[:2] == ["ML-DSA-87", "sign"] and "(extrapolated from calibration)" in line
+               for line in lines), text
+    assert any(line.split()[:2] == ["ML-DSA-65", "sign"] and "(calibration)" in line and "extrapolated" not in line
+               for line in lines), text
 
 
 def test_provenance_is_said_once_and_every_string_resolves(result):
@@ -339,3 +366,17 @@ def test_provenance_is_said_once_and_every_string_resolves(result):
     full = expand(result)
     assert "provenance" not in full and all(isinstance(r["provenance"], str) for r in full["rows"])
     assert all(isinstance(c["source"], str) and isinstance(c["note"], str) for c in full["validation"])
+
+
+def test_the_record_describes_what_the_run_priced(tmp_path):
+    """A --chip run's description (the report's caption) names its chip and ML-KEM-512, not 'every TPM 2.0 profile'."""
+    saved = tmp_path / "r.json"
+    rc, out, err = run("run", "pqc-tpm", "--chip", "core=cortex-m0plus,mhz=133", "--draws", "10", "--save", str(saved))
+    assert rc == 0, err
+    description = json.loads(saved.read_text())["meta"]["description"]
+    assert "every TPM 2.0 profile" not in description and "ML-KEM-512" in description
+    assert "--chip (cortex-m0plus @ 133 MHz)" in description
+    rc, out, err = run("run", "pqc-tpm", "--draws", "10", "--algorithms", "ML-DSA-65", "--save", str(saved), "--force")
+    assert rc == 0, err
+    description = json.loads(saved.read_text())["meta"]["description"]
+    assert description.startswith("ML-DSA-65 ") and "every TPM 2.0 profile: keygen, sign, verify" in description

@@ -48,6 +48,21 @@ def test_sign_and_verify_with_the_cli(tcti, tmp_path, capsys):
     capsys.readouterr()
 
 
+def test_a_255_byte_context_signs_and_verifies(tcti, tmp_path, capsys):
+    """The FIPS 204 limit itself (255 bytes, here 127 'é' and one 'x') is accepted, and cryptography agrees."""
+    key = run(capsys, "createprimary", "--tcti", tcti, "--alg", "ML-DSA-44", "--public-out", str(tmp_path / "k.pub"))
+    (tmp_path / "msg").write_bytes(b"m")
+    context = "é" * 127 + "x"
+    run(capsys, "sign-digest", "--tcti", tcti, "--key", key["handle"], "--message", str(tmp_path / "msg"),
+        "--context", context, "--signature-out", str(tmp_path / "s"))
+    pk = mldsa.MLDSA44PublicKey.from_public_bytes((tmp_path / "k.pub").read_bytes()[-1312:])
+    pk.verify((tmp_path / "s").read_bytes(), b"m", context.encode())
+    out = run(capsys, "verify-digest", "--tcti", tcti, "--key", key["handle"], "--message", str(tmp_path / "msg"),
+              "--context", context, "--signature", str(tmp_path / "s"))
+    assert out["tpm_verified"] and out["cryptography_verified"]
+    run(capsys, "flush", "--tcti", tcti, "--key", key["handle"])
+
+
 def test_quote_with_the_cli(tcti, tmp_path, capsys):
     key = run(capsys, "createprimary", "--tcti", tcti, "--alg", "ML-DSA-44", "--no-external-mu")
     out = run(capsys, "quote", "--tcti", tcti, "--key", key["handle"], "--pcrs", "0,7", "--qualifying", "ab",
@@ -75,6 +90,8 @@ def test_create_load_and_kem_with_the_cli(tcti, tmp_path, capsys):
 
 
 def test_cli_errors_are_one_line(tcti, tmp_path, capsys):
+    from trustlab.devices.tpm2.pqc.client import PqcClient
+
     assert main(["tpm2", "pqc", "decapsulate", "--tcti", tcti, "--key", "0x80ffff00", "--ciphertext",
                  str(tmp_path / "missing")]) == 2
     assert "cannot read ciphertext: no such file" in capsys.readouterr().err
@@ -83,6 +100,11 @@ def test_cli_errors_are_one_line(tcti, tmp_path, capsys):
     assert err.count("\n") == 1 and "TPM2_Encapsulate: TPM returned 0x18b (TPM_RC_HANDLE, handle 1)" in err
     assert main(["tpm2", "pqc", "createprimary", "--tcti", "swtpm:port=1", "--alg", "ML-DSA-44"]) == 2
     assert "cannot connect" in capsys.readouterr().err
+    with PqcClient.connect(tcti) as tpm:  # a 1.85 TPM lists its eight commands: no "does not implement" hint
+        assert tpm.pqc_commands() == frozenset(range(0x1A3, 0x1AB))
+    assert main(["tpm2", "pqc", "createprimary", "--tcti", tcti, "--alg", "ML-DSA-44", "--hash", "sha256",
+                 "--no-external-mu", "--hierarchy", "null", "--hierarchy-auth", "wrong"]) == 2
+    assert "post-quantum commands" not in capsys.readouterr().err
 
 
 def test_measure_writes_rows_fit_reads(tcti, tmp_path, capsys):

@@ -94,3 +94,37 @@ def test_serve_abandoned_sessions_out_of_place_is_one_line(argv, needle, capsys)
         code = exc.code
     assert code == 2
     _one_line_error(capsys, "--abandoned-sessions" if "--no-rm" not in argv else "--no-rm", needle)
+
+
+@pytest.mark.parametrize("verb", ["sign-digest", "verify-digest"])
+@pytest.mark.parametrize("context", ["x" * 256, "é" * 128])
+def test_context_over_255_bytes_is_refused_when_parsed(verb, context, tmp_path, capsys):
+    """FIPS 204: ctx is at most 255 bytes (its length is one byte of M'); 128 'é' are 256 UTF-8 bytes.
+    swtpm:port=1 has no TPM behind it: the refusal comes before any connection, and names --context."""
+    argv = ["tpm2", "pqc", verb, "--tcti", "swtpm:port=1", "--key", "0x80000000",
+            "--message", str(tmp_path / "m"), "--context", context]
+    argv += ["--signature-out", str(tmp_path / "s")] if verb == "sign-digest" else ["--signature", str(tmp_path / "s")]
+    with pytest.raises(SystemExit) as exit_:
+        main(argv)
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "--context" in err and "256 bytes" in err and "at most 255 bytes" in err, err
+
+
+@pytest.mark.parametrize("argv, named, not_named", [
+    (["--qualifying", "zz"], "--qualifying 'zz': not hex", "--pcrs"),
+    (["--pcrs", "0,x,7"], "--pcrs '0,x,7': 'x' is not a PCR index", "--qualifying"),
+    (["--pcrs", "0,24"], "--pcrs '0,24': PCR 24 out of range 0..23", "--qualifying"),
+])
+def test_quote_names_only_the_wrong_argument(argv, named, not_named, capsys):
+    assert main(["tpm2", "pqc", "quote", "--tcti", "swtpm:port=1", "--key", "0x81000000", *argv]) == 2
+    err = _one_line_error(capsys, named)
+    assert not_named not in err
+
+
+@needs_swtpm
+@pytest.mark.parametrize("verb", [["createprimary", "--alg", "ML-DSA-65"], ["encapsulate", "--key", "0x80000000"]])
+def test_a_tpm_without_the_pqc_commands_is_named_as_such(verb, swtpm, capsys):
+    """A plain swtpm (no 1.85 commands) answers TPM_RC_TYPE / TPM_RC_COMMAND_CODE; its GetCapability says why."""
+    assert main(["tpm2", "pqc", *verb, "--tcti", swtpm.tcti]) == 2
+    _one_line_error(capsys, "does not implement the TPM 2.0 Library 1.85 post-quantum commands")

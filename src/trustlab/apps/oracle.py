@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
+from typing import Callable
 
 from cryptography.exceptions import InvalidSignature
 
@@ -121,13 +122,17 @@ def verify_certificate(aik_pub, info: bytes, signature: bytes, msa_digest: bytes
 
 
 def run(profile: Profile, parties: int, *, input_blocks: int = 3, output_blocks: int = 1,
-        queries: int = 3, realtime: bool = False, seed: int = 0, keygen=None) -> OracleRun:
+        queries: int = 3, realtime: bool = False, seed: int = 0, keygen=None,
+        step: Callable[[str], None] | None = None) -> OracleRun:
     """Run setup, migration to ``parties - 1`` destinations, and ``queries`` HMAC queries.
 
     ``keygen`` supplies the host RSA keys (default: the cached pool of
     :mod:`trustlab.apps.keypool`); the modelled key generation is charged
-    by the engine either way.
+    by the engine either way. ``step`` (a progress bar's) is called with the phase's name after
+    each of the ``steps(parties, queries)`` steps: a party made, a destination migrated, a query
+    answered by every party.
     """
+    step = step or (lambda phase: None)
     if keygen is None:
         keygen = keypool.cursor()
     if parties < 2:
@@ -135,7 +140,11 @@ def run(profile: Profile, parties: int, *, input_blocks: int = 3, output_blocks:
     if input_blocks < 1 or output_blocks < 1:
         raise TrustlabError("oracle: --input-blocks and --output-blocks must be at least 1")
     source = _make_party("source", profile, realtime, seed, keygen)
-    dests = [_make_party(f"dest{i}", profile, realtime, seed + i, keygen) for i in range(1, parties)]
+    step("setup")
+    dests = []
+    for i in range(1, parties):
+        dests.append(_make_party(f"dest{i}", profile, realtime, seed + i, keygen))
+        step("setup")
     out = OracleRun(profile.name, parties)
     for p in [source, *dests]:
         out.calls[p.name] = []
@@ -174,6 +183,7 @@ def run(profile: Profile, parties: int, *, input_blocks: int = 3, output_blocks:
         enc = d.tpm.TPM_CMK_ConvertMigration(C.TPM_KH_SRK, SRK, ticket, cmk.with_enc(blob).marshal(),
                                              msa, random)                                  # 2b T7
         d.key_handle = d.tpm.TPM_LoadKey2(C.TPM_KH_SRK, cmk.with_enc(enc).marshal(), SRK)  # 2c T3
+        step("migration")
 
     # ---- Step 3: oracle queries ----
     out.setup_calls = {name: len(calls) for name, calls in out.calls.items()}
@@ -188,4 +198,10 @@ def run(profile: Profile, parties: int, *, input_blocks: int = 3, output_blocks:
                 raise TrustlabError(f"oracle: {p.name} could not answer: {e}") from None
             out.query_ms.append(p.clock.last.ms)
         out.answers.append(answers)
+        step("queries")
     return out
+
+
+def steps(parties: int, queries: int) -> int:
+    """How often :func:`run` calls its ``step``: each party made, each destination migrated, each query round."""
+    return parties + (parties - 1) + queries

@@ -9,8 +9,12 @@ Errors a user can fix are printed as one line, never as a traceback.
 from __future__ import annotations
 
 import argparse
+import os
+import signal
 import sys
-from typing import Sequence
+import threading
+from contextlib import contextmanager
+from typing import Iterator, Sequence
 
 from trustlab import __version__
 from trustlab.argtypes import OneLineParser
@@ -59,19 +63,51 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the program is, as Ctrl-C's KeyboardInterrupt is: every ``finally`` and
+    context manager on the way out runs (a swtpm's temporary state directory is removed, children stopped)."""
+
+
+@contextmanager
+def _sigterm_unwinds() -> Iterator[None]:
+    """While a command runs, SIGTERM raises :class:`Terminated` in the main thread instead of ending the
+    process at once. A forked child that inherited the handler (a worker) dies of SIGTERM as before."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    pid = os.getpid()
+
+    def handler(signum: int, frame: object) -> None:
+        if os.getpid() != pid:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGTERM)
+            return
+        raise Terminated
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     if argv is None:
         argv = sys.argv[1:]
     parser = build_parser(_subcommand_module(argv))
     try:
-        args = parser.parse_args(argv)  # an argument type may raise TrustlabError (e.g. --seed)
-        return int(args.handler(args) or 0)
+        with _sigterm_unwinds():
+            args = parser.parse_args(argv)  # an argument type may raise TrustlabError (e.g. --seed)
+            return int(args.handler(args) or 0)
     except TrustlabError as exc:
         message = one_line(str(exc))
         if len(message) > MAX_MESSAGE:  # a last guard: no input may turn an error into megabytes
             message = f"{message[:MAX_MESSAGE]}... ({len(message)} characters)"
         print(f"trustlab: error: {message}", file=sys.stderr)
         return 2
+    except Terminated:
+        print("trustlab: terminated", file=sys.stderr)
+        return 128 + signal.SIGTERM
     except KeyboardInterrupt:
         print("trustlab: interrupted", file=sys.stderr)
         return 130

@@ -158,6 +158,15 @@ def register(sub: argparse._SubParsersAction) -> None:
         sub._parser_class = parser_class
 
 
+def _remove_stale_swtpm_state() -> None:
+    """What a run killed with SIGKILL left (a swtpm's state under /tmp/trustlab-swtpm-*) goes, as ``serve``
+    tidies it: only directories whose owner file names a process that no longer runs."""
+    from trustlab.serving.swtpm import remove_stale_state
+
+    for stale in remove_stale_state():
+        print(f"trustlab run: removed {stale} (left by a process that no longer runs)", file=sys.stderr)
+
+
 def _run(args: argparse.Namespace) -> int:
     from trustlab.experiments.registry import run_experiment
     from trustlab.report.records import write_json_atomic
@@ -168,7 +177,11 @@ def _run(args: argparse.Namespace) -> int:
     values = [v for k, v in vars(args).items() if k != "save"]
     check_outputs({"--save": args.save}, force=getattr(args, "force", False), make_parents=True,
                   inputs=[x for v in values for x in (v if isinstance(v, list) else [v]) if isinstance(x, (str, Path))])
-    result = run_experiment(args.experiment, args)
+    _remove_stale_swtpm_state()
+    from trustlab import progress
+
+    with progress.watched():  # a long run shows a bar on stderr (a terminal only; never in a sweep or flagship)
+        result = run_experiment(args.experiment, args)
     if args.save:
         with reported(args.save, "--save"):
             write_json_atomic(args.save, result.to_record())

@@ -62,6 +62,19 @@ def _auth(text: str) -> bytes:
     return data
 
 
+MAX_CONTEXT_BYTES = 255  # FIPS 204: ctx is at most 255 bytes (its length is one byte of M')
+
+
+def _context(text: str) -> bytes:
+    """``--context``: its bytes (as the shell gave them, so UTF-8 for text), at most 255 of them (FIPS 204,
+    Algorithm 2/4: ctx's length is one byte), refused here rather than as a traceback when mu is formed."""
+    data = os.fsencode(text)
+    if len(data) > MAX_CONTEXT_BYTES:
+        raise argparse.ArgumentTypeError(f"{len(data)} bytes; a FIPS 204 context string is at most "
+                                         f"{MAX_CONTEXT_BYTES} bytes")
+    return data
+
+
 def tcti_arg(text: str) -> str:
     """``--tcti``: an empty string would make TCTILdr try every TCTI it knows, each failure a log line."""
     if not text.strip():
@@ -166,7 +179,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         src.add_argument("--message", type=Path, metavar="FILE",
                          help="message file: the client computes the external mu (ML-DSA) or PH(M) (HashML-DSA)")
         src.add_argument("--digest", metavar="HEX", help="the digest parameter as is (mu, or PH(M))")
-        v.add_argument("--context", default="", metavar="TEXT", help="FIPS 204 context string (HashML-DSA/mu)")
+        v.add_argument("--context", type=_context, default=b"", metavar="TEXT",
+                       help=f"FIPS 204 context string (HashML-DSA/mu), at most {MAX_CONTEXT_BYTES} bytes")
         key_arg(v, "ML-DSA")
 
     v = verb("sign-digest", "TPM2_SignDigest: sign an external mu / pre-hash with an ML-DSA key",
@@ -338,7 +352,7 @@ def _digest(args: argparse.Namespace, tpm) -> tuple[object, bytes, bytes]:
     from trustlab.devices.tpm2.pqc.client import external_mu
 
     public, _name, _qn = tpm.read_public(args.key)
-    context = args.context.encode()
+    context = args.context
     if args.digest is not None:
         if context and public.type != S.TPM_ALG_HASH_MLDSA:  # an external mu already holds the context
             raise TrustlabError("--context: with --digest, applies only to a HashML-DSA key (for this key the "
@@ -369,9 +383,9 @@ def run_sign(args: argparse.Namespace) -> int:
     with _client(args) as tpm:
         public, digest, message = _digest(args, tpm)
         if _needs_sequence(public, message):
-            signature = tpm.sign_sequence(args.key, message, context=args.context.encode(), auth=args.key_auth)
+            signature = tpm.sign_sequence(args.key, message, context=args.context, auth=args.key_auth)
         else:
-            context = args.context.encode() if public.type == S.TPM_ALG_HASH_MLDSA else b""
+            context = args.context if public.type == S.TPM_ALG_HASH_MLDSA else b""
             signature = tpm.sign_digest(args.key, digest, context=context, auth=args.key_auth)
     _write(args.signature_out, signature, "--signature-out")
     return _show(args, {"signature_bytes": len(signature),
@@ -385,11 +399,11 @@ def run_verify(args: argparse.Namespace) -> int:
     signature = read_user_bytes(args.signature, "signature")
     with _client(args) as tpm:
         public, digest, message = _digest(args, tpm)
-        context = args.context.encode() if public.type == S.TPM_ALG_HASH_MLDSA else b""
+        context = args.context if public.type == S.TPM_ALG_HASH_MLDSA else b""
         key = LoadedKey(args.key, public, public.name())
         try:
             if _needs_sequence(public, message):
-                tpm.verify_sequence(key, message, signature, context=args.context.encode())
+                tpm.verify_sequence(key, message, signature, context=args.context)
             else:
                 tpm.verify_digest_signature(key, digest, signature, context=context)
             tpm_ok, tpm_rc = True, 0
@@ -400,7 +414,7 @@ def run_verify(args: argparse.Namespace) -> int:
         try:
             key = public_key(public)
             if message:
-                key.verify(signature, message, args.context.encode())
+                key.verify(signature, message, args.context)
             else:
                 key.verify_mu(signature, digest)
             independent = True
@@ -424,16 +438,31 @@ def run_decapsulate(args: argparse.Namespace) -> int:
     return _show(args, {"shared_secret": secret.hex()})
 
 
+def _pcr_list(text: str) -> list[int]:
+    """``--pcrs``: SHA-256 PCR indices 0..23, comma-separated; a wrong one is named alone."""
+    pcrs = []
+    for item in text.split(","):
+        if not item.strip():
+            continue
+        try:
+            index = int(item)
+        except ValueError:
+            raise TrustlabError(f"--pcrs {text!r}: {item.strip()!r} is not a PCR index (e.g. 0,1,7)") from None
+        if not 0 <= index <= 23:
+            raise TrustlabError(f"--pcrs {text!r}: PCR {index} out of range 0..23")
+        pcrs.append(index)
+    return pcrs
+
+
 def run_quote(args: argparse.Namespace) -> int:
     from trustlab.devices.tpm2.pqc import structures as S
     from trustlab.devices.tpm2.pqc.client import public_key
 
+    pcrs = _pcr_list(args.pcrs)
     try:
-        pcrs = [int(x) for x in args.pcrs.split(",") if x.strip()]
         qualifying = bytes.fromhex(args.qualifying)
     except ValueError:
-        raise TrustlabError(f"--pcrs {args.pcrs!r} / --qualifying {args.qualifying!r}: expected e.g. 0,1,7 and hex") \
-            from None
+        raise TrustlabError(f"--qualifying {args.qualifying!r}: not hex (e.g. 6e6f6e6365)") from None
     with _client(args) as tpm:
         public, _name, _qn = tpm.read_public(args.key)
         attest, signature = tpm.quote(args.key, pcrs, qualifying=qualifying, auth=args.key_auth)

@@ -21,6 +21,7 @@ import statistics
 from typing import Iterable
 
 from trustlab.apps import oracle
+from trustlab.progress import bar as progress_bar, phased
 from trustlab.textable import table
 from trustlab.errors import TrustlabError
 from trustlab.experiments._params import load_profile, seed
@@ -117,9 +118,10 @@ class OracleStudy:
 
     def run(self, args: argparse.Namespace) -> Result:
         profile = select(args)
-        run = oracle.run(profile, args.parties, input_blocks=args.input_blocks,
-                         output_blocks=args.output_blocks, queries=args.queries,
-                         realtime=args.realtime, seed=args.seed)
+        with progress_bar(oracle.steps(args.parties, args.queries), "oracle", "step") as bar:
+            run = oracle.run(profile, args.parties, input_blocks=args.input_blocks,
+                             output_blocks=args.output_blocks, queries=args.queries,
+                             realtime=args.realtime, seed=args.seed, step=phased(bar, "oracle"))
         n = args.parties
         dests = [p for p in run.calls if p != "source"]
         model = {cmd: formulas.estimate(profile, cmd)[0] for _, cmd in oracle.OPERATIONS}

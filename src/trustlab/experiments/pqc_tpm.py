@@ -131,15 +131,28 @@ def priced(chip, algorithm: str, operation: str, protection: bool) -> dict:
     prices = [predict.price(algorithm, op, spec, protection=protection) for op in parts]
     return {"median_ms": sum(p.median_ms for p in prices), "low_ms": sum(p.low_ms for p in prices),
             "high_ms": sum(p.high_ms for p in prices), "run_median_ms": sum(p.run_median_ms for p in prices),
-            "calibrated": any(p.calibrated for p in prices),
+            **basis_fields(max((p.basis for p in prices), key=predict.BASES.index)),
             "provenance": " | ".join(f"{op}: {p.provenance}" for op, p in zip(parts, prices))}
 
 
-def priced_commands(profile_name: str, algorithm: str, operation: str, served: list[str], calibrated: bool) -> list[str]:
-    """The commands a row's median_ms / low_ms / high_ms cover: the served ones, except on a calibrated profile,
-    whose figure is the publishing benchmark's whole operation (wolfTPM's bench signs with SignSequenceStart +
-    SignSequenceComplete, creates with CreatePrimary + FlushContext: silicon.toml ``bench_commands``)."""
-    if not calibrated:
+def basis_fields(basis: str) -> dict:
+    """A row's ``basis`` (predict.BASES: "calibration", "extrapolated from calibration", "model") and
+    ``calibrated``: true only for a row priced at the published figure of that very operation."""
+    return {"basis": basis, "calibrated": basis == predict.CALIBRATION}
+
+
+def basis_mark(row: dict) -> str:
+    """What a table appends to a row's operation: " (calibration)", " (extrapolated from calibration)", or ""."""
+    basis = row.get("basis", predict.CALIBRATION if row.get("calibrated") else predict.MODEL)
+    return "" if basis == predict.MODEL else f" ({basis})"
+
+
+def priced_commands(profile_name: str, algorithm: str, operation: str, served: list[str], basis: str) -> list[str]:
+    """The commands a row's median_ms / low_ms / high_ms cover: the served ones, except for a row priced through a
+    published figure (its own or extrapolated), which is the publishing benchmark's whole operation (wolfTPM's bench
+    signs with SignSequenceStart + SignSequenceComplete, creates with CreatePrimary + FlushContext: silicon.toml
+    ``bench_commands``)."""
+    if basis == predict.MODEL:
         return served
     call = "create" if operation == "keygen" else operation
     found = silicon.for_operation(profile_name, algorithm, call)
@@ -166,13 +179,16 @@ def sequence_interval(profile, sign: dict, seq: dict, message: int) -> dict:
     the message - at the mean and at the 5%/95% quantiles of the chip's Keccak and bus unit costs."""
     ohc = profile.mean("ohc") if "ohc" in profile else 0.0
     n = seq["updates"]
-    bus_bytes = message + n * SEQ_UPDATE_OVERHEAD + (0 if sign["calibrated"] else 40)
-    commands = n + (0 if sign["calibrated"] else 1)
+    benchmark = sign["basis"] != predict.MODEL  # the published sign's commands: Start + Complete
+    bus_bytes = message + n * SEQ_UPDATE_OVERHEAD + (0 if benchmark else 40)
+    commands = n + (0 if benchmark else 1)
     keccak, bus = _quantiles(profile, "pqc_keccak_f1600"), _quantiles(profile, "pqc_bus_byte")
     perms = message / SHAKE256_RATE
     extra = [commands * ohc + bus[i] * bus_bytes + keccak[i] * perms for i in range(3)]
     return {"median_ms": sign["median_ms"] + extra[0], "low_ms": sign["low_ms"] + extra[1],
-            "high_ms": sign["high_ms"] + extra[2], "calibrated": sign["calibrated"],
+            "high_ms": sign["high_ms"] + extra[2],
+            # a published sign with modelled updates added is no longer the published figure itself
+            **basis_fields(predict.EXTRAPOLATED if benchmark else predict.MODEL),
             "provenance": f"sign: {sign['provenance']} | + SignSequenceStart (unless in the calibrated sign), {n} x "
                           "TPM2_SequenceUpdate (per-command overhead, bus bytes) and the message's Keccak absorbing "
                           f"({perms:.0f} permutations), 5-95% at the chip's Keccak and bus unit-cost quantiles"}
@@ -229,12 +245,10 @@ def classical_draws(profile, variant: str, commands: tuple[str, ...], draws: int
 
 
 def _progress(steps: int, draws: int, off: bool) -> Any:
-    """A bar over the (profile, algorithm) pairs on stderr, for long runs in a terminal only."""
-    from tqdm import tqdm
+    """A bar over the (profile, algorithm) pairs on stderr, for long runs in a terminal only (:mod:`trustlab.progress`)."""
+    from trustlab import progress
 
-    show = not off and steps * draws >= PROGRESS_MIN_DRAWS and sys.stderr.isatty()
-    return tqdm(total=steps, desc="pqc-tpm", unit="alg", file=sys.stderr, disable=not show, leave=False,
-                dynamic_ncols=True)
+    return progress.bar(steps, "pqc-tpm", "alg", long=steps * draws >= PROGRESS_MIN_DRAWS, off=off)
 
 
 def _short(name: str) -> str:
@@ -319,6 +333,36 @@ def select(args: argparse.Namespace) -> Selection:
         raise TrustlabError(f"--focus: {args.focus!r} is not among the priced --profiles")
     focus = args.focus or (FOCUS_DEFAULT if FOCUS_DEFAULT in priced_names else (priced_names or [None])[0])
     return Selection(specs, profiles, algorithms, message_bytes, protection, focus)
+
+
+def _listed(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+
+
+def describe(chosen: Selection, *, all_profiles: bool) -> str:
+    """What this run priced, for its record's description (the report's caption): the experiment's help says what
+    a default run does, and a run of --chip alone, of other algorithms or profiles, does something else."""
+    where = []
+    if chosen.profiles:
+        where.append("every TPM 2.0 profile" if all_profiles else
+                     f"TPM 2.0 profile{'s' if len(chosen.profiles) > 1 else ''} "
+                     f"{_listed([p.name for p in chosen.profiles])}")
+    if chosen.specs:
+        where.append(f"the chip{'s' if len(chosen.specs) > 1 else ''} given by --chip "
+                     f"({_listed([s.name for s in chosen.specs])}), priced from "
+                     f"{'their' if len(chosen.specs) > 1 else 'its'} facts alone")
+    dsa = [a.startswith("ML-DSA") for a in chosen.algorithms]
+    ops = (["keygen", "sign", "verify"] if all(dsa) else ["keygen", "encapsulate", "decapsulate"] if not any(dsa)
+           else ["keygen", "sign/encapsulate", "verify/decapsulate"])
+    if chosen.profiles and any(dsa):
+        ops.append(f"a {chosen.message_bytes}-byte sign sequence and one attestation")
+    text = (f"{_listed(chosen.algorithms)} (TPM 2.0 Library 1.85 post-quantum commands) on {' and on '.join(where)}: "
+            f"{', '.join(ops)}; median and 5-95% interval")
+    if chosen.profiles:
+        text += ", p95 of the served draws, bus share and bytes, vs ECDSA P-256 / ECDH / RSA-2048 on the same profile"
+    if not chosen.protection:
+        text += "; protection of secret-key operations off"
+    return text
 
 
 @experiment("pqc-tpm", help="ML-DSA-44/65/87 and ML-KEM-768/1024 (TPM 2.0 Library 1.85) on every TPM 2.0 profile: "
@@ -425,7 +469,7 @@ class PqcTpmExperiment:
                     price = price_of[(algorithm, op)] = priced(spec, algorithm, op, protection)
                     served = [f.command for f in d["frames"]]
                     row = {"profile": p.name, "chip": chip.label, "algorithm": algorithm, "operation": op,
-                           "commands": priced_commands(p.name, algorithm, op, served, price["calibrated"]),
+                           "commands": priced_commands(p.name, algorithm, op, served, price["basis"]),
                            "served_commands": served, **price,
                            "served_median_ms": served_median, "p95_ms": p95,
                            "bus_share": statistics.fmean(d["bus"]) / statistics.fmean(d["totals"]),
@@ -524,7 +568,8 @@ class PqcTpmExperiment:
                                                     "chips": [s.name for s in specs],
                                                     "draws": args.draws, "seed": args.seed, "focus": focus,
                                                     "message_bytes": message_bytes, "protection": protection},
-                      data=data, text=text, references=[], profiles=provs, plots=plots)
+                      data=data, text=text, references=[], profiles=provs, plots=plots,
+                      meta={"description": describe(chosen, all_profiles=args.profiles in (None, "all"))})
 
     @staticmethod
     def _text(rows, attest, ram_rows, checks, loso, focus, profiles, chip_rows, draws, protection,
@@ -535,7 +580,7 @@ class PqcTpmExperiment:
             f_rows = [r for r in rows if r["profile"] == focus]
             head = ["algorithm", "operation", "median ms", "low ms", "high ms", "p95 ms (served)", "bus %", "bytes",
                     "largest frame", "fits", "ECDSA/ECDH P-256 ms", "RSA-2048 ms"]
-            body = [[r["algorithm"], r["operation"] + (" (calibration)" if r.get("calibrated") else ""),
+            body = [[r["algorithm"], r["operation"] + basis_mark(r),
                      r["median_ms"], r["low_ms"], r["high_ms"], r["p95_ms"], 100 * r["bus_share"],
                      r["bytes_moved"], r["largest_frame"],
                      "yes" if r["fits_buffer"] else f"no (> {r['max_command_size']})",
@@ -586,18 +631,25 @@ class PqcTpmExperiment:
             by = {r["profile"]: r.get(key) for r in rows if r["algorithm"] == alg and r["operation"] == op}
             return [by.get(n) for n in names]
 
+        def priced_series(alg, op, label):
+            """The PQC bars: median, 5-95% interval, and each bar's basis where it is not the model's."""
+            marks = [BAR_MARKS.get(b) for b in series(alg, op, "basis")]
+            return {"label": label, "x": x, "y": series(alg, op), "ylow": series(alg, op, "low_ms"),
+                    "yhigh": series(alg, op, "high_ms"), **({"marks": marks} if any(marks) else {})}
+
         plots = []
 
         def bar(title: str, series_list: list[dict]) -> None:
             plots.append({"kind": "bar", "title": title, "xlabel": "TPM 2.0 profile", "ylabel": "ms (log)",
-                          "logx": False, "logy": True, "series": [_clean(d) for d in series_list]})
+                          "logx": False, "logy": True, "series": [_clean(d) for d in series_list],
+                          "unmarked": "model prediction"})
 
         sig = [a for a in algorithms if "DSA" in a]
         if sig:
-            s = [{"label": f"{a} sign", "x": x, "y": series(a, "sign")} for a in sig]
+            s = [priced_series(a, "sign", f"{a} sign") for a in sig]
             s += [{"label": f"{lab} sign", "x": x, "y": series(sig[0], "sign", f"{lab} median_ms")}
                   for lab in CLASSICAL_SIG]
-            bar("Signing: ms per operation per chip, ML-DSA vs classical (median)", s)
+            bar("Signing per chip: ML-DSA (median, 5-95% interval) vs classical (median)", s)
             by = {(a["profile"], a["algorithm"]): a for a in attest}
             s = [{"label": f"{a} attestation", "x": x, "y": [by[(n, a)]["median_ms"] for n in names]} for a in sig]
             s += [{"label": f"{lab} attestation", "x": x, "y": [by[(n, sig[0])][f"{lab} median_ms"] for n in names]}
@@ -605,11 +657,16 @@ class PqcTpmExperiment:
             bar("One attestation (create AK + sign PCR digest + verify), median ms", s)
         kem = [a for a in algorithms if "KEM" in a]
         if kem:
-            s = [{"label": f"{a} decapsulate", "x": x, "y": series(a, "decapsulate")} for a in kem]
+            s = [priced_series(a, "decapsulate", f"{a} decapsulate") for a in kem]
             s += [{"label": f"{lab} (decapsulate twin)", "x": x, "y": series(kem[0], "decapsulate", f"{lab} median_ms")}
                   for lab in CLASSICAL_KEM]
-            bar("Decapsulation: ms per chip, ML-KEM vs ECDH ZGen / RSA decrypt", s)
+            bar("Decapsulation per chip: ML-KEM (median, 5-95% interval) vs ECDH ZGen / RSA decrypt", s)
         return plots
+
+
+BAR_MARKS = {predict.CALIBRATION: "published figure (calibration)",
+             predict.EXTRAPOLATED: "extrapolated from a published figure"}
+"""What a hatched PQC bar rests on (the legend names each hatch; a plain bar is the model's prediction)."""
 
 
 def _clean(series: dict) -> dict:
@@ -645,6 +702,6 @@ def validation_plot(checks: list[dict]) -> dict:
     lo = min(min(c["reference"], c["low"]) for c in ind)
     hi = max(max(c["reference"], c["high"]) for c in ind)
     series.append({"label": "y = x", "style": "dashed", "x": [lo, hi], "y": [lo, hi]})
-    return {"kind": "loglog", "title": "PQC model vs published measurements, leave-one-source-out (5-95% interval)",
+    return {"kind": "loglog", "title": "PQC model vs published measurements (leave-one-source-out, 5-95%)",
             "xlabel": "measured (cycles; ms where the source gives ms)", "ylabel": "predicted",
             "series": series}

@@ -360,7 +360,7 @@ def run_experiment(name: str, args: argparse.Namespace) -> Result:
     result = spec.run(args)
     result.meta.update({
         "trustlab_version": __version__,
-        "description": spec.help,
+        "description": result.meta.get("description") or spec.help,  # a run may say what it did itself
         "wall_s": time.perf_counter() - started,
         "seed": getattr(args, "seed", None),
         "tools": tool_versions(),

@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
+from trustlab.progress import bar as progress_bar
 from trustlab.textable import table
 from trustlab.errors import TrustlabError
 from trustlab.experiments._params import count, load_profile, real, seed
@@ -112,9 +113,15 @@ class TimingModel:
         names, profiles, commands = select(args)
         simulated = {p.name: _simulate(p, args.seed) for p in profiles} if args.simulate else {}
         rows, references = _table_ii(profiles, commands, simulated)
-        fits = [_round_trip(p, args.noise, args.repeats, args.seed + i) for i, p in enumerate(profiles)]
-        weighted = [_weighted_fit(p, commands, args.noise, args.repeats, args.seed + i, w)
-                    for i, p in enumerate(profiles) for w in ("none", "relative")]
+        fits, weighted = [], []
+        with progress_bar(3 * len(profiles), "timing-model", "fit") as bar:  # --repeats 100000: minutes
+            for i, p in enumerate(profiles):
+                fits.append(_round_trip(p, args.noise, args.repeats, args.seed + i))
+                bar.update(1)
+            for i, p in enumerate(profiles):
+                for w in ("none", "relative"):
+                    weighted.append(_weighted_fit(p, commands, args.noise, args.repeats, args.seed + i, w))
+                    bar.update(1)
         references += _fit_references(weighted, args.noise)
         data = {"table_ii": rows, "fit_round_trip": fits, "table_ii_fit": weighted, "summary": _summary(rows, fits),
                 "noise": args.noise, "repeats": args.repeats, "seed": args.seed}

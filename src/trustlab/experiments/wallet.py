@@ -19,6 +19,7 @@ import random
 from collections import Counter
 
 from trustlab.apps import workloads
+from trustlab.progress import bar as progress_bar, phased
 from trustlab.apps.counters import schemes
 from trustlab.apps.counters.runner import describe
 from trustlab.apps.wallet.protocol import BuyerDevice, Issuer, Merchant
@@ -106,57 +107,67 @@ class WalletExperiment:
         built = schemes.build(args.scheme, profile, args.buyers, seed=args.seed)
         issuer = Issuer()
         credit = args.credit if args.credit is not None else 100 * args.purchases
-        buyers = []
-        for b in range(args.buyers):
-            buyer = BuyerDevice(built.prover, b)
-            issuer.enrol(buyer, built.verifier, credit)
-            buyers.append(buyer)
-        built.clock.reset()
-        merchants = [Merchant(f"merchant-{i}", issuer.directory, built.verifier, args.ordering, clock=built.clock)
-                     for i in range(args.merchants)]
-        who = workloads.counter_ids(args.workload, args.merchants, args.purchases, seed=args.seed)
-        whom = workloads.counter_ids(args.workload, args.buyers, args.purchases, seed=args.seed + 1)
-        sales, reasons = [], Counter()
-        attempted = caught = undetected = not_reached = 0
-        pending: dict[int, int] = {}  # buyer -> purchase index of a skipped increment
-        for i in range(args.purchases):
-            buyer = buyers[int(whom[i])]
-            merchant = merchants[int(who[i])]
-            price = rng.randint(1, 100)
-            cheat = None
-            if buyer.counter in pending:
-                cheat = "replay-old-token"  # second half of a double spend: pay with the old token
-            elif rng.random() < args.cheat_rate and len(buyer.tokens) >= 1:
-                cheat = "skip-increment"
-            buyer.cheats = {cheat} if cheat else set()
-            sale = merchant.sell(buyer, price)
-            buyer.cheats = set()
-            reasons[sale.reason] += 1
-            # A double spend is counted once, when its outcome is known: caught at the skipped
-            # increment, or at the replay (caught or undetected). A cheating purchase turned down
-            # for its own sake (price above the balance) never tested the defence: not an attempt.
-            if cheat == "skip-increment":
-                if sale.accepted:
-                    pending[buyer.counter] = i      # got goods and a new token without incrementing
-                elif sale.reason in NOT_REACHED:
-                    not_reached += 1
-                else:
-                    attempted += 1
-                    caught += 1
-            elif cheat == "replay-old-token":
-                del pending[buyer.counter]
-                if sale.accepted:
-                    attempted += 1
-                    undetected += 1
-                elif sale.reason in NOT_REACHED:
-                    not_reached += 1
-                else:
-                    attempted += 1
-                    caught += 1
-            sales.append({"purchase": i, "merchant": merchant.name, "buyer": buyer.counter, "price": price,
-                          "cheat": cheat, "accepted": sale.accepted, "reason": sale.reason,
-                          "tpm_s": sale.tpm_ms / 1000, "verification_s": sale.verify_ms / 1000,
-                          "host_s": sale.host_ms / 1000})
+        bar = progress_bar(args.buyers + args.merchants + args.purchases, "wallet", "step")
+        step = phased(bar, "wallet")
+        try:
+            buyers = []
+            for b in range(args.buyers):
+                buyer = BuyerDevice(built.prover, b)
+                issuer.enrol(buyer, built.verifier, credit)
+                buyers.append(buyer)
+                step("enrolment")
+            built.clock.reset()
+            merchants = []
+            for i in range(args.merchants):
+                merchants.append(Merchant(f"merchant-{i}", issuer.directory, built.verifier, args.ordering,
+                                          clock=built.clock))
+                step("merchants")
+            who = workloads.counter_ids(args.workload, args.merchants, args.purchases, seed=args.seed)
+            whom = workloads.counter_ids(args.workload, args.buyers, args.purchases, seed=args.seed + 1)
+            sales, reasons = [], Counter()
+            attempted = caught = undetected = not_reached = 0
+            pending: dict[int, int] = {}  # buyer -> purchase index of a skipped increment
+            for i in range(args.purchases):
+                buyer = buyers[int(whom[i])]
+                merchant = merchants[int(who[i])]
+                price = rng.randint(1, 100)
+                cheat = None
+                if buyer.counter in pending:
+                    cheat = "replay-old-token"  # second half of a double spend: pay with the old token
+                elif rng.random() < args.cheat_rate and len(buyer.tokens) >= 1:
+                    cheat = "skip-increment"
+                buyer.cheats = {cheat} if cheat else set()
+                sale = merchant.sell(buyer, price)
+                buyer.cheats = set()
+                reasons[sale.reason] += 1
+                # A double spend is counted once, when its outcome is known: caught at the skipped
+                # increment, or at the replay (caught or undetected). A cheating purchase turned down
+                # for its own sake (price above the balance) never tested the defence: not an attempt.
+                if cheat == "skip-increment":
+                    if sale.accepted:
+                        pending[buyer.counter] = i      # got goods and a new token without incrementing
+                    elif sale.reason in NOT_REACHED:
+                        not_reached += 1
+                    else:
+                        attempted += 1
+                        caught += 1
+                elif cheat == "replay-old-token":
+                    del pending[buyer.counter]
+                    if sale.accepted:
+                        attempted += 1
+                        undetected += 1
+                    elif sale.reason in NOT_REACHED:
+                        not_reached += 1
+                    else:
+                        attempted += 1
+                        caught += 1
+                sales.append({"purchase": i, "merchant": merchant.name, "buyer": buyer.counter, "price": price,
+                              "cheat": cheat, "accepted": sale.accepted, "reason": sale.reason,
+                              "tpm_s": sale.tpm_ms / 1000, "verification_s": sale.verify_ms / 1000,
+                              "host_s": sale.host_ms / 1000})
+                step("purchases")
+        finally:
+            bar.close()
         # skipped increments whose replay never came (run ended) are not double spends yet
         honest = [s for s in sales if s["cheat"] is None and s["accepted"]]
         data = {

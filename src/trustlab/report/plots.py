@@ -2,9 +2,11 @@
 
 A spec is plain data (so it survives JSON and can be re-rendered later):
 ``{"kind": "line"|"bar"|"loglog", "title", "xlabel", "ylabel", "logx", "logy",
-"series": [{"label", "x", "y", "style"?: "line"|"points"|"dashed", "ylow"?, "yhigh"?}]}``
+"series": [{"label", "x", "y", "style"?: "line"|"points"|"dashed", "ylow"?, "yhigh"?, "marks"?}]}``
 (``dashed``: a reference line such as y = x; ``ylow``/``yhigh``: an interval drawn as an error bar
-around each point of a ``points`` series). The Agg canvas
+around each point of a ``points`` series or each bar; ``marks``: per bar, a label such as
+"calibration" or None - every distinct label is a hatch, named once in the legend, and the spec's
+``"unmarked"``, if given, names the plain bars there). The Agg canvas
 is used directly (no pyplot state), so rendering is safe in any process.
 A malformed spec raises :class:`PlotError` naming the problem; the report
 shows that message in place of the figure rather than failing.
@@ -60,6 +62,9 @@ def validate(spec: Any) -> dict[str, Any]:
                     _number(v)
                 except PlotError as exc:
                     raise PlotError(f"series {i} ({s.get('label', '')}) {key}: {exc}") from None
+        if "marks" in s and (not isinstance(s["marks"], list) or len(s["marks"]) != len(s["x"])
+                             or not all(m is None or isinstance(m, str) for m in s["marks"])):
+            raise PlotError(f"series {i} ({s.get('label', '')}): marks needs one label (or null) per x")
     return spec
 
 
@@ -82,11 +87,12 @@ def render(spec: dict[str, Any], path: Path | BinaryIO, dpi: int = 100) -> Path 
 def _draw(spec: dict[str, Any], path: Path | BinaryIO, dpi: int) -> Path | BinaryIO:
     kind = spec.get("kind", "line")
     series = spec["series"]
-    fig, ax = _blank_figure(dpi)
+    fig, ax = _blank_figure(dpi, _height(spec))
     logx = bool(spec.get("logx")) or kind == "loglog"
     logy = bool(spec.get("logy")) or kind == "loglog"
+    marked: list = []  # legend entries of the bars' hatches
     if kind == "bar":
-        _bars(ax, series)
+        marked = _bars(ax, series, spec.get("unmarked"))
     else:
         _lines(ax, series, logx, logy)
     if logy:
@@ -99,8 +105,12 @@ def _draw(spec: dict[str, Any], path: Path | BinaryIO, dpi: int) -> Path | Binar
     ax.grid(True, which="major", alpha=0.3)
     legend = None
     if any(s.get("label") for s in series):
-        # outside the axes: a legend must never hide data
-        legend = ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
+        # outside the axes: a legend must never hide data; in as many columns as it takes to show every entry
+        handles, labels = ax.get_legend_handles_labels()
+        handles, labels = handles + marked, labels + [h.get_label() for h in marked]
+        rows = _legend_rows(fig.get_size_inches()[1])
+        legend = ax.legend(handles, labels, fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0),
+                           borderaxespad=0.0, ncols=-(-len(labels) // rows))
         _measured_once(legend._legend_box)
     _layout(fig, ax, legend, series, kind)
     for axis in (ax.xaxis, ax.yaxis):  # after the layout: how many ticks fit depends on the axes' size
@@ -124,10 +134,29 @@ def _draw(spec: dict[str, Any], path: Path | BinaryIO, dpi: int) -> Path | Binar
 
 
 WIDTH_IN, HEIGHT_IN = 8.5, 4.2
-_FIGURES = threading.local()  # .by_dpi: dpi -> this thread's (figure, axes), cleared for each drawing
+MAX_HEIGHT_IN = 8.0
+LEGEND_ROW_IN = 8 * 1.5 / 72  # a legend entry: 8 pt text and matplotlib's 0.5 em label spacing
+_FIGURES = threading.local()  # .by_dpi: dpi (or (dpi, height)) -> this thread's (figure, axes), cleared for each drawing
 
 
-def _blank_figure(dpi: int) -> tuple[Any, Any]:
+def _legend_rows(height: float) -> int:
+    """Legend entries one column holds from the axes' top to the figure's foot (a row left for the borders)."""
+    return int((height - 0.4) / LEGEND_ROW_IN) - 1
+
+
+def _height(spec: dict[str, Any]) -> float:
+    """The figure's height: the usual one, or taller (up to MAX_HEIGHT_IN) so that a long legend - leave-one-source-out's
+    thirty sources - shows every entry in one column beside the axes instead of running off the figure's foot
+    (past that, more columns)."""
+    series = spec["series"]
+    marks = {m for s in series for m in s.get("marks") or () if m}
+    entries = sum(1 for s in series if s.get("label")) + len(marks) + (1 if marks and spec.get("unmarked") else 0)
+    if entries <= _legend_rows(HEIGHT_IN):
+        return HEIGHT_IN
+    return min(MAX_HEIGHT_IN, round(0.4 + (entries + 1) * LEGEND_ROW_IN + 0.05, 1))
+
+
+def _blank_figure(dpi: int, height: float = HEIGHT_IN) -> tuple[Any, Any]:
     """An empty figure and axes on an Agg canvas, reused for every figure this thread draws.
 
     The canvas is :class:`~trustlab.report.agg_canvas.ReportCanvas` and the axes
@@ -141,15 +170,16 @@ def _blank_figure(dpi: int) -> tuple[Any, Any]:
     pixels are the same as on a new figure.
     """
     figures = _FIGURES.__dict__.setdefault("by_dpi", {})
-    blank = figures.get(dpi)
+    key = dpi if height == HEIGHT_IN else (dpi, height)
+    blank = figures.get(key)
     if blank is None:
         ReportCanvas, Figure, StampedAxes = preload()
         from trustlab.report import stamped_axes
 
-        fig = Figure(figsize=(WIDTH_IN, HEIGHT_IN), dpi=dpi)
+        fig = Figure(figsize=(WIDTH_IN, height), dpi=dpi)
         ReportCanvas(fig)
         # matplotlib's own Axes where its private axis parts are not those StampedAxes builds on
-        blank = figures[dpi] = (fig, fig.add_subplot(axes_class=StampedAxes if stamped_axes.usable() else None))
+        blank = figures[key] = (fig, fig.add_subplot(axes_class=StampedAxes if stamped_axes.usable() else None))
     else:
         blank[1].clear()
     return blank
@@ -175,8 +205,9 @@ def _layout(fig: Any, ax: Any, legend: Any, series: list[dict], kind: str) -> No
             bottom = 0.55 + 0.5 * 0.06 * max(len(x) for x in labels)
             # the first label, right-aligned under the first tick, reaches left by ~0.05 in per character
             left = max(left, min(2.5, 0.05 * len(str(series[0]["x"][0])) if series[0]["x"] else 0.0))
+    height = fig.get_size_inches()[1]
     fig.subplots_adjust(left=left / WIDTH_IN, right=max(0.5, 1 - right / WIDTH_IN),
-                        bottom=min(0.6, bottom / HEIGHT_IN), top=1 - top / HEIGHT_IN)
+                        bottom=min(0.6, bottom / height), top=1 - top / height)
 
 
 def _measured_once(box: Any) -> None:
@@ -451,16 +482,22 @@ def forget_fonts() -> None:
     matplotlib.mathtext.MathTextParser._parse_cached.cache_clear()
 
 
-def _bars(ax: Any, series: list[dict]) -> None:
+HATCHES = ("////", "....", "xxxx", "\\\\\\\\")  # one per distinct bar mark, in order of first use
+
+
+def _bars(ax: Any, series: list[dict], unmarked: Any = None) -> list:
     """Grouped bars: one filled path per series (every bar of it), instead of a Rectangle per bar.
 
     ``ax.bar`` adds each bar as its own artist (limits updated per bar, drawn one by one);
     a figure of 23 categories by 5 series had 115. The path holds the same rectangles
     (corners as ``ax.bar`` places them), in the same colour of the cycle, kept off the
-    margin at 0 like a bar, and the legend draws it as it draws a bar.
+    margin at 0 like a bar, and the legend draws it as it draws a bar. A series' ``ylow``/``yhigh``
+    are error bars on its bars; its ``marks`` hatch the bars they name (a path per mark). Returns
+    the legend entries of the hatches (a white box hatched, labelled with the mark), after a plain white
+    box labelled ``unmarked`` if given and any bar is marked.
     """
     import numpy as np
-    from matplotlib.patches import PathPatch
+    from matplotlib.patches import Patch, PathPatch
     from matplotlib.path import Path as Outline
 
     categories: list = []
@@ -471,24 +508,57 @@ def _bars(ax: Any, series: list[dict]) -> None:
     width = 0.8 / len(series)
     corners = np.array([[0.0, 0.0], [1.0, 0.0], [1.0, 1.0], [0.0, 1.0], [0.0, 0.0]])
     codes = [Outline.MOVETO, Outline.LINETO, Outline.LINETO, Outline.LINETO, Outline.CLOSEPOLY]
+    hatch_of: dict[str, str] = {}
     for i, s in enumerate(series):
         lookup = dict(zip(s["x"], s["y"]))
         ys = np.array([_number(lookup.get(c)) for c in categories])
         lefts = np.array([j + (i - (len(series) - 1) / 2) * width for j in range(len(categories))]) - width / 2
         drawn = ~np.isnan(ys)  # a missing value is no bar (as ax.bar draws a NaN height: nothing)
-        boxes = [corners * (width, y) + (left, 0.0) for left, y in zip(lefts[drawn], ys[drawn])]
-        outline = Outline(np.concatenate(boxes) if boxes else np.empty((0, 2)), codes * len(boxes))
-        # no edge (a bar's default; a path's is black); linewidth None: the default, as ax.bar passes it
-        bars = PathPatch(outline, facecolor=f"C{i}", edgecolor="none", linewidth=None, label=str(s.get("label", "")))
-        bars.sticky_edges.y.append(0.0)  # the axis ends at 0, no margin below the bars (as ax.bar)
-        # add_patch, but the data limits grown by the corners at once: add_patch walks the
-        # outline segment by segment for curve extrema, and a box has none
-        ax.add_artist(bars)
-        if boxes:
-            ax.update_datalim(outline.vertices)
+        marks = dict(zip(s["x"], s.get("marks") or [None] * len(s["x"])))
+        mark_of = np.array([marks.get(c) or "" for c in categories], dtype=object)
+        # the plain bars first (a path even if none is plain): they carry the series' label, so its legend entry
+        # is never hatched
+        for mark in ["", *(m for m in dict.fromkeys(mark_of[drawn]) if m)]:
+            if mark and mark not in hatch_of:
+                hatch_of[mark] = HATCHES[len(hatch_of) % len(HATCHES)]
+            these = drawn & (mark_of == mark)
+            boxes = [corners * (width, y) + (left, 0.0) for left, y in zip(lefts[these], ys[these])]
+            outline = Outline(np.concatenate(boxes) if boxes else np.empty((0, 2)), codes * len(boxes))
+            # no edge (a bar's default; a path's is black); linewidth None: the default, as ax.bar passes it
+            bars = PathPatch(outline, facecolor=f"C{i}", edgecolor="none", linewidth=None,
+                             label="_nolegend_" if mark else str(s.get("label", "")),
+                             **({"hatch": hatch_of[mark], "hatchcolor": "0.15"} if mark else {}))
+            bars.sticky_edges.y.append(0.0)  # the axis ends at 0, no margin below the bars (as ax.bar)
+            # add_patch, but the data limits grown by the corners at once: add_patch walks the
+            # outline segment by segment for curve extrema, and a box has none
+            ax.add_artist(bars)
+            if boxes:
+                ax.update_datalim(outline.vertices)
+        if "ylow" in s and "yhigh" in s:
+            _bar_intervals(ax, s, categories, lefts + width / 2, ys)
     ax.autoscale_view()  # ax.bar asks for it; the data limits only grow
     _category_ticks(ax.xaxis, [str(c) for c in categories], rotation=30 if len(categories) > 4 else 0,
                     ha="right" if len(categories) > 4 else "center", fontsize=8)
+    if not hatch_of:
+        return []
+    plain = [Patch(facecolor="white", edgecolor="0.15", linewidth=0.5, label=str(unmarked))] if unmarked else []
+    return plain + [Patch(facecolor="white", edgecolor="0.15", linewidth=0.5, hatch=h, hatchcolor="0.15",
+                          label=mark) for mark, h in hatch_of.items()]
+
+
+def _bar_intervals(ax: Any, s: dict, categories: list, centres: Any, ys: Any) -> None:
+    """A series' ``ylow``..``yhigh`` as error bars over its bars' centres (none where a value is missing)."""
+    import numpy as np
+
+    lows = dict(zip(s["x"], s["ylow"]))
+    highs = dict(zip(s["x"], s["yhigh"]))
+    lo = np.array([_number(lows.get(c)) for c in categories])
+    hi = np.array([_number(highs.get(c)) for c in categories])
+    shown = ~(np.isnan(ys) | np.isnan(lo) | np.isnan(hi))
+    if shown.any():
+        ax.errorbar(centres[shown], ys[shown], yerr=[np.maximum(0.0, ys[shown] - lo[shown]),
+                                                     np.maximum(0.0, hi[shown] - ys[shown])],
+                    fmt="none", ecolor="0.15", elinewidth=0.8, capsize=1.5, capthick=0.8)
 
 
 def _category_ticks(axis: Any, labels: list[str], **style: Any) -> None:

@@ -263,6 +263,18 @@ class Swtpm:
             self._state_dir.mkdir(parents=True, exist_ok=True)
             if self.unix and self._sock_dir is None:
                 self._sock_dir = Path(tempfile.mkdtemp(prefix="trustlab-swtpm-sock-"))
+        try:
+            self._start_process()
+            _LIVE.add(self)
+            self.reset()
+        except BaseException:  # an error, Ctrl-C or SIGTERM while starting: no process, no state left behind
+            self._kill()
+            self._cleanup_dir()
+            _LIVE.discard(self)
+            raise
+        return self
+
+    def _start_process(self) -> None:
         last_error = ""
         for _attempt in range(5):  # a port may be taken between probing and binding
             if not self.unix:
@@ -277,11 +289,7 @@ class Swtpm:
                 if self._requested_port or self.unix:
                     break
         if self.proc is None:
-            self._cleanup_dir()
             raise SwtpmError(f"swtpm did not start: {last_error}")
-        _LIVE.add(self)
-        self.reset()
-        return self
 
     def _spawn(self) -> None:
         if self.unix:

@@ -92,34 +92,39 @@ class _Session:
         from trustlab.serving.swtpm import Swtpm
 
         self.tpm = Swtpm().start()
-        self.esys = ESAPI(TCTILdr("swtpm", self.tpm.tcti_conf))
-        e = self.esys
-        base = TPMA_OBJECT.USERWITHAUTH | TPMA_OBJECT.FIXEDTPM | TPMA_OBJECT.FIXEDPARENT
-        key = base | TPMA_OBJECT.SENSITIVEDATAORIGIN
-        self.templates = {
-            "sign": TPM2B_PUBLIC.parse("rsa2048:rsassa-sha256:null", objectAttributes=key | TPMA_OBJECT.SIGN_ENCRYPT),
-            "dec": TPM2B_PUBLIC.parse("rsa2048:null:null", objectAttributes=key | TPMA_OBJECT.DECRYPT),
-            "seal": TPM2B_PUBLIC.parse("keyedhash", objectAttributes=base),  # DA-protected: no NODA
-        }
-        self.pin = b"2468"
-        self.sealed_in = TPM2B_SENSITIVE_CREATE(TPMS_SENSITIVE_CREATE(data=b"0123456789", userAuth=self.pin))
-        self.scheme = TPMT_SIG_SCHEME(scheme=TPM2_ALG.RSASSA)
-        self.scheme.details.any.hashAlg = TPM2_ALG.SHA256
-        self.oaep = TPMT_RSA_DECRYPT(scheme=TPM2_ALG.OAEP)
-        self.oaep.details.oaep.hashAlg = TPM2_ALG.SHA256
-        self.digest = bytes(range(32))
-        # the wrong-PIN probe must not drive the TPM into lockout while we measure
-        e.dictionary_attack_parameters(new_max_tries=1 << 20, new_recovery_time=86400, lockout_recovery=0)
-        self.parent, *_ = e.create_primary(None, "rsa2048:aes128cfb")
-        self.blobs = {k: e.create(self.parent, self.sealed_in if k == "seal" else None, t)[:2]
-                      for k, t in self.templates.items()}
-        self.sig = self.with_key("sign", lambda h: e.sign(h, self.digest, self.scheme))
-        self.ct = self.with_key("dec", lambda h: e.rsa_encrypt(h, self.digest, self.oaep))
-        nv_pub = TPM2B_NV_PUBLIC(TPMS_NV_PUBLIC(nvIndex=0x01500010, nameAlg=TPM2_ALG.SHA256, dataSize=8,
-                                                attributes=TPMA_NV.AUTHWRITE | TPMA_NV.AUTHREAD | TPMA_NV.NO_DA
-                                                | (TPM2_NT.COUNTER << 4)))
-        self.counter = e.nv_define_space(b"", nv_pub)
-        e.nv_increment(self.counter)
+        try:
+            self.esys = ESAPI(TCTILdr("swtpm", self.tpm.tcti_conf))
+            e = self.esys
+            base = TPMA_OBJECT.USERWITHAUTH | TPMA_OBJECT.FIXEDTPM | TPMA_OBJECT.FIXEDPARENT
+            key = base | TPMA_OBJECT.SENSITIVEDATAORIGIN
+            self.templates = {
+                "sign": TPM2B_PUBLIC.parse("rsa2048:rsassa-sha256:null",
+                                           objectAttributes=key | TPMA_OBJECT.SIGN_ENCRYPT),
+                "dec": TPM2B_PUBLIC.parse("rsa2048:null:null", objectAttributes=key | TPMA_OBJECT.DECRYPT),
+                "seal": TPM2B_PUBLIC.parse("keyedhash", objectAttributes=base),  # DA-protected: no NODA
+            }
+            self.pin = b"2468"
+            self.sealed_in = TPM2B_SENSITIVE_CREATE(TPMS_SENSITIVE_CREATE(data=b"0123456789", userAuth=self.pin))
+            self.scheme = TPMT_SIG_SCHEME(scheme=TPM2_ALG.RSASSA)
+            self.scheme.details.any.hashAlg = TPM2_ALG.SHA256
+            self.oaep = TPMT_RSA_DECRYPT(scheme=TPM2_ALG.OAEP)
+            self.oaep.details.oaep.hashAlg = TPM2_ALG.SHA256
+            self.digest = bytes(range(32))
+            # the wrong-PIN probe must not drive the TPM into lockout while we measure
+            e.dictionary_attack_parameters(new_max_tries=1 << 20, new_recovery_time=86400, lockout_recovery=0)
+            self.parent, *_ = e.create_primary(None, "rsa2048:aes128cfb")
+            self.blobs = {k: e.create(self.parent, self.sealed_in if k == "seal" else None, t)[:2]
+                          for k, t in self.templates.items()}
+            self.sig = self.with_key("sign", lambda h: e.sign(h, self.digest, self.scheme))
+            self.ct = self.with_key("dec", lambda h: e.rsa_encrypt(h, self.digest, self.oaep))
+            nv_pub = TPM2B_NV_PUBLIC(TPMS_NV_PUBLIC(nvIndex=0x01500010, nameAlg=TPM2_ALG.SHA256, dataSize=8,
+                                                    attributes=TPMA_NV.AUTHWRITE | TPMA_NV.AUTHREAD | TPMA_NV.NO_DA
+                                                    | (TPM2_NT.COUNTER << 4)))
+            self.counter = e.nv_define_space(b"", nv_pub)
+            e.nv_increment(self.counter)
+        except BaseException:  # an error, Ctrl-C or SIGTERM while preparing: the swtpm and its state go
+            self.tpm.stop()
+            raise
 
     def with_key(self, kind: str, use: Callable[[object], object]) -> object:
         """Load a key, use it, flush it: libtpms has only three object slots.

@@ -56,6 +56,20 @@ class TpmResponseError(TrustlabError):
         self.rc = rc
 
 
+TPM_CAP_COMMANDS = 0x2
+PQC_FIRST_COMMAND, PQC_LAST_COMMAND = 0x1A3, 0x1AA  # TPM2_VerifySequenceComplete .. TPM2_Decapsulate (1.85)
+TPM_RC_COMMAND_CODE = 0x143
+NO_PQC_HINT = ("this TPM does not implement the TPM 2.0 Library 1.85 post-quantum commands (its "
+               "TPM2_GetCapability(TPM_CAP_COMMANDS) lists none of 0x1A3-0x1AA); use a 1.85 TPM, e.g. "
+               "trustlab serve --profile sealsq-qvault-pqc-tpm-wolftpm")
+
+
+def _may_mean_no_pqc(rc: int) -> bool:
+    """TPM_RC_TYPE (an unknown algorithm ID in a template, any parameter) or TPM_RC_COMMAND_CODE: what a TPM
+    without the 1.85 commands answers to a PQC key or command."""
+    return rc == TPM_RC_COMMAND_CODE or (bool(rc & 0x80) and rc & 0x3F == 0x0A)
+
+
 def _larger_profile(least: int) -> str:
     """', e.g. trustlab serve --profile NAME (its chip's N bytes)': the shipped TPM 2.0 profile whose chip
     (chips.toml ``max_command_size``) has the largest buffer of at least ``least`` bytes; '' when none has."""
@@ -268,9 +282,26 @@ class PqcClient:
         if rc != 0:
             if size_hint is not None and rc == TPM_RC_SIZE:
                 raise TpmResponseError(name, rc, hint=size_hint)
+            if _may_mean_no_pqc(rc) and self.pqc_commands() == frozenset():
+                raise TpmResponseError(name, rc, hint=NO_PQC_HINT)
             limit = self.max_response_size() if rc == TPM_RC_SIZE else None
             raise TpmResponseError(name, rc, least, limit)
         return response
+
+    def pqc_commands(self) -> frozenset[int] | None:
+        """The 1.85 post-quantum command codes (0x1A3-0x1AA) this TPM lists in TPM2_GetCapability(TPM_CAP_COMMANDS),
+        or None when it does not answer: how a client tells a TPM without them from a wrong argument."""
+        try:
+            asked = S.u32(TPM_CAP_COMMANDS) + S.u32(PQC_FIRST_COMMAND) + S.u32(PQC_LAST_COMMAND - PQC_FIRST_COMMAND + 1)
+            response = self.transport.transact(frame(0x17A, [], asked))
+            if len(response) < 19 or S.response_code(response) != 0:
+                return None
+            # tag, size, rc, moreData, capability, count, then TPMA_CCs (commandIndex in the low 16 bits)
+            (count,) = struct.unpack_from(">I", response, 15)
+            listed = struct.unpack_from(f">{count}I", response, 19)
+        except (TrustlabError, OSError, struct.error):
+            return None
+        return frozenset(c & 0xFFFF for c in listed if PQC_FIRST_COMMAND <= c & 0xFFFF <= PQC_LAST_COMMAND)
 
     def max_response_size(self) -> int | None:
         """The TPM's TPM_PT_MAX_RESPONSE_SIZE (TPM2_GetCapability), or None when it does not say."""

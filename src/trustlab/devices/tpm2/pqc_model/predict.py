@@ -44,6 +44,12 @@ from trustlab.timing import registry
 DRAWS = 4000
 
 
+CALIBRATION, EXTRAPOLATED, MODEL = "calibration", "extrapolated from calibration", "model"
+BASES = (CALIBRATION, EXTRAPOLATED, MODEL)
+"""What a price rests on: a published figure of the operation (silicon.toml), a published figure of another
+parameter set or operation of the same chip scaled by the counted work (silicon.label says which), or the model."""
+
+
 @dataclass(frozen=True)
 class Price:
     """One operation's predicted time: central estimate, interval, and where every figure came from."""
@@ -52,8 +58,13 @@ class Price:
     low_ms: float
     high_ms: float
     provenance: str
-    calibrated: bool = False
+    basis: str = "model"  # one of BASES: the published figure itself, extrapolated from one, or the generic model
     run_median_ms: float | None = None  # the median single run (ML-DSA signing's rejection loop skews it low)
+
+    @property
+    def calibrated(self) -> bool:
+        """Priced at a published figure of this very operation (not extrapolated from another's)."""
+        return self.basis == CALIBRATION
 
     @property
     def mean_ms(self) -> float:
@@ -78,8 +89,9 @@ def price(algorithm: str, operation: str, chip: ChipSpec | str, *, protection: b
     if spec.calibrated_profile and protection:
         cal = calibrated(spec.calibrated_profile, algorithm, operation)
         if cal is not None:
-            run_median, low, high, prov, mean = cal
-            return Price(mean, min(low, mean), max(high, mean), prov, calibrated=True, run_median_ms=run_median)
+            run_median, low, high, prov, mean, extrapolated = cal
+            return Price(mean, min(low, mean), max(high, mean), prov, EXTRAPOLATED if extrapolated else CALIBRATION,
+                         run_median_ms=run_median)
     mean = float(estimate.one(spec, algorithm, operation, CENTRAL, protection=protection, exclude=exclude))
     # the seed is the question's, never the chip's: a label (name=) cannot move an interval, and every chip is
     # drawn with the same random numbers (common random numbers), so two chips that differ in one fact differ by
@@ -113,8 +125,9 @@ def _spec(chip: ChipSpec | str) -> ChipSpec:
     return chipspec.for_profile(profile)
 
 
-def calibrated(profile: str, algorithm: str, operation: str) -> tuple[float, float, float, str, float] | None:
-    """(median, low, high, provenance, mean) of a calibrated operation on ``profile``, or None if not published.
+def calibrated(profile: str, algorithm: str, operation: str) -> tuple[float, float, float, str, float, bool] | None:
+    """(median, low, high, provenance, mean, extrapolated) of a calibrated operation on ``profile``, or None if
+    not published (``extrapolated``: from another parameter set's or operation's published figure).
 
     ``operation`` is a priced operation ('create', 'sign', ...); the answer is the whole benchmark
     operation (with its other commands), as the publication measured it (:mod:`.silicon`), priced by
@@ -132,4 +145,4 @@ def calibrated(profile: str, algorithm: str, operation: str) -> tuple[float, flo
     mid = totals[n // 2] if n % 2 else (totals[n // 2 - 1] + totals[n // 2]) / 2
     return (float(mid), float(totals[int(0.05 * (n - 1))]), float(totals[int(0.95 * (n - 1))]),
             silicon.label(row, algorithm, extrapolated, operation),
-            cost.calibrated_mean(tpm2, algorithm, operation, row))
+            cost.calibrated_mean(tpm2, algorithm, operation, row), extrapolated)
