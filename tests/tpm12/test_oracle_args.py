@@ -34,3 +34,41 @@ def test_every_argument_has_help() -> None:
     for action in parser._actions:
         if action.dest != "help":
             assert action.help, action.dest
+
+
+def test_parties_bound_is_the_command_buffer(monkeypatch, capsys) -> None:
+    """--parties stops where the source's TPM_CMK_CreateBlob (its msaList names every destination) would
+    outgrow libtpms' 4096-byte command buffer; 66..1000 used to be accepted and then failed inside the
+    engine (TPM_BAD_PARAM_SIZE) after every party had been set up. The size the bound rests on is
+    compared with the frame the client really builds."""
+    from trustlab.apps import oracle as app
+    from trustlab.devices.tpm12 import client as tpm_client
+    from trustlab.devices.tpm12.constants import TPM_BUFFER_MAX
+    from trustlab.experiments.oracle import MAX_PARTIES
+
+    assert app.cmk_create_blob_bytes(MAX_PARTIES) <= TPM_BUFFER_MAX < app.cmk_create_blob_bytes(MAX_PARTIES + 1)
+    assert main(["run", "oracle", "--parties", str(MAX_PARTIES + 1)]) == 2
+    assert f"--parties {MAX_PARTIES + 1}: must be between 2 and {MAX_PARTIES}" in capsys.readouterr().err
+
+    sent: list[int] = []
+    cls = next(getattr(tpm_client, n) for n in dir(tpm_client) if hasattr(getattr(tpm_client, n), "TPM_CMK_CreateBlob"))
+    call = cls.call
+
+    def recording(self, name, handles=(), params=b"", auth=(), **kw):
+        if name == "TPM_CMK_CreateBlob":
+            sent.append(10 + 4 * len(handles) + len(params) + 45 * len(auth))
+        return call(self, name, handles=handles, params=params, auth=auth, **kw)
+
+    monkeypatch.setattr(cls, "call", recording)
+    for parties in (2, 4):
+        sent.clear()
+        assert main(["run", "oracle", "--parties", str(parties), "--queries", "1", "--json"]) == 0
+        assert set(sent) == {app.cmk_create_blob_bytes(parties)}
+
+
+def test_msa_list_longer_than_64_entries() -> None:
+    """Like libtpms (no MSAlist limit, 'FIXME add MSAlist limit'), the engine takes any count the buffer holds."""
+    from trustlab.devices.tpm12.commands.migration import msa_digests
+
+    digests = [bytes([i]) * 20 for i in range(150)]
+    assert msa_digests((150).to_bytes(4, "big") + b"".join(digests)) == digests

@@ -86,6 +86,22 @@ class OracleRun:
         return out
 
 
+def cmk_create_blob_bytes(parties: int) -> int:
+    """The TPM_CMK_CreateBlob command frame the source sends (Part 3, 11.7), whose msaList names every
+    destination: the largest frame of the study, which must fit the TPM's command buffer (libtpms:
+    TPM_BUFFER_MAX, 4096 bytes; TPM_CMK_ConvertMigration carries the same list and is 3 bytes shorter).
+
+    Why a sum rather than a constant: each part is the size of what :func:`run` sends with 2048-bit
+    keys, so a change of key size or scheme shows here (the test compares it with the frame sent)."""
+    pubkey = 24 + 4 + 2048 // 8            # TPM_PUBKEY: TPM_KEY_PARMS (RSA, 12-byte parms) + TPM_STORE_PUBKEY
+    migration_key_auth = pubkey + 2 + 20   # TPM_MIGRATIONKEYAUTH: key, scheme, digest
+    msa_list = 4 + 4 + 20 * (parties - 1)  # msaListSize + TPM_MSA_COMPOSITE (count, one digest per destination)
+    enc_data = 4 + 2048 // 8               # the CMK's encData under the 2048-bit SRK
+    tickets = 4 + 4                        # restrictTicket and sigTicket sizes (empty: direct migration)
+    auth = 4 + 20 + 1 + 20                 # one OIAP authorization
+    return 10 + 4 + 2 + migration_key_auth + 20 + msa_list + tickets + enc_data + auth
+
+
 def _make_party(name: str, profile: Profile, realtime: bool, seed: int, keygen=None) -> Party:
     clock = Clock(profile, seed=seed, realtime=False)
     tpm = Tpm12(clock, nv=MemoryNVStore(), keygen=keygen)

@@ -27,6 +27,7 @@ from trustlab.errors import TrustlabError
 from trustlab.experiments._params import load_profile, seed
 from trustlab.devices.tpm12.commands.hmac import MAX_OUTPUT_BLOCKS
 from trustlab.devices.tpm12.wire import ALLOC_MAX
+from trustlab.devices.tpm12.constants import TPM_BUFFER_MAX
 from trustlab.experiments.registry import Reference, Result, experiment
 from trustlab.devices.tpm12.engine import REQUIRED as ENGINE_REQUIRED
 from trustlab.timing import formulas
@@ -39,7 +40,9 @@ PAPER_INFINEON = {"T1": 20, "T2": 181, "T3": 325, "T4": 329, "T5": 487, "T6": 21
 # Upper bounds keep a typo from turning into an hours-long (or endless) run:
 # each party costs a simulated TPM with its own RSA keys, each query block an HMAC.
 SOURCE_ONLY = oracle.SOURCE_OPS - {"TPM_LoadKey2"}  # the operations reported from the source's calls
-MAX_PARTIES = 1000
+MAX_PARTIES = max(n for n in range(2, 1001) if oracle.cmk_create_blob_bytes(n) <= TPM_BUFFER_MAX)
+"""The source's msaList names every destination; beyond this many parties TPM_CMK_CreateBlob no longer fits
+libtpms' 4096-byte command buffer (172 parties with 2048-bit keys)."""
 MAX_QUERIES = 100_000
 # What the TPM_HMAC command takes (a query's input is 64 b_i - 9 bytes, apps/oracle): its input inside the TPM's
 # sized-buffer allocation limit, its output blocks up to the command's own limit; larger values failed inside
