@@ -105,6 +105,45 @@ def test_refusal_is_what_serve_answers(monkeypatch) -> None:
     assert _totals(engine.clock) == before and engine.sha1_context is not None
 
 
+def _nv_area(size: int) -> tuple[bytes, bytes]:
+    """TPM_NV_DefineSpace of a ``size``-byte area (no owner, NV unlocked: no authorization) and the
+    TPM_NV_ReadValue parameters reading all of it (a response of 14 + ``size`` bytes)."""
+    index = 0x00011000 + size
+    public = (struct.pack(">HI", C.TPM_TAG_NV_DATA_PUBLIC, index) + NO_PCRS + NO_PCRS
+              + struct.pack(">HI", C.TPM_TAG_NV_ATTRIBUTES, C.TPM_NV_PER_PPWRITE) + b"\x00\x00\x00"
+              + struct.pack(">I", size))
+    return public + b"\x00" * 20, struct.pack(">III", index, 0, size)
+
+
+NO_PCRS = struct.pack(">H", 3) + b"\x00" * 3 + b"\x1f" + b"\x00" * 20  # TPM_PCR_INFO_SHORT: no PCRs, any locality
+
+
+@pytest.mark.parametrize("size", [4082, 4083, 5000])
+def test_a_response_longer_than_the_buffer_is_tpm_size(size, monkeypatch) -> None:
+    """A TPM_NV_ReadValue whose answer (14 + size bytes) outgrows the 4096-byte buffer answers TPM_SIZE,
+    framed and as values alike, with the same ledger (``ohor`` for the 10-byte answer)."""
+    answers = []
+    for fast in (False, True):
+        monkeypatch.setattr(client, "FAST_PATH", fast)
+        clock = Clock(load("infineon-2010"))
+        tpm = Tpm12(clock, nv=MemoryNVStore(), keygen=POOL)
+        define, read = _nv_area(size)
+        tpm.call("TPM_NV_DefineSpace", params=define)
+        before = _totals(clock)
+        try:
+            rc, length = 0, len(tpm.call("TPM_NV_ReadValue", params=read)[1].sized(1 << 16))
+        except TpmError as e:
+            rc, length = e.rc, 0
+        answers.append((rc, length, _ledger(before, _totals(clock))))
+    assert answers[0] == answers[1]
+    rc, length, ledger = answers[0]
+    ohor = ledger["charged"]["TPM_NV_ReadValue", "ohor"] / clock.fixed_cost("ohor")
+    if 14 + size <= C.TPM_BUFFER_MAX:
+        assert (rc, length) == (0, size) and ohor == pytest.approx(14 + size)
+    else:
+        assert (rc, length) == (C.RC["TPM_SIZE"], 0) and ohor == pytest.approx(10)
+
+
 # ---- against libtpms ------------------------------------------------------------------------------
 
 def _sha1_update(n: int) -> bytes:
@@ -131,22 +170,26 @@ SWTPM_SLACK = {  # frames swtpm still reads whole (its buffer is 4096 + 9): libt
 }
 
 
+def _exchange(s: socket.socket, frame: bytes) -> bytes:
+    s.sendall(frame)
+    head = b""
+    while len(head) < 10:
+        chunk = s.recv(10 - len(head))
+        assert chunk, "swtpm closed the connection"
+        head += chunk
+    rest = struct.unpack(">I", head[2:6])[0] - 10
+    body = b""
+    while len(body) < rest:
+        body += s.recv(rest - len(body))
+    return head + body
+
+
 def _libtpms_answer(port: int, frame: bytes) -> int:
     """The first answer swtpm sends to ``frame`` after TPM_SHA1Start, on a connection of its own (closed
     after that answer: the rest of a longer frame is read and answered as further commands)."""
     with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
-        for f in (SHA1_START, frame):
-            s.sendall(f)
-            head = b""
-            while len(head) < 10:
-                chunk = s.recv(10 - len(head))
-                assert chunk, "swtpm closed the connection"
-                head += chunk
-            size = struct.unpack(">I", head[2:6])[0]
-            rest = size - 10
-            while rest:
-                rest -= len(s.recv(rest))
-    return struct.unpack(">I", head[6:10])[0]
+        _exchange(s, SHA1_START)
+        return struct.unpack(">I", _exchange(s, frame)[6:10])[0]
 
 
 @pytest.mark.swtpm
@@ -164,3 +207,20 @@ def test_buffer_edge_against_libtpms() -> None:
             assert theirs == expected, name
             mine = struct.unpack(">I", ours.execute(frame)[6:10])[0]
             assert mine == (expected if name in CASES else BAD_PARAM_SIZE), name
+
+
+@pytest.mark.swtpm
+@pytest.mark.skipif(shutil.which("swtpm") is None, reason="swtpm not installed")
+def test_response_edge_against_libtpms() -> None:
+    """TPM_NV_ReadValue answers of 4096, 4097 and 5014 bytes: the same answer as libtpms, frame for frame
+    apart from the data (TPM_SIZE, tpm_store.c TPM_Sbuffer_StoreFinalResponse, beyond 4096)."""
+    from trustlab.serving.tpm12.socket_tpm import Swtpm12
+
+    ours = Engine(Clock(load("infineon-2010")), ek=False)
+    with Swtpm12(startup=True) as swtpm, socket.create_connection(("127.0.0.1", swtpm.port), timeout=10) as s:
+        for size in (4082, 4083, 5000):
+            define, read = _nv_area(size)
+            for ordinal, params in ((C.ORD["TPM_NV_DefineSpace"], define), (C.ORD["TPM_NV_ReadValue"], read)):
+                frame = struct.pack(">HII", 0xC1, 10 + len(params), ordinal) + params
+                mine, theirs = ours.execute(frame), _exchange(s, frame)
+                assert (mine[:10], len(mine)) == (theirs[:10], len(theirs)), (size, ordinal)

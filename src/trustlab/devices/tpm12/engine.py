@@ -150,6 +150,8 @@ class Engine:
         """The longest command frame the TPM takes (TPM_CAP_PROP_INPUT_BUFFER; the limit ``trustlab serve``
         enforces): a longer one never reaches the chip, framed or as values (:meth:`_refuse_oversized`)."""
         self.last_refusal = ""  # why the last command was refused before it reached the chip ("" if none)
+        self.max_response = C.TPM_BUFFER_MAX
+        """The longest response frame the TPM sends: a longer answer becomes TPM_SIZE (:meth:`_run_outer`)."""
         self.init()
         if started:
             self.startup()
@@ -405,6 +407,16 @@ class Engine:
         self.last_refusal = f"{name}: a {n}-byte command exceeds the TPM's {self.max_command}-byte command buffer"
         return _OVERSIZED if framed else Reply((C.RC["TPM_BAD_PARAM_SIZE"], b"", b"", ()))
 
+    def _response_too_long(self, name: str, size: int, framed: bool) -> bytes | Reply:
+        """A command whose answer outgrew the response buffer: TPM_SIZE in its place, as libtpms answers
+        (tpm_store.c TPM_Sbuffer_StoreFinalResponse: ``length > TPM12_GetBufferSize()`` -> TPM_SIZE, the
+        parameters dropped). The command itself ran: its state changes and session nonces stay, as there
+        (the check comes after the handler's work and its authorization HMAC); only the 10-byte answer
+        crosses the bus. Found by TPM_NV_ReadValue of a 4083-byte area (tests/tpm12/test_command_buffer.py)."""
+        self.last_refusal = f"{name}: a {size}-byte response exceeds the TPM's {self.max_response}-byte buffer"
+        rc = C.RC["TPM_SIZE"]
+        return _HEADER_OUT(C.TPM_TAG_RSP_COMMAND, HEADER, rc) if framed else Reply((rc, b"", b"", ()))
+
     def _open_oiap(self, cmd: Command, spec: CommandSpec) -> Reply:
         """TPM_OIAP as values (no parameters, no sessions) on a TPM in its everyday state, in one frame.
 
@@ -495,6 +507,8 @@ class Engine:
         try:
             response = self._dispatch(frame, cmd, spec, True, None, None)[0]
             size = len(response) if cmd is None else response.size()  # the response frame's length
+            if size > self.max_response:
+                response, size = self._response_too_long(name, size, cmd is None), HEADER
         except BaseException:
             try:
                 crypto.flush()
