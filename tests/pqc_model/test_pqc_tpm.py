@@ -190,6 +190,18 @@ def test_unshipped_tpm2_profile_is_priced_from_chip_facts():
     assert operation_cost(mine, "ML-KEM-768", "encapsulate", in_bytes=14, out_bytes=1134)["pqc_arith"] > 0
 
 
+def test_a_chip_states_its_own_processor_text_and_keeps_its_class_ranges():
+    """chips.toml cpu / cpu_source on a chip entry replace its class's text (the SEALSQ QVault's class text cited
+    Infineon's data sheets); the class's clock and work-per-clock ranges still price it, and chips without their
+    own text keep the class's."""
+    sealsq, infineon = chips.chip_for("sealsq-qvault-pqc-tpm-wolftpm"), chips.chip_for("infineon-slb9672-wolftpm")
+    assert sealsq.cls == infineon.cls == "secure-mcu"
+    assert "QVault" in sealsq.cpu and "Infineon" not in sealsq.cpu_source
+    assert (sealsq.clock_mhz, sealsq.per_clock) == (infineon.clock_mhz, infineon.per_clock)
+    assert "Infineon" in infineon.cpu_source
+    assert sealsq.bus_hz == 33e6 and "TPM2_SPI_MAX_HZ_SEALSQ" in sealsq.bus_source
+
+
 def test_frame_sizes_follow_the_key_and_signature_sizes():
     for alg in ALGORITHMS:
         p = params(alg)

@@ -52,7 +52,6 @@ TPM_CC_VERIFY_SIGNATURE = 0x177
 TPM_CC_HASH_SEQUENCE_START = 0x186
 TPM_CC_SEQUENCE_UPDATE = 0x15C
 TPM_CC_SEQUENCE_COMPLETE = 0x13E
-TPM_CC_FLUSH_CONTEXT = 0x165
 TPM_RC_TICKET = 0x0A0
 TPM_RC_YIELDED = 0x908
 RETRIES = 4
@@ -219,7 +218,7 @@ def _finish(ctx: Context, seq: Sequence, data: bytes, hierarchy: int) -> tuple[b
 def drop(ctx: Context, seq: Sequence) -> None:
     """End swtpm's hash sequence behind ``seq`` (a flushed or abandoned sequence)."""
     if seq.backend:
-        ctx.backend_transact(S.frame(TPM_CC_FLUSH_CONTEXT, [], S.u32(seq.backend)))
+        ctx.backend_transact(S.frame(S.TPM_CC_FLUSH_CONTEXT, [], S.u32(seq.backend)))
 
 
 def _session_bytes(cmd: Command, index: int) -> bytes:

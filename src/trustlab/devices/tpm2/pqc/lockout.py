@@ -28,23 +28,16 @@ from __future__ import annotations
 import os
 import struct
 
-from trustlab.devices.tpm2.extensions import Context, TpmError
+from trustlab.devices.tpm2.commands import TPM_RC_RETRY
+from trustlab.devices.tpm2.extensions import TPM_RC_OBJECT_MEMORY, Context, TpmError
 from trustlab.devices.tpm2.pqc import structures as S
 
 TPM_RC_LOCKOUT = 0x921
-TPM_CAP_TPM_PROPERTIES = 6
 TPM_PT_LOCKOUT_COUNTER = 0x20E
 TPM_PT_MAX_AUTH_FAIL = 0x20F
 TPM_CC_CREATE_PRIMARY = 0x131
 TPM_CC_HMAC = 0x155
-TPM_CC_FLUSH_CONTEXT = 0x165
-TPM_CC_CONTEXT_SAVE = 0x162
-TPM_CC_CONTEXT_LOAD = 0x161
 TPM_CC_GET_CAPABILITY = 0x17A
-TPM_RC_OBJECT_MEMORY = 0x902
-TPM_RC_RETRY = 0x922
-TPM_ALG_SHA256 = 0x000B
-TPM_ALG_HMAC = 0x0005
 TPM_HT_TRANSIENT_FIRST = 0x80000000
 CANARY_ATTRIBUTES = S.FIXED_TPM | S.FIXED_PARENT | S.SENSITIVE_DATA_ORIGIN | S.USER_WITH_AUTH | S.SIGN
 """An HMAC key that is DA-protected (noDA CLEAR) and usable with a password."""
@@ -52,8 +45,8 @@ CANARY_ATTRIBUTES = S.FIXED_TPM | S.FIXED_PARENT | S.SENSITIVE_DATA_ORIGIN | S.U
 
 def _canary_template() -> bytes:
     """TPMT_PUBLIC of the canary: keyed-hash, SHA-256, HMAC-SHA256 scheme, empty policy and unique."""
-    return (S.u16(S.TPM_ALG_KEYEDHASH) + S.u16(TPM_ALG_SHA256) + S.u32(CANARY_ATTRIBUTES) + S.tpm2b(b"")
-            + S.u16(TPM_ALG_HMAC) + S.u16(TPM_ALG_SHA256) + S.tpm2b(b""))
+    return (S.u16(S.TPM_ALG_KEYEDHASH) + S.u16(S.TPM_ALG_SHA256) + S.u32(CANARY_ATTRIBUTES) + S.tpm2b(b"")
+            + S.u16(S.TPM_ALG_HMAC) + S.u16(S.TPM_ALG_SHA256) + S.tpm2b(b""))
 
 
 def _direct(ctx: Context):
@@ -65,7 +58,7 @@ def check(ctx: Context) -> None:
 
     Asked directly, past the resource manager: a property read needs nothing of the client's space, whose
     objects the RM would otherwise load and save around it (and charge to the PQC command)."""
-    response = _direct(ctx)(S.frame(TPM_CC_GET_CAPABILITY, [], S.u32(TPM_CAP_TPM_PROPERTIES)
+    response = _direct(ctx)(S.frame(TPM_CC_GET_CAPABILITY, [], S.u32(S.TPM_CAP_TPM_PROPERTIES)
                                             + S.u32(TPM_PT_LOCKOUT_COUNTER) + S.u32(2)))
     values = _properties(response)
     counter, limit = values.get(TPM_PT_LOCKOUT_COUNTER), values.get(TPM_PT_MAX_AUTH_FAIL)
@@ -102,16 +95,16 @@ def record_failure(ctx: Context) -> int:
             raise TpmError(S.response_code(response) or 0x101, "the dictionary-attack canary was refused")
         (canary,) = struct.unpack_from(">I", response, 10)
         try:
-            wrong = S.frame(TPM_CC_HMAC, [canary], S.tpm2b(b"\0") + S.u16(TPM_ALG_SHA256), [S.password(b"")])
+            wrong = S.frame(TPM_CC_HMAC, [canary], S.tpm2b(b"\0") + S.u16(S.TPM_ALG_SHA256), [S.password(b"")])
             refused = transact(wrong)
             if S.response_code(refused) == TPM_RC_RETRY:  # libtpms' first DA use since Startup (daUsed)
                 refused = transact(wrong)
         finally:
-            transact(S.frame(TPM_CC_FLUSH_CONTEXT, [], S.u32(canary)))
+            transact(S.frame(S.TPM_CC_FLUSH_CONTEXT, [], S.u32(canary)))
         return S.response_code(refused)
     finally:
         if evicted is not None:
-            transact(S.frame(TPM_CC_CONTEXT_LOAD, [], evicted))
+            transact(S.frame(S.TPM_CC_CONTEXT_LOAD, [], evicted))
 
 
 def _evict_one(transact) -> bytes | None:
@@ -121,8 +114,8 @@ def _evict_one(transact) -> bytes | None:
     if S.response_code(listed) != 0 or len(listed) < 23 or struct.unpack_from(">I", listed, 15)[0] < 1:
         return None
     (handle,) = struct.unpack_from(">I", listed, 19)
-    saved = transact(S.frame(TPM_CC_CONTEXT_SAVE, [handle], b""))
+    saved = transact(S.frame(S.TPM_CC_CONTEXT_SAVE, [handle], b""))
     if S.response_code(saved) != 0:
         return None
-    transact(S.frame(TPM_CC_FLUSH_CONTEXT, [], S.u32(handle)))
+    transact(S.frame(S.TPM_CC_FLUSH_CONTEXT, [], S.u32(handle)))
     return saved[10:]

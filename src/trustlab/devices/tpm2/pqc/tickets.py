@@ -23,7 +23,6 @@ from trustlab.devices.tpm2.pqc import structures as S
 TPM_RC_TICKET = 0x0A0
 TPM_CC_CREATE_PRIMARY = 0x131
 TPM_CC_SIGN = 0x15D
-TPM_CC_FLUSH_CONTEXT = 0x165
 CHECKABLE_HIERARCHIES = (S.TPM_RH_OWNER, S.TPM_RH_ENDORSEMENT, S.TPM_RH_PLATFORM)
 
 
@@ -59,6 +58,6 @@ def require_hashcheck(transact, hash_alg: int | None, digest: bytes, hierarchy: 
         rc = S.response_code(transact(S.frame(TPM_CC_SIGN, [handle], S.tpm2b(digest) + S.u16(S.TPM_ALG_NULL)
                                               + ticket, [binding.PASSWORD_EMPTY])))
     finally:
-        transact(S.frame(TPM_CC_FLUSH_CONTEXT, [], S.u32(handle)))
+        transact(S.frame(S.TPM_CC_FLUSH_CONTEXT, [], S.u32(handle)))
     if rc != 0:
         raise TpmError(at_param(TPM_RC_TICKET, param), "hash-check ticket does not match the digest")

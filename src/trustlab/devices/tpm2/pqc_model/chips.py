@@ -59,7 +59,9 @@ def chip_for(profile_name: str) -> Chip:
         if profile_name.startswith(entry["prefix"]):
             cls = doc["classes"][entry["class"]]
             bus = doc["buses"][entry["bus"]]
-            return Chip(entry["prefix"], entry["label"], entry["class"], cls["cpu"], cls["cpu_source"],
+            # a chip may state its own processor text (cpu / cpu_source) where its class's names other parts
+            return Chip(entry["prefix"], entry["label"], entry["class"], entry.get("cpu", cls["cpu"]),
+                        entry.get("cpu_source", cls["cpu_source"]),
                         tuple(cls["clock_mhz"]), cls["clock_source"], tuple(cls["per_clock"]),
                         cls["per_clock_source"], entry["bus"], float(entry["bus_hz"]), entry["bus_source"],
                         tuple(bus["efficiency"]), bus["source"], int(entry["max_command_size"]),
