@@ -30,6 +30,7 @@ from trustlab.devices.tpm2.pqc import binding, classical, keys
 from trustlab.devices.tpm2.pqc import structures as S
 from trustlab.devices.tpm2.pqc.state import (
     backend_call,
+    derive_directly,
     extension_handle,
     flushes_extension_handle,
     key_at,
@@ -55,8 +56,8 @@ def create_primary(cmd: Command, ctx: Context) -> Reply:
         raise TpmError(at_handle(TPM_RC_VALUE, 1), "not a hierarchy")
     if not cmd.sessions:
         raise TpmError(ext.TPM_RC_AUTH_MISSING, "the hierarchy must be authorized")
-    # the hierarchy's authorization is checked by swtpm: the client's area is replayed
-    secret = binding.hierarchy_secret(ctx.backend_transact, hierarchy, cmd.auth_area)
+    # the hierarchy's authorization is checked by swtpm: the client's area is replayed, directly on the TPM
+    secret = derive_directly(ctx, lambda transact: binding.hierarchy_secret(transact, hierarchy, cmd.auth_area))
     seed = binding.primary_seed(secret, area, sensitive.data, ps.seed_size)
     obj = load_object(ctx, pub, ps, seed, sensitive.user_auth, S.u32(hierarchy), hierarchy)
     cdata = S.creation_data(S.u32(hierarchy), S.u32(hierarchy), outside, pcrs)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import struct
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from trustlab.devices.tpm2 import extensions as ext
 from trustlab.devices.tpm2.commands import TPM_RC_HANDLE
@@ -196,23 +196,29 @@ def flush_all(state: ext.ExtensionState) -> None:
     pqc.proofs.clear_epoch = _fresh()
 
 
-def reset_secret(ctx: Context) -> bytes:
-    """:func:`.binding.reset_secret`, derived directly on the TPM past the resource manager (it needs no
-    authorization and no slot of the client's space); without a resource manager, when the clients'
-    objects fill the TPM, one is saved and loaded back around it, as :mod:`.lockout`'s canary does."""
+def derive_directly(ctx: Context, derive: Callable[[Callable[[bytes], bytes]], bytes]) -> bytes:
+    """``derive(transact)`` (a :mod:`.binding` derivation and its temporary primary) directly on the TPM,
+    past the resource manager: it takes no slot of the client's space. Without a resource manager, when
+    the clients' objects fill the TPM, one is saved and loaded back around it, as :mod:`.lockout`'s
+    canary does."""
     transact = lockout.direct(ctx)
     try:
-        return binding.reset_secret(transact)
+        return derive(transact)
     except TpmError as refused:
         if refused.rc != TPM_RC_OBJECT_MEMORY:
             raise
     evicted = lockout.evict_one(transact)
     if evicted is None:
-        raise TpmError(TPM_RC_OBJECT_MEMORY, "no TPM object slot for the context derivation")
+        raise TpmError(TPM_RC_OBJECT_MEMORY, "no TPM object slot for the key derivation")
     try:
-        return binding.reset_secret(transact)
+        return derive(transact)
     finally:
         transact(S.frame(S.TPM_CC_CONTEXT_LOAD, [], evicted))
+
+
+def reset_secret(ctx: Context) -> bytes:
+    """:func:`.binding.reset_secret`: no authorization, no slot of the client's (:func:`derive_directly`)."""
+    return derive_directly(ctx, binding.reset_secret)
 
 
 TPM_PT_STARTUP_CLEAR = 0x201
