@@ -48,7 +48,6 @@ class PqcObject:
     auth: bytes
     name: bytes
     qualified_name: bytes
-    conn: Any
     hierarchy: int = S.TPM_RH_OWNER
     seed: bytes = b""  # empty: a public key only (TPM2_LoadExternal)
 
@@ -70,7 +69,6 @@ class Sequence:
     sign: bool
     auth: bytes
     stream: keys.MuStream | None  # None: an RSA/ECC key's sequence, hashed by swtpm (``backend``)
-    conn: Any
     size: int = 0
     prefix: bytes = b""  # the message's first 4 bytes (the TPM_GENERATED_VALUE check)
     backend: int = 0  # swtpm's hash sequence (in the client's resource-manager space) for an RSA/ECC key
@@ -283,6 +281,6 @@ def load_object(ctx: Context, pub: S.Public, ps: keys.ParameterSet, seed: bytes,
         private, full = None, pub
     name = full.name()
     obj = PqcObject(handle, full, ps, private, auth, name, qualify(full.name_alg, qualified_parent, name),
-                    ctx.conn_id, hierarchy, seed)
+                    hierarchy, seed)
     state.objects[handle] = obj
     return obj
