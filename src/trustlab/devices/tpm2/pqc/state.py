@@ -1,11 +1,12 @@
 """Per-TPM-instance state of the PQC commands and the helpers every command module shares.
 
-Key objects and sequences (at 0x80FF0000-0x80FFFFFF) - per client under the
+Key objects and sequences (at 0x80FF0000-0x80FFFFFF) are per client under the
 resource manager, as it keeps swtpm's objects: another client's handle is
 TPM_RC_HANDLE, what the RM answers for a classical object that is not the
-client's; they end when the client does, at a TPM Reset, and as
-:mod:`.lifecycle` says - how a command finds and authorizes them, asks swtpm for something, reads a key template, prices an
-operation (through :mod:`.pricing`) and loads a key from its seed.
+client's. They end when the client does, at a TPM Reset, and as
+:mod:`.lifecycle` says. Here: how a command finds and authorizes them, asks
+swtpm for something, reads a key template, prices an operation (through
+:mod:`.pricing`) and loads a key from its seed.
 """
 
 from __future__ import annotations
