@@ -17,7 +17,9 @@ and TPM2_GetCapability(TPM_PT_LOCKOUT_COUNTER) counts PQC failures.
   flushed directly on the TPM, past the resource manager (it takes no slot of
   the client's space and the client never sees it). libtpms'
   ``IncrementLockout`` then counts it exactly as a failure on one of its own
-  keys.
+  keys. If the TPM does not count it (a warning such as TPM_RC_NV_RATE, which
+  libtpms answers for its own keys then without comparing the password), the
+  client gets that code, not TPM_RC_AUTH_FAIL: no uncounted guess is answered.
 
 noDA keys and sequences (which libtpms makes DA-exempt) answer
 TPM_RC_BAD_AUTH and count nothing.
@@ -28,14 +30,16 @@ from __future__ import annotations
 import os
 import struct
 
-from trustlab.devices.tpm2.commands import TPM_RC_RETRY
-from trustlab.devices.tpm2.extensions import TPM_RC_OBJECT_MEMORY, Context, TpmError
+from trustlab.devices.tpm2.commands import TPM_RC_AUTH_FAIL, TPM_RC_RETRY
+from trustlab.devices.tpm2.extensions import TPM_RC_OBJECT_MEMORY, Context, TpmError, at_session
 from trustlab.devices.tpm2.pqc import structures as S
 
 TPM_RC_LOCKOUT = 0x921
 TPM_PT_LOCKOUT_COUNTER = 0x20E
 TPM_PT_MAX_AUTH_FAIL = 0x20F
 TPM_HT_TRANSIENT_FIRST = 0x80000000
+COUNTED = at_session(TPM_RC_AUTH_FAIL, 1)
+"""The canary's answer when libtpms counted its failure (IncrementLockout: TPM_RC_AUTH_FAIL on session 1)."""
 CANARY_ATTRIBUTES = S.FIXED_TPM | S.FIXED_PARENT | S.SENSITIVE_DATA_ORIGIN | S.USER_WITH_AUTH | S.SIGN
 """An HMAC key that is DA-protected (noDA CLEAR) and usable with a password."""
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from trustlab.devices.tpm2 import extensions as ext
-from trustlab.devices.tpm2.commands import TPM_RC_HANDLE
+from trustlab.devices.tpm2.commands import TPM_RC_FAILURE, TPM_RC_HANDLE
 from trustlab.devices.tpm2.extensions import (
     TPM_RC_AUTH_UNAVAILABLE,
     TPM_RC_KEY,
@@ -181,6 +181,9 @@ def authorize(cmd: Command, index: int, obj: PqcObject, ctx: Context) -> None:
         rc = lockout.record_failure(ctx)
         if rc == lockout.TPM_RC_LOCKOUT:
             raise TpmError(rc, "the TPM entered dictionary-attack lockout") from None
+        if rc != lockout.COUNTED:  # not counted (a warning such as TPM_RC_NV_RATE, or a fault): fail closed,
+            # never 'wrong password' for a guess the TPM did not count
+            raise TpmError(rc or TPM_RC_FAILURE, "the TPM did not count the failed authorization") from None
         raise refused
 
 
