@@ -6,6 +6,7 @@ import pytest
 
 from trustlab.cli import main
 from trustlab.experiments.registry import get
+from trustlab.timing.registry import load
 
 
 @pytest.mark.parametrize("argv, flag", [
@@ -17,6 +18,8 @@ from trustlab.experiments.registry import get
     (["--output-blocks", "-1"], "--output-blocks -1"),
     # inside the old 1..4096 but beyond what TPM_HMAC takes: failed inside the TPM without naming the flag
     (["--input-blocks", "2000"], "--input-blocks 2000"),
+    # inside the old 1..1024 but a TPM_HMAC frame beyond the 4096-byte command buffer
+    (["--input-blocks", "64"], "--input-blocks 64"),
     (["--output-blocks", "100"], "--output-blocks 100"),
 ])
 def test_out_of_range_is_one_line_error(argv, flag, capsys) -> None:
@@ -64,6 +67,41 @@ def test_parties_bound_is_the_command_buffer(monkeypatch, capsys) -> None:
         sent.clear()
         assert main(["run", "oracle", "--parties", str(parties), "--queries", "1", "--json"]) == 0
         assert set(sent) == {app.cmk_create_blob_bytes(parties)}
+
+
+def test_input_blocks_bound_is_the_command_buffer(monkeypatch, capsys) -> None:
+    """--input-blocks stops where a query's TPM_HMAC frame would outgrow the TPM's 4096-byte command buffer
+    (63 blocks); 64..1024 used to be accepted and ran in process with inputs a TPM would refuse. The size the
+    bound rests on is compared with the frame the client really builds, and the engine refuses the next size."""
+    from trustlab.apps import oracle as app
+    from trustlab.devices.tpm12 import client as tpm_client
+    from trustlab.devices.tpm12.constants import TPM_BUFFER_MAX
+    from trustlab.experiments.oracle import MAX_INPUT_BLOCKS
+
+    assert MAX_INPUT_BLOCKS == 63
+    assert app.tpm_hmac_bytes(MAX_INPUT_BLOCKS) <= TPM_BUFFER_MAX < app.tpm_hmac_bytes(MAX_INPUT_BLOCKS + 1)
+    assert main(["run", "oracle", "--input-blocks", str(MAX_INPUT_BLOCKS + 1)]) == 2
+    assert (f"--input-blocks {MAX_INPUT_BLOCKS + 1}: must be between 1 and {MAX_INPUT_BLOCKS}"
+            in capsys.readouterr().err)
+
+    sent: list[int] = []
+    cls = tpm_client.Tpm12
+    call = cls.call
+
+    def recording(self, name, handles=(), params=b"", auth=(), **kw):
+        if name == "TPM_HMAC":
+            sent.append(10 + 4 * len(handles) + len(params) + 45 * len(auth))
+        return call(self, name, handles=handles, params=params, auth=auth, **kw)
+
+    monkeypatch.setattr(cls, "call", recording)
+    for blocks in (1, MAX_INPUT_BLOCKS):
+        sent.clear()
+        assert main(["run", "oracle", "--input-blocks", str(blocks), "--queries", "1", "--json"]) == 0
+        assert set(sent) == {app.tpm_hmac_bytes(blocks)}
+    sent.clear()
+    with pytest.raises(Exception, match="TPM_BAD_PARAM_SIZE"):  # the engine itself refuses one block more
+        app.run(load("sim-2010"), 2, input_blocks=MAX_INPUT_BLOCKS + 1, queries=1)
+    assert set(sent) == {app.tpm_hmac_bytes(MAX_INPUT_BLOCKS + 1)}
 
 
 def test_msa_list_longer_than_64_entries() -> None:

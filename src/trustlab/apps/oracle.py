@@ -102,6 +102,25 @@ def cmk_create_blob_bytes(parties: int) -> int:
     return 10 + 4 + 2 + migration_key_auth + 20 + msa_list + tickets + enc_data + auth
 
 
+def query_input_bytes(input_blocks: int) -> int:
+    """The query input :func:`run` sends: the longest that HMAC hashes in ``input_blocks`` blocks after the key
+    block (SHA-1 pads with at least 9 bytes: 0x80 and the 64-bit length)."""
+    return 64 * input_blocks - 9
+
+
+def tpm_hmac_bytes(input_blocks: int) -> int:
+    """The TPM_HMAC command frame of a query (what-if, commands/hmac.py), which must fit the TPM's command
+    buffer (libtpms: TPM_BUFFER_MAX, 4096 bytes) like any other command.
+
+    A sum of the parts :func:`run` sends, as :func:`cmk_create_blob_bytes` (the test compares it with the frame
+    sent)."""
+    key_handle = 4
+    data = 4 + query_input_bytes(input_blocks)  # dataSize + the input
+    output_blocks = 4
+    auth = 4 + 20 + 1 + 20                      # one OIAP authorization
+    return 10 + key_handle + data + output_blocks + auth
+
+
 def _make_party(name: str, profile: Profile, realtime: bool, seed: int, keygen=None) -> Party:
     clock = Clock(profile, seed=seed, realtime=False)
     tpm = Tpm12(clock, nv=MemoryNVStore(), keygen=keygen)
@@ -203,7 +222,7 @@ def run(profile: Profile, parties: int, *, input_blocks: int = 3, output_blocks:
 
     # ---- Step 3: oracle queries ----
     out.setup_calls = {name: len(calls) for name, calls in out.calls.items()}
-    length = 64 * input_blocks - 9  # the longest input that HMAC hashes in b_i blocks after the key block
+    length = query_input_bytes(input_blocks)
     for q in range(queries):
         data = hashlib.sha1(f"query {q}".encode()).digest() * (length // 20 + 1)
         answers = []

@@ -26,7 +26,6 @@ from trustlab.textable import table
 from trustlab.errors import TrustlabError
 from trustlab.experiments._params import load_profile, seed
 from trustlab.devices.tpm12.commands.hmac import MAX_OUTPUT_BLOCKS
-from trustlab.devices.tpm12.wire import ALLOC_MAX
 from trustlab.devices.tpm12.constants import TPM_BUFFER_MAX
 from trustlab.experiments.registry import Reference, Result, experiment
 from trustlab.devices.tpm12.engine import REQUIRED as ENGINE_REQUIRED
@@ -44,10 +43,11 @@ MAX_PARTIES = max(n for n in range(2, 1001) if oracle.cmk_create_blob_bytes(n) <
 """The source's msaList names every destination; beyond this many parties TPM_CMK_CreateBlob no longer fits
 libtpms' 4096-byte command buffer (172 parties with 2048-bit keys)."""
 MAX_QUERIES = 100_000
-# What the TPM_HMAC command takes (a query's input is 64 b_i - 9 bytes, apps/oracle): its input inside the TPM's
-# sized-buffer allocation limit, its output blocks up to the command's own limit; larger values failed inside
-# the TPM with an error that did not name the flag.
-MAX_INPUT_BLOCKS = (ALLOC_MAX + 9) // 64
+MAX_INPUT_BLOCKS = max(b for b in range(1, 1025) if oracle.tpm_hmac_bytes(b) <= TPM_BUFFER_MAX)
+"""A query's TPM_HMAC frame (its input is 64 b_i - 9 bytes, apps/oracle) must fit the TPM's 4096-byte command
+buffer: 63 blocks. (The bound was 1024, from the TPM's 64 KiB sized-buffer allocation limit, which no frame
+reaches; 64..1024 now fail in the TPM with TPM_BAD_PARAM_SIZE, as they would on libtpms.) The output blocks go
+up to the command's own limit."""
 
 
 def mean(values: Iterable[float]) -> float:

@@ -76,6 +76,10 @@ _ORD_SAVE_STATE = struct.pack(">I", C.ORD["TPM_SaveState"])
 _PACK_U32 = struct.Struct(">I").pack
 # the commands that keep an exclusive transport session alive when it is their last session
 _EXCLUSIVE_KEEPERS = ("TPM_ExecuteTransport", "TPM_ReleaseTransportSigned")
+_OVERSIZED = _HEADER_OUT(C.TPM_TAG_RSP_COMMAND, HEADER, C.RC["TPM_BAD_PARAM_SIZE"])
+"""The answer to a command longer than the TPM's command buffer: what ``trustlab serve`` (the front end,
+``serving.wire.FrameReader``) sends for it and what swtpm/libtpms send once the frame outgrows swtpm's read
+buffer (the first read's paramSize no longer matches: TPM_Process_GetCommandParams, TPM_BAD_PARAM_SIZE)."""
 
 
 def _reply_of(frame: bytes) -> Reply:
@@ -142,6 +146,12 @@ class Engine:
         self.auth_fail_count = 0  # dictionary-attack counter (TPM_STCLEAR_DATA.authFailCount)
         self.auth_fail_ms = 0.0
         self.disable_reset_lock = False  # TPM_STCLEAR_DATA.disableResetLock (a failed TPM_ResetLockValue)
+        self.max_command = C.TPM_BUFFER_MAX
+        """The longest command frame the TPM takes (TPM_CAP_PROP_INPUT_BUFFER; the limit ``trustlab serve``
+        enforces): a longer one never reaches the chip, framed or as values (:meth:`_refuse_oversized`)."""
+        self.last_refusal = ""  # why the last command was refused before it reached the chip ("" if none)
+        self.max_response = C.TPM_BUFFER_MAX
+        """The longest response frame the TPM sends: a longer answer becomes TPM_SIZE (:meth:`_run_outer`)."""
         self.init()
         if started:
             self.startup()
@@ -369,6 +379,8 @@ class Engine:
         and ``ohor`` for the frames' lengths) and state as the frame would give.
         """
         if type(frame) is not Command:
+            if len(frame) > self.max_command:
+                return self._refuse_oversized(len(frame), self._peek_name(frame), True)  # type: ignore[return-value]
             return self._execute_frame(frame)
         ordinal, handles, params, trailers = frame
         spec = self._specs.get(ordinal)
@@ -379,7 +391,31 @@ class Engine:
         if spec is self._oiap_spec and not params and not trailers:
             return self._open_oiap(frame, spec)
         n = HEADER + 4 * len(handles) + len(params) + AUTH_IN * len(trailers)  # the frame's length
+        if n > self.max_command:
+            return self._refuse_oversized(n, spec.name, False)  # type: ignore[return-value]
         return self._run_outer(spec.name, n, None, frame, spec)
+
+    def _refuse_oversized(self, n: int, name: str, framed: bool) -> bytes | Reply:
+        """A command frame of ``n`` bytes, longer than :attr:`max_command`: TPM_BAD_PARAM_SIZE, and nothing
+        else - no record on the clock, no state touched (no SHA-1 thread or exclusive transport ended).
+
+        Why nothing is charged: the command never reaches the chip. ``trustlab serve`` refuses it at its
+        front end without calling the engine, and a TPM's host cannot hand it over whole (libtpms has no
+        input check of its own: swtpm reads at most TPM_BUFFER_MAX + 9 bytes, mainloop.c, so a longer
+        frame reaches libtpms cut short and fails TPM_Process_GetCommandParams' paramSize check). Values
+        (the fast path) and frames answer alike (tests/tpm12/test_command_buffer.py)."""
+        self.last_refusal = f"{name}: a {n}-byte command exceeds the TPM's {self.max_command}-byte command buffer"
+        return _OVERSIZED if framed else Reply((C.RC["TPM_BAD_PARAM_SIZE"], b"", b"", ()))
+
+    def _response_too_long(self, name: str, size: int, framed: bool) -> bytes | Reply:
+        """A command whose answer outgrew the response buffer: TPM_SIZE in its place, as libtpms answers
+        (tpm_store.c TPM_Sbuffer_StoreFinalResponse: ``length > TPM12_GetBufferSize()`` -> TPM_SIZE, the
+        parameters dropped). The command itself ran: its state changes and session nonces stay, as there
+        (the check comes after the handler's work and its authorization HMAC); only the 10-byte answer
+        crosses the bus. Found by TPM_NV_ReadValue of a 4083-byte area (tests/tpm12/test_command_buffer.py)."""
+        self.last_refusal = f"{name}: a {size}-byte response exceeds the TPM's {self.max_response}-byte buffer"
+        rc = C.RC["TPM_SIZE"]
+        return _HEADER_OUT(C.TPM_TAG_RSP_COMMAND, HEADER, rc) if framed else Reply((rc, b"", b"", ()))
 
     def _open_oiap(self, cmd: Command, spec: CommandSpec) -> Reply:
         """TPM_OIAP as values (no parameters, no sessions) on a TPM in its everyday state, in one frame.
@@ -471,6 +507,8 @@ class Engine:
         try:
             response = self._dispatch(frame, cmd, spec, True, None, None)[0]
             size = len(response) if cmd is None else response.size()  # the response frame's length
+            if size > self.max_response:
+                response, size = self._response_too_long(name, size, cmd is None), HEADER
         except BaseException:
             try:
                 crypto.flush()
