@@ -105,7 +105,10 @@ def record_failure(ctx: Context) -> int:
         return S.response_code(refused)
     finally:
         if evicted is not None:
-            transact(S.frame(S.TPM_CC_CONTEXT_LOAD, [], evicted))
+            back = transact(S.frame(S.TPM_CC_CONTEXT_LOAD, [], evicted))
+            if S.response_code(back) != 0:  # never silently: a client's object would be gone
+                raise TpmError(S.response_code(back), "an object borrowed for the dictionary-attack canary "
+                               "could not be loaded back")
 
 
 def _evict_one(transact) -> bytes | None:
