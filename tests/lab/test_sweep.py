@@ -625,11 +625,21 @@ def test_dry_run_refuses_the_pqc_tpm_points_the_run_refuses(tmp_path, capsys):
         run_argv("pqc-tpm", argv)
 
 
-def test_a_shared_provenance_table_is_no_csv_column():
+def test_a_shared_provenance_table_is_no_csv_column(tmp_path):
     """results.csv has one column per scalar figure of a point's data; a provenance table (texts said once,
-    trustlab.shared_provenance) is not a figure: expanded away, it adds no column per text."""
-    from trustlab.sweep import runner
+    trustlab.shared_provenance) is not a figure: expanded away, it adds no column per text, and a field of
+    keys is written as the text it stands for."""
+    import csv
 
-    record = {"data": {"ms": 1.5, "rows": [{"provenance": ["p1"]}], "provenance": {"p1": "a source"}}}
-    columns = runner._scalars(runner.expand(record["data"]))
-    assert columns == {"ms": 1.5}
+    from trustlab.sweep import runner
+    from trustlab.sweep.spec import Point, SweepSpec
+
+    record = {"data": {"ms": 1.5, "note": ["p1", "p2"], "rows": [{"provenance": ["p1"]}],
+                       "provenance": {"p1": "a source", "p2": "another"}}}
+    point = Point("pqc-tpm", {}, ("pqc-tpm",), "k1")
+    outcome = runner.SweepOutcome(SweepSpec("s", ["pqc-tpm"]), [point], {"k1": record}, out_dir=tmp_path)
+    runner._write_results(outcome)
+    with open(tmp_path / "results.csv", newline="") as f:
+        (row,) = list(csv.DictReader(f))
+    assert {k: v for k, v in row.items() if k.startswith("data.")} == {"data.ms": "1.5",
+                                                                         "data.note": "a source; another"}

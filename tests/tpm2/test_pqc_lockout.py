@@ -123,3 +123,39 @@ def test_a_failure_counts_without_a_resource_manager_when_the_tpm_object_memory_
         listed = t.transport.transact(frame(0x17A, [], S.u32(1) + S.u32(0x80000000) + S.u32(8)))
         assert struct.unpack_from(">3I", listed, 19) == tuple(full)  # the same objects at the same handles
         assert all(transact(t, frame(0x173, [h], b"")) == 0 for h in full)
+
+
+class _CanaryTpm:
+    """A backend whose DA state reads 0 of 3 and whose canary HMAC answers ``refusal`` (no swtpm needed)."""
+
+    def __init__(self, refusal: int) -> None:
+        self.refusal, self.sent = refusal, []
+
+    def __call__(self, command: bytes) -> bytes:
+        code = struct.unpack_from(">I", command, 6)[0]
+        self.sent.append(code)
+        body = {0x17A: b"\x00" + S.u32(6) + S.u32(2) + S.u32(lockout.TPM_PT_LOCKOUT_COUNTER) + S.u32(0)
+                + S.u32(lockout.TPM_PT_MAX_AUTH_FAIL) + S.u32(3),
+                0x131: S.u32(0x80000001)}.get(code, b"")
+        rc = self.refusal if code == 0x155 else 0
+        return struct.pack(">HII", 0x8001, 10 + (0 if rc else len(body)), rc) + (b"" if rc else body)
+
+
+@pytest.mark.parametrize("refusal", [0x923, 0x101], ids=["TPM_RC_NV_RATE", "TPM_RC_FAILURE"])
+def test_a_wrong_password_the_tpm_did_not_count_is_not_answered_as_a_wrong_password(refusal):
+    """Fail closed: when libtpms does not count the canary's failure (a warning such as TPM_RC_NV_RATE, where
+    libtpms answers the same for its own keys without comparing the password, or a fault), the client gets
+    that code, never TPM_RC_AUTH_FAIL: a guess the TPM did not count must not tell the guesser anything."""
+    from types import SimpleNamespace
+
+    from trustlab.devices.tpm2 import extensions as ext
+    from trustlab.devices.tpm2.pqc.state import authorize
+
+    backend = _CanaryTpm(refusal)
+    ctx = ext.Context(1, None, backend, ext.ExtensionState(0), backend_direct=backend)
+    cmd = ext.parse_command(frame(0x1A6, [0x80FF0000], b"", [password(b"wrong")]), "TPM2_SignDigest", 1)
+    key = SimpleNamespace(public=SimpleNamespace(attributes=DEFAULT_SIGN_ATTRS), auth=b"pw")
+    with pytest.raises(ext.TpmError) as refused:
+        authorize(cmd, 0, key, ctx)
+    assert refused.value.rc == refusal
+    assert backend.sent == [0x17A, 0x131, 0x155, 0x165]  # lockout test, canary made, refused once, flushed

@@ -41,7 +41,7 @@ def test_mutated_frames_on_the_wolftpm_parity_paths_never_crash_a_handler():
     restricted = S.Public(S.TPM_ALG_HASH_MLDSA, S.TPM_ALG_SHA256, 0x50072, b"", 1, hash_alg=S.TPM_ALG_SHA256,
                           unique=dsa.public_key().public_bytes_raw())
     state.objects[0x80FF0000] = pqc_state.PqcObject(0x80FF0000, restricted, keys.MLDSA_SETS[1], dsa, b"",
-                                                    restricted.name(), restricted.name(), "conn")
+                                                    restricted.name(), restricted.name())
     kem_pub = mlkem.MLKEM768PrivateKey.from_seed_bytes(b"\x04" * 64).public_key().public_bytes_raw()
     external = S.Public(S.TPM_ALG_MLKEM, S.TPM_ALG_SHA256, S.USER_WITH_AUTH | S.DECRYPT, b"", 2, unique=kem_pub)
     ticket = S.u16(S.TPM_ST_HASHCHECK) + S.u32(S.TPM_RH_OWNER) + S.tpm2b(b"\x11" * 32)

@@ -239,7 +239,7 @@ def test_mutated_pqc_frames_get_tpm_error_codes_never_a_handler_crash():
     key = mldsa.MLDSA44PrivateKey.from_seed_bytes(b"\x02" * 32)
     pub = template("ML-DSA-44").with_unique(key.public_key().public_bytes_raw())
     ps = keys.MLDSA_SETS[1]
-    state.objects[0x80FF0000] = pqc_state.PqcObject(0x80FF0000, pub, ps, key, b"", pub.name(), pub.name(), "conn")
+    state.objects[0x80FF0000] = pqc_state.PqcObject(0x80FF0000, pub, ps, key, b"", pub.name(), pub.name())
     seeds = [
         frame(0x1A6, [0x80FF0000], S.tpm2b(b"") + S.tpm2b(b"\x01" * 64) + S.null_hashcheck_ticket(), [password()]),
         frame(0x1A5, [0x80FF0000], S.tpm2b(b"") + S.tpm2b(b"\x01" * 64) + S.signature(pub, b"\x00" * 2420)),

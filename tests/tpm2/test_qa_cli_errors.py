@@ -115,6 +115,7 @@ def test_context_over_255_bytes_is_refused_when_parsed(verb, context, tmp_path, 
     (["--qualifying", "zz"], "--qualifying 'zz': not hex", "--pcrs"),
     (["--pcrs", "0,x,7"], "--pcrs '0,x,7': 'x' is not a PCR index", "--qualifying"),
     (["--pcrs", "0,24"], "--pcrs '0,24': PCR 24 out of range 0..23", "--qualifying"),
+    (["--pcrs", "0,,7"], "--pcrs '0,,7': an empty item", "--qualifying"),
 ])
 def test_quote_names_only_the_wrong_argument(argv, named, not_named, capsys):
     assert main(["tpm2", "pqc", "quote", "--tcti", "swtpm:port=1", "--key", "0x81000000", *argv]) == 2

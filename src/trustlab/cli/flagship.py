@@ -158,17 +158,6 @@ def _fork_server(runs: list[tuple[str, list[str]]], env: dict[str, str], timeout
         return None
 
 
-def _terminate_as_interrupt() -> Any:
-    """SIGTERM raises KeyboardInterrupt, so the children are killed on the way out."""
-    if threading.current_thread() is not threading.main_thread():
-        return None
-
-    def handler(signum: int, frame: Any) -> None:
-        raise KeyboardInterrupt
-
-    return signal.signal(signal.SIGTERM, handler)
-
-
 def _kill_group(proc: subprocess.Popen) -> None:
     try:
         os.killpg(proc.pid, signal.SIGKILL)
@@ -221,8 +210,7 @@ def run(args: argparse.Namespace) -> int:
     env = _child_env(args.jobs)
     started = time.perf_counter()
     results: list[dict[str, Any] | None] = [None] * len(runs)
-    previous = _terminate_as_interrupt()
-    server = None
+    server = None  # SIGTERM unwinds as Ctrl-C does (trustlab.cli.main): the children are killed on the way out
     pool = ThreadPoolExecutor(max_workers=args.jobs)
     try:
         server = _fork_server(runs, env, args.timeout)
@@ -248,9 +236,6 @@ def run(args: argparse.Namespace) -> int:
             except ProcessLookupError:
                 pass
         raise
-    finally:
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
     pool.shutdown()
     if server is not None:
         server.close()

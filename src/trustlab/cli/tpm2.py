@@ -443,7 +443,7 @@ def _pcr_list(text: str) -> list[int]:
     pcrs = []
     for item in text.split(","):
         if not item.strip():
-            continue
+            raise TrustlabError(f"--pcrs {text!r}: an empty item (give indices like 0,1,7)")
         try:
             index = int(item)
         except ValueError:

@@ -30,7 +30,7 @@ from trustlab.devices.ftpm.storage_cost import EXTRA_COMMANDS, PAPER_COMMANDS, m
 from trustlab.errors import TrustlabError
 from trustlab.experiments.registry import Result, experiment
 from trustlab.devices.ftpm.platform import STORAGE_COMPONENTS
-from trustlab.experiments._params import count, load_profile, seed
+from trustlab.experiments._params import count, load_profile, name_list, seed
 from trustlab.timing import formulas, registry
 from trustlab.timing.profile import Profile
 
@@ -71,9 +71,7 @@ def select(args: argparse.Namespace) -> tuple[list[Profile], list[tuple[Profile,
     elif args.profiles == "all":
         names = registry.names("tpm2")
     else:
-        names = [n.strip() for n in args.profiles.split(",") if n.strip()]
-    if not names:
-        raise TrustlabError("--profiles: no profile named")
+        names = name_list(args.profiles, "--profiles")  # an empty list or item is refused, naming the flag
     profiles = [load_profile("--profiles", n) for n in names]
     for p in profiles:
         if p.family != "tpm2":

@@ -29,7 +29,6 @@ from __future__ import annotations
 import argparse
 import random
 import statistics
-import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,7 +38,7 @@ from trustlab.devices.tpm2.pqc_model.chipspec import ChipSpec
 from trustlab.devices.tpm2.pqc_model.cost import SHAKE256_RATE, absorb_ms, operation_cost, unit_costs
 from trustlab.devices.tpm2.pqc_model.params import ALGORITHMS, DSA_OPERATIONS, KEM_OPERATIONS, MLKEM, params
 from trustlab.errors import TrustlabError
-from trustlab.experiments._params import load_profile, seed
+from trustlab.experiments._params import load_profile, name_list, seed
 from trustlab.shared_provenance import TABLE as SHARED, Table
 from trustlab.experiments.registry import Result, experiment
 from trustlab.timing import registry
@@ -255,11 +254,6 @@ def _short(name: str) -> str:
     return name.replace("-jcalgtest", "").replace("-wolftpm", "")
 
 
-def _unique(items: str) -> list[str]:
-    """A comma list's names, stripped, empty ones dropped, each once (a repeat would price it twice)."""
-    return list(dict.fromkeys(n.strip() for n in items.split(",") if n.strip()))
-
-
 def _share_provenance(data: dict) -> None:
     """Each distinct piece of provenance once, in ``data["provenance"]``; rows, chips' unit costs and validation
     rows' sources and notes name theirs by key (:mod:`trustlab.shared_provenance`: ``"; ".join`` of the keys' texts is the
@@ -302,7 +296,7 @@ def select(args: argparse.Namespace) -> Selection:
                             "name=LABEL (or drop the repeated one)")
     profiles_arg = args.profiles if args.profiles is not None else ("" if specs else "all")
     known = registry.names("tpm2")
-    names = known if profiles_arg == "all" else _unique(profiles_arg)
+    names = known if profiles_arg == "all" else name_list(profiles_arg, "--profiles") if profiles_arg else []
     if not names and not specs:
         raise TrustlabError("--profiles: no profile named")
     profiles = [load_profile("--profiles", n) for n in names]
@@ -314,13 +308,11 @@ def select(args: argparse.Namespace) -> Selection:
                 raise TrustlabError(f"--profiles: {p.name!r}: component {cname} = {comp.mean:g} ms is beyond any "
                                     f"chip (at most {MAX_COMPONENT_MS:g} ms)")
     default_algs = ALGORITHMS if profiles else tuple(dict.fromkeys(("ML-KEM-512",) + ALGORITHMS))
-    algorithms = _unique(args.algorithms) if args.algorithms is not None else list(default_algs)
+    algorithms = name_list(args.algorithms, "--algorithms") if args.algorithms is not None else list(default_algs)
     allowed = tuple(dict.fromkeys(ALGORITHMS + tuple(MLKEM)))
     for a in algorithms:
         if a not in allowed:
             raise TrustlabError(f"--algorithms: {a!r} is not one of {', '.join(allowed)}")
-    if not algorithms:
-        raise TrustlabError("--algorithms: no algorithm named")
     if args.message_bytes is not None and not any(a.startswith("ML-DSA") for a in algorithms):
         raise TrustlabError(f"--message-bytes {args.message_bytes}: applies only with an ML-DSA algorithm "
                             "(its sign-sequence row); --algorithms names none")

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 
-from trustlab.errors import TrustlabError
 from trustlab.experiments.registry import Result, experiment
 
 
@@ -28,10 +27,7 @@ class Validate:
         on every sweep point)."""
         from trustlab.validation.run import check_profiles
 
-        try:
-            check_profiles(args.profile)
-        except TrustlabError as exc:
-            raise TrustlabError(f"--profile: {exc}") from None
+        check_profiles(args.profile, where="--profile")
 
     def run(self, args: argparse.Namespace) -> Result:
         from trustlab.timing import registry

@@ -52,13 +52,13 @@ def _source(name: str, wanted: set[str] | None) -> tuple[list[Check], list[Incon
     return checks, incs
 
 
-def check_profiles(profiles: list[str] | None) -> None:
-    """Refuse an unknown profile name (before any check runs)."""
+def check_profiles(profiles: list[str] | None, where: str = "validate") -> None:
+    """Refuse an unknown profile name (before any check runs); ``where`` names the command or flag."""
     if profiles:
         known = set(registry.names())
         for name in profiles:
             if name not in known:
-                raise TrustlabError(f"validate: unknown profile {name!r} (see `trustlab profiles list`)")
+                raise TrustlabError(f"{where}: unknown profile {name!r} (see `trustlab profiles list`)")
 
 
 def run(profiles: list[str] | None = None) -> Validation:

@@ -198,8 +198,9 @@ class Command:
         sessions live inside the backend TPM, whose session keys the proxy never
         sees, so they are answered TPM_RC_AUTH_TYPE. A wrong password is
         TPM_RC_AUTH_FAIL (TPM_RC_BAD_AUTH for a noDA object) on that session.
-        ``auth_value`` None checks only the session's form. Counting the failure in the TPM's dictionary-attack state is the caller's
-        (the PQC keys': :mod:`trustlab.devices.tpm2.pqc.lockout`).
+        ``auth_value`` None checks only the session's form (so that a caller can test the TPM's
+        lockout between form and password, as libtpms does). Counting a failure in the TPM's
+        dictionary-attack state is the caller's (the PQC keys': :mod:`trustlab.devices.tpm2.pqc.lockout`).
         """
         if self.tag != TPM_ST_SESSIONS or len(self.sessions) <= index:
             raise TpmError(TPM_RC_AUTH_MISSING, "authorization session required")

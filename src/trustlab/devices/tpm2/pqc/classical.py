@@ -196,7 +196,7 @@ def start_sequence(cmd: Command, ctx: Context, sign: bool) -> Reply:
     handle = state.allocate()
     started = _backend(ctx, S.frame(TPM_CC_HASH_SEQUENCE_START, [], S.tpm2b(b"") + S.u16(hash_alg)), {})
     backend = Reader(started).u32()  # the answer's handle (no parameters follow)
-    state.sequences[handle] = Sequence(handle, cmd.handles[0], sign, auth.rstrip(b"\x00"), None, ctx.conn_id,
+    state.sequences[handle] = Sequence(handle, cmd.handles[0], sign, auth.rstrip(b"\x00"), None,
                                        backend=backend)
     return Reply(handles=[handle], variant=_variant(ctx, cmd.handles[0]))
 

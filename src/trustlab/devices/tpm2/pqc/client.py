@@ -23,8 +23,8 @@ import struct
 from dataclasses import dataclass
 from typing import Protocol
 
-from trustlab.devices.tpm2.commands import response_code_text
-from trustlab.devices.tpm2.extensions import TPM_RC_SIZE, Reader
+from trustlab.devices.tpm2.commands import TPM_RC_COMMAND_CODE, response_code_text
+from trustlab.devices.tpm2.extensions import TPM_RC_SIZE, TPM_RC_TYPE, Reader
 from trustlab.devices.tpm2.pqc import keys
 from trustlab.devices.tpm2.pqc import structures as S
 from trustlab.devices.tpm2.pqc.structures import frame, password
@@ -56,9 +56,7 @@ class TpmResponseError(TrustlabError):
         self.rc = rc
 
 
-TPM_CAP_COMMANDS = 0x2
 PQC_FIRST_COMMAND, PQC_LAST_COMMAND = 0x1A3, 0x1AA  # TPM2_VerifySequenceComplete .. TPM2_Decapsulate (1.85)
-TPM_RC_COMMAND_CODE = 0x143
 NO_PQC_HINT = ("this TPM does not implement the TPM 2.0 Library 1.85 post-quantum commands (its "
                "TPM2_GetCapability(TPM_CAP_COMMANDS) lists none of 0x1A3-0x1AA); use a 1.85 TPM, e.g. "
                "trustlab serve --profile sealsq-qvault-pqc-tpm-wolftpm")
@@ -67,7 +65,7 @@ NO_PQC_HINT = ("this TPM does not implement the TPM 2.0 Library 1.85 post-quantu
 def _may_mean_no_pqc(rc: int) -> bool:
     """TPM_RC_TYPE (an unknown algorithm ID in a template, any parameter) or TPM_RC_COMMAND_CODE: what a TPM
     without the 1.85 commands answers to a PQC key or command."""
-    return rc == TPM_RC_COMMAND_CODE or (bool(rc & 0x80) and rc & 0x3F == 0x0A)
+    return rc == TPM_RC_COMMAND_CODE or rc & 0xBF == TPM_RC_TYPE  # any parameter/handle number (bits 6, 8-11)
 
 
 def _larger_profile(least: int) -> str:
@@ -292,7 +290,7 @@ class PqcClient:
         """The 1.85 post-quantum command codes (0x1A3-0x1AA) this TPM lists in TPM2_GetCapability(TPM_CAP_COMMANDS),
         or None when it does not answer: how a client tells a TPM without them from a wrong argument."""
         try:
-            asked = S.u32(TPM_CAP_COMMANDS) + S.u32(PQC_FIRST_COMMAND) + S.u32(PQC_LAST_COMMAND - PQC_FIRST_COMMAND + 1)
+            asked = S.u32(S.TPM_CAP_COMMANDS) + S.u32(PQC_FIRST_COMMAND) + S.u32(PQC_LAST_COMMAND - PQC_FIRST_COMMAND + 1)
             response = self.transport.transact(frame(0x17A, [], asked))
             if len(response) < 19 or S.response_code(response) != 0:
                 return None

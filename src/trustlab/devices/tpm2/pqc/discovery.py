@@ -49,8 +49,8 @@ def test_parms(cmd: Command, ctx: Context) -> Reply:
 
 
 TPM_CAP_ALGS = 0x0
-TPM_CAP_HANDLES = 0x1
-TPM_CAP_COMMANDS = 0x2
+TPM_CAP_HANDLES = S.TPM_CAP_HANDLES
+TPM_CAP_COMMANDS = S.TPM_CAP_COMMANDS
 TPM_CAP_TPM_PROPERTIES = S.TPM_CAP_TPM_PROPERTIES
 TPM_PT_ML_PARAMETER_SETS = 0x131  # PT_FIXED + 49 (1.85)
 # TPMA_ALGORITHM: asymmetric (bit 0), object (3), signing (8), encrypting (9)

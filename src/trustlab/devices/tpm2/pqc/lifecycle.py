@@ -20,6 +20,7 @@ hierarchy's contexts are refused at TPM2_ContextLoad (TPM_RC_HIERARCHY).
 from __future__ import annotations
 
 from trustlab.devices.tpm2 import cost, objects
+from trustlab.devices.tpm2.commands import command_name
 from trustlab.devices.tpm2.extensions import Command, Context, Reader, Reply, TpmError, tpm_command
 from trustlab.devices.tpm2.pqc import structures as S
 from trustlab.devices.tpm2.pqc.state import PROOF_RENEWED, tpm_state
@@ -51,8 +52,8 @@ def _flushes(code: int):
     return handler
 
 
-for _code, _name in ((0x126, "TPM2_Clear"), (0x124, "TPM2_ChangeEPS"), (0x125, "TPM2_ChangePPS")):
-    tpm_command(_code, _name, handles=1, forwards=True)(_flushes(_code))
+for _code in CLEARED:
+    tpm_command(_code, command_name(_code), handles=1, forwards=True)(_flushes(_code))
 
 
 @tpm_command(0x121, "TPM2_HierarchyControl", handles=1, forwards=True)

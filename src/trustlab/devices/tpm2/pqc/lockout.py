@@ -17,7 +17,9 @@ and TPM2_GetCapability(TPM_PT_LOCKOUT_COUNTER) counts PQC failures.
   flushed directly on the TPM, past the resource manager (it takes no slot of
   the client's space and the client never sees it). libtpms'
   ``IncrementLockout`` then counts it exactly as a failure on one of its own
-  keys.
+  keys. If the TPM does not count it (a warning such as TPM_RC_NV_RATE, which
+  libtpms answers for its own keys then without comparing the password), the
+  client gets that code, not TPM_RC_AUTH_FAIL: no uncounted guess is answered.
 
 noDA keys and sequences (which libtpms makes DA-exempt) answer
 TPM_RC_BAD_AUTH and count nothing.
@@ -28,17 +30,16 @@ from __future__ import annotations
 import os
 import struct
 
-from trustlab.devices.tpm2.commands import TPM_RC_RETRY
-from trustlab.devices.tpm2.extensions import TPM_RC_OBJECT_MEMORY, Context, TpmError
+from trustlab.devices.tpm2.commands import TPM_RC_AUTH_FAIL, TPM_RC_RETRY
+from trustlab.devices.tpm2.extensions import TPM_RC_OBJECT_MEMORY, Context, TpmError, at_session
 from trustlab.devices.tpm2.pqc import structures as S
 
 TPM_RC_LOCKOUT = 0x921
 TPM_PT_LOCKOUT_COUNTER = 0x20E
 TPM_PT_MAX_AUTH_FAIL = 0x20F
-TPM_CC_CREATE_PRIMARY = 0x131
-TPM_CC_HMAC = 0x155
-TPM_CC_GET_CAPABILITY = 0x17A
 TPM_HT_TRANSIENT_FIRST = 0x80000000
+COUNTED = at_session(TPM_RC_AUTH_FAIL, 1)
+"""The canary's answer when libtpms counted its failure (IncrementLockout: TPM_RC_AUTH_FAIL on session 1)."""
 CANARY_ATTRIBUTES = S.FIXED_TPM | S.FIXED_PARENT | S.SENSITIVE_DATA_ORIGIN | S.USER_WITH_AUTH | S.SIGN
 """An HMAC key that is DA-protected (noDA CLEAR) and usable with a password."""
 
@@ -59,7 +60,7 @@ def check(ctx: Context) -> None:
 
     Asked directly, past the resource manager: a property read needs nothing of the client's space, whose
     objects the RM would otherwise load and save around it (and charge to the PQC command)."""
-    response = direct(ctx)(S.frame(TPM_CC_GET_CAPABILITY, [], S.u32(S.TPM_CAP_TPM_PROPERTIES)
+    response = direct(ctx)(S.frame(S.TPM_CC_GET_CAPABILITY, [], S.u32(S.TPM_CAP_TPM_PROPERTIES)
                                             + S.u32(TPM_PT_LOCKOUT_COUNTER) + S.u32(2)))
     values = _properties(response)
     counter, limit = values.get(TPM_PT_LOCKOUT_COUNTER), values.get(TPM_PT_MAX_AUTH_FAIL)
@@ -82,7 +83,7 @@ def record_failure(ctx: Context) -> int:
     """Have the TPM count one failed authorization of a DA-protected object; its response code
     (TPM_RC_AUTH_FAIL + session 1 when counted; TPM_RC_LOCKOUT if the TPM was locked out meanwhile)."""
     transact = direct(ctx)
-    create = S.frame(TPM_CC_CREATE_PRIMARY, [S.TPM_RH_NULL],
+    create = S.frame(S.TPM_CC_CREATE_PRIMARY, [S.TPM_RH_NULL],
                      S.tpm2b(S.tpm2b(os.urandom(16)) + S.tpm2b(b"")) + S.tpm2b(_canary_template())
                      + S.tpm2b(b"") + S.u32(0), [S.password()])
     response = transact(create)
@@ -96,7 +97,7 @@ def record_failure(ctx: Context) -> int:
             raise TpmError(S.response_code(response) or 0x101, "the dictionary-attack canary was refused")
         (canary,) = struct.unpack_from(">I", response, 10)
         try:
-            wrong = S.frame(TPM_CC_HMAC, [canary], S.tpm2b(b"\0") + S.u16(S.TPM_ALG_SHA256), [S.password(b"")])
+            wrong = S.frame(S.TPM_CC_HMAC, [canary], S.tpm2b(b"\0") + S.u16(S.TPM_ALG_SHA256), [S.password(b"")])
             refused = transact(wrong)
             if S.response_code(refused) == TPM_RC_RETRY:  # libtpms' first DA use since Startup (daUsed)
                 refused = transact(wrong)
@@ -105,13 +106,17 @@ def record_failure(ctx: Context) -> int:
         return S.response_code(refused)
     finally:
         if evicted is not None:
-            transact(S.frame(S.TPM_CC_CONTEXT_LOAD, [], evicted))
+            back = transact(S.frame(S.TPM_CC_CONTEXT_LOAD, [], evicted))
+            if S.response_code(back) != 0:  # never silently: a client's object would be gone
+                raise TpmError(S.response_code(back), "an object borrowed for the dictionary-attack canary "
+                               "could not be loaded back")
 
 
 def evict_one(transact) -> bytes | None:
     """Save and flush the first loaded transient object (it is loaded back, into the slot it leaves, after
     the canary): the TPMS_CONTEXT, or None."""
-    listed = transact(S.frame(TPM_CC_GET_CAPABILITY, [], S.u32(1) + S.u32(TPM_HT_TRANSIENT_FIRST) + S.u32(1)))
+    listed = transact(S.frame(S.TPM_CC_GET_CAPABILITY, [],
+                              S.u32(S.TPM_CAP_HANDLES) + S.u32(TPM_HT_TRANSIENT_FIRST) + S.u32(1)))
     if S.response_code(listed) != 0 or len(listed) < 23 or struct.unpack_from(">I", listed, 15)[0] < 1:
         return None
     (handle,) = struct.unpack_from(">I", listed, 19)

@@ -142,8 +142,7 @@ def _start_sequence(cmd: Command, ctx: Context, sign: bool) -> Reply:
     state = state_of(ctx)
     handle = state.allocate()
     stream = keys.MuStream(obj.public.unique, context, obj.public.type, obj.public.hash_alg)
-    state.sequences[handle] = Sequence(handle, obj.handle, sign, auth.rstrip(b"\x00"), stream, ctx.conn_id,
-                                       key_name=obj.name)
+    state.sequences[handle] = Sequence(handle, obj.handle, sign, auth.rstrip(b"\x00"), stream, key_name=obj.name)
     return Reply(handles=[handle], variant=obj.params.variant)
 
 

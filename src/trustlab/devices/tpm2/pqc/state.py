@@ -1,11 +1,12 @@
 """Per-TPM-instance state of the PQC commands and the helpers every command module shares.
 
-Key objects and sequences (at 0x80FF0000-0x80FFFFFF) - per client under the
+Key objects and sequences (at 0x80FF0000-0x80FFFFFF) are per client under the
 resource manager, as it keeps swtpm's objects: another client's handle is
 TPM_RC_HANDLE, what the RM answers for a classical object that is not the
-client's; they end when the client does, at a TPM Reset, and as
-:mod:`.lifecycle` says - how a command finds and authorizes them, asks swtpm for something, reads a key template, prices an
-operation (through :mod:`.pricing`) and loads a key from its seed.
+client's. They end when the client does, at a TPM Reset, and as
+:mod:`.lifecycle` says. Here: how a command finds and authorizes them, asks
+swtpm for something, reads a key template, prices an operation (through
+:mod:`.pricing`) and loads a key from its seed.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from trustlab.devices.tpm2 import extensions as ext
-from trustlab.devices.tpm2.commands import TPM_RC_HANDLE
+from trustlab.devices.tpm2.commands import TPM_RC_FAILURE, TPM_RC_HANDLE
 from trustlab.devices.tpm2.extensions import (
     TPM_RC_AUTH_UNAVAILABLE,
     TPM_RC_KEY,
@@ -50,7 +51,6 @@ class PqcObject:
     auth: bytes
     name: bytes
     qualified_name: bytes
-    conn: Any
     hierarchy: int = S.TPM_RH_OWNER
     seed: bytes = b""  # empty: a public key only (TPM2_LoadExternal)
 
@@ -72,7 +72,6 @@ class Sequence:
     sign: bool
     auth: bytes
     stream: keys.MuStream | None  # None: an RSA/ECC key's sequence, hashed by swtpm (``backend``)
-    conn: Any
     size: int = 0
     key_name: bytes = b""  # the key's Name at SequenceStart: the sequence is bound to the key, not its handle
     prefix: bytes = b""  # the message's first 4 bytes (the TPM_GENERATED_VALUE check)
@@ -266,6 +265,9 @@ def authorize(cmd: Command, index: int, obj: PqcObject, ctx: Context) -> None:
         rc = lockout.record_failure(ctx)
         if rc == lockout.TPM_RC_LOCKOUT:
             raise TpmError(rc, "the TPM entered dictionary-attack lockout") from None
+        if rc != lockout.COUNTED:  # not counted (a warning such as TPM_RC_NV_RATE, or a fault): fail closed,
+            # never 'wrong password' for a guess the TPM did not count
+            raise TpmError(rc or TPM_RC_FAILURE, "the TPM did not count the failed authorization") from None
         raise refused
 
 
@@ -367,6 +369,6 @@ def load_object(ctx: Context, pub: S.Public, ps: keys.ParameterSet, seed: bytes,
         private, full = None, pub
     name = full.name()
     obj = PqcObject(handle, full, ps, private, auth, name, qualify(full.name_alg, qualified_parent, name),
-                    ctx.conn_id, hierarchy, seed)
+                    hierarchy, seed)
     state.objects[handle] = obj
     return obj

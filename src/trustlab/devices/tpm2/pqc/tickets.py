@@ -21,7 +21,6 @@ from trustlab.devices.tpm2.pqc import binding
 from trustlab.devices.tpm2.pqc import structures as S
 
 TPM_RC_TICKET = 0x0A0
-TPM_CC_CREATE_PRIMARY = 0x131
 TPM_CC_SIGN = 0x15D
 CHECKABLE_HIERARCHIES = (S.TPM_RH_OWNER, S.TPM_RH_ENDORSEMENT, S.TPM_RH_PLATFORM)
 
@@ -46,7 +45,7 @@ def require_hashcheck(transact, hash_alg: int | None, digest: bytes, hierarchy: 
         raise TpmError(at_param(TPM_RC_TICKET, param), "no hash-check ticket covers an ML-DSA mu")
     if hierarchy not in CHECKABLE_HIERARCHIES:
         raise TpmError(at_param(TPM_RC_TICKET, param), "ticket of no hierarchy")
-    response = transact(S.frame(TPM_CC_CREATE_PRIMARY, [hierarchy], S.sensitive_create()
+    response = transact(S.frame(S.TPM_CC_CREATE_PRIMARY, [hierarchy], S.sensitive_create()
                                 + S.tpm2b(checker_template(hash_alg)) + S.tpm2b(b"") + S.u32(0),
                                 [binding.PASSWORD_EMPTY]))
     rc = S.response_code(response)
