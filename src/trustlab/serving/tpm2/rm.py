@@ -44,7 +44,9 @@ Where this follows the kernel exactly:
   save/load); a session context that no longer loads (``TPM_RC_HANDLE``,
   ``TPM_RC_REFERENCE_H0``: flushed, or a power cycle) or saves
   (``TPM_RC_REFERENCE_H0``) is forgotten - except a session the client saved
-  itself (see above; the kernel forgets it, and so leaks its TPM slot);
+  itself (see above; the kernel forgets it, and so leaks its TPM slot). (Any
+  other answer to a session's ContextLoad forgets it here too; the kernel
+  fails that command instead, ``tpm2_load_space``);
 - on close only sessions are flushed (saved object contexts hold no TPM memory).
 
 Where it differs, and why:
