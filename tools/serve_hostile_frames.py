@@ -13,16 +13,31 @@ connection must be answered (rc 0) and the serve process must still be alive.
 Exit status 1 when a health check failed, serve died, or (TPM 2.0) a bad frame threw the next good
 one out of step. A TPM 1.2 serve hands the engine everything that has arrived as one command, as
 swtpm does, so frames coalesced in one segment are not expected to stay in step there.
+
+--pqc (TPM 2.0 Library 1.85 profile, e.g. sealsq-qvault-pqc-tpm-wolftpm; run with PYTHONPATH=src): first
+creates real PQC objects over one connection (ML-DSA-65 and ML-KEM-768 primaries with passwords, an open
+signing sequence, a completed one, saved contexts, a Create'd child, another client's key), then sends
+mutated PQC frames: on that connection with an honest header size (bit flips, TPM2B size lies, truncation,
+oversized parameters, lying authorizationSize and session sizes, foreign/stale handles, parameter sets out
+of range, mutated context blobs) - each must be answered by exactly one well-formed response, the
+connection staying in step - and lying-size frames on fresh connections. Every 20 cases a GetRandom on a
+fresh connection and a PQC operation on the created keys (a SignDigest checked with cryptography, an
+Encapsulate/Decapsulate pair) must succeed. Objects (GetCapability handles), serve's RSS and open files
+are compared before and after; --serve-log FILE is scanned for tracebacks.
 """
 import argparse, collections, os, random, socket, struct, sys, time
 
 _ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
 _ap.add_argument("--port", type=int, required=True, help="serve's data port P (control is P+1)")
-_ap.add_argument("--family", choices=("tpm2", "tpm12"), required=True)
+_ap.add_argument("--family", choices=("tpm2", "tpm12"), default=None, help="required without --pqc")
+_ap.add_argument("--pqc", action="store_true", help="TPM 2.0 Library 1.85 PQC frames against created PQC objects")
+_ap.add_argument("--serve-log", default=None, help="serve's stderr file, scanned for tracebacks at the end")
 _ap.add_argument("--cases", type=int, default=1500)
 _ap.add_argument("--seed", type=int, default=1)
 _ap.add_argument("--pid", type=int, default=None, help="serve's pid, to check it stays alive")
 _args = _ap.parse_args()
+if _args.pqc: _args.family = "tpm2"
+if _args.family is None: _ap.error("--family is required (or --pqc)")
 PORT = _args.port; FAM = _args.family; N = _args.cases; rng = random.Random(_args.seed); PID = _args.pid
 
 
@@ -163,6 +178,11 @@ def alive():
     except OSError:
         return False
 
+
+if _args.pqc:
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from serve_hostile_pqc import run_pqc
+    sys.exit(run_pqc(PORT, N, rng, PID, _args.serve_log, exchange, healthy, alive, mutate))
 
 cnt = collections.Counter(); bad = []; resp_rc = collections.Counter(); t0 = time.time()
 stall = socket.create_connection(("127.0.0.1", PORT)); stall.sendall(VALID[0][:7])  # half a frame, held open
