@@ -82,6 +82,13 @@ class Owner:
         if struct.unpack(">H", data[:2])[0] not in (0x8001, 0x8002): raise Lost(f"tag {data[:2].hex()}")
         return data
 
+    def handles(self):
+        """The transient handles this connection's client sees (its own under the resource manager)."""
+        r = self.send(S.frame(0x17A, [], S.u32(1) + S.u32(0x80000000) + S.u32(64)))
+        if S.response_code(r) != 0: return set()
+        (n,) = struct.unpack(">I", r[15:19])
+        return set(struct.unpack(f">{n}I", r[19:19 + 4 * n]))
+
     def close(self):
         self.t.close()
 
@@ -131,7 +138,7 @@ def honest_mutation(f, o, other_handle):
                 if i is not None: b[i] ^= 1 << rng.randrange(8)
         elif op < 0.4 and len(b) > hend + 2:  # a TPM2B (or any u16) size lie
             i = rng.randrange(hend, len(b) - 1)
-            b[i:i + 2] = struct.pack(">H", rng.choice(SIZES + [len(b) - i - 2, len(b) - i - 1, len(b) - i - 3]))
+            b[i:i + 2] = struct.pack(">H", rng.choice(SIZES + [len(b) - i - 2, len(b) - i - 1, len(b) - i - 3]) & 0xFFFF)
         elif op < 0.5 and len(b) > 10:
             del b[rng.randrange(10, len(b)):]
         elif op < 0.6:
@@ -139,7 +146,7 @@ def honest_mutation(f, o, other_handle):
         elif op < 0.72 and b[:2] == b"\x80\x02" and len(b) >= hend + 4:  # authorizationSize / session size lies
             if rng.random() < 0.5:
                 real = struct.unpack(">I", b[hend:hend + 4])[0]
-                b[hend:hend + 4] = struct.pack(">I", rng.choice([0, 1, 8, 9, real - 1, real + 1, real + 9, len(b), 0xFFFFFFFF]))
+                b[hend:hend + 4] = struct.pack(">I", rng.choice([0, 1, 8, 9, real - 1, real + 1, real + 9, len(b), 0xFFFFFFFF]) & 0xFFFFFFFF)
             elif len(b) >= hend + 4 + 9:
                 j = hend + 4 + 4 + rng.choice([0, 3])  # nonceSize or hmacSize of the first session
                 b[j:j + 2] = struct.pack(">H", rng.choice([1, 16, 64, 65, 0xFFFF]))
@@ -153,7 +160,7 @@ def honest_mutation(f, o, other_handle):
                                                        0xFFFFFFFF, rng.getrandbits(32)]))
         elif op < 0.92:  # tag swap
             b[0:2] = b"\x80\x01" if b[:2] == b"\x80\x02" else b"\x80\x02"
-        elif len(b) > 12:  # random value over a u32 in the parameters
+        elif len(b) > 14:  # random value over a u32 in the parameters
             i = rng.randrange(10, len(b) - 3)
             b[i:i + 4] = struct.pack(">I", rng.choice([0, 1, 0xFFFF, 0x10000, 0xFFFFFFFF, rng.getrandbits(32)]))
     return bytes(b[:2] + struct.pack(">I", len(b)) + b[6:])
@@ -193,8 +200,14 @@ from trustlab.devices.tpm2.pqc.client import PqcClient, SocketTransport
 from trustlab.devices.tpm2.pqc import structures as S
 c = PqcClient(SocketTransport("127.0.0.1", int(sys.argv[1]), timeout=30))
 if sys.argv[2] == "key":
-    k = c.create_primary("ML-DSA-44", auth=b"other")
+    from trustlab.devices.tpm2.pqc.client import DEFAULT_SIGN_ATTRS
+    k = c.create_primary("ML-DSA-44", auth=b"other", attributes=DEFAULT_SIGN_ATTRS | S.NO_DA)  # our DA key may lock out
     print(hex(k.handle), flush=True); sys.stdin.read()
+    from trustlab.devices.tpm2.pqc.client import external_mu, public_key
+    mu = external_mu(k.public.unique, b"still mine")
+    c.verify_digest_signature(k, mu, c.sign_digest(k.handle, mu, auth=b"other"))
+    c.flush(k.handle)  # without the resource manager (--no-rm) nobody else would
+    print("intact", flush=True)
 else:
     import struct
     out = []
@@ -261,17 +274,22 @@ def run_pqc(port, n, rng, pid, serve_log, exchange, healthy, alive, mutate):
             else:
                 kind = None
             if kind is not None:
+                before = o.handles()
                 data = o.send(f)
                 rc = struct.unpack(">I", data[6:10])[0]; cc = struct.unpack(">I", f[6:10])[0]
                 rcs[hex(rc)] += 1; cnt[f"{kind}:{'ok' if rc == 0 else 'refused'}"] += 1
                 if rc == 0 and cc in CREATES and len(data) >= 14:
                     o.send(S.frame(0x165, [], data[10:14]))
-                if rc == 0 and cc == 0x1A4 and struct.unpack(">I", f[10:14])[0] == o.seq:
+                if o.seq not in o.handles():
                     o.seq = o.start_seq()  # the open sequence was completed: start another
+                grown = o.handles() - before - {o.seq}
+                if grown:  # an object the command did not hand out (or a refused one that kept one)
+                    bad.append(("GREW", kind, hex(rc), [hex(h) for h in grown], f[:64].hex(), len(f))); cnt["GREW"] += 1
+                    for h in grown: o.send(S.frame(0x165, [], S.u32(h)))
             else:  # lying sizes / raw mutations of PQC frames on a fresh connection (the owner's handles are foreign)
                 kind = "fresh"
                 f = mutate(rng.choice(valid_frames(o, other_handle)))
-                out, data = exchange(f, port)
+                out, data = exchange(f, port, wait=1.0)
                 cnt[f"fresh:{out}"] += 1
                 pos = 0
                 while pos < len(data):  # bytes past a frame's size are the next command: responses chain exactly
@@ -287,6 +305,8 @@ def run_pqc(port, n, rng, pid, serve_log, exchange, healthy, alive, mutate):
         except Lost as e:
             cnt["LOST"] += 1; bad.append(("lost", kind, str(e), f[:48].hex(), len(f)))
             o.close(); o = Owner(port, rng)
+        if i % 500 == 499:
+            print(f"[{i + 1}/{n} {time.time() - t0:.0f}s] {dict(sorted(cnt.items()))} findings {len(bad)}", file=sys.stderr, flush=True)
         if i % 20 == 19 or i == n - 1:
             ok, dt = healthy()
             try:
@@ -300,13 +320,15 @@ def run_pqc(port, n, rng, pid, serve_log, exchange, healthy, alive, mutate):
     for h in (o.dsa.handle, o.kem.handle, o.da.handle, o.storage, o.seq):
         try: o.c.flush(h)
         except Exception: pass  # noqa: BLE001
-    o.close(); other.stdin.close(); other.wait(30)
+    o.close(); other.stdin.close(); intact = other.stdout.read().strip() == "intact"; other.wait(30)
+    if not intact: bad.append(("OTHER_CLIENT_KEY_BROKEN",))
     time.sleep(0.5)
     after = objects(port); after_else = objects_elsewhere(port); proc1 = proc(pid)
     print(dict(sorted(cnt.items())), f"{time.time() - t0:.0f}s")
     print("response codes:", dict(rcs.most_common(14)))
     print(f"objects/loaded/saved sessions (fresh connection): before {base}, with the owner's objects {with_objects}, "
           f"after fuzzing {during}, after cleanup {after}")
+    print(f"  another process's key usable after the fuzzing: {intact}")
     print(f"  seen by another process: before {base_else}, with the objects {with_else}, after cleanup {after_else}")
     if proc0: print(f"serve RSS kB / open fds: before {proc0}, after {proc1}")
     leak = after != base or after_else != base_else
@@ -316,4 +338,4 @@ def run_pqc(port, n, rng, pid, serve_log, exchange, healthy, alive, mutate):
         text = open(serve_log, errors="replace").read(); tb = text.count("Traceback")
         print(f"serve log {serve_log}: {tb} traceback(s), {len(text.splitlines())} line(s)")
     for b in bad[:25]: print(b)
-    return 1 if (cnt["HEALTH_FAIL"] or cnt["LOST"] or leak or tb or any(b[0] in ("DEAD", "malformed", "silent") for b in bad)) else 0
+    return 1 if (cnt["HEALTH_FAIL"] or cnt["LOST"] or cnt["GREW"] or leak or tb or any(b[0] in ("DEAD", "malformed", "silent", "OTHER_CLIENT_KEY_BROKEN") for b in bad)) else 0
