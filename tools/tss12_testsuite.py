@@ -89,7 +89,7 @@ def outcome(code: int | None) -> str:
         return "na"
     if code == NOTIMPL:
         return "notimpl"
-    if code < 0 or code > NA:
+    if code < 0:  # a signal (tsstests.sh also counts exit(-1), 255, as "segfaulted"; here that is a fail)
         return "crash"
     return "fail"
 
@@ -102,6 +102,9 @@ class Result:
     frames: list[str]
     output: str = ""
     seconds: float = 0.0
+    wire: list[tuple[str, str]] = field(default_factory=list, repr=False)  # (request, response) hex
+
+
 
 
 @dataclass
@@ -111,8 +114,14 @@ class Compared:
     libtpms: Result
     ours: Result
     kind: str = field(init=False)
+    at: dict = field(init=False)  # the first frame whose (ordinal, rc) differs, both sides in hex
 
     def __post_init__(self) -> None:
+        self.at = {}
+        for i, (x, y) in enumerate(zip(self.libtpms.frames, self.ours.frames)):
+            if x != y:
+                self.at = {"index": i, "libtpms": self.libtpms.wire[i], "ours": self.ours.wire[i]}
+                break
         a, b = self.ours.outcome, self.libtpms.outcome
         if a != b:
             self.kind = "ours-fails" if b == "pass" else "ours-passes" if a == "pass" else "outcome"
@@ -144,9 +153,10 @@ def run_test(binary: Path, tcsd: H.Tcsd, log: H.FrameLog, timeout: float) -> Res
         out, _ = proc.communicate()
         code = None
     time.sleep(0.01)  # (the relay records the last response just after sending it)
-    frames = [f.label() for f in log.frames[before:]]
+    caused = log.frames[before:]
     text = out.decode(errors="replace")
-    return Result(binary.name, code, outcome(code), frames, text[-2000:], round(time.monotonic() - start, 2))
+    return Result(binary.name, code, outcome(code), [f.label() for f in caused], text[-2000:],
+                  round(time.monotonic() - start, 2), [(f.request.hex(), f.response.hex()) for f in caused])
 
 
 class Bench:
@@ -250,6 +260,14 @@ def first_frame_difference(a: list[str], b: list[str]) -> str:
     return "frames equal"
 
 
+def _row(r: Compared) -> dict:
+    """A test for --json: both sides' outcome, output and frame labels, and the first differing frame."""
+    side = {"wire"}
+    return {"directory": r.directory, "test": r.test, "kind": r.kind, "first_difference": r.at,
+            "libtpms": {k: v for k, v in asdict(r.libtpms).items() if k not in side},
+            "ours": {k: v for k, v in asdict(r.ours).items() if k not in side}}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("build", type=Path, help="the built testsuite's tcg/ directory")
@@ -295,7 +313,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"== {d}: {len(rows)} tests, libtpms pass {a['pass']}, trustlab pass {b['pass']}", flush=True)
         print(table(by_dir))
         if args.json:
-            args.json.write_text(json.dumps({d: [{**asdict(r), "kind": r.kind} for r in rs]
+            args.json.write_text(json.dumps({d: [_row(r) for r in rs]
                                              for d, rs in by_dir.items()}, indent=1))
     finally:
         if args.keep:
