@@ -261,8 +261,9 @@ def first_frame_difference(a: list[str], b: list[str]) -> str:
 
 
 def _row(r: Compared) -> dict:
-    """A test for --json: both sides' outcome, output and frame labels, and the first differing frame."""
-    side = {"wire"}
+    """A test for --json: both sides' outcome, output, frame labels (and bytes, where they differ), and
+    the first differing frame."""
+    side = {"wire"} if r.kind == "same" else set()  # every frame's bytes where the TPMs differ
     return {"directory": r.directory, "test": r.test, "kind": r.kind, "first_difference": r.at,
             "libtpms": {k: v for k, v in asdict(r.libtpms).items() if k not in side},
             "ours": {k: v for k, v in asdict(r.ours).items() if k not in side}}

@@ -13,7 +13,12 @@ failed on `trustlab serve`; the frames here are the ones TrouSerS sent, or their
   that needs authorization;
 * Tspi_TPM_GetAuditDigest05: closeAudit 0xFF (a TSS_BOOL -1) is TPM_BAD_PARAMETER (TPM_LoadBool);
 * Tspi_TPM_CMKSetRestrictions01: TPM_CMK_SetRestrictions sets restrictDelegate, which
-  TPM_CAP_PROP_CMK_RESTRICTION reads.
+  TPM_CAP_PROP_CMK_RESTRICTION reads;
+* Tspi_Key_LoadKey-trans02/03 (and every test loading a key in an encrypted transport session): the
+  wrapped response's encrypted part starts after the output *handles* (TPM_LoadKey2's one), not
+  after four times their byte count;
+* Tspi_TPM_OwnerGetSRKPubKey-trans01/02: in a logged session TPM_OwnerReadInternalPub's LOG_IN
+  carries the pubKeyHash of the key its parameter names (libtpms' ordinal table: one key handle).
 """
 
 from __future__ import annotations
@@ -21,9 +26,13 @@ from __future__ import annotations
 import shutil
 
 import pytest
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.asymmetric import padding, utils
 
 from trustlab.devices.tpm12 import constants as C
+from trustlab.devices.tpm12 import transport_log as L
 from trustlab.devices.tpm12.client import key_template
+from trustlab.devices.tpm12.keys import Key12, rsa_public
 from trustlab.devices.tpm12.primitives import KeyPool
 
 from .conformance_cases import KEY, OWNER, SRK, cap, ek_frame, frame, nv_define, pp, rc_of, u16, u32
@@ -109,3 +118,39 @@ def test_tss12_testsuite_findings_answer_as_libtpms() -> None:
         assert rc_of(by[name]) == (0 if rc == "TPM_SUCCESS" else C.RC[rc]), name
     assert rc_of(by["convert_migration_blob_no_session"]) not in (C.RC["TPM_BADTAG"], C.RC["TPM_AUTHFAIL"])
     assert by["cmk_restriction_property"][-4:] == u32(0x0C000000)
+
+
+def _transport_findings(s) -> None:
+    """Our host's transport sessions, on one TPM: an encrypted one loading a key (TPM_LoadKey2 answers a
+    handle) and signing with it, a logged one reading the SRK's public key, released and signed."""
+    tpm = s.tpm
+    for f in (frame(C.ORD["TPM_Startup"], u16(C.TPM_ST_CLEAR)), ek_frame()):
+        assert rc_of(s.execute(f)) == 0
+    tpm.TPM_TakeOwnership(OWNER, SRK)
+    storage_blob = tpm.TPM_CreateWrapKey(C.TPM_KH_SRK, SRK, key_template(C.TPM_KEY_STORAGE), KEY)
+    storage = tpm.TPM_LoadKey2(C.TPM_KH_SRK, storage_blob, SRK)
+    sign_blob = tpm.TPM_CreateWrapKey(C.TPM_KH_SRK, SRK, key_template(C.TPM_KEY_SIGNING), KEY)
+    srk_pub = tpm.TPM_OwnerReadInternalPub(OWNER, C.TPM_KH_SRK)
+    t = tpm.TPM_EstablishTransport(KEY, exclusive=False, logged=False, alg=C.TPM_ALG_MGF1, scheme=C.TPM_ES_NONE,
+                                   key=(storage, Key12.from_bytes(storage_blob).pub, KEY))
+    with tpm.through(t):
+        signer = tpm.TPM_LoadKey2(C.TPM_KH_SRK, sign_blob, SRK)
+        sig = tpm.TPM_Sign(signer, b"\x44" * 20, KEY)
+    public = rsa_public(Key12.from_bytes(sign_blob).pub)
+    public.verify(sig, b"\x44" * 20, padding.PKCS1v15(), utils.Prehashed(hashes.SHA1()))
+    t = tpm.TPM_EstablishTransport(KEY, exclusive=False, logged=True)
+    t.pubkeys[C.TPM_KH_SRK] = srk_pub[-256:]
+    with tpm.through(t):
+        assert tpm.TPM_OwnerReadInternalPub(OWNER, C.TPM_KH_SRK) == srk_pub
+    rel = tpm.TPM_ReleaseTransportSigned(signer, b"\x07" * 20, t, KEY)
+    assert L.verify_release(public, b"\x07" * 20, rel.trans_digest, rel.signature)
+
+
+@pytest.mark.parametrize("which", ["trustlab", "libtpms"])
+def test_tss12_transport_findings(which) -> None:
+    """The same host steps hold on libtpms (the reference) and on our engine."""
+    ours, libtpms = pair(KeyPool())
+    try:
+        _transport_findings(ours if which == "trustlab" else libtpms)
+    finally:
+        libtpms.target.close()

@@ -21,6 +21,7 @@ from trustlab.devices.tpm12 import constants as C
 from trustlab.devices.tpm12 import registry
 from trustlab.devices.tpm12 import transport_crypt as crypt
 from trustlab.devices.tpm12 import transport_log as L
+from trustlab.devices.tpm12.commands.endorsement import ek
 from trustlab.devices.tpm12.errors import TpmError
 from trustlab.devices.tpm12.keys import modulus_of
 from trustlab.devices.tpm12.registry import Request, Response, tpm_command
@@ -104,13 +105,20 @@ def _pubkey_hash(tpm, spec: registry.CommandSpec, wrapped: bytes) -> bytes:
     if spec.name == "TPM_FlushSpecific":  # step 5 special case: only a key being flushed is logged
         rtype = struct.unpack_from(">I", wrapped, 14)[0] if len(wrapped) >= 18 else 0
         handles = handles if rtype == C.TPM_RT_KEY else []
+    elif spec.name == "TPM_OwnerReadInternalPub" and len(wrapped) >= 14:
+        # libtpms' ordinal table: no input handle, but one key handle (TPM_KH_SRK or TPM_KH_EK) that opens
+        # the parameters (TrouSerS' Tspi_TPM_OwnerGetSRKPubKey in a logged session checks this entry)
+        handles = [struct.unpack_from(">I", wrapped, 10)[0]]
     if not handles:
         return L.ZERO
     digests = []
     for h in handles:
-        key = tpm.key(h)
-        digests.append(tpm.crypto.sha1(Writer().sized(key.blob.pub if key.private is None
-                                                      else modulus_of(key.private)).bytes()))
+        if h == C.TPM_KH_EK:  # (libtpms TPM_KeyHandleEntries_GetKey with "can use EK")
+            public = modulus_of(ek(tpm))
+        else:
+            key = tpm.key(h)
+            public = key.blob.pub if key.private is None else modulus_of(key.private)
+        digests.append(tpm.crypto.sha1(Writer().sized(public).bytes()))
     return tpm.crypto.sha1(*digests)
 
 
