@@ -160,15 +160,24 @@ def run_test(binary: Path, tcsd: H.Tcsd, log: H.FrameLog, timeout: float) -> Res
 
 
 class Bench:
-    """One backend booted like a BIOS, the relay, tcsd, and an owned TPM (the suite's TakeOwnership01)."""
+    """One backend booted like a BIOS, the relay, tcsd, and (``owned``) an owned TPM (the suite's
+    TakeOwnership01); a failed start stops whatever it started."""
 
-    def __init__(self, backend, build: Path, workdir: Path) -> None:
-        self.backend, self.build, self.dir = backend, build, workdir
+    def __init__(self, backend, build: Path, workdir: Path, owned: bool = True) -> None:
+        self.backend, self.build, self.dir, self.owned = backend, build, workdir, owned
         self.log: H.FrameLog | None = None
         self.tcsd: H.Tcsd | None = None
 
     def __enter__(self) -> "Bench":
         self.dir.mkdir(mode=0o755, parents=True, exist_ok=True)
+        try:
+            self._start()
+        except BaseException:
+            self.__exit__()
+            raise
+        return self
+
+    def _start(self) -> None:
         self.backend.start()
         rcs = M.send(self.backend.port, [M.startup(M.ST_CLEAR)])
         rcs += M.send(self.backend.port, self.backend.first_frames())
@@ -177,10 +186,11 @@ class Bench:
             raise RuntimeError(f"{self.backend.name}: boot frames answered {[hex(r) for r in rcs]}")
         self.log = H.FrameLog(("127.0.0.1", self.backend.port))
         self.tcsd = H.Tcsd(self.log.port, self.dir).start()
+        if not self.owned:
+            return
         owned = run_test(self.build / "init" / "Tspi_TPM_TakeOwnership01", self.tcsd, self.log, 300)
         if owned.outcome != "pass":
             raise RuntimeError(f"{self.backend.name}: TakeOwnership01 {owned.outcome}: {owned.output[-500:]}")
-        return self
 
     def run(self, binary: Path, timeout: float) -> Result:
         assert self.tcsd is not None and self.log is not None
@@ -189,8 +199,10 @@ class Bench:
     def __exit__(self, *exc) -> None:
         if self.tcsd is not None:
             self.tcsd.stop()
+            self.tcsd = None
         if self.log is not None:
             self.log.close()
+            self.log = None
         self.backend.stop()
 
 
@@ -202,16 +214,18 @@ def tests_in(build: Path, directory: str, pattern: str | None) -> list[Path]:
 
 def run_directory(build: Path, directory: str, backend_class, work: Path, timeout: float, fresh: bool,
                   pattern: str | None) -> list[Result]:
+    """init/'s tests each get a fresh TPM (they take ownership, deactivate, revoke the EK), unowned for
+    the TakeOwnership tests; elsewhere one TPM per directory unless ``fresh``."""
     tests = tests_in(build, directory, pattern)
     base = work / directory / backend_class.__name__.lower()
-    if not fresh:
+    if not fresh and directory != "init":
         with Bench(backend_class(base), build, base) as bench:
             return [bench.run(t, timeout) for t in tests]
     results = []
     for t in tests:
         d = base / t.name
-        with Bench(backend_class(d), build, d) as bench:
-            results.append(bench.run(t, timeout))
+        with Bench(backend_class(d), build, d, owned=not (directory == "init" and "TakeOwnership" in t.name)) as b:
+            results.append(b.run(t, timeout))
     return results
 
 
@@ -303,7 +317,12 @@ def main(argv: list[str] | None = None) -> int:
     by_dir: dict[str, list[Compared]] = {}
     try:
         for d in dirs:
-            rows = compare_directory(build, d, work, args.timeout, args.fresh, args.test, args.jobs)
+            try:
+                rows = compare_directory(build, d, work, args.timeout, args.fresh, args.test, args.jobs)
+            except (RuntimeError, AssertionError, OSError) as e:  # a TPM or tcsd that would not start
+                print(f"tss12_testsuite: {d}: {str(e).splitlines()[0] if str(e) else type(e).__name__}",
+                      file=sys.stderr)
+                return 1
             by_dir[d] = rows
             for r in rows:
                 if r.kind != "same" or args.v:
