@@ -139,6 +139,16 @@ def _env(tcsd: H.Tcsd) -> dict[str, str]:
             "TESTSUITE_WRONG_OWNER_SECRET": "not the owner", "TESTSUITE_OPERATOR_SECRET": "tss12 operator"}
 
 
+def _settle(log: H.FrameLog, quiet: float = 0.05, limit: float = 2.0) -> None:
+    """Wait until the relay has seen no frame for ``quiet`` seconds: tcsd flushes a closed context's
+    sessions and keys after the program exits, and those frames belong to this test, not the next."""
+    deadline = time.monotonic() + limit
+    seen = -1
+    while len(log.frames) != seen and time.monotonic() < deadline:
+        seen = len(log.frames)
+        time.sleep(quiet)
+
+
 def run_test(binary: Path, tcsd: H.Tcsd, log: H.FrameLog, timeout: float) -> Result:
     """One program with ``-v 1.2``; a timeout kills its whole process group."""
     before = len(log.frames)
@@ -152,7 +162,7 @@ def run_test(binary: Path, tcsd: H.Tcsd, log: H.FrameLog, timeout: float) -> Res
         os.killpg(proc.pid, signal.SIGKILL)
         out, _ = proc.communicate()
         code = None
-    time.sleep(0.01)  # (the relay records the last response just after sending it)
+    _settle(log)
     caused = log.frames[before:]
     text = out.decode(errors="replace")
     return Result(binary.name, code, outcome(code), [f.label() for f in caused], text[-2000:],

@@ -18,7 +18,9 @@ failed on `trustlab serve`; the frames here are the ones TrouSerS sent, or their
   wrapped response's encrypted part starts after the output *handles* (TPM_LoadKey2's one), not
   after four times their byte count;
 * Tspi_TPM_OwnerGetSRKPubKey-trans01/02: in a logged session TPM_OwnerReadInternalPub's LOG_IN
-  carries the pubKeyHash of the key its parameter names (libtpms' ordinal table: one key handle).
+  carries the pubKeyHash of the key its parameter names (libtpms' ordinal table: one key handle);
+* Tspi_TPM_*Maintenance*-trans03: a specification ordinal not implemented here is wrapped and answers
+  TPM_BAD_ORDINAL inside a successful TPM_ExecuteTransport, not TPM_BAD_PARAMETER outside it.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from cryptography.hazmat.primitives.asymmetric import padding, utils
 from trustlab.devices.tpm12 import constants as C
 from trustlab.devices.tpm12 import transport_log as L
 from trustlab.devices.tpm12.client import key_template
+from trustlab.devices.tpm12.errors import TpmError
 from trustlab.devices.tpm12.keys import Key12, rsa_public
 from trustlab.devices.tpm12.primitives import KeyPool
 
@@ -144,6 +147,11 @@ def _transport_findings(s) -> None:
         assert tpm.TPM_OwnerReadInternalPub(OWNER, C.TPM_KH_SRK) == srk_pub
     rel = tpm.TPM_ReleaseTransportSigned(signer, b"\x07" * 20, t, KEY)
     assert L.verify_release(public, b"\x07" * 20, rel.trans_digest, rel.signature)
+    t = tpm.TPM_EstablishTransport(KEY, exclusive=False, logged=True)
+    with tpm.through(t):  # a specification ordinal neither TPM implements: TPM_BAD_ORDINAL inside
+        with pytest.raises(TpmError, match="TPM_BAD_ORDINAL"):
+            tpm.call("TPM_ReadManuMaintPub", params=b"\x01" * 20)
+        assert len(tpm.TPM_GetRandom(8)) == 8  # the session goes on
 
 
 @pytest.mark.parametrize("which", ["trustlab", "libtpms"])
