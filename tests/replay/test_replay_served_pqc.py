@@ -178,3 +178,19 @@ def test_the_object_tables_parameter_sets_are_the_handlers():
         assert objects.PQC_PARAMETER_SETS["mldsa"][n] == p.variant
     for n, p in keys.MLKEM_SETS.items():
         assert objects.PQC_PARAMETER_SETS["mlkem"][n] == p.variant
+
+
+@pytest.mark.parametrize("command, pqc, says", [
+    ("TPM2_GetRandom", {"alg": "ML-DSA-65", "op": "sign"}, "no post-quantum operation for TPM2_GetRandom"),
+    ("TPM2_SignDigest", {"alg": "ML-DSA-65", "op": "decapsulate"}, "TPM2_SignDigest as sign"),
+    ("TPM2_ContextSave", {"alg": "ML-DSA-65", "op": "load"}, "no post-quantum operation for TPM2_ContextSave"),
+])
+def test_a_pqc_field_on_a_command_serve_never_prices_so_is_one_line_naming_file_and_line(tmp_path, capsys,
+                                                                                           command, pqc, says):
+    """An edited trace cannot charge an ML-DSA signature to a TPM2_GetRandom."""
+    from .traces import line
+
+    path = write(tmp_path, line(command=command, variant="mldsa65", pqc=pqc))
+    assert main(["replay", str(path), "--profiles", PROFILE, "--json"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert f"{path}:1: field 'pqc' says {pqc['op']}" in err and says in err and len(err.splitlines()) == 1

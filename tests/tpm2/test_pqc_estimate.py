@@ -75,6 +75,9 @@ def test_a_185_command_on_a_classical_key_is_priced_as_serve_does(capsys):
     (["TPM2_Encapsulate", "--key", "ML-DSA-65"], "TPM2_Encapsulate takes a post-quantum key (ML-KEM-768"),
     (["TPM2_GetRandom", "--key", "ML-DSA-65"], "TPM2_GetRandom takes no post-quantum key"),
     (["TPM2_Encapsulate", "--key", "ecc256"], "TPM2_Encapsulate takes a post-quantum key"),
+    (["TPM2_SignDigest", "--key", "ML-DSA-99"],  # not "TPM2_Sign: unknown variant" (the 1.83 command's formula)
+     "TPM2_SignDigest: unknown post-quantum key 'ML-DSA-99' (known: ML-DSA-44, ML-DSA-65, ML-DSA-87)"),
+    (["TPM2_Create", "--key", "ml-kem-99"], "TPM2_Create: unknown post-quantum key 'ml-kem-99' (known: ML-DSA-44"),
 ])
 def test_a_key_that_does_not_apply_is_one_clear_line(capsys, argv, message):
     assert main(["estimate", "--profile", PROFILE, *argv]) == 2

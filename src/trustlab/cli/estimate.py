@@ -119,6 +119,9 @@ def _pqc_commands(commands: list[str], key: str | None) -> tuple[list[str], list
     classical, pqc = [], []
     for c in commands:
         name = tpm2_name(c)
+        if key is not None and pset is None and name in pqc_ops.OPERATIONS and pqc_ops.unknown_post_quantum(key):
+            raise TrustlabError(f"{name}: unknown post-quantum key {key!r} "
+                                f"(known: {', '.join(pqc_ops.parameter_sets(name))})")
         if name in pqc_ops.NEW_IN_185 and key is not None and pset is None:  # an RSA/ECC --key
             if name not in pqc_ops.CLASSICAL_AS:
                 raise TrustlabError(f"{name} takes a post-quantum key ({', '.join(pqc_ops.parameter_sets(name))}), "

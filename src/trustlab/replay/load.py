@@ -140,10 +140,25 @@ def _pqc(rec: dict, where: str) -> tuple[str, str, int | None] | None:
             or not (v.get("alg") is None and v.get("op") == "absorb" or isinstance(v.get("alg"), str)
                     and 0 < len(v["alg"]) <= 32)):
         raise TraceError(f"{where}: field 'pqc' must be {{alg, op}} with op one of {', '.join(PQC_OPERATIONS)}")
+    command = rec.get("command")
+    allowed = _pqc_operation_of(command)
+    if v["op"] != allowed and not (allowed == "keygen" and v["op"] == "create"):
+        raise TraceError(f"{where}: field 'pqc' says {v['op']} but serve prices "
+                         + (f"{command} as {allowed}" if allowed else f"no post-quantum operation for {command}"))
     n = None
     if v["op"] == "absorb":
         n = _int(v, "bytes", f"{where}: field 'pqc'")
     return v["alg"], v["op"], n
+
+
+def _pqc_operation_of(command: Any) -> str | None:
+    """The one operation serve's 1.85 extension prices a command as (the handlers' table; an ML-DSA
+    SequenceUpdate absorbs), or None: serve never writes a ``pqc`` field on that command."""
+    from trustlab.devices.tpm2.pqc import operations
+
+    if command == "TPM2_SequenceUpdate":
+        return "absorb"
+    return operations.OPERATIONS.get(command) if isinstance(command, str) else None
 
 
 def parse_line(rec: Any, where: str, segment: int) -> Command:

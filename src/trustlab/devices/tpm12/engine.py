@@ -453,13 +453,18 @@ class Engine:
                     self._persist()
             size = reply.size()
         except BaseException:
-            try:
-                crypto.flush()
-            finally:
-                clock.end()
+            self._abandon()
             raise
         self._end_fused(size * bus[2])
         return reply
+
+    def _abandon(self) -> None:
+        """An outer command that raised: charge the hashing done so far and close its clock record, so
+        the ledger stays balanced whatever escaped."""
+        try:
+            self.crypto.flush()
+        finally:
+            self.clock.end()
 
     def _end_fused(self, response_bus_ms: float) -> None:
         """Close an outer command opened with :meth:`Clock.begin_charged`: the hashing it did and the
@@ -510,10 +515,7 @@ class Engine:
             if size > self.max_response:
                 response, size = self._response_too_long(name, size, cmd is None), HEADER
         except BaseException:
-            try:
-                crypto.flush()
-            finally:
-                clock.end()
+            self._abandon()
             raise
         if fused:
             self._end_fused(size * bus[2])

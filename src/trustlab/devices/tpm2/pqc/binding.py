@@ -1,26 +1,33 @@
-"""Private keys bound to this TPM instance, by the backend TPM's own hierarchy seeds.
+"""Private keys and saved contexts bound to this TPM instance, with no hierarchy's authorization.
 
-The proxy holds no secret of its own. Every key it needs is *derived inside
-the backend TPM* from a hierarchy seed, the way a TPM derives a primary key:
+The proxy keeps no secret that outlives it. What it needs is made *inside the
+backend TPM*:
 
-1. ``TPM2_CreatePrimary`` in the hierarchy of a deterministic keyed-hash
-   (HMAC-SHA256) key with a reserved template (:data:`DERIVATION_UNIQUE`) -
-   the same seed and template always give the same key, so it persists with
-   swtpm's ``--state`` and differs on every other TPM instance;
-2. ``TPM2_HMAC`` with it over a purpose label gives a 32-byte secret;
-3. ``TPM2_FlushContext``.
+- A PQC *primary* key's seed is HKDF(secret of its hierarchy, template digest,
+  sensitive data), the secret being a deterministic keyed-hash primary of that
+  hierarchy (reserved template :data:`DERIVATION_TEMPLATE`) HMACing a label:
+  the same seed and template give the same key, as Part 1 requires. The
+  client's authorization of the hierarchy is replayed (TPM2_CreatePrimary
+  needs it anyway).
+- An *ordinary* key (``TPM2_Create``) gets a seed from swtpm's RNG; its
+  TPM2B_PRIVATE holds a random 32-byte key K *sealed by swtpm under the
+  client's own parent* (a keyed-hash data object, :func:`wrap_under_parent`)
+  and the sensitive area under AES-256-GCM(K) with the object's and the
+  parent's Names as associated data. Loading it needs the parent loaded and
+  authorized, as libtpms' TPM2_Load does, and no hierarchy's authorization;
+  the blob lives and dies with its parent (a new SPS after TPM2_Clear, another
+  TPM instance: swtpm's own integrity check fails, TPM_RC_INTEGRITY).
+- A saved *context* is sealed under HKDF(reset secret, hierarchy proof):
+  the reset secret is a keyed-hash primary of the *null* hierarchy (whose
+  authorization is always empty and which is never disabled), made directly on
+  the TPM past the resource manager; it changes when libtpms' nullSeed does, at
+  every TPM Reset (libtpms binds contexts to ``totalResetCount``). The
+  hierarchy proofs are the extension's (:mod:`.state`), renewed on the events
+  libtpms renews phProof/ehProof/shProof/nullProof on.
 
-A PQC *primary* key's seed is HKDF(secret of its hierarchy, template digest,
-sensitive data): the same template gives the same key, as Part 1 requires.
-An *ordinary* key (``TPM2_Create``) gets a seed from swtpm's RNG, returned as a
-TPM2B_PRIVATE sealed with AES-256-GCM under HKDF(storage secret, parent's
-Name), with the object's Name as associated data: it loads only under the
-same parent on the same TPM instance, with its own public area, and a blob
-from another instance fails its integrity check (TPM_RC_INTEGRITY).
-
-The reserved derivation template is refused to clients (see
-:func:`is_reserved_template`), so no client can recreate the key through the
-proxy; a client with direct access to swtpm could, as it could read its state.
+The reserved templates are refused to clients (:func:`is_reserved_template`),
+so no client can recreate the derivation key or load a wrapping object through
+the proxy; a client with direct access to swtpm could, as it could read its state.
 """
 
 from __future__ import annotations
@@ -50,7 +57,7 @@ from trustlab.devices.tpm2.pqc.structures import (
     TPM_ALG_HMAC,
     TPM_ALG_KEYEDHASH,
     TPM_ALG_SHA256,
-    TPM_RH_OWNER,
+    TPM_RH_NULL,
     USER_WITH_AUTH,
     frame,
     password,
@@ -64,13 +71,21 @@ DERIVATION_UNIQUE = hashlib.sha256(b"trustlab TPM 1.85 PQC extension: key deriva
 DERIVATION_TEMPLATE = (u16(TPM_ALG_KEYEDHASH) + u16(TPM_ALG_SHA256)
                        + u32(FIXED_TPM | FIXED_PARENT | SENSITIVE_DATA_ORIGIN | USER_WITH_AUTH | NO_DA | SIGN)
                        + tpm2b(b"") + u16(TPM_ALG_HMAC) + u16(TPM_ALG_SHA256) + tpm2b(DERIVATION_UNIQUE))
-BLOB_MAGIC = b"TLPQ\x01"
+BLOB_MAGIC = b"TLPQ\x02"
 PASSWORD_EMPTY = password()
+WRAP_POLICY = hashlib.sha256(b"trustlab TPM 1.85 PQC extension: private-key wrapping v2").digest()
+"""authPolicy of the data object that seals a key's K under its parent: marks it reserved (it is never
+satisfied; the proxy unseals with the empty password, userWithAuth SET)."""
+WRAP_PREFIX = (u16(TPM_ALG_KEYEDHASH) + u16(TPM_ALG_SHA256)
+               + u32(FIXED_TPM | FIXED_PARENT | USER_WITH_AUTH | NO_DA) + tpm2b(WRAP_POLICY) + u16(0x0010))
+"""TPMT_PUBLIC of the wrapping data object up to its unique field (keyed-hash, scheme TPM_ALG_NULL)."""
+KEY_SIZE = 32
 
 
 def is_reserved_template(public_area: bytes) -> bool:
-    """True for the derivation template's TPMT_PUBLIC (refused to clients)."""
-    return public_area == DERIVATION_TEMPLATE
+    """True for the derivation template's or a wrapping object's TPMT_PUBLIC (refused to clients: a client
+    that loaded a wrapping object under the parent it may use could unseal a PQC key's K)."""
+    return public_area == DERIVATION_TEMPLATE or public_area.startswith(WRAP_PREFIX)
 
 
 def hierarchy_secret(transact, hierarchy: int, auth_area: bytes = PASSWORD_EMPTY,
@@ -112,9 +127,11 @@ def _read(field):
         raise TpmError(TPM_RC_FAILURE, "backend answer too short") from None
 
 
-def storage_secret(transact) -> bytes:
-    """The secret that wraps ordinary (``TPM2_Create``) keys: owner hierarchy, empty owner password."""
-    return hierarchy_secret(transact, TPM_RH_OWNER, label=b"storage")
+def reset_secret(transact) -> bytes:
+    """32 bytes of this TPM instance that change at every TPM Reset (libtpms' nullSeed) and need no
+    authorization: a null-hierarchy derivation. ``transact`` should reach the TPM past the resource
+    manager (the temporary primary must take no slot of the client's space)."""
+    return hierarchy_secret(transact, TPM_RH_NULL, label=b"context")
 
 
 def hkdf(secret: bytes, info: bytes, length: int) -> bytes:
@@ -127,23 +144,22 @@ def primary_seed(secret: bytes, template: bytes, sensitive_data: bytes, length: 
                 length)
 
 
-def seal(secret: bytes, parent_name: bytes, object_name: bytes, sensitive: bytes) -> bytes:
-    """TPM2B_PRIVATE contents for ``sensitive`` (a marshalled TPMT_SENSITIVE)."""
+def _seal(secret: bytes, purpose: bytes, associated: bytes, plain: bytes) -> bytes:
+    """nonce || AES-256-GCM(HKDF(secret, purpose), plain, associated)."""
     nonce = os.urandom(12)
-    key = hkdf(secret, b"storage" + parent_name, 32)
-    return BLOB_MAGIC + nonce + AESGCM(key).encrypt(nonce, sensitive, object_name)
+    key = hkdf(secret, b"storage" + purpose, 32)
+    return nonce + AESGCM(key).encrypt(nonce, plain, associated)
 
 
-def unseal(secret: bytes, parent_name: bytes, object_name: bytes, blob: bytes, param: int) -> bytes:
-    """The TPMT_SENSITIVE in ``blob``; any mismatch (instance, parent, public area) is TPM_RC_INTEGRITY."""
-    if len(blob) < len(BLOB_MAGIC) + 12 + 16 or not blob.startswith(BLOB_MAGIC):
-        raise TpmError(at_param(TPM_RC_SIZE, param), "not a private blob of this lab")
-    nonce = blob[len(BLOB_MAGIC):len(BLOB_MAGIC) + 12]
-    key = hkdf(secret, b"storage" + parent_name, 32)
+def _unseal(secret: bytes, purpose: bytes, associated: bytes, blob: bytes, param: int) -> bytes:
+    """The plaintext of :func:`_seal`; a short blob is TPM_RC_SIZE, any mismatch TPM_RC_INTEGRITY."""
+    if len(blob) < 12 + 16:
+        raise TpmError(at_param(TPM_RC_SIZE, param), "not a blob of this lab")
+    key = hkdf(secret, b"storage" + purpose, 32)
     try:
-        return AESGCM(key).decrypt(nonce, blob[len(BLOB_MAGIC) + 12:], object_name)
+        return AESGCM(key).decrypt(blob[:12], blob[12:], associated)
     except InvalidTag:
-        raise TpmError(at_param(TPM_RC_INTEGRITY, param), "private blob fails its integrity check") from None
+        raise TpmError(at_param(TPM_RC_INTEGRITY, param), "blob fails its integrity check") from None
 
 
 def read_public(transact, handle: int) -> tuple[int, bytes, bytes, bytes]:
@@ -156,23 +172,76 @@ def read_public(transact, handle: int) -> tuple[int, bytes, bytes, bytes]:
     return 0, _read(r.tpm2b), _read(r.tpm2b), _read(r.tpm2b)
 
 
-def check_parent_auth(transact, parent: int, auth_area: bytes) -> int:
-    """Replay the client's authorization of ``parent`` on a harmless USER-role command.
-
-    TPM2_Create of a one-byte sealed object under the parent: swtpm checks the
-    password (and the parent's type) itself; the result is discarded.
-    """
-    template = (u16(TPM_ALG_KEYEDHASH) + u16(TPM_ALG_SHA256) + u32(FIXED_TPM | FIXED_PARENT | USER_WITH_AUTH | NO_DA)
-                + tpm2b(b"") + u16(0x0010) + tpm2b(b""))
-    return response_code(transact(frame(0x153, [parent], tpm2b(tpm2b(b"") + tpm2b(b"\x00")) + tpm2b(template)
-                                        + tpm2b(b"") + u32(0), [auth_area])))
-
-
 def seal_context(secret: bytes, header: bytes, body: bytes) -> bytes:
-    """A saved context's blob: ``body`` sealed under the storage secret, bound to the context ``header``."""
-    return seal(secret, b"context", header, body)
+    """A saved context's blob: ``body`` sealed under ``secret`` (:func:`context_secret`), bound to the
+    context ``header``."""
+    return _seal(secret, b"context", header, body)
 
 
 def unseal_context(secret: bytes, header: bytes, blob: bytes) -> bytes:
     """The body of a saved context; another instance's, or a changed header, is TPM_RC_INTEGRITY."""
-    return unseal(secret, b"context", header, blob, 1)
+    return _unseal(secret, b"context", header, blob, 1)
+
+
+def context_secret(reset: bytes, proof: bytes, clear_epoch: bytes = b"") -> bytes:
+    """What a saved context of a hierarchy is sealed under: the reset secret, the hierarchy's proof and,
+    for an stClear object, the clear epoch (libtpms adds clearCount for savedHandle 0x80000002)."""
+    return hkdf(reset + proof + clear_epoch, b"trustlab-pqc context", 32)
+
+
+# ---- ordinary keys: K sealed by swtpm under the client's parent -----------------------------
+
+
+def wrap_under_parent(transact, parent: int, auth_area: bytes) -> tuple[bytes, bytes, bytes]:
+    """(K, wrapping private, wrapping public): a fresh K sealed by swtpm under ``parent`` with the client's
+    authorization (swtpm checks the password and that the parent is a storage key)."""
+    key = os.urandom(KEY_SIZE)
+    response = _answer(transact, frame(0x153, [parent], tpm2b(tpm2b(b"") + tpm2b(key)) + tpm2b(WRAP_PREFIX
+                                                                                              + tpm2b(b""))
+                                       + tpm2b(b"") + u32(0), [auth_area]))
+    _read(response.u32)  # parameterSize
+    return key, _read(response.tpm2b), _read(response.tpm2b)
+
+
+def unwrap_under_parent(transact, parent: int, auth_area: bytes, private: bytes, public: bytes) -> bytes:
+    """K of a wrapping object: TPM2_Load under ``parent`` (the client's authorization), TPM2_Unseal,
+    TPM2_FlushContext. A blob that is not the parent's fails swtpm's integrity check: TPM_RC_INTEGRITY."""
+    if not public.startswith(WRAP_PREFIX):
+        raise TpmError(at_param(TPM_RC_INTEGRITY, 1), "private blob fails its integrity check")
+    response = transact(frame(0x157, [parent], tpm2b(private) + tpm2b(public), [auth_area]))
+    rc = response_code(response)
+    if rc & 0xC0 == 0xC0:  # a parameter of the wrapping object: the client's inPrivate is not this parent's
+        raise TpmError(at_param(TPM_RC_INTEGRITY, 1), "private blob fails its integrity check")
+    if rc != 0:
+        raise TpmError(rc, "backend refused to load the key's wrapping")
+    handle = _read(Reader(response, 10).u32)
+    try:
+        r = _answer(transact, frame(0x15E, [handle], b"", [PASSWORD_EMPTY]))
+        _read(r.u32)
+        key = _read(r.tpm2b)
+    finally:
+        transact(frame(0x165, [], u32(handle)))
+    if len(key) != KEY_SIZE:
+        raise TpmError(TPM_RC_FAILURE, "backend unsealed a key of the wrong size")
+    return key
+
+
+def seal_private(transact, parent: int, auth_area: bytes, parent_name: bytes, object_name: bytes,
+                 sensitive: bytes) -> bytes:
+    """TPM2B_PRIVATE contents for ``sensitive`` (a marshalled TPMT_SENSITIVE) under ``parent``."""
+    key, private, public = wrap_under_parent(transact, parent, auth_area)
+    return BLOB_MAGIC + tpm2b(private) + tpm2b(public) + _seal(key, parent_name, object_name, sensitive)
+
+
+def unseal_private(transact, parent: int, auth_area: bytes, parent_name: bytes, object_name: bytes,
+                   blob: bytes) -> bytes:
+    """The TPMT_SENSITIVE of ``blob``; another parent, instance or public area is TPM_RC_INTEGRITY."""
+    if not blob.startswith(BLOB_MAGIC):
+        raise TpmError(at_param(TPM_RC_SIZE, 1), "not a private blob of this lab")
+    r = Reader(blob, len(BLOB_MAGIC))
+    try:
+        private, public = r.tpm2b(), r.tpm2b()
+    except TpmError:
+        raise TpmError(at_param(TPM_RC_SIZE, 1), "not a private blob of this lab") from None
+    key = unwrap_under_parent(transact, parent, auth_area, private, public)
+    return _unseal(key, parent_name, object_name, blob[r.pos:], 1)

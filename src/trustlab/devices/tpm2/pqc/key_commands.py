@@ -5,6 +5,7 @@ TPM2_Startup(CLEAR), which also ends them. Binding to the instance: :mod:`.bindi
 
 from __future__ import annotations
 
+import os
 import struct
 
 from trustlab.devices.tpm2 import extensions as ext
@@ -29,14 +30,17 @@ from trustlab.devices.tpm2.pqc import binding, classical, keys
 from trustlab.devices.tpm2.pqc import structures as S
 from trustlab.devices.tpm2.pqc.state import (
     backend_call,
+    derive_directly,
     extension_handle,
     flushes_extension_handle,
     key_at,
     load_object,
+    hierarchy_enabled,
     parameter_set,
     pqc_template,
     priced,
     read_template,
+    reset_secret,
     sensitive_area,
     state_of,
     tpm_state,
@@ -52,8 +56,8 @@ def create_primary(cmd: Command, ctx: Context) -> Reply:
         raise TpmError(at_handle(TPM_RC_VALUE, 1), "not a hierarchy")
     if not cmd.sessions:
         raise TpmError(ext.TPM_RC_AUTH_MISSING, "the hierarchy must be authorized")
-    # the hierarchy's authorization is checked by swtpm: the client's area is replayed
-    secret = binding.hierarchy_secret(ctx.backend_transact, hierarchy, cmd.auth_area)
+    # the hierarchy's authorization is checked by swtpm: the client's area is replayed, directly on the TPM
+    secret = derive_directly(ctx, lambda transact: binding.hierarchy_secret(transact, hierarchy, cmd.auth_area))
     seed = binding.primary_seed(secret, area, sensitive.data, ps.seed_size)
     obj = load_object(ctx, pub, ps, seed, sensitive.user_auth, S.u32(hierarchy), hierarchy)
     cdata = S.creation_data(S.u32(hierarchy), S.u32(hierarchy), outside, pcrs)
@@ -68,7 +72,8 @@ def create_loaded(cmd: Command, ctx: Context) -> Reply:
 
 
 def _storage_parent(ctx: Context, cmd: Command) -> tuple[bytes, bytes]:
-    """(name, qualifiedName) of the backend storage parent named by handle 1, after its authorization."""
+    """(name, qualifiedName) of the backend storage parent named by handle 1 (its authorization is
+    checked by swtpm when the key's K is sealed or unsealed under it: :mod:`.binding`)."""
     parent = cmd.handles[0]
     if is_extension_handle(parent):
         raise TpmError(at_handle(TPM_RC_TYPE, 1), "post-quantum keys cannot be parents here")
@@ -80,9 +85,6 @@ def _storage_parent(ctx: Context, cmd: Command) -> tuple[bytes, bytes]:
         raise TpmError(at_handle(TPM_RC_TYPE, 1), "parent is not a storage key")
     if not cmd.sessions:
         raise TpmError(ext.TPM_RC_AUTH_MISSING)
-    rc = binding.check_parent_auth(ctx.backend_transact, parent, cmd.auth_area)
-    if rc != 0:
-        raise TpmError(rc)
     return name, qn
 
 
@@ -123,8 +125,8 @@ def create(cmd: Command, ctx: Context) -> Reply:
     seed = _backend_random(ctx, ps.seed_size)
     private = keys.private_from_seed(ps, seed)
     full = pub.with_unique(keys.public_bytes(private))
-    secret = binding.storage_secret(ctx.backend_transact)
-    blob = binding.seal(secret, parent_name, full.name(), sensitive_area(full, sensitive.user_auth, seed))
+    blob = binding.seal_private(ctx.backend_transact, cmd.handles[0], cmd.auth_area, parent_name, full.name(),
+                                sensitive_area(full, sensitive.user_auth, seed))
     cdata = S.creation_data(parent_name, parent_qn, outside, pcrs)
     params = S.tpm2b(blob) + S.tpm2b(full.marshal()) + S.creation_tail(pub.name_alg, cdata)
     return Reply(params=params, price=priced(ctx, ps, "keygen"), variant=ps.variant)
@@ -143,8 +145,8 @@ def load(cmd: Command, ctx: Context) -> Reply:
     if len(pub.unique) != ps.public_size:
         raise TpmError(at_param(TPM_RC_SIZE, 2), "public key of the wrong size")
     parent_name, parent_qn = _storage_parent(ctx, cmd)
-    secret = binding.storage_secret(ctx.backend_transact)
-    sensitive = Reader(binding.unseal(secret, parent_name, pub.name(), blob, 1)).param(1)
+    sensitive = Reader(binding.unseal_private(ctx.backend_transact, cmd.handles[0], cmd.auth_area, parent_name,
+                                              pub.name(), blob)).param(1)
     kind, auth, _seed_value, seed = sensitive.u16(), sensitive.tpm2b(), sensitive.tpm2b(), sensitive.tpm2b()
     if kind != pub.type or len(seed) != ps.seed_size:
         raise TpmError(at_param(TPM_RC_TYPE, 1), "private area does not match the public area")
@@ -212,22 +214,25 @@ def _loads_extension_context(cmd: Command) -> bool:
     r = Reader(cmd.raw, cmd.params.pos)
     try:
         r.take(8)
-        return r.u32() == SAVED_HANDLE
+        return r.u32() in (SAVED_HANDLE, SAVED_HANDLE_ST_CLEAR)
     except TpmError:
         return False
 
 
 SAVED_HANDLE = ext.EXTENSION_HANDLE_FIRST
 """TPMS_CONTEXT.savedHandle of a saved extension object (how ContextLoad recognises ours)."""
+SAVED_HANDLE_ST_CLEAR = SAVED_HANDLE + 2
+"""... of an stClear one (libtpms: 0x80000002 for 0x80000000), whose context a TPM Restart also ends."""
+TPM_RC_HIERARCHY = 0x085
 
 
-def _context_secret(ctx: Context) -> bytes:
-    """What a saved context is sealed under: the storage secret (new after TPM2_Clear) and the TPM's
-    resetCount (TPM2_ReadClock), so a context saved before a TPM Reset no longer loads (TPM_RC_INTEGRITY),
-    as libtpms binds its object contexts to ``totalResetCount``."""
-    clock = backend_call(ctx, S.frame(0x181, [], b""), "TPM2_ReadClock")
-    clock.take(16)  # time, clock
-    return binding.storage_secret(ctx.backend_transact) + clock.take(4)  # resetCount
+def _context_secret(ctx: Context, hierarchy: int, attributes: int) -> bytes:
+    """What a saved context is sealed under (:func:`.binding.context_secret`): the TPM's reset secret
+    (new at every TPM Reset, as libtpms' ``totalResetCount``), the proof of the object's hierarchy, and
+    for an stClear object the clear epoch. None of it needs an authorization or a slot of the client's."""
+    proofs = tpm_state(ctx).proofs
+    epoch = proofs.clear_epoch if attributes & S.ST_CLEAR else b""
+    return binding.context_secret(reset_secret(ctx), proofs.of(hierarchy), epoch)
 
 
 @tpm_command(0x162, "TPM2_ContextSave", handles=1, claims=extension_handle)
@@ -237,25 +242,31 @@ def context_save(cmd: Command, ctx: Context) -> Reply:
     cmd.params.end()
     state = tpm_state(ctx)
     state.contexts_saved += 1
-    header = struct.pack(">QII", state.contexts_saved, SAVED_HANDLE, obj.hierarchy)
+    saved_handle = SAVED_HANDLE_ST_CLEAR if obj.public.attributes & S.ST_CLEAR else SAVED_HANDLE
+    header = struct.pack(">QII", state.contexts_saved, saved_handle, obj.hierarchy)
     body = (S.tpm2b(obj.public.marshal()) + S.tpm2b(obj.auth) + S.tpm2b(obj.seed)
             + S.tpm2b(obj.qualified_name))
-    blob = binding.seal_context(_context_secret(ctx), header, body)
+    blob = binding.seal_context(_context_secret(ctx, obj.hierarchy, obj.public.attributes), header, body)
     return Reply(params=header + S.tpm2b(blob), variant=obj.params.variant)
 
 
 @tpm_command(0x161, "TPM2_ContextLoad", handles=0, claims=_loads_extension_context)
 def context_load(cmd: Command, ctx: Context) -> Reply:
+    """Integrity first (TPM_RC_INTEGRITY), then the hierarchy (TPM_RC_HIERARCHY if disabled), as libtpms."""
     r = cmd.params.param(1)
     header = r.take(16)
     hierarchy = struct.unpack_from(">I", header, 12)[0]
     blob = r.tpm2b(4096)
     r.end()
-    body = Reader(binding.unseal_context(_context_secret(ctx), header, blob)).param(1)
+    saved_handle = struct.unpack_from(">I", header, 8)[0]
+    attributes = S.ST_CLEAR if saved_handle == SAVED_HANDLE_ST_CLEAR else 0
+    body = Reader(binding.unseal_context(_context_secret(ctx, hierarchy, attributes), header, blob)).param(1)
     area = Reader(body.tpm2b()).param(1)
     pub = S.parse_public(area)
     area.end()
     auth, seed, qualified = body.tpm2b(), body.tpm2b(), body.tpm2b()
+    if not hierarchy_enabled(ctx, hierarchy):
+        raise TpmError(at_param(TPM_RC_HIERARCHY, 1), "the context's hierarchy is disabled")
     ps = parameter_set(pub, 1)
     obj = load_object(ctx, pub, ps, seed, auth, b"", hierarchy)
     obj.qualified_name = qualified
@@ -269,5 +280,7 @@ def startup(cmd: Command, ctx: Context) -> Reply:
     response = ctx.backend_transact(cmd.raw)
     r = Reader(cmd.raw, cmd.params.pos)
     if r.u16() == 0 and response[6:10] == b"\0\0\0\0":
-        tpm_state(ctx).clear()  # every client's: a TPM Reset
+        state = tpm_state(ctx)
+        state.clear()  # every client's (a TPM Reset or Restart)
+        state.proofs.clear_epoch = os.urandom(32)  # libtpms' clearCount (stClear contexts)
     return Reply(raw=response)

@@ -9,6 +9,12 @@ sessions; when swtpm answers success the extension flushes its objects of
 those hierarchies in every client's space, as the TPM does (the resource
 manager's saved contexts of swtpm's objects then no longer load: new proofs,
 or a disabled hierarchy). A TPM Reset is :func:`.state.flush_all`.
+
+On the same success the extension renews the hierarchy proofs its saved
+contexts are sealed under exactly as libtpms regenerates phProof, shProof and
+ehProof (:data:`.state.PROOF_RENEWED`): a PQC context saved before then fails
+TPM2_ContextLoad with TPM_RC_INTEGRITY, as a classical one does. A disabled
+hierarchy's contexts are refused at TPM2_ContextLoad (TPM_RC_HIERARCHY).
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ from trustlab.devices.tpm2 import cost, objects
 from trustlab.devices.tpm2.commands import command_name
 from trustlab.devices.tpm2.extensions import Command, Context, Reader, Reply, TpmError, tpm_command
 from trustlab.devices.tpm2.pqc import structures as S
-from trustlab.devices.tpm2.pqc.state import tpm_state
+from trustlab.devices.tpm2.pqc.state import PROOF_RENEWED, tpm_state
 
 TPM_RH_PLATFORM_NV = 0x4000000D
 CLEARED = {
@@ -31,8 +37,11 @@ CLEARED = {
 def _forwarded(cmd: Command, ctx: Context, flushed: frozenset[int]) -> Reply:
     """swtpm's answer to ``cmd``, priced as swtpm's own command would be; on success ``flushed`` goes."""
     response = ctx.backend_transact(cmd.raw)
-    if response[6:10] == b"\0\0\0\0" and flushed:
-        tpm_state(ctx).flush_hierarchies(flushed)
+    if response[6:10] == b"\0\0\0\0":
+        state = tpm_state(ctx)
+        state.proofs.renew(PROOF_RENEWED.get(cmd.code, ()))
+        if flushed:
+            state.flush_hierarchies(flushed)
     assessed = cost.assess(cmd.raw, response, objects.ObjectTable(), ctx.profile)
     return Reply(raw=response, terms=assessed.terms)
 

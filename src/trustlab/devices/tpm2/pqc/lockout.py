@@ -50,7 +50,8 @@ def _canary_template() -> bytes:
             + S.u16(S.TPM_ALG_HMAC) + S.u16(S.TPM_ALG_SHA256) + S.tpm2b(b""))
 
 
-def _direct(ctx: Context):
+def direct(ctx: Context):
+    """The backend TPM past the resource manager (the same TPM without one)."""
     return ctx.backend_direct if ctx.backend_direct is not None else ctx.backend_transact
 
 
@@ -59,7 +60,7 @@ def check(ctx: Context) -> None:
 
     Asked directly, past the resource manager: a property read needs nothing of the client's space, whose
     objects the RM would otherwise load and save around it (and charge to the PQC command)."""
-    response = _direct(ctx)(S.frame(S.TPM_CC_GET_CAPABILITY, [], S.u32(S.TPM_CAP_TPM_PROPERTIES)
+    response = direct(ctx)(S.frame(S.TPM_CC_GET_CAPABILITY, [], S.u32(S.TPM_CAP_TPM_PROPERTIES)
                                             + S.u32(TPM_PT_LOCKOUT_COUNTER) + S.u32(2)))
     values = _properties(response)
     counter, limit = values.get(TPM_PT_LOCKOUT_COUNTER), values.get(TPM_PT_MAX_AUTH_FAIL)
@@ -81,14 +82,14 @@ def _properties(response: bytes) -> dict[int, int]:
 def record_failure(ctx: Context) -> int:
     """Have the TPM count one failed authorization of a DA-protected object; its response code
     (TPM_RC_AUTH_FAIL + session 1 when counted; TPM_RC_LOCKOUT if the TPM was locked out meanwhile)."""
-    transact = _direct(ctx)
+    transact = direct(ctx)
     create = S.frame(S.TPM_CC_CREATE_PRIMARY, [S.TPM_RH_NULL],
                      S.tpm2b(S.tpm2b(os.urandom(16)) + S.tpm2b(b"")) + S.tpm2b(_canary_template())
                      + S.tpm2b(b"") + S.u32(0), [S.password()])
     response = transact(create)
     evicted = None
     if S.response_code(response) == TPM_RC_OBJECT_MEMORY:  # no resource manager: clients' objects fill it
-        evicted = _evict_one(transact)
+        evicted = evict_one(transact)
         if evicted is not None:
             response = transact(create)
     try:
@@ -111,7 +112,7 @@ def record_failure(ctx: Context) -> int:
                                "could not be loaded back")
 
 
-def _evict_one(transact) -> bytes | None:
+def evict_one(transact) -> bytes | None:
     """Save and flush the first loaded transient object (it is loaded back, into the slot it leaves, after
     the canary): the TPMS_CONTEXT, or None."""
     listed = transact(S.frame(S.TPM_CC_GET_CAPABILITY, [],

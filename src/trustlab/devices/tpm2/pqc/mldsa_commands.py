@@ -142,7 +142,7 @@ def _start_sequence(cmd: Command, ctx: Context, sign: bool) -> Reply:
     state = state_of(ctx)
     handle = state.allocate()
     stream = keys.MuStream(obj.public.unique, context, obj.public.type, obj.public.hash_alg)
-    state.sequences[handle] = Sequence(handle, obj.handle, sign, auth.rstrip(b"\x00"), stream)
+    state.sequences[handle] = Sequence(handle, obj.handle, sign, auth.rstrip(b"\x00"), stream, key_name=obj.name)
     return Reply(handles=[handle], variant=obj.params.variant)
 
 
@@ -197,11 +197,16 @@ def _feed(seq: Sequence, data: bytes) -> None:
 
 
 def _complete_key(ctx: Context, cmd: Command, seq: Sequence) -> PqcObject:
+    """The sequence's key: the same handle *and* the same Name as at SequenceStart. Another key loaded at
+    the flushed key's handle is TPM_RC_SIGN_CONTEXT_KEY, as wolfTPM's fwTPM answers (it compares Names:
+    "transient-slot recycling")."""
     if cmd.handles[1] != seq.key_handle:
         raise TpmError(at_handle(TPM_RC_SIGN_CONTEXT_KEY, 2), "sequence was started with another key")
     obj = state_of(ctx).objects.get(seq.key_handle)
     if obj is None:
         raise TpmError(at_handle(TPM_RC_HANDLE, 2), "key was flushed")
+    if obj.name != seq.key_name:
+        raise TpmError(at_handle(TPM_RC_SIGN_CONTEXT_KEY, 2), "another key is loaded at the sequence key's handle")
     return obj
 
 

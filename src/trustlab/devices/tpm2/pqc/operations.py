@@ -56,6 +56,16 @@ def parameter_set(key: str) -> str | None:
     return None
 
 
+POST_QUANTUM_PREFIXES = ("mldsa", "mlkem", "hashmldsa")
+
+
+def unknown_post_quantum(key: str) -> bool:
+    """True for a key named like a post-quantum parameter set that is none of them (``ML-DSA-99``): an error
+    to name as such, not a classical key's variant to look up in the 1.83 command's formula."""
+    wanted = key.strip().lower().replace("-", "").replace("_", "")
+    return wanted.startswith(POST_QUANTUM_PREFIXES) and parameter_set(key) is None
+
+
 @dataclass(frozen=True)
 class Estimate:
     command: str

@@ -11,8 +11,10 @@ swtpm for something, reads a key template, prices an operation (through
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+import os
+import struct
+from dataclasses import dataclass, field
+from typing import Any, Callable
 
 from trustlab.devices.tpm2 import extensions as ext
 from trustlab.devices.tpm2.commands import TPM_RC_FAILURE, TPM_RC_HANDLE
@@ -71,6 +73,7 @@ class Sequence:
     auth: bytes
     stream: keys.MuStream | None  # None: an RSA/ECC key's sequence, hashed by swtpm (``backend``)
     size: int = 0
+    key_name: bytes = b""  # the key's Name at SequenceStart: the sequence is bound to the key, not its handle
     prefix: bytes = b""  # the message's first 4 bytes (the TPM_GENERATED_VALUE check)
     backend: int = 0  # swtpm's hash sequence (in the client's resource-manager space) for an RSA/ECC key
 
@@ -106,13 +109,46 @@ SHARED = None
 """The key of the one space every client shares when there is no resource manager (``--no-rm``)."""
 
 
+PROOF_RENEWED = {
+    0x126: (S.TPM_RH_OWNER, S.TPM_RH_ENDORSEMENT),  # TPM2_Clear: shProof, ehProof
+    0x124: (S.TPM_RH_ENDORSEMENT,),                 # TPM2_ChangeEPS: ehProof
+    0x125: (S.TPM_RH_PLATFORM,),                    # TPM2_ChangePPS: phProof
+}
+"""Command code -> the hierarchies whose proof libtpms regenerates when it succeeds (HierarchyCommands.c)."""
+
+
+def _fresh() -> bytes:
+    return os.urandom(32)
+
+
+@dataclass
+class Proofs:
+    """The extension's hierarchy proofs (libtpms' phProof, shProof, ehProof, nullProof) and clear epoch.
+
+    They live in serve's memory only: a serve restart makes new ones, so every context saved before no
+    longer loads (TPM_RC_INTEGRITY) - it fails closed where libtpms' proofs survive in its NV state."""
+
+    by_hierarchy: dict[int, bytes] = field(default_factory=lambda: {h: _fresh() for h in S.HIERARCHIES})
+    clear_epoch: bytes = field(default_factory=_fresh)
+    """Renewed at every TPM2_Startup(CLEAR) (TPM Reset or Restart), as libtpms' clearCount increments."""
+
+    def of(self, hierarchy: int) -> bytes:
+        """The proof of ``hierarchy`` (libtpms' HierarchyGetProof: nullProof for anything else)."""
+        return self.by_hierarchy.get(hierarchy, self.by_hierarchy[S.TPM_RH_NULL])
+
+    def renew(self, hierarchies) -> None:
+        for h in hierarchies:
+            self.by_hierarchy[h] = _fresh()
+
+
 class PqcState:
     """The extension objects of one TPM instance: a :class:`PqcSpace` per client under the resource
-    manager (``ExtensionState.per_client``), else one shared by all."""
+    manager (``ExtensionState.per_client``), else one shared by all; the hierarchy proofs."""
 
     def __init__(self) -> None:
         self.spaces: dict[Any, PqcSpace] = {}
         self.contexts_saved = 0
+        self.proofs = Proofs()
 
     def space(self, owner: Any) -> PqcSpace:
         space = self.spaces.get(owner)
@@ -151,7 +187,55 @@ def flush_connection(state: ext.ExtensionState, conn: Any) -> None:
 
 @ext.on_tpm_reset
 def flush_all(state: ext.ExtensionState) -> None:
-    state.get("pqc", PqcState).clear()
+    """A power cycle: every object goes. nullProof is left: the TPM's nullSeed (in :func:`reset_secret`)
+    changes exactly when libtpms' nullProof does, at a TPM Reset and not at a Restart or Resume. The
+    clear epoch is renewed (serve cannot tell a Resume from a Restart here: stClear contexts fail closed)."""
+    pqc = state.get("pqc", PqcState)
+    pqc.clear()
+    pqc.proofs.clear_epoch = _fresh()
+
+
+def derive_directly(ctx: Context, derive: Callable[[Callable[[bytes], bytes]], bytes]) -> bytes:
+    """``derive(transact)`` (a :mod:`.binding` derivation and its temporary primary) directly on the TPM,
+    past the resource manager: it takes no slot of the client's space. Without a resource manager, when
+    the clients' objects fill the TPM, one is saved and loaded back around it, as :mod:`.lockout`'s
+    canary does."""
+    transact = lockout.direct(ctx)
+    try:
+        return derive(transact)
+    except TpmError as refused:
+        if refused.rc != TPM_RC_OBJECT_MEMORY:
+            raise
+    evicted = lockout.evict_one(transact)
+    if evicted is None:
+        raise TpmError(TPM_RC_OBJECT_MEMORY, "no TPM object slot for the key derivation")
+    try:
+        return derive(transact)
+    finally:
+        transact(S.frame(S.TPM_CC_CONTEXT_LOAD, [], evicted))
+
+
+def reset_secret(ctx: Context) -> bytes:
+    """:func:`.binding.reset_secret`: no authorization, no slot of the client's (:func:`derive_directly`)."""
+    return derive_directly(ctx, binding.reset_secret)
+
+
+TPM_PT_STARTUP_CLEAR = 0x201
+ENABLE_BITS = {S.TPM_RH_PLATFORM: 1 << 0, S.TPM_RH_OWNER: 1 << 1, S.TPM_RH_ENDORSEMENT: 1 << 2}
+"""TPMA_STARTUP_CLEAR: phEnable, shEnable, ehEnable (TPM_RH_NULL is always enabled)."""
+
+
+def hierarchy_enabled(ctx: Context, hierarchy: int) -> bool:
+    """libtpms' HierarchyIsEnabled, read from the TPM (TPM_PT_STARTUP_CLEAR) directly past the RM."""
+    bit = ENABLE_BITS.get(hierarchy)
+    if bit is None:
+        return True
+    response = lockout.direct(ctx)(S.frame(0x17A, [], S.u32(S.TPM_CAP_TPM_PROPERTIES)
+                                           + S.u32(TPM_PT_STARTUP_CLEAR) + S.u32(1)))
+    if S.response_code(response) != 0 or len(response) < 27 or struct.unpack_from(">I", response, 19)[0] \
+            != TPM_PT_STARTUP_CLEAR:
+        raise TpmError(S.response_code(response) or 0x101, "the TPM's hierarchy state is unreadable")
+    return bool(struct.unpack_from(">I", response, 23)[0] & bit)
 
 
 def key_at(ctx: Context, handle: int, n: int = 1) -> PqcObject:
