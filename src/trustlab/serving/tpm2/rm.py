@@ -41,10 +41,12 @@ Where this follows the kernel exactly:
 - which handles are mapped comes from the TPM's own command attributes
   (``GetCapability(TPM_CAP_COMMANDS)``: ``cHandles`` and ``rHandle``);
 - session handles are not virtualized (a session keeps its handle across
-  save/load); a context that no longer loads or saves (``TPM_RC_HANDLE``,
-  ``TPM_RC_REFERENCE_H0``: flushed, or a power cycle) is forgotten - except a
-  session the client saved itself (see above; the kernel forgets it, and so
-  leaks its TPM slot);
+  save/load); a session context that no longer loads (``TPM_RC_HANDLE``,
+  ``TPM_RC_REFERENCE_H0``: flushed, or a power cycle) or saves
+  (``TPM_RC_REFERENCE_H0``) is forgotten - except a session the client saved
+  itself (see above; the kernel forgets it, and so leaks its TPM slot). (Any
+  other answer to a session's ContextLoad forgets it here too; the kernel
+  fails that command instead, ``tpm2_load_space``);
 - on close only sessions are flushed (saved object contexts hold no TPM memory).
 
 Where it differs, and why:
@@ -54,6 +56,26 @@ Where it differs, and why:
   objects, which the RM never maps, loads or saves;
 - an unknown virtual handle answers ``TPM_RC_HANDLE`` for that handle
   (kernel: ``-EINVAL`` from ``write``, which a socket cannot express);
+- an object whose saved context the TPM no longer loads - any answer, e.g.
+  ``TPM_RC_INTEGRITY`` after ChangePPS, ChangeEPS or Clear renewed its
+  hierarchy's proof, ``TPM_RC_HIERARCHY`` once HierarchyControl disabled its
+  hierarchy, ``TPM_RC_INTEGRITY`` for a null-hierarchy object after a TPM
+  reset - or that the TPM flushed during a command of the space itself (the
+  same events, a sequence's Complete) is *lost*: its slot is freed at once (the space can hold three new
+  objects), the space's other objects and sessions are untouched, and a
+  command naming its virtual handle answers ``TPM_RC_REFERENCE_H0 + n``, as
+  the TPM itself answers for an object loaded during the same event (the TPM
+  flushes it: libtpms, measured in tests/tpm2/test_rm_lost_contexts.py) and
+  as tpm2-abrmd's client sees it (abrmd ignores the ContextLoad failure and
+  sends the virtual handle on, src/resource-manager.c:1342, which the TPM
+  answers so), until a new object takes the slot. The kernel instead keeps
+  the context and fails *every* later ``write`` of that space, whatever the
+  command, until the file is closed: ``tpm2_load_space`` returns any object
+  load failure (``-ENOENT`` for ``TPM_RC_HANDLE``/``TPM_RC_REFERENCE_H0``,
+  ``-EINVAL`` for ``TPM_RC_INTEGRITY`` since v6.10's "tpm: disable the TPM if
+  NULL name changes", ``-EFAULT`` otherwise) and ``tpm2_prepare_space``
+  discards the work space without committing it; only *sessions* are
+  forgotten on ``-ENOENT``;
 - ``TPM2_FlushContext`` of a virtual handle (a parameter, not in the handle
   area) is translated and frees the slot, as tpm2-abrmd does; the kernel
   passes it through and the TPM answers ``TPM_RC_HANDLE``;
@@ -140,6 +162,9 @@ class Space:
     session_blobs: list[bytes | None] = field(default_factory=lambda: [None] * SESSION_SLOTS)
     client_saved: list[bool] = field(default_factory=lambda: [False] * SESSION_SLOTS)
     """The client saved the session itself (no RM blob; abandoned, not flushed, on close)."""
+    lost: set[int] = field(default_factory=set)
+    """Free object slots whose context the TPM refused to load: their virtual handle answers
+    ``TPM_RC_REFERENCE_H0`` (the object is gone) until a new object takes the slot."""
 
     def session_slot(self, handle: int) -> int | None:
         """The slot holding the session ``handle`` names (by its index), or None."""
@@ -267,6 +292,8 @@ class ResourceManager:
             slot = VHANDLE_TOP - handle
             if not 0 <= slot < OBJECT_SLOTS or real[slot] is None:
                 self._save(space, real)
+                if slot in space.lost:
+                    return wire.error_response(TPM_RC_REFERENCE_H0 + i)  # what the TPM answers: it flushed it
                 return wire.error_response(TPM_RC_HANDLE | ((i + 1) << 8))
             struct.pack_into(">I", mapped, pos, real[slot])
         if code == TPM_CC_FLUSH_CONTEXT:
@@ -404,6 +431,7 @@ class ResourceManager:
                 if real[slot] is None and space.objects[slot] is None:
                     real[slot] = handle
                     space.objects[slot] = b""  # taken; the context is saved below
+                    space.lost.discard(slot)
                     return response[:wire.HEADER_SIZE] + struct.pack(">I", VHANDLE_TOP - slot) \
                         + response[wire.HEADER_SIZE + 4:]
             self._flush(handle)
@@ -462,8 +490,9 @@ class ResourceManager:
                 continue
             rsp = self._internal(wire.build_command(TPM_CC_CONTEXT_LOAD, blob))
             if _rc(rsp) != 0 or len(rsp) < wire.HEADER_SIZE + 4:
-                space.objects[slot] = None  # gone (power cycle): the virtual handle dangles
+                space.objects[slot] = None  # lost (hierarchy event, TPM reset): the slot is free again
                 space.variants[slot] = None
+                space.lost.add(slot)
                 continue
             (real[slot],) = struct.unpack_from(">I", rsp, wire.HEADER_SIZE)
             if space.variants[slot]:
@@ -485,8 +514,9 @@ class ResourceManager:
             rsp = self._internal(wire.build_command(TPM_CC_CONTEXT_SAVE, struct.pack(">I", handle)))
             variant = self.table.by_handle.pop(handle, None)
             if _rc(rsp) != 0:
-                space.objects[slot] = None  # flushed by the command itself
+                space.objects[slot] = None  # flushed by the command itself (a sequence's Complete, ChangePPS...)
                 space.variants[slot] = None
+                space.lost.add(slot)
                 continue
             space.objects[slot] = rsp[wire.HEADER_SIZE:]
             space.variants[slot] = variant or space.variants[slot]
@@ -517,6 +547,7 @@ class ResourceManager:
                     self._flush(handle)
         space.objects = [None] * OBJECT_SLOTS
         space.variants = [None] * OBJECT_SLOTS
+        space.lost.clear()
 
     def reset(self) -> None:
         """A power cycle: every session is gone; forget the command attributes (a new TPM may answer

@@ -15,7 +15,11 @@ or ECC key run on swtpm's own hash sequence (TPM2_HashSequenceStart,
 TPM2_SequenceUpdate, TPM2_SequenceComplete), whose hash-check ticket then
 lets TPM2_Sign sign with a restricted key - and refuses, as swtpm does, a
 message that starts with TPM_GENERATED_VALUE (TPM_RC_TICKET). HMAC keys are
-not offered for sequences (TPM_RC_SCHEME); wolfTPM has them.
+not offered for sequences (TPM_RC_SCHEME); wolfTPM has them. A sequence is
+bound to its key's Name at SequenceStart, as the ML-DSA sequences are: another
+key loaded at the flushed key's (recycled) handle is TPM_RC_SIGN_CONTEXT_KEY on
+handle 2 at Complete (wolfTPM's fwTPM compares Names), and the refused Complete
+leaves the sequence as it was.
 
 The one choice: these schemes take no signature context, so a non-empty
 ``context`` is TPM_RC_SIZE on its parameter (TPMU_SIGNATURE_CTX has no buffer
@@ -31,6 +35,7 @@ from trustlab.devices.tpm2.extensions import (
     TPM_RC_AUTH_MISSING,
     TPM_RC_KEY,
     TPM_RC_SCHEME,
+    TPM_RC_SIGN_CONTEXT_KEY,
     TPM_RC_SIZE,
     TPM_RC_VALUE,
     Command,
@@ -164,9 +169,10 @@ def verify_digest_signature(cmd: Command, ctx: Context) -> Reply:
 # ---- sequences --------------------------------------------------------------------------
 
 
-def _scheme_hash(ctx: Context, handle: int) -> tuple[int, int]:
-    """(nameAlg, scheme hash) of an RSA/ECC signing key (TPM_RC_KEY: not such a key; TPM_RC_SCHEME: no scheme)."""
-    rc, public, _name, _qn = binding.read_public(ctx.backend_transact, handle)
+def _scheme_hash(ctx: Context, handle: int) -> tuple[int, int, bytes]:
+    """(nameAlg, scheme hash, Name) of an RSA/ECC signing key (TPM_RC_KEY: not such a key; TPM_RC_SCHEME: no
+    scheme)."""
+    rc, public, name, _qn = binding.read_public(ctx.backend_transact, handle)
     if rc != 0:
         raise TpmError(renumber(rc, {}), "no such key")
     r = Reader(public)
@@ -178,12 +184,12 @@ def _scheme_hash(ctx: Context, handle: int) -> tuple[int, int]:
     scheme = r.u16()
     if scheme == S.TPM_ALG_NULL:
         raise TpmError(at_handle(TPM_RC_SCHEME, 1), "the key has no signing scheme")
-    return name_alg, r.u16()
+    return name_alg, r.u16(), name
 
 
 def start_sequence(cmd: Command, ctx: Context, sign: bool) -> Reply:
     """SignSequenceStart / VerifySequenceStart with an RSA/ECC key: a hash sequence on swtpm."""
-    name_alg, hash_alg = _scheme_hash(ctx, cmd.handles[0])
+    name_alg, hash_alg, key_name = _scheme_hash(ctx, cmd.handles[0])
     r = cmd.params
     auth = r.param(1).tpm2b(S.MAX_AUTH)
     if name_alg in S.HASHES and len(auth.rstrip(b"\x00")) > len(S.digest(name_alg, b"")):
@@ -197,7 +203,7 @@ def start_sequence(cmd: Command, ctx: Context, sign: bool) -> Reply:
     started = _backend(ctx, S.frame(TPM_CC_HASH_SEQUENCE_START, [], S.tpm2b(b"") + S.u16(hash_alg)), {})
     backend = Reader(started).u32()  # the answer's handle (no parameters follow)
     state.sequences[handle] = Sequence(handle, cmd.handles[0], sign, auth.rstrip(b"\x00"), None,
-                                       backend=backend)
+                                       key_name=key_name, backend=backend)
     return Reply(handles=[handle], variant=_variant(ctx, cmd.handles[0]))
 
 
@@ -216,8 +222,9 @@ def _finish(ctx: Context, seq: Sequence, data: bytes, hierarchy: int) -> tuple[b
 
 
 def drop(ctx: Context, seq: Sequence) -> None:
-    """End swtpm's hash sequence behind ``seq`` (a flushed or abandoned sequence)."""
-    if seq.backend:
+    """End swtpm's hash sequence behind ``seq`` (a flushed or abandoned sequence) - unless ``seq`` is live
+    again (a Complete refused by :func:`_bound_key` keeps it)."""
+    if seq.backend and state_of(ctx).sequences.get(seq.handle) is not seq:
         ctx.backend_transact(S.frame(S.TPM_CC_FLUSH_CONTEXT, [], S.u32(seq.backend)))
 
 
@@ -226,8 +233,23 @@ def _session_bytes(cmd: Command, index: int) -> bytes:
     return S.u32(s.handle) + S.tpm2b(s.nonce) + bytes([s.attributes]) + S.tpm2b(s.hmac)
 
 
+def _bound_key(ctx: Context, cmd: Command, seq: Sequence) -> str | None:
+    """The variant of Complete's key (handle 2) if it is the key the sequence was started with - the same
+    Name, not only the same handle number: else TPM_RC_SIGN_CONTEXT_KEY, the sequence kept as it was.
+
+    A key swtpm cannot read is left to swtpm's TPM2_Sign / TPM2_VerifySignature to answer."""
+    rc, public, name, _qn = binding.read_public(ctx.backend_transact, cmd.handles[1])
+    if rc != 0:
+        return None
+    if name != seq.key_name:
+        state_of(ctx).sequences[seq.handle] = seq  # the caller had ended it: a refused Complete does not
+        raise TpmError(at_handle(TPM_RC_SIGN_CONTEXT_KEY, 2), "another key is loaded at the sequence key's handle")
+    return objects.key_variant(S.tpm2b(public))
+
+
 def complete_sign(cmd: Command, ctx: Context, seq: Sequence) -> Reply:
     """SignSequenceComplete: the digest and ticket from swtpm's sequence, then TPM2_Sign with the key."""
+    variant = _bound_key(ctx, cmd, seq)
     if len(cmd.sessions) < 2:
         raise TpmError(TPM_RC_AUTH_MISSING, "the key must be authorized")
     data = cmd.params.param(1).tpm2b(S.MAX_BUFFER)
@@ -242,16 +264,15 @@ def complete_sign(cmd: Command, ctx: Context, seq: Sequence) -> Reply:
         if exc.rc & 0xBF == TPM_RC_TICKET:  # swtpm gave no ticket: the message starts with TPM_GENERATED_VALUE
             raise TpmError(at_param(TPM_RC_VALUE, 1), "a restricted key does not sign this message") from None
         raise
-    variant = _variant(ctx, cmd.handles[1])
     return Reply(params=signature, terms=_terms("TPM2_Sign", variant), variant=variant)
 
 
 def complete_verify(cmd: Command, ctx: Context, seq: Sequence) -> Reply:
     """VerifySequenceComplete: the digest from swtpm's sequence, then TPM2_VerifySignature."""
+    variant = _bound_key(ctx, cmd, seq)
     signature = cmd.params.param(1).rest()
     digest, _ticket = _finish(ctx, seq, b"", S.TPM_RH_NULL)
     seq.backend = 0
     _backend(ctx, S.frame(TPM_CC_VERIFY_SIGNATURE, [cmd.handles[1]], S.tpm2b(digest) + signature), {2: 1})
-    variant = _variant(ctx, cmd.handles[1])
     return Reply(params=S.null_verified_ticket(S.TPM_ST_MESSAGE_VERIFIED),
                  terms=_terms("TPM2_VerifySignature", variant), variant=variant)
