@@ -195,6 +195,7 @@ class HostTransport(HostSession):
 
 
 Auth = Union[HostSession, bytes]
+_ORD_READ_INTERNAL_PUB = struct.pack(">I", C.ORD["TPM_OwnerReadInternalPub"])
 
 
 def key_template(usage: int, *, migratable: bool = False, auth: bool = True,
@@ -474,7 +475,10 @@ class Tpm12:
         t.accept(hostcrypto.sha1(_U32(C.TPM_SUCCESS), ord_et, ticks, _U32(locality), _U32(len(inner)), h2),
                  rsp[len(rsp) - AUTH_OUT:])
         if t.logged:
-            t.entries.append(L.LogEntry(h1, h2, struct.unpack(">Q", ticks)[0], locality, t.pubkey_hash(handles)))
+            key_handles = handles
+            if frame[6:10] == _ORD_READ_INTERNAL_PUB:  # its key handle opens the parameters (libtpms' table)
+                key_handles = [struct.unpack_from(">I", frame, HEADER)[0]]
+            t.entries.append(L.LogEntry(h1, h2, struct.unpack(">Q", ticks)[0], locality, t.pubkey_hash(key_handles)))
         return inner
 
     @contextmanager

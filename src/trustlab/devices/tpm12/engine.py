@@ -662,7 +662,7 @@ class Engine:
                     trailers.append((even, cont, crypto.hmac(u.key, out_digest, even, u.nonce_odd, cont)))
                     if not u.cont:  # continueAuthSession / continueTransSession FALSE ends the session
                         self.end_session(session.handle)
-                self.last_out_handles = len(result.handles)  # TPM_ExecuteTransport's S2 starts after them
+                self.last_out_handles = len(result.handles) // 4  # a count: TPM_ExecuteTransport's S2 follows them
                 if cmd is None:
                     payload = b"".join([result.handles, result.params, *[b"".join(t) for t in trailers]])
                     response: bytes | Reply = (_HEADER_OUT(_RESPONSE_TAGS[n_auth], HEADER + len(payload), 0)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import struct
 
 from trustlab.devices.tpm12 import constants as C
+from trustlab.devices.tpm12.commands.owner import read_bool
 from trustlab.devices.tpm12.commands.sign import signing_key
 from trustlab.devices.tpm12.errors import TpmError
 from trustlab.devices.tpm12.registry import Request, Response, by_ordinal, tpm_command
@@ -29,7 +30,7 @@ def _ordinal_list(tpm, start: int = 0) -> bytes:
 
 @tpm_command("TPM_SetOrdinalAuditStatus", auth=(1,))
 def set_ordinal_audit_status(tpm, req: Request) -> Response:
-    ordinal, state = req.params.u32(), req.params.u8()
+    ordinal, state = req.params.u32(), read_bool(req.params)
     req.params.end()
     req.auth.check(0, tpm.owner_auth(), (C.TPM_ET_OWNER, C.TPM_KH_OWNER))
     if state and (ordinal in NEVER_AUDITED or by_ordinal(ordinal) is None):
@@ -48,8 +49,11 @@ def get_audit_digest(tpm, req: Request) -> Response:
 
 @tpm_command("TPM_GetAuditDigestSigned", handles=1, auth=(0, 1))
 def get_audit_digest_signed(tpm, req: Request) -> Response:
-    """Part 3, 8.5: sign TPM_SIGN_INFO("ADIG", antiReplay, auditDigest || counterValue || ordinalDigest)."""
-    close, anti_replay = req.params.u8(), req.params.raw(20)
+    """Part 3, 8.5: sign TPM_SIGN_INFO("ADIG", antiReplay, auditDigest || counterValue || ordinalDigest).
+
+    closeAudit is a TPM_BOOL: TrouSerS passes a caller's -1 on as 0xFF, which libtpms refuses with
+    TPM_BAD_PARAMETER before anything else (the TSS 1.2 testsuite's Tspi_TPM_GetAuditDigest05)."""
+    close, anti_replay = read_bool(req.params), req.params.raw(20)
     req.params.end()
     key = signing_key(tpm, req, req.handles[0], (C.TPM_KEY_SIGNING, C.TPM_KEY_IDENTITY, C.TPM_KEY_LEGACY))
     if key.blob.parms.sig_scheme not in (C.TPM_SS_RSASSAPKCS1v15_SHA1, C.TPM_SS_RSASSAPKCS1v15_INFO):

@@ -15,6 +15,7 @@ from trustlab.devices.tpm12 import flags
 from trustlab.devices.tpm12.commands.auth import MAX_SESSIONS
 from trustlab.devices.tpm12.commands.counters import MAX_COUNTERS
 from trustlab.devices.tpm12.commands.keys import KEY_SLOTS
+from trustlab.devices.tpm12.commands.owner import RESTRICT_DELEGATE
 from trustlab.devices.tpm12.commands.transport import MAX_TRANSPORTS as MAX_TRANS
 from trustlab.devices.tpm12.contexts import CONTEXT_LIST
 from trustlab.devices.tpm12.errors import TpmError
@@ -96,7 +97,7 @@ def _property(tpm, prop: int) -> bytes:
         0x11C: _bool(False),  # DAA_INTERRUPT
         0x11D: _u32(MAX_SESSIONS + MAX_TRANS - len(tpm.sessions)),  # SESSIONS
         0x11E: _u32(MAX_SESSIONS + MAX_TRANS),  # MAX_SESSIONS
-        0x11F: _u32(0),  # CMK_RESTRICTION
+        0x11F: _u32(int(tpm.state.extra.get(RESTRICT_DELEGATE, 0))),  # CMK_RESTRICTION (TPM_CMK_SetRestrictions)
         0x120: b"".join(map(_u32, DURATION_US)),
         0x122: _u32(tpm.counter_this_boot if tpm.counter_this_boot is not None else 0xFFFFFFFF),
         0x123: _u32(MAX_TOTAL - sum(a.size for a in areas(tpm).values())),  # MAX_NV_AVAILABLE

@@ -24,6 +24,7 @@ import os
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 
 from trustlab.devices.tpm12 import constants as C
+from trustlab.devices.tpm12.commands.owner import read_bool
 from trustlab.devices.tpm12.contexts import CONTEXT_LIST, session_from_json, session_to_json
 from trustlab.devices.tpm12.errors import TpmError
 from trustlab.devices.tpm12.keys import key_from_json, key_to_json
@@ -109,7 +110,7 @@ def save_context(tpm, req: Request) -> Response:
 @tpm_command("TPM_LoadContext", handles=1)
 def load_context(tpm, req: Request) -> Response:
     hint = req.handles[0]
-    keep, size = req.params.u8(), req.params.u32()
+    keep, size = read_bool(req.params), req.params.u32()
     blob = req.params.raw(size)
     req.params.end()
     r = Reader(blob, "context blob")

@@ -48,6 +48,7 @@ import hmac as _hmac
 
 from trustlab.devices.tpm12 import constants as C
 from trustlab.devices.tpm12.commands.keys import cmk_migauth, storage_parent
+from trustlab.devices.tpm12.commands.owner import RESTRICT_DELEGATE
 from trustlab.devices.tpm12.errors import TpmError
 from trustlab.devices.tpm12.keys import (HMAC_KEY_LABEL, Key12, KeyParms, StoreAsymkey, modulus_of, prime_of,
                                          rsa_from_prime, rsa_public, unmarshal_key)
@@ -84,6 +85,23 @@ def cmk_approve_ma(tpm, req: Request) -> Response:
     req.params.end()
     _owner(tpm, req)
     return Response(params=tpm.crypto.hmac(tpm.state.tpm_proof, Writer().u16(TAG_MA_APPROVAL).raw(msa_digest).bytes()))
+
+
+@tpm_command("TPM_CMK_SetRestrictions", auth=(1,))
+def cmk_set_restrictions(tpm, req: Request) -> Response:
+    """Part 3, 11.6: the owner sets TPM_PERMANENT_DATA -> restrictDelegate (a TPM_CMK_DELEGATE bit
+    mask; TPM_CAP_PROP_CMK_RESTRICTION reads it, TPM_OwnerClear zeroes it), as libtpms'
+    TPM_Process_CMK_SetRestrictions. It restricts delegated use of CMKs; delegation itself is not
+    implemented here, so nothing else reads it (the TSS 1.2 testsuite's Tspi_TPM_CMKSetRestrictions01)."""
+    restriction = req.params.u32()
+    req.params.end()
+    _owner(tpm, req)
+    if restriction:
+        tpm.state.extra[RESTRICT_DELEGATE] = str(restriction)
+    else:
+        tpm.state.extra.pop(RESTRICT_DELEGATE, None)
+    tpm.mark_dirty()
+    return Response()
 
 
 @tpm_command("TPM_CMK_CreateKey", handles=1, auth=(1,))
@@ -367,15 +385,22 @@ def create_migration_blob(tpm, req: Request) -> Response:
     return Response(params=Writer().sized(r1).sized(out).bytes())
 
 
-@tpm_command("TPM_ConvertMigrationBlob", handles=1, auth=(1,))
+@tpm_command("TPM_ConvertMigrationBlob", handles=1, auth=(0, 1))
 def convert_migration_blob(tpm, req: Request) -> Response:
     """Part 3, 11.4: re-wrap a TPM_MS_MIGRATE blob under ``parentHandle`` (pHash becomes the
-    key's migrationAuth, as TPM_CreateMigrationBlob used it)."""
+    key's migrationAuth, as TPM_CreateMigrationBlob used it).
+
+    Without a session only for a parent whose authDataUsage is TPM_AUTH_NEVER (else TPM_AUTHFAIL),
+    checked before its usage, as libtpms' TPM_Process_ConvertMigrationBlob does (TPM_CheckRequestTag10);
+    TrouSerS sends it so for a parent without authorization (the TSS 1.2 testsuite's
+    Tspi_Key_ConvertMigrationBlob01)."""
     parent_h = req.handles[0]
     enc, random = req.params.sized(512), req.params.sized(512)
     req.params.end()
+    parent = tpm.key(parent_h)
+    if parent.blob.auth_usage != C.TPM_AUTH_NEVER or len(req.auth):
+        req.auth.check(0, parent.usage_auth, (C.TPM_ET_KEYHANDLE, parent_h))
     parent = storage_parent(tpm, parent_h)
-    req.auth.check(0, parent.usage_auth, (C.TPM_ET_KEYHANDLE, parent_h))
     if parent.blob.migratable:
         raise TpmError("TPM_INVALID_KEYUSAGE", "the new parent must be a non-migratable storage key")
     payload, usage_auth, pub_digest, priv, migration_auth = _unblob(tpm, parent, enc, random, None)

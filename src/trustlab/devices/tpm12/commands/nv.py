@@ -139,8 +139,12 @@ def _authorize(tpm, req: Request, a: NVArea, index: int, owner_session: bool, ar
                verb: str) -> None:
     """Part 3, 20.2 / 20.4: who may write (``verb`` "written") or read ("read") the area, then its PCRs.
 
-    Before nvLocked nothing is checked (an unowned TPM in manufacture); the area's own
-    authorization, the owner's, or none, as its PER_AUTH* / PER_OWNER* attributes say.
+    The area's own authorization, the owner's, or none, as its PER_AUTH* / PER_OWNER* attributes
+    say. Before nvLocked (an unowned TPM in manufacture, or an owner who never locked NV) the
+    owner's PER_OWNER* and the PCRs are not checked, but PER_AUTH* still is (Part 3, 20.2 step 1.b,
+    20.4 step 1.b), and an owner's session on an area without PER_OWNER* is a conflict whatever
+    nvLocked (20.2/20.4 step 4.a), as in libtpms' TPM_Process_NVWriteValue / NVReadValue (the TSS 1.2
+    testsuite's Tspi_NV_ReadValue01 / Tspi_NV_WriteValue01 read and write an AUTH* area without one).
     """
     per_auth, per_owner, pcr = ((C.TPM_NV_PER_AUTHWRITE, C.TPM_NV_PER_OWNERWRITE, a.pcr_write) if verb == "written"
                                 else (C.TPM_NV_PER_AUTHREAD, C.TPM_NV_PER_OWNERREAD, a.pcr_read))
@@ -148,11 +152,14 @@ def _authorize(tpm, req: Request, a: NVArea, index: int, owner_session: bool, ar
         if not a.attributes & per_auth:
             raise TpmError("TPM_AUTH_CONFLICT", f"the area is not {verb} with its own authorization")
         req.auth.check(0, a.auth, (C.TPM_ET_NV, index))
-    elif locked:
-        if not owner_session and a.attributes & (per_owner | per_auth):
-            raise TpmError("TPM_AUTH_CONFLICT", f"the area needs authorization to be {verb}")
-        if owner_session and a.attributes & per_auth:
+    elif owner_session:
+        if not a.attributes & per_owner:
+            raise TpmError("TPM_AUTH_CONFLICT", f"the area is not {verb} with the owner's authorization")
+    else:
+        if a.attributes & per_auth:
             raise TpmError("TPM_AUTH_CONFLICT", f"the area is {verb} with its own authorization")
+        if locked and a.attributes & per_owner:
+            raise TpmError("TPM_AUTH_CONFLICT", f"the area needs the owner's authorization to be {verb}")
     if locked or area_session:
         _check_pcr_info(tpm, pcr)
 

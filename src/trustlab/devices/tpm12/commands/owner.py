@@ -20,6 +20,7 @@ from trustlab.devices.tpm12.wire import Reader, Writer
 
 OWNER = (C.TPM_ET_OWNER, C.TPM_KH_OWNER)
 OPERATOR_AUTH = "operator_auth"  # PersistentState.extra key: TPM_PERMANENT_DATA.operatorAuth (hex)
+RESTRICT_DELEGATE = "restrict_delegate"  # PersistentState.extra key: TPM_PERMANENT_DATA.restrictDelegate (int)
 NV_INDEX_GPIO_00 = 0x00011600  # PC Client TIS: deallocated whenever the owner is cleared (libtpms TPM_PCCLIENT)
 TPM_SET_PERM_FLAGS, TPM_SET_STCLEAR_FLAGS = 1, 3  # Part 2, 21.9 TPM_CAPABILITY_AREA for SetCapability
 _SET_AREAS = range(1, 8)
@@ -179,6 +180,7 @@ def clear_owner(tpm, keep=None) -> None:
     st.owner_auth, st.srk, st.srk_auth, st.tpm_proof = None, None, b"\x00" * 20, None
     st.counters.clear()
     st.extra.pop(OPERATOR_AUTH, None)
+    st.extra.pop(RESTRICT_DELEGATE, None)  # libtpms TPM_OwnerClearCommon: restrictDelegate = 0
     st.extra.pop("nv_writes", None)  # noOwnerNVWrite back to 0
     owner_evict.forget_all(tpm)  # libtpms TPM_OwnerClearCommon: owner-evict keys deleted too
     tpm.keys.clear()

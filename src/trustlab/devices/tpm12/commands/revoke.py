@@ -12,7 +12,7 @@ import hmac
 
 from trustlab.devices.tpm12 import flags
 from trustlab.devices.tpm12.commands.endorsement import create_ek
-from trustlab.devices.tpm12.commands.owner import clear_owner
+from trustlab.devices.tpm12.commands.owner import clear_owner, read_bool
 from trustlab.devices.tpm12.commands.physical import require_presence
 from trustlab.devices.tpm12.errors import TpmError
 from trustlab.devices.tpm12.keys import KeyParms
@@ -24,7 +24,7 @@ from trustlab.devices.tpm12.registry import Request, Response, tpm_command
 def create_revocable_ek(tpm, req: Request) -> Response:
     anti_replay = req.params.raw(20)
     parms = KeyParms.unmarshal(req.params)
-    generate, input_reset = req.params.u8(), req.params.raw(20)
+    generate, input_reset = read_bool(req.params), req.params.raw(20)
     req.params.end()
     out = create_ek(tpm, anti_replay, parms)
     reset = tpm.crypto.random(20) if generate else input_reset  # step 3.a/b

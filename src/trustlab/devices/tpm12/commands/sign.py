@@ -13,6 +13,7 @@ blocks = 2048 bytes; 84 bytes in, 800 out — the paper's Quote formula.
 from __future__ import annotations
 
 from trustlab.devices.tpm12 import constants as C
+from trustlab.devices.tpm12.commands.owner import read_bool
 from trustlab.devices.tpm12.errors import TpmError
 from trustlab.devices.tpm12.pcrs import pcr_composite, pcr_selection
 from trustlab.devices.tpm12.registry import Request, Response, tpm_command
@@ -63,7 +64,7 @@ def quote2(tpm, req: Request) -> Response:
     start = req.params.pos
     indices = pcr_selection(req.params)
     selection = req.param_bytes[start:req.params.pos]
-    add_version = req.params.u8()
+    add_version = read_bool(req.params)
     req.params.end()
     key = signing_key(tpm, req, req.handles[0], SIGNERS + (C.TPM_KEY_IDENTITY,))
     composite = pcr_composite(tpm, indices, len(selection) - 2)
