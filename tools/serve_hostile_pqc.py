@@ -317,6 +317,9 @@ def run_pqc(port, n, rng, pid, serve_log, exchange, healthy, alive, mutate):
             if not (ok and pok): bad.append(("health", i, ok, pok, dt, kind, f[:60].hex()))
             if not alive(): bad.append(("DEAD", i, kind, f[:60].hex())); break
     during = objects(port)
+    present = o.handles()
+    missing = [name for name, h in (("ML-DSA-65", o.dsa.handle), ("ML-KEM-768", o.kem.handle), ("DA key", o.da.handle),
+                                    ("storage", o.storage), ("open sequence", o.seq)) if h not in present]
     for h in (o.dsa.handle, o.kem.handle, o.da.handle, o.storage, o.seq):
         try: o.c.flush(h)
         except Exception: pass  # noqa: BLE001
@@ -328,6 +331,7 @@ def run_pqc(port, n, rng, pid, serve_log, exchange, healthy, alive, mutate):
     print("response codes:", dict(rcs.most_common(14)))
     print(f"objects/loaded/saved sessions (fresh connection): before {base}, with the owner's objects {with_objects}, "
           f"after fuzzing {during}, after cleanup {after}")
+    print(f"  the owner's objects gone after fuzzing: {missing or 'none'} (the open sequence: completed by a frame)")
     print(f"  another process's key usable after the fuzzing: {intact}")
     print(f"  seen by another process: before {base_else}, with the objects {with_else}, after cleanup {after_else}")
     if proc0: print(f"serve RSS kB / open fds: before {proc0}, after {proc1}")
