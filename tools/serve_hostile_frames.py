@@ -23,7 +23,11 @@ of range, mutated context blobs) - each must be answered by exactly one well-for
 connection staying in step - and lying-size frames on fresh connections. Every 20 cases a GetRandom on a
 fresh connection and a PQC operation on the created keys (a SignDigest checked with cryptography, an
 Encapsulate/Decapsulate pair) must succeed. Objects (GetCapability handles), serve's RSS and open files
-are compared before and after; --serve-log FILE is scanned for tracebacks.
+are compared before and after; --serve-log FILE is scanned for tracebacks. Serve's control port is left
+alone in this mode (a power cycle would rightly flush the objects), so run no other fuzzer against it.
+
+    trustlab serve --profile sealsq-qvault-pqc-tpm-wolftpm --port P --virtual [--no-rm] 2>serve.err &
+    PYTHONPATH=src python tools/serve_hostile_frames.py --pqc --port P --cases 5000 --pid $! --serve-log serve.err
 """
 import argparse, collections, os, random, socket, struct, sys, time
 
