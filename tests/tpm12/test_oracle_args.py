@@ -39,13 +39,29 @@ def test_every_argument_has_help() -> None:
             assert action.help, action.dest
 
 
+def _frame_sizes(monkeypatch, ordinal: str) -> list[int]:
+    """The command frame length of every ``ordinal`` the host's client sends (header, handles, parameters and
+    one 45-byte authorization per session), recorded while the test runs."""
+    from trustlab.devices.tpm12.client import Tpm12
+
+    sent: list[int] = []
+    call = Tpm12.call
+
+    def recording(self, name, handles=(), params=b"", auth=(), **kw):
+        if name == ordinal:
+            sent.append(10 + 4 * len(handles) + len(params) + 45 * len(auth))
+        return call(self, name, handles=handles, params=params, auth=auth, **kw)
+
+    monkeypatch.setattr(Tpm12, "call", recording)
+    return sent
+
+
 def test_parties_bound_is_the_command_buffer(monkeypatch, capsys) -> None:
     """--parties stops where the source's TPM_CMK_CreateBlob (its msaList names every destination) would
     outgrow libtpms' 4096-byte command buffer; 66..1000 used to be accepted and then failed inside the
     engine (TPM_BAD_PARAM_SIZE) after every party had been set up. The size the bound rests on is
     compared with the frame the client really builds."""
     from trustlab.apps import oracle as app
-    from trustlab.devices.tpm12 import client as tpm_client
     from trustlab.devices.tpm12.constants import TPM_BUFFER_MAX
     from trustlab.experiments.oracle import MAX_PARTIES
 
@@ -53,16 +69,7 @@ def test_parties_bound_is_the_command_buffer(monkeypatch, capsys) -> None:
     assert main(["run", "oracle", "--parties", str(MAX_PARTIES + 1)]) == 2
     assert f"--parties {MAX_PARTIES + 1}: must be between 2 and {MAX_PARTIES}" in capsys.readouterr().err
 
-    sent: list[int] = []
-    cls = next(getattr(tpm_client, n) for n in dir(tpm_client) if hasattr(getattr(tpm_client, n), "TPM_CMK_CreateBlob"))
-    call = cls.call
-
-    def recording(self, name, handles=(), params=b"", auth=(), **kw):
-        if name == "TPM_CMK_CreateBlob":
-            sent.append(10 + 4 * len(handles) + len(params) + 45 * len(auth))
-        return call(self, name, handles=handles, params=params, auth=auth, **kw)
-
-    monkeypatch.setattr(cls, "call", recording)
+    sent = _frame_sizes(monkeypatch, "TPM_CMK_CreateBlob")
     for parties in (2, 4):
         sent.clear()
         assert main(["run", "oracle", "--parties", str(parties), "--queries", "1", "--json"]) == 0
@@ -74,7 +81,6 @@ def test_input_blocks_bound_is_the_command_buffer(monkeypatch, capsys) -> None:
     (63 blocks); 64..1024 used to be accepted and ran in process with inputs a TPM would refuse. The size the
     bound rests on is compared with the frame the client really builds, and the engine refuses the next size."""
     from trustlab.apps import oracle as app
-    from trustlab.devices.tpm12 import client as tpm_client
     from trustlab.devices.tpm12.constants import TPM_BUFFER_MAX
     from trustlab.experiments.oracle import MAX_INPUT_BLOCKS
 
@@ -84,16 +90,7 @@ def test_input_blocks_bound_is_the_command_buffer(monkeypatch, capsys) -> None:
     assert (f"--input-blocks {MAX_INPUT_BLOCKS + 1}: must be between 1 and {MAX_INPUT_BLOCKS}"
             in capsys.readouterr().err)
 
-    sent: list[int] = []
-    cls = tpm_client.Tpm12
-    call = cls.call
-
-    def recording(self, name, handles=(), params=b"", auth=(), **kw):
-        if name == "TPM_HMAC":
-            sent.append(10 + 4 * len(handles) + len(params) + 45 * len(auth))
-        return call(self, name, handles=handles, params=params, auth=auth, **kw)
-
-    monkeypatch.setattr(cls, "call", recording)
+    sent = _frame_sizes(monkeypatch, "TPM_HMAC")
     for blocks in (1, MAX_INPUT_BLOCKS):
         sent.clear()
         assert main(["run", "oracle", "--input-blocks", str(blocks), "--queries", "1", "--json"]) == 0
