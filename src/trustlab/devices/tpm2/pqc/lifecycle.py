@@ -22,16 +22,9 @@ from __future__ import annotations
 from trustlab.devices.tpm2 import cost, objects
 from trustlab.devices.tpm2.commands import command_name
 from trustlab.devices.tpm2.extensions import Command, Context, Reader, Reply, TpmError, tpm_command
-from trustlab.devices.tpm2.pqc import structures as S
 from trustlab.devices.tpm2.pqc.state import PROOF_RENEWED, tpm_state
 
 TPM_RH_PLATFORM_NV = 0x4000000D
-CLEARED = {
-    0x126: frozenset({S.TPM_RH_OWNER, S.TPM_RH_ENDORSEMENT}),  # TPM2_Clear
-    0x124: frozenset({S.TPM_RH_ENDORSEMENT}),                  # TPM2_ChangeEPS
-    0x125: frozenset({S.TPM_RH_PLATFORM}),                     # TPM2_ChangePPS
-}
-"""Command code -> the hierarchies whose loaded objects it flushes."""
 
 
 def _forwarded(cmd: Command, ctx: Context, flushed: frozenset[int]) -> Reply:
@@ -46,14 +39,14 @@ def _forwarded(cmd: Command, ctx: Context, flushed: frozenset[int]) -> Reply:
     return Reply(raw=response, terms=assessed.terms)
 
 
-def _flushes(code: int):
-    def handler(cmd: Command, ctx: Context) -> Reply:
-        return _forwarded(cmd, ctx, CLEARED[code])
-    return handler
+def _renewing(cmd: Command, ctx: Context) -> Reply:
+    """TPM2_Clear, ChangeEPS, ChangePPS: libtpms flushes the loaded objects of exactly the hierarchies whose
+    proofs it renews (:data:`.state.PROOF_RENEWED`), so one table says both."""
+    return _forwarded(cmd, ctx, frozenset(PROOF_RENEWED[cmd.code]))
 
 
-for _code in CLEARED:
-    tpm_command(_code, command_name(_code), handles=1, forwards=True)(_flushes(_code))
+for _code in PROOF_RENEWED:
+    tpm_command(_code, command_name(_code), handles=1, forwards=True)(_renewing)
 
 
 @tpm_command(0x121, "TPM2_HierarchyControl", handles=1, forwards=True)
