@@ -5,7 +5,6 @@ TPM2_Startup(CLEAR), which also ends them. Binding to the instance: :mod:`.bindi
 
 from __future__ import annotations
 
-import os
 import struct
 
 from trustlab.devices.tpm2 import extensions as ext
@@ -280,7 +279,5 @@ def startup(cmd: Command, ctx: Context) -> Reply:
     response = ctx.backend_transact(cmd.raw)
     r = Reader(cmd.raw, cmd.params.pos)
     if r.u16() == 0 and response[6:10] == b"\0\0\0\0":
-        state = tpm_state(ctx)
-        state.clear()  # every client's (a TPM Reset or Restart)
-        state.proofs.clear_epoch = os.urandom(32)  # libtpms' clearCount (stClear contexts)
+        tpm_state(ctx).clear()  # every client's (a TPM Reset or Restart)
     return Reply(raw=response)

@@ -106,10 +106,15 @@ def record_failure(ctx: Context) -> int:
         return S.response_code(refused)
     finally:
         if evicted is not None:
-            back = transact(S.frame(S.TPM_CC_CONTEXT_LOAD, [], evicted))
-            if S.response_code(back) != 0:  # never silently: a client's object would be gone
-                raise TpmError(S.response_code(back), "an object borrowed for the dictionary-attack canary "
-                               "could not be loaded back")
+            restore(transact, evicted)
+
+
+def restore(transact, evicted: bytes) -> None:
+    """Load back an object :func:`evict_one` borrowed a slot from; never silently: if the TPM refuses it, a
+    client's object would be gone, so that is an error the client sees."""
+    back = transact(S.frame(S.TPM_CC_CONTEXT_LOAD, [], evicted))
+    if S.response_code(back) != 0:
+        raise TpmError(S.response_code(back), "an object whose TPM slot was borrowed could not be loaded back")
 
 
 def evict_one(transact) -> bytes | None:

@@ -157,8 +157,10 @@ class PqcState:
         return space
 
     def clear(self) -> None:
-        """TPM Reset (Startup(CLEAR) after a power cycle): every transient object and sequence is gone."""
+        """TPM2_Startup(CLEAR) (a TPM Reset or Restart) or a power cycle: every transient object and sequence
+        is gone, and the clear epoch is renewed as libtpms' clearCount increments (stClear contexts)."""
         self.spaces.clear()
+        self.proofs.clear_epoch = _fresh()
 
     def flush_hierarchies(self, hierarchies: frozenset[int]) -> None:
         for space in self.spaces.values():
@@ -190,9 +192,7 @@ def flush_all(state: ext.ExtensionState) -> None:
     """A power cycle: every object goes. nullProof is left: the TPM's nullSeed (in :func:`reset_secret`)
     changes exactly when libtpms' nullProof does, at a TPM Reset and not at a Restart or Resume. The
     clear epoch is renewed (serve cannot tell a Resume from a Restart here: stClear contexts fail closed)."""
-    pqc = state.get("pqc", PqcState)
-    pqc.clear()
-    pqc.proofs.clear_epoch = _fresh()
+    state.get("pqc", PqcState).clear()
 
 
 def derive_directly(ctx: Context, derive: Callable[[Callable[[bytes], bytes]], bytes]) -> bytes:
@@ -212,7 +212,7 @@ def derive_directly(ctx: Context, derive: Callable[[Callable[[bytes], bytes]], b
     try:
         return derive(transact)
     finally:
-        transact(S.frame(S.TPM_CC_CONTEXT_LOAD, [], evicted))
+        lockout.restore(transact, evicted)
 
 
 def reset_secret(ctx: Context) -> bytes:
