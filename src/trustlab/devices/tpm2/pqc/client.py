@@ -305,11 +305,8 @@ class PqcClient:
         """The TPM's TPM_PT_MAX_RESPONSE_SIZE (TPM2_GetCapability), or None when it does not say."""
         try:
             asked = S.u32(S.TPM_CAP_TPM_PROPERTIES) + S.u32(S.TPM_PT_MAX_RESPONSE_SIZE) + S.u32(1)
-            response = self.transport.transact(frame(0x17A, [], asked))
-            # tag, size, rc, moreData, capability, count, (property, value)
-            if len(response) >= 27 and S.response_code(response) == 0:
-                prop, value = struct.unpack_from(">II", response, 19)
-                return value if prop == S.TPM_PT_MAX_RESPONSE_SIZE else None
+            response = self.transport.transact(frame(S.TPM_CC_GET_CAPABILITY, [], asked))
+            return S.tpm_properties(response).get(S.TPM_PT_MAX_RESPONSE_SIZE)
         except (TrustlabError, OSError):
             pass
         return None

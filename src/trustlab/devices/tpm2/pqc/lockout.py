@@ -62,21 +62,13 @@ def check(ctx: Context) -> None:
     objects the RM would otherwise load and save around it (and charge to the PQC command)."""
     response = direct(ctx)(S.frame(S.TPM_CC_GET_CAPABILITY, [], S.u32(S.TPM_CAP_TPM_PROPERTIES)
                                             + S.u32(TPM_PT_LOCKOUT_COUNTER) + S.u32(2)))
-    values = _properties(response)
+    values = S.tpm_properties(response)
     counter, limit = values.get(TPM_PT_LOCKOUT_COUNTER), values.get(TPM_PT_MAX_AUTH_FAIL)
     if counter is None or limit is None:
         raise TpmError(S.response_code(response) or 0x101, "the TPM's dictionary-attack state is unreadable")
     if counter >= limit:
         raise TpmError(TPM_RC_LOCKOUT, "the TPM is in dictionary-attack lockout")
 
-
-def _properties(response: bytes) -> dict[int, int]:
-    if S.response_code(response) != 0 or len(response) < 19:
-        return {}
-    (count,) = struct.unpack_from(">I", response, 15)
-    if len(response) < 19 + 8 * count:
-        return {}
-    return dict(struct.unpack_from(">II", response, 19 + 8 * i) for i in range(count))
 
 
 def record_failure(ctx: Context) -> int:

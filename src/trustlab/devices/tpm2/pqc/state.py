@@ -12,7 +12,6 @@ swtpm for something, reads a key template, prices an operation (through
 from __future__ import annotations
 
 import os
-import struct
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -230,12 +229,12 @@ def hierarchy_enabled(ctx: Context, hierarchy: int) -> bool:
     bit = ENABLE_BITS.get(hierarchy)
     if bit is None:
         return True
-    response = lockout.direct(ctx)(S.frame(0x17A, [], S.u32(S.TPM_CAP_TPM_PROPERTIES)
+    response = lockout.direct(ctx)(S.frame(S.TPM_CC_GET_CAPABILITY, [], S.u32(S.TPM_CAP_TPM_PROPERTIES)
                                            + S.u32(TPM_PT_STARTUP_CLEAR) + S.u32(1)))
-    if S.response_code(response) != 0 or len(response) < 27 or struct.unpack_from(">I", response, 19)[0] \
-            != TPM_PT_STARTUP_CLEAR:
+    startup_clear = S.tpm_properties(response).get(TPM_PT_STARTUP_CLEAR)
+    if startup_clear is None:
         raise TpmError(S.response_code(response) or 0x101, "the TPM's hierarchy state is unreadable")
-    return bool(struct.unpack_from(">I", response, 23)[0] & bit)
+    return bool(startup_clear & bit)
 
 
 def key_at(ctx: Context, handle: int, n: int = 1) -> PqcObject:

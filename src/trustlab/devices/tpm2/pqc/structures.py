@@ -158,6 +158,17 @@ def response_code(response: bytes) -> int:
     return struct.unpack_from(">I", response, 6)[0] if len(response) >= 10 else 0x101
 
 
+def tpm_properties(response: bytes) -> dict[int, int]:
+    """A TPM2_GetCapability(TPM_CAP_TPM_PROPERTIES) answer as {property: value}; {} for an error or a short
+    answer (tag, size, rc, moreData, capability, count, then the pairs)."""
+    if response_code(response) != 0 or len(response) < 19:
+        return {}
+    (count,) = struct.unpack_from(">I", response, 15)
+    if len(response) < 19 + 8 * count:
+        return {}
+    return dict(struct.unpack_from(">II", response, 19 + 8 * i) for i in range(count))
+
+
 def digest(alg: int, data: bytes) -> bytes:
     return hashlib.new(HASHES[alg], data).digest()
 
