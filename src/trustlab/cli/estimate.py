@@ -72,7 +72,7 @@ def _tpm2_formula(command: str, key: str | None) -> formulas.Formula:
     except FormulaError:
         from trustlab.devices.tpm2.commands import CODES_BY_NAME
 
-        name = command if command.startswith("TPM2_") else f"TPM2_{command}"
+        name = tpm2_name(command)
         if name not in CODES_BY_NAME or key is not None or formulas.variants("tpm2", name):
             raise  # unknown, or it has formulas and needs a --key
         n_in, n_out = tpm2_rules.MINIMAL_FRAME

@@ -80,6 +80,7 @@ def replay(trace: Trace, profile_names: list[str], *, draws: int = 200, seed: in
         by_kind = np.bincount(kind_of, weights=p.per_command_ms, minlength=len(kinds))
         count = np.bincount(kind_of, minlength=len(kinds))
         order = np.argsort(-by_kind)[:top]
+        max_command = _max_command_size(profile)
         row: dict[str, Any] = {
             "profile": name,
             "tpm_median_ms": float(np.median(p.total_draws)),
@@ -95,8 +96,8 @@ def replay(trace: Trace, profile_names: list[str], *, draws: int = 200, seed: in
             "top": [{"command": str(kinds[k]), "count": int(count[k]), "ms": float(by_kind[k]),
                      "share": float(by_kind[k] / mean) if mean > 0 else None} for k in order if by_kind[k] > 0],
             "cannot_price": p.notes,
-            "max_command_size": _max_command_size(profile),
-            "does_not_fit": _does_not_fit(commands, _max_command_size(profile)),
+            "max_command_size": max_command,
+            "does_not_fit": _does_not_fit(commands, max_command),
         }
         if choice is not None:
             row["pqc"] = _pqc_row(name, profile, plan, own, p, gap, pred)
