@@ -48,18 +48,13 @@ TABLE_XI = {"multos-sle78": 8.72, "sle78-aes": 9.84, "sle78-tdes": 15.34, "s3cc9
 REALISTIC_RATES = ("78125", "106000")  # §VII: "more reasonable expectations"
 
 
-def split_list(flag: str, text: str) -> list[str]:
-    """``a,b`` -> [a, b]; an empty list (``,``) or an empty item (``a,,b``) is an error naming ``flag``."""
-    return comma_items(text, flag)
-
-
 def platform_names(values: "list[str] | None", default: "tuple[str, ...] | list[str]") -> list[str]:
     """Names from repeatable, comma-separated ``--platform`` options (duplicates dropped)."""
     if values is None:
         return list(dict.fromkeys(default))
     names: list[str] = []
     for item in values:
-        names += split_list("--platform", item)
+        names += comma_items(item, "--platform")
     return list(dict.fromkeys(names))
 
 
@@ -67,7 +62,7 @@ def _csv(flag: str, value, choices: tuple[str, ...] | None = None, number: bool 
     """Parse ``--mode``/``--bytes`` in ``run`` (not argparse) so bad input is a one-line TrustlabError."""
     if not isinstance(value, str):
         return tuple(value)
-    items = split_list(flag, value)
+    items = comma_items(value, flag)
     if number:
         try:
             values = [int(t) for t in items]
