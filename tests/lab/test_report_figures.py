@@ -465,3 +465,13 @@ def test_every_legend_entry_is_on_the_figure(monkeypatch):
             assert figure_box.x0 <= box.x0 and box.x1 <= figure_box.x1 + 0.5, (t.get_text(), box)
             assert figure_box.y0 <= box.y0 and box.y1 <= figure_box.y1, (t.get_text(), box)
     assert texts == ["s0", "s1", "classical", "model", "calibration", "extrapolated"]
+
+
+def test_more_point_series_than_markers_still_draw():
+    """The marker list ran out at 32 point series (StopIteration, 'could not be drawn') when the published PQC
+    measurements reached 33 sources: markers are cycled, so any number of sources draws."""
+    import trustlab.report.plots as plots
+
+    spec = {"kind": "loglog", "series": [
+        {"label": f"source-{i}", "x": [1.0 + i], "y": [1.5 + i], "style": "points"} for i in range(40)]}
+    plots.render(spec, io.BytesIO())
