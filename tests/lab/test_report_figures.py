@@ -467,11 +467,13 @@ def test_every_legend_entry_is_on_the_figure(monkeypatch):
     assert texts == ["s0", "s1", "classical", "model", "calibration", "extrapolated"]
 
 
-def test_more_point_series_than_markers_still_draw():
-    """The marker list ran out at 32 point series (StopIteration, 'could not be drawn') when the published PQC
-    measurements reached 33 sources: markers are cycled, so any number of sources draws."""
+def test_more_point_series_than_marker_shapes_are_drawn():
+    """The marker shapes repeat: the 33rd point series ended the drawing with StopIteration (leave-one-source-out
+    passed 32 sources once the pq-crystals x86 sources were added)."""
     import trustlab.report.plots as plots
 
     spec = {"kind": "loglog", "series": [
-        {"label": f"source-{i}", "x": [1.0 + i], "y": [1.5 + i], "style": "points"} for i in range(40)]}
-    plots.render(spec, io.BytesIO())
+        {"label": f"source-{i}", "x": [1.0 + i], "y": [2.0 + i], "style": "points"} for i in range(40)]}
+    out = io.BytesIO()
+    plots.render(spec, out)
+    assert out.getvalue().startswith(b"\x89PNG")

@@ -584,9 +584,7 @@ def _category_ticks(axis: Any, labels: list[str], **style: Any) -> None:
 
 def _lines(ax: Any, series: list[dict], logx: bool, logy: bool) -> None:
     categorical = _categorical(series)
-    # coinciding point series stay visible; cycled, so any number of series can be drawn (a fixed list of 32 ran
-    # out, StopIteration, once the published PQC measurements had 33 sources)
-    markers = itertools.cycle(["o", "x", "s", "^", "D", "v", "+", "*"])
+    markers = itertools.cycle(["o", "x", "s", "^", "D", "v", "+", "*"])  # coinciding point series stay visible; any count
     for s in series:
         xs = [str(x) for x in s["x"]] if categorical else [_number(x) for x in s["x"]]
         ys = [_number(y) for y in s["y"]]
