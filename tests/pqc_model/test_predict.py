@@ -374,6 +374,7 @@ def test_cli_chip_json_rows_have_intervals():
     ("core=cortex-m9,mhz=1", "--chip: unknown core class or core 'cortex-m9'"),
     ("core=m0+", "--chip: mhz is required"),
     ("mhz=3", "--chip: core is required"),
+    ("core=foo", "--chip: unknown core class or core 'foo'"),  # the misspelt core first, not 'mhz is required'
     ("core=m0+,mhz=-3", "mhz = '-3' must be a positive"),
     ("core=m0+,mhz=abc", "mhz = 'abc' is not a number"),
     ("core=m0+,mhz=100-10", "low above high"),

@@ -312,12 +312,12 @@ def _from_mapping(doc: dict, where: str) -> ChipSpec:
         raise TrustlabError(f"{where}: unknown key {excerpt(unknown[0])} (keys: {', '.join(KEYS)})")
     if "core" not in doc:
         raise TrustlabError(f"{where}: core is required (one of {', '.join(classes.names())})")
-    if "mhz" not in doc:
-        raise TrustlabError(f"{where}: mhz is required (the clock in MHz, or a range like 25-100)")
     try:
         core = classes.canonical(str(doc["core"]))  # a named core (cortex-a72) stays named: its per-clock factor
     except TrustlabError as exc:
         raise TrustlabError(f"{where}: {exc}") from None
+    if "mhz" not in doc:  # after the core: a misspelt core is the first thing to tell
+        raise TrustlabError(f"{where}: mhz is required (the clock in MHz, or a range like 25-100)")
     mhz = _mhz(doc["mhz"], where)
     secure = str(doc["core"]).strip().lower() in SECURE_CORES
     bus, bus_hz = _bus(doc.get("bus", "none"), where)
