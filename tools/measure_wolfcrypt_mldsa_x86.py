@@ -248,6 +248,13 @@ def main(argv: list[str] | None = None) -> int:
     for d in [*a.wolfssl, a.pqclean, a.dilithium, a.user_settings]:
         if d is not None and not d.exists():
             die(f"{d}: no such file or directory")
+    for src in a.wolfssl:
+        if not (src / "wolfssl/version.h").exists() or not (src / "wolfcrypt/src/sha3.c").exists():
+            die(f"{src}: not a wolfSSL source tree (no wolfssl/version.h or wolfcrypt/src/sha3.c)")
+    if a.pqclean and not (a.pqclean / "crypto_sign/ml-dsa-44/clean").is_dir():
+        die(f"{a.pqclean}: not a PQClean checkout (no crypto_sign/ml-dsa-44/clean)")
+    if a.dilithium and not (a.dilithium / "ref/sign.c").exists():
+        die(f"{a.dilithium}: not a pq-crystals/dilithium checkout (no ref/sign.c)")
     if not shutil.which("gcc") or not shutil.which("taskset"):
         die("needs gcc and taskset")
     a.build.mkdir(parents=True, exist_ok=True)
