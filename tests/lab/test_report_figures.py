@@ -465,3 +465,15 @@ def test_every_legend_entry_is_on_the_figure(monkeypatch):
             assert figure_box.x0 <= box.x0 and box.x1 <= figure_box.x1 + 0.5, (t.get_text(), box)
             assert figure_box.y0 <= box.y0 and box.y1 <= figure_box.y1, (t.get_text(), box)
     assert texts == ["s0", "s1", "classical", "model", "calibration", "extrapolated"]
+
+
+def test_more_point_series_than_marker_shapes_are_drawn():
+    """The marker shapes repeat: the 33rd point series ended the drawing with StopIteration (leave-one-source-out
+    passed 32 sources once the pq-crystals x86 sources were added)."""
+    import trustlab.report.plots as plots
+
+    spec = {"kind": "loglog", "series": [
+        {"label": f"source-{i}", "x": [1.0 + i], "y": [2.0 + i], "style": "points"} for i in range(40)]}
+    out = io.BytesIO()
+    plots.render(spec, out)
+    assert out.getvalue().startswith(b"\x89PNG")

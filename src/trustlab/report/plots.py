@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import itertools
 import math
 import threading
 from pathlib import Path
@@ -583,7 +584,7 @@ def _category_ticks(axis: Any, labels: list[str], **style: Any) -> None:
 
 def _lines(ax: Any, series: list[dict], logx: bool, logy: bool) -> None:
     categorical = _categorical(series)
-    markers = iter(["o", "x", "s", "^", "D", "v", "+", "*"] * 4)  # coinciding point series stay visible
+    markers = itertools.cycle(["o", "x", "s", "^", "D", "v", "+", "*"])  # coinciding point series stay visible; any count
     for s in series:
         xs = [str(x) for x in s["x"]] if categorical else [_number(x) for x in s["x"]]
         ys = [_number(y) for y in s["y"]]
