@@ -151,8 +151,10 @@ def test_top_level_keys_beside_a_chip_table_are_refused(tmp_path):
     "core=m4,mhz=10,certified=" + "y" * 10_000,
 ])
 def test_a_huge_value_is_quoted_short(chip):
+    """The 10,000-character value is cut to an excerpt. The bound leaves room for what the message must say
+    besides: an unknown core lists every core class and named core (about 550 characters with eleven classes)."""
     rc, _, err = run("run", "pqc-tpm", "--chip", chip)
-    assert rc != 0 and "(10000 characters)" in err and len(err) < 600 and err.count("\n") == 1, err[:300]
+    assert rc != 0 and "(10000 characters)" in err and len(err) < 800 and err.count("\n") == 1, err[:300]
 
 
 def test_two_chips_with_one_label_are_refused():

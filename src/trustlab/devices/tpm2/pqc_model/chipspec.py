@@ -4,7 +4,8 @@ Two ways in: ``ChipSpec.parse("core=cortex-m0plus,mhz=133")`` (the ``--chip`` op
 file with the same keys, and :func:`for_profile` for a shipped TPM 2.0 profile (its chips.toml
 entry and its own measured rates). Keys::
 
-    core         a core class or alias (cortex-m0plus, m3, sc300, m4, m33, a-class, rv32, rv64, x86, secure-mcu),
+    core         a core class or alias (cortex-m0plus, m3, sc300, m4, m33, a-class, rv32, rv64, xtensa / esp32, x86,
+                 secure-mcu),
                  or a named core of a class (cortex-a53, a72, neoverse-n1, cortex-a78, apple-m1: data/microarch.toml)
     mhz          clock in MHz: 133, or a range 25-100 (unknown clocks are ranges)
     sha256_kbps  optional: the chip's own measured SHA-256 rate in KB/s (1 KB = 1024 bytes, as
