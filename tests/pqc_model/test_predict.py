@@ -715,6 +715,8 @@ def test_an_espressif_xtensa_chip_is_its_own_class_priced_from_its_prior():
     the class has no sourced assembly speed-up, so hand-written assembly is refused."""
     for name in ("esp32", "ESP32-S3", "esp32s2", "lx6", "lx7", "xtensa"):
         assert classes.resolve(name) == "xtensa"
+    for name in ("esp32-c3", "ESP32C6", "esp32-h2"):  # Espressif's RISC-V chips are not Xtensa
+        assert classes.resolve(name) == "riscv32"
     assert classes.group("xtensa") == "microcontroller" and not classes.runs_pqm4_assembly("xtensa")
     fitted = classes.fit("xtensa")
     assert not fitted.measured and (fitted.arith.lo, fitted.arith.hi) == (0.43, 0.85)
