@@ -29,10 +29,9 @@ import struct
 import pytest
 
 from trustlab.devices.tpm12 import constants as C
-from trustlab.devices.tpm12.primitives import KeyPool
 
 from .conformance_cases import OWNER, WRONG, cap, ek_frame, frame, nv_define, pp, rc_of, u16, u32
-from .differential import disagreements, pair, run_scenario
+from .differential import disagreements, run_on_fresh_pair
 from .test_owner_libtpms import quiet
 
 pytestmark = [pytest.mark.swtpm, pytest.mark.skipif(shutil.which("swtpm") is None, reason="swtpm not installed")]
@@ -135,13 +134,8 @@ SCENARIO: list[tuple[str, object, bool]] = [
 
 
 def _rows() -> list[tuple]:
-    ours, libtpms = pair(KeyPool())
-    try:
-        out = run_scenario(ours, libtpms, [frame(C.ORD["TPM_Startup"], u16(C.TPM_ST_CLEAR)), ek_frame(), pp(0x0020),
-                                           pp(0x0008)], SCENARIO)
-    finally:
-        libtpms.target.close()
-    return out
+    return run_on_fresh_pair([frame(C.ORD["TPM_Startup"], u16(C.TPM_ST_CLEAR)), ek_frame(), pp(0x0020), pp(0x0008)],
+                             SCENARIO)
 
 
 def test_client_matrix_findings_answer_as_libtpms() -> None:

@@ -18,10 +18,9 @@ from trustlab.devices.tpm12 import constants as C
 from trustlab.devices.tpm12 import hostcrypto
 from trustlab.devices.tpm12.client import key_template
 from trustlab.devices.tpm12.keys import key_from_bytes, pubkey_modulus, rsa_public, unmarshal_key
-from trustlab.devices.tpm12.primitives import KeyPool
 
 from .conformance_cases import OWNER, SRK, WRONG, cap, ek_frame, frame, pp, quiet, rc_of, u16, u32
-from .differential import disagreements, pair, run_scenario
+from .differential import disagreements, run_on_fresh_pair
 
 pytestmark = [pytest.mark.swtpm, pytest.mark.skipif(shutil.which("swtpm") is None, reason="swtpm not installed")]
 
@@ -159,12 +158,7 @@ SCENARIO: list[tuple[str, object, bool]] = [
 
 
 def _rows() -> list[tuple]:
-    ours, libtpms = pair(KeyPool())
-    try:
-        out = run_scenario(ours, libtpms, [frame(C.ORD["TPM_Startup"], u16(C.TPM_ST_CLEAR)), ek_frame()], SCENARIO)
-    finally:
-        libtpms.target.close()
-    return out
+    return run_on_fresh_pair([frame(C.ORD["TPM_Startup"], u16(C.TPM_ST_CLEAR)), ek_frame()], SCENARIO)
 
 
 def test_every_step_answers_as_libtpms() -> None:

@@ -39,7 +39,7 @@ from trustlab.devices.tpm12.keys import Key12, rsa_public
 from trustlab.devices.tpm12.primitives import KeyPool
 
 from .conformance_cases import KEY, OWNER, SRK, cap, ek_frame, frame, nv_define, pp, rc_of, u16, u32
-from .differential import disagreements, pair, run_scenario
+from .differential import disagreements, pair, run_on_fresh_pair
 from .test_owner_libtpms import quiet
 
 pytestmark = [pytest.mark.swtpm, pytest.mark.skipif(shutil.which("swtpm") is None, reason="swtpm not installed")]
@@ -101,12 +101,8 @@ SCENARIO: list[tuple[str, object, bool]] = [
 
 
 def test_tss12_testsuite_findings_answer_as_libtpms() -> None:
-    ours, libtpms = pair(KeyPool())
-    try:
-        rows = run_scenario(ours, libtpms, [frame(C.ORD["TPM_Startup"], u16(C.TPM_ST_CLEAR)), ek_frame(), pp(0x0020),
-                                            pp(0x0008)], SCENARIO)
-    finally:
-        libtpms.target.close()
+    rows = run_on_fresh_pair([frame(C.ORD["TPM_Startup"], u16(C.TPM_ST_CLEAR)), ek_frame(), pp(0x0020), pp(0x0008)],
+                             SCENARIO)
     bad = disagreements(rows)
     assert not bad, "\n".join(bad)
     by = {name: a for name, _e, a, _b in rows}
