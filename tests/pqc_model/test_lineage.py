@@ -19,7 +19,7 @@ def test_every_measurement_source_states_its_lineage_and_where_it_was_read():
     assert kinds["pqm3-f207"] == kinds["fhnw-kyber-f407-O0"] == kinds["mlkem-c-aarch64-m1"] == "reference"
     # Xu's thesis: on the RP2350 PQClean clean ML-KEM (with PQClean's Keccak) beside wolfCrypt's own ML-DSA; the
     # x86 server build selects PQClean clean ML-DSA behind wc_dilithium_* (PQCLEAN_DILITHIUM), which our same-core
-    # measurement (tools/measure_wolfcrypt_mldsa_x86.py) confirms: reference lineage for both families
+    # measurement (lineage.toml, harness kept outside the repository) confirms: reference lineage for both families
     assert kinds["xu2025-rp2350"] == {"ML-KEM": "reference", "ML-DSA": "wolfcrypt"}
     assert kinds["xu2025-x86"] == "reference"
 
