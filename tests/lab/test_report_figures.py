@@ -477,3 +477,31 @@ def test_more_point_series_than_marker_shapes_are_drawn():
     out = io.BytesIO()
     plots.render(spec, out)
     assert out.getvalue().startswith(b"\x89PNG")
+
+
+def test_a_title_wider_than_its_axes_is_wrapped_inside_the_figure(monkeypatch):
+    """validate's 109-character title beside its legend was centred over narrower axes and cut at both figure
+    edges; it is wrapped to the axes' width and every line lies inside the figure."""
+    import trustlab.report.plots as plots
+
+    drawn = {}
+    fit = plots._fit_title
+
+    def keep(fig, ax):
+        fit(fig, ax)
+        drawn["fig"], drawn["ax"] = fig, ax
+
+    monkeypatch.setattr(plots, "_fit_title", keep)
+    title = ("Predicted vs independent reference, by device class (held-out silicon: the generic PQC model, "
+             "5-95% interval)")
+    spec = {"kind": "loglog", "title": title, "series": [
+        {"label": f"a long legend entry number {i}", "x": [1.0 + i], "y": [2.0 + i], "style": "points"}
+        for i in range(8)]}
+    plots.render(spec, io.BytesIO())
+    fig, ax = drawn["fig"], drawn["ax"]
+    shown = ax.title.get_text()
+    assert "\n" in shown and shown.replace("\n", " ") == title
+    box = ax.title.get_window_extent(fig.canvas.get_renderer())
+    assert fig.bbox.x0 <= box.x0 and box.x1 <= fig.bbox.x1 and box.y1 <= fig.bbox.y1, box
+    plots.render({**spec, "title": "short"}, io.BytesIO())
+    assert drawn["ax"].title.get_text() == "short"

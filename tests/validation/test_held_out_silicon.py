@@ -127,3 +127,20 @@ def test_text_tables_keep_the_profile_column_narrow():
         assert header.startswith("profile") and header.index(" class" if "Accuracy" in title else " command") <= \
             LABEL_WIDTH + 2
     assert any(len(c["profile"]) > LABEL_WIDTH for c in v.to_dict()["checks"])
+
+
+def test_accuracy_plot_draws_flagged_sources_apart():
+    """The flagged post-quantum sources (a Java Card applet, one cold call from flash) were drawn in their device
+    class's colour, their distance from y = x read as the model's error on smart cards and microcontrollers."""
+    from trustlab.validation.text import accuracy_plot
+
+    v = run()
+    flagged = [c for c in v.checks if c.flagged]
+    assert flagged and all(c.note.startswith("flagged, not counted") for c in flagged)
+    plot = accuracy_plot(v)
+    apart = [s for s in plot["series"] if s["label"].startswith("flagged, not counted")]
+    assert len(apart) == 1 and len(apart[0]["x"]) == sum(1 for c in flagged if c.predicted > 0 and c.reference > 0)
+    counted_points = sum(len(s["x"]) for s in plot["series"] if s is not apart[0]
+                         and not s["label"].startswith(("held-out", "y = x")))
+    assert counted_points == sum(1 for c in v.checks if c.kind == "independent" and not c.flagged
+                                 and c.predicted > 0 and c.reference > 0)

@@ -114,6 +114,7 @@ def _draw(spec: dict[str, Any], path: Path | BinaryIO, dpi: int) -> Path | Binar
                            borderaxespad=0.0, ncols=-(-len(labels) // rows))
         _measured_once(legend._legend_box)
     _layout(fig, ax, legend, series, kind)
+    _fit_title(fig, ax)
     for axis in (ax.xaxis, ax.yaxis):  # after the layout: how many ticks fit depends on the axes' size
         _minor_ticks_as_marks(ax, axis)
     if isinstance(path, Path):
@@ -135,6 +136,7 @@ def _draw(spec: dict[str, Any], path: Path | BinaryIO, dpi: int) -> Path | Binar
 
 
 WIDTH_IN, HEIGHT_IN = 8.5, 4.2
+TITLE_LINE_IN = 0.17  # one more line of a 10 pt title, with matplotlib's line spacing of 1.2
 MAX_HEIGHT_IN = 8.0
 LEGEND_ROW_IN = 8 * 1.5 / 72  # a legend entry: 8 pt text and matplotlib's 0.5 em label spacing
 _FIGURES = threading.local()  # .by_dpi: dpi (or (dpi, height)) -> this thread's (figure, axes), cleared for each drawing
@@ -209,6 +211,26 @@ def _layout(fig: Any, ax: Any, legend: Any, series: list[dict], kind: str) -> No
     height = fig.get_size_inches()[1]
     fig.subplots_adjust(left=left / WIDTH_IN, right=max(0.5, 1 - right / WIDTH_IN),
                         bottom=min(0.6, bottom / height), top=1 - top / height)
+
+
+def _fit_title(fig: Any, ax: Any) -> None:
+    """A title wider than its axes wrapped to their width, the top margin grown by its extra lines.
+
+    Why: a title is centred over the axes, so one wider than them ran off both edges of the figure and
+    was cut there (validate's 109-character title beside its legend lost its first and last words).
+    """
+    import textwrap
+
+    title = ax.title.get_text()
+    axes_in = (fig.subplotpars.right - fig.subplotpars.left) * WIDTH_IN
+    title_in = ax.title.get_window_extent(fig.canvas.get_renderer()).width / fig.dpi
+    if not title or title_in <= axes_in:
+        return
+    per_line = max(20, int(len(title) * axes_in / title_in))  # characters per line at this title's mean width
+    lines = textwrap.wrap(title, per_line)
+    ax.set_title("\n".join(lines), fontsize=10, y=1.0)
+    height = fig.get_size_inches()[1]
+    fig.subplots_adjust(top=fig.subplotpars.top - (len(lines) - 1) * TITLE_LINE_IN / height)
 
 
 def _measured_once(box: Any) -> None:

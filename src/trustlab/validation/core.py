@@ -55,6 +55,7 @@ class Check:
     note: str = ""
     low: float | None = None   # the prediction's interval, where the predictor gives one
     high: float | None = None
+    flagged: bool = False  # shown beside the others, not counted (a post-quantum source's note says why)
 
     @property
     def error(self) -> float:

@@ -24,9 +24,9 @@ def checks() -> list[Check]:
     out = []
     for row in pqc_validation.rows():
         fields = {k: row[k] for k in CHECK_FIELDS}
-        if row.get("flagged"):  # core.Check has no flag: say it in the note
+        if row.get("flagged"):  # the text tables show the note, the plot the flag
             fields["note"] = f"flagged, not counted: {fields['note']}"
-        out.append(Check(**fields))
+        out.append(Check(**fields, flagged=bool(row.get("flagged"))))
     return out
 
 
