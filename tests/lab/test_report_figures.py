@@ -505,3 +505,37 @@ def test_a_title_wider_than_its_axes_is_wrapped_inside_the_figure(monkeypatch):
     assert fig.bbox.x0 <= box.x0 and box.x1 <= fig.bbox.x1 and box.y1 <= fig.bbox.y1, box
     plots.render({**spec, "title": "short"}, io.BytesIO())
     assert drawn["ax"].title.get_text() == "short"
+
+
+def test_many_bar_categories_stand_upright_apart_and_few_turn_30_degrees(monkeypatch):
+    """pqc-tpm's and workloads' 23 TPM profiles, turned 30 degrees, sat 0.11 in apart vertically and ran into each
+    other; past what 30 degrees keeps apart they stand upright, no two labels overlap, all lie on a figure grown
+    to keep the axes' height. A few categories keep their 30 degrees (and the usual figure)."""
+    import trustlab.report.plots as plots
+
+    drawn = {}
+    fit = plots._fit_title
+
+    def keep(fig, ax):
+        fit(fig, ax)
+        drawn["fig"], drawn["ax"] = fig, ax
+
+    monkeypatch.setattr(plots, "_fit_title", keep)
+    for n, turn in ((23, 90), (6, 30)):
+        names = [f"vendor-model-{i:02d}-firmware-1.2.{i}" for i in range(n)]
+        spec = {"kind": "bar", "logy": True, "title": "per chip", "series": [
+            {"label": "classical", "x": names, "y": [10.0 + i for i in range(n)]},
+            {"label": "post-quantum", "x": names, "y": [30.0 + i for i in range(n)]}]}
+        plots.render(spec, io.BytesIO())
+        fig, ax = drawn["fig"], drawn["ax"]
+        # the stamped axes draw every tick as a copy of the first (one Tick object): its label carries the style
+        label = ax.xaxis.get_major_ticks(1)[0].label1
+        assert round(label.get_rotation()) == turn
+        box = label.get_window_extent(fig.canvas.get_renderer())
+        spacing = ax.transData.transform((1, 0))[0] - ax.transData.transform((0, 0))[0]
+        if turn == 90:
+            assert box.width < spacing, "upright labels wider than their spacing overlap"
+            assert fig.get_size_inches()[1] > plots.HEIGHT_IN
+        else:
+            assert fig.get_size_inches()[1] == plots.HEIGHT_IN
+        assert fig.bbox.y0 <= box.y0 and fig.bbox.x0 <= box.x0, box
