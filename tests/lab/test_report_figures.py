@@ -479,12 +479,11 @@ def test_more_point_series_than_marker_shapes_are_drawn():
     assert out.getvalue().startswith(b"\x89PNG")
 
 
-def test_a_title_wider_than_its_axes_is_wrapped_inside_the_figure(monkeypatch):
-    """validate's 109-character title beside its legend was centred over narrower axes and cut at both figure
-    edges; it is wrapped to the axes' width and every line lies inside the figure."""
+def _last_figure(monkeypatch) -> dict:
+    """The figure and axes of the last drawing, as laid out (kept at its last layout step, the title's fit)."""
     import trustlab.report.plots as plots
 
-    drawn = {}
+    drawn: dict = {}
     fit = plots._fit_title
 
     def keep(fig, ax):
@@ -492,6 +491,15 @@ def test_a_title_wider_than_its_axes_is_wrapped_inside_the_figure(monkeypatch):
         drawn["fig"], drawn["ax"] = fig, ax
 
     monkeypatch.setattr(plots, "_fit_title", keep)
+    return drawn
+
+
+def test_a_title_wider_than_its_axes_is_wrapped_inside_the_figure(monkeypatch):
+    """validate's 109-character title beside its legend was centred over narrower axes and cut at both figure
+    edges; it is wrapped to the axes' width and every line lies inside the figure."""
+    import trustlab.report.plots as plots
+
+    drawn = _last_figure(monkeypatch)
     title = ("Predicted vs independent reference, by device class (held-out silicon: the generic PQC model, "
              "5-95% interval)")
     spec = {"kind": "loglog", "title": title, "series": [
@@ -513,14 +521,7 @@ def test_many_bar_categories_stand_upright_apart_and_few_turn_30_degrees(monkeyp
     to keep the axes' height. A few categories keep their 30 degrees (and the usual figure)."""
     import trustlab.report.plots as plots
 
-    drawn = {}
-    fit = plots._fit_title
-
-    def keep(fig, ax):
-        fit(fig, ax)
-        drawn["fig"], drawn["ax"] = fig, ax
-
-    monkeypatch.setattr(plots, "_fit_title", keep)
+    drawn = _last_figure(monkeypatch)
     for n, turn in ((23, 90), (6, 30)):
         names = [f"vendor-model-{i:02d}-firmware-1.2.{i}" for i in range(n)]
         spec = {"kind": "bar", "logy": True, "title": "per chip", "series": [
