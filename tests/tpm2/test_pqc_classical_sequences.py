@@ -20,6 +20,7 @@ from cryptography.hazmat.primitives.asymmetric.utils import encode_dss_signature
 
 from trustlab.devices.tpm2.pqc import structures as S
 from trustlab.devices.tpm2.pqc.client import PqcClient, frame, password
+from trustlab.devices.tpm2.pqc.structures import response_code as rc
 from trustlab.serving.proxy import timed_swtpm
 
 from .conftest import needs_swtpm
@@ -33,10 +34,6 @@ SIGN_CONTEXT_KEY_H2 = 0x2AD  # TPM_RC_SIGN_CONTEXT_KEY, handle 2
 def served():
     with timed_swtpm("sealsq-qvault-pqc-tpm-wolftpm", virtual=True) as proxy:
         yield proxy
-
-
-def rc(response: bytes) -> int:
-    return S.response_code(response)
 
 
 def ecc_key(t: PqcClient, unique: bytes) -> tuple[int, ec.EllipticCurvePublicKey]:

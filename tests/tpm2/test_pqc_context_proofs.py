@@ -16,6 +16,7 @@ from trustlab.devices.tpm2.extensions import Reader
 from trustlab.devices.tpm2.pqc import binding
 from trustlab.devices.tpm2.pqc import structures as S
 from trustlab.devices.tpm2.pqc.client import PqcClient, TpmResponseError, external_mu, frame, password
+from trustlab.devices.tpm2.pqc.structures import response_code as rc
 from trustlab.serving.proxy import timed_swtpm
 
 from .conftest import needs_swtpm
@@ -36,10 +37,6 @@ ECC_SIGN = (S.u16(0x23) + S.u16(S.TPM_ALG_SHA256)
 def served():
     with timed_swtpm(PROFILE, virtual=True) as proxy:
         yield proxy
-
-
-def rc(response: bytes) -> int:
-    return S.response_code(response)
 
 
 def saved_pair(t: PqcClient, hierarchy: int) -> tuple[bytes, bytes]:

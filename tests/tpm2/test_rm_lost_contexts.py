@@ -18,6 +18,7 @@ import pytest
 
 from trustlab.devices.tpm2.pqc import structures as S
 from trustlab.devices.tpm2.pqc.client import PqcClient, frame, password
+from trustlab.devices.tpm2.pqc.structures import response_code as rc
 from trustlab.serving.proxy import timed_swtpm
 from trustlab.serving.tpm2 import rm
 
@@ -49,10 +50,6 @@ def raw():
 def managed():
     with timed_swtpm(PROFILE, virtual=True) as proxy:
         yield proxy
-
-
-def rc(response: bytes) -> int:
-    return S.response_code(response)
 
 
 def primary(t: PqcClient, hierarchy: int, unique: bytes = b"") -> bytes:
